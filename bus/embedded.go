@@ -1,0 +1,126 @@
+package bus
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+)
+
+const embeddedReadyTimeout = 10 * time.Second
+
+// EmbeddedOptions configure an in-process NATS server with JetStream.
+type EmbeddedOptions struct {
+	Host     string // default 127.0.0.1
+	Port     int    // 0 picks a free port
+	StoreDir string // JetStream data; default a temporary directory removed on Shutdown
+	Logs     bool   // log to stderr
+}
+
+// Embedded is a running in-process NATS server with JetStream.
+type Embedded struct {
+	srv      *server.Server
+	tempDir  string
+	stopOnce sync.Once
+}
+
+// StartEmbedded starts the server and waits until it accepts connections.
+func StartEmbedded(opts EmbeddedOptions) (*Embedded, error) {
+	host := opts.Host
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	port := opts.Port
+	if port < 0 {
+		return nil, fmt.Errorf("embedded NATS server: port %d is negative: use 0 for a free port", port)
+	}
+	if port == 0 {
+		port = server.RANDOM_PORT
+	} else if err := checkPortFree(host, port); err != nil {
+		return nil, err
+	}
+
+	e := &Embedded{}
+	storeDir := opts.StoreDir
+	if storeDir == "" {
+		dir, err := os.MkdirTemp("", "agentmesh-nats-*")
+		if err != nil {
+			return nil, fmt.Errorf("embedded NATS server: temporary store dir: %w", err)
+		}
+		storeDir, e.tempDir = dir, dir
+	}
+
+	sopts := &server.Options{
+		ServerName: "agentmesh",
+		Host:       host,
+		Port:       port,
+		JetStream:  true,
+		StoreDir:   storeDir,
+		NoSigs:     true,
+		NoLog:      !opts.Logs,
+	}
+	srv, err := server.NewServer(sopts)
+	if err != nil {
+		e.removeTemp()
+		return nil, fmt.Errorf("embedded NATS server: %w", err)
+	}
+	if opts.Logs {
+		srv.ConfigureLogger()
+	}
+	e.srv = srv
+	srv.Start()
+	if !srv.ReadyForConnections(embeddedReadyTimeout) {
+		e.Shutdown()
+		if opts.Port != 0 {
+			if err := checkPortFree(host, port); err != nil {
+				return nil, err
+			}
+		}
+		return nil, fmt.Errorf("%w: not accepting connections on %s after %s: run with logs on to see why", ErrServerNotReady, net.JoinHostPort(host, strconv.Itoa(port)), embeddedReadyTimeout)
+	}
+	if !srv.JetStreamEnabled() {
+		e.Shutdown()
+		return nil, fmt.Errorf("%w: JetStream did not start (store dir %s): check the directory is writable", ErrServerNotReady, storeDir)
+	}
+	return e, nil
+}
+
+func checkPortFree(host string, port int) error {
+	addr := net.JoinHostPort(host, strconv.Itoa(port))
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("%w: embedded NATS server cannot listen on %s (%v): stop what uses the port, pick another port, or use 0 for a free one", ErrPortInUse, addr, err)
+	}
+	return l.Close()
+}
+
+// URL returns the client URL, e.g. nats://127.0.0.1:4222.
+func (e *Embedded) URL() string { return e.srv.ClientURL() }
+
+// Server returns the underlying server.
+func (e *Embedded) Server() *server.Server { return e.srv }
+
+// Shutdown stops the server, waits until it has stopped and removes the
+// temporary store dir, if one was made. It is safe to call more than once.
+func (e *Embedded) Shutdown() {
+	if e == nil {
+		return
+	}
+	e.stopOnce.Do(func() {
+		if e.srv != nil {
+			e.srv.Shutdown()
+			e.srv.WaitForShutdown()
+		}
+		e.removeTemp()
+	})
+}
+
+func (e *Embedded) removeTemp() {
+	if e.tempDir != "" {
+		_ = os.RemoveAll(e.tempDir)
+	}
+}

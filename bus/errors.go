@@ -1,0 +1,41 @@
+package bus
+
+import "errors"
+
+var (
+	// ErrInvalidName reports a prefix, agent name or id that cannot be used as
+	// a NATS subject token, JetStream durable name or KV key.
+	ErrInvalidName = errors.New("bus: invalid name")
+
+	// ErrNoServer reports that no NATS server answered at the configured URL.
+	ErrNoServer = errors.New("bus: no NATS server")
+
+	// ErrAuth reports that the NATS server refused the credentials.
+	ErrAuth = errors.New("bus: NATS authorization failed")
+
+	// ErrPortInUse reports that the embedded server could not listen on its port.
+	ErrPortInUse = errors.New("bus: port in use")
+
+	// ErrServerNotReady reports that the embedded server did not become ready.
+	ErrServerNotReady = errors.New("bus: embedded NATS server not ready")
+
+	// ErrConflict reports an existing stream, bucket or object store whose
+	// configuration conflicts with the one the mesh needs.
+	ErrConflict = errors.New("bus: conflicting JetStream configuration")
+
+	// ErrMalformedEvent reports a message that is not a readable CloudEvent.
+	ErrMalformedEvent = errors.New("bus: malformed CloudEvent")
+
+	// ErrMissingAttribute reports a CloudEvent without a required attribute.
+	ErrMissingAttribute = errors.New("bus: missing CloudEvent attribute")
+
+	// ErrSpecVersion reports a CloudEvent whose specversion is not 1.0.
+	ErrSpecVersion = errors.New("bus: unsupported CloudEvents specversion")
+
+	// ErrInvalidAttribute reports a CloudEvent attribute with a bad value or name.
+	ErrInvalidAttribute = errors.New("bus: invalid CloudEvent attribute")
+
+	// ErrInvalidData reports event data that does not decode into the wanted
+	// type or fails its schema.
+	ErrInvalidData = errors.New("bus: invalid event data")
+)

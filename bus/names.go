@@ -1,0 +1,239 @@
+package bus
+
+import (
+	"fmt"
+	"strings"
+	"unicode/utf8"
+)
+
+// DefaultPrefix is the prefix of every subject, stream and bucket name when
+// none is configured.
+const DefaultPrefix = "mesh"
+
+const (
+	maxPrefixLen    = 32
+	maxAgentNameLen = 64
+	maxTokenLen     = 128
+)
+
+// Names builds the subjects, stream names and bucket names of the wire
+// contract for one prefix. The zero value is not usable; build it with
+// NewNames.
+type Names struct {
+	prefix string
+	upper  string
+}
+
+// NewNames returns the names for prefix ("" means DefaultPrefix). The prefix
+// becomes the first subject token and part of stream and bucket names, so it
+// may hold only ASCII letters, digits, '-' and '_'.
+func NewNames(prefix string) (Names, error) {
+	if prefix == "" {
+		prefix = DefaultPrefix
+	}
+	if err := validateStrict("prefix", prefix, maxPrefixLen); err != nil {
+		return Names{}, err
+	}
+	return Names{prefix: prefix, upper: strings.ToUpper(prefix)}, nil
+}
+
+// MustNames is NewNames that panics on a bad prefix; for constants and tests.
+func MustNames(prefix string) Names {
+	n, err := NewNames(prefix)
+	if err != nil {
+		panic(err)
+	}
+	return n
+}
+
+// Prefix returns the prefix, e.g. "mesh".
+func (n Names) Prefix() string { return n.prefix }
+
+func (n Names) subj(parts ...string) string {
+	return n.prefix + "." + strings.Join(parts, ".")
+}
+
+// Task returns the subject an agent takes its tasks from: mesh.task.<agent>.
+func (n Names) Task(agent string) (string, error) {
+	if err := ValidateAgentName(agent); err != nil {
+		return "", err
+	}
+	return n.subj("task", agent), nil
+}
+
+// Tasks returns the subject of every task: mesh.task.>.
+func (n Names) Tasks() string { return n.subj("task", ">") }
+
+// Result returns the subject a direct caller reads a task's result from:
+// mesh.result.<taskID>. Check the id with ValidateToken when it comes from outside.
+func (n Names) Result(taskID string) string { return n.subj("result", taskID) }
+
+// Results returns the subject of every result: mesh.result.>.
+func (n Names) Results() string { return n.subj("result", ">") }
+
+// OrchestratorResult returns mesh.result.orchestrator.<id>, where results for
+// the orchestrator go.
+func (n Names) OrchestratorResult(id string) string {
+	return n.subj("result", "orchestrator", id)
+}
+
+// OrchestratorResults returns mesh.result.orchestrator.>.
+func (n Names) OrchestratorResults() string { return n.subj("result", "orchestrator", ">") }
+
+// Events returns mesh.events.<id>.<kind>, where id names a conversation or run.
+func (n Names) Events(id, kind string) string { return n.subj("events", id, kind) }
+
+// EventsOf returns mesh.events.<id>.>, every event of one conversation or run.
+func (n Names) EventsOf(id string) string { return n.subj("events", id, ">") }
+
+// AllEvents returns mesh.events.>.
+func (n Names) AllEvents() string { return n.subj("events", ">") }
+
+// Announce returns mesh.registry.announce.<agent>.
+func (n Names) Announce(agent string) (string, error) {
+	if err := ValidateAgentName(agent); err != nil {
+		return "", err
+	}
+	return n.subj("registry", "announce", agent), nil
+}
+
+// Announcements returns mesh.registry.announce.>.
+func (n Names) Announcements() string { return n.subj("registry", "announce", ">") }
+
+// Depart returns mesh.registry.depart.<agent>.
+func (n Names) Depart(agent string) (string, error) {
+	if err := ValidateAgentName(agent); err != nil {
+		return "", err
+	}
+	return n.subj("registry", "depart", agent), nil
+}
+
+// Departures returns mesh.registry.depart.>.
+func (n Names) Departures() string { return n.subj("registry", "depart", ">") }
+
+// RegistryQuery returns mesh.registry.query.
+func (n Names) RegistryQuery() string { return n.subj("registry", "query") }
+
+// ChatRequest returns mesh.chat.request.
+func (n Names) ChatRequest() string { return n.subj("chat", "request") }
+
+// PipelineSubmit returns mesh.pipeline.submit.
+func (n Names) PipelineSubmit() string { return n.subj("pipeline", "submit") }
+
+// Control returns mesh.control.<agent>, the subject of cancellations.
+func (n Names) Control(agent string) (string, error) {
+	if err := ValidateAgentName(agent); err != nil {
+		return "", err
+	}
+	return n.subj("control", agent), nil
+}
+
+// Dead returns mesh.dead.<agent>.
+func (n Names) Dead(agent string) (string, error) {
+	if err := ValidateAgentName(agent); err != nil {
+		return "", err
+	}
+	return n.subj("dead", agent), nil
+}
+
+// DeadAll returns mesh.dead.>.
+func (n Names) DeadAll() string { return n.subj("dead", ">") }
+
+// RequestsStream returns the name of the requests stream, e.g. MESH_REQUESTS.
+func (n Names) RequestsStream() string { return n.upper + "_REQUESTS" }
+
+// TasksStream returns e.g. MESH_TASKS.
+func (n Names) TasksStream() string { return n.upper + "_TASKS" }
+
+// ResultsStream returns e.g. MESH_RESULTS.
+func (n Names) ResultsStream() string { return n.upper + "_RESULTS" }
+
+// EventsStream returns e.g. MESH_EVENTS.
+func (n Names) EventsStream() string { return n.upper + "_EVENTS" }
+
+// DeadStream returns e.g. MESH_DEAD.
+func (n Names) DeadStream() string { return n.upper + "_DEAD" }
+
+// AgentsBucket returns the live registry KV bucket, e.g. mesh_agents.
+func (n Names) AgentsBucket() string { return n.prefix + "_agents" }
+
+// ConversationsBucket returns e.g. mesh_conversations.
+func (n Names) ConversationsBucket() string { return n.prefix + "_conversations" }
+
+// RunsBucket returns e.g. mesh_runs.
+func (n Names) RunsBucket() string { return n.prefix + "_runs" }
+
+// FilesStore returns the object store name, e.g. mesh_files.
+func (n Names) FilesStore() string { return n.prefix + "_files" }
+
+// ValidateAgentName reports whether name can name an agent. An agent name is a
+// subject token (mesh.task.<agent>), a JetStream durable consumer name, part
+// of a KV key (<agent>.<instance>) and a NATS micro service name, so it must
+// be 1 to 64 ASCII letters, digits, '-' or '_'.
+func ValidateAgentName(name string) error {
+	return validateStrict("agent name", name, maxAgentNameLen)
+}
+
+// ValidateToken reports whether value, an id of the given kind ("task id",
+// "conversation id", ...), can be used as one subject token and as a KV key:
+// 1 to 128 ASCII letters, digits, '-', '_' or '='.
+func ValidateToken(kind, value string) error {
+	if kind == "" {
+		kind = "id"
+	}
+	if value == "" {
+		return fmt.Errorf("%w: %s is empty: use 1 to %d letters, digits, '-', '_' or '='", ErrInvalidName, kind, maxTokenLen)
+	}
+	if len(value) > maxTokenLen {
+		return fmt.Errorf("%w: %s %q is %d bytes long: use at most %d", ErrInvalidName, kind, clip(value), len(value), maxTokenLen)
+	}
+	for i := 0; i < len(value); i++ {
+		c := value[i]
+		if isWordByte(c) || c == '=' {
+			continue
+		}
+		return fmt.Errorf("%w: %s %q has %s at byte %d: use only letters, digits, '-', '_' or '='", ErrInvalidName, kind, clip(value), describeByte(value, i), i)
+	}
+	return nil
+}
+
+func validateStrict(kind, value string, maxLen int) error {
+	if value == "" {
+		return fmt.Errorf("%w: %s is empty: use 1 to %d letters, digits, '-' or '_'", ErrInvalidName, kind, maxLen)
+	}
+	if len(value) > maxLen {
+		return fmt.Errorf("%w: %s %q is %d bytes long: use at most %d letters, digits, '-' or '_'", ErrInvalidName, kind, clip(value), len(value), maxLen)
+	}
+	for i := 0; i < len(value); i++ {
+		if !isWordByte(value[i]) {
+			return fmt.Errorf("%w: %s %q has %s at byte %d: use only letters, digits, '-' or '_'", ErrInvalidName, kind, clip(value), describeByte(value, i), i)
+		}
+	}
+	return nil
+}
+
+func isWordByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_'
+}
+
+func describeByte(s string, i int) string {
+	c := s[i]
+	switch {
+	case c == ' ' || c == '\t' || c == '\n' || c == '\r':
+		return "whitespace"
+	case c < 0x20 || c == 0x7f:
+		return fmt.Sprintf("control character %#02x", c)
+	case c >= utf8.RuneSelf:
+		r, _ := utf8.DecodeRuneInString(s[i:])
+		return fmt.Sprintf("non-ASCII character %q", r)
+	default:
+		return fmt.Sprintf("%q", rune(c))
+	}
+}
+
+func clip(s string) string {
+	if len(s) > 80 {
+		return s[:80] + "..."
+	}
+	return s
+}

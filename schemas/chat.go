@@ -1,0 +1,40 @@
+package schemas
+
+// Chat turn end states.
+const (
+	ChatCompleted        = "completed"
+	ChatStepLimitReached = "step_limit_reached"
+	ChatFailed           = "failed"
+)
+
+// ChatRequest is the data of io.agentmesh.chat.requested. Without a
+// conversation ID, the event's id names a new conversation.
+type ChatRequest struct {
+	ConversationID string `json:"conversation_id,omitempty"`
+	Message        string `json:"message"`
+}
+
+// ToolCallRecord is one agent call made during a chat turn.
+type ToolCallRecord struct {
+	Agent      string `json:"agent"`
+	Arguments  string `json:"arguments,omitempty"`
+	TaskID     string `json:"taskid,omitempty"`
+	Success    bool   `json:"success"`
+	Summary    string `json:"summary,omitempty"`
+	DurationMS int64  `json:"duration_ms"`
+	Error      string `json:"error,omitempty"`
+}
+
+// ChatResponse is the data of io.agentmesh.chat.responded.
+type ChatResponse struct {
+	ConversationID string           `json:"conversation_id"`
+	Output         string           `json:"output"`
+	State          string           `json:"state"`
+	Steps          int              `json:"steps"`
+	DurationMS     int64            `json:"duration_ms"`
+	Planner        string           `json:"planner,omitempty"` // "llm" or "offline"
+	ToolCalls      []ToolCallRecord `json:"tool_calls,omitempty"`
+	Tokens         Tokens           `json:"tokens"`
+	Cost           float64          `json:"cost"`
+	Error          string           `json:"error,omitempty"`
+}

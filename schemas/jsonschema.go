@@ -1,0 +1,237 @@
+package schemas
+
+import (
+	"bytes"
+	"embed"
+	"fmt"
+	"io/fs"
+	"path"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
+)
+
+// Files holds the JSON Schema documents of every wire shape (json/*.schema.json)
+// and of every built-in data type's value (json/types/<TYPE>.schema.json).
+// Agents in other languages validate against the same files.
+//
+//go:embed json
+var Files embed.FS
+
+// SchemaBaseURL is the $id prefix of the embedded schema documents.
+const SchemaBaseURL = "https://agentmesh.dev/schemas/"
+
+// Names of the wire documents, for ValidateJSON.
+const (
+	SchemaContract       = "contract"
+	SchemaTask           = "task"
+	SchemaResult         = "result"
+	SchemaTypedValue     = "typed-value"
+	SchemaFileCollection = "file-collection"
+	SchemaFileRef        = "file-ref"
+	SchemaAnnouncement   = "announcement"
+	SchemaDeparture      = "departure"
+	SchemaProgress       = "progress"
+	SchemaPipeline       = "pipeline"
+	SchemaChatRequest    = "chat-request"
+	SchemaChatResponse   = "chat-response"
+)
+
+// Problem is one reason a document failed its schema: the JSON pointer of
+// the offending field ("" for the whole document) and what is wrong with it.
+type Problem struct {
+	Field   string `json:"field"`
+	Message string `json:"message"`
+}
+
+func (p Problem) String() string {
+	if p.Field == "" {
+		return p.Message
+	}
+	return p.Field + ": " + p.Message
+}
+
+// DocumentError reports every problem of a document that failed its schema.
+type DocumentError struct {
+	Schema   string
+	Problems []Problem
+}
+
+func (e *DocumentError) Error() string {
+	parts := make([]string, len(e.Problems))
+	for i, p := range e.Problems {
+		parts[i] = p.String()
+	}
+	return fmt.Sprintf("%s: %s", e.Schema, strings.Join(parts, "; "))
+}
+
+// Unwrap lets errors.Is match ErrInvalidDocument.
+func (e *DocumentError) Unwrap() error { return ErrInvalidDocument }
+
+type schemaSet struct {
+	once     sync.Once
+	err      error
+	compiler *jsonschema.Compiler
+	byName   map[string]*jsonschema.Schema
+}
+
+var wire schemaSet
+
+func (s *schemaSet) load() error {
+	s.once.Do(func() {
+		c := jsonschema.NewCompiler()
+		c.AssertFormat()
+		names := []string{}
+		s.err = fs.WalkDir(Files, "json", func(p string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return err
+			}
+			raw, err := Files.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+			if err != nil {
+				return fmt.Errorf("embedded schema %s: %w", p, err)
+			}
+			rel := strings.TrimPrefix(p, "json/")
+			if err := c.AddResource(SchemaBaseURL+rel, doc); err != nil {
+				return err
+			}
+			names = append(names, rel)
+			return nil
+		})
+		if s.err != nil {
+			return
+		}
+		s.byName = make(map[string]*jsonschema.Schema, len(names))
+		for _, rel := range names {
+			sch, err := c.Compile(SchemaBaseURL + rel)
+			if err != nil {
+				s.err = fmt.Errorf("compile embedded schema %s: %w", rel, err)
+				return
+			}
+			s.byName[strings.TrimSuffix(rel, ".schema.json")] = sch
+		}
+		s.compiler = c
+	})
+	return s.err
+}
+
+// SchemaNames lists the embedded documents by the name ValidateJSON takes:
+// "task", "result", ..., and "types/FILE_IDS" for data types.
+func SchemaNames() []string {
+	if err := wire.load(); err != nil {
+		return nil
+	}
+	out := make([]string, 0, len(wire.byName))
+	for n := range wire.byName {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// SchemaDocument returns the raw JSON Schema document for a name from SchemaNames.
+func SchemaDocument(name string) ([]byte, error) {
+	return Files.ReadFile(path.Join("json", name+".schema.json"))
+}
+
+// ValidateJSON checks doc against the embedded schema called name (see the
+// Schema constants). A failure is a *DocumentError listing every problem; it
+// matches ErrInvalidDocument with errors.Is.
+func ValidateJSON(name string, doc []byte) error {
+	if err := wire.load(); err != nil {
+		return err
+	}
+	sch, ok := wire.byName[name]
+	if !ok {
+		return fmt.Errorf("schemas: no schema named %q (known: %s)", name, strings.Join(SchemaNames(), ", "))
+	}
+	if probs := check(sch, doc); len(probs) > 0 {
+		return &DocumentError{Schema: name, Problems: probs}
+	}
+	return nil
+}
+
+var printer = message.NewPrinter(language.English)
+
+// check validates doc and returns its problems, deepest first.
+func check(sch *jsonschema.Schema, doc []byte) []Problem {
+	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(doc))
+	if err != nil {
+		return []Problem{{Message: "not valid JSON: " + err.Error()}}
+	}
+	err = sch.Validate(inst)
+	if err == nil {
+		return nil
+	}
+	ve, ok := err.(*jsonschema.ValidationError)
+	if !ok {
+		return []Problem{{Message: err.Error()}}
+	}
+	var out []Problem
+	seen := map[Problem]bool{}
+	var walk func(*jsonschema.ValidationError)
+	walk = func(e *jsonschema.ValidationError) {
+		if len(e.Causes) == 0 {
+			p := Problem{Field: pointer(e.InstanceLocation), Message: e.ErrorKind.LocalizedString(printer)}
+			if !seen[p] {
+				seen[p] = true
+				out = append(out, p)
+			}
+			return
+		}
+		for _, c := range e.Causes {
+			walk(c)
+		}
+	}
+	walk(ve)
+	return out
+}
+
+func pointer(loc []string) string {
+	if len(loc) == 0 {
+		return ""
+	}
+	return "/" + strings.Join(loc, "/")
+}
+
+// compileSchema compiles a caller-supplied schema document (a custom data
+// type's value schema, an agent's params schema). It may $ref the embedded
+// documents by their absolute URLs.
+func compileSchema(id string, raw []byte) (*jsonschema.Schema, error) {
+	if err := wire.load(); err != nil {
+		return nil, err
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		return nil, fmt.Errorf("schema %s is not valid JSON: %w", id, err)
+	}
+	c := jsonschema.NewCompiler()
+	c.AssertFormat()
+	// Make the embedded documents resolvable from custom schemas.
+	_ = fs.WalkDir(Files, "json", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, _ := Files.ReadFile(p)
+		if d, err := jsonschema.UnmarshalJSON(bytes.NewReader(b)); err == nil {
+			_ = c.AddResource(SchemaBaseURL+strings.TrimPrefix(p, "json/"), d)
+		}
+		return nil
+	})
+	url := "mem://agentmesh/" + id
+	if err := c.AddResource(url, doc); err != nil {
+		return nil, fmt.Errorf("schema %s: %w", id, err)
+	}
+	sch, err := c.Compile(url)
+	if err != nil {
+		return nil, fmt.Errorf("schema %s does not compile: %w", id, err)
+	}
+	return sch, nil
+}

@@ -1,0 +1,77 @@
+package schemas
+
+import (
+	"errors"
+	"fmt"
+)
+
+// PipelineSpec declares a pipeline: steps wired by depends_on, each calling
+// one agent, plus seed file IDs. It is written as YAML or JSON, built with
+// the orchestrator's builder, or submitted as io.agentmesh.pipeline.submitted.
+type PipelineSpec struct {
+	Name  string         `json:"name,omitempty" yaml:"name"`
+	Steps []PipelineStep `json:"steps" yaml:"steps"`
+	Seed  PipelineSeed   `json:"seed,omitzero" yaml:"seed"`
+}
+
+// PipelineStep is one node of a pipeline. Inputs maps an input name of the
+// agent's contract to a source: "seed.images", "seed.documents",
+// "seed.links", "<step>.<output>" or "state.<slot>". Inputs left unmapped are
+// filled from the parents' outputs by data type and content hint.
+type PipelineStep struct {
+	ID        string            `json:"id" yaml:"id"`
+	Agent     string            `json:"agent" yaml:"agent"`
+	Params    map[string]any    `json:"params,omitempty" yaml:"params"`
+	DependsOn []string          `json:"depends_on,omitempty" yaml:"depends_on"`
+	Inputs    map[string]string `json:"inputs,omitempty" yaml:"inputs"`
+	TimeoutMS int64             `json:"timeout_ms,omitempty" yaml:"timeout_ms"`
+}
+
+// PipelineSeed holds the file IDs a run starts with.
+type PipelineSeed struct {
+	Images    []string `json:"images,omitempty" yaml:"images"`
+	Documents []string `json:"documents,omitempty" yaml:"documents"`
+	Links     []string `json:"links,omitempty" yaml:"links"`
+}
+
+// Validate checks the spec's shape (ids, agent names, references to steps);
+// it does not know which agents are live or what they produce: the
+// orchestrator checks that. Every problem is reported at once.
+func (p PipelineSpec) Validate() error {
+	var errs []error
+	if len(p.Steps) == 0 {
+		errs = append(errs, fmt.Errorf("pipeline %q has no steps; add at least one", p.Name))
+	}
+	ids := map[string]bool{}
+	for i, s := range p.Steps {
+		switch {
+		case s.ID == "":
+			errs = append(errs, fmt.Errorf("steps[%d]: id is empty", i))
+		case !agentName.MatchString(s.ID):
+			errs = append(errs, fmt.Errorf("steps[%d]: id %q must be 1 to 64 letters, digits, '-' or '_'", i, s.ID))
+		case ids[s.ID]:
+			errs = append(errs, fmt.Errorf("steps[%d]: duplicate step id %q", i, s.ID))
+		}
+		ids[s.ID] = true
+		if err := ValidateAgentName(s.Agent); err != nil {
+			errs = append(errs, fmt.Errorf("step %q: %w", s.ID, err))
+		}
+		if s.TimeoutMS < 0 {
+			errs = append(errs, fmt.Errorf("step %q: timeout_ms %d is negative", s.ID, s.TimeoutMS))
+		}
+	}
+	for _, s := range p.Steps {
+		for _, d := range s.DependsOn {
+			if !ids[d] {
+				errs = append(errs, fmt.Errorf("step %q depends on %q, which is not a step of this pipeline", s.ID, d))
+			}
+			if d == s.ID {
+				errs = append(errs, fmt.Errorf("step %q depends on itself", s.ID))
+			}
+		}
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %w", ErrInvalidPipeline, errors.Join(errs...))
+}

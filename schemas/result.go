@@ -1,0 +1,78 @@
+package schemas
+
+import "fmt"
+
+// Error codes carried in AgentResult.Error.Code. The set is open.
+const (
+	CodeInvalidInput   = "invalid_input"   // an input failed the contract or its type's schema
+	CodeInvalidParams  = "invalid_params"  // params failed the contract's params schema
+	CodeMalformedEvent = "malformed_event" // the task event itself could not be decoded
+	CodeTimeout        = "timeout"         // the task passed its deadline
+	CodeCancelled      = "cancelled"       // a cancel request stopped the task
+	CodeAgentError     = "agent_error"     // Execute returned an error
+	CodeNotFound       = "not_found"       // a referenced file or slot does not exist
+	CodeUnavailable    = "unavailable"     // no agent can take the task
+	CodeExhausted      = "retries_exhausted"
+)
+
+// ResultError is the error half of a failed AgentResult. It crosses the bus,
+// so errors.Is matches on the code: errors.Is(err, &ResultError{Code: CodeTimeout}).
+type ResultError struct {
+	Code      string `json:"code"`
+	Message   string `json:"message"`
+	Retryable bool   `json:"retryable,omitempty"`
+}
+
+func (e *ResultError) Error() string { return fmt.Sprintf("%s: %s", e.Code, e.Message) }
+
+// Is matches another *ResultError with the same code.
+func (e *ResultError) Is(target error) bool {
+	t, ok := target.(*ResultError)
+	return ok && t.Code == e.Code
+}
+
+// Tokens counts LLM tokens.
+type Tokens struct {
+	Prompt     int `json:"prompt"`
+	Completion int `json:"completion"`
+}
+
+// Add returns the sum of two counts.
+func (t Tokens) Add(o Tokens) Tokens {
+	return Tokens{Prompt: t.Prompt + o.Prompt, Completion: t.Completion + o.Completion}
+}
+
+// Metrics describe one execution.
+type Metrics struct {
+	DurationMS int64   `json:"duration_ms"`
+	Attempt    int     `json:"attempt,omitempty"`
+	Tokens     Tokens  `json:"tokens,omitzero"`
+	Cost       float64 `json:"cost,omitempty"`
+}
+
+// AgentResult is the data of a task.completed or task.failed event.
+type AgentResult struct {
+	Success    bool                  `json:"success"`
+	Agent      string                `json:"agent"`
+	Capability string                `json:"capability,omitempty"`
+	Summary    string                `json:"summary,omitempty"`
+	Outputs    map[string]TypedValue `json:"outputs,omitempty"`
+	Error      *ResultError          `json:"error,omitempty"`
+	Metrics    Metrics               `json:"metrics,omitzero"`
+}
+
+// Failure builds a failed result.
+func Failure(agent, code, message string, retryable bool) AgentResult {
+	return AgentResult{Agent: agent, Error: &ResultError{Code: code, Message: message, Retryable: retryable}}
+}
+
+// Err returns the result's error, or nil when it succeeded.
+func (r AgentResult) Err() error {
+	if r.Success {
+		return nil
+	}
+	if r.Error == nil {
+		return &ResultError{Code: CodeAgentError, Message: "agent " + r.Agent + " failed without saying why"}
+	}
+	return r.Error
+}

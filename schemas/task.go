@@ -1,0 +1,19 @@
+package schemas
+
+// TaskRequest is the data of an io.agentmesh.task.requested event: the typed
+// inputs by the contract's input names, free parameters, an optional
+// natural-language instruction and the agent's time budget.
+type TaskRequest struct {
+	Inputs      map[string]TypedValue `json:"inputs,omitempty"`
+	Params      map[string]any        `json:"params,omitempty"`
+	Instruction string                `json:"instruction,omitempty"`
+	TimeoutMS   int64                 `json:"timeout_ms,omitempty"`
+}
+
+// TaskProgress is the data of an io.agentmesh.task.progress event.
+type TaskProgress struct {
+	TaskID  string  `json:"taskid,omitempty"`
+	Agent   string  `json:"agent,omitempty"`
+	Message string  `json:"message"`
+	Percent float64 `json:"percent,omitempty"`
+}

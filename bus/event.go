@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 )
@@ -138,15 +139,28 @@ func (e Event) Validate() error {
 	default:
 		errs = append(errs, fmt.Errorf("%w: specversion %q: the mesh speaks CloudEvents 1.0 only, send specversion \"1.0\"", ErrSpecVersion, e.SpecVersion))
 	}
-	for name := range e.Extensions {
+	for _, a := range [...]struct{ name, v string }{{"id", e.ID}, {"source", e.Source}, {"type", e.Type},
+		{"subject", e.Subject}, {"datacontenttype", e.DataContentType}, {"dataschema", e.DataSchema}} {
+		if !utf8.ValidString(a.v) {
+			errs = append(errs, notUTF8(a.name, a.v))
+		}
+	}
+	for name, v := range e.Extensions {
 		if err := validateExtName(name); err != nil {
 			errs = append(errs, err)
+		}
+		if !utf8.ValidString(v) {
+			errs = append(errs, notUTF8("extension "+name, v))
 		}
 	}
 	if len(errs) == 0 {
 		return nil
 	}
 	return errors.Join(errs...)
+}
+
+func notUTF8(attr, v string) error {
+	return fmt.Errorf("%w: %s %q is not valid UTF-8: attribute values are Unicode strings", ErrInvalidAttribute, attr, clip(v))
 }
 
 func missing(attr string) error {

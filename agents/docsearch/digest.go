@@ -1,0 +1,63 @@
+package docsearch
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+)
+
+// DigestSize is how many keywords a digest keeps.
+const DigestSize = 32
+
+// Digest returns the document's most frequent terms, most frequent first
+// (ties by first appearance), at most DigestSize of them: the short keyword
+// summary cached in a document's metadata and matched by searches.
+func Digest(text string) []string {
+	counts := map[string]int{}
+	first := map[string]int{}
+	for i, t := range Terms(text) {
+		if _, seen := first[t]; !seen {
+			first[t] = i
+		}
+		counts[t]++
+	}
+	terms := make([]string, 0, len(counts))
+	for t := range counts {
+		if isNumber(t) {
+			continue
+		}
+		terms = append(terms, t)
+	}
+	slices.SortFunc(terms, func(a, b string) int {
+		if c := cmp.Compare(counts[b], counts[a]); c != 0 {
+			return c
+		}
+		return cmp.Compare(first[a], first[b])
+	})
+	if len(terms) > DigestSize {
+		terms = terms[:DigestSize]
+	}
+	return terms
+}
+
+// Title is the first non-empty line of text, cut at 120 bytes.
+func Title(text string) string {
+	for line := range strings.SplitSeq(text, "\n") {
+		if line = strings.TrimSpace(line); line != "" {
+			if len(line) > 120 {
+				line = strings.ToValidUTF8(line[:120], "") + "…"
+			}
+			return line
+		}
+	}
+	return ""
+}
+
+func isNumber(s string) bool {
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,397 @@
+package agents
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nats.go/micro"
+
+	"github.com/agentmesh/agentmesh/bus"
+	"github.com/agentmesh/agentmesh/schemas"
+)
+
+// doneSetSize is how many finished task ids an instance remembers.
+const doneSetSize = 4096
+
+// shutdownTimeout bounds each step of the drain after Run's ctx ended.
+const shutdownTimeout = 5 * time.Second
+
+// Runtime serves one agent on the bus: it announces the agent, keeps its
+// registry entry alive, takes tasks from the agent's durable consumer with
+// bounded concurrency, validates them, runs Execute under the task's deadline
+// and publishes the result before it acks. Many instances of one agent share
+// the consumer, so starting another copy scales the agent.
+type Runtime struct {
+	nc       *nats.Conn
+	js       jetstream.JetStream
+	agent    Agent
+	contract schemas.AgentContract
+	cfg      config
+	log      *slog.Logger
+	source   string
+	instance schemas.InstanceInfo
+	ttl      time.Duration
+
+	taskSubj, announceSubj, departSubj, controlSubj, deadSubj string
+	kvKey                                                     string
+	resultPrefix                                              string
+
+	done    *doneSet
+	mu      sync.Mutex
+	running map[string]context.CancelCauseFunc
+
+	started atomic.Bool
+	ready   chan struct{}
+}
+
+// NewRuntime returns a runtime serving a on nc. It checks the agent's
+// contract against the data type registry and the agent name against the
+// subject rules. Options: WithNames, WithConcurrency, WithHeartbeat,
+// WithInstanceID, WithRegistry, WithValueResolver, WithMaxDeliver,
+// WithBackoff, WithAckWait, WithLogger, WithVersion.
+func NewRuntime(nc *nats.Conn, a Agent, opts ...Option) (*Runtime, error) {
+	if nc == nil {
+		return nil, errorf(ErrInvalidOption, "NewRuntime: nil NATS connection")
+	}
+	if a == nil {
+		return nil, errorf(ErrInvalidAgent, "NewRuntime: nil agent")
+	}
+	cfg := defaultConfig()
+	for _, o := range opts {
+		if err := o(&cfg); err != nil {
+			return nil, err
+		}
+	}
+	c := a.Contract()
+	if err := c.ValidateWith(cfg.registry); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidAgent, err)
+	}
+	if err := bus.ValidateAgentName(c.Name); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidAgent, err)
+	}
+	if cfg.instanceID == "" {
+		cfg.instanceID = strings.ReplaceAll(uuid.NewString(), "-", "")[:12]
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, fmt.Errorf("agents: jetstream: %w", err)
+	}
+	r := &Runtime{
+		nc: nc, js: js, agent: a, contract: c, cfg: cfg,
+		log:     cfg.logger.With("agent", c.Name, "instance", cfg.instanceID),
+		source:  "/agentmesh/agents/" + c.Name + "/" + cfg.instanceID,
+		ttl:     registryTTL(cfg.heartbeat),
+		kvKey:   c.Name + "." + cfg.instanceID,
+		done:    newDoneSet(doneSetSize),
+		running: map[string]context.CancelCauseFunc{},
+		ready:   make(chan struct{}),
+	}
+	host, _ := os.Hostname()
+	r.instance = schemas.InstanceInfo{
+		ID: cfg.instanceID, Host: host, PID: os.Getpid(), StartedAt: time.Now().UTC(),
+		Version: cfg.version, Concurrency: cfg.concurrency,
+	}
+	n := cfg.names
+	// The name was validated above, so these cannot fail.
+	r.taskSubj, _ = n.Task(c.Name)
+	r.announceSubj, _ = n.Announce(c.Name)
+	r.departSubj, _ = n.Depart(c.Name)
+	r.controlSubj, _ = n.Control(c.Name)
+	r.deadSubj, _ = n.Dead(c.Name)
+	r.resultPrefix = strings.TrimSuffix(n.Results(), ">")
+	return r, nil
+}
+
+// InstanceID returns the id of this instance: the last token of its registry
+// key and of the source of every event it emits.
+func (r *Runtime) InstanceID() string { return r.cfg.instanceID }
+
+// Ready is closed once Run has bound the consumer and announced the agent.
+func (r *Runtime) Ready() <-chan struct{} { return r.ready }
+
+// Announcement is what this instance announces.
+func (r *Runtime) Announcement() schemas.Announcement {
+	return schemas.Announcement{Contract: r.contract, Instance: r.instance}
+}
+
+// Run serves the agent until ctx ends, then drains: it stops fetching tasks,
+// lets the running ones finish and publish their results, announces its
+// departure and deletes its registry entry. It returns nil after a clean
+// drain, and an error when the agent could not start.
+func (r *Runtime) Run(ctx context.Context) error {
+	if !r.started.CompareAndSwap(false, true) {
+		return ErrAlreadyRunning
+	}
+	n := r.cfg.names
+	kv, err := r.js.KeyValue(ctx, n.AgentsBucket())
+	if err != nil {
+		return fmt.Errorf("agents: %s: agents bucket %s: %w (provision the mesh first, e.g. bus.Provision)", r.contract.Name, n.AgentsBucket(), err)
+	}
+	cons, err := r.js.CreateOrUpdateConsumer(ctx, n.TasksStream(), jetstream.ConsumerConfig{
+		Durable:       r.contract.Name,
+		Description:   "tasks of agent " + r.contract.Name + ", shared by its instances",
+		FilterSubject: r.taskSubj,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       r.cfg.ackWait,
+		MaxDeliver:    r.cfg.maxDeliver,
+	})
+	if err != nil {
+		return fmt.Errorf("agents: %s: consumer on stream %s: %w", r.contract.Name, n.TasksStream(), err)
+	}
+	var cleanup []func()
+	defer func() {
+		for i := len(cleanup) - 1; i >= 0; i-- {
+			cleanup[i]()
+		}
+	}()
+	svc, err := micro.AddService(r.nc, micro.Config{
+		Name:        r.contract.Name,
+		Version:     semver(r.contract.Version),
+		Description: r.contract.Description,
+		Metadata:    map[string]string{"instance": r.cfg.instanceID, "capability": r.contract.Capability},
+	})
+	if err != nil {
+		return fmt.Errorf("agents: %s: micro service: %w", r.contract.Name, err)
+	}
+	cleanup = append(cleanup, func() { _ = svc.Stop() })
+	for _, s := range []struct {
+		subj string
+		h    nats.MsgHandler
+	}{{n.RegistryQuery(), r.answerQuery}, {r.controlSubj, r.handleControl}} {
+		sub, err := r.nc.Subscribe(s.subj, s.h)
+		if err != nil {
+			return fmt.Errorf("agents: %s: subscribing %s: %w", r.contract.Name, s.subj, err)
+		}
+		cleanup = append(cleanup, func() { _ = sub.Unsubscribe() })
+	}
+	if err := r.announce(ctx); err != nil {
+		return err
+	}
+	close(r.ready)
+	r.log.Info("serving", "tasks", r.taskSubj, "concurrency", r.cfg.concurrency, "heartbeat", r.cfg.heartbeat)
+
+	hbCtx, stopHB := context.WithCancel(context.Background())
+	hbDone := make(chan struct{})
+	go func() {
+		defer close(hbDone)
+		r.heartbeat(hbCtx)
+	}()
+
+	r.consume(ctx, cons)
+
+	stopHB()
+	<-hbDone
+	return r.depart(kv)
+}
+
+// heartbeat re-announces every heartbeat until ctx ends.
+func (r *Runtime) heartbeat(ctx context.Context) {
+	t := time.NewTicker(r.cfg.heartbeat)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			actx, cancel := context.WithTimeout(ctx, r.cfg.heartbeat)
+			if err := r.announce(actx); err != nil && ctx.Err() == nil {
+				r.log.Warn("heartbeat", "err", err)
+			}
+			cancel()
+		}
+	}
+}
+
+// announce publishes the announcement event and refreshes the registry key.
+func (r *Runtime) announce(ctx context.Context) error {
+	a := r.Announcement()
+	ev, err := bus.NewEvent(bus.TypeAgentAnnounced, r.source, a)
+	if err != nil {
+		return err
+	}
+	ev.DataContentType = bus.ContentTypeJSON
+	msg, err := bus.Encode(r.announceSubj, ev)
+	if err != nil {
+		return err
+	}
+	if err := r.nc.PublishMsg(msg); err != nil {
+		return fmt.Errorf("agents: %s: announcing: %w", r.contract.Name, err)
+	}
+	if _, err := bus.PutTTL(ctx, r.js, r.cfg.names.AgentsBucket(), r.kvKey, ev.Data, r.ttl); err != nil {
+		return fmt.Errorf("agents: %s: registry entry: %w", r.contract.Name, err)
+	}
+	return nil
+}
+
+// depart announces the departure and removes the registry key.
+func (r *Runtime) depart(kv jetstream.KeyValue) error {
+	ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer cancel()
+	var errs []error
+	ev, err := bus.NewEvent(bus.TypeAgentDeparted, r.source, schemas.Departure{Agent: r.contract.Name, Instance: r.cfg.instanceID})
+	if err == nil {
+		ev.DataContentType = bus.ContentTypeJSON
+		var msg *nats.Msg
+		if msg, err = bus.Encode(r.departSubj, ev); err == nil {
+			err = r.nc.PublishMsg(msg)
+		}
+	}
+	if err != nil {
+		errs = append(errs, fmt.Errorf("announcing departure: %w", err))
+	}
+	if err := kv.Delete(ctx, r.kvKey); err != nil {
+		errs = append(errs, fmt.Errorf("deleting registry key %s: %w", r.kvKey, err))
+	}
+	if err := r.nc.FlushWithContext(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("flushing: %w", err))
+	}
+	r.log.Info("departed")
+	if len(errs) > 0 {
+		return fmt.Errorf("agents: %s: drain: %w", r.contract.Name, errors.Join(errs...))
+	}
+	return nil
+}
+
+// consume fetches tasks while ctx lives, never holding more than the
+// concurrency limit, and returns when every task it took has finished.
+func (r *Runtime) consume(ctx context.Context, cons jetstream.Consumer) {
+	limit := r.cfg.concurrency
+	sem := make(chan struct{}, limit)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	failures := 0
+	for {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
+		free := 1
+	more:
+		for free < limit {
+			select {
+			case sem <- struct{}{}:
+				free++
+			default:
+				break more
+			}
+		}
+		batch, err := cons.Fetch(free, jetstream.FetchMaxWait(r.cfg.fetchWait))
+		if err != nil {
+			for range free {
+				<-sem
+			}
+			failures++
+			r.log.Warn("fetching tasks", "err", err)
+			select {
+			case <-time.After(min(time.Duration(failures)*100*time.Millisecond, 2*time.Second)):
+			case <-ctx.Done():
+				return
+			}
+			continue
+		}
+		failures = 0
+		got := 0
+		for msg := range batch.Messages() {
+			got++
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer func() { <-sem }()
+				r.handle(msg)
+			}()
+		}
+		for range free - got {
+			<-sem
+		}
+		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) && ctx.Err() == nil {
+			r.log.Debug("fetch ended", "err", err)
+		}
+	}
+}
+
+// answerQuery replies to mesh.registry.query with the announcement.
+func (r *Runtime) answerQuery(m *nats.Msg) {
+	if m.Reply == "" {
+		return
+	}
+	ev, err := bus.NewEvent(bus.TypeAgentAnnounced, r.source, r.Announcement())
+	if err != nil {
+		return
+	}
+	ev.DataContentType = bus.ContentTypeJSON
+	reply, err := bus.Encode(m.Reply, ev)
+	if err != nil {
+		return
+	}
+	_ = m.RespondMsg(reply)
+}
+
+// CancelRequest is the data of a message on mesh.control.<agent>: a
+// CloudEvent or plain JSON.
+type CancelRequest struct {
+	TaskID string `json:"taskid"`
+}
+
+// handleControl cancels the running task named by a control message. The
+// instance running it replies (when a reply subject is given) with
+// {"taskid", "instance", "cancelled": true}.
+func (r *Runtime) handleControl(m *nats.Msg) {
+	data := m.Data
+	if ev, err := bus.Decode(m); err == nil {
+		data = ev.Data
+	}
+	var req CancelRequest
+	if err := json.Unmarshal(data, &req); err != nil || req.TaskID == "" {
+		r.log.Warn("control message without a taskid", "subject", m.Subject, "body", clip(string(m.Data), 200))
+		return
+	}
+	r.mu.Lock()
+	cancel, ok := r.running[req.TaskID]
+	r.mu.Unlock()
+	if !ok {
+		return
+	}
+	cancel(ErrCancelled)
+	r.log.Info("task cancelled by request", "task", req.TaskID)
+	if m.Reply != "" {
+		b, _ := json.Marshal(map[string]any{"taskid": req.TaskID, "instance": r.cfg.instanceID, "cancelled": true})
+		_ = m.Respond(b)
+	}
+}
+
+// registryTTL is the life of the registry key: three heartbeats, in whole
+// seconds (the server keeps per-message TTLs in seconds), at least one.
+func registryTTL(heartbeat time.Duration) time.Duration {
+	return max(time.Second, (3 * heartbeat).Truncate(time.Second))
+}
+
+var semverRE = regexp.MustCompile(`^\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$`)
+
+// semver returns v when the micro package accepts it as a version, else 0.0.0.
+func semver(v string) string {
+	v = strings.TrimPrefix(v, "v")
+	if semverRE.MatchString(v) {
+		return v
+	}
+	return "0.0.0"
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

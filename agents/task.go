@@ -1,0 +1,389 @@
+package agents
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/agentmesh/agentmesh/bus"
+	"github.com/agentmesh/agentmesh/schemas"
+)
+
+// Headers the runtime adds to a dead-lettered task.
+const (
+	HeaderDeadReason     = "Agentmesh-Dead-Reason"
+	HeaderDeadAgent      = "Agentmesh-Dead-Agent"
+	HeaderDeadInstance   = "Agentmesh-Dead-Instance"
+	HeaderDeadDeliveries = "Agentmesh-Dead-Deliveries"
+)
+
+// publishTimeout bounds a JetStream publish of a result or dead letter.
+const publishTimeout = 10 * time.Second
+
+// delivery is one task message being handled.
+type delivery struct {
+	msg     jetstream.Msg
+	raw     *nats.Msg
+	event   bus.Event
+	attempt int
+	start   time.Time
+}
+
+// handle runs one task message to its end: a published result and an ack,
+// a delayed nak for a retry, or a dead letter.
+func (r *Runtime) handle(msg jetstream.Msg) {
+	d := &delivery{
+		msg:     msg,
+		raw:     &nats.Msg{Subject: msg.Subject(), Header: msg.Headers(), Data: msg.Data()},
+		attempt: 1,
+		start:   time.Now(),
+	}
+	if meta, err := msg.Metadata(); err == nil {
+		d.attempt = int(meta.NumDelivered)
+	}
+	ev, err := bus.Decode(d.raw)
+	d.event = ev
+	if err == nil && ev.Type != bus.TypeTaskRequested {
+		err = fmt.Errorf("%w: event type %q on %s: a task is %s", bus.ErrInvalidAttribute, ev.Type, d.raw.Subject, bus.TypeTaskRequested)
+	}
+	if err == nil {
+		if verr := bus.ValidateToken("task id (the event id)", ev.ID); verr != nil {
+			err = verr
+		}
+	}
+	if err == nil {
+		if rt := ev.Ext(bus.ExtReplyTo); rt != "" && !validSubject(rt) {
+			err = fmt.Errorf("%w: replyto %q is not a NATS subject a result can be published to", bus.ErrInvalidAttribute, rt)
+		}
+	}
+	if err != nil {
+		r.rejectMalformed(d, err)
+		return
+	}
+	taskID := ev.ID
+	if r.done.has(taskID) {
+		_ = msg.Ack() // answered already; the redelivery only needs its ack
+		return
+	}
+	res, retry := r.run(d)
+	if retry != nil {
+		if d.attempt < r.cfg.maxDeliver {
+			delay := r.cfg.backoff[min(d.attempt-1, len(r.cfg.backoff)-1)]
+			r.log.Info("task will be retried", "task", taskID, "attempt", d.attempt, "delay", delay, "err", retry)
+			_ = msg.NakWithDelay(delay)
+			return
+		}
+		reason := fmt.Sprintf("gave up after %d deliveries: %v", d.attempt, retry)
+		if err := r.deadLetter(d, reason); err != nil {
+			r.log.Error("dead-lettering task", "task", taskID, "err", err)
+		}
+		res = schemas.Failure(r.contract.Name, schemas.CodeExhausted, reason, false)
+	}
+	r.finish(d, res)
+}
+
+// run validates and executes the task. It returns the result, or a non-nil
+// retry error when the failure should be retried.
+func (r *Runtime) run(d *delivery) (schemas.AgentResult, error) {
+	ev, c := d.event, r.contract
+	fail := func(code, format string, args ...any) (schemas.AgentResult, error) {
+		return schemas.Failure(c.Name, code, fmt.Sprintf(format, args...), false), nil
+	}
+	var req schemas.TaskRequest
+	if len(ev.Data) > 0 {
+		if err := bus.DecodeData(ev, &req, func(b []byte) error { return schemas.ValidateJSON(schemas.SchemaTask, b) }); err != nil {
+			return fail(schemas.CodeMalformedEvent, "task %s: %v", ev.ID, err)
+		}
+	}
+	if err := validateInputs(c, r.cfg.registry, req.Inputs); err != nil {
+		return fail(schemas.CodeInvalidInput, "task %s for %s: %s", ev.ID, c.Name, oneLine(err))
+	}
+	if err := c.ValidateParams(req.Params); err != nil {
+		return fail(schemas.CodeInvalidParams, "task %s for %s: params: %s", ev.ID, c.Name, oneLine(err))
+	}
+	deadline, hasDeadline, err := ev.Deadline()
+	if err != nil {
+		return fail(schemas.CodeMalformedEvent, "task %s: %v", ev.ID, err)
+	}
+	budget := ""
+	switch {
+	case hasDeadline:
+		budget = "deadline " + deadline.UTC().Format(time.RFC3339Nano)
+	case req.TimeoutMS > 0:
+		deadline, hasDeadline = d.start.Add(time.Duration(req.TimeoutMS)*time.Millisecond), true
+		budget = "the task's timeout_ms " + strconv.FormatInt(req.TimeoutMS, 10)
+	case c.TimeoutMS > 0:
+		deadline, hasDeadline = d.start.Add(time.Duration(c.TimeoutMS)*time.Millisecond), true
+		budget = "the contract's timeout_ms " + strconv.FormatInt(c.TimeoutMS, 10)
+	}
+	if hasDeadline && !time.Now().Before(deadline) {
+		return fail(schemas.CodeTimeout, "task %s for %s was past its %s before it started", ev.ID, c.Name, budget)
+	}
+	if r.cfg.resolver != nil {
+		for name, v := range req.Inputs {
+			rv, err := r.cfg.resolver.ResolveValue(context.Background(), v)
+			if err != nil {
+				if IsRetryable(err) {
+					return schemas.AgentResult{}, err
+				}
+				return fail(schemas.CodeNotFound, "task %s: resolving input %q (%s): %v", ev.ID, name, v.DataType, err)
+			}
+			req.Inputs[name] = rv
+		}
+	}
+
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	if hasDeadline {
+		var stop context.CancelFunc
+		ctx, stop = context.WithDeadlineCause(ctx, deadline, ErrDeadline)
+		defer stop()
+	}
+	r.mu.Lock()
+	r.running[ev.ID] = cancel
+	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		delete(r.running, ev.ID)
+		r.mu.Unlock()
+	}()
+	ctx = withScope(ctx, &taskScope{rt: r, taskID: ev.ID, events: r.progressSubject(ev), ext: correlation(ev)})
+
+	stopProgress := r.keepInProgress(d.msg)
+	res, err := r.execute(ctx, schemas.ContextFromTask(r.cfg.registry, req))
+	stopProgress()
+
+	switch cause := context.Cause(ctx); {
+	case errors.Is(cause, ErrDeadline):
+		return fail(schemas.CodeTimeout, "task %s for %s did not finish within %s", ev.ID, c.Name, budget)
+	case errors.Is(cause, ErrCancelled):
+		return fail(schemas.CodeCancelled, "task %s for %s was cancelled by request", ev.ID, c.Name)
+	case err != nil && IsRetryable(err):
+		return schemas.AgentResult{}, err
+	case err != nil:
+		return fail(schemas.CodeAgentError, "%s: %v", c.Name, err)
+	case !res.Success && res.Error != nil && res.Error.Retryable:
+		return schemas.AgentResult{}, res.Error
+	case !res.Success:
+		if res.Error == nil {
+			res.Error = &schemas.ResultError{Code: schemas.CodeAgentError, Message: c.Name + " failed without saying why"}
+		}
+		return res, nil
+	}
+	if err := validateOutputs(c, r.cfg.registry, res.Outputs); err != nil {
+		return fail(schemas.CodeAgentError, "%s produced bad outputs: %s", c.Name, oneLine(err))
+	}
+	if r.cfg.resolver != nil {
+		for name, v := range res.Outputs {
+			sv, err := r.cfg.resolver.SpillValue(context.Background(), v)
+			if err != nil {
+				return schemas.AgentResult{}, Retryable(fmt.Errorf("spilling output %q: %w", name, err))
+			}
+			res.Outputs[name] = sv
+		}
+	}
+	return res, nil
+}
+
+// execute calls the agent, turning a panic into an error.
+func (r *Runtime) execute(ctx context.Context, ec *schemas.ExecutionContext) (res schemas.AgentResult, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			r.log.Error("Execute panicked", "panic", p)
+			err = fmt.Errorf("panic in Execute: %v", p)
+		}
+	}()
+	return r.agent.Execute(ctx, ec)
+}
+
+// keepInProgress tells the server every AckWait/3 that the task is still
+// being worked on, until the returned func is called.
+func (r *Runtime) keepInProgress(msg jetstream.Msg) func() {
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(r.cfg.ackWait / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				_ = msg.InProgress()
+			}
+		}
+	}()
+	return func() { close(stop); <-done }
+}
+
+// finish fills in the result's bookkeeping, publishes it and acks the task.
+// When the result cannot be published the task is redelivered later.
+func (r *Runtime) finish(d *delivery, res schemas.AgentResult) {
+	res.Agent = r.contract.Name
+	if res.Capability == "" {
+		res.Capability = r.contract.Capability
+	}
+	res.Metrics.DurationMS = time.Since(d.start).Milliseconds()
+	res.Metrics.Attempt = d.attempt
+	if err := r.publishResult(d.event, res); err != nil {
+		r.log.Error("publishing result", "task", d.event.ID, "err", err)
+		_ = d.msg.NakWithDelay(r.cfg.backoff[0])
+		return
+	}
+	if d.event.ID != "" {
+		r.done.add(d.event.ID)
+	}
+	if err := d.msg.Ack(); err != nil {
+		r.log.Warn("acking task", "task", d.event.ID, "err", err)
+	}
+}
+
+// publishResult sends the result event to the task's replyto, else to
+// mesh.result.<taskid>. Subjects inside MESH_RESULTS are published with
+// JetStream and a Nats-Msg-Id of result-<taskid>, so a second result of the
+// same task is dropped; other reply subjects (an inbox) get a core publish.
+func (r *Runtime) publishResult(task bus.Event, res schemas.AgentResult) error {
+	typ := bus.TypeTaskCompleted
+	if !res.Success {
+		typ = bus.TypeTaskFailed
+	}
+	ev, err := bus.NewEvent(typ, r.source, res)
+	if err != nil {
+		return err
+	}
+	ev.DataContentType = bus.ContentTypeJSON
+	for k, v := range correlation(task) {
+		ev.SetExt(k, v)
+	}
+	ev.SetExt(bus.ExtTaskID, task.ID)
+	subject := task.Ext(bus.ExtReplyTo)
+	if subject == "" || !validSubject(subject) {
+		subject = r.cfg.names.Result(task.ID)
+	}
+	msg, err := bus.Encode(subject, ev)
+	if err != nil {
+		if msg, err = bus.EncodeStructured(subject, ev); err != nil {
+			return err
+		}
+	}
+	if task.ID != "" {
+		msg.Header.Set(jetstream.MsgIDHeader, "result-"+task.ID)
+	}
+	if strings.HasPrefix(subject, r.resultPrefix) {
+		ctx, cancel := context.WithTimeout(context.Background(), publishTimeout)
+		defer cancel()
+		_, err = r.js.PublishMsg(ctx, msg)
+		return err
+	}
+	return r.nc.PublishMsg(msg)
+}
+
+// rejectMalformed answers a task event that could not be read: with a
+// .failed result where a reply subject is known (its replyto, else
+// mesh.result.<id> when it has a usable id), otherwise by dead-lettering the
+// message with the reason. Either way the message is terminated.
+func (r *Runtime) rejectMalformed(d *delivery, cause error) {
+	reason := oneLine(cause)
+	r.log.Warn("malformed task", "subject", d.raw.Subject, "err", reason)
+	ev := d.event
+	replyTo := ev.Ext(bus.ExtReplyTo)
+	if !validSubject(replyTo) {
+		replyTo = ""
+	}
+	idOK := ev.ID != "" && bus.ValidateToken("task id", ev.ID) == nil
+	if replyTo != "" || idOK {
+		if !idOK {
+			ev.ID = ""
+		}
+		if replyTo == "" {
+			ev.SetExt(bus.ExtReplyTo, "")
+		}
+		res := schemas.Failure(r.contract.Name, schemas.CodeMalformedEvent, "task event on "+d.raw.Subject+": "+reason, false)
+		res.Agent, res.Capability = r.contract.Name, r.contract.Capability
+		res.Metrics.Attempt = d.attempt
+		err := r.publishResult(ev, res)
+		if err == nil {
+			_ = d.msg.TermWithReason("malformed event")
+			return
+		}
+		r.log.Error("answering malformed task", "err", err)
+	}
+	if err := r.deadLetter(d, "malformed event: "+reason); err != nil {
+		r.log.Error("dead-lettering malformed task", "err", err)
+		_ = d.msg.NakWithDelay(r.cfg.backoff[0])
+		return
+	}
+	_ = d.msg.TermWithReason("malformed event")
+}
+
+// deadLetter publishes the task message, headers and body, to
+// mesh.dead.<agent> with the reason in a header.
+func (r *Runtime) deadLetter(d *delivery, reason string) error {
+	m := nats.NewMsg(r.deadSubj)
+	for k, vs := range d.raw.Header {
+		if strings.HasPrefix(k, "Nats-") {
+			continue // JetStream directives of the original publish
+		}
+		m.Header[k] = vs
+	}
+	m.Header.Set(HeaderDeadReason, headerSafe(reason))
+	m.Header.Set(HeaderDeadAgent, r.contract.Name)
+	m.Header.Set(HeaderDeadInstance, r.cfg.instanceID)
+	m.Header.Set(HeaderDeadDeliveries, strconv.Itoa(d.attempt))
+	m.Data = d.raw.Data
+	ctx, cancel := context.WithTimeout(context.Background(), publishTimeout)
+	defer cancel()
+	_, err := r.js.PublishMsg(ctx, m)
+	return err
+}
+
+// progressSubject is mesh.events.<conversation|run|task>.task.
+func (r *Runtime) progressSubject(ev bus.Event) string {
+	for _, ext := range []string{bus.ExtConversationID, bus.ExtRunID} {
+		if id := ev.Ext(ext); id != "" && bus.ValidateToken(ext, id) == nil {
+			return r.cfg.names.Events(id, "task")
+		}
+	}
+	return r.cfg.names.Events(ev.ID, "task")
+}
+
+// correlation returns the extensions a result copies from its task.
+func correlation(ev bus.Event) map[string]string {
+	out := map[string]string{}
+	for _, k := range []string{bus.ExtConversationID, bus.ExtRunID, bus.ExtStepID, bus.ExtTraceParent} {
+		if v := ev.Ext(k); v != "" {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// validSubject reports whether s can be published to: non-empty tokens, no
+// wildcards, no whitespace.
+func validSubject(s string) bool {
+	if s == "" {
+		return false
+	}
+	for tok := range strings.SplitSeq(s, ".") {
+		if tok == "" || tok == "*" || tok == ">" {
+			return false
+		}
+	}
+	return !strings.ContainsAny(s, " \t\r\n")
+}
+
+// oneLine joins a multi-line error into one line.
+func oneLine(err error) string {
+	return strings.ReplaceAll(err.Error(), "\n", "; ")
+}
+
+func headerSafe(s string) string {
+	return clip(strings.NewReplacer("\r", " ", "\n", "; ").Replace(s), 1000)
+}

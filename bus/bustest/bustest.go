@@ -1,0 +1,76 @@
+// Package bustest is the one test helper of agentmesh: a real, in-process
+// NATS server with JetStream per test, with connections, a JetStream handle
+// and the mesh's streams and buckets, all cleaned up when the test ends.
+package bustest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/agentmesh/agentmesh/bus"
+)
+
+// Server is an embedded NATS server with JetStream owned by one test.
+type Server struct {
+	emb   *bus.Embedded
+	names bus.Names
+}
+
+// Start starts an embedded JetStream server on a random port with its store
+// in t.TempDir(), and shuts it down when the test ends.
+func Start(t testing.TB) *Server {
+	t.Helper()
+	emb, err := bus.StartEmbedded(bus.EmbeddedOptions{StoreDir: t.TempDir()})
+	if err != nil {
+		t.Fatalf("bustest: starting embedded NATS: %v", err)
+	}
+	t.Cleanup(emb.Shutdown)
+	return &Server{emb: emb, names: bus.MustNames(bus.DefaultPrefix)}
+}
+
+// URL returns the server's client URL.
+func (s *Server) URL() string { return s.emb.URL() }
+
+// Embedded returns the running server.
+func (s *Server) Embedded() *bus.Embedded { return s.emb }
+
+// Names returns the names for the default prefix "mesh".
+func (s *Server) Names() bus.Names { return s.names }
+
+// Conn returns a new connection, closed when the test ends.
+func (s *Server) Conn(t testing.TB) *nats.Conn {
+	t.Helper()
+	nc, err := nats.Connect(s.URL(), nats.Name(t.Name()))
+	if err != nil {
+		t.Fatalf("bustest: connecting to %s: %v", s.URL(), err)
+	}
+	t.Cleanup(nc.Close)
+	return nc
+}
+
+// JetStream returns a JetStream handle on a new connection.
+func (s *Server) JetStream(t testing.TB) jetstream.JetStream {
+	t.Helper()
+	js, err := jetstream.New(s.Conn(t))
+	if err != nil {
+		t.Fatalf("bustest: jetstream: %v", err)
+	}
+	return js
+}
+
+// Provision makes the mesh's streams, buckets and object store with default
+// options and the "mesh" prefix.
+func (s *Server) Provision(t testing.TB) *bus.Resources {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	r, err := bus.Provision(ctx, s.JetStream(t), s.names, bus.ProvisionOptions{})
+	if err != nil {
+		t.Fatalf("bustest: provisioning: %v", err)
+	}
+	return r
+}

@@ -1,0 +1,105 @@
+package bus_test
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/agentmesh/agentmesh/bus"
+)
+
+// fuzzMsg builds a message from the fuzz input: headers is a block of
+// "Key: value" lines (lines without ':' are skipped), body is the payload.
+func fuzzMsg(headers string, body []byte) *nats.Msg {
+	m := &nats.Msg{Subject: "fuzz", Data: body}
+	for line := range strings.SplitSeq(headers, "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		if m.Header == nil {
+			m.Header = nats.Header{}
+		}
+		m.Header.Add(k, strings.TrimPrefix(v, " "))
+	}
+	return m
+}
+
+// FuzzDecode checks that Decode never panics and that an event it accepts
+// comes back the same after encoding it again, in binary mode (when the event
+// fits in headers) and in structured mode.
+func FuzzDecode(f *testing.F) {
+	f.Add("ce-specversion: 1.0\nce-id: 42\nce-source: agentmesh/cli\nce-type: io.agentmesh.task.requested\n"+
+		"ce-time: 2026-01-02T03:04:05.123Z\nce-replyto: mesh.result.t1\nce-deadline: 2026-01-02T03:05:05Z\nContent-Type: application/json",
+		benchTaskData)
+	f.Add("Content-Type: application/cloudevents+json",
+		[]byte(`{"specversion":"1.0","id":"1","source":"s","type":"t","time":"2026-01-01T00:00:00+02:00","conversationid":"c","n":1.5,"b":false,"data":{"message":"hi"}}`))
+	f.Add("", []byte(`{"specversion":"1.0","id":"1","source":"s","type":"t","datacontenttype":"text/plain","data":"hello"}`))
+	f.Add("", []byte(`{"specversion":"1.0","id":"1","source":"s","type":"t","data_base64":"AAEC"}`))
+	f.Add("CE-ID: x\nce-Source: y\nCe-Type: z\nce-specversion: 1.0\ncontent-type: text/plain", []byte("plain body"))
+	f.Add("", []byte("\x00\xff garbage {"))
+	f.Add("Content-Type: application/cloudevents+json", []byte(`{"specversion":`))
+	f.Add("ce-specversion: 0.3\nce-id: 1", []byte(nil))
+
+	f.Fuzz(func(t *testing.T, headers string, body []byte) {
+		e1, err := bus.Decode(fuzzMsg(headers, body))
+		if err != nil {
+			if !isDecodeSentinel(err) {
+				t.Fatalf("Decode error wraps no sentinel: %v", err)
+			}
+			return
+		}
+		if msg, err := bus.Encode("fuzz", e1); err == nil {
+			e2, err := bus.Decode(msg)
+			if err != nil {
+				t.Fatalf("binary re-decode of %+v: %v", e1, err)
+			}
+			sameFuzzEvent(t, "binary", e1, e2)
+		} else if !errors.Is(err, bus.ErrInvalidAttribute) {
+			t.Fatalf("Encode of a decoded event: %v", err)
+		}
+		msg, err := bus.EncodeStructured("fuzz", e1)
+		if err != nil {
+			t.Fatalf("EncodeStructured of a decoded event: %v", err)
+		}
+		e3, err := bus.Decode(msg)
+		if err != nil {
+			t.Fatalf("structured re-decode of %+v from %s: %v", e1, msg.Data, err)
+		}
+		sameFuzzEvent(t, "structured", e1, e3)
+	})
+}
+
+func isDecodeSentinel(err error) bool {
+	for _, s := range []error{bus.ErrMalformedEvent, bus.ErrMissingAttribute, bus.ErrSpecVersion, bus.ErrInvalidAttribute} {
+		if errors.Is(err, s) {
+			return true
+		}
+	}
+	return false
+}
+
+func sameFuzzEvent(t *testing.T, mode string, a, b bus.Event) {
+	t.Helper()
+	if a.ID != b.ID || a.Source != b.Source || a.Type != b.Type || a.Subject != b.Subject ||
+		a.SpecVersion != b.SpecVersion || a.DataContentType != b.DataContentType || a.DataSchema != b.DataSchema {
+		t.Fatalf("%s: attributes differ:\n %+v\n %+v", mode, a, b)
+	}
+	if !a.Time.Equal(b.Time) {
+		t.Fatalf("%s: time %v != %v", mode, a.Time, b.Time)
+	}
+	if !bytes.Equal(a.Data, b.Data) {
+		t.Fatalf("%s: data %q != %q", mode, a.Data, b.Data)
+	}
+	if len(a.Extensions) != len(b.Extensions) {
+		t.Fatalf("%s: extensions %v != %v", mode, a.Extensions, b.Extensions)
+	}
+	for k, v := range a.Extensions {
+		if b.Extensions[k] != v {
+			t.Fatalf("%s: extension %s %q != %q", mode, k, v, b.Extensions[k])
+		}
+	}
+}

@@ -1,0 +1,164 @@
+package bus_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/agentmesh/agentmesh/bus"
+)
+
+func TestNewNamesPrefix(t *testing.T) {
+	tests := []struct {
+		prefix  string
+		want    string
+		wantErr bool
+	}{
+		{"", "mesh", false},
+		{"mesh", "mesh", false},
+		{"team-a_1", "team-a_1", false},
+		{"a.b", "", true},
+		{"a*", "", true},
+		{">", "", true},
+		{"with space", "", true},
+		{strings.Repeat("x", 33), "", true},
+	}
+	for _, tt := range tests {
+		n, err := bus.NewNames(tt.prefix)
+		if tt.wantErr {
+			if !errors.Is(err, bus.ErrInvalidName) {
+				t.Errorf("NewNames(%q) error = %v, want ErrInvalidName", tt.prefix, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("NewNames(%q): %v", tt.prefix, err)
+			continue
+		}
+		if n.Prefix() != tt.want {
+			t.Errorf("NewNames(%q).Prefix() = %q, want %q", tt.prefix, n.Prefix(), tt.want)
+		}
+	}
+}
+
+func TestNamesSubjects(t *testing.T) {
+	n := bus.MustNames("")
+	must := func(s string, err error) string {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	tests := []struct{ got, want string }{
+		{must(n.Task("search")), "mesh.task.search"},
+		{n.Tasks(), "mesh.task.>"},
+		{n.Result("t1"), "mesh.result.t1"},
+		{n.Results(), "mesh.result.>"},
+		{n.OrchestratorResult("o1"), "mesh.result.orchestrator.o1"},
+		{n.OrchestratorResults(), "mesh.result.orchestrator.>"},
+		{n.Events("c1", "chat"), "mesh.events.c1.chat"},
+		{n.EventsOf("c1"), "mesh.events.c1.>"},
+		{n.AllEvents(), "mesh.events.>"},
+		{must(n.Announce("search")), "mesh.registry.announce.search"},
+		{n.Announcements(), "mesh.registry.announce.>"},
+		{must(n.Depart("search")), "mesh.registry.depart.search"},
+		{n.Departures(), "mesh.registry.depart.>"},
+		{n.RegistryQuery(), "mesh.registry.query"},
+		{n.ChatRequest(), "mesh.chat.request"},
+		{n.PipelineSubmit(), "mesh.pipeline.submit"},
+		{must(n.Control("search")), "mesh.control.search"},
+		{must(n.Dead("search")), "mesh.dead.search"},
+		{n.DeadAll(), "mesh.dead.>"},
+		{n.RequestsStream(), "MESH_REQUESTS"},
+		{n.TasksStream(), "MESH_TASKS"},
+		{n.ResultsStream(), "MESH_RESULTS"},
+		{n.EventsStream(), "MESH_EVENTS"},
+		{n.DeadStream(), "MESH_DEAD"},
+		{n.AgentsBucket(), "mesh_agents"},
+		{n.ConversationsBucket(), "mesh_conversations"},
+		{n.RunsBucket(), "mesh_runs"},
+		{n.FilesStore(), "mesh_files"},
+	}
+	for _, tt := range tests {
+		if tt.got != tt.want {
+			t.Errorf("got %q, want %q", tt.got, tt.want)
+		}
+	}
+	other := bus.MustNames("lab")
+	if got := other.TasksStream(); got != "LAB_TASKS" {
+		t.Errorf("TasksStream with prefix lab = %q", got)
+	}
+	if got := other.Tasks(); got != "lab.task.>" {
+		t.Errorf("Tasks with prefix lab = %q", got)
+	}
+}
+
+func TestValidateAgentName(t *testing.T) {
+	tests := []struct {
+		name    string
+		wantErr string // substring of the error; "" means valid
+	}{
+		{"search", ""},
+		{"Image-Analyzer_2", ""},
+		{strings.Repeat("a", 64), ""},
+		{"", "empty"},
+		{strings.Repeat("a", 65), "65 bytes"},
+		{"a b", "whitespace"},
+		{"a\tb", "whitespace"},
+		{"a.b", `'.'`},
+		{"a*", `'*'`},
+		{"a>", `'>'`},
+		{"a/b", `'/'`},
+		{`a\b`, `'\\'`},
+		{"a\x01b", "control character"},
+		{"a\x7fb", "control character"},
+		{"é", "non-ASCII"},
+	}
+	for _, tt := range tests {
+		err := bus.ValidateAgentName(tt.name)
+		if tt.wantErr == "" {
+			if err != nil {
+				t.Errorf("ValidateAgentName(%q) = %v, want nil", tt.name, err)
+			}
+			continue
+		}
+		if !errors.Is(err, bus.ErrInvalidName) {
+			t.Errorf("ValidateAgentName(%q) = %v, want ErrInvalidName", tt.name, err)
+			continue
+		}
+		msg := err.Error()
+		if !strings.Contains(msg, tt.wantErr) || !strings.Contains(msg, "use") {
+			t.Errorf("ValidateAgentName(%q) = %q, want it to mention %q and what to use", tt.name, msg, tt.wantErr)
+		}
+	}
+	n := bus.MustNames("")
+	if _, err := n.Task("a.b"); !errors.Is(err, bus.ErrInvalidName) {
+		t.Errorf("Task(a.b) error = %v", err)
+	}
+}
+
+func TestValidateToken(t *testing.T) {
+	tests := []struct {
+		value string
+		ok    bool
+	}{
+		{"0b8f9a3e-4c1d-4f5e-9a2b-1c3d5e7f9a0b", true},
+		{"run_1=x", true},
+		{"", false},
+		{"a.b", false},
+		{"a b", false},
+		{"*", false},
+		{">", false},
+		{strings.Repeat("x", 129), false},
+	}
+	for _, tt := range tests {
+		err := bus.ValidateToken("task id", tt.value)
+		if tt.ok != (err == nil) {
+			t.Errorf("ValidateToken(%q) = %v, want ok=%v", tt.value, err, tt.ok)
+		}
+		if err != nil && (!errors.Is(err, bus.ErrInvalidName) || !strings.Contains(err.Error(), "task id")) {
+			t.Errorf("ValidateToken(%q) = %v, want ErrInvalidName naming the kind", tt.value, err)
+		}
+	}
+}

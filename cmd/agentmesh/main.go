@@ -1,0 +1,90 @@
+// Command agentmesh is the one binary of the mesh: the embedded server, the
+// orchestrator, the built-in agents, and the client commands.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+// commands holds the constructors of the sub-commands; each command's file
+// adds its own in an init function, so commands stay in their own files.
+var commands []func(*app) *cobra.Command
+
+func register(c func(*app) *cobra.Command) { commands = append(commands, c) }
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run executes the CLI and returns the exit status. Errors become one clear
+// line on stderr.
+func run(args []string, stdout, stderr io.Writer) int {
+	a := &app{out: stdout, errOut: stderr}
+	root := a.rootCommand()
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := root.ExecuteContext(ctx); err != nil {
+		var ee exitError
+		if errors.As(err, &ee) {
+			if ee.msg != "" {
+				fmt.Fprintln(stderr, "agentmesh:", ee.msg)
+			}
+			return ee.code
+		}
+		fmt.Fprintln(stderr, "agentmesh:", err)
+		return 1
+	}
+	return 0
+}
+
+// exitError ends the program with a given status; msg may be empty when the
+// command already explained itself.
+type exitError struct {
+	code int
+	msg  string
+}
+
+func (e exitError) Error() string { return e.msg }
+
+func (a *app) rootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "agentmesh",
+		Short: "An event-driven agent mesh over NATS",
+		Long: `agentmesh runs agents as independent processes that announce typed contracts
+and take tasks from NATS. An orchestrator turns chat messages and pipelines into
+tasks, keeps state in JetStream KV, and routes outputs by data type.
+
+Start everything locally with 'agentmesh up', or see it work with 'agentmesh demo'.
+Every client command talks to the NATS server named by --nats (or NATS_URL).`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	f := root.PersistentFlags()
+	f.StringVar(&a.natsURL, "nats", envOr("NATS_URL", ""), "NATS server URL (env NATS_URL; default nats://127.0.0.1:4222)")
+	f.StringVar(&a.creds, "creds", os.Getenv("NATS_CREDS"), "NATS credentials file (env NATS_CREDS)")
+	f.StringVar(&a.prefix, "prefix", envOr("AGENTMESH_PREFIX", "mesh"), "subject prefix of the mesh (env AGENTMESH_PREFIX)")
+	f.BoolVar(&a.jsonOut, "json", false, "machine-readable JSON output")
+	f.IntVar(&a.replicas, "js-replicas", 1, "JetStream replica count for streams, buckets and the object store (3 on a cluster)")
+	for _, c := range commands {
+		root.AddCommand(c(a))
+	}
+	return root
+}
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}

@@ -1,0 +1,67 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentmesh/agentmesh/orchestrator"
+)
+
+func init() { register(newOrchestratorCmd) }
+
+// chatHandlerFor lets the chat engineer's file plug the chat loop into the
+// replica: when set, it returns the handler for a connected mesh.
+var chatHandlerFor func(a *app, m *mesh, o *orchestrator.Orchestrator) (orchestrator.ChatHandler, error)
+
+func newOrchestratorCmd(a *app) *cobra.Command {
+	var (
+		workers int
+		verbose bool
+	)
+	cmd := &cobra.Command{
+		Use:   "orchestrator",
+		Short: "Run one orchestrator replica until SIGTERM",
+		Long: `Runs one stateless orchestrator replica: it takes chat requests and pipeline
+submissions from MESH_REQUESTS and task results from MESH_RESULTS through
+durable consumers shared by every replica, and keeps all state in KV. Start as
+many as you like; killing one loses nothing.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			m, err := a.connect(ctx, "agentmesh orchestrator")
+			if err != nil {
+				return err
+			}
+			defer m.Close()
+			level := slog.LevelWarn
+			if verbose {
+				level = slog.LevelInfo
+			}
+			opts := []orchestrator.Option{
+				orchestrator.WithNames(m.Names),
+				orchestrator.WithWorkers(workers),
+				orchestrator.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))),
+			}
+			o, err := orchestrator.New(m.NC, opts...)
+			if err != nil {
+				return err
+			}
+			if chatHandlerFor != nil {
+				h, err := chatHandlerFor(a, m, o)
+				if err != nil {
+					return err
+				}
+				if h != nil {
+					o.SetChatHandler(h)
+				}
+			}
+			return o.RunReady(ctx, func() { fmt.Fprintln(a.out, o.Ready()) })
+		},
+	}
+	cmd.Flags().IntVar(&workers, "workers", 32, "events handled at once")
+	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "log every warning and info line to stderr")
+	return cmd
+}

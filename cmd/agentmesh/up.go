@@ -1,0 +1,238 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/spf13/cobra"
+
+	"github.com/agentmesh/agentmesh/bus"
+	"github.com/agentmesh/agentmesh/orchestrator"
+)
+
+func init() { register(newUpCmd) }
+
+// stackOptions says what `up` and `demo` start.
+type stackOptions struct {
+	store    string         // JetStream store directory of the embedded server
+	host     string         // listen host of the embedded server
+	port     int            // listen port; 0 picks a free one
+	replicas map[string]int // instances per built-in agent (default 1)
+	agents   []string       // which built-in agents; nil means all
+}
+
+// stack is a running mesh: the embedded NATS server (unless --nats named an
+// existing one), the orchestrator and the built-in agents as child processes.
+type stack struct {
+	srv    *bus.Embedded
+	sup    *supervisor
+	url    string
+	counts map[string]int
+}
+
+func newUpCmd(a *app) *cobra.Command {
+	var (
+		opts     stackOptions
+		replicas []string
+	)
+	cmd := &cobra.Command{
+		Use:   "up",
+		Short: "Run the whole mesh locally: embedded NATS, the orchestrator and every built-in agent",
+		Long: `up starts an embedded NATS server with JetStream (data under --store), provisions
+the mesh's streams, buckets and object store, then starts one orchestrator and
+every built-in agent as child processes of this same binary. Ctrl-C drains
+them all (in-flight tasks finish) and exits 0.
+
+With --nats, up uses that NATS server instead of starting one.`,
+		Example: `  agentmesh up
+  agentmesh up --replicas AnalysisAgent=3 --replicas ImageSearchAgent=2
+  agentmesh up --store /var/lib/agentmesh --port 4222`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			r, err := parseReplicas(replicas)
+			if err != nil {
+				return err
+			}
+			opts.replicas = r
+			ctx := cmd.Context()
+			st, err := a.startStack(ctx, opts, a.errOut)
+			if err != nil {
+				return err
+			}
+			a.printStatus(a.out, st)
+			fmt.Fprintf(a.out, "\nmesh is up on %s; try in another terminal:\n  NATS_URL=%s agentmesh agents\n  NATS_URL=%s agentmesh chat \"Find sunset images and organize them into folders\"\nCtrl-C stops everything.\n", st.url, st.url, st.url)
+			select {
+			case <-ctx.Done():
+				fmt.Fprintln(a.errOut, "draining the mesh ...")
+			case c := <-st.sup.exited(ctx):
+				fmt.Fprintf(a.errOut, "%s exited (%v); stopping the mesh\n", c.Name, c.err)
+				_ = st.stop()
+				return exitError{code: 1, msg: c.Name + " stopped unexpectedly"}
+			}
+			if err := st.stop(); err != nil {
+				return err
+			}
+			fmt.Fprintln(a.errOut, "stopped cleanly")
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&opts.store, "store", ".agentmesh", "directory of the embedded server's JetStream data")
+	f.StringVar(&opts.host, "host", "127.0.0.1", "listen address of the embedded server")
+	f.IntVar(&opts.port, "port", 4222, "listen port of the embedded server (0 picks a free port)")
+	f.StringArrayVar(&replicas, "replicas", nil, "instances of one agent as NAME=N (repeatable)")
+	return cmd
+}
+
+// parseReplicas reads NAME=N pairs.
+func parseReplicas(pairs []string) (map[string]int, error) {
+	out := map[string]int{}
+	known := builtinNames()
+	for _, p := range pairs {
+		name, n, ok := strings.Cut(p, "=")
+		count, err := strconv.Atoi(n)
+		if !ok || err != nil || count < 0 {
+			return nil, fmt.Errorf("--replicas %q: write NAME=N with N a whole number, e.g. AnalysisAgent=3", p)
+		}
+		if !contains(known, name) {
+			return nil, fmt.Errorf("--replicas %q: no built-in agent %q (known: %s)", p, name, strings.Join(known, ", "))
+		}
+		out[name] = count
+	}
+	return out, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// startStack starts the server (unless --nats was given), provisions the
+// mesh, starts the children and waits until every agent has announced.
+func (a *app) startStack(ctx context.Context, opts stackOptions, log io.Writer) (*stack, error) {
+	st := &stack{counts: map[string]int{}}
+	st.url = a.natsURL
+	if st.url == "" {
+		store, err := filepath.Abs(opts.store)
+		if err != nil {
+			return nil, err
+		}
+		srv, err := bus.StartEmbedded(bus.EmbeddedOptions{Host: opts.host, Port: opts.port, StoreDir: store})
+		if err != nil {
+			return nil, err
+		}
+		st.srv = srv
+		st.url = srv.URL()
+		fmt.Fprintf(log, "embedded NATS with JetStream on %s (data in %s)\n", st.url, store)
+	}
+	a.natsURL = st.url
+	m, err := a.connect(ctx, "agentmesh up")
+	if err != nil {
+		st.shutdownServer()
+		return nil, err
+	}
+	defer m.Close()
+
+	sup, err := newSupervisor(log, os.Environ())
+	if err != nil {
+		st.shutdownServer()
+		return nil, err
+	}
+	st.sup = sup
+	common := []string{"--nats", st.url, "--prefix", a.prefix}
+	if err := sup.start(&child{Name: "orchestrator", Args: append([]string{"orchestrator"}, common...)}); err != nil {
+		_ = st.stop()
+		return nil, err
+	}
+	names := opts.agents
+	if names == nil {
+		names = builtinNames()
+	}
+	for _, name := range names {
+		n, ok := opts.replicas[name]
+		if !ok {
+			n = 1
+		}
+		st.counts[name] = n
+		for i := 1; i <= n; i++ {
+			label := name
+			if n > 1 {
+				label = fmt.Sprintf("%s#%d", name, i)
+			}
+			if err := sup.start(&child{Name: label, Args: append([]string{"agent", name}, common...)}); err != nil {
+				_ = st.stop()
+				return nil, err
+			}
+		}
+	}
+	if err := waitForAgents(ctx, m.Res.Agents, st.counts, 60*time.Second); err != nil {
+		_ = st.stop()
+		return nil, err
+	}
+	return st, nil
+}
+
+// waitForAgents blocks until the registry lists the wanted instance counts.
+func waitForAgents(ctx context.Context, kv jetstream.KeyValue, want map[string]int, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	reg, err := orchestrator.NewRegistry(ctx, kv)
+	if err != nil {
+		return err
+	}
+	defer reg.Stop()
+	for name, n := range want {
+		if n == 0 {
+			continue
+		}
+		if err := reg.Wait(ctx, name, n); err != nil {
+			return fmt.Errorf("agent %s did not announce %d instance(s) within %s: %w (see its output above)", name, n, timeout, err)
+		}
+	}
+	return nil
+}
+
+func (st *stack) shutdownServer() {
+	if st.srv != nil {
+		st.srv.Shutdown()
+	}
+}
+
+// stop drains the children, then shuts the embedded server down.
+func (st *stack) stop() error {
+	var err error
+	if st.sup != nil {
+		err = st.sup.stop()
+	}
+	st.shutdownServer()
+	return err
+}
+
+// printStatus writes the table of running processes.
+func (a *app) printStatus(w io.Writer, st *stack) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "PROCESS\tPID\tSTATUS")
+	children := st.sup.running()
+	sort.SliceStable(children, func(i, j int) bool { return children[i].Args[0] > children[j].Args[0] })
+	for _, c := range children {
+		status := "running"
+		if !c.alive() {
+			status = "exited"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\n", c.Name, c.pid(), status)
+	}
+	_ = tw.Flush()
+}

@@ -1,0 +1,20 @@
+package llm
+
+import "errors"
+
+var (
+	// ErrNotConfigured is returned by New when neither an API key nor a base
+	// URL is set.
+	ErrNotConfigured = errors.New("llm: not configured")
+	// ErrUnauthorized means the endpoint refused the API key (HTTP 401 or 403).
+	ErrUnauthorized = errors.New("llm: API key refused")
+	// ErrRateLimited means the endpoint kept answering 429 after every retry.
+	ErrRateLimited = errors.New("llm: rate limited")
+	// ErrUnavailable means the endpoint kept failing (5xx or no connection)
+	// after every retry.
+	ErrUnavailable = errors.New("llm: endpoint unavailable")
+	// ErrEmptyResponse means the endpoint answered without any choice.
+	ErrEmptyResponse = errors.New("llm: response has no choices")
+	// ErrInvalidConfig reports a bad setting, such as malformed AGENTMESH_PRICES.
+	ErrInvalidConfig = errors.New("llm: invalid configuration")
+)

@@ -1,0 +1,162 @@
+package orchestrator_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/agentmesh/agentmesh/agents"
+	"github.com/agentmesh/agentmesh/bus"
+	"github.com/agentmesh/agentmesh/bus/bustest"
+	"github.com/agentmesh/agentmesh/orchestrator"
+	"github.com/agentmesh/agentmesh/schemas"
+)
+
+// mesh is a provisioned embedded server for one test.
+type mesh struct {
+	srv *bustest.Server
+	nc  *nats.Conn
+	res *bus.Resources
+}
+
+func newMesh(t testing.TB) *mesh {
+	t.Helper()
+	srv := bustest.Start(t)
+	res := srv.Provision(t)
+	return &mesh{srv: srv, nc: srv.Conn(t), res: res}
+}
+
+// agent runs a test agent on the runtime in-process until the test ends.
+func (m *mesh) agent(t testing.TB, c schemas.AgentContract, fn func(ctx context.Context, ec *schemas.ExecutionContext) (schemas.AgentResult, error), concurrency int) {
+	t.Helper()
+	rt, err := agents.NewRuntime(m.srv.Conn(t), agents.Func(c, fn), agents.WithConcurrency(concurrency),
+		agents.WithHeartbeat(time.Second))
+	if err != nil {
+		t.Fatalf("agent %s: %v", c.Name, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- rt.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	select {
+	case <-rt.Ready():
+	case err := <-done:
+		t.Fatalf("agent %s stopped: %v", c.Name, err)
+	case <-time.After(10 * time.Second):
+		t.Fatalf("agent %s not ready", c.Name)
+	}
+}
+
+// orchestrator runs one replica until the test ends and waits until it
+// sees the named agents live.
+func (m *mesh) orchestrator(t testing.TB, wait []string, opts ...orchestrator.Option) *orchestrator.Orchestrator {
+	t.Helper()
+	o, err := orchestrator.New(m.srv.Conn(t), opts...)
+	if err != nil {
+		t.Fatalf("orchestrator.New: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan struct{})
+	done := make(chan error, 1)
+	go func() { done <- o.RunReady(ctx, func() { close(ready) }) }()
+	t.Cleanup(func() { cancel(); <-done })
+	select {
+	case <-ready:
+	case err := <-done:
+		t.Fatalf("orchestrator stopped: %v", err)
+	}
+	wctx, wcancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer wcancel()
+	for _, a := range wait {
+		if err := o.Registry().Wait(wctx, a, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return o
+}
+
+func (m *mesh) submit(t testing.TB, spec schemas.PipelineSpec, runID string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	js := m.srv.JetStream(t)
+	id, err := orchestrator.SubmitPipeline(ctx, js, m.srv.Names(), spec, runID, "test")
+	if err != nil {
+		t.Fatalf("submit: %v", err)
+	}
+	return id
+}
+
+// waitRun polls the run until it ends.
+func waitRun(t testing.TB, store *orchestrator.StateStore, id string, within time.Duration) *orchestrator.RunState {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	var last *orchestrator.RunState
+	for time.Now().Before(deadline) {
+		r, err := store.Run(context.Background(), id)
+		if err == nil && r.Done() {
+			return r
+		}
+		if err != nil && !errors.Is(err, orchestrator.ErrNotFound) {
+			t.Fatalf("run %s: %v", id, err)
+		}
+		last = r
+		time.Sleep(20 * time.Millisecond)
+	}
+	if last != nil {
+		for id, st := range last.Steps {
+			t.Logf("step %s: %s %s", id, st.Status, st.Error)
+		}
+	}
+	t.Fatalf("run %s did not end within %s", id, within)
+	return nil
+}
+
+// counter counts executions per key.
+type counter struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (c *counter) add(k string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n == nil {
+		c.n = map[string]int{}
+	}
+	c.n[k]++
+}
+
+func (c *counter) snapshot() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := map[string]int{}
+	for k, v := range c.n {
+		out[k] = v
+	}
+	return out
+}
+
+func filesOut(name, hint string, mergeable bool) schemas.TypedOutput {
+	return schemas.TypedOutput{Name: name, DataType: schemas.TypeFileIDs, ContentTypeHint: hint, Mergeable: mergeable}
+}
+
+func filesIn(name, hint string, required bool) schemas.TypedInput {
+	return schemas.TypedInput{Name: name, DataType: schemas.TypeFileIDs, ContentTypeHint: hint, Required: required}
+}
+
+func ok(agent, summary string, outs map[string]schemas.TypedValue) schemas.AgentResult {
+	return schemas.AgentResult{Success: true, Agent: agent, Summary: summary, Outputs: outs}
+}
+
+func mustValue(t testing.TB, typ string, v any, source string) schemas.TypedValue {
+	tv, err := schemas.NewValue(typ, v, source)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tv
+}

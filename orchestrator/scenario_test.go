@@ -1,0 +1,270 @@
+package orchestrator_test
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/agentmesh/agentmesh/bus"
+	"github.com/agentmesh/agentmesh/orchestrator"
+	"github.com/agentmesh/agentmesh/schemas"
+)
+
+// The seed scenario's three agents.
+func searchAgent(t testing.TB, m *mesh, runs *counter) {
+	m.agent(t, schemas.AgentContract{Name: "ImageSearchAgent", Capability: schemas.CapSearch, Description: "finds images",
+		Params:  json.RawMessage(`{"type":"object","properties":{"query":{"type":"string"}},"required":["query"]}`),
+		Outputs: []schemas.TypedOutput{filesOut("images", schemas.ContentImages, true)}},
+		func(ctx context.Context, ec *schemas.ExecutionContext) (schemas.AgentResult, error) {
+			if runs != nil {
+				runs.add("search")
+			}
+			q := ec.Param("query")
+			fc := schemas.FromIDs(schemas.ContentImages, q+"-1", q+"-2", q+"-3").WithSource(schemas.CapSearch)
+			return ok("ImageSearchAgent", "found 3 "+q+" images", map[string]schemas.TypedValue{"images": schemas.FilesValue(fc, "")}), nil
+		}, 4)
+}
+
+func analysisAgent(t testing.TB, m *mesh) {
+	m.agent(t, schemas.AgentContract{Name: "AnalysisAgent", Capability: schemas.CapAnalysis, Description: "labels images",
+		Inputs: []schemas.TypedInput{filesIn("images", schemas.ContentImages, true)},
+		Outputs: []schemas.TypedOutput{{Name: "analysis", DataType: schemas.TypeAnalysisResult},
+			{Name: "categories", DataType: schemas.TypeCategorization, Mergeable: true}}},
+		func(ctx context.Context, ec *schemas.ExecutionContext) (schemas.AgentResult, error) {
+			fc, err := ec.Files("images")
+			if err != nil {
+				return schemas.AgentResult{}, err
+			}
+			var items []schemas.AnalysisItem
+			cats := map[string][]string{}
+			for i, id := range fc.IDs() {
+				items = append(items, schemas.AnalysisItem{ID: id, Labels: []string{"sky"}})
+				k := []string{"warm", "cool"}[i%2]
+				cats[k] = append(cats[k], id)
+			}
+			return ok("AnalysisAgent", "analysed", map[string]schemas.TypedValue{
+				"analysis":   mustValue(t, schemas.TypeAnalysisResult, schemas.AnalysisResult{Items: items}, ""),
+				"categories": mustValue(t, schemas.TypeCategorization, schemas.Categorization{Categories: cats}, ""),
+			}), nil
+		}, 4)
+}
+
+func organizeAgent(t testing.TB, m *mesh, seen chan<- []string) {
+	m.agent(t, schemas.AgentContract{Name: "OrganizerAgent", Capability: schemas.CapOrganization, Description: "folders",
+		Inputs: []schemas.TypedInput{filesIn("images", schemas.ContentImages, true),
+			{Name: "categories", DataType: schemas.TypeCategorization, Required: true}},
+		Outputs: []schemas.TypedOutput{{Name: "folders", DataType: schemas.TypeFolderResult}}},
+		func(ctx context.Context, ec *schemas.ExecutionContext) (schemas.AgentResult, error) {
+			fc, err := ec.Files("images")
+			if err != nil {
+				return schemas.AgentResult{}, err
+			}
+			tv, err := ec.Read("categories", schemas.TypeCategorization)
+			if err != nil {
+				return schemas.AgentResult{}, err
+			}
+			var cat schemas.Categorization
+			if err := tv.Decode(&cat); err != nil {
+				return schemas.AgentResult{}, err
+			}
+			if seen != nil {
+				seen <- fc.IDs()
+			}
+			return ok("OrganizerAgent", "organised", map[string]schemas.TypedValue{
+				"folders": mustValue(t, schemas.TypeFolderResult, schemas.FolderResult{Folders: cat.Categories, Moved: fc.Count()}, ""),
+			}), nil
+		}, 4)
+}
+
+func TestThreeStepPipelineRoutesOutputsIntoSlots(t *testing.T) {
+	m := newMesh(t)
+	seen := make(chan []string, 1)
+	searchAgent(t, m, nil)
+	analysisAgent(t, m)
+	organizeAgent(t, m, seen)
+	o := m.orchestrator(t, []string{"ImageSearchAgent", "AnalysisAgent", "OrganizerAgent"})
+
+	spec := orchestrator.NewPipeline("sunsets").
+		Step("search", "ImageSearchAgent").Param("query", "sunset").
+		Then("analyze", "AnalysisAgent").
+		Then("organize", "OrganizerAgent").After("search").
+		MustBuild()
+	id := m.submit(t, spec, "three-step")
+	run := waitRun(t, o.Store(), id, 20*time.Second)
+	if run.Status != orchestrator.RunCompleted {
+		t.Fatalf("run %s: %s", run.Status, run.Error)
+	}
+	if got, want := run.Waves, [][]string{{"search"}, {"analyze"}, {"organize"}}; !slices.EqualFunc(got, want, slices.Equal) {
+		t.Fatalf("waves %v, want %v", got, want)
+	}
+	want := []string{"sunset-1", "sunset-2", "sunset-3"}
+	if got := <-seen; !slices.Equal(got, want) {
+		t.Errorf("organizer got images %v, want %v", got, want)
+	}
+	slots := run.State.Slots
+	images, err := slots[orchestrator.SlotImageIDs].Files()
+	if err != nil || !slices.Equal(images.IDs(), want) || slots[orchestrator.SlotImageIDs].Source != "ImageSearchAgent" {
+		t.Errorf("slot %s = %+v (%v), want %v from ImageSearchAgent", orchestrator.SlotImageIDs, slots[orchestrator.SlotImageIDs], err, want)
+	}
+	if v := slots[orchestrator.SlotAnalysis]; v.DataType != schemas.TypeAnalysisResult || v.Source != "AnalysisAgent" {
+		t.Errorf("slot %s = %+v, want ANALYSIS_RESULT from AnalysisAgent", orchestrator.SlotAnalysis, v)
+	}
+	if v := slots[orchestrator.SlotCategorization]; v.DataType != schemas.TypeCategorization || v.Source != "AnalysisAgent" {
+		t.Errorf("slot %s = %+v, want CATEGORIZATION from AnalysisAgent", orchestrator.SlotCategorization, v)
+	}
+	for name, v := range slots {
+		if v.DataType == schemas.TypeFolderResult {
+			t.Errorf("FOLDER_RESULT routed into slot %s; it belongs in history only", name)
+		}
+	}
+	var folder bool
+	for _, h := range run.State.History {
+		if v, ok := h.Outputs["folders"]; ok && v.DataType == schemas.TypeFolderResult && h.Agent == "OrganizerAgent" {
+			folder = true
+		}
+	}
+	if !folder {
+		t.Errorf("FOLDER_RESULT not kept in history: %+v", run.State.History)
+	}
+	for _, s := range []string{"search", "analyze", "organize"} {
+		st := run.Steps[s]
+		if st.Status != orchestrator.StepCompleted || st.TaskID != orchestrator.TaskID(id, s, 1) || st.FinishedAt.Before(st.DispatchedAt) {
+			t.Errorf("step %s = %+v", s, st)
+		}
+	}
+}
+
+func TestDiamondRunsParallelWaveAndMergesFanIn(t *testing.T) {
+	m := newMesh(t)
+	searchAgent(t, m, nil)
+	var runs counter
+	variant := func(name, suffix string) {
+		m.agent(t, schemas.AgentContract{Name: name, Capability: schemas.CapTransformation, Description: "variants",
+			Inputs:  []schemas.TypedInput{filesIn("images", schemas.ContentImages, true)},
+			Outputs: []schemas.TypedOutput{filesOut("images", schemas.ContentImages, true)}},
+			func(ctx context.Context, ec *schemas.ExecutionContext) (schemas.AgentResult, error) {
+				runs.add(name)
+				fc, err := ec.Files("images")
+				if err != nil {
+					return schemas.AgentResult{}, err
+				}
+				time.Sleep(300 * time.Millisecond) // long enough that B and C must overlap to finish together
+				var ids []string
+				for _, id := range fc.IDs() {
+					ids = append(ids, id+suffix)
+				}
+				ids = append(ids, fc.IDs()[0]) // shared ID: the merge keeps it once
+				return ok(name, "", map[string]schemas.TypedValue{"images": schemas.FilesValue(schemas.FromIDs(schemas.ContentImages, ids...), "")}), nil
+			}, 2)
+	}
+	variant("BAgent", "-b")
+	variant("CAgent", "-c")
+	got := make(chan []string, 1)
+	m.agent(t, schemas.AgentContract{Name: "DAgent", Capability: schemas.CapEvaluation, Description: "joins",
+		Inputs: []schemas.TypedInput{filesIn("images", schemas.ContentImages, true)}},
+		func(ctx context.Context, ec *schemas.ExecutionContext) (schemas.AgentResult, error) {
+			fc, err := ec.Files("images")
+			if err != nil {
+				return schemas.AgentResult{}, err
+			}
+			got <- fc.IDs()
+			return ok("DAgent", "joined", nil), nil
+		}, 1)
+	o := m.orchestrator(t, []string{"ImageSearchAgent", "BAgent", "CAgent", "DAgent"})
+
+	spec := orchestrator.NewPipeline("diamond").
+		Step("a", "ImageSearchAgent").Param("query", "x").
+		Then("b", "BAgent").
+		Step("c", "CAgent").After("a").
+		Step("d", "DAgent").After("b", "c").
+		MustBuild()
+	run := waitRun(t, o.Store(), m.submit(t, spec, "diamond"), 20*time.Second)
+	if run.Status != orchestrator.RunCompleted {
+		t.Fatalf("run %s: %s", run.Status, run.Error)
+	}
+	b, c := run.Steps["b"], run.Steps["c"]
+	if b.Wave != 1 || c.Wave != 1 || run.Steps["d"].Wave != 2 {
+		t.Errorf("waves: b %d, c %d, d %d; want 1, 1, 2", b.Wave, c.Wave, run.Steps["d"].Wave)
+	}
+	if !(b.DispatchedAt.Before(c.FinishedAt) && c.DispatchedAt.Before(b.FinishedAt)) {
+		t.Errorf("b [%s, %s] and c [%s, %s] did not overlap", b.DispatchedAt, b.FinishedAt, c.DispatchedAt, c.FinishedAt)
+	}
+	want := []string{"x-1-b", "x-2-b", "x-3-b", "x-1", "x-1-c", "x-2-c", "x-3-c"}
+	if ids := <-got; !slices.Equal(ids, want) {
+		t.Errorf("d got %v, want the merge %v", ids, want)
+	}
+}
+
+func TestNonMergeableFanInRejectedBeforeAnythingRuns(t *testing.T) {
+	m := newMesh(t)
+	var runs counter
+	searchAgent(t, m, &runs)
+	for _, name := range []string{"BAgent", "CAgent"} {
+		name := name
+		m.agent(t, schemas.AgentContract{Name: name, Capability: schemas.CapAnalysis, Description: "analyses",
+			Inputs:  []schemas.TypedInput{filesIn("images", schemas.ContentImages, true)},
+			Outputs: []schemas.TypedOutput{{Name: "analysis", DataType: schemas.TypeAnalysisResult}}},
+			func(ctx context.Context, ec *schemas.ExecutionContext) (schemas.AgentResult, error) {
+				runs.add(name)
+				return ok(name, "", nil), nil
+			}, 1)
+	}
+	m.agent(t, schemas.AgentContract{Name: "DAgent", Capability: schemas.CapEvaluation, Description: "joins",
+		Inputs: []schemas.TypedInput{{Name: "analysis", DataType: schemas.TypeAnalysisResult, Required: true}}},
+		func(ctx context.Context, ec *schemas.ExecutionContext) (schemas.AgentResult, error) {
+			runs.add("DAgent")
+			return ok("DAgent", "", nil), nil
+		}, 1)
+	o := m.orchestrator(t, []string{"ImageSearchAgent", "BAgent", "CAgent", "DAgent"})
+
+	events := subscribeEvents(t, m, "bad-diamond")
+	spec := orchestrator.NewPipeline("bad-diamond").
+		Step("a", "ImageSearchAgent").Param("query", "x").
+		Then("b", "BAgent").
+		Step("c", "CAgent").After("a").
+		Step("d", "DAgent").After("b", "c").
+		MustBuild()
+	run := waitRun(t, o.Store(), m.submit(t, spec, "bad-diamond"), 10*time.Second)
+	if run.Status != orchestrator.RunFailed {
+		t.Fatalf("run %s, want failed", run.Status)
+	}
+	for _, want := range []string{`"b"`, `"c"`, schemas.TypeAnalysisResult, "not mergeable"} {
+		if !strings.Contains(run.Error, want) {
+			t.Errorf("error %q does not name %s", run.Error, want)
+		}
+	}
+	for _, st := range run.Steps {
+		if st.Status != orchestrator.StepPending || st.TaskID != "" {
+			t.Errorf("step %s was touched: %+v", st.ID, st)
+		}
+	}
+	ev := <-events
+	if ev.Type != bus.TypePipelineCompleted || !strings.Contains(string(ev.Data), "not mergeable") {
+		t.Errorf("event %s %s, want pipeline.completed with the error", ev.Type, ev.Data)
+	}
+	if n := runs.snapshot(); len(n) != 0 {
+		t.Errorf("agents ran: %v", n)
+	}
+}
+
+func subscribeEvents(t testing.TB, m *mesh, runID string) <-chan bus.Event {
+	ch := make(chan bus.Event, 64)
+	sub, err := m.nc.Subscribe(m.srv.Names().EventsOf(runID), func(msg *nats.Msg) {
+		if ev, err := bus.Decode(msg); err == nil {
+			ch <- ev
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sub.Unsubscribe() })
+	if err := m.nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	return ch
+}

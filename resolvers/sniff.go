@@ -1,0 +1,51 @@
+package resolvers
+
+import (
+	"bytes"
+	"mime"
+	"net/http"
+	"path"
+	"strings"
+)
+
+// SniffLen is how many leading bytes SniffMediaType looks at.
+const SniffLen = 512
+
+// SniffMediaType returns the media type of content starting with head (its
+// first SniffLen bytes are enough). The content decides, whatever the file is
+// called: a JPEG named report.pdf is image/jpeg. The name only refines text
+// (text/plain named .md is text/markdown, .csv text/csv, .json
+// application/json) and names binary content nothing recognised (never as
+// text or an image: those are always recognisable from their bytes).
+func SniffMediaType(head []byte, filename string) string {
+	if len(head) > SniffLen {
+		head = head[:SniffLen]
+	}
+	if len(head) == 0 {
+		return "application/octet-stream"
+	}
+	switch {
+	case bytes.HasPrefix(head, []byte("%PDF-")):
+		return "application/pdf"
+	case len(head) >= 12 && bytes.Equal(head[:4], []byte("RIFF")) && bytes.Equal(head[8:12], []byte("WEBP")):
+		return "image/webp"
+	}
+	ct := http.DetectContentType(head)
+	ext := strings.ToLower(path.Ext(strings.ReplaceAll(filename, `\`, "/")))
+	switch {
+	case strings.HasPrefix(ct, "text/plain"):
+		switch ext {
+		case ".md", ".markdown":
+			return "text/markdown; charset=utf-8"
+		case ".csv":
+			return "text/csv; charset=utf-8"
+		case ".json":
+			return "application/json"
+		}
+	case ct == "application/octet-stream" && ext != "":
+		if byExt := mime.TypeByExtension(ext); byExt != "" && !strings.HasPrefix(byExt, "text/") && !strings.HasPrefix(byExt, "image/") {
+			return byExt
+		}
+	}
+	return ct
+}

@@ -1,0 +1,95 @@
+package resolvers_test
+
+import (
+	"bytes"
+	"fmt"
+	"image"
+	"image/color"
+	"image/gif"
+	"image/jpeg"
+	"image/png"
+	"strings"
+	"testing"
+
+	"github.com/agentmesh/agentmesh/resolvers"
+)
+
+func testImage() image.Image {
+	img := image.NewPaletted(image.Rect(0, 0, 16, 16), color.Palette{color.Black, color.White})
+	for i := range 16 {
+		img.SetColorIndex(i, i, 1)
+	}
+	return img
+}
+
+func encodeImage(t testing.TB, format string) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	var err error
+	switch format {
+	case "jpeg":
+		err = jpeg.Encode(&buf, testImage(), nil)
+	case "png":
+		err = png.Encode(&buf, testImage())
+	case "gif":
+		err = gif.Encode(&buf, testImage(), nil)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// minimalPDF writes a one-page PDF with a valid cross-reference table.
+func minimalPDF() []byte {
+	objs := []string{
+		"<< /Type /Catalog /Pages 2 0 R >>",
+		"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+		"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 200 200] /Contents 4 0 R /Resources << >> >>",
+		"<< /Length 0 >>\nstream\n\nendstream",
+	}
+	var b bytes.Buffer
+	b.WriteString("%PDF-1.4\n")
+	offsets := make([]int, len(objs))
+	for i, o := range objs {
+		offsets[i] = b.Len()
+		fmt.Fprintf(&b, "%d 0 obj\n%s\nendobj\n", i+1, o)
+	}
+	xref := b.Len()
+	fmt.Fprintf(&b, "xref\n0 %d\n0000000000 65535 f \n", len(objs)+1)
+	for _, off := range offsets {
+		fmt.Fprintf(&b, "%010d 00000 n \n", off)
+	}
+	fmt.Fprintf(&b, "trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n", len(objs)+1, xref)
+	return b.Bytes()
+}
+
+func TestSniffMediaType(t *testing.T) {
+	tests := []struct {
+		name     string
+		content  []byte
+		filename string
+		want     string
+	}{
+		{"jpeg named pdf", encodeImage(t, "jpeg"), "report.pdf", "image/jpeg"},
+		{"png named txt", encodeImage(t, "png"), "notes.txt", "image/png"},
+		{"gif named jpg", encodeImage(t, "gif"), "photo.jpg", "image/gif"},
+		{"pdf named png", minimalPDF(), "sunset.png", "application/pdf"},
+		{"text named jpg", []byte("just some plain words\nand a second line\n"), "sunset.jpg", "text/plain"},
+		{"html named txt", []byte("<!DOCTYPE html><html><body><p>hi</p></body></html>"), "readme.txt", "text/html"},
+		{"html named md", []byte("<html><head><title>x</title></head></html>"), "readme.md", "text/html"},
+		{"markdown", []byte("# Title\n\nSome *words*.\n"), "notes.md", "text/markdown"},
+		{"markdown name on a png", encodeImage(t, "png"), "notes.md", "image/png"},
+		{"webp", []byte("RIFF\x24\x00\x00\x00WEBPVP8 \x18\x00\x00\x00"), "x.gif", "image/webp"},
+		{"empty", nil, "x.jpg", "application/octet-stream"},
+		{"binary named jpg stays binary", []byte{0x00, 0x01, 0x02, 0x03, 0xfe}, "x.jpg", "application/octet-stream"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := resolvers.SniffMediaType(tt.content, tt.filename)
+			if mt, _, _ := strings.Cut(got, ";"); mt != tt.want {
+				t.Errorf("SniffMediaType(%s as %q) = %q, want %q", tt.name, tt.filename, got, tt.want)
+			}
+		})
+	}
+}

@@ -181,7 +181,6 @@ func wantFailure(t testing.TB, r result, code string, fragments ...string) {
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
 
-
 func textIn(s string) map[string]schemas.TypedValue {
 	return map[string]schemas.TypedValue{"text": schemas.TextValue(s, "test")}
 }

@@ -136,6 +136,15 @@ func (r *Runtime) Run(ctx context.Context) error {
 	}
 	n := r.cfg.names
 	kv, err := r.js.KeyValue(ctx, n.AgentsBucket())
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		// The first process of a new mesh creates it. A mesh that already
+		// exists is never re-provisioned from here, so an operator's own
+		// settings (replicas, ages) are left alone.
+		var res *bus.Resources
+		if res, err = bus.Provision(ctx, r.js, n, bus.ProvisionOptions{}); err == nil {
+			kv = res.Agents
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("agents: %s: agents bucket %s: %w (provision the mesh first, e.g. bus.Provision)", r.contract.Name, n.AgentsBucket(), err)
 	}

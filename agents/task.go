@@ -2,6 +2,7 @@ package agents
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -105,7 +106,8 @@ func (r *Runtime) run(d *delivery) (schemas.AgentResult, error) {
 		return fail(schemas.CodeInvalidInput, "task %s for %s: %s", ev.ID, c.Name, oneLine(err))
 	}
 	if err := c.ValidateParams(req.Params); err != nil {
-		return fail(schemas.CodeInvalidParams, "task %s for %s: params: %s", ev.ID, c.Name, oneLine(err))
+		given, _ := json.Marshal(req.Params)
+		return fail(schemas.CodeInvalidParams, "task %s for %s: params %s: %s", ev.ID, c.Name, clip(string(given), 200), oneLine(err))
 	}
 	deadline, hasDeadline, err := ev.Deadline()
 	if err != nil {

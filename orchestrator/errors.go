@@ -1,6 +1,11 @@
 package orchestrator
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+
+	"github.com/agentmesh/agentmesh/schemas"
+)
 
 var (
 	// ErrNotFound reports a conversation or run that is not in KV.
@@ -12,10 +17,10 @@ var (
 	// ErrTooLarge reports state that cannot be compacted under the KV value limit.
 	ErrTooLarge = errors.New("orchestrator: state too large")
 	// ErrMissingInput reports a required agent input that nothing can fill.
-	ErrMissingInput = errors.New("orchestrator: required input has no source")
+	ErrMissingInput = errors.New("required input has no source")
 	// ErrInvalidPipeline reports a pipeline that fails validation. Errors
 	// also match schemas.ErrInvalidPipeline.
-	ErrInvalidPipeline = errors.New("orchestrator: invalid pipeline")
+	ErrInvalidPipeline = fmt.Errorf("orchestrator: %w", schemas.ErrInvalidPipeline)
 	// ErrUnknownAgent reports an agent that is not live in the registry.
 	ErrUnknownAgent = errors.New("unknown agent")
 	// ErrCycle reports a pipeline whose depends_on edges form a cycle.

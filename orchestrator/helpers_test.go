@@ -21,6 +21,10 @@ type mesh struct {
 	srv *bustest.Server
 	nc  *nats.Conn
 	res *bus.Resources
+
+	mu     sync.Mutex
+	agents []func() // cancel functions of running agents
+	dones  []chan error
 }
 
 func newMesh(t testing.TB) *mesh {
@@ -41,7 +45,23 @@ func (m *mesh) agent(t testing.TB, c schemas.AgentContract, fn func(ctx context.
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- rt.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	m.mu.Lock()
+	if len(m.agents) == 0 {
+		// Agents drain for a while when stopped: stop them all at once.
+		t.Cleanup(func() {
+			m.mu.Lock()
+			defer m.mu.Unlock()
+			for _, c := range m.agents {
+				c()
+			}
+			for _, d := range m.dones {
+				<-d
+			}
+		})
+	}
+	m.agents = append(m.agents, cancel)
+	m.dones = append(m.dones, done)
+	m.mu.Unlock()
 	select {
 	case <-rt.Ready():
 	case err := <-done:

@@ -159,6 +159,11 @@ func WithSweepInterval(d time.Duration) Option { return func(c *config) { c.swee
 // it, leaving the agent time to report its own timeout (default 1 s).
 func WithTimeoutGrace(d time.Duration) Option { return func(c *config) { c.grace = d } }
 
+// WithAckWait sets how long a handed-out message may stay unacknowledged
+// before JetStream gives it to another replica (default 5 s; long chat
+// turns keep their request alive). Every replica should use the same.
+func WithAckWait(d time.Duration) Option { return func(c *config) { c.ackWait = d } }
+
 // WithLogger logs to l (default: discard).
 func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
 
@@ -195,11 +200,11 @@ type Orchestrator struct {
 
 // New returns a replica on nc. The mesh must be provisioned (bus.Provision).
 // Options: WithNames, WithChatHandler, WithRegistry, WithRouter,
-// WithCollections, WithWorkers, WithSweepInterval, WithTimeoutGrace,
+// WithCollections, WithWorkers, WithSweepInterval, WithTimeoutGrace, WithAckWait,
 // WithLogger, WithSource, WithStateOptions.
 func New(nc *nats.Conn, opts ...Option) (*Orchestrator, error) {
 	cfg := config{workers: 32, sweep: time.Second, grace: time.Second, republish: 2 * time.Second,
-		source: "agentmesh/orchestrator", ackWait: 30 * time.Second, maxPending: 10000}
+		source: "agentmesh/orchestrator", ackWait: 5 * time.Second, maxPending: 10000}
 	for _, o := range opts {
 		o(&cfg)
 	}

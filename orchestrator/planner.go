@@ -109,13 +109,30 @@ func PlanOffline(message string, contracts []schemas.AgentContract, slots map[st
 			break
 		}
 	}
-	p := &planner{words: words, content: content, contracts: contracts, router: router, have: map[routeKey]bool{}}
+	p := &planner{words: words, content: content, contracts: contracts, router: router, have: map[routeKey]bool{}, wanted: map[int][]schemas.TypedInput{}}
+	// What the agents of each asked capability need, so that an earlier
+	// capability prefers an agent that feeds a later one.
+	for i, capability := range asked {
+		for _, c := range contracts {
+			if strings.EqualFold(c.Capability, capability) {
+				for _, in := range c.Inputs {
+					if in.Required {
+						p.wanted[i] = append(p.wanted[i], in)
+					}
+				}
+			}
+		}
+	}
 	for _, v := range slots {
 		p.have[routeKey{v.DataType, v.ContentTypeHint}] = true
 	}
 	plan := Plan{Query: extractQuery(message)}
 	var missing []string
-	for _, capability := range asked {
+	for i, capability := range asked {
+		p.later = nil
+		for j := i + 1; j < len(asked); j++ {
+			p.later = append(p.later, p.wanted[j]...)
+		}
 		c, ok := p.best(capability, plan.Steps)
 		if !ok {
 			missing = append(missing, capability)
@@ -131,8 +148,11 @@ func PlanOffline(message string, contracts []schemas.AgentContract, slots map[st
 		plan.Steps = append(plan.Steps, steps...)
 		plan.Steps = append(plan.Steps, p.step(c, "asked: "+strings.ToLower(capability), plan.Query))
 	}
-	if len(plan.Steps) == 0 {
+	if len(plan.Steps) == 0 || len(missing) > 0 {
 		return Plan{}, fmt.Errorf("%w: no live agent has capability %s; start one (agentmesh agent NAME) or configure an LLM", ErrNoPlan, strings.Join(missing, ", "))
+	}
+	if !slices.ContainsFunc(plan.Steps, func(s PlanStep) bool { return len(s.Params) > 0 }) {
+		plan.Query = ""
 	}
 	return plan, nil
 }
@@ -143,6 +163,8 @@ type planner struct {
 	contracts []schemas.AgentContract
 	router    *Router
 	have      map[routeKey]bool // (data type, hint) available so far
+	wanted    map[int][]schemas.TypedInput
+	later     []schemas.TypedInput // required inputs of the agents of later asked capabilities
 }
 
 // best is the live agent of capability that best matches the message.
@@ -172,6 +194,12 @@ func (p *planner) pick(cands []schemas.AgentContract, before []PlanStep) (schema
 		s := overlap(p.words, tokenize(c.Name+" "+c.Description))
 		if p.content != "" && handles(c, p.content) {
 			s += 3
+		}
+		for _, in := range p.later {
+			if produces(c, in) && !p.available(in) {
+				s += 5
+				break
+			}
 		}
 		if prev != nil && len(prev.CanChainWith) > 0 && slices.Contains(prev.CanChainWith, c.Name) {
 			s += 10
@@ -353,6 +381,15 @@ func extractQuery(message string) string {
 			continue
 		}
 		q = append(q, w)
+	}
+	if len(q) == 0 && start > 0 { // the verb came last: "the beach photos you find"
+		for _, w := range words {
+			_, verb := intents[w]
+			_, content := contentWords[w]
+			if !verb && !content && !stopWords[w] {
+				q = append(q, w)
+			}
+		}
 	}
 	return strings.Join(q, " ")
 }

@@ -336,13 +336,14 @@ func compactState(st *schemas.ConversationState, maxHistory, maxApplied int) {
 }
 
 // shrinkHistory frees space from the oldest history: first it drops the
-// values kept in the oldest entry that still has some, then whole entries.
+// values kept in the oldest entry of the older half that still has some,
+// then whole entries, oldest first.
 // It reports false when there is nothing left to drop.
 func shrinkHistory(st *schemas.ConversationState) bool {
 	if st == nil || len(st.History) == 0 {
 		return false
 	}
-	for i := range st.History {
+	for i := range len(st.History) / 2 {
 		if len(st.History[i].Outputs) > 0 {
 			st.History[i].Outputs = nil
 			if st.History[i].Text == "" {

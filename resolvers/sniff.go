@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"path"
 	"strings"
+
+	"github.com/agentmesh/agentmesh/schemas"
 )
 
 // SniffLen is how many leading bytes SniffMediaType looks at.
@@ -48,4 +50,26 @@ func SniffMediaType(head []byte, filename string) string {
 		}
 	}
 	return ct
+}
+
+// MediaKind maps a media type to the content type of a FileCollection:
+// schemas.ContentImages for image/*, schemas.ContentLinks for URL lists,
+// schemas.ContentDocuments for text, PDF and office formats, and "" for
+// anything else.
+func MediaKind(mediaType string) string {
+	mt, _, _ := strings.Cut(strings.ToLower(mediaType), ";")
+	mt = strings.TrimSpace(mt)
+	switch {
+	case strings.HasPrefix(mt, "image/"):
+		return schemas.ContentImages
+	case mt == "text/uri-list" || mt == "application/x-url" || mt == "text/x-uri":
+		return schemas.ContentLinks
+	case strings.HasPrefix(mt, "text/"), mt == "application/pdf", mt == "application/json",
+		mt == "application/msword", mt == "application/rtf", mt == "application/epub+zip",
+		strings.HasPrefix(mt, "application/vnd.openxmlformats-officedocument."),
+		strings.HasPrefix(mt, "application/vnd.oasis.opendocument."),
+		strings.HasPrefix(mt, "application/vnd.ms-"):
+		return schemas.ContentDocuments
+	}
+	return ""
 }

@@ -93,3 +93,20 @@ func TestSniffMediaType(t *testing.T) {
 		})
 	}
 }
+
+func TestMediaKind(t *testing.T) {
+	for mt, want := range map[string]string{
+		"image/jpeg":                "images",
+		"IMAGE/PNG":                 "images",
+		"text/plain; charset=utf-8": "documents",
+		"application/pdf":           "documents",
+		"application/vnd.openxmlformats-officedocument.wordprocessingml.document": "documents",
+		"text/uri-list":            "links",
+		"application/octet-stream": "",
+		"video/mp4":                "",
+	} {
+		if got := resolvers.MediaKind(mt); got != want {
+			t.Errorf("MediaKind(%q) = %q, want %q", mt, got, want)
+		}
+	}
+}

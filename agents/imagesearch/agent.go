@@ -121,7 +121,7 @@ func (a *Agent) Execute(ctx context.Context, ec *schemas.ExecutionContext) (sche
 	if query == "" {
 		query = strings.TrimSpace(ec.Instruction())
 	}
-	limit, err := limitParam(ec.Params())
+	limit, err := docsearch.LimitParam(ec.Params(), DefaultLimit)
 	if err != nil {
 		return schemas.Failure(Name, schemas.CodeInvalidParams, err.Error(), false), nil
 	}
@@ -147,7 +147,7 @@ func (a *Agent) Execute(ctx context.Context, ec *schemas.ExecutionContext) (sche
 		if x.score != y.score {
 			return cmp.Compare(y.score, x.score)
 		}
-		return strings.Compare(displayName(x.ref), displayName(y.ref))
+		return strings.Compare(docsearch.DisplayName(x.ref), docsearch.DisplayName(y.ref))
 	})
 	if len(found) > limit {
 		found = found[:limit]
@@ -168,7 +168,7 @@ func (a *Agent) Execute(ctx context.Context, ec *schemas.ExecutionContext) (sche
 	if len(found) > 0 {
 		names := make([]string, 0, 5)
 		for _, c := range found[:min(5, len(found))] {
-			names = append(names, displayName(c.ref))
+			names = append(names, docsearch.DisplayName(c.ref))
 		}
 		more := ""
 		if len(found) > 5 {
@@ -362,34 +362,6 @@ func Score(terms []string, ref schemas.FileRef, visual string) float64 {
 	return score
 }
 
-func limitParam(p map[string]any) (int, error) {
-	v, ok := p["limit"]
-	if !ok || v == nil {
-		return DefaultLimit, nil
-	}
-	var n float64
-	switch x := v.(type) {
-	case float64:
-		n = x
-	case int:
-		n = float64(x)
-	case int64:
-		n = float64(x)
-	case json.Number:
-		f, err := x.Float64()
-		if err != nil {
-			return 0, fmt.Errorf("param limit %q is not a number; give a whole number such as 20", x)
-		}
-		n = f
-	default:
-		return 0, fmt.Errorf("param limit %v (%T) is not a number; give a whole number such as 20", v, v)
-	}
-	if n < 1 || n != math.Trunc(n) {
-		return 0, fmt.Errorf("param limit %v must be a whole number of at least 1", v)
-	}
-	return int(n), nil
-}
-
 func isImage(ref schemas.FileRef) bool {
 	return strings.HasPrefix(strings.ToLower(ref.MediaType), "image/")
 }
@@ -399,14 +371,4 @@ func mediaTypeOf(ref schemas.FileRef) string {
 		return "of unknown type"
 	}
 	return ref.MediaType
-}
-
-func displayName(ref schemas.FileRef) string {
-	if ref.Filename != "" {
-		return ref.Filename
-	}
-	if n := ref.Metadata[resolvers.MetaFilename]; n != "" {
-		return n
-	}
-	return ref.ID
 }

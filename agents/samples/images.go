@@ -9,7 +9,9 @@ import (
 	"image/png"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
+	"sync"
 )
 
 // Image scenes drawn by Images.
@@ -54,8 +56,25 @@ var imageSpecs = []imageSpec{
 // Images returns the generated sample images: 5 sunsets, 4 forests,
 // 3 seascapes, 3 night cities and 2 snow scenes, as JPEG and PNG, some with
 // descriptive names and tags and some with camera-style names such as
-// IMG_0042.jpg. The bytes are the same on every call.
+// IMG_0042.jpg. The bytes are the same on every call; they are drawn once
+// per process and each call returns its own copy.
 func Images() []Sample {
+	imagesOnce.Do(func() { imagesCache = drawImages() })
+	out := make([]Sample, len(imagesCache))
+	for i, s := range imagesCache {
+		s.Content = bytes.Clone(s.Content)
+		s.Tags = slices.Clone(s.Tags)
+		out[i] = s
+	}
+	return out
+}
+
+var (
+	imagesOnce  sync.Once
+	imagesCache []Sample
+)
+
+func drawImages() []Sample {
 	out := make([]Sample, 0, len(imageSpecs))
 	for _, sp := range imageSpecs {
 		img := Draw(sp.scene, sp.w, sp.h, sp.seed)

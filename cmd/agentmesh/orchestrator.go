@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -19,6 +20,7 @@ var chatHandlerFor func(a *app, m *mesh, o *orchestrator.Orchestrator) (orchestr
 func newOrchestratorCmd(a *app) *cobra.Command {
 	var (
 		workers int
+		ackWait time.Duration
 		verbose bool
 	)
 	cmd := &cobra.Command{
@@ -43,6 +45,7 @@ many as you like; killing one loses nothing.`,
 			opts := []orchestrator.Option{
 				orchestrator.WithNames(m.Names),
 				orchestrator.WithWorkers(workers),
+				orchestrator.WithAckWait(ackWait),
 				orchestrator.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))),
 			}
 			o, err := orchestrator.New(m.NC, opts...)
@@ -62,6 +65,7 @@ many as you like; killing one loses nothing.`,
 		},
 	}
 	cmd.Flags().IntVar(&workers, "workers", 32, "events handled at once")
+	cmd.Flags().DurationVar(&ackWait, "ack-wait", 5*time.Second, "how long a replica may hold a message before another replica gets it")
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "log every warning and info line to stderr")
 	return cmd
 }

@@ -1,0 +1,98 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentmesh/agentmesh/agents"
+	"github.com/agentmesh/agentmesh/resolvers"
+)
+
+func init() { register(newAgentCmd) }
+
+func newAgentCmd(a *app) *cobra.Command {
+	var (
+		concurrency int
+		heartbeat   time.Duration
+		instance    string
+		ackWait     time.Duration
+		maxDeliver  int
+		verbose     bool
+	)
+	cmd := &cobra.Command{
+		Use:   "agent NAME",
+		Short: "Run one instance of a built-in agent",
+		Long: `Run one instance of a built-in agent until SIGTERM or SIGINT, then drain:
+stop taking tasks, finish the running ones, announce the departure, exit 0.
+Run the command several times to scale the agent: the instances share its tasks.
+
+Built-in agents: ` + strings.Join(builtinNames(), ", ") + `.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			name := args[0]
+			b, ok := builtins[name]
+			if !ok {
+				return exitError{code: 2, msg: fmt.Sprintf("no built-in agent %q; known: %s", name, describeBuiltins())}
+			}
+			ctx := cmd.Context()
+			m, err := a.connect(ctx, "agentmesh agent "+name)
+			if err != nil {
+				return err
+			}
+			defer m.Close()
+			ag, err := b.build(ctx, m)
+			if err != nil {
+				return fmt.Errorf("building %s: %w", name, err)
+			}
+			level := slog.LevelWarn
+			if verbose {
+				level = slog.LevelInfo
+			}
+			opts := []agents.Option{
+				agents.WithNames(m.Names),
+				agents.WithConcurrency(concurrency),
+				agents.WithHeartbeat(heartbeat),
+				agents.WithAckWait(ackWait),
+				agents.WithMaxDeliver(maxDeliver),
+				agents.WithValueResolver(resolvers.NewCollections(m.Res.Files, 0)),
+				agents.WithLogger(slog.New(slog.NewTextHandler(a.errOut, &slog.HandlerOptions{Level: level}))),
+			}
+			if instance != "" {
+				opts = append(opts, agents.WithInstanceID(instance))
+			}
+			rt, err := agents.NewRuntime(m.NC, ag, opts...)
+			if err != nil {
+				return err
+			}
+			errc := make(chan error, 1)
+			go func() { errc <- rt.Run(ctx) }()
+			select {
+			case <-rt.Ready():
+				fmt.Fprintf(a.out, "agent %s instance %s ready (concurrency %d, heartbeat %s)\n", name, rt.InstanceID(), concurrency, heartbeat)
+			case err := <-errc:
+				return err
+			}
+			return <-errc
+		},
+	}
+	f := cmd.Flags()
+	f.IntVar(&concurrency, "concurrency", agents.DefaultConcurrency, "tasks this instance runs at once")
+	f.DurationVar(&heartbeat, "heartbeat", agents.DefaultHeartbeat, "announcement interval; the registry drops a silent instance after 3")
+	f.StringVar(&instance, "instance", "", "instance id (default random)")
+	f.DurationVar(&ackWait, "ack-wait", agents.DefaultAckWait, "how long the server waits for this instance before giving its task to another")
+	f.IntVar(&maxDeliver, "max-deliver", agents.DefaultMaxDeliver, "deliveries of a task before it is dead-lettered")
+	f.BoolVarP(&verbose, "verbose", "v", false, "log every task event to stderr")
+	return cmd
+}
+
+func describeBuiltins() string {
+	var parts []string
+	for _, n := range builtinNames() {
+		parts = append(parts, n+" ("+builtins[n].summary+")")
+	}
+	return strings.Join(parts, ", ")
+}

@@ -1,0 +1,59 @@
+package main
+
+import (
+	"context"
+
+	"github.com/agentmesh/agentmesh/agents"
+	"github.com/agentmesh/agentmesh/agents/analysis"
+	"github.com/agentmesh/agentmesh/agents/docsearch"
+	"github.com/agentmesh/agentmesh/agents/folder"
+	"github.com/agentmesh/agentmesh/agents/imagesearch"
+	"github.com/agentmesh/agentmesh/agents/prompt"
+	"github.com/agentmesh/agentmesh/agents/summarize"
+	"github.com/agentmesh/agentmesh/resolvers"
+)
+
+// The built-in agents that work on stored files. They reach the files through
+// the object store resolver on the mesh's mesh_files store. The LLM-backed
+// methods (AnalysisAgent's vision model, SummarizeAgent's text model,
+// PromptAgent) take their model from the lead's LLM wiring of
+// OPENAI_API_KEY, OPENAI_BASE_URL and AGENTMESH_MODEL; until that is
+// connected here they run with no model, which selects their offline
+// methods (pixel features, extractive summaries).
+func init() {
+	registerBuiltin(imagesearch.Name, "SEARCH: finds stored images by name, tags, folder and what the pixels show",
+		func(_ context.Context, m *mesh) (agents.Agent, error) {
+			return imagesearch.New(resolvers.NewObjectStore(m.Res.Files))
+		})
+	registerBuiltin(analysis.Name, "ANALYSIS: categorises images (sunset, forest, seascape, night, snow, ...)",
+		func(_ context.Context, m *mesh) (agents.Agent, error) {
+			return analysis.New(resolvers.NewObjectStore(m.Res.Files), analysis.WithVisionModel(nil))
+		})
+	registerBuiltin(folder.Name, "ORGANIZATION: files categorised images into folders",
+		func(_ context.Context, m *mesh) (agents.Agent, error) {
+			return folder.New(resolvers.NewObjectStore(m.Res.Files))
+		})
+	registerBuiltin(docsearch.Name, "SEARCH: finds stored documents (text, Markdown, HTML, PDF) by name and content",
+		func(_ context.Context, m *mesh) (agents.Agent, error) {
+			return docsearch.New(resolvers.NewObjectStore(m.Res.Files))
+		})
+	registerBuiltin(summarize.Name, "GENERATION: summarises documents (LLM, or extractive without one)",
+		func(_ context.Context, m *mesh) (agents.Agent, error) {
+			return summarize.New(resolvers.NewObjectStore(m.Res.Files), summarize.WithTextModel(nil))
+		})
+}
+
+// promptAgentFromConfig builds the PromptAgent a YAML file declares, for
+// `agentmesh agent --config FILE`. FILE_IDS inputs are described to the
+// model through the object store. The text model is nil until the LLM
+// wiring is connected, and such an agent answers every task with an error
+// saying how to configure an LLM.
+func promptAgentFromConfig(_ context.Context, m *mesh, path string) (agents.Agent, error) {
+	cfg, err := prompt.Load(path)
+	if err != nil {
+		return nil, err
+	}
+	return prompt.New(cfg, nil, prompt.WithResolver(resolvers.NewObjectStore(m.Res.Files)))
+}
+
+var _ = promptAgentFromConfig // called by the --config flag of `agentmesh agent`

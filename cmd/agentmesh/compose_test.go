@@ -1,0 +1,70 @@
+package main
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"gopkg.in/yaml.v3"
+)
+
+// TestComposeFile checks compose.yaml the way `docker compose config` would
+// read it (no Docker engine runs here): NATS with JetStream and a volume, the
+// orchestrator, and one service per built-in agent named exactly as
+// `agentmesh agent NAME` expects, with ImageSearch and Analysis replicated.
+func TestComposeFile(t *testing.T) {
+	raw, err := os.ReadFile("../../compose.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Services map[string]struct {
+			Image       string            `yaml:"image"`
+			Build       string            `yaml:"build"`
+			Command     []string          `yaml:"command"`
+			Environment map[string]string `yaml:"environment"`
+			Volumes     []string          `yaml:"volumes"`
+			Deploy      struct {
+				Replicas int `yaml:"replicas"`
+			} `yaml:"deploy"`
+		} `yaml:"services"`
+		Volumes map[string]any `yaml:"volumes"`
+	}
+	if err := yaml.Unmarshal(raw, &doc); err != nil {
+		t.Fatalf("compose.yaml is not valid YAML: %v", err)
+	}
+	nats, ok := doc.Services["nats"]
+	if !ok || !strings.HasPrefix(nats.Image, "nats:") {
+		t.Fatalf("no nats service on the official image: %+v", nats)
+	}
+	if !strings.Contains(strings.Join(nats.Command, " "), "--jetstream") || len(nats.Volumes) == 0 {
+		t.Errorf("nats must run with --jetstream and a volume: %+v", nats)
+	}
+	orch, ok := doc.Services["orchestrator"]
+	if !ok || len(orch.Command) == 0 || orch.Command[0] != "orchestrator" {
+		t.Errorf("orchestrator service missing or wrong command: %+v", orch)
+	}
+	if orch.Environment["NATS_URL"] != "nats://nats:4222" {
+		t.Errorf("orchestrator NATS_URL = %q", orch.Environment["NATS_URL"])
+	}
+	for _, name := range builtinNames() {
+		svc, ok := doc.Services[name]
+		if !ok {
+			t.Errorf("built-in agent %s has no service", name)
+			continue
+		}
+		if strings.Join(svc.Command, " ") != "agent "+name {
+			t.Errorf("%s command = %v, want [agent %s]", name, svc.Command, name)
+		}
+		for _, env := range []string{"NATS_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL", "AGENTMESH_MODEL"} {
+			if _, ok := svc.Environment[env]; !ok {
+				t.Errorf("%s lacks %s in its environment", name, env)
+			}
+		}
+	}
+	for _, name := range []string{"ImageSearchAgent", "AnalysisAgent"} {
+		if r := doc.Services[name].Deploy.Replicas; r != 2 {
+			t.Errorf("%s deploy.replicas = %d, want 2", name, r)
+		}
+	}
+}

@@ -1,0 +1,169 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/spf13/cobra"
+
+	"github.com/agentmesh/agentmesh/bus"
+	"github.com/agentmesh/agentmesh/orchestrator"
+)
+
+func init() { register(newRunCmd) }
+
+func newRunCmd(a *app) *cobra.Command {
+	var runID string
+	cmd := &cobra.Command{
+		Use:   "run FILE",
+		Short: "Submit a pipeline (YAML or JSON) and follow it to the end",
+		Long: `Submits the pipeline in FILE to the orchestrators (a JetStream publish: the
+ack says it was accepted), then prints each step as it starts and ends until
+the run ends. The exit status is 0 when every step completed, 1 otherwise.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			spec, err := orchestrator.LoadPipeline(args[0])
+			if err != nil {
+				return err
+			}
+			if err := spec.Validate(); err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			m, err := a.connect(ctx, "agentmesh run")
+			if err != nil {
+				return err
+			}
+			defer m.Close()
+			if runID == "" {
+				runID = strings.ReplaceAll(fmt.Sprintf("%s-%d", spec.Name, time.Now().UnixNano()), " ", "_")
+				if bus.ValidateToken("run id", runID) != nil {
+					runID = fmt.Sprintf("run-%d", time.Now().UnixNano())
+				}
+			}
+			// Follow from the start of the run's events, so nothing is missed
+			// however fast the run goes.
+			events, stop, err := follow(ctx, m, runID)
+			if err != nil {
+				return err
+			}
+			defer stop()
+			if _, err := orchestrator.SubmitPipeline(ctx, m.JS, m.Names, spec, runID, "agentmesh/cli"); err != nil {
+				return err
+			}
+			if !a.jsonOut {
+				fmt.Fprintf(a.out, "run %s: submitted %q (%d steps)\n", runID, spec.Name, len(spec.Steps))
+			}
+			for {
+				select {
+				case <-ctx.Done():
+					return exitError{code: 130, msg: fmt.Sprintf("interrupted; the run goes on: agentmesh watch %s", runID)}
+				case ev := <-events:
+					if a.jsonOut {
+						_ = a.printJSON(eventJSON(ev))
+					} else {
+						printPipelineEvent(a, ev)
+					}
+					if ev.Type == bus.TypePipelineCompleted {
+						var re orchestrator.RunEvent
+						_ = ev.DataAs(&re)
+						if re.Status != orchestrator.RunCompleted {
+							return exitError{code: 1, msg: fmt.Sprintf("run %s %s: %s", runID, re.Status, re.Error)}
+						}
+						return nil
+					}
+				}
+			}
+		},
+	}
+	cmd.Flags().StringVar(&runID, "run-id", "", "name the run (default: the pipeline name and a timestamp)")
+	return cmd
+}
+
+// follow reads every event of a run or conversation from MESH_EVENTS with an
+// ordered consumer, from the start.
+func follow(ctx context.Context, m *mesh, id string) (<-chan bus.Event, func(), error) {
+	cons, err := m.JS.OrderedConsumer(ctx, m.Names.EventsStream(), jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{m.Names.EventsOf(id)},
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("following %s: %w", id, err)
+	}
+	out := make(chan bus.Event, 64)
+	cc, err := cons.Consume(func(msg jetstream.Msg) {
+		ev, err := bus.Decode(natsMsg(msg))
+		if err != nil {
+			return
+		}
+		select {
+		case out <- ev:
+		case <-ctx.Done():
+		}
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("following %s: %w", id, err)
+	}
+	return out, cc.Stop, nil
+}
+
+func printPipelineEvent(a *app, ev bus.Event) {
+	if ev.Type == bus.TypePipelineCompleted {
+		var re orchestrator.RunEvent
+		_ = ev.DataAs(&re)
+		fmt.Fprintf(a.out, "run %s %s: %d completed, %d failed, %d skipped in %s\n", re.RunID, re.Status,
+			re.Completed, re.Failed, re.Skipped, time.Duration(re.DurationMS)*time.Millisecond)
+		return
+	}
+	if !strings.HasPrefix(ev.Type, bus.TypePipelineStepPrefix) {
+		fmt.Fprintf(a.out, "  %s %s\n", ev.Type, ev.Data)
+		return
+	}
+	var se orchestrator.StepEvent
+	if err := ev.DataAs(&se); err != nil {
+		return
+	}
+	line := fmt.Sprintf("  wave %d  %-12s %-20s %s", se.Wave+1, se.Step, se.Agent, se.Status)
+	switch se.Status {
+	case orchestrator.StepCompleted:
+		line += fmt.Sprintf(" in %s", time.Duration(se.DurationMS)*time.Millisecond)
+		if se.Summary != "" {
+			line += ": " + se.Summary
+		}
+		for name, o := range se.Outputs {
+			line += fmt.Sprintf(" [%s %s", name, o.DataType)
+			if o.Count > 0 {
+				line += fmt.Sprintf(" x%d", o.Count)
+			}
+			line += "]"
+		}
+	case orchestrator.StepFailed:
+		line += ": " + se.Error
+	case orchestrator.StepSkipped:
+		line += ": " + se.Reason
+	}
+	fmt.Fprintln(a.out, line)
+}
+
+// eventJSON is an event as printed by --json.
+func eventJSON(ev bus.Event) map[string]any {
+	out := map[string]any{"id": ev.ID, "type": ev.Type, "source": ev.Source, "time": ev.Time}
+	for k, v := range ev.Extensions {
+		out[k] = v
+	}
+	if len(ev.Data) > 0 {
+		out["data"] = rawJSON(ev.Data)
+	}
+	return out
+}
+
+type rawJSON []byte
+
+func (r rawJSON) MarshalJSON() ([]byte, error) {
+	if len(r) == 0 || !jsonValid(r) {
+		return jsonString(string(r)), nil
+	}
+	return r, nil
+}

@@ -1,0 +1,140 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentmesh/agentmesh/orchestrator"
+	"github.com/agentmesh/agentmesh/schemas"
+)
+
+func init() { register(newStateCmd) }
+
+func newStateCmd(a *app) *cobra.Command {
+	cmd := &cobra.Command{Use: "state", Short: "Inspect conversation and run state"}
+	cmd.AddCommand(&cobra.Command{
+		Use:   "show ID",
+		Short: "Print a conversation or a run: slots with type, hint, count and source; steps with status and timing",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			m, err := a.connect(ctx, "agentmesh state")
+			if err != nil {
+				return err
+			}
+			defer m.Close()
+			store := orchestrator.NewStateStore(m.Res.Conversations, m.Res.Runs)
+			id := args[0]
+			run, rerr := store.Run(ctx, id)
+			if rerr == nil {
+				if a.jsonOut {
+					return a.printJSON(run)
+				}
+				printRun(a.out, run)
+				return nil
+			}
+			conv, cerr := store.Conversation(ctx, id)
+			if cerr == nil {
+				if a.jsonOut {
+					return a.printJSON(conv)
+				}
+				printConversation(a.out, conv)
+				return nil
+			}
+			if errors.Is(rerr, orchestrator.ErrNotFound) && errors.Is(cerr, orchestrator.ErrNotFound) {
+				return exitError{code: 1, msg: fmt.Sprintf("no run or conversation %q in %s or %s; list runs with `nats kv ls %s`",
+					id, m.Names.RunsBucket(), m.Names.ConversationsBucket(), m.Names.RunsBucket())}
+			}
+			return errors.Join(rerr, cerr)
+		},
+	})
+	return cmd
+}
+
+func printRun(w io.Writer, r *orchestrator.RunState) {
+	fmt.Fprintf(w, "run %s  %q  %s\n", r.ID, r.Name, r.Status)
+	fmt.Fprintf(w, "  created %s", r.CreatedAt.Format(time.RFC3339))
+	if !r.FinishedAt.IsZero() {
+		fmt.Fprintf(w, ", took %s", r.FinishedAt.Sub(r.CreatedAt).Round(time.Millisecond))
+	}
+	fmt.Fprintln(w)
+	if r.Error != "" {
+		fmt.Fprintf(w, "  error: %s\n", r.Error)
+	}
+	fmt.Fprintln(w, "steps:")
+	for wi, wave := range r.Waves {
+		for _, id := range wave {
+			st := r.Steps[id]
+			line := fmt.Sprintf("  wave %d  %-12s %-20s %-9s", wi+1, st.ID, st.Agent, st.Status)
+			if !st.DispatchedAt.IsZero() {
+				line += " started " + st.DispatchedAt.Format("15:04:05.000")
+			}
+			if !st.FinishedAt.IsZero() && !st.DispatchedAt.IsZero() {
+				line += fmt.Sprintf(" took %s", st.FinishedAt.Sub(st.DispatchedAt).Round(time.Millisecond))
+			}
+			switch {
+			case st.Error != "":
+				line += "  " + st.Error
+			case st.Reason != "":
+				line += "  " + st.Reason
+			case st.Summary != "":
+				line += "  " + st.Summary
+			}
+			fmt.Fprintln(w, line)
+		}
+	}
+	printSlots(w, r.State.Slots)
+}
+
+func printConversation(w io.Writer, c *schemas.ConversationState) {
+	fmt.Fprintf(w, "conversation %s  %d turns, updated %s\n", c.ID, c.Turns, c.UpdatedAt.Format(time.RFC3339))
+	printSlots(w, c.Slots)
+	if len(c.History) > 0 {
+		fmt.Fprintln(w, "history:")
+		for _, h := range c.History {
+			text := h.Text
+			if len(text) > 100 {
+				text = text[:97] + "..."
+			}
+			who := h.Kind
+			if h.Agent != "" {
+				who += " " + h.Agent
+			}
+			fmt.Fprintf(w, "  %s %-24s %s\n", h.At.Format("15:04:05"), who, text)
+		}
+	}
+}
+
+func printSlots(w io.Writer, slots map[string]schemas.TypedValue) {
+	fmt.Fprintln(w, "slots:")
+	if len(slots) == 0 {
+		fmt.Fprintln(w, "  (none)")
+	}
+	names := make([]string, 0, len(slots))
+	for n := range slots {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		v := slots[n]
+		desc := v.DataType
+		if v.ContentTypeHint != "" {
+			desc += "/" + v.ContentTypeHint
+		}
+		if v.DataType == schemas.TypeFileIDs {
+			if fc, err := v.Files(); err == nil {
+				desc += fmt.Sprintf(" x%d", fc.Count())
+				if fc.Spilled() {
+					desc += " (spilled)"
+				}
+			}
+		}
+		fmt.Fprintf(w, "  %-24s %-28s from %s\n", n, desc, strings.TrimSpace(v.Source))
+	}
+}

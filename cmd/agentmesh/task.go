@@ -1,0 +1,285 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentmesh/agentmesh/bus"
+	"github.com/agentmesh/agentmesh/orchestrator"
+	"github.com/agentmesh/agentmesh/schemas"
+)
+
+func init() { register(newTaskCmd) }
+
+func newTaskCmd(a *app) *cobra.Command {
+	var (
+		params      []string
+		inputs      []string
+		texts       []string
+		instruction string
+		timeout     time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "task AGENT [--input name=ID,ID...] [--text name=TEXT] [--param k=v]...",
+		Short: "Invoke one agent directly and print its result",
+		Long: `Publish one task to mesh.task.AGENT, wait for its result on mesh.result.<taskid>
+and print it. Exit status 1 when the task failed.
+
+Inputs:
+  --input name=ID,ID,...   FILE_IDS: stored file ids, comma-separated; the content
+                           hint is the one the live agent's contract declares.
+                           When the live contract declares the input TEXT, the
+                           value is taken as text instead.
+  --input name=@FILE       TEXT read from FILE ('@-' reads stdin)
+  --text name=TEXT         TEXT given literally
+Params:
+  --param k=v              a JSON value (5, true, ["a"]) or else a string
+
+Example:
+  agentmesh task TextAgent --text text="hello mesh" --param op=title`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			agent := args[0]
+			if err := bus.ValidateAgentName(agent); err != nil {
+				return err
+			}
+			if timeout <= 0 {
+				return fmt.Errorf("--timeout %s: give a positive duration such as 30s", timeout)
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), timeout+10*time.Second)
+			defer cancel()
+			m, err := a.connect(ctx, "agentmesh task")
+			if err != nil {
+				return err
+			}
+			defer m.Close()
+
+			contract, live := liveContract(ctx, m, agent)
+			req := schemas.TaskRequest{Inputs: map[string]schemas.TypedValue{}, Instruction: instruction, TimeoutMS: timeout.Milliseconds()}
+			if req.Params, err = parseParams(params); err != nil {
+				return err
+			}
+			for _, kv := range inputs {
+				name, v, err := parseInput(kv, contract)
+				if err != nil {
+					return err
+				}
+				req.Inputs[name] = v
+			}
+			for _, kv := range texts {
+				name, s, ok := strings.Cut(kv, "=")
+				if !ok || name == "" {
+					return fmt.Errorf("--text %q: write name=TEXT, e.g. --text text=hello", kv)
+				}
+				req.Inputs[name] = schemas.TextValue(s, "cli")
+			}
+			if !live {
+				fmt.Fprintf(a.errOut, "agentmesh: no live instance of %s yet; the task waits in MESH_TASKS until one starts (or --timeout %s passes)\n", agent, timeout)
+			}
+
+			ev, err := bus.NewEvent(bus.TypeTaskRequested, "/agentmesh/cli", req)
+			if err != nil {
+				return err
+			}
+			ev.DataContentType = bus.ContentTypeJSON
+			ev.SetExt(bus.ExtDeadline, time.Now().Add(timeout).UTC().Format(time.RFC3339Nano))
+			sub, err := m.NC.SubscribeSync(m.Names.Result(ev.ID))
+			if err != nil {
+				return err
+			}
+			defer func() { _ = sub.Unsubscribe() }()
+			subj, err := m.Names.Task(agent)
+			if err != nil {
+				return err
+			}
+			msg, err := bus.Encode(subj, ev)
+			if err != nil {
+				return err
+			}
+			if _, err := m.JS.PublishMsg(ctx, msg); err != nil {
+				return fmt.Errorf("publishing the task to %s: %w", subj, err)
+			}
+			wait, stop := context.WithTimeout(cmd.Context(), timeout+2*time.Second)
+			defer stop()
+			reply, err := sub.NextMsgWithContext(wait)
+			if err != nil {
+				if cmd.Context().Err() != nil {
+					return exitError{code: 130, msg: "interrupted; the task " + ev.ID + " may still run"}
+				}
+				return exitError{code: 1, msg: fmt.Sprintf("no result for task %s within %s: is %s running? ('agentmesh agents')", ev.ID, timeout, agent)}
+			}
+			rev, err := bus.Decode(reply)
+			if err != nil {
+				return fmt.Errorf("result of task %s: %w", ev.ID, err)
+			}
+			var res schemas.AgentResult
+			if err := rev.DataAs(&res); err != nil {
+				return err
+			}
+			if a.jsonOut {
+				if err := a.printJSON(struct {
+					TaskID string `json:"taskid"`
+					schemas.AgentResult
+				}{ev.ID, res}); err != nil {
+					return err
+				}
+			} else {
+				printResult(a, ev.ID, rev.Source, res)
+			}
+			if !res.Success {
+				return exitError{code: 1, msg: fmt.Sprintf("%s failed: %v", agent, res.Err())}
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringArrayVar(&inputs, "input", nil, "input name=ID,ID... (FILE_IDS) or name=@FILE (TEXT); repeatable")
+	f.StringArrayVar(&texts, "text", nil, "TEXT input name=TEXT; repeatable")
+	f.StringArrayVar(&params, "param", nil, "parameter k=v (v as JSON when it parses, else a string); repeatable")
+	f.StringVar(&instruction, "instruction", "", "natural-language instruction for the agent")
+	f.DurationVar(&timeout, "timeout", 30*time.Second, "how long the agent may take; also the task's deadline")
+	return cmd
+}
+
+// liveContract looks the agent up in the registry, briefly.
+func liveContract(ctx context.Context, m *mesh, agent string) (schemas.AgentContract, bool) {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	reg, err := orchestrator.NewRegistry(ctx, m.Res.Agents)
+	if err != nil {
+		return schemas.AgentContract{}, false
+	}
+	defer reg.Stop()
+	info, ok := reg.Lookup(agent)
+	return info.Contract, ok
+}
+
+func parseParams(kvs []string) (map[string]any, error) {
+	if len(kvs) == 0 {
+		return nil, nil
+	}
+	out := map[string]any{}
+	for _, kv := range kvs {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("--param %q: write k=v, e.g. --param op=upper", kv)
+		}
+		var j any
+		if err := json.Unmarshal([]byte(v), &j); err == nil {
+			out[k] = j
+		} else {
+			out[k] = v
+		}
+	}
+	return out, nil
+}
+
+// parseInput reads one --input name=VALUE against the live contract, when known.
+func parseInput(kv string, c schemas.AgentContract) (string, schemas.TypedValue, error) {
+	name, v, ok := strings.Cut(kv, "=")
+	if !ok || name == "" || v == "" {
+		return "", schemas.TypedValue{}, fmt.Errorf("--input %q: write name=ID,ID... or name=@FILE", kv)
+	}
+	decl, declared := c.Input(name)
+	if strings.HasPrefix(v, "@") {
+		var (
+			b   []byte
+			err error
+		)
+		if v == "@-" {
+			b, err = io.ReadAll(os.Stdin)
+		} else {
+			b, err = os.ReadFile(v[1:])
+		}
+		if err != nil {
+			return "", schemas.TypedValue{}, fmt.Errorf("--input %s: %w", name, err)
+		}
+		return name, schemas.TextValue(string(b), "cli"), nil
+	}
+	if declared && decl.DataType == schemas.TypeText {
+		return name, schemas.TextValue(v, "cli"), nil
+	}
+	if declared && decl.DataType != schemas.TypeFileIDs {
+		return "", schemas.TypedValue{}, fmt.Errorf("--input %s: %s declares it %s; the CLI builds FILE_IDS and TEXT inputs only", name, c.Name, decl.DataType)
+	}
+	ids := slices.DeleteFunc(strings.Split(v, ","), func(s string) bool { return strings.TrimSpace(s) == "" })
+	for i := range ids {
+		ids[i] = strings.TrimSpace(ids[i])
+	}
+	if len(ids) == 0 {
+		return "", schemas.TypedValue{}, fmt.Errorf("--input %q: no file ids", kv)
+	}
+	hint := decl.ContentTypeHint
+	if hint == "" {
+		hint = schemas.ContentMixed
+	}
+	return name, schemas.FilesValue(schemas.FromIDs(hint, ids...), "cli"), nil
+}
+
+// printResult writes a readable result: status, summary and each output
+// with its size, never a raw id list.
+func printResult(a *app, taskID, source string, r schemas.AgentResult) {
+	status := "completed"
+	if !r.Success {
+		status = "failed"
+	}
+	fmt.Fprintf(a.out, "%s %s task %s in %dms (attempt %d, %s)\n", r.Agent, status, taskID, r.Metrics.DurationMS, max(r.Metrics.Attempt, 1), source)
+	if r.Summary != "" {
+		fmt.Fprintf(a.out, "  summary: %s\n", r.Summary)
+	}
+	if r.Error != nil {
+		fmt.Fprintf(a.out, "  error: %s: %s\n", r.Error.Code, r.Error.Message)
+	}
+	names := make([]string, 0, len(r.Outputs))
+	for n := range r.Outputs {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		fmt.Fprintf(a.out, "  %s (%s): %s\n", n, r.Outputs[n].DataType, describeValue(r.Outputs[n]))
+	}
+}
+
+func describeValue(v schemas.TypedValue) string {
+	switch v.DataType {
+	case schemas.TypeText:
+		s, err := v.Text()
+		if err != nil {
+			return err.Error()
+		}
+		return fmt.Sprintf("%q", clipText(s, 400))
+	case schemas.TypeFileIDs:
+		fc, err := v.Files()
+		if err != nil {
+			return err.Error()
+		}
+		return fmt.Sprintf("%d %s", fc.Count(), fc.ContentType())
+	case schemas.TypeCategorization:
+		var c schemas.Categorization
+		if v.Decode(&c) == nil {
+			parts := make([]string, 0, len(c.Categories))
+			for k, ids := range c.Categories {
+				parts = append(parts, fmt.Sprintf("%s: %d", k, len(ids)))
+			}
+			slices.Sort(parts)
+			return fmt.Sprintf("%d categories (%s)", len(c.Categories), strings.Join(parts, ", "))
+		}
+	}
+	return clipText(string(v.Value), 200)
+}
+
+func clipText(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n]) + "…"
+}

@@ -813,33 +813,51 @@ func AttachChat(ctx context.Context, o *Orchestrator, js jetstream.JetStream, op
 // will take it) and returns the conversation id (conversationID, or the
 // event id for a new conversation) and the request's event id.
 func SendChat(ctx context.Context, js jetstream.JetStream, names bus.Names, conversationID, message, source string) (conv, requestID string, err error) {
+	ev, conv, err := NewChatRequest(conversationID, message, source)
+	if err != nil {
+		return "", "", err
+	}
+	return conv, ev.ID, PublishChatRequest(ctx, js, names, ev)
+}
+
+// NewChatRequest builds the io.agentmesh.chat.requested event of a turn and
+// returns it with its conversation id (a new conversation is named by the
+// event id), so a client can follow the conversation before publishing.
+func NewChatRequest(conversationID, message, source string) (bus.Event, string, error) {
 	if conversationID != "" {
 		if err := bus.ValidateToken("conversation id", conversationID); err != nil {
-			return "", "", err
+			return bus.Event{}, "", err
 		}
 	}
 	if strings.TrimSpace(message) == "" {
-		return "", "", errors.New("chat: the message is empty; say what the mesh should do")
+		return bus.Event{}, "", errors.New("chat: the message is empty; say what the mesh should do")
 	}
 	if source == "" {
 		source = "agentmesh/chat"
 	}
 	ev, err := bus.NewEvent(bus.TypeChatRequested, source, schemas.ChatRequest{ConversationID: conversationID, Message: message})
 	if err != nil {
-		return "", "", err
+		return bus.Event{}, "", err
 	}
-	conv = conversationID
+	conv := conversationID
 	if conv == "" {
 		conv = ev.ID
 	}
 	ev.SetExt(bus.ExtConversationID, conv)
+	return ev, conv, nil
+}
+
+// PublishChatRequest publishes ev on mesh.chat.request and waits for the
+// JetStream ack. The event id is the message id, so a retried publish is
+// stored once.
+func PublishChatRequest(ctx context.Context, js jetstream.JetStream, names bus.Names, ev bus.Event) error {
 	msg, err := bus.Encode(names.ChatRequest(), ev)
 	if err != nil {
-		return "", "", err
+		return err
 	}
 	msg.Header.Set(jetstream.MsgIDHeader, ev.ID)
 	if _, err := js.PublishMsg(ctx, msg); err != nil {
-		return "", "", fmt.Errorf("chat: publishing the request on %s: %w", names.ChatRequest(), err)
+		return fmt.Errorf("chat: publishing the request on %s: %w (is NATS with JetStream running and provisioned?)", names.ChatRequest(), err)
 	}
-	return conv, ev.ID, nil
+	return nil
 }

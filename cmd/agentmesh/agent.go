@@ -22,32 +22,59 @@ func newAgentCmd(a *app) *cobra.Command {
 		ackWait     time.Duration
 		maxDeliver  int
 		verbose     bool
+		config      string
 	)
 	cmd := &cobra.Command{
-		Use:   "agent NAME",
+		Use:   "agent NAME | agent --config FILE",
 		Short: "Run one instance of a built-in agent",
 		Long: `Run one instance of a built-in agent until SIGTERM or SIGINT, then drain:
 stop taking tasks, finish the running ones, announce the departure, exit 0.
 Run the command several times to scale the agent: the instances share its tasks.
 
-Built-in agents: ` + strings.Join(builtinNames(), ", ") + `.`,
-		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			name := args[0]
-			b, ok := builtins[name]
-			if !ok {
-				return exitError{code: 2, msg: fmt.Sprintf("no built-in agent %q; known: %s", name, describeBuiltins())}
+Built-in agents: ` + strings.Join(builtinNames(), ", ") + `.
+
+With --config FILE, run a PromptAgent: an LLM agent declared in YAML (name,
+description, capability, system_prompt, inputs, outputs, params). It needs an
+LLM: set OPENAI_API_KEY and/or OPENAI_BASE_URL, and AGENTMESH_MODEL.`,
+		Example: `  agentmesh agent AnalysisAgent
+  agentmesh agent AnalysisAgent --concurrency 8      # run this line twice to get two instances
+  agentmesh agent --config agents/prompt/testdata/haiku.yaml`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if config != "" {
+				return cobra.NoArgs(cmd, args)
 			}
+			if len(args) != 1 {
+				return fmt.Errorf("name one agent (known: %s), or pass --config FILE for a PromptAgent", strings.Join(builtinNames(), ", "))
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			m, err := a.connect(ctx, "agentmesh agent "+name)
+			var build func() (agents.Agent, error)
+			var name string
+			var m *mesh
+			if config != "" {
+				name = config
+				build = func() (agents.Agent, error) { return promptAgentFromConfig(ctx, m, config) }
+			} else {
+				name = args[0]
+				b, ok := builtins[name]
+				if !ok {
+					return exitError{code: 2, msg: fmt.Sprintf("no built-in agent %q; known: %s", name, describeBuiltins())}
+				}
+				build = func() (agents.Agent, error) { return b.build(ctx, m) }
+			}
+			var err error
+			m, err = a.connect(ctx, "agentmesh agent "+name)
 			if err != nil {
 				return err
 			}
 			defer m.Close()
-			ag, err := b.build(ctx, m)
+			ag, err := build()
 			if err != nil {
 				return fmt.Errorf("building %s: %w", name, err)
 			}
+			name = ag.Contract().Name
 			level := slog.LevelWarn
 			if verbose {
 				level = slog.LevelInfo
@@ -86,6 +113,7 @@ Built-in agents: ` + strings.Join(builtinNames(), ", ") + `.`,
 	f.DurationVar(&ackWait, "ack-wait", agents.DefaultAckWait, "how long the server waits for this instance before giving its task to another")
 	f.IntVar(&maxDeliver, "max-deliver", agents.DefaultMaxDeliver, "deliveries of a task before it is dead-lettered")
 	f.BoolVarP(&verbose, "verbose", "v", false, "log every task event to stderr")
+	f.StringVar(&config, "config", "", "run a PromptAgent declared in this YAML file instead of a built-in agent")
 	return cmd
 }
 

@@ -14,12 +14,10 @@ import (
 )
 
 // The built-in agents that work on stored files. They reach the files through
-// the object store resolver on the mesh's mesh_files store. The LLM-backed
-// methods (AnalysisAgent's vision model, SummarizeAgent's text model,
-// PromptAgent) take their model from the lead's LLM wiring of
-// OPENAI_API_KEY, OPENAI_BASE_URL and AGENTMESH_MODEL; until that is
-// connected here they run with no model, which selects their offline
-// methods (pixel features, extractive summaries).
+// the object store resolver on the mesh's mesh_files store. SummarizeAgent
+// and PromptAgent use the LLM configured by OPENAI_API_KEY, OPENAI_BASE_URL
+// and AGENTMESH_MODEL; without one, SummarizeAgent writes an extractive
+// summary. AnalysisAgent categorises by pixel features.
 func init() {
 	registerBuiltin(imagesearch.Name, "SEARCH: finds stored images by name, tags, folder and what the pixels show",
 		func(_ context.Context, m *mesh) (agents.Agent, error) {
@@ -39,21 +37,26 @@ func init() {
 		})
 	registerBuiltin(summarize.Name, "GENERATION: summarises documents (LLM, or extractive without one)",
 		func(_ context.Context, m *mesh) (agents.Agent, error) {
-			return summarize.New(resolvers.NewObjectStore(m.Res.Files), summarize.WithTextModel(nil))
+			model, err := textModelFromEnv()
+			if err != nil {
+				return nil, err
+			}
+			return summarize.New(resolvers.NewObjectStore(m.Res.Files), summarize.WithTextModel(model))
 		})
 }
 
 // promptAgentFromConfig builds the PromptAgent a YAML file declares, for
 // `agentmesh agent --config FILE`. FILE_IDS inputs are described to the
-// model through the object store. The text model is nil until the LLM
-// wiring is connected, and such an agent answers every task with an error
-// saying how to configure an LLM.
+// model through the object store. Without a configured LLM the agent answers
+// every task with an error saying how to configure one.
 func promptAgentFromConfig(_ context.Context, m *mesh, path string) (agents.Agent, error) {
 	cfg, err := prompt.Load(path)
 	if err != nil {
 		return nil, err
 	}
-	return prompt.New(cfg, nil, prompt.WithResolver(resolvers.NewObjectStore(m.Res.Files)))
+	model, err := textModelFromEnv()
+	if err != nil {
+		return nil, err
+	}
+	return prompt.New(cfg, model, prompt.WithResolver(resolvers.NewObjectStore(m.Res.Files)))
 }
-
-var _ = promptAgentFromConfig // called by the --config flag of `agentmesh agent`

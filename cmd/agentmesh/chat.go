@@ -1,0 +1,218 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/spf13/cobra"
+
+	"github.com/agentmesh/agentmesh/agents/llmiface"
+	"github.com/agentmesh/agentmesh/bus"
+	"github.com/agentmesh/agentmesh/llm"
+	"github.com/agentmesh/agentmesh/orchestrator"
+	"github.com/agentmesh/agentmesh/schemas"
+)
+
+func init() {
+	register(newChatCmd)
+	chatHandlerFor = chatHandler
+}
+
+// chatHandler plugs the chat loop into an orchestrator replica: with an LLM
+// when OPENAI_API_KEY or OPENAI_BASE_URL is set, else the offline planner.
+func chatHandler(a *app, m *mesh, o *orchestrator.Orchestrator) (orchestrator.ChatHandler, error) {
+	cfg, err := llm.ConfigFromEnv()
+	if err != nil {
+		return nil, err
+	}
+	opts := []orchestrator.ChatOption{orchestrator.WithChatState(o.Store(), o.Router(), o.Dispatcher())}
+	if cfg.Configured() {
+		client, err := llm.New(cfg)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, orchestrator.WithLLM(client))
+		fmt.Fprintf(a.errOut, "chat: model %s at %s\n", client.Model(), client.Endpoint())
+	} else {
+		fmt.Fprintf(a.errOut, "chat: no LLM configured (%s / %s); the offline planner answers\n", llm.EnvAPIKey, llm.EnvBaseURL)
+	}
+	if s := os.Getenv("AGENTMESH_CHAT_STEPS"); s != "" {
+		var n int
+		if _, err := fmt.Sscan(s, &n); err != nil || n <= 0 {
+			return nil, fmt.Errorf("AGENTMESH_CHAT_STEPS=%q is not a positive step limit", s)
+		}
+		opts = append(opts, orchestrator.WithMaxSteps(n))
+	}
+	opts = append(opts, orchestrator.WithChatLogger(slog.New(slog.NewTextHandler(a.errOut, &slog.HandlerOptions{Level: slog.LevelWarn}))))
+	c, err := orchestrator.NewChat(m.JS, m.Names, m.Res.Conversations, o.Registry(), opts...)
+	if err != nil {
+		return nil, err
+	}
+	return c.Handler(), nil
+}
+
+// textModelFromEnv is the built-in agents' text model: the LLM client when
+// OPENAI_API_KEY or OPENAI_BASE_URL is set, else nil (the agents then use
+// their offline methods).
+func textModelFromEnv() (llmiface.TextModel, error) {
+	cfg, err := llm.ConfigFromEnv()
+	if err != nil || !cfg.Configured() {
+		return nil, err
+	}
+	c, err := llm.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func newChatCmd(a *app) *cobra.Command {
+	var (
+		conversation string
+		timeout      time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "chat [--conversation ID] MESSAGE",
+		Short: "Send one chat turn to the mesh and print the answer",
+		Long: `Publishes MESSAGE as a chat request (a JetStream publish: the ack says an
+orchestrator will take it), shows the turn's progress on stderr while agents
+run, then prints the answer with its steps, tokens and cost. Without
+--conversation a new conversation starts; its id is printed so later turns can
+continue it and use its results. With --json the final chat.responded event
+is printed instead. The exit status is 1 when the turn did not complete.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
+			defer cancel()
+			m, err := a.connect(ctx, "agentmesh chat")
+			if err != nil {
+				return err
+			}
+			defer m.Close()
+			progress := a.errOut
+			resp, err := a.chatTurnTo(ctx, m, conversation, strings.Join(args, " "), progress, func(ev bus.Event) {
+				if a.jsonOut {
+					_ = a.printJSON(eventJSON(ev))
+				}
+			})
+			if err != nil {
+				if errors.Is(err, context.DeadlineExceeded) {
+					return exitError{code: 1, msg: fmt.Sprintf("no answer within %s; the turn goes on: agentmesh watch %s", timeout, resp.ConversationID)}
+				}
+				return err
+			}
+			if !a.jsonOut {
+				printChatResponse(a.out, resp)
+			}
+			if resp.State != schemas.ChatCompleted {
+				return exitError{code: 1, msg: fmt.Sprintf("the turn ended %s: %s", resp.State, firstNonEmpty(resp.Error, resp.Output))}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&conversation, "conversation", "", "continue this conversation (default: start a new one)")
+	cmd.Flags().DurationVar(&timeout, "timeout", 2*time.Minute, "how long to wait for the answer")
+	return cmd
+}
+
+// chatTurn sends one chat turn and follows it to its answer, writing
+// progress lines to progress (nil for none).
+func (a *app) chatTurn(ctx context.Context, m *mesh, conversation, message string, progress io.Writer) (schemas.ChatResponse, error) {
+	return a.chatTurnTo(ctx, m, conversation, message, progress, nil)
+}
+
+func (a *app) chatTurnTo(ctx context.Context, m *mesh, conversation, message string, progress io.Writer, final func(bus.Event)) (schemas.ChatResponse, error) {
+	ev, conv, err := orchestrator.NewChatRequest(conversation, message, "agentmesh/cli")
+	if err != nil {
+		return schemas.ChatResponse{}, err
+	}
+	resp := schemas.ChatResponse{ConversationID: conv}
+	// Follow only what comes after the request: earlier turns of the
+	// conversation have their own answers. The stream's last sequence is
+	// the server's, so client clocks do not matter.
+	info, err := m.Res.Events.Info(ctx)
+	if err != nil {
+		return resp, fmt.Errorf("reading stream %s: %w", m.Names.EventsStream(), err)
+	}
+	cons, err := m.JS.OrderedConsumer(ctx, m.Names.EventsStream(), jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{m.Names.Events(conv, "chat")},
+		DeliverPolicy:  jetstream.DeliverByStartSequencePolicy,
+		OptStartSeq:    info.State.LastSeq + 1,
+	})
+	if err != nil {
+		return resp, fmt.Errorf("following conversation %s: %w", conv, err)
+	}
+	events := make(chan bus.Event, 64)
+	cc, err := cons.Consume(func(msg jetstream.Msg) {
+		if e, err := bus.Decode(natsMsg(msg)); err == nil {
+			select {
+			case events <- e:
+			case <-ctx.Done():
+			}
+		}
+	})
+	if err != nil {
+		return resp, fmt.Errorf("following conversation %s: %w", conv, err)
+	}
+	defer cc.Stop()
+	if err := orchestrator.PublishChatRequest(ctx, m.JS, m.Names, ev); err != nil {
+		return resp, err
+	}
+	if progress != nil {
+		fmt.Fprintf(progress, "conversation %s\n", conv)
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return resp, ctx.Err()
+		case e := <-events:
+			switch e.Type {
+			case orchestrator.TypeChatProgress:
+				var p schemas.TaskProgress
+				if e.DataAs(&p) == nil && progress != nil {
+					fmt.Fprintf(progress, "  … %s\n", p.Message)
+				}
+			case bus.TypeChatResponded:
+				if err := e.DataAs(&resp); err != nil {
+					return resp, fmt.Errorf("conversation %s: the answer does not decode: %w", conv, err)
+				}
+				if final != nil {
+					final(e)
+				}
+				return resp, nil
+			}
+		}
+	}
+}
+
+func printChatResponse(w io.Writer, r schemas.ChatResponse) {
+	fmt.Fprintln(w, r.Output)
+	fmt.Fprintln(w)
+	for _, tc := range r.ToolCalls {
+		status := "ok"
+		if !tc.Success {
+			status = "failed: " + tc.Error
+		}
+		fmt.Fprintf(w, "  %-20s %6d ms  %s\n", tc.Agent, tc.DurationMS, status)
+	}
+	fmt.Fprintf(w, "%s · %s planner · %d steps · %d tool calls · %d prompt + %d completion tokens · $%.4f · %s\n",
+		r.State, firstNonEmpty(r.Planner, "llm"), r.Steps, len(r.ToolCalls), r.Tokens.Prompt, r.Tokens.Completion, r.Cost,
+		time.Duration(r.DurationMS)*time.Millisecond)
+	fmt.Fprintf(w, "conversation %s (continue with --conversation %s)\n", r.ConversationID, r.ConversationID)
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, x := range s {
+		if x != "" {
+			return x
+		}
+	}
+	return ""
+}

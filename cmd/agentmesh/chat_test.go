@@ -1,0 +1,132 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentmesh/agentmesh/agents"
+	"github.com/agentmesh/agentmesh/bus/bustest"
+	"github.com/agentmesh/agentmesh/schemas"
+)
+
+// chatSeedAgents runs search -> analysis -> folder test agents in-process.
+func chatSeedAgents(t *testing.T, srv *bustest.Server) {
+	images := schemas.TypedOutput{Name: "images", DataType: schemas.TypeFileIDs, ContentTypeHint: schemas.ContentImages}
+	search := agents.Func(schemas.AgentContract{Name: "ImageSearch", Capability: schemas.CapSearch, Description: "Finds images matching a query.",
+		Params:  json.RawMessage(`{"type":"object","properties":{"query":{"type":"string"}},"required":["query"]}`),
+		Outputs: []schemas.TypedOutput{images}},
+		func(ctx context.Context, ec *schemas.ExecutionContext) (schemas.AgentResult, error) {
+			fc := schemas.FromIDs(schemas.ContentImages, ec.Param("query")+"-1", ec.Param("query")+"-2")
+			return schemas.AgentResult{Success: true, Summary: "found 2 images", Outputs: map[string]schemas.TypedValue{"images": schemas.FilesValue(fc, "ImageSearch")}}, nil
+		})
+	analysis := agents.Func(schemas.AgentContract{Name: "ImageAnalysis", Capability: schemas.CapAnalysis, Description: "Categorizes images.",
+		Inputs:  []schemas.TypedInput{{Name: "images", DataType: schemas.TypeFileIDs, ContentTypeHint: schemas.ContentImages, Required: true}},
+		Outputs: []schemas.TypedOutput{{Name: "categories", DataType: schemas.TypeCategorization}}},
+		func(ctx context.Context, ec *schemas.ExecutionContext) (schemas.AgentResult, error) {
+			fc, err := ec.Files("images")
+			if err != nil {
+				return schemas.AgentResult{}, err
+			}
+			v, err := schemas.NewValue(schemas.TypeCategorization, schemas.Categorization{Categories: map[string][]string{"sky": fc.IDs()}}, "ImageAnalysis")
+			return schemas.AgentResult{Success: true, Summary: "1 category", Outputs: map[string]schemas.TypedValue{"categories": v}}, err
+		})
+	folder := agents.Func(schemas.AgentContract{Name: "FolderOrganizer", Capability: schemas.CapOrganization, Description: "Moves files into folders.",
+		Inputs:  []schemas.TypedInput{{Name: "categories", DataType: schemas.TypeCategorization, Required: true}},
+		Outputs: []schemas.TypedOutput{{Name: "folders", DataType: schemas.TypeFolderResult}}},
+		func(ctx context.Context, ec *schemas.ExecutionContext) (schemas.AgentResult, error) {
+			v, err := schemas.NewValue(schemas.TypeFolderResult, schemas.FolderResult{Folders: map[string][]string{"sky": {"a", "b"}}, Moved: 2}, "FolderOrganizer")
+			return schemas.AgentResult{Success: true, Summary: "moved 2 files", Outputs: map[string]schemas.TypedValue{"folders": v}}, err
+		})
+	for _, a := range []agents.Agent{search, analysis, folder} {
+		rt, err := agents.NewRuntime(srv.Conn(t), a, agents.WithHeartbeat(time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- rt.Run(ctx) }()
+		t.Cleanup(func() { cancel(); <-done })
+		select {
+		case <-rt.Ready():
+		case err := <-done:
+			t.Fatal(err)
+		}
+	}
+}
+
+// The chat command and the orchestrator replica that answers it run as
+// separate processes; with no LLM configured the offline planner answers.
+func TestChatCommandWithOfflinePlannerProcess(t *testing.T) {
+	srv := bustest.Start(t)
+	srv.Provision(t)
+	chatSeedAgents(t, srv)
+	bin := agentBinary(t)
+	env := append(os.Environ(), "OPENAI_API_KEY=", "OPENAI_BASE_URL=")
+
+	orch := exec.Command(bin, "--nats", srv.URL(), "orchestrator")
+	orch.Env = env
+	var orchErr bytes.Buffer
+	orch.Stderr = &orchErr
+	if err := orch.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = orch.Process.Kill(); _ = orch.Wait() })
+
+	chat := func(args ...string) (string, string, int) {
+		cmd := exec.Command(bin, append([]string{"--nats", srv.URL(), "chat", "--timeout", "30s"}, args...)...)
+		cmd.Env = env
+		var out, errOut bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errOut
+		err := cmd.Run()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return out.String(), errOut.String(), code
+	}
+
+	out, errOut, code := chat("Find sunset images and organize them into folders")
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s\norchestrator: %s", code, out, errOut, orchErr.String())
+	}
+	for _, want := range []string{"offline planner answered", "ImageSearch -> ImageAnalysis -> FolderOrganizer", "completed · offline planner · 3 steps"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, out)
+		}
+	}
+	for _, want := range []string{"calling ImageSearch", "ImageSearch returned 2 images"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("progress on stderr lacks %q:\n%s", want, errOut)
+		}
+	}
+	var conv string
+	if _, err := fmt.Sscanf(errOut, "conversation %s", &conv); err != nil || conv == "" {
+		t.Fatalf("no conversation id on stderr: %q", errOut)
+	}
+
+	// The next turn of the same conversation asks for something no agent
+	// does: the turn fails, --json prints the final event, exit status 1.
+	out, _, code = chat("--json", "--conversation", conv, "evaluate them")
+	if code != 1 {
+		t.Fatalf("exit %d, want 1: %s", code, out)
+	}
+	var ev struct {
+		Type string               `json:"type"`
+		Data schemas.ChatResponse `json:"data"`
+	}
+	if err := json.Unmarshal([]byte(out), &ev); err != nil {
+		t.Fatalf("--json output is not the event: %v\n%s", err, out)
+	}
+	if ev.Type != "io.agentmesh.chat.responded" || ev.Data.State != schemas.ChatFailed || ev.Data.ConversationID != conv || !strings.Contains(ev.Data.Error, "EVALUATION") {
+		t.Errorf("final event = %+v", ev)
+	}
+}

@@ -24,7 +24,7 @@ func BenchmarkPipelineOverhead(b *testing.B) {
 		func(ctx context.Context, ec *schemas.ExecutionContext) (schemas.AgentResult, error) {
 			return ok("Noop", "", nil), nil
 		}, 16)
-	o := m.orchestrator(b, []string{"Noop"}, orchestrator.WithStateOptions(orchestrator.WithMaxStateBytes(900<<10)))
+	m.orchestrator(b, []string{"Noop"}, orchestrator.WithStateOptions(orchestrator.WithMaxStateBytes(900<<10)))
 	js := m.srv.JetStream(b)
 	names := m.srv.Names()
 
@@ -45,9 +45,17 @@ func BenchmarkPipelineOverhead(b *testing.B) {
 						}
 					}
 				}
-				id := m.submit(b, p.MustBuild(), fmt.Sprintf("bench-%s-%d-%d", sh.name, i, time.Now().UnixNano()))
-				if r := waitRun(b, o.Store(), id, 5*time.Minute); r.Status != orchestrator.RunCompleted {
-					b.Fatalf("run %s: %s", r.Status, r.Error)
+				id := fmt.Sprintf("bench-%s-%d-%d", sh.name, i, time.Now().UnixNano())
+				events := subscribeEvents(b, m, id) // wait on the run's end event, not by polling KV
+				m.submit(b, p.MustBuild(), id)
+				for ev := range events {
+					if ev.Type == bus.TypePipelineCompleted {
+						var re orchestrator.RunEvent
+						if err := ev.DataAs(&re); err != nil || re.Status != orchestrator.RunCompleted {
+							b.Fatalf("run %s: %+v %v", id, re, err)
+						}
+						break
+					}
 				}
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*steps), "ns/step")

@@ -264,6 +264,7 @@ func dataMessage(t testing.TB, r llmtest.Request) string {
 var agentIDs = []string{"sunset-1", "sunset-2", "sunset-12"}
 
 func TestChatSeedScenarioOverThreeIterations(t *testing.T) {
+	t.Parallel()
 	m := newMesh(t)
 	seedAgents(t, m, nil)
 	srv := llmtest.New(t,
@@ -368,6 +369,7 @@ func jsonEqual(a, b []byte) bool {
 }
 
 func TestChatToolErrorsReachTheModelAsObservations(t *testing.T) {
+	t.Parallel()
 	m := newMesh(t)
 	seedAgents(t, m, nil)
 	m.agent(t, schemas.AgentContract{Name: "Failing", Capability: schemas.CapEvaluation, Description: "Always fails."},
@@ -417,6 +419,7 @@ func TestChatToolErrorsReachTheModelAsObservations(t *testing.T) {
 }
 
 func TestChatStepLimit(t *testing.T) {
+	t.Parallel()
 	m := newMesh(t)
 	seedAgents(t, m, nil)
 	srv := llmtest.New(t)
@@ -434,6 +437,7 @@ func TestChatStepLimit(t *testing.T) {
 }
 
 func TestChatRetriesRateLimitAndFailsClearlyOnRefusedKey(t *testing.T) {
+	t.Parallel()
 	m := newMesh(t)
 	seedAgents(t, m, nil)
 	srv := llmtest.New(t, llmtest.RateLimited("0"), llmtest.Answer("hello"), llmtest.Unauthorized())
@@ -455,6 +459,7 @@ func TestChatRetriesRateLimitAndFailsClearlyOnRefusedKey(t *testing.T) {
 }
 
 func TestChatFiftyConversationsTwoReplicas(t *testing.T) {
+	t.Parallel()
 	m := newMesh(t)
 	seedAgents(t, m, nil)
 	srv := llmtest.New(t)
@@ -522,6 +527,7 @@ func TestChatFiftyConversationsTwoReplicas(t *testing.T) {
 }
 
 func TestChatResumesTurnOfKilledReplica(t *testing.T) {
+	t.Parallel()
 	m := newMesh(t)
 	started, release := make(chan struct{}, 1), make(chan struct{})
 	var executions atomic.Int32
@@ -572,6 +578,7 @@ func TestChatResumesTurnOfKilledReplica(t *testing.T) {
 }
 
 func TestOfflinePlannerAnswersSeedScenario(t *testing.T) {
+	t.Parallel()
 	m := newMesh(t)
 	searched := make(chan string, 4)
 	seedAgents(t, m, searched)

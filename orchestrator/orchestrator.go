@@ -193,6 +193,7 @@ type Orchestrator struct {
 	runsKV     jetstream.KeyValue
 	log        *slog.Logger
 
+	locks  keyedMutex // serialises this replica's updates of one run
 	mu     sync.Mutex
 	active map[string]bool // runs this replica's sweep looks at
 	dirty  map[string]bool // runs changed since the last sweep
@@ -538,6 +539,11 @@ func (o *Orchestrator) handleResult(ctx context.Context, m jetstream.Msg) {
 // compare-and-set and does the follow-up (next wave, events). A duplicate
 // or late result changes nothing.
 func (o *Orchestrator) applyRunResult(ctx context.Context, runID, stepID, taskID string, res schemas.AgentResult) error {
+	// Results of one run handled by this replica at once would only make
+	// each other's compare-and-set fail: take turns (other replicas still
+	// race through CAS).
+	unlock := o.locks.lock(runID)
+	defer unlock()
 	var ch runChanges
 	run, err := o.store.UpdateRun(ctx, runID, func(r *RunState) error {
 		ch = runChanges{}
@@ -818,3 +824,37 @@ func (o *Orchestrator) sweepRun(ctx context.Context, id string) bool {
 // the orchestrator's store, router, inputs and dispatcher). Call it before
 // Run.
 func (o *Orchestrator) SetChatHandler(h ChatHandler) { o.cfg.chat = h }
+
+// keyedMutex is a set of mutexes by key, dropped when unused.
+type keyedMutex struct {
+	mu sync.Mutex
+	m  map[string]*keyedEntry
+}
+
+type keyedEntry struct {
+	mu   sync.Mutex
+	refs int
+}
+
+func (k *keyedMutex) lock(key string) (unlock func()) {
+	k.mu.Lock()
+	if k.m == nil {
+		k.m = map[string]*keyedEntry{}
+	}
+	e := k.m[key]
+	if e == nil {
+		e = &keyedEntry{}
+		k.m[key] = e
+	}
+	e.refs++
+	k.mu.Unlock()
+	e.mu.Lock()
+	return func() {
+		e.mu.Unlock()
+		k.mu.Lock()
+		if e.refs--; e.refs == 0 {
+			delete(k.m, key)
+		}
+		k.mu.Unlock()
+	}
+}

@@ -46,7 +46,7 @@ var intents = map[string]string{
 	"describe": schemas.CapAnalysis, "tag": schemas.CapAnalysis, "group": schemas.CapAnalysis,
 	"organize": schemas.CapOrganization, "organise": schemas.CapOrganization, "folder": schemas.CapOrganization,
 	"folders": schemas.CapOrganization, "sort": schemas.CapOrganization, "arrange": schemas.CapOrganization,
-	"move": schemas.CapOrganization,
+	"move":      schemas.CapOrganization,
 	"summarize": schemas.CapGeneration, "summarise": schemas.CapGeneration, "summary": schemas.CapGeneration,
 	"write": schemas.CapGeneration, "report": schemas.CapGeneration, "generate": schemas.CapGeneration,
 	"convert": schemas.CapTransformation, "transform": schemas.CapTransformation, "resize": schemas.CapTransformation,
@@ -57,7 +57,7 @@ var intents = map[string]string{
 var contentWords = map[string]string{
 	"image": schemas.ContentImages, "images": schemas.ContentImages, "photo": schemas.ContentImages,
 	"photos": schemas.ContentImages, "picture": schemas.ContentImages, "pictures": schemas.ContentImages,
-	"pics": schemas.ContentImages,
+	"pics":     schemas.ContentImages,
 	"document": schemas.ContentDocuments, "documents": schemas.ContentDocuments, "docs": schemas.ContentDocuments,
 	"pdf": schemas.ContentDocuments, "pdfs": schemas.ContentDocuments, "papers": schemas.ContentDocuments,
 	"files": "", "file": "",

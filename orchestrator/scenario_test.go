@@ -253,7 +253,7 @@ func TestNonMergeableFanInRejectedBeforeAnythingRuns(t *testing.T) {
 }
 
 func subscribeEvents(t testing.TB, m *mesh, runID string) <-chan bus.Event {
-	ch := make(chan bus.Event, 64)
+	ch := make(chan bus.Event, 4096)
 	sub, err := m.nc.Subscribe(m.srv.Names().EventsOf(runID), func(msg *nats.Msg) {
 		if ev, err := bus.Decode(msg); err == nil {
 			ch <- ev

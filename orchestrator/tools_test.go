@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	openai "github.com/sashabaranov/go-openai"
+
 	"github.com/agentmesh/agentmesh/orchestrator"
 	"github.com/agentmesh/agentmesh/schemas"
 )
@@ -110,7 +112,7 @@ func TestRenderDataMergesKindsAndShowsNoIDs(t *testing.T) {
 
 func TestObservationHasCountsNotIDs(t *testing.T) {
 	res := ok("ImageSearch", "found 3 images", map[string]schemas.TypedValue{
-		"images": schemas.FilesValue(schemas.FromIDs(schemas.ContentImages, "secret-1", "secret-2", "secret-3"), "ImageSearch"),
+		"images":  schemas.FilesValue(schemas.FromIDs(schemas.ContentImages, "secret-1", "secret-2", "secret-3"), "ImageSearch"),
 		"folders": mustValue(t, schemas.TypeFolderResult, schemas.FolderResult{Folders: map[string][]string{"a": {"secret-1"}}, Moved: 1}, "x"),
 	})
 	obs := orchestrator.Observation("ImageSearch", res, orchestrator.NewRouter())
@@ -128,5 +130,31 @@ func TestObservationHasCountsNotIDs(t *testing.T) {
 	}
 	if line := orchestrator.ProgressLine("ImageSearch", res); line != "ImageSearch returned 1 folder (1 files moved), 3 images" {
 		t.Errorf("progress = %q", line)
+	}
+}
+
+func TestPruneHistoryKeepsNewestWholeTurns(t *testing.T) {
+	turn := func(n int) []openai.ChatCompletionMessage {
+		return []openai.ChatCompletionMessage{
+			{Role: "user", Content: fmt.Sprintf("turn %d %s", n, strings.Repeat("x", 400))},
+			{Role: "assistant", ToolCalls: []openai.ToolCall{{ID: "c", Function: openai.FunctionCall{Name: "A", Arguments: "{}"}}}},
+			{Role: "tool", ToolCallID: "c", Content: "A succeeded"},
+			{Role: "assistant", Content: "done"},
+		}
+	}
+	turns := [][]openai.ChatCompletionMessage{turn(1), turn(2), turn(3)}
+	per := 0
+	for _, m := range turn(1) {
+		per += orchestrator.EstimateTokens(m)
+	}
+	for _, tc := range []struct{ budget, want int }{{0, 0}, {per - 1, 0}, {per, 1}, {2*per + 5, 2}, {100 * per, 3}} {
+		got := orchestrator.PruneHistory(turns, tc.budget)
+		if len(got) != 4*tc.want {
+			t.Errorf("budget %d: %d messages, want %d whole turns", tc.budget, len(got), tc.want)
+			continue
+		}
+		if tc.want > 0 && !strings.HasPrefix(got[0].Content, fmt.Sprintf("turn %d ", 4-tc.want)) {
+			t.Errorf("budget %d: starts with %q, want the newest turns", tc.budget, got[0].Content[:8])
+		}
 	}
 }

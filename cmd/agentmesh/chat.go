@@ -13,7 +13,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
-	"github.com/agentmesh/agentmesh/agents/llmiface"
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/llm"
 	"github.com/agentmesh/agentmesh/orchestrator"
@@ -56,21 +55,6 @@ func chatHandler(a *app, m *mesh, o *orchestrator.Orchestrator) (orchestrator.Ch
 		return nil, err
 	}
 	return c.Handler(), nil
-}
-
-// textModelFromEnv is the built-in agents' text model: the LLM client when
-// OPENAI_API_KEY or OPENAI_BASE_URL is set, else nil (the agents then use
-// their offline methods).
-func textModelFromEnv() (llmiface.TextModel, error) {
-	cfg, err := llm.ConfigFromEnv()
-	if err != nil || !cfg.Configured() {
-		return nil, err
-	}
-	c, err := llm.New(cfg)
-	if err != nil {
-		return nil, err
-	}
-	return c, nil
 }
 
 func newChatCmd(a *app) *cobra.Command {

@@ -71,7 +71,7 @@ the run ends. The exit status is 0 when every step completed, 1 otherwise.`,
 						var re orchestrator.RunEvent
 						_ = ev.DataAs(&re)
 						if re.Status != orchestrator.RunCompleted {
-							return exitError{code: 1, msg: fmt.Sprintf("run %s %s: %s", runID, re.Status, re.Error)}
+							return exitError{code: 1, msg: fmt.Sprintf("run %s %s: %s", runID, re.Status, strings.ReplaceAll(re.Error, "\n", "; "))}
 						}
 						return nil
 					}

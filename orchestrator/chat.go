@@ -367,7 +367,7 @@ func (c *Chat) runLLM(ctx context.Context, s *session) (schemas.ChatResponse, er
 		}
 		contracts := c.contracts()
 		req := openai.ChatCompletionRequest{Messages: c.prompt(s, st), Tools: Tools(contracts, c.router)}
-		c.progress(ctx, s.conv, "", "thinking")
+		c.progress(ctx, s.conv, "", "", "thinking")
 		resp, usage, err := c.llm.Chat(ctx, req)
 		t.Steps++
 		t.Tokens = t.Tokens.Add(usage.Tokens)
@@ -488,7 +488,7 @@ func (c *Chat) callAgent(ctx context.Context, s *session, taskID, agent, rawArgs
 	}
 	task := schemas.TaskRequest{Inputs: inputs, Params: args.Params, Instruction: s.turn.Message, TimeoutMS: timeout.Milliseconds()}
 	meta := DispatchMeta{TaskID: taskID, ConversationID: s.conv, ReplyTo: c.names.Result(taskID), Deadline: time.Now().Add(timeout)}
-	c.progress(ctx, s.conv, taskID, "calling "+agent)
+	c.progress(ctx, s.conv, taskID, agent, "calling "+agent)
 	if _, err := c.dispatch.Dispatch(ctx, agent, task, meta); err != nil {
 		return fail(fmt.Sprintf("%s could not be called: %v", agent, err))
 	}
@@ -500,7 +500,7 @@ func (c *Chat) callAgent(ctx context.Context, s *session, taskID, agent, rawArgs
 			return fail(ctx.Err().Error())
 		}
 		if errors.Is(err, context.DeadlineExceeded) {
-			c.progress(ctx, s.conv, taskID, agent+" timed out")
+			c.progress(ctx, s.conv, taskID, agent, agent+" timed out")
 			return fail(fmt.Sprintf("%s did not answer within %s (timeout). Try again, try another agent, or tell the user.", agent, timeout))
 		}
 		return fail(fmt.Sprintf("%s: waiting for the result failed: %v", agent, err))
@@ -518,7 +518,7 @@ func (c *Chat) callAgent(ctx context.Context, s *session, taskID, agent, rawArgs
 	}); err != nil {
 		return fail(fmt.Sprintf("%s answered, but its outputs could not be stored: %v", agent, err))
 	}
-	c.progress(ctx, s.conv, taskID, ProgressLine(agent, result))
+	c.progress(ctx, s.conv, taskID, agent, ProgressLine(agent, result))
 	rec.Success = result.Success
 	rec.Summary = result.Summary
 	rec.DurationMS = time.Since(start).Milliseconds()
@@ -669,15 +669,7 @@ func (c *Chat) lastResults(t *chatTurn) string {
 }
 
 // progress publishes a chat progress event; failures are only logged.
-func (c *Chat) progress(ctx context.Context, conv, taskID, message string) {
-	agent := ""
-	if i := strings.IndexByte(message, ' '); i > 0 && message != "thinking" {
-		if strings.HasPrefix(message, "calling ") {
-			agent = strings.TrimPrefix(message, "calling ")
-		} else {
-			agent = message[:i]
-		}
-	}
+func (c *Chat) progress(ctx context.Context, conv, taskID, agent, message string) {
 	p := schemas.TaskProgress{TaskID: taskID, Agent: agent, Message: message}
 	if err := c.publish(ctx, conv, TypeChatProgress, p, ""); err != nil {
 		c.log.Debug("chat progress", "conversation", conv, "err", err)
@@ -720,7 +712,7 @@ func (c *Chat) runOffline(ctx context.Context, s *session) (schemas.ChatResponse
 			return c.finish(ctx, s, schemas.ChatFailed, "The offline planner answered (no LLM is configured): "+err.Error(), err)
 		}
 		t.Plan = plan.Steps
-		c.progress(ctx, s.conv, "", "offline plan: "+strings.Join(plan.Agents(), " -> "))
+		c.progress(ctx, s.conv, "", "", "offline plan: "+strings.Join(plan.Agents(), " -> "))
 		if err := c.save(ctx, s); err != nil {
 			return schemas.ChatResponse{}, err
 		}

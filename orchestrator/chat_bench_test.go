@@ -96,4 +96,3 @@ func BenchmarkChatTurn(b *testing.B) {
 		}
 	})
 }
-

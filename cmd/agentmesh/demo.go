@@ -1,0 +1,160 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentmesh/agentmesh/agents/samples"
+	"github.com/agentmesh/agentmesh/resolvers"
+	"github.com/agentmesh/agentmesh/schemas"
+)
+
+func init() { register(newDemoCmd) }
+
+// demoMessage is the seed scenario the demo runs.
+const demoMessage = "Find sunset images and organize them into folders"
+
+func newDemoCmd(a *app) *cobra.Command {
+	var (
+		store   string
+		keep    bool
+		message string
+		timeout time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "demo",
+		Short: "See the mesh work: start it, store sample files, run the seed scenario, print the folders",
+		Long: `demo starts the mesh like 'up' (embedded NATS with JetStream in a temporary
+directory, the orchestrator and every built-in agent as separate processes),
+stores generated sample images (sunsets, forests, seascapes, night cities, snow)
+and a few documents, asks "` + demoMessage + `"
+through the chat path, shows the progress, prints the folders with their files,
+stops everything and exits 0.
+
+An LLM plans the work when OPENAI_API_KEY or OPENAI_BASE_URL is set; otherwise
+the offline planner does, and says so.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			if !cmd.Flag("nats").Changed {
+				a.natsURL = "" // NATS_URL from the environment does not redirect the demo
+			}
+			if store == "" {
+				dir, err := os.MkdirTemp("", "agentmesh-demo-")
+				if err != nil {
+					return err
+				}
+				if !keep {
+					defer os.RemoveAll(dir)
+				}
+				store = dir
+			}
+			return a.runDemo(ctx, store, message, timeout)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&store, "store", "", "JetStream data directory (default: a temporary one, removed afterwards)")
+	f.BoolVar(&keep, "keep", false, "keep the temporary store directory")
+	f.StringVar(&message, "message", demoMessage, "what to ask the mesh")
+	f.DurationVar(&timeout, "timeout", 3*time.Minute, "give up after this long")
+	return cmd
+}
+
+func (a *app) runDemo(ctx context.Context, store, message string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	say := func(format string, args ...any) { fmt.Fprintf(a.out, format+"\n", args...) }
+
+	say("== starting the mesh (store %s)", store)
+	logs := &bytes.Buffer{}
+	st, err := a.startStack(ctx, stackOptions{store: store, host: "127.0.0.1", port: 0}, &lockedWriter{w: logs})
+	if err != nil {
+		return fmt.Errorf("%w\n%s", err, logs.String())
+	}
+	defer func() { _ = st.stop() }()
+	a.printStatus(a.out, st)
+
+	m, err := a.connect(ctx, "agentmesh demo")
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	files := resolvers.NewObjectStore(m.Res.Files)
+
+	say("\n== storing sample files")
+	names := map[string]string{}
+	kinds := map[string]int{}
+	for _, s := range append(samples.Images(), samples.Documents()...) {
+		ref, err := files.Store(ctx, bytes.NewReader(s.Content), s.MediaType, s.Metadata())
+		if err != nil {
+			return fmt.Errorf("store sample %s: %w", s.Name, err)
+		}
+		names[ref.ID] = s.Name
+		kinds[resolvers.MediaKind(ref.MediaType)]++
+	}
+	say("stored %d images and %d documents", kinds[schemas.ContentImages], kinds[schemas.ContentDocuments])
+
+	say("\n== asking the mesh: %q", message)
+	resp, err := a.chatTurn(ctx, m, "", message, a.out)
+	if err != nil {
+		return err
+	}
+	say("\n== answer (%s planner, %d steps, %d ms)", orDefault(resp.Planner, "llm"), resp.Steps, resp.DurationMS)
+	say("%s", resp.Output)
+	for _, tc := range resp.ToolCalls {
+		status := "ok"
+		if !tc.Success {
+			status = "failed: " + tc.Error
+		}
+		say("  %-20s %6d ms  %s  %s", tc.Agent, tc.DurationMS, status, tc.Summary)
+	}
+	if resp.State != schemas.ChatCompleted {
+		return fmt.Errorf("the turn ended %s: %s", resp.State, orDefault(resp.Error, resp.Output))
+	}
+
+	say("\n== folders")
+	folders := map[string][]string{}
+	for ref, err := range files.List(ctx) {
+		if err != nil {
+			return err
+		}
+		if f := ref.Metadata[resolvers.MetaFolder]; f != "" {
+			folders[f] = append(folders[f], names[ref.ID]+" ("+ref.ID+")")
+		}
+	}
+	if len(folders) == 0 {
+		return fmt.Errorf("no file was put into a folder; see the answer above")
+	}
+	keys := make([]string, 0, len(folders))
+	for k := range folders {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		sort.Strings(folders[k])
+		say("%s/ (%d files)", k, len(folders[k]))
+		for _, f := range folders[k] {
+			say("  %s", f)
+		}
+	}
+	say("\n== stopping the mesh")
+	if err := st.stop(); err != nil {
+		return fmt.Errorf("%w\n%s", err, logs.String())
+	}
+	say("done")
+	return nil
+}
+
+func orDefault(s, def string) string {
+	if strings.TrimSpace(s) == "" {
+		return def
+	}
+	return s
+}

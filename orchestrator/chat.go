@@ -39,6 +39,7 @@ const (
 	maxRememberedTurns   = 50
 	maxDoneTurns         = 20
 	awaitGrace           = 2 * time.Second
+	staleTurn            = 3 * time.Minute // a turn not saved for this long was lost
 )
 
 // DefaultSystemPrompt tells the model how the mesh works.
@@ -181,6 +182,7 @@ type chatTurn struct {
 	Cost      float64                        `json:"cost"`
 	Plan      []PlanStep                     `json:"plan,omitempty"` // offline planner only
 	StartedAt time.Time                      `json:"started_at"`
+	UpdatedAt time.Time                      `json:"updated_at"`
 }
 
 type doneTurn struct {
@@ -260,8 +262,22 @@ func (c *Chat) Handle(ctx context.Context, conv, requestID, message string) (sch
 // begin loads or creates the chat record and the turn for requestID.
 func (c *Chat) begin(ctx context.Context, conv, requestID, message string) (*session, error) {
 	s := &session{conv: conv}
-	if err := c.load(ctx, s); err != nil {
-		return nil, err
+	// One turn at a time per conversation: a turn of another request that
+	// is still moving is waited for; one that stopped moving long ago was
+	// lost and is closed.
+	for {
+		if err := c.load(ctx, s); err != nil {
+			return nil, err
+		}
+		cur := s.rec.Current
+		if cur == nil || cur.RequestID == requestID || time.Since(cur.UpdatedAt) > staleTurn {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
 	}
 	for _, d := range s.rec.Done {
 		if d.RequestID == requestID {
@@ -314,6 +330,9 @@ func (c *Chat) load(ctx context.Context, s *session) error {
 // save writes the record with compare-and-set. Losing the race to a
 // replica that has the same turn further along ends this run of the turn.
 func (c *Chat) save(ctx context.Context, s *session) error {
+	if s.rec.Current != nil {
+		s.rec.Current.UpdatedAt = time.Now().UTC()
+	}
 	b, err := json.Marshal(s.rec)
 	if err != nil {
 		return err
@@ -355,7 +374,11 @@ func (c *Chat) runLLM(ctx context.Context, s *session) (schemas.ChatResponse, er
 			continue
 		}
 		if last := t.Messages[len(t.Messages)-1]; last.Role == openai.ChatMessageRoleAssistant {
-			return c.finish(ctx, s, schemas.ChatCompleted, last.Content, nil)
+			out := strings.TrimSpace(last.Content)
+			if out == "" {
+				out = "(the model ended the turn without an answer)"
+			}
+			return c.finish(ctx, s, schemas.ChatCompleted, out, nil)
 		}
 		if t.Steps >= c.maxSteps {
 			return c.finish(ctx, s, schemas.ChatStepLimitReached,

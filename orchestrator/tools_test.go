@@ -158,3 +158,32 @@ func TestPruneHistoryKeepsNewestWholeTurns(t *testing.T) {
 		}
 	}
 }
+
+// Tool-call arguments come from a model: whatever they are, parsing ends
+// in arguments that pass the contract or in ErrBadToolCall, never a panic.
+func FuzzParseToolArgs(f *testing.F) {
+	for _, s := range []string{`{"query":"sunset"}`, `{"images":"†state.current_image_ids"}`, `{"query": "sun`, `[]`, `null`, `{"query":1e400}`, ``} {
+		f.Add(s)
+	}
+	slots := map[string]schemas.TypedValue{orchestrator.SlotImageIDs: schemas.FilesValue(schemas.FromIDs(schemas.ContentImages, "1"), "x")}
+	contracts := []schemas.AgentContract{chatSearchContract(), chatAnalysisContract()}
+	f.Fuzz(func(t *testing.T, raw string) {
+		for _, c := range contracts {
+			args, err := orchestrator.ParseToolArgs(c, raw, slots)
+			if err != nil {
+				if !errors.Is(err, orchestrator.ErrBadToolCall) {
+					t.Fatalf("%s(%q): error %v is not ErrBadToolCall", c.Name, raw, err)
+				}
+				continue
+			}
+			if err := c.ValidateParams(args.Params); err != nil {
+				t.Fatalf("%s(%q): accepted params fail the contract: %v", c.Name, raw, err)
+			}
+			for in, slot := range args.Refs {
+				if _, ok := slots[slot]; !ok {
+					t.Fatalf("%s(%q): input %s refers to empty slot %s", c.Name, raw, in, slot)
+				}
+			}
+		}
+	})
+}

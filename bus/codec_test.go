@@ -19,11 +19,13 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/agentmesh/agentmesh/bus"
+	"github.com/agentmesh/agentmesh/internal/benchsuite"
+	"github.com/agentmesh/agentmesh/schemas"
 )
 
 func fullEvent(t *testing.T) bus.Event {
 	t.Helper()
-	e, err := bus.NewEvent(bus.TypeTaskRequested, "agentmesh/orchestrator", json.RawMessage(benchTaskData))
+	e, err := bus.NewEvent(bus.TypeTaskRequested, "agentmesh/orchestrator", json.RawMessage(benchsuite.TaskData))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -295,11 +297,11 @@ func TestDecodePartialEvent(t *testing.T) {
 
 func TestDataAs(t *testing.T) {
 	e := fullEvent(t)
-	var task benchTask
+	var task schemas.TaskRequest
 	if err := e.DataAs(&task); err != nil {
 		t.Fatal(err)
 	}
-	if task.Instruction != "find sunsets" || task.Inputs["images"].Value.Count != 5 {
+	if task.Instruction != "find sunsets" || task.Inputs["images"].DataType != schemas.TypeFileIDs {
 		t.Errorf("task = %+v", task)
 	}
 	e.Data = []byte(`{"timeout_ms":"soon"}`)
@@ -308,7 +310,7 @@ func TestDataAs(t *testing.T) {
 	if !errors.Is(err, bus.ErrInvalidData) || !errors.As(err, &typeErr) {
 		t.Fatalf("err = %v, want ErrInvalidData wrapping the JSON error", err)
 	}
-	for _, want := range []string{bus.TypeTaskRequested, "benchTask", "timeout_ms"} {
+	for _, want := range []string{bus.TypeTaskRequested, "TaskRequest", "timeout_ms"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not mention %q", err, want)
 		}
@@ -326,7 +328,7 @@ func TestDataAs(t *testing.T) {
 func TestDecodeData(t *testing.T) {
 	e := fullEvent(t)
 	schemaErr := errors.New(`/timeout_ms: expected integer`)
-	var task benchTask
+	var task schemas.TaskRequest
 	err := bus.DecodeData(e, &task, func([]byte) error { return schemaErr })
 	if !errors.Is(err, bus.ErrInvalidData) || !errors.Is(err, schemaErr) {
 		t.Fatalf("err = %v", err)

@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/agentmesh/agentmesh/bus"
+	"github.com/agentmesh/agentmesh/internal/benchsuite"
 )
 
 // fuzzMsg builds a message from the fuzz input: headers is a block of
@@ -34,7 +35,7 @@ func fuzzMsg(headers string, body []byte) *nats.Msg {
 func FuzzDecode(f *testing.F) {
 	f.Add("ce-specversion: 1.0\nce-id: 42\nce-source: agentmesh/cli\nce-type: io.agentmesh.task.requested\n"+
 		"ce-time: 2026-01-02T03:04:05.123Z\nce-replyto: mesh.result.t1\nce-deadline: 2026-01-02T03:05:05Z\nContent-Type: application/json",
-		benchTaskData)
+		benchsuite.TaskData)
 	f.Add("Content-Type: application/cloudevents+json",
 		[]byte(`{"specversion":"1.0","id":"1","source":"s","type":"t","time":"2026-01-01T00:00:00+02:00","conversationid":"c","n":1.5,"b":false,"data":{"message":"hi"}}`))
 	f.Add("", []byte(`{"specversion":"1.0","id":"1","source":"s","type":"t","datacontenttype":"text/plain","data":"hello"}`))

@@ -196,7 +196,6 @@ type session struct {
 	rec  chatRecord
 	rev  uint64
 	turn *chatTurn
-	mu   sync.Mutex // guards turn.ToolCalls during parallel calls
 }
 
 // errTakenOver means another replica advanced the same turn further.
@@ -255,6 +254,18 @@ func (c *Chat) Handle(ctx context.Context, conv, requestID, message string) (sch
 	if errors.Is(err, errTakenOver) {
 		c.log.Info("chat turn taken over", "conversation", conv, "request", requestID)
 		return resp, nil
+	}
+	if err != nil && ctx.Err() == nil {
+		// The mesh itself failed (KV or stream trouble): say so rather than
+		// leave the client waiting. A stopping replica says nothing; the
+		// redelivered request resumes the turn elsewhere.
+		resp = schemas.ChatResponse{ConversationID: conv, State: schemas.ChatFailed, Planner: c.Planner(),
+			Steps: s.turn.Steps, ToolCalls: s.turn.ToolCalls, Tokens: s.turn.Tokens, Cost: s.turn.Cost,
+			DurationMS: time.Since(s.turn.StartedAt).Milliseconds(),
+			Output: "The turn failed inside the mesh: " + err.Error(), Error: err.Error()}
+		if perr := c.publish(ctx, conv, bus.TypeChatResponded, resp, "chat-"+requestID); perr != nil {
+			err = errors.Join(err, perr)
+		}
 	}
 	return resp, err
 }

@@ -2,6 +2,7 @@ package orchestrator_test
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -89,4 +90,19 @@ func TestPlanOfflineSaysWhatIsMissing(t *testing.T) {
 			t.Errorf("%q: err = %v, want ErrNoPlan mentioning %q", tc.message, err, tc.want)
 		}
 	}
+}
+
+func ExamplePlanOffline() {
+	contracts := []schemas.AgentContract{chatFolderContract(), chatAnalysisContract(), chatSearchContract()}
+	plan, err := orchestrator.PlanOffline("Find sunset images and organize them into folders", contracts, nil, nil)
+	if err != nil {
+		panic(err)
+	}
+	for _, s := range plan.Steps {
+		fmt.Println(s.Agent, s.Params, "-", s.Reason)
+	}
+	// Output:
+	// ImageSearch map[query:sunset] - asked: search
+	// ImageAnalysis map[] - feeds CATEGORIZATION to FolderOrganizer
+	// FolderOrganizer map[] - asked: organization
 }

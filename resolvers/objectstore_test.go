@@ -19,6 +19,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/agentmesh/agentmesh/bus/bustest"
+	"github.com/agentmesh/agentmesh/internal/benchsuite"
 	"github.com/agentmesh/agentmesh/resolvers"
 	"github.com/agentmesh/agentmesh/schemas"
 )
@@ -252,69 +253,16 @@ func TestNewFileID(t *testing.T) {
 	}
 }
 
+// BenchmarkObjectStore compares the resolver's Store/Open with plain nats.go
+// Put/Get on the same bucket for 1 MiB and 16 MiB files (MB/s per line).
 func BenchmarkObjectStore(b *testing.B) {
 	srv := bustest.Start(b)
-	res := srv.Provision(b)
-	ctx := context.Background()
-	store := resolvers.NewObjectStore(res.Files)
-	raw := res.Files // the same bucket through plain nats.go calls
-
-	for _, size := range []int64{1 * MiB, 16 * MiB} {
-		label := map[int64]string{MiB: "1MiB", 16 * MiB: "16MiB"}[size]
-		b.Run("put/"+label+"/agentmesh", func(b *testing.B) {
-			b.SetBytes(size)
-			for b.Loop() {
-				ref, err := store.Store(ctx, content(1, size), "application/octet-stream", nil)
-				if err != nil {
-					b.Fatal(err)
-				}
-				b.StopTimer()
-				_ = raw.Delete(ctx, ref.ID)
-				b.StartTimer()
-			}
-		})
-		b.Run("put/"+label+"/raw-natsgo", func(b *testing.B) {
-			b.SetBytes(size)
-			for b.Loop() {
-				name := resolvers.NewFileID()
-				if _, err := raw.Put(ctx, jetstreamMeta(name), content(1, size)); err != nil {
-					b.Fatal(err)
-				}
-				b.StopTimer()
-				_ = raw.Delete(ctx, name)
-				b.StartTimer()
-			}
-		})
-		ref, err := store.Store(ctx, content(2, size), "", nil)
-		if err != nil {
-			b.Fatal(err)
+	env := benchsuite.Env{NC: srv.Conn(b), JS: srv.JetStream(b), Names: srv.Names(), Res: srv.Provision(b)}
+	for _, size := range []int{1 << 20, 16 << 20} {
+		for _, p := range benchsuite.ObjectStore(context.Background(), env, size) {
+			b.Run(p.Name+"/agentmesh", p.Mesh)
+			b.Run(p.Name+"/raw-natsgo", p.Baseline)
 		}
-		b.Run("get/"+label+"/agentmesh", func(b *testing.B) {
-			b.SetBytes(size)
-			for b.Loop() {
-				rc, _, err := store.Open(ctx, ref.ID)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if _, err := io.Copy(io.Discard, rc); err != nil {
-					b.Fatal(err)
-				}
-				rc.Close()
-			}
-		})
-		b.Run("get/"+label+"/raw-natsgo", func(b *testing.B) {
-			b.SetBytes(size)
-			for b.Loop() {
-				r, err := raw.Get(ctx, ref.ID)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if _, err := io.Copy(io.Discard, r); err != nil {
-					b.Fatal(err)
-				}
-				r.Close()
-			}
-		})
 	}
 }
 

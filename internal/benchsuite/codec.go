@@ -1,0 +1,99 @@
+package benchsuite
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	ce "github.com/cloudevents/sdk-go/v2/event"
+	"github.com/google/uuid"
+
+	"github.com/agentmesh/agentmesh/bus"
+)
+
+// TaskData is a task.requested payload with a 5-ID collection.
+var TaskData = []byte(`{"inputs":{"images":{"data_type":"FILE_IDS","content_type_hint":"images","value":{"ids":["a","b","c","d","e"],"content_type":"images","count":5},"source":"x","produced_at":"2026-01-01T00:00:00Z"}},"params":{"query":"sunset"},"instruction":"find sunsets","timeout_ms":30000}`)
+
+// benchTask is the benchmark's own view of TaskData.
+type benchTask struct {
+	Inputs map[string]struct {
+		DataType        string `json:"data_type"`
+		ContentTypeHint string `json:"content_type_hint"`
+		Value           struct {
+			IDs         []string `json:"ids"`
+			ContentType string   `json:"content_type"`
+			Count       int      `json:"count"`
+		} `json:"value"`
+		Source     string    `json:"source"`
+		ProducedAt time.Time `json:"produced_at"`
+	} `json:"inputs"`
+	Params      map[string]any `json:"params"`
+	Instruction string         `json:"instruction"`
+	TimeoutMS   int            `json:"timeout_ms"`
+}
+
+// Codec compares the mesh codec (binary mode: build, Encode, Decode, DataAs)
+// with sdk-go in structured mode (build, json.Marshal, json.Unmarshal,
+// DataAs) for the same task event, attributes and extensions.
+func Codec() Pair {
+	check := func(b *testing.B, task benchTask) {
+		if task.TimeoutMS != 30000 || len(task.Inputs["images"].Value.IDs) != 5 {
+			b.Fatal("the task did not survive the round trip")
+		}
+	}
+	return Pair{
+		Name: "codec round trip (task, 5 IDs)", Unit: "round trip", Baseliner: "sdk-go structured json.Marshal/Unmarshal",
+		Baseline: func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				ev := ce.New()
+				ev.SetID(uuid.NewString())
+				ev.SetSource("agentmesh/orchestrator")
+				ev.SetType(bus.TypeTaskRequested)
+				ev.SetTime(time.Now().UTC())
+				ev.SetExtension(bus.ExtConversationID, "c-1")
+				ev.SetExtension(bus.ExtReplyTo, "mesh.result.orchestrator.c-1")
+				if err := ev.SetData(ce.ApplicationJSON, TaskData); err != nil {
+					b.Fatal(err)
+				}
+				body, err := json.Marshal(ev)
+				if err != nil {
+					b.Fatal(err)
+				}
+				var got ce.Event
+				if err := json.Unmarshal(body, &got); err != nil {
+					b.Fatal(err)
+				}
+				var task benchTask
+				if err := got.DataAs(&task); err != nil {
+					b.Fatal(err)
+				}
+				check(b, task)
+			}
+		},
+		Mesh: func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				e, err := bus.NewEvent(bus.TypeTaskRequested, "agentmesh/orchestrator", TaskData)
+				if err != nil {
+					b.Fatal(err)
+				}
+				e.SetExt(bus.ExtConversationID, "c-1")
+				e.SetExt(bus.ExtReplyTo, "mesh.result.orchestrator.c-1")
+				msg, err := bus.Encode("mesh.task.search", e)
+				if err != nil {
+					b.Fatal(err)
+				}
+				got, err := bus.Decode(msg)
+				if err != nil {
+					b.Fatal(err)
+				}
+				var task benchTask
+				if err := got.DataAs(&task); err != nil {
+					b.Fatal(err)
+				}
+				check(b, task)
+			}
+		},
+	}
+}

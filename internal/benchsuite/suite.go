@@ -25,10 +25,10 @@ type Env struct {
 
 // Pair is one comparison: the mesh's body and the baseline's body.
 type Pair struct {
-	Name     string
-	Unit     string // what one iteration is, e.g. "round trip"
-	Mesh     func(b *testing.B)
-	Baseline func(b *testing.B)
+	Name      string
+	Unit      string // what one iteration is, e.g. "round trip"
+	Mesh      func(b *testing.B)
+	Baseline  func(b *testing.B)
 	Baseliner string // what the baseline is, e.g. "nats.go core request-reply"
 }
 

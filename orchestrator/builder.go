@@ -93,8 +93,8 @@ func (b *PipelineBuilder) Param(name string, value any) *PipelineBuilder {
 }
 
 // Input maps an input of the current step's agent to a source:
-// "seed.images", "seed.documents", "seed.links", "<step>.<output>" or
-// "state.<slot>".
+// "seed.images", "seed.documents", "seed.links", "<step>.<output>",
+// "state.<slot>", or "text:<literal>" for a TEXT input given in the spec.
 func (b *PipelineBuilder) Input(name, source string) *PipelineBuilder {
 	if s := b.current("Input"); s != nil {
 		if s.Inputs == nil {

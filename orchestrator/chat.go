@@ -262,7 +262,7 @@ func (c *Chat) Handle(ctx context.Context, conv, requestID, message string) (sch
 		resp = schemas.ChatResponse{ConversationID: conv, State: schemas.ChatFailed, Planner: c.Planner(),
 			Steps: s.turn.Steps, ToolCalls: s.turn.ToolCalls, Tokens: s.turn.Tokens, Cost: s.turn.Cost,
 			DurationMS: time.Since(s.turn.StartedAt).Milliseconds(),
-			Output: "The turn failed inside the mesh: " + err.Error(), Error: err.Error()}
+			Output:     "The turn failed inside the mesh: " + err.Error(), Error: err.Error()}
 		if perr := c.publish(ctx, conv, bus.TypeChatResponded, resp, "chat-"+requestID); perr != nil {
 			err = errors.Join(err, perr)
 		}

@@ -71,23 +71,46 @@ func NewDispatcher(js jetstream.JetStream, names bus.Names, source string) *Disp
 // stored once. It sets the replyto, deadline (RFC 3339), traceparent and the
 // runid/stepid/conversationid extensions, and returns the task id.
 func (d *Dispatcher) Dispatch(ctx context.Context, agent string, task schemas.TaskRequest, meta DispatchMeta) (string, error) {
-	subject, err := d.names.Task(agent)
+	msg, err := d.message(agent, task, &meta)
 	if err != nil {
 		return "", err
 	}
-	ev, err := d.Event(task, &meta)
+	if _, err := d.js.PublishMsg(ctx, msg); err != nil {
+		return "", fmt.Errorf("dispatching task %s to %s: %w", meta.TaskID, agent, err)
+	}
+	return meta.TaskID, nil
+}
+
+// DispatchAsync is Dispatch without waiting for the stream's ack: the
+// returned future reports it (or the failure). The pipeline scheduler uses
+// it, since its sweep publishes a task again when no result came.
+func (d *Dispatcher) DispatchAsync(agent string, task schemas.TaskRequest, meta DispatchMeta) (jetstream.PubAckFuture, error) {
+	msg, err := d.message(agent, task, &meta)
 	if err != nil {
-		return "", err
+		return nil, err
+	}
+	f, err := d.js.PublishMsgAsync(msg)
+	if err != nil {
+		return nil, fmt.Errorf("dispatching task %s to %s: %w", meta.TaskID, agent, err)
+	}
+	return f, nil
+}
+
+func (d *Dispatcher) message(agent string, task schemas.TaskRequest, meta *DispatchMeta) (*nats.Msg, error) {
+	subject, err := d.names.Task(agent)
+	if err != nil {
+		return nil, err
+	}
+	ev, err := d.Event(task, meta)
+	if err != nil {
+		return nil, err
 	}
 	msg, err := bus.Encode(subject, ev)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	msg.Header.Set(jetstream.MsgIDHeader, ev.ID)
-	if _, err := d.js.PublishMsg(ctx, msg); err != nil {
-		return "", fmt.Errorf("dispatching task %s to %s: %w", ev.ID, agent, err)
-	}
-	return ev.ID, nil
+	return msg, nil
 }
 
 // Event builds the task event Dispatch would publish, filling the defaults

@@ -66,8 +66,9 @@ type RunEvent struct {
 	DurationMS int64  `json:"duration_ms"`
 }
 
-func (r *RunState) stepEvent(st *StepState, now time.Time) StepEvent {
-	e := StepEvent{RunID: r.ID, Step: st.ID, Agent: st.Agent, Status: st.Status, Wave: st.Wave, Attempt: st.Attempt,
+// stepEvent describes how a step ended.
+func stepEvent(runID string, st *StepState, now time.Time) StepEvent {
+	e := StepEvent{RunID: runID, Step: st.ID, Agent: st.Agent, Status: st.Status, Wave: st.Wave, Attempt: st.Attempt,
 		TaskID: st.TaskID, Summary: st.Summary, Error: st.Error, Reason: st.Reason, At: now}
 	if !st.DispatchedAt.IsZero() && !st.FinishedAt.IsZero() {
 		e.DurationMS = st.FinishedAt.Sub(st.DispatchedAt).Milliseconds()
@@ -87,20 +88,11 @@ func (r *RunState) stepEvent(st *StepState, now time.Time) StepEvent {
 	return e
 }
 
-func (r *RunState) runEvent() RunEvent {
-	e := RunEvent{RunID: r.ID, Name: r.Name, Status: r.Status, Error: r.Error, Steps: len(r.Steps)}
-	for _, st := range r.Steps {
-		switch st.Status {
-		case StepCompleted:
-			e.Completed++
-		case StepFailed:
-			e.Failed++
-		case StepSkipped:
-			e.Skipped++
-		}
-	}
-	if !r.FinishedAt.IsZero() {
-		e.DurationMS = r.FinishedAt.Sub(r.CreatedAt).Milliseconds()
+func (h *runHeader) runEvent() RunEvent {
+	e := RunEvent{RunID: h.ID, Name: h.Name, Status: h.Status, Error: h.Error, Steps: h.Steps,
+		Completed: h.Completed, Failed: len(h.Failed), Skipped: len(h.Skipped)}
+	if !h.FinishedAt.IsZero() {
+		e.DurationMS = h.FinishedAt.Sub(h.CreatedAt).Milliseconds()
 	}
 	return e
 }
@@ -193,7 +185,12 @@ type Orchestrator struct {
 	runsKV     jetstream.KeyValue
 	log        *slog.Logger
 
-	locks  keyedMutex // serialises this replica's updates of one run
+	locks keyedMutex // serialises this replica's header updates of one run
+	cache runCache
+
+	batchMu sync.Mutex
+	batches map[string]*settleBatch // per run: records waiting for the header update
+
 	mu     sync.Mutex
 	active map[string]bool // runs this replica's sweep looks at
 	dirty  map[string]bool // runs changed since the last sweep
@@ -215,7 +212,13 @@ func New(nc *nats.Conn, opts ...Option) (*Orchestrator, error) {
 	if cfg.logger == nil {
 		cfg.logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	js, err := jetstream.New(nc)
+	// Pipeline tasks are published without waiting for the ack (the sweep
+	// publishes a task again when its result does not come): log failures.
+	log := cfg.logger
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncTimeout(10*time.Second),
+		jetstream.WithPublishAsyncErrHandler(func(_ jetstream.JetStream, m *nats.Msg, err error) {
+			log.Warn("dispatch", "subject", m.Subject, "task", m.Header.Get(jetstream.MsgIDHeader), "err", err)
+		}))
 	if err != nil {
 		return nil, fmt.Errorf("orchestrator: jetstream: %w", err)
 	}
@@ -249,7 +252,7 @@ func New(nc *nats.Conn, opts ...Option) (*Orchestrator, error) {
 	o := &Orchestrator{cfg: cfg, nc: nc, js: js, names: cfg.names, router: cfg.router,
 		store: NewStateStore(convs, runs, cfg.stateOpts...), inputs: NewInputBuilder(cfg.router),
 		dispatcher: NewDispatcher(js, cfg.names, cfg.source), registry: cfg.registry, runsKV: runs,
-		log: cfg.logger, active: map[string]bool{}, dirty: map[string]bool{}}
+		log: cfg.logger, active: map[string]bool{}, dirty: map[string]bool{}, batches: map[string]*settleBatch{}}
 	if o.registry == nil {
 		agentsKV, err := bind(cfg.names.AgentsBucket())
 		if err != nil {
@@ -323,7 +326,8 @@ func (o *Orchestrator) RunReady(ctx context.Context, ready func()) error {
 	if err != nil {
 		return fmt.Errorf("orchestrator: requests consumer: %w", err)
 	}
-	watcher, err := o.runsKV.WatchAll(ctx, jetstream.MetaOnly())
+	// Run headers are the keys without a dot: the sweep learns of every run.
+	watcher, err := o.runsKV.Watch(ctx, "*", jetstream.MetaOnly())
 	if err != nil {
 		return fmt.Errorf("orchestrator: watching runs: %w", err)
 	}
@@ -463,49 +467,6 @@ func (o *Orchestrator) rejectRequest(ctx context.Context, subject string, ev bus
 		RunEvent{RunID: id, Status: RunFailed, Error: cause.Error()}, func(e *bus.Event) { e.SetExt(bus.ExtRunID, id) })
 }
 
-// submit validates a submitted pipeline, saves its run and dispatches its
-// first wave. A pipeline that fails validation is saved as a failed run
-// and reported, and nothing runs.
-func (o *Orchestrator) submit(ctx context.Context, ev bus.Event) error {
-	runID := ev.Ext(bus.ExtRunID)
-	if runID == "" {
-		runID = ev.ID
-	}
-	if err := bus.ValidateToken("run id", runID); err != nil {
-		o.rejectRequest(ctx, o.names.PipelineSubmit(), bus.Event{ID: "invalid-run-id"}, err)
-		return nil
-	}
-	var spec schemas.PipelineSpec
-	verr := bus.DecodeData(ev, &spec, func(b []byte) error { return schemas.ValidateJSON(schemas.SchemaPipeline, b) })
-	if verr == nil {
-		spec, verr = normalizeSpec(spec)
-	}
-	var (
-		contracts map[string]schemas.AgentContract
-		waves     [][]string
-	)
-	if verr == nil {
-		contracts, waves, verr = ValidatePipeline(spec, o.Lookup, o.router)
-	} else {
-		verr = fmt.Errorf("%w: %w", ErrInvalidPipeline, verr)
-	}
-	var ch runChanges
-	run := newRun(runID, spec, contracts, waves, o.router, verr, time.Now().UTC(), &ch)
-	if err := o.store.CreateRun(ctx, run); err != nil {
-		if errors.Is(err, ErrExists) {
-			return nil // a redelivered submission: the run is under way
-		}
-		if errors.Is(err, ErrTooLarge) {
-			o.rejectRequest(ctx, o.names.PipelineSubmit(), ev, err)
-			return nil
-		}
-		return err
-	}
-	o.track(runID)
-	o.follow(ctx, run, &ch)
-	return nil
-}
-
 // handleResult takes one result from MESH_RESULTS.
 func (o *Orchestrator) handleResult(ctx context.Context, m jetstream.Msg) {
 	ev, err := decodeJS(m)
@@ -535,34 +496,6 @@ func (o *Orchestrator) handleResult(ctx context.Context, m jetstream.Msg) {
 	_ = m.Ack()
 }
 
-// ApplyRunResult applies the result of a step's task to its run with
-// compare-and-set and does the follow-up (next wave, events). A duplicate
-// or late result changes nothing.
-func (o *Orchestrator) applyRunResult(ctx context.Context, runID, stepID, taskID string, res schemas.AgentResult) error {
-	// Results of one run handled by this replica at once would only make
-	// each other's compare-and-set fail: take turns (other replicas still
-	// race through CAS).
-	unlock := o.locks.lock(runID)
-	defer unlock()
-	var ch runChanges
-	run, err := o.store.UpdateRun(ctx, runID, func(r *RunState) error {
-		ch = runChanges{}
-		changed, err := r.applyResult(ctx, o.router, stepID, taskID, res, time.Now().UTC(), &ch)
-		if err != nil {
-			return err
-		}
-		if !changed {
-			return ErrUnchanged
-		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	o.follow(ctx, run, &ch)
-	return nil
-}
-
 // applyConversationResult routes a chat task's result into its
 // conversation (idempotent by task id), so the state survives the replica
 // that ran the turn.
@@ -577,74 +510,6 @@ func (o *Orchestrator) applyConversationResult(ctx context.Context, convID, task
 			return ErrUnchanged
 		}
 		return nil
-	})
-	return err
-}
-
-// follow does what a saved run update asks for: publish the tasks of the
-// steps it started, emit its events, and report the run's end.
-func (o *Orchestrator) follow(ctx context.Context, run *RunState, ch *runChanges) {
-	for len(ch.dispatch) > 0 || len(ch.events) > 0 || ch.finished {
-		for _, e := range ch.events {
-			o.emitStep(e)
-		}
-		if ch.finished {
-			o.emit(o.names.Events(run.ID, "pipeline"), bus.TypePipelineCompleted, run.runEvent(),
-				func(e *bus.Event) { e.SetExt(bus.ExtRunID, run.ID) })
-		}
-		var failed []*StepState
-		var failMsgs []string
-		for _, id := range ch.dispatch {
-			st := run.Steps[id]
-			if err := o.publishStep(ctx, run, st); err != nil {
-				if errors.Is(err, ErrMissingInput) {
-					failed = append(failed, st)
-					failMsgs = append(failMsgs, err.Error())
-					continue
-				}
-				// Not published: the sweep publishes it again.
-				o.log.Warn("dispatch", "run", run.ID, "step", id, "err", err)
-				continue
-			}
-			o.emitStep(StepEvent{RunID: run.ID, Step: id, Agent: st.Agent, Status: StepRunning, Wave: st.Wave,
-				Attempt: st.Attempt, TaskID: st.TaskID, At: st.DispatchedAt})
-		}
-		*ch = runChanges{}
-		if len(failed) == 0 {
-			return
-		}
-		// Steps whose inputs could not be built fail, which may start the
-		// next wave: loop on the new changes.
-		next, err := o.store.UpdateRun(ctx, run.ID, func(r *RunState) error {
-			*ch = runChanges{}
-			now, changed := time.Now().UTC(), false
-			for i, st := range failed {
-				changed = r.failStep(st.ID, st.TaskID, failMsgs[i], now, ch) || changed
-			}
-			if !changed {
-				return ErrUnchanged
-			}
-			return nil
-		})
-		if err != nil {
-			o.log.Warn("failing steps", "run", run.ID, "err", err)
-			return
-		}
-		run = next
-	}
-}
-
-// publishStep builds a running step's inputs and publishes its task.
-func (o *Orchestrator) publishStep(ctx context.Context, run *RunState, st *StepState) error {
-	inputs, err := run.stepInputs(ctx, o.router, st.ID)
-	if err != nil {
-		return fmt.Errorf("step %q (%s): %w", st.ID, st.Agent, err)
-	}
-	spec, _ := run.specStep(st.ID)
-	task := schemas.TaskRequest{Inputs: inputs, Params: spec.Params, TimeoutMS: run.stepTimeout(st.ID).Milliseconds()}
-	_, err = o.dispatcher.Dispatch(ctx, st.Agent, task, DispatchMeta{
-		TaskID: st.TaskID, RunID: run.ID, StepID: st.ID, Deadline: st.Deadline,
-		TraceParent: traceParentFor(run.ID),
 	})
 	return err
 }
@@ -701,123 +566,6 @@ func (o *Orchestrator) emit(subject, typ string, data any, set func(*bus.Event))
 	if err := o.nc.PublishMsg(msg); err != nil {
 		o.log.Warn("event", "type", typ, "err", err)
 	}
-}
-
-// track adds a run to the sweep's set.
-func (o *Orchestrator) track(id string) {
-	o.mu.Lock()
-	o.dirty[id] = true
-	o.mu.Unlock()
-}
-
-// sweepLoop keeps the set of runs to look at from a metadata-only watch of
-// the runs bucket and sweeps them every interval: overdue steps time out,
-// and steps whose dispatch was saved but maybe never published are
-// published again (the deterministic task id makes that harmless).
-func (o *Orchestrator) sweepLoop(ctx context.Context, w jetstream.KeyWatcher) {
-	t := time.NewTicker(o.cfg.sweep)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case e, ok := <-w.Updates():
-			if !ok {
-				return
-			}
-			if e != nil && e.Operation() == jetstream.KeyValuePut {
-				o.track(e.Key())
-			}
-		case <-t.C:
-			o.sweep(ctx)
-		}
-	}
-}
-
-func (o *Orchestrator) sweep(ctx context.Context) {
-	o.mu.Lock()
-	for id := range o.dirty {
-		o.active[id] = true
-	}
-	clear(o.dirty)
-	ids := make([]string, 0, len(o.active))
-	for id := range o.active {
-		ids = append(ids, id)
-	}
-	o.mu.Unlock()
-	for _, id := range ids {
-		if ctx.Err() != nil {
-			return
-		}
-		if done := o.sweepRun(ctx, id); done {
-			o.mu.Lock()
-			delete(o.active, id)
-			o.mu.Unlock()
-		}
-	}
-}
-
-// sweepRun looks at one run and reports whether it has ended.
-func (o *Orchestrator) sweepRun(ctx context.Context, id string) bool {
-	run, err := o.store.Run(ctx, id)
-	if err != nil {
-		return errors.Is(err, ErrNotFound)
-	}
-	if run.Done() {
-		return true
-	}
-	now := time.Now().UTC()
-	overdue, unconfirmed := false, []string{}
-	for _, sid := range run.runningSteps() {
-		st := run.Steps[sid]
-		if now.After(st.Deadline.Add(o.cfg.grace)) {
-			overdue = true
-		} else if !st.Republished && now.Sub(st.DispatchedAt) > o.cfg.republish && now.Sub(st.DispatchedAt) < time.Minute {
-			unconfirmed = append(unconfirmed, sid)
-		}
-	}
-	if overdue {
-		var ch runChanges
-		next, err := o.store.UpdateRun(ctx, id, func(r *RunState) error {
-			ch = runChanges{}
-			if !r.timeOut(time.Now().UTC(), o.cfg.grace, &ch) {
-				return ErrUnchanged
-			}
-			return nil
-		})
-		if err == nil {
-			o.follow(ctx, next, &ch)
-			run = next
-		}
-	}
-	if len(unconfirmed) == 0 {
-		return run.Done()
-	}
-	// Mark first, then publish again: within the duplicate window the
-	// stream stores a task id once, so this never runs a step twice.
-	var marked []string
-	next, err := o.store.UpdateRun(ctx, id, func(r *RunState) error {
-		marked = marked[:0]
-		for _, sid := range unconfirmed {
-			if st := r.Steps[sid]; st != nil && st.Status == StepRunning && !st.Republished {
-				st.Republished = true
-				marked = append(marked, sid)
-			}
-		}
-		if len(marked) == 0 {
-			return ErrUnchanged
-		}
-		return nil
-	})
-	if err != nil {
-		return false
-	}
-	for _, sid := range marked {
-		if err := o.publishStep(ctx, next, next.Steps[sid]); err != nil {
-			o.log.Warn("re-dispatch", "run", id, "step", sid, "err", err)
-		}
-	}
-	return next.Done()
 }
 
 // SetChatHandler sets the chat handler after New (for handlers that need

@@ -76,6 +76,8 @@ func TestValidatePipelineRejectsEachInvalidPipelineClearly(t *testing.T) {
 			orchestrator.ErrBadInputSource, []string{`no output "pics"`, "its outputs: images"}},
 		{"input mapped to a bad source", schemas.PipelineSpec{Steps: []schemas.PipelineStep{step("s", "Search"), with(step("a", "Analyze", "s"), map[string]string{"images": "images"})}},
 			orchestrator.ErrBadInputSource, []string{`"images"`, "seed.images"}},
+		{"text literal mapped to a FILE_IDS input", schemas.PipelineSpec{Steps: []schemas.PipelineStep{with(step("a", "Analyze"), map[string]string{"images": "text:sunsets"})}},
+			orchestrator.ErrBadInputSource, []string{`"images" is FILE_IDS`, `"text:sunsets" is a TEXT literal`}},
 		{"input mapped to an empty state slot", schemas.PipelineSpec{Steps: []schemas.PipelineStep{step("s", "Docs"), with(step("a", "Analyze", "s"), map[string]string{"images": "state.current_image_ids"})}},
 			orchestrator.ErrBadInputSource, []string{`"current_image_ids"`}},
 	}

@@ -19,6 +19,9 @@ const (
 	SourceSeedImages    = "seed.images"
 	SourceSeedDocuments = "seed.documents"
 	SourceSeedLinks     = "seed.links"
+	// SourceTextPrefix starts a TEXT literal: an input mapped to
+	// "text:hello world" receives the TEXT value "hello world".
+	SourceTextPrefix = "text:"
 )
 
 // ValidatePipeline checks spec before anything runs and reports every
@@ -167,6 +170,18 @@ func seedSlots(seed schemas.PipelineSeed, router *Router) map[string]schemas.Typ
 	return slots
 }
 
+// textLiteral reads a "text:<literal>" input source.
+func textLiteral(src string) (string, bool) {
+	return strings.CutPrefix(src, SourceTextPrefix)
+}
+
+func clipSource(src string) string {
+	if len(src) > 40 {
+		src = src[:37] + "..."
+	}
+	return fmt.Sprintf("%q", src)
+}
+
 func seedSource(seed schemas.PipelineSeed, src string) (kind string, ids []string, ok bool) {
 	switch src {
 	case SourceSeedImages:
@@ -270,6 +285,12 @@ func checkSource(spec schemas.PipelineSpec, g graph, contracts map[string]schema
 		}
 		return fmt.Errorf("%w: inputs maps %q, which is not an input of agent %s (its inputs: %s)", ErrBadInputSource, name, c.Name, orNone(names))
 	}
+	if _, ok := textLiteral(src); ok {
+		if in.DataType != schemas.TypeText {
+			return fmt.Errorf("%w: input %q is %s but %s is a TEXT literal", ErrBadInputSource, name, in.DataType, clipSource(src))
+		}
+		return nil
+	}
 	if kind, ids, ok := seedSource(spec.Seed, src); ok {
 		if in.DataType != schemas.TypeFileIDs {
 			return fmt.Errorf("%w: input %q is %s but %s holds FILE_IDS", ErrBadInputSource, name, in.DataType, src)
@@ -281,7 +302,7 @@ func checkSource(spec schemas.PipelineSpec, g graph, contracts map[string]schema
 	}
 	head, tail, ok := strings.Cut(src, ".")
 	if !ok || head == "" || tail == "" {
-		return fmt.Errorf("%w: input %q maps to %q; use seed.images, seed.documents, seed.links, <step>.<output> or state.<slot>", ErrBadInputSource, name, src)
+		return fmt.Errorf("%w: input %q maps to %q; use seed.images, seed.documents, seed.links, <step>.<output>, state.<slot> or text:<literal text>", ErrBadInputSource, name, src)
 	}
 	if head == "state" {
 		v, ok := avail[tail]

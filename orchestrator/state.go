@@ -33,10 +33,10 @@ const (
 	StepSkipped   = "skipped"
 )
 
-// RunState is what the mesh remembers of one pipeline run, stored as JSON
-// under the run id in the runs bucket. It holds the spec and the contracts
-// it was validated against, so any replica can advance it without asking
-// the registry again.
+// RunState is one pipeline run as StateStore.Run assembles it from its keys
+// in the runs bucket (see runstore.go for the layout): the spec and the
+// contracts it was validated against, the progress of every step, and the
+// run's slots and history.
 type RunState struct {
 	ID        string                           `json:"id"`
 	Name      string                           `json:"name,omitempty"`
@@ -66,7 +66,6 @@ type StepState struct {
 	Deadline     time.Time                     `json:"deadline,omitzero"`
 	DispatchedAt time.Time                     `json:"dispatched_at,omitzero"`
 	FinishedAt   time.Time                     `json:"finished_at,omitzero"`
-	Republished  bool                          `json:"republished,omitempty"`
 	Summary      string                        `json:"summary,omitempty"`
 	Error        string                        `json:"error,omitempty"`
 	Reason       string                        `json:"reason,omitempty"` // why it was skipped
@@ -146,6 +145,9 @@ func (s *StateStore) Conversation(ctx context.Context, id string) (*schemas.Conv
 // fn may run more than once (once per conflict) and must only mutate the
 // state it is given; returning ErrUnchanged skips the write.
 func (s *StateStore) UpdateConversation(ctx context.Context, id string, fn func(*schemas.ConversationState) error) (*schemas.ConversationState, error) {
+	if err := bus.ValidateToken("conversation id", id); err != nil {
+		return nil, err
+	}
 	var out *schemas.ConversationState
 	err := s.update(ctx, s.conversations, "conversation", id, true, func(raw []byte) ([]byte, error) {
 		st := schemas.NewConversationState(id)
@@ -168,68 +170,6 @@ func (s *StateStore) UpdateConversation(ctx context.Context, id string, fn func(
 	return out, err
 }
 
-// Run loads a run. A missing one wraps ErrNotFound.
-func (s *StateStore) Run(ctx context.Context, id string) (*RunState, error) {
-	var st RunState
-	if _, err := load(ctx, s.runs, "run", id, &st); err != nil {
-		return nil, err
-	}
-	st.normalize()
-	return &st, nil
-}
-
-// CreateRun stores a new run. A run with the same id wraps ErrExists.
-func (s *StateStore) CreateRun(ctx context.Context, r *RunState) error {
-	if err := bus.ValidateToken("run id", r.ID); err != nil {
-		return err
-	}
-	r.normalize()
-	b, err := s.encode(r, r.State)
-	if err != nil {
-		return err
-	}
-	if _, err := s.runs.Create(ctx, r.ID, b); err != nil {
-		if errors.Is(err, jetstream.ErrKeyExists) {
-			return fmt.Errorf("%w: run %q", ErrExists, r.ID)
-		}
-		return fmt.Errorf("creating run %q: %w", r.ID, err)
-	}
-	return nil
-}
-
-// UpdateRun applies fn to a run with compare-and-set. fn may run more than
-// once and must only mutate the state it is given; returning ErrUnchanged
-// skips the write. A missing run wraps ErrNotFound.
-func (s *StateStore) UpdateRun(ctx context.Context, id string, fn func(*RunState) error) (*RunState, error) {
-	var out *RunState
-	err := s.update(ctx, s.runs, "run", id, false, func(raw []byte) ([]byte, error) {
-		st := &RunState{}
-		if err := json.Unmarshal(raw, st); err != nil {
-			return nil, fmt.Errorf("run %q: stored state does not decode: %w", id, err)
-		}
-		st.normalize()
-		out = st
-		if err := fn(st); err != nil {
-			return nil, err
-		}
-		st.UpdatedAt = time.Now().UTC()
-		return s.encode(st, st.State)
-	})
-	return out, err
-}
-
-func (r *RunState) normalize() {
-	if r.Steps == nil {
-		r.Steps = map[string]*StepState{}
-	}
-	if r.State == nil {
-		r.State = schemas.NewConversationState(r.ID)
-	}
-	if r.State.Slots == nil {
-		r.State.Slots = map[string]schemas.TypedValue{}
-	}
-}
-
 func load(ctx context.Context, kv jetstream.KeyValue, kind, id string, dst any) (uint64, error) {
 	if err := bus.ValidateToken(kind+" id", id); err != nil {
 		return 0, err
@@ -250,9 +190,6 @@ func load(ctx context.Context, kv jetstream.KeyValue, kind, id string, dst any) 
 // update is the compare-and-set loop: read, mutate (apply returns the new
 // encoding), write with the read revision, and on conflict start again.
 func (s *StateStore) update(ctx context.Context, kv jetstream.KeyValue, kind, id string, create bool, apply func(raw []byte) ([]byte, error)) error {
-	if err := bus.ValidateToken(kind+" id", id); err != nil {
-		return err
-	}
 	for attempt := 0; attempt < maxUpdateAttempts; attempt++ {
 		var (
 			raw []byte
@@ -287,15 +224,23 @@ func (s *StateStore) update(ctx context.Context, kv jetstream.KeyValue, kind, id
 		if !isConflict(err) {
 			return fmt.Errorf("writing %s %q: %w", kind, id, err)
 		}
-		// Lost the race: back off a little (more with each attempt) and re-apply.
-		d := time.Duration(rand.IntN(1+min(attempt, 20))) * time.Millisecond
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(d):
+		if err := backoff(ctx, attempt); err != nil {
+			return err
 		}
 	}
 	return fmt.Errorf("%w: %s %q after %d attempts", ErrConflict, kind, id, maxUpdateAttempts)
+}
+
+// backoff waits a little after a lost compare-and-set race, more with each
+// attempt, so the writers spread out before they re-apply.
+func backoff(ctx context.Context, attempt int) error {
+	d := time.Duration(rand.IntN(1+min(attempt, 20))) * time.Millisecond
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(d):
+		return nil
+	}
 }
 
 func isConflict(err error) bool {
@@ -315,8 +260,8 @@ func (s *StateStore) encode(v any, st *schemas.ConversationState) ([]byte, error
 			return b, nil
 		}
 		if !shrinkHistory(st) {
-			return nil, fmt.Errorf("%w: %s is %d bytes after compaction, over the bound of %d; spill large collections to the object store",
-				ErrTooLarge, st.ID, len(b), s.maxBytes)
+			return nil, fmt.Errorf("%w: a value of %d bytes after compaction, over the bound of %d; spill large collections to the object store",
+				ErrTooLarge, len(b), s.maxBytes)
 		}
 	}
 }

@@ -60,8 +60,8 @@ func TestStateStoreUnchangedSkipsWriteAndMissingRunIsNotFound(t *testing.T) {
 	if e1.Revision() != e2.Revision() {
 		t.Errorf("ErrUnchanged wrote: revision %d -> %d", e1.Revision(), e2.Revision())
 	}
-	if _, err := store.UpdateRun(ctx, "nope", func(*orchestrator.RunState) error { return nil }); !errors.Is(err, orchestrator.ErrNotFound) {
-		t.Errorf("update of a missing run: %v, want ErrNotFound", err)
+	if _, err := store.Run(ctx, "nope"); !errors.Is(err, orchestrator.ErrNotFound) || !strings.Contains(err.Error(), `"nope"`) {
+		t.Errorf("a missing run: %v, want ErrNotFound naming it", err)
 	}
 	if _, err := store.Run(ctx, "bad id!"); err == nil || !strings.Contains(err.Error(), "bad id!") {
 		t.Errorf("bad id: %v", err)

@@ -106,233 +106,181 @@ func findCycle(spec schemas.PipelineSpec, index map[string]int) []string {
 	return nil
 }
 
-// The run scheduler. These functions are pure: they mutate a RunState
+// The run scheduler. These functions are pure: they mutate a run header
 // inside a compare-and-set update and record what must happen once the
 // update is saved (tasks to publish, events to emit), so whichever replica
 // wins the update does the follow-up, exactly once per transition.
 
 // runChanges collects the follow-up of one run update.
 type runChanges struct {
-	dispatch []string // steps newly marked running: publish their tasks
+	dispatch []string // steps of a wave that just started: publish their tasks
 	events   []StepEvent
 	finished bool // the run ended in this update
 }
 
-// stepTimeout is the time budget of a step: its own, else its agent's, else
-// DefaultTaskTimeout.
-func (r *RunState) stepTimeout(stepID string) time.Duration {
-	for _, s := range r.Spec.Steps {
-		if s.ID == stepID {
-			if s.TimeoutMS > 0 {
-				return time.Duration(s.TimeoutMS) * time.Millisecond
-			}
-			if c, ok := r.Contracts[s.Agent]; ok && c.TimeoutMS > 0 {
-				return time.Duration(c.TimeoutMS) * time.Millisecond
-			}
-		}
+// newHeader returns the header of a new run: validated (verr nil), it
+// starts its first wave; rejected, it has ended.
+func newHeader(sd *runSpec, name string, verr error, now time.Time, ch *runChanges) *runHeader {
+	h := &runHeader{ID: sd.ID, Name: name, Status: RunRunning, Wave: -1, Steps: len(sd.Spec.Steps), CreatedAt: now, UpdatedAt: now}
+	if verr != nil {
+		h.Status, h.Error, h.FinishedAt = RunFailed, verr.Error(), now
+		ch.finished = true
+		return h
 	}
-	return DefaultTaskTimeout
+	h.advance(sd, now, ch)
+	return h
 }
 
-func (r *RunState) specStep(id string) (schemas.PipelineStep, bool) {
-	for _, s := range r.Spec.Steps {
-		if s.ID == id {
-			return s, true
+// advance moves to the next wave once every step of the wave in progress
+// has ended: the steps of the new wave whose dependencies did not all
+// complete are skipped with the reason, the others are to be dispatched.
+// After the last wave the run ends.
+func (h *runHeader) advance(sd *runSpec, now time.Time, ch *runChanges) {
+	for h.Status == RunRunning {
+		if h.Wave >= 0 && h.Wave < len(sd.Waves) && len(h.WaveEnded) < len(sd.Waves[h.Wave]) {
+			return // busy
 		}
-	}
-	return schemas.PipelineStep{}, false
-}
-
-// advance starts the pending steps of the wave in progress, moves to the
-// next wave when every step of this one has ended, and ends the run after
-// the last wave. A step whose dependency did not complete is skipped with
-// the reason.
-func (r *RunState) advance(now time.Time, ch *runChanges) {
-	for r.Status == RunRunning {
-		if r.Wave >= len(r.Waves) {
-			r.finish(now, ch)
+		h.Wave++
+		h.WaveEnded, h.Republished = nil, false
+		if h.Wave >= len(sd.Waves) {
+			h.finish(sd, now, ch)
 			return
 		}
-		busy := false
-		for _, id := range r.Waves[r.Wave] {
-			st := r.Steps[id]
-			if st.Status == StepPending {
-				if reason := r.blocked(id); reason != "" {
-					st.Status, st.Reason, st.FinishedAt = StepSkipped, reason, now
-					ch.events = append(ch.events, r.stepEvent(st, now))
-					continue
+		h.WaveStartedAt = now
+		for _, id := range sd.Waves[h.Wave] {
+			if reason := h.blocked(sd, id); reason != "" {
+				if h.Skipped == nil {
+					h.Skipped = map[string]string{}
 				}
-				st.Status = StepRunning
-				st.Attempt++
-				st.TaskID = TaskID(r.ID, id, st.Attempt)
-				st.DispatchedAt = now
-				st.Deadline = now.Add(r.stepTimeout(id))
-				st.Republished = false
-				ch.dispatch = append(ch.dispatch, id)
+				h.Skipped[id] = reason
+				h.WaveEnded = append(h.WaveEnded, id)
+				s, _ := sd.step(id)
+				ch.events = append(ch.events, StepEvent{RunID: h.ID, Step: id, Agent: s.Agent, Status: StepSkipped,
+					Wave: h.Wave, Reason: reason, At: now})
+				continue
 			}
-			if st.Status == StepRunning {
-				busy = true
-			}
+			ch.dispatch = append(ch.dispatch, id)
 		}
-		if busy {
-			return
-		}
-		r.Wave++
 	}
 }
 
 // blocked returns why step id cannot run ("" when every dependency
-// completed).
-func (r *RunState) blocked(id string) string {
-	s, _ := r.specStep(id)
+// completed). Dependencies are in earlier waves, which have ended.
+func (h *runHeader) blocked(sd *runSpec, id string) string {
+	s, _ := sd.step(id)
 	for _, d := range s.DependsOn {
-		dep := r.Steps[d]
-		switch {
-		case dep == nil:
+		if _, ok := sd.index[d]; !ok {
 			return fmt.Sprintf("dependency %q does not exist", d)
-		case dep.Status == StepFailed:
-			return fmt.Sprintf("dependency %q failed: %s", d, dep.Error)
-		case dep.Status == StepSkipped:
+		}
+		if msg, failed := h.Failed[d]; failed {
+			return fmt.Sprintf("dependency %q failed: %s", d, msg)
+		}
+		if _, skipped := h.Skipped[d]; skipped {
 			return fmt.Sprintf("dependency %q was skipped", d)
-		case dep.Status != StepCompleted:
-			return fmt.Sprintf("dependency %q has not completed", d)
 		}
 	}
 	return ""
 }
 
-func (r *RunState) finish(now time.Time, ch *runChanges) {
+func (h *runHeader) finish(sd *runSpec, now time.Time, ch *runChanges) {
 	var failed []string
-	for _, s := range r.Spec.Steps {
-		st := r.Steps[s.ID]
-		switch st.Status {
-		case StepFailed:
-			failed = append(failed, fmt.Sprintf("step %q (%s) failed: %s", st.ID, st.Agent, st.Error))
-		case StepSkipped:
-			failed = append(failed, fmt.Sprintf("step %q (%s) skipped: %s", st.ID, st.Agent, st.Reason))
+	for _, s := range sd.Spec.Steps {
+		if msg, ok := h.Failed[s.ID]; ok {
+			failed = append(failed, fmt.Sprintf("step %q (%s) failed: %s", s.ID, s.Agent, msg))
+		} else if reason, ok := h.Skipped[s.ID]; ok {
+			failed = append(failed, fmt.Sprintf("step %q (%s) skipped: %s", s.ID, s.Agent, reason))
 		}
 	}
-	r.Status = RunCompleted
+	h.Status = RunCompleted
 	if len(failed) > 0 {
-		r.Status = RunFailed
-		r.Error = strings.Join(failed, "; ")
+		h.Status = RunFailed
+		h.Error = strings.Join(failed, "; ")
 	}
-	r.FinishedAt = now
+	h.FinishedAt = now
 	ch.finished = true
 }
 
-// applyResult records the result of a step's task and advances the run.
-// A result for a task already applied, for another attempt, or for a step
-// that is no longer running (it timed out) changes nothing: it returns
-// false.
-func (r *RunState) applyResult(ctx context.Context, router *Router, stepID, taskID string, res schemas.AgentResult, now time.Time, ch *runChanges) (bool, error) {
-	st := r.Steps[stepID]
-	if st == nil || st.Status != StepRunning || st.TaskID != taskID || r.State.Applied(taskID) {
-		return false, nil
-	}
-	contract := r.Contracts[st.Agent]
-	if _, err := router.Apply(ctx, r.State, contract, taskID, res); err != nil {
-		return false, err
-	}
-	st.FinishedAt = now
-	st.Summary = res.Summary
-	st.Metrics = res.Metrics
-	if res.Success {
-		st.Status = StepCompleted
-		st.Outputs = make(map[string]schemas.TypedValue, len(res.Outputs))
-		for name, tv := range res.Outputs {
-			if tv.Source == "" {
-				tv.Source = st.Agent
-			}
-			if tv.ContentTypeHint == "" {
-				if o, ok := contract.Output(name); ok {
-					tv.ContentTypeHint = o.ContentTypeHint
-				}
-			}
-			st.Outputs[name] = tv
-		}
-	} else {
-		st.Status = StepFailed
-		st.Error = res.Err().Error()
-	}
-	ch.events = append(ch.events, r.stepEvent(st, now))
-	r.advance(now, ch)
-	return true, nil
-}
-
-// failStep marks a running step (of the given task) failed with msg and
-// advances the run. It reports false when the step is not running that task.
-func (r *RunState) failStep(stepID, taskID, msg string, now time.Time, ch *runChanges) bool {
-	st := r.Steps[stepID]
-	if st == nil || st.Status != StepRunning || st.TaskID != taskID {
+// end records that a step of the wave in progress ended as rec says and
+// advances the run. It reports false when the header already knows, or
+// the step is not running (a duplicate or late record).
+func (h *runHeader) end(sd *runSpec, rec *StepState, now time.Time, ch *runChanges) bool {
+	if !h.running(sd, rec.ID) {
 		return false
 	}
-	st.Status, st.Error, st.FinishedAt = StepFailed, msg, now
-	ch.events = append(ch.events, r.stepEvent(st, now))
-	r.advance(now, ch)
+	h.WaveEnded = append(h.WaveEnded, rec.ID)
+	if rec.Status == StepCompleted {
+		h.Completed++
+	} else {
+		if h.Failed == nil {
+			h.Failed = map[string]string{}
+		}
+		h.Failed[rec.ID] = rec.Error
+	}
+	ch.events = append(ch.events, stepEvent(h.ID, rec, now))
+	h.advance(sd, now, ch)
 	return true
 }
 
-// timeOut fails every running step whose deadline passed more than grace
-// ago.
-func (r *RunState) timeOut(now time.Time, grace time.Duration, ch *runChanges) bool {
-	changed := false
-	for _, id := range r.runningSteps() {
-		st := r.Steps[id]
-		if now.After(st.Deadline.Add(grace)) {
-			msg := fmt.Sprintf("%s: no result by the deadline %s (timeout %s)", schemas.CodeTimeout,
-				st.Deadline.UTC().Format(time.RFC3339), r.stepTimeout(id))
-			changed = r.failStep(id, st.TaskID, msg, now, ch) || changed
-		}
+// resultRecord is the record of a step ended by its agent's result.
+func resultRecord(sd *runSpec, h *runHeader, stepID, taskID string, res schemas.AgentResult, now time.Time) *StepState {
+	s, _ := sd.step(stepID)
+	rec := &StepState{ID: stepID, Agent: s.Agent, Wave: sd.waveOf[stepID], Attempt: 1, TaskID: taskID,
+		DispatchedAt: h.WaveStartedAt, Deadline: h.WaveStartedAt.Add(sd.timeout(stepID)), FinishedAt: now,
+		Summary: res.Summary, Metrics: res.Metrics}
+	if !res.Success {
+		rec.Status, rec.Error = StepFailed, res.Err().Error()
+		return rec
 	}
-	return changed
+	rec.Status = StepCompleted
+	contract := sd.Contracts[s.Agent]
+	for name, tv := range res.Outputs {
+		if rec.Outputs == nil {
+			rec.Outputs = make(map[string]schemas.TypedValue, len(res.Outputs))
+		}
+		if tv.Source == "" {
+			tv.Source = s.Agent
+		}
+		if tv.ContentTypeHint == "" {
+			if o, ok := contract.Output(name); ok {
+				tv.ContentTypeHint = o.ContentTypeHint
+			}
+		}
+		if tv.ProducedAt.IsZero() {
+			tv.ProducedAt = now
+		}
+		rec.Outputs[name] = tv
+	}
+	return rec
 }
 
-func (r *RunState) runningSteps() []string {
-	var out []string
-	for _, s := range r.Spec.Steps {
-		if st := r.Steps[s.ID]; st != nil && st.Status == StepRunning {
-			out = append(out, s.ID)
-		}
-	}
-	return out
+// failedRecord is the record of a running step that failed without a
+// result (timeout, inputs that could not be built).
+func failedRecord(sd *runSpec, h *runHeader, stepID, msg string, now time.Time) *StepState {
+	s, _ := sd.step(stepID)
+	return &StepState{ID: stepID, Agent: s.Agent, Wave: sd.waveOf[stepID], Status: StepFailed, Attempt: 1,
+		TaskID: TaskID(h.ID, stepID, 1), DispatchedAt: h.WaveStartedAt, Deadline: h.WaveStartedAt.Add(sd.timeout(stepID)),
+		FinishedAt: now, Error: msg}
 }
 
-// newRun builds the state of a validated (or rejected, when verr is not
-// nil) pipeline; a valid run starts its first wave.
-func newRun(id string, spec schemas.PipelineSpec, contracts map[string]schemas.AgentContract, waves [][]string, router *Router, verr error, now time.Time, ch *runChanges) *RunState {
-	r := &RunState{ID: id, Name: spec.Name, Status: RunRunning, Spec: spec, Contracts: contracts, Waves: waves,
-		Steps: map[string]*StepState{}, State: schemas.NewConversationState(id), CreatedAt: now, UpdatedAt: now}
-	maps.Copy(r.State.Slots, seedSlots(spec.Seed, router))
-	for w, wave := range waves {
-		for _, sid := range wave {
-			s, _ := r.specStep(sid)
-			r.Steps[sid] = &StepState{ID: sid, Agent: s.Agent, Wave: w, Status: StepPending}
-		}
-	}
-	if verr != nil {
-		r.Status, r.Error, r.FinishedAt = RunFailed, verr.Error(), now
-		ch.finished = true
-		return r
-	}
-	r.advance(now, ch)
-	return r
-}
-
-// stepInputs builds the task inputs of a step from the run: an input mapped
-// in the spec reads its source; an unmapped one reads what its parents
-// produced for it (merged when several parallel parents produced a
-// mergeable type), else the run's slots.
-func (r *RunState) stepInputs(ctx context.Context, router *Router, stepID string) (map[string]schemas.TypedValue, error) {
-	s, _ := r.specStep(stepID)
-	c := r.Contracts[s.Agent]
+// stepInputs builds the task inputs of a step: an input mapped in the spec
+// reads its source; an unmapped one reads what its parents produced for it
+// (merged when several parallel parents produced a mergeable type), else
+// the run's slots. parent returns a parent's record; slots the run's slots
+// (read only when an input needs them).
+func stepInputs(ctx context.Context, router *Router, sd *runSpec, stepID string,
+	parent func(id string) (*StepState, error), slots func() (map[string]schemas.TypedValue, error)) (map[string]schemas.TypedValue, error) {
+	s, _ := sd.step(stepID)
+	c := sd.Contracts[s.Agent]
 	builder := NewInputBuilder(router)
 	reg := router.DataTypes()
 	out := map[string]schemas.TypedValue{}
 	var errs []error
 	for _, in := range c.Inputs {
 		if src, ok := s.Inputs[in.Name]; ok {
-			v, found := r.source(src)
+			v, found, err := source(sd, src, parent, slots)
+			if err != nil {
+				return nil, err
+			}
 			if found {
 				out[in.Name] = v
 			} else if in.Required {
@@ -345,11 +293,14 @@ func (r *RunState) stepInputs(ctx context.Context, router *Router, stepID string
 			mergeable = reg.Mergeable(in.DataType)
 		)
 		for _, p := range s.DependsOn {
-			ps := r.Steps[p]
-			if ps == nil {
+			ps, err := parent(p)
+			if errors.Is(err, ErrNotFound) {
 				continue
 			}
-			pc := r.Contracts[ps.Agent]
+			if err != nil {
+				return nil, err
+			}
+			pc := sd.Contracts[ps.Agent]
 			for _, name := range slices.Sorted(maps.Keys(ps.Outputs)) {
 				v := ps.Outputs[name]
 				if feeds(v.DataType, v.ContentTypeHint, in) {
@@ -373,7 +324,11 @@ func (r *RunState) stepInputs(ctx context.Context, router *Router, stepID string
 			}
 			out[in.Name] = m
 		default:
-			if v, _, ok := builder.Lookup(in, r.State.Slots); ok {
+			sl, err := slots()
+			if err != nil {
+				return nil, err
+			}
+			if v, _, ok := builder.Lookup(in, sl); ok {
 				out[in.Name] = v
 			} else if in.Required {
 				errs = append(errs, fmt.Errorf("%w: input %q (%s%s): no parent produced it and no slot holds it", ErrMissingInput, in.Name, in.DataType, hintSuffix(in.ContentTypeHint)))
@@ -383,23 +338,37 @@ func (r *RunState) stepInputs(ctx context.Context, router *Router, stepID string
 	return out, errors.Join(errs...)
 }
 
-// source reads an input source of the spec: seed.*, <step>.<output> or
-// state.<slot>.
-func (r *RunState) source(src string) (schemas.TypedValue, bool) {
-	if kind, ids, ok := seedSource(r.Spec.Seed, src); ok {
+// source reads an input source of the spec: seed.*, <step>.<output>,
+// state.<slot> or text:<literal>.
+func source(sd *runSpec, src string, parent func(string) (*StepState, error), slots func() (map[string]schemas.TypedValue, error)) (schemas.TypedValue, bool, error) {
+	if text, ok := textLiteral(src); ok {
+		return schemas.TextValue(text, "pipeline"), true, nil
+	}
+	if kind, ids, ok := seedSource(sd.Spec.Seed, src); ok {
 		if len(ids) == 0 {
-			return schemas.TypedValue{}, false
+			return schemas.TypedValue{}, false, nil
 		}
-		return schemas.FilesValue(schemas.FromIDs(kind, ids...), "seed"), true
+		return schemas.FilesValue(schemas.FromIDs(kind, ids...), "seed"), true, nil
 	}
 	head, tail, _ := strings.Cut(src, ".")
 	if head == "state" {
-		v, ok := r.State.Slots[tail]
-		return v, ok
+		sl, err := slots()
+		if err != nil {
+			return schemas.TypedValue{}, false, err
+		}
+		v, ok := sl[tail]
+		return v, ok, nil
 	}
-	if st := r.Steps[head]; st != nil {
-		v, ok := st.Outputs[tail]
-		return v, ok
+	if _, ok := sd.index[head]; !ok {
+		return schemas.TypedValue{}, false, nil
 	}
-	return schemas.TypedValue{}, false
+	st, err := parent(head)
+	if errors.Is(err, ErrNotFound) {
+		return schemas.TypedValue{}, false, nil
+	}
+	if err != nil {
+		return schemas.TypedValue{}, false, err
+	}
+	v, ok := st.Outputs[tail]
+	return v, ok, nil
 }

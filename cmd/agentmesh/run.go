@@ -26,11 +26,11 @@ the run ends. The exit status is 0 when every step completed, 1 otherwise.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			spec, err := orchestrator.LoadPipeline(args[0])
-			if err != nil {
-				return err
+			if err == nil {
+				err = spec.Validate()
 			}
-			if err := spec.Validate(); err != nil {
-				return err
+			if err != nil {
+				return exitError{code: 1, msg: oneLine(err.Error())}
 			}
 			ctx := cmd.Context()
 			m, err := a.connect(ctx, "agentmesh run")
@@ -71,7 +71,7 @@ the run ends. The exit status is 0 when every step completed, 1 otherwise.`,
 						var re orchestrator.RunEvent
 						_ = ev.DataAs(&re)
 						if re.Status != orchestrator.RunCompleted {
-							return exitError{code: 1, msg: fmt.Sprintf("run %s %s: %s", runID, re.Status, strings.ReplaceAll(re.Error, "\n", "; "))}
+							return exitError{code: 1, msg: fmt.Sprintf("run %s %s: %s", runID, re.Status, oneLine(re.Error))}
 						}
 						return nil
 					}
@@ -81,6 +81,17 @@ the run ends. The exit status is 0 when every step completed, 1 otherwise.`,
 	}
 	cmd.Flags().StringVar(&runID, "run-id", "", "name the run (default: the pipeline name and a timestamp)")
 	return cmd
+}
+
+// oneLine joins the lines of a multi-line error message with "; ".
+func oneLine(msg string) string {
+	var parts []string
+	for _, l := range strings.Split(msg, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			parts = append(parts, l)
+		}
+	}
+	return strings.Join(parts, "; ")
 }
 
 // follow reads every event of a run or conversation from MESH_EVENTS with an

@@ -1,0 +1,218 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/agentmesh/agentmesh/agents"
+	"github.com/agentmesh/agentmesh/agents/text"
+	"github.com/agentmesh/agentmesh/bus/bustest"
+	"github.com/agentmesh/agentmesh/orchestrator"
+)
+
+// pipelineMesh starts an embedded server with an in-process orchestrator
+// and TextAgent, and returns the server's URL.
+func pipelineMesh(t *testing.T) string {
+	t.Helper()
+	srv := bustest.Start(t)
+	srv.Provision(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	rt, err := agents.NewRuntime(srv.Conn(t), text.New(), agents.WithHeartbeat(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	agentDone := make(chan error, 1)
+	go func() { agentDone <- rt.Run(ctx) }()
+	o, err := orchestrator.New(srv.Conn(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ready := make(chan struct{})
+	orchDone := make(chan error, 1)
+	go func() { orchDone <- o.RunReady(ctx, func() { close(ready) }) }()
+	t.Cleanup(func() { cancel(); <-orchDone; <-agentDone })
+	select {
+	case <-rt.Ready():
+	case err := <-agentDone:
+		t.Fatalf("agent stopped: %v", err)
+	}
+	<-ready
+	wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
+	defer wcancel()
+	if err := o.Registry().Wait(wctx, text.Name, 1); err != nil {
+		t.Fatal(err)
+	}
+	return srv.URL()
+}
+
+func pipelineFile(t *testing.T, name, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+const shoutPipeline = `name: shout
+steps:
+  - id: upper
+    agent: TextAgent
+    params: {op: upper}
+    inputs: {text: "text:hello from the cli"}
+  - id: count
+    agent: TextAgent
+    depends_on: [upper]
+    params: {op: wordcount}
+`
+
+func TestRunStateShowAndWatch(t *testing.T) {
+	url := pipelineMesh(t)
+	file := pipelineFile(t, "shout.yaml", shoutPipeline)
+
+	// run: per-step progress to the end, exit 0.
+	var out, errOut bytes.Buffer
+	if code := run([]string{"--nats", url, "run", file, "--run-id", "cli-run"}, &out, &errOut); code != 0 {
+		t.Fatalf("run: exit %d\nstdout:\n%s\nstderr:\n%s", code, &out, &errOut)
+	}
+	for _, want := range []string{
+		`run cli-run: submitted "shout" (2 steps)`,
+		"wave 1  upper        TextAgent            running",
+		"wave 1  upper        TextAgent            completed",
+		"upper of 18 characters [text TEXT]",
+		"wave 2  count        TextAgent            completed",
+		"counted 4 words",
+		"run cli-run completed: 2 completed, 0 failed, 0 skipped",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("run output misses %q:\n%s", want, &out)
+		}
+	}
+	if errOut.Len() != 0 {
+		t.Errorf("run wrote to stderr: %s", &errOut)
+	}
+
+	// state show: readable.
+	out.Reset()
+	if code := run([]string{"--nats", url, "state", "show", "cli-run"}, &out, &errOut); code != 0 {
+		t.Fatalf("state show: exit %d: %s", code, &errOut)
+	}
+	for _, want := range []string{
+		`run cli-run  "shout"  completed`,
+		"steps:",
+		"wave 1  upper        TextAgent            completed",
+		"wave 2  count        TextAgent            completed",
+		"slots:",
+		"current_text             TEXT                         from TextAgent",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("state show misses %q:\n%s", want, &out)
+		}
+	}
+
+	// state show --json: the assembled run.
+	out.Reset()
+	if code := run([]string{"--nats", url, "--json", "state", "show", "cli-run"}, &out, &errOut); code != 0 {
+		t.Fatalf("state show --json: exit %d: %s", code, &errOut)
+	}
+	var rs orchestrator.RunState
+	if err := json.Unmarshal(out.Bytes(), &rs); err != nil {
+		t.Fatalf("state show --json is not a run: %v\n%s", err, &out)
+	}
+	count, err := rs.Steps["count"].Outputs["text"].Text()
+	if rs.Status != orchestrator.RunCompleted || err != nil || count != "4" {
+		t.Errorf("run %s, count output %q (%v); want completed and 4", rs.Status, count, err)
+	}
+	if slot, _ := rs.State.Slots[orchestrator.SlotText].Text(); slot != "4" {
+		t.Errorf("slot %s = %q, want 4", orchestrator.SlotText, slot)
+	}
+
+	// state show of nothing: exit 1, one line.
+	out.Reset()
+	errOut.Reset()
+	if code := run([]string{"--nats", url, "state", "show", "no-such-run"}, &out, &errOut); code != 1 ||
+		!strings.Contains(errOut.String(), `no run or conversation "no-such-run"`) {
+		t.Errorf("state show of a missing id: exit %d, stderr %q", code, &errOut)
+	}
+
+	// watch: a separate process prints the run's events from the start,
+	// until it is stopped.
+	cmd := exec.Command(agentBinary(t), "watch", "cli-run", "--nats", url)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var watchErr bytes.Buffer
+	cmd.Stderr = &watchErr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := make(chan string, 64)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+	}()
+	var seen []string
+	deadline := time.After(20 * time.Second)
+	for done := false; !done; {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatalf("watch exited early: %v\n%s", cmd.Wait(), &watchErr)
+			}
+			seen = append(seen, l)
+			done = strings.Contains(l, "run cli-run completed")
+		case <-deadline:
+			_ = cmd.Process.Kill()
+			t.Fatalf("watch did not print the run's end; it printed:\n%s", strings.Join(seen, "\n"))
+		}
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("watch stopped with %v\n%s", err, &watchErr)
+	}
+	all := strings.Join(seen, "\n")
+	for _, want := range []string{"upper        TextAgent            running", "upper        TextAgent            completed", "count        TextAgent            completed"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("watch output misses %q:\n%s", want, all)
+		}
+	}
+}
+
+func TestRunInvalidPipelineExitsOneWithOneLine(t *testing.T) {
+	url := pipelineMesh(t)
+	cases := []struct {
+		name, file, want string
+	}{
+		// Rejected by the orchestrator, which knows the live agents.
+		{"unknown agent", "steps:\n  - id: a\n    agent: Ghost\n", `unknown agent "Ghost"`},
+		{"literal of the wrong type", "steps:\n  - id: a\n    agent: TextAgent\n    inputs: {text: seed.images}\n", `input "text" is TEXT but seed.images holds FILE_IDS`},
+		// Rejected before anything is sent.
+		{"misspelt field", "steps:\n  - id: a\n    agent: TextAgent\n    depends: [b]\n", "field depends not found"},
+		{"duplicate step", "steps:\n  - id: a\n    agent: TextAgent\n  - id: a\n    agent: TextAgent\n", `duplicate step id "a"`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			code := run([]string{"--nats", url, "run", pipelineFile(t, "p.yaml", c.file)}, &out, &errOut)
+			msg := strings.TrimRight(errOut.String(), "\n")
+			if code != 1 || strings.Contains(msg, "\n") || !strings.Contains(msg, c.want) {
+				t.Errorf("exit %d, stderr %q; want exit 1 and one line saying %q", code, msg, c.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,525 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/agentmesh/agentmesh/bus"
+	"github.com/agentmesh/agentmesh/schemas"
+)
+
+// How a replica runs pipelines. Every fact lives in the runs bucket (see
+// runstore.go); a replica only caches what it read or wrote: the spec and
+// the step records never change once written, and the header is cached with
+// its revision, so the replica that wrote the last revision updates it
+// without reading it first (a stale copy fails the compare-and-set, and
+// the replica reads it again).
+
+// maxCachedRuns bounds the runs a replica caches; past it the cache starts
+// again empty.
+const maxCachedRuns = 4096
+
+type cachedHeader struct {
+	h   *runHeader // shared: never mutated (updates work on a clone)
+	rev uint64
+}
+
+type runCache struct {
+	mu      sync.Mutex
+	specs   map[string]*runSpec
+	headers map[string]cachedHeader
+	records map[string]map[string]*StepState
+}
+
+func (c *runCache) spec(id string) *runSpec {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.specs[id]
+}
+
+func (c *runCache) putSpec(sd *runSpec) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.specs == nil || len(c.specs) >= maxCachedRuns {
+		c.specs, c.headers, c.records = map[string]*runSpec{}, map[string]cachedHeader{}, map[string]map[string]*StepState{}
+	}
+	c.specs[sd.ID] = sd
+}
+
+func (c *runCache) header(id string) (*runHeader, uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e := c.headers[id]
+	return e.h, e.rev
+}
+
+func (c *runCache) putHeader(h *runHeader, rev uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.headers == nil || c.specs[h.ID] == nil {
+		return // cache headers of runs whose spec is cached (bounded with it)
+	}
+	if e, ok := c.headers[h.ID]; !ok || rev > e.rev {
+		c.headers[h.ID] = cachedHeader{h, rev}
+	}
+}
+
+func (c *runCache) record(run, step string) *StepState {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.records[run][step]
+}
+
+func (c *runCache) putRecord(run string, rec *StepState) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.records == nil || c.specs[run] == nil {
+		return
+	}
+	m := c.records[run]
+	if m == nil {
+		m = map[string]*StepState{}
+		c.records[run] = m
+	}
+	m[rec.ID] = rec
+}
+
+func (c *runCache) drop(run string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.specs, run)
+	delete(c.headers, run)
+	delete(c.records, run)
+}
+
+func (o *Orchestrator) loadSpec(ctx context.Context, id string) (*runSpec, error) {
+	if sd := o.cache.spec(id); sd != nil {
+		return sd, nil
+	}
+	sd := &runSpec{}
+	if _, err := o.store.getJSON(ctx, specKey(id), sd); err != nil {
+		return nil, err
+	}
+	sd.init()
+	o.cache.putSpec(sd)
+	return sd, nil
+}
+
+// loadHeader returns the run's header: the cached one unless fresh.
+func (o *Orchestrator) loadHeader(ctx context.Context, id string, fresh bool) (*runHeader, error) {
+	if !fresh {
+		if h, _ := o.cache.header(id); h != nil {
+			return h, nil
+		}
+	}
+	h := &runHeader{}
+	rev, err := o.store.getJSON(ctx, id, h)
+	if err != nil {
+		return nil, err
+	}
+	o.cache.putHeader(h, rev)
+	return h, nil
+}
+
+func (o *Orchestrator) loadRecord(ctx context.Context, run, step string) (*StepState, error) {
+	if rec := o.cache.record(run, step); rec != nil {
+		return rec, nil
+	}
+	rec, err := o.store.stepRecord(ctx, run, step)
+	if err != nil {
+		return nil, err
+	}
+	o.cache.putRecord(run, rec)
+	return rec, nil
+}
+
+// submit validates a submitted pipeline, saves its run and dispatches its
+// first wave. A pipeline that fails validation is saved as a failed run
+// and reported, and nothing runs.
+func (o *Orchestrator) submit(ctx context.Context, ev bus.Event) error {
+	runID := ev.Ext(bus.ExtRunID)
+	if runID == "" {
+		runID = ev.ID
+	}
+	if err := bus.ValidateToken("run id", runID); err != nil {
+		o.rejectRequest(ctx, o.names.PipelineSubmit(), bus.Event{ID: "invalid-run-id"}, err)
+		return nil
+	}
+	var spec schemas.PipelineSpec
+	verr := bus.DecodeData(ev, &spec, func(b []byte) error { return schemas.ValidateJSON(schemas.SchemaPipeline, b) })
+	if verr == nil {
+		spec, verr = normalizeSpec(spec)
+	}
+	var (
+		contracts map[string]schemas.AgentContract
+		waves     [][]string
+	)
+	if verr == nil {
+		contracts, waves, verr = ValidatePipeline(spec, o.Lookup, o.router)
+	} else {
+		verr = fmt.Errorf("%w: %w", ErrInvalidPipeline, verr)
+	}
+	now := time.Now().UTC()
+	sd := (&runSpec{ID: runID, Spec: spec, Contracts: contracts, Waves: waves, CreatedAt: now}).init()
+	var ch runChanges
+	h := newHeader(sd, spec.Name, verr, now, &ch)
+	st := schemas.NewConversationState(runID)
+	maps.Copy(st.Slots, seedSlots(spec.Seed, o.router))
+	rev, err := o.store.createRun(ctx, sd, h, st)
+	if err != nil {
+		if errors.Is(err, ErrExists) {
+			return nil // a redelivered submission: the run is under way
+		}
+		if errors.Is(err, ErrTooLarge) {
+			o.rejectRequest(ctx, o.names.PipelineSubmit(), ev, err)
+			return nil
+		}
+		return err
+	}
+	o.cache.putSpec(sd)
+	o.cache.putHeader(h, rev)
+	o.track(runID)
+	o.follow(ctx, sd, h, &ch)
+	return nil
+}
+
+// applyRunResult records the result of a step's task and does the
+// follow-up (next wave, events). A duplicate or late result changes
+// nothing: the step's record is written once, by the first of its result
+// and its timeout.
+func (o *Orchestrator) applyRunResult(ctx context.Context, runID, stepID, taskID string, res schemas.AgentResult) error {
+	if bus.ValidateToken("run id", runID) != nil {
+		return nil
+	}
+	sd, err := o.loadSpec(ctx, runID)
+	if err != nil {
+		return err
+	}
+	if _, ok := sd.index[stepID]; !ok || taskID != TaskID(runID, stepID, 1) {
+		return nil
+	}
+	h, err := o.loadHeader(ctx, runID, false)
+	if err != nil {
+		return err
+	}
+	if !h.running(sd, stepID) {
+		// The cached header may be behind another replica's: read it.
+		if h, err = o.loadHeader(ctx, runID, true); err != nil {
+			return err
+		}
+		if !h.running(sd, stepID) {
+			return nil // a duplicate, or late: the step has ended
+		}
+	}
+	rec, err := o.store.recordStep(ctx, runID, resultRecord(sd, h, stepID, taskID, res, time.Now().UTC()))
+	if err != nil {
+		return err
+	}
+	o.cache.putRecord(runID, rec)
+	return o.settle(ctx, sd, []*StepState{rec})
+}
+
+// settle makes the run know that the steps of recs (their records written)
+// ended: it routes completed outputs into the run's state, then updates
+// the header, and does the follow-up of that update. Every part is
+// idempotent, so settling a record twice (a redelivery, the sweep) is
+// harmless. Records of one run settled at the same time on this replica
+// share one header update: while one update is written, the next ones
+// gather into a batch.
+func (o *Orchestrator) settle(ctx context.Context, sd *runSpec, recs []*StepState) error {
+	for _, rec := range recs {
+		if rec.Status != StepCompleted || len(rec.Outputs) == 0 {
+			continue
+		}
+		if err := o.routeState(ctx, sd, rec); err != nil {
+			return err
+		}
+	}
+	o.batchMu.Lock()
+	b := o.batches[sd.ID]
+	if b == nil {
+		b = &settleBatch{done: make(chan struct{})}
+		o.batches[sd.ID] = b
+	}
+	b.recs = append(b.recs, recs...)
+	o.batchMu.Unlock()
+
+	unlock := o.locks.lock(sd.ID)
+	o.batchMu.Lock()
+	mine := o.batches[sd.ID] == b
+	if mine {
+		delete(o.batches, sd.ID)
+	}
+	o.batchMu.Unlock()
+	if !mine {
+		// An earlier holder of the lock wrote this batch.
+		unlock()
+		<-b.done
+		return b.err
+	}
+	h, rev := o.cache.header(sd.ID)
+	var ch runChanges
+	next, nrev, err := o.store.updateHeader(ctx, sd.ID, h, rev, func(h *runHeader) error {
+		ch = runChanges{}
+		now, changed := time.Now().UTC(), false
+		for _, rec := range b.recs {
+			changed = h.end(sd, rec, now, &ch) || changed
+		}
+		if !changed {
+			return ErrUnchanged
+		}
+		return nil
+	})
+	if next != nil {
+		o.cache.putHeader(next, nrev)
+	}
+	unlock()
+	if errors.Is(err, ErrUnchanged) {
+		err = nil
+	} else if err == nil {
+		o.follow(ctx, sd, next, &ch)
+	}
+	b.err = err
+	close(b.done)
+	return err
+}
+
+// settleBatch is the records of one run waiting for one header update.
+type settleBatch struct {
+	recs []*StepState
+	done chan struct{} // closed once written (or failed: err)
+	err  error
+}
+
+// routeState routes a completed step's outputs into the run's slots and
+// history (idempotent by task id).
+func (o *Orchestrator) routeState(ctx context.Context, sd *runSpec, rec *StepState) error {
+	contract := sd.Contracts[rec.Agent]
+	res := schemas.AgentResult{Success: true, Agent: rec.Agent, Summary: rec.Summary, Outputs: rec.Outputs}
+	return o.store.updateRunState(ctx, sd.ID, func(st *schemas.ConversationState) error {
+		changed, err := o.router.Apply(ctx, st, contract, rec.TaskID, res)
+		if err != nil {
+			return err
+		}
+		if !changed {
+			return ErrUnchanged
+		}
+		return nil
+	})
+}
+
+// follow does what a saved header update asks for: emit its events,
+// publish the tasks of the wave it started, and report the run's end.
+func (o *Orchestrator) follow(ctx context.Context, sd *runSpec, h *runHeader, ch *runChanges) {
+	for _, e := range ch.events {
+		o.emitStep(e)
+	}
+	if ch.finished {
+		o.emit(o.names.Events(h.ID, "pipeline"), bus.TypePipelineCompleted, h.runEvent(),
+			func(e *bus.Event) { e.SetExt(bus.ExtRunID, h.ID) })
+		o.cache.drop(h.ID)
+		return
+	}
+	var failed []*StepState
+	for _, id := range ch.dispatch {
+		err := o.publishStep(ctx, sd, h, id)
+		if errors.Is(err, ErrMissingInput) {
+			rec, rerr := o.store.recordStep(ctx, h.ID, failedRecord(sd, h, id, err.Error(), time.Now().UTC()))
+			if rerr != nil {
+				o.log.Warn("recording step", "run", h.ID, "step", id, "err", rerr)
+				continue
+			}
+			failed = append(failed, rec)
+			continue
+		}
+		if err != nil {
+			// Not published: the sweep publishes it again.
+			o.log.Warn("dispatch", "run", h.ID, "step", id, "err", err)
+			continue
+		}
+		s, _ := sd.step(id)
+		o.emitStep(StepEvent{RunID: h.ID, Step: id, Agent: s.Agent, Status: StepRunning, Wave: h.Wave,
+			Attempt: 1, TaskID: TaskID(h.ID, id, 1), At: h.WaveStartedAt})
+	}
+	if len(failed) > 0 {
+		// Steps whose inputs could not be built fail, which may start the
+		// next wave.
+		if err := o.settle(ctx, sd, failed); err != nil {
+			o.log.Warn("failing steps", "run", h.ID, "err", err)
+		}
+	}
+}
+
+// publishStep builds the inputs of a step of the wave in progress and
+// publishes its task (see DispatchAsync).
+func (o *Orchestrator) publishStep(ctx context.Context, sd *runSpec, h *runHeader, id string) error {
+	var slots map[string]schemas.TypedValue
+	inputs, err := stepInputs(ctx, o.router, sd, id,
+		func(p string) (*StepState, error) { return o.loadRecord(ctx, sd.ID, p) },
+		func() (map[string]schemas.TypedValue, error) {
+			var err error
+			if slots == nil {
+				slots, err = o.store.runSlots(ctx, sd.ID)
+			}
+			return slots, err
+		})
+	s, _ := sd.step(id)
+	if err != nil {
+		return fmt.Errorf("step %q (%s): %w", id, s.Agent, err)
+	}
+	timeout := sd.timeout(id)
+	task := schemas.TaskRequest{Inputs: inputs, Params: s.Params, TimeoutMS: timeout.Milliseconds()}
+	// Not waiting for the stream's ack: a task that was not stored is
+	// published again by the sweep.
+	_, err = o.dispatcher.DispatchAsync(s.Agent, task, DispatchMeta{
+		TaskID: TaskID(sd.ID, id, 1), RunID: sd.ID, StepID: id, Deadline: h.WaveStartedAt.Add(timeout),
+		TraceParent: traceParentFor(sd.ID),
+	})
+	return err
+}
+
+// track adds a run to the sweep's set.
+func (o *Orchestrator) track(id string) {
+	o.mu.Lock()
+	o.dirty[id] = true
+	o.mu.Unlock()
+}
+
+// sweepLoop keeps the set of runs to look at from a metadata-only watch of
+// the run headers and sweeps them every interval: overdue steps time out,
+// a wave whose tasks were maybe never published is published again (the
+// deterministic task id makes that harmless), and a step whose record was
+// written by a replica that died before telling the header is settled.
+func (o *Orchestrator) sweepLoop(ctx context.Context, w jetstream.KeyWatcher) {
+	t := time.NewTicker(o.cfg.sweep)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case e, ok := <-w.Updates():
+			if !ok {
+				return
+			}
+			if e != nil && e.Operation() == jetstream.KeyValuePut {
+				o.track(e.Key())
+			}
+		case <-t.C:
+			o.sweep(ctx)
+		}
+	}
+}
+
+func (o *Orchestrator) sweep(ctx context.Context) {
+	o.mu.Lock()
+	for id := range o.dirty {
+		o.active[id] = true
+	}
+	clear(o.dirty)
+	ids := make([]string, 0, len(o.active))
+	for id := range o.active {
+		ids = append(ids, id)
+	}
+	o.mu.Unlock()
+	for _, id := range ids {
+		if ctx.Err() != nil {
+			return
+		}
+		if done := o.sweepRun(ctx, id); done {
+			o.mu.Lock()
+			delete(o.active, id)
+			o.mu.Unlock()
+		}
+	}
+}
+
+// sweepRun looks at the wave in progress of one run and reports whether
+// the run has ended.
+func (o *Orchestrator) sweepRun(ctx context.Context, id string) bool {
+	h, err := o.loadHeader(ctx, id, true)
+	if err != nil {
+		return errors.Is(err, ErrNotFound)
+	}
+	if h.Done() {
+		o.cache.drop(id)
+		return true
+	}
+	sd, err := o.loadSpec(ctx, id)
+	if err != nil || h.Wave < 0 || h.Wave >= len(sd.Waves) {
+		return false
+	}
+	now := time.Now().UTC()
+	var (
+		ended []*StepState
+		again []string
+	)
+	for _, sid := range sd.Waves[h.Wave] {
+		if h.ended(sid) {
+			continue
+		}
+		rec, err := o.loadRecord(ctx, id, sid)
+		if err == nil {
+			ended = append(ended, rec) // recorded, maybe not settled
+			continue
+		}
+		if !errors.Is(err, ErrNotFound) {
+			continue
+		}
+		deadline := h.WaveStartedAt.Add(sd.timeout(sid))
+		switch {
+		case now.After(deadline.Add(o.cfg.grace)):
+			msg := fmt.Sprintf("%s: no result by the deadline %s (timeout %s)", schemas.CodeTimeout,
+				deadline.UTC().Format(time.RFC3339), sd.timeout(sid))
+			rec, err := o.store.recordStep(ctx, id, failedRecord(sd, h, sid, msg, now))
+			if err != nil {
+				o.log.Warn("timing out", "run", id, "step", sid, "err", err)
+				continue
+			}
+			o.cache.putRecord(id, rec)
+			ended = append(ended, rec)
+		case !h.Republished && now.Sub(h.WaveStartedAt) > o.cfg.republish && now.Sub(h.WaveStartedAt) < time.Minute:
+			again = append(again, sid)
+		}
+	}
+	if len(ended) > 0 {
+		if err := o.settle(ctx, sd, ended); err != nil {
+			o.log.Warn("sweep", "run", id, "err", err)
+		}
+	}
+	if len(again) == 0 {
+		return false
+	}
+	// Mark first, then publish again: within the duplicate window the
+	// stream stores a task id once, so this never runs a step twice.
+	wave := h.Wave
+	unlock := o.locks.lock(id)
+	ch, rev := o.cache.header(id)
+	next, nrev, err := o.store.updateHeader(ctx, id, ch, rev, func(h *runHeader) error {
+		if h.Done() || h.Wave != wave || h.Republished {
+			return ErrUnchanged
+		}
+		h.Republished = true
+		return nil
+	})
+	if next != nil {
+		o.cache.putHeader(next, nrev)
+	}
+	unlock()
+	if err != nil {
+		return false
+	}
+	for _, sid := range again {
+		if next.running(sd, sid) {
+			if err := o.publishStep(ctx, sd, next, sid); err != nil {
+				o.log.Warn("re-dispatch", "run", id, "step", sid, "err", err)
+			}
+		}
+	}
+	return false
+}

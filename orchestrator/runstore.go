@@ -1,0 +1,351 @@
+package orchestrator
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/agentmesh/agentmesh/bus"
+	"github.com/agentmesh/agentmesh/schemas"
+)
+
+// A run is kept in the runs bucket as several keys, so the work done for one
+// result does not grow with the size of the run:
+//
+//	<run>              the header: status, the wave in progress, the steps of
+//	                   that wave which ended, failures, counters (compare-and-set)
+//	<run>.spec         the spec, the contracts it was validated against and its
+//	                   waves (written once)
+//	<run>.state        slots, history and applied task ids: written only by
+//	                   results with outputs (compare-and-set)
+//	<run>.step.<step>  how one step ended: status, task id, timing, outputs
+//	                   (written once, with create: the first writer decides)
+//
+// A step's record is written before the header learns that the step ended,
+// and a step's outputs are routed into <run>.state before that too, so a
+// header that says "ended" implies both. StateStore.Run assembles the keys
+// into one RunState.
+
+func specKey(run string) string       { return run + ".spec" }
+func stateKey(run string) string      { return run + ".state" }
+func stepKey(run, step string) string { return run + ".step." + step }
+
+// runSpec is the immutable part of a run (<run>.spec).
+type runSpec struct {
+	ID        string                           `json:"id"`
+	Spec      schemas.PipelineSpec             `json:"spec"`
+	Contracts map[string]schemas.AgentContract `json:"contracts,omitempty"`
+	Waves     [][]string                       `json:"waves,omitempty"`
+	CreatedAt time.Time                        `json:"created_at"`
+
+	index  map[string]int // step id -> index in Spec.Steps
+	waveOf map[string]int
+}
+
+func (sd *runSpec) init() *runSpec {
+	sd.index = make(map[string]int, len(sd.Spec.Steps))
+	for i, s := range sd.Spec.Steps {
+		if _, dup := sd.index[s.ID]; !dup {
+			sd.index[s.ID] = i
+		}
+	}
+	sd.waveOf = map[string]int{}
+	for w, wave := range sd.Waves {
+		for _, id := range wave {
+			sd.waveOf[id] = w
+		}
+	}
+	return sd
+}
+
+func (sd *runSpec) step(id string) (schemas.PipelineStep, bool) {
+	i, ok := sd.index[id]
+	if !ok {
+		return schemas.PipelineStep{}, false
+	}
+	return sd.Spec.Steps[i], true
+}
+
+// timeout is the time budget of a step: its own, else its agent's, else
+// DefaultTaskTimeout.
+func (sd *runSpec) timeout(id string) time.Duration {
+	s, _ := sd.step(id)
+	if s.TimeoutMS > 0 {
+		return time.Duration(s.TimeoutMS) * time.Millisecond
+	}
+	if c, ok := sd.Contracts[s.Agent]; ok && c.TimeoutMS > 0 {
+		return time.Duration(c.TimeoutMS) * time.Millisecond
+	}
+	return DefaultTaskTimeout
+}
+
+// runHeader is the mutable, small part of a run (<run>). Its size grows
+// with the width of a wave and the number of failures, not with the run.
+type runHeader struct {
+	ID            string            `json:"id"`
+	Name          string            `json:"name,omitempty"`
+	Status        string            `json:"status"`
+	Error         string            `json:"error,omitempty"`
+	Wave          int               `json:"wave"` // the wave in progress; -1 before the first
+	WaveStartedAt time.Time         `json:"wave_started_at,omitzero"`
+	Republished   bool              `json:"republished,omitempty"` // the wave's tasks were published again
+	WaveEnded     []string          `json:"wave_ended,omitempty"`  // steps of the wave in progress that ended
+	Failed        map[string]string `json:"failed,omitempty"`      // step -> error
+	Skipped       map[string]string `json:"skipped,omitempty"`     // step -> reason
+	Completed     int               `json:"completed"`
+	Steps         int               `json:"steps"`
+	CreatedAt     time.Time         `json:"created_at"`
+	UpdatedAt     time.Time         `json:"updated_at"`
+	FinishedAt    time.Time         `json:"finished_at,omitzero"`
+}
+
+func (h *runHeader) clone() *runHeader {
+	c := *h
+	c.WaveEnded = slices.Clone(h.WaveEnded)
+	c.Failed = maps.Clone(h.Failed)
+	c.Skipped = maps.Clone(h.Skipped)
+	return &c
+}
+
+// Done reports whether the run has ended.
+func (h *runHeader) Done() bool { return h.Status == RunCompleted || h.Status == RunFailed }
+
+// ended reports whether step id of the wave in progress has ended.
+func (h *runHeader) ended(id string) bool { return slices.Contains(h.WaveEnded, id) }
+
+// running reports whether step id of sd is dispatched and has not ended
+// as far as the header knows.
+func (h *runHeader) running(sd *runSpec, id string) bool {
+	w, ok := sd.waveOf[id]
+	return ok && !h.Done() && h.Wave == w && !h.ended(id)
+}
+
+// Run loads a run, assembled from its keys. A missing one wraps ErrNotFound.
+func (s *StateStore) Run(ctx context.Context, id string) (*RunState, error) {
+	if err := bus.ValidateToken("run id", id); err != nil {
+		return nil, err
+	}
+	var h runHeader
+	if _, err := s.getJSON(ctx, id, &h); err != nil {
+		if errors.Is(err, ErrNotFound) {
+			return nil, fmt.Errorf("%w: no run %q in bucket %s", ErrNotFound, id, s.runs.Bucket())
+		}
+		return nil, err
+	}
+	var sd runSpec
+	if _, err := s.getJSON(ctx, specKey(id), &sd); err != nil {
+		return nil, fmt.Errorf("run %q: %w", id, err)
+	}
+	sd.init()
+	st := schemas.NewConversationState(id)
+	if _, err := s.getJSON(ctx, stateKey(id), st); err != nil && !errors.Is(err, ErrNotFound) {
+		return nil, fmt.Errorf("run %q: %w", id, err)
+	}
+	if st.Slots == nil {
+		st.Slots = map[string]schemas.TypedValue{}
+	}
+	r := &RunState{ID: id, Name: h.Name, Status: h.Status, Error: h.Error, Spec: sd.Spec, Contracts: sd.Contracts,
+		Waves: sd.Waves, Wave: max(h.Wave, 0), Steps: map[string]*StepState{}, State: st,
+		CreatedAt: h.CreatedAt, UpdatedAt: h.UpdatedAt, FinishedAt: h.FinishedAt}
+	for _, step := range sd.Spec.Steps {
+		w, inWave := sd.waveOf[step.ID]
+		st := &StepState{ID: step.ID, Agent: step.Agent, Wave: w, Status: StepPending}
+		r.Steps[step.ID] = st
+		switch {
+		case !inWave || w > h.Wave:
+		case h.Skipped[step.ID] != "":
+			st.Status, st.Reason = StepSkipped, h.Skipped[step.ID]
+		default:
+			var rec StepState
+			_, err := s.getJSON(ctx, stepKey(id, step.ID), &rec)
+			switch {
+			case err == nil:
+				r.Steps[step.ID] = &rec
+				if rec.TaskID != "" && !r.State.Applied(rec.TaskID) {
+					r.State.AppliedTasks = append(r.State.AppliedTasks, rec.TaskID)
+				}
+			case errors.Is(err, ErrNotFound):
+				if h.running(&sd, step.ID) {
+					st.Status, st.Attempt, st.TaskID = StepRunning, 1, TaskID(id, step.ID, 1)
+					st.DispatchedAt, st.Deadline = h.WaveStartedAt, h.WaveStartedAt.Add(sd.timeout(step.ID))
+				}
+			default:
+				return nil, fmt.Errorf("run %q: %w", id, err)
+			}
+		}
+	}
+	return r, nil
+}
+
+// getJSON reads key from the runs bucket into dst and returns its revision.
+// A missing key wraps ErrNotFound.
+func (s *StateStore) getJSON(ctx context.Context, key string, dst any) (uint64, error) {
+	e, err := s.runs.Get(ctx, key)
+	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
+		return 0, fmt.Errorf("%w: no key %q in bucket %s", ErrNotFound, key, s.runs.Bucket())
+	}
+	if err != nil {
+		return 0, fmt.Errorf("reading %q: %w", key, err)
+	}
+	if err := json.Unmarshal(e.Value(), dst); err != nil {
+		return 0, fmt.Errorf("%q: stored state does not decode: %w", key, err)
+	}
+	return e.Revision(), nil
+}
+
+// createRun stores a new run: its spec, its state (the seed slots) and,
+// last, its header, whose creation is the moment the run exists. A run
+// with the same id wraps ErrExists. It returns the header's revision.
+func (s *StateStore) createRun(ctx context.Context, sd *runSpec, h *runHeader, st *schemas.ConversationState) (uint64, error) {
+	b, err := s.encode(sd, nil)
+	if err != nil {
+		return 0, err
+	}
+	if _, err := s.runs.Create(ctx, specKey(sd.ID), b); err != nil {
+		if !errors.Is(err, jetstream.ErrKeyExists) {
+			return 0, fmt.Errorf("creating run %q: %w", sd.ID, err)
+		}
+		// A redelivered submission, or one that stopped half way.
+		if _, err := s.runs.Get(ctx, sd.ID); err == nil {
+			return 0, fmt.Errorf("%w: run %q", ErrExists, sd.ID)
+		}
+	}
+	if b, err = s.encode(st, st); err != nil {
+		return 0, err
+	}
+	if _, err := s.runs.Create(ctx, stateKey(sd.ID), b); err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
+		return 0, fmt.Errorf("creating run %q: %w", sd.ID, err)
+	}
+	if b, err = json.Marshal(h); err != nil {
+		return 0, err
+	}
+	rev, err := s.runs.Create(ctx, sd.ID, b)
+	if errors.Is(err, jetstream.ErrKeyExists) {
+		return 0, fmt.Errorf("%w: run %q", ErrExists, sd.ID)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("creating run %q: %w", sd.ID, err)
+	}
+	return rev, nil
+}
+
+// updateHeader applies fn to the header with compare-and-set, starting from
+// h at revision rev when the caller has them (no read when it is current).
+// fn may run more than once, on a fresh copy each time; ErrUnchanged skips
+// the write (decided on the stored header, never on the caller's copy alone)
+// and returns the header read with its revision.
+func (s *StateStore) updateHeader(ctx context.Context, id string, h *runHeader, rev uint64, fn func(*runHeader) error) (*runHeader, uint64, error) {
+	for attempt := 0; attempt < maxUpdateAttempts; attempt++ {
+		given := h != nil
+		if h == nil {
+			h = &runHeader{}
+			var err error
+			if rev, err = s.getJSON(ctx, id, h); err != nil {
+				return nil, 0, err
+			}
+		}
+		next := h.clone()
+		if err := fn(next); err != nil {
+			if errors.Is(err, ErrUnchanged) && given {
+				h = nil // the caller's copy may be behind: decide on the stored one
+				continue
+			}
+			if errors.Is(err, ErrUnchanged) {
+				return h, rev, err
+			}
+			return nil, 0, err
+		}
+		next.UpdatedAt = time.Now().UTC()
+		b, err := json.Marshal(next)
+		if err != nil {
+			return nil, 0, err
+		}
+		nrev, err := s.runs.Update(ctx, id, b, rev)
+		if err == nil {
+			return next, nrev, nil
+		}
+		if !isConflict(err) {
+			return nil, 0, fmt.Errorf("writing run %q: %w", id, err)
+		}
+		h = nil // stale: read again
+		if err := backoff(ctx, attempt); err != nil {
+			return nil, 0, err
+		}
+	}
+	return nil, 0, fmt.Errorf("%w: run %q after %d attempts", ErrConflict, id, maxUpdateAttempts)
+}
+
+// recordStep writes the record of a step's end unless one exists, and
+// returns the record that stands (the first one written).
+func (s *StateStore) recordStep(ctx context.Context, runID string, rec *StepState) (*StepState, error) {
+	b, err := s.encode(rec, nil)
+	if errors.Is(err, ErrTooLarge) {
+		// Outputs too large for KV: keep the end, say why the values are gone.
+		small := *rec
+		small.Outputs = nil
+		small.Summary = fmt.Sprintf("%s [outputs dropped: %v]", rec.Summary, err)
+		rec, err = &small, nil
+		b, err = json.Marshal(rec)
+	}
+	if err != nil {
+		return nil, err
+	}
+	_, err = s.runs.Create(ctx, stepKey(runID, rec.ID), b)
+	if err == nil {
+		return rec, nil
+	}
+	if !errors.Is(err, jetstream.ErrKeyExists) {
+		return nil, fmt.Errorf("recording step %q of run %q: %w", rec.ID, runID, err)
+	}
+	var have StepState
+	if _, err := s.getJSON(ctx, stepKey(runID, rec.ID), &have); err != nil {
+		return nil, err
+	}
+	return &have, nil
+}
+
+// stepRecord reads the record of a step's end; ErrNotFound while it runs.
+func (s *StateStore) stepRecord(ctx context.Context, runID, stepID string) (*StepState, error) {
+	var rec StepState
+	if _, err := s.getJSON(ctx, stepKey(runID, stepID), &rec); err != nil {
+		return nil, err
+	}
+	return &rec, nil
+}
+
+// runSlots reads the slots of a run's state.
+func (s *StateStore) runSlots(ctx context.Context, runID string) (map[string]schemas.TypedValue, error) {
+	st := schemas.NewConversationState(runID)
+	if _, err := s.getJSON(ctx, stateKey(runID), st); err != nil && !errors.Is(err, ErrNotFound) {
+		return nil, err
+	}
+	return st.Slots, nil
+}
+
+// updateRunState applies fn to a run's slots and history with
+// compare-and-set (see UpdateConversation).
+func (s *StateStore) updateRunState(ctx context.Context, runID string, fn func(*schemas.ConversationState) error) error {
+	return s.update(ctx, s.runs, "run state", stateKey(runID), true, func(raw []byte) ([]byte, error) {
+		st := schemas.NewConversationState(runID)
+		if raw != nil {
+			st = &schemas.ConversationState{}
+			if err := json.Unmarshal(raw, st); err != nil {
+				return nil, fmt.Errorf("run %q: stored state does not decode: %w", runID, err)
+			}
+			if st.Slots == nil {
+				st.Slots = map[string]schemas.TypedValue{}
+			}
+		}
+		if err := fn(st); err != nil {
+			return nil, err
+		}
+		st.UpdatedAt = time.Now().UTC()
+		return s.encode(st, st)
+	})
+}

@@ -11,4 +11,9 @@
 // Orchestrator wires them into the pipeline scheduler; pipelines come from
 // YAML or JSON files (LoadPipeline), the fluent builder (NewPipeline) or
 // io.agentmesh.pipeline.submitted events.
+//
+// Chat turns run through the same parts: the Chat loop (NewChat) reasons
+// with an LLM over one tool per live agent (Tools), shows the state as Data
+// messages (RenderData) and feeds observations back, up to a step limit;
+// with no LLM configured, PlanOffline chains agents by their contracts.
 package orchestrator

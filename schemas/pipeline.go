@@ -16,7 +16,8 @@ type PipelineSpec struct {
 
 // PipelineStep is one node of a pipeline. Inputs maps an input name of the
 // agent's contract to a source: "seed.images", "seed.documents",
-// "seed.links", "<step>.<output>" or "state.<slot>". Inputs left unmapped are
+// "seed.links", "<step>.<output>", "state.<slot>" or "text:<literal>" (a TEXT
+// input given in place). Inputs left unmapped are
 // filled from the parents' outputs by data type and content hint.
 type PipelineStep struct {
 	ID        string            `json:"id" yaml:"id"`

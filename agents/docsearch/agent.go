@@ -213,10 +213,7 @@ func Score(terms []string, ref schemas.FileRef) float64 {
 			other = append(other, v)
 		}
 	}
-	fields := []struct {
-		set    map[string]bool
-		weight float64
-	}{
+	fields := []Field{
 		{TermSet(ref.Filename, ref.Metadata[resolvers.MetaFilename]), 3},
 		{TermSet(ref.Metadata[resolvers.MetaTags]), 3},
 		{TermSet(ref.Metadata[MetaTitle]), 2.5},
@@ -224,23 +221,7 @@ func Score(terms []string, ref schemas.FileRef) float64 {
 		{TermSet(ref.Metadata[MetaKeywords]), 2},
 		{TermSet(other...), 2},
 	}
-	score, matched := 0.0, 0
-	for _, t := range terms {
-		best := 0.0
-		for _, f := range fields {
-			if f.set[t] {
-				best = math.Max(best, f.weight)
-			}
-		}
-		if best > 0 {
-			matched++
-		}
-		score += best
-	}
-	if matched == len(terms) {
-		score += float64(len(terms))
-	}
-	return score
+	return ScoreFields(terms, fields)
 }
 
 // LimitParam reads the "limit" parameter: a whole number of at least 1,
@@ -282,4 +263,34 @@ func DisplayName(ref schemas.FileRef) string {
 		return n
 	}
 	return ref.ID
+}
+
+// Field is one place a search term can be found, with the weight a match
+// there is worth.
+type Field struct {
+	Terms  map[string]bool
+	Weight float64
+}
+
+// ScoreFields rates terms against fields: each term adds the weight of the
+// best field it is found in, and matching every term adds one more point per
+// term. Zero means no term matched.
+func ScoreFields(terms []string, fields []Field) float64 {
+	score, matched := 0.0, 0
+	for _, t := range terms {
+		best := 0.0
+		for _, f := range fields {
+			if f.Terms[t] {
+				best = math.Max(best, f.Weight)
+			}
+		}
+		if best > 0 {
+			matched++
+		}
+		score += best
+	}
+	if matched == len(terms) {
+		score += float64(len(terms))
+	}
+	return score
 }

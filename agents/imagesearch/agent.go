@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"runtime"
 	"slices"
 	"strings"
@@ -333,33 +332,14 @@ func Score(terms []string, ref schemas.FileRef, visual string) float64 {
 			other = append(other, v)
 		}
 	}
-	fields := []struct {
-		set    map[string]bool
-		weight float64
-	}{
-		{docsearch.TermSet(ref.Filename, ref.Metadata[resolvers.MetaFilename]), weightFilename},
-		{docsearch.TermSet(ref.Metadata[resolvers.MetaTags]), weightTags},
-		{docsearch.TermSet(ref.Metadata[resolvers.MetaFolder]), weightFolder},
-		{docsearch.TermSet(other...), weightMetadata},
-		{docsearch.TermSet(visual), weightVisual},
+	fields := []docsearch.Field{
+		{Terms: docsearch.TermSet(ref.Filename, ref.Metadata[resolvers.MetaFilename]), Weight: weightFilename},
+		{Terms: docsearch.TermSet(ref.Metadata[resolvers.MetaTags]), Weight: weightTags},
+		{Terms: docsearch.TermSet(ref.Metadata[resolvers.MetaFolder]), Weight: weightFolder},
+		{Terms: docsearch.TermSet(other...), Weight: weightMetadata},
+		{Terms: docsearch.TermSet(visual), Weight: weightVisual},
 	}
-	score, matched := 0.0, 0
-	for _, t := range terms {
-		best := 0.0
-		for _, f := range fields {
-			if f.set[t] {
-				best = math.Max(best, f.weight)
-			}
-		}
-		if best > 0 {
-			matched++
-		}
-		score += best
-	}
-	if matched == len(terms) {
-		score += float64(len(terms))
-	}
-	return score
+	return docsearch.ScoreFields(terms, fields)
 }
 
 func isImage(ref schemas.FileRef) bool {

@@ -96,8 +96,6 @@ for await (const m of events) {
       console.log(`\n${d.output}\n`);
       console.log(`state: ${d.state} (${d.steps} steps, ${d.duration_ms} ms, planner ${d.planner || "?"})`);
       clearTimeout(timer);
-      await events.close();
-      await nc.close();
       process.exit(d.state === "completed" ? 0 : 1);
     }
     default:

@@ -291,9 +291,9 @@ func TestNodeAgentAndClient(t *testing.T) {
 			t.Fatal(err)
 		}
 		select {
-		case err := <-agent.exited:
-			if err != nil {
-				t.Fatalf("agent exited with %v after SIGTERM\n%s", err, agent.out.String())
+		case <-agent.exited:
+			if agent.err != nil {
+				t.Fatalf("agent exited with %v after SIGTERM\n%s", agent.err, agent.out.String())
 			}
 		case <-time.After(20 * time.Second):
 			t.Fatalf("agent still running 20s after SIGTERM\n%s", agent.out.String())
@@ -363,19 +363,23 @@ func startOrchestrator(ctx context.Context, t *testing.T, srv *bustest.Server, r
 type process struct {
 	cmd    *exec.Cmd
 	out    *syncBuffer
-	exited chan error
+	exited chan struct{} // closed when the process has exited
+	err    error         // its exit status, once exited is closed
 }
 
 func startProcess(t *testing.T, node, script, natsURL string) *process {
 	t.Helper()
-	p := &process{out: &syncBuffer{}, exited: make(chan error, 1)}
+	p := &process{out: &syncBuffer{}, exited: make(chan struct{})}
 	p.cmd = exec.Command(node, script)
 	p.cmd.Env = append(os.Environ(), "NATS_URL="+natsURL)
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
 	if err := p.cmd.Start(); err != nil {
 		t.Fatalf("starting node %s: %v", script, err)
 	}
-	go func() { p.exited <- p.cmd.Wait() }()
+	go func() {
+		p.err = p.cmd.Wait()
+		close(p.exited)
+	}()
 	t.Cleanup(func() {
 		select {
 		case <-p.exited:

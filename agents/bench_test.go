@@ -3,7 +3,6 @@ package agents_test
 import (
 	"context"
 	"fmt"
-	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/agentmesh/agentmesh/agents"
 	"github.com/agentmesh/agentmesh/bus"
+	"github.com/agentmesh/agentmesh/internal/benchsuite"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -29,58 +29,13 @@ func noop(name string) agents.Agent {
 // agentmesh sub-benchmark against the raw baseline of the same run.
 func BenchmarkTaskRoundTrip(b *testing.B) {
 	m := newMesh(b)
-	var rawP50 float64
-
-	b.Run("raw-request-reply", func(b *testing.B) {
-		sub, err := m.srv.Conn(b).Subscribe("bench.echo", func(msg *nats.Msg) { _ = msg.Respond(msg.Data) })
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer sub.Unsubscribe()
-		nc := m.nc
-		durs := make([]time.Duration, 0, b.N)
-		b.ResetTimer()
-		for b.Loop() {
-			start := time.Now()
-			if _, err := nc.Request("bench.echo", []byte(`{}`), 5*time.Second); err != nil {
-				b.Fatal(err)
-			}
-			durs = append(durs, time.Since(start))
-		}
-		rawP50 = p50(durs)
-		b.ReportMetric(rawP50, "p50-ns")
-	})
-
-	b.Run("agentmesh", func(b *testing.B) {
-		m.serve(b, noop("Noop"))
-		subj, _ := m.n.Task("Noop")
-		durs := make([]time.Duration, 0, b.N)
-		ctx := context.Background()
-		b.ResetTimer()
-		for b.Loop() {
-			start := time.Now()
-			ev, _ := bus.NewEvent(bus.TypeTaskRequested, "/bench", []byte(`{}`))
-			ev.DataContentType = bus.ContentTypeJSON
-			sub, err := m.nc.SubscribeSync(m.n.Result(ev.ID))
-			if err != nil {
-				b.Fatal(err)
-			}
-			msg, _ := bus.Encode(subj, ev)
-			if _, err := m.js.PublishMsg(ctx, msg); err != nil {
-				b.Fatal(err)
-			}
-			if _, err := sub.NextMsg(10 * time.Second); err != nil {
-				b.Fatal(err)
-			}
-			_ = sub.Unsubscribe()
-			durs = append(durs, time.Since(start))
-		}
-		p := p50(durs)
-		b.ReportMetric(p, "p50-ns")
-		if rawP50 > 0 {
-			b.ReportMetric(p/rawP50, "x-raw-p50")
-		}
-	})
+	pair, closer, err := benchsuite.TaskRoundTrip(context.Background(), benchsuite.Env{NC: m.nc, JS: m.js, Names: m.n, Res: m.res})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer closer.Close()
+	b.Run("raw-request-reply", pair.Baseline)
+	b.Run("agentmesh", pair.Mesh)
 
 	for _, instances := range []int{1, 2} {
 		b.Run(fmt.Sprintf("throughput-%d-instances", instances), func(b *testing.B) {
@@ -117,13 +72,4 @@ func BenchmarkTaskRoundTrip(b *testing.B) {
 			b.ReportMetric(float64(n)/time.Since(start).Seconds(), "tasks/s")
 		})
 	}
-}
-
-func p50(d []time.Duration) float64 {
-	if len(d) == 0 {
-		return 0
-	}
-	s := slices.Clone(d)
-	slices.Sort(s)
-	return float64(s[len(s)/2])
 }

@@ -219,6 +219,26 @@ func TestNodeAgentAndClient(t *testing.T) {
 			t.Errorf("Nats-Msg-Id of the result = %q, want result-%s", got, id)
 		}
 
+		// A structured-mode task (what a plain `nats pub` sends) is read too.
+		meta := orchestrator.DispatchMeta{}
+		sev, err := d.Event(schemas.TaskRequest{Instruction: "four words right here"}, &meta)
+		if err != nil {
+			t.Fatal(err)
+		}
+		msg, err := bus.EncodeStructured(must(names.Task(agentName)), sev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := js.PublishMsg(ctx, msg); err != nil {
+			t.Fatal(err)
+		}
+		actx, acancel := context.WithTimeout(ctx, 20*time.Second)
+		sr, err := d.Await(actx, meta.ReplyTo, meta.TaskID)
+		acancel()
+		if err != nil || !sr.Result.Success || sr.Result.Summary != "counted 4 words in 1 text" {
+			t.Errorf("structured task: %+v, %v", sr.Result, err)
+		}
+
 		for _, tc := range []struct {
 			name string
 			task schemas.TaskRequest
@@ -480,4 +500,11 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+func must(s string, err error) string {
+	if err != nil {
+		panic(err)
+	}
+	return s
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 
@@ -67,4 +68,27 @@ func TestComposeFile(t *testing.T) {
 			t.Errorf("%s deploy.replicas = %d, want 2", name, r)
 		}
 	}
+}
+
+// TestComposeConfig has Docker Compose itself read compose.yaml
+// (`docker compose config`, or the docker-compose tool that CI installs);
+// no Docker engine is needed for that.
+func TestComposeConfig(t *testing.T) {
+	var cmd *exec.Cmd
+	switch {
+	case exec.Command("docker", "compose", "version").Run() == nil:
+		cmd = exec.Command("docker", "compose", "-f", "../../compose.yaml", "config", "-q")
+	case lookPath("docker-compose"):
+		cmd = exec.Command("docker-compose", "-f", "../../compose.yaml", "config", "-q")
+	default:
+		t.Skip("neither 'docker compose' nor 'docker-compose' is installed (.ci/run installs docker-compose)")
+	}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%v rejects compose.yaml: %v\n%s", cmd.Args, err, out)
+	}
+}
+
+func lookPath(name string) bool {
+	_, err := exec.LookPath(name)
+	return err == nil
 }

@@ -39,6 +39,8 @@ const (
 	SchemaPipeline       = "pipeline"
 	SchemaChatRequest    = "chat-request"
 	SchemaChatResponse   = "chat-response"
+	SchemaStepEvent      = "step-event"
+	SchemaRunEvent       = "run-event"
 )
 
 // Problem is one reason a document failed its schema: the JSON pointer of

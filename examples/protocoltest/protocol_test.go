@@ -287,6 +287,7 @@ func check(ev bus.Event, msg *nats.Msg) error {
 			fail("subject %s, want %s", subject, names.PipelineSubmit())
 		}
 	case orchestrator.TypeStepStarted, orchestrator.TypeStepCompleted, orchestrator.TypeStepFailed, orchestrator.TypeStepSkipped:
+		schema(schemas.SchemaStepEvent)
 		var s orchestrator.StepEvent
 		if err := strict(ev.Data, &s); err != nil {
 			fail("data does not decode into orchestrator.StepEvent: %v", err)
@@ -299,6 +300,7 @@ func check(ev bus.Event, msg *nats.Msg) error {
 			fail("subject %s, want %s", subject, want)
 		}
 	case bus.TypePipelineCompleted:
+		schema(schemas.SchemaRunEvent)
 		var r orchestrator.RunEvent
 		if err := strict(ev.Data, &r); err != nil {
 			fail("data does not decode into orchestrator.RunEvent: %v", err)

@@ -10,6 +10,7 @@ import (
 	"path"
 	"regexp"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/ledongthuc/pdf"
@@ -106,9 +107,34 @@ func ExtractText(content []byte, mediaType string) (string, error) {
 	return strings.TrimSpace(text), nil
 }
 
-// pdfText reads every page's text. The PDF library panics on some malformed
-// files; that is turned into an ErrCorruptDocument error.
-func pdfText(content []byte) (text string, err error) {
+// PDFTimeout bounds the text extraction of one PDF. The PDF library can spin
+// for a long time on some malformed files; past this the document is
+// reported as corrupt instead of holding the task until its deadline. (The
+// library cannot be interrupted, so its goroutine finishes on its own.)
+var PDFTimeout = 10 * time.Second
+
+// pdfText reads every page's text within PDFTimeout.
+func pdfText(content []byte) (string, error) {
+	type out struct {
+		text string
+		err  error
+	}
+	done := make(chan out, 1)
+	go func() {
+		t, err := pdfTextNow(content)
+		done <- out{t, err}
+	}()
+	select {
+	case o := <-done:
+		return o.text, o.err
+	case <-time.After(PDFTimeout):
+		return "", fmt.Errorf("%w: PDF text extraction took longer than %s; the file is probably malformed", ErrCorruptDocument, PDFTimeout)
+	}
+}
+
+// pdfTextNow reads every page's text. The PDF library panics on some
+// malformed files; that is turned into an ErrCorruptDocument error.
+func pdfTextNow(content []byte) (text string, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("%w: PDF: %v", ErrCorruptDocument, r)

@@ -183,6 +183,7 @@ type Orchestrator struct {
 	registry   *Registry
 	ownsReg    bool
 	runsKV     jetstream.KeyValue
+	kvjs       jetstream.JetStream // pipelined KV writes (see commitPipelined)
 	log        *slog.Logger
 
 	locks keyedMutex // serialises this replica's header updates of one run
@@ -222,6 +223,10 @@ func New(nc *nats.Conn, opts ...Option) (*Orchestrator, error) {
 	if err != nil {
 		return nil, fmt.Errorf("orchestrator: jetstream: %w", err)
 	}
+	kvjs, err := jetstream.New(nc, jetstream.WithPublishAsyncTimeout(10*time.Second))
+	if err != nil {
+		return nil, fmt.Errorf("orchestrator: jetstream: %w", err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	bind := func(bucket string) (jetstream.KeyValue, error) {
@@ -251,7 +256,7 @@ func New(nc *nats.Conn, opts ...Option) (*Orchestrator, error) {
 	}
 	o := &Orchestrator{cfg: cfg, nc: nc, js: js, names: cfg.names, router: cfg.router,
 		store: NewStateStore(convs, runs, cfg.stateOpts...), inputs: NewInputBuilder(cfg.router),
-		dispatcher: NewDispatcher(js, cfg.names, cfg.source), registry: cfg.registry, runsKV: runs,
+		dispatcher: NewDispatcher(js, cfg.names, cfg.source), registry: cfg.registry, runsKV: runs, kvjs: kvjs,
 		log: cfg.logger, active: map[string]bool{}, dirty: map[string]bool{}, batches: map[string]*settleBatch{}}
 	if o.registry == nil {
 		agentsKV, err := bind(cfg.names.AgentsBucket())

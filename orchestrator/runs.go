@@ -217,13 +217,21 @@ func (o *Orchestrator) applyRunResult(ctx context.Context, runID, stepID, taskID
 			return nil // a duplicate, or late: the step has ended
 		}
 	}
-	rec, err := o.store.recordStep(ctx, runID, resultRecord(sd, h, stepID, taskID, res, time.Now().UTC()))
-	if err != nil {
+	rec := resultRecord(sd, h, stepID, taskID, res, time.Now().UTC())
+	if !routes(rec) {
+		// Nothing to route: the record and the header are written together.
+		return o.settleRecords(ctx, sd, nil, []*StepState{rec})
+	}
+	if rec, err = o.store.recordStep(ctx, runID, rec); err != nil {
 		return err
 	}
 	o.cache.putRecord(runID, rec)
 	return o.settle(ctx, sd, []*StepState{rec})
 }
+
+// routes reports whether a step's record has outputs to route into the
+// run's state.
+func routes(rec *StepState) bool { return rec.Status == StepCompleted && len(rec.Outputs) > 0 }
 
 // settle makes the run know that the steps of recs (their records written)
 // ended: it routes completed outputs into the run's state, then updates
@@ -233,8 +241,17 @@ func (o *Orchestrator) applyRunResult(ctx context.Context, runID, stepID, taskID
 // share one header update: while one update is written, the next ones
 // gather into a batch.
 func (o *Orchestrator) settle(ctx context.Context, sd *runSpec, recs []*StepState) error {
+	return o.settleRecords(ctx, sd, recs, nil)
+}
+
+// settleRecords is settle for written records (recs) and records not yet
+// written (fresh: they have nothing to route). Fresh records are written
+// in the same round trip as the header update when the cached header is
+// current (commitPipelined); otherwise each is written first, the first
+// writer deciding, as for recs.
+func (o *Orchestrator) settleRecords(ctx context.Context, sd *runSpec, recs, fresh []*StepState) error {
 	for _, rec := range recs {
-		if rec.Status != StepCompleted || len(rec.Outputs) == 0 {
+		if !routes(rec) {
 			continue
 		}
 		if err := o.routeState(ctx, sd, rec); err != nil {
@@ -248,6 +265,7 @@ func (o *Orchestrator) settle(ctx context.Context, sd *runSpec, recs []*StepStat
 		o.batches[sd.ID] = b
 	}
 	b.recs = append(b.recs, recs...)
+	b.fresh = append(b.fresh, fresh...)
 	o.batchMu.Unlock()
 
 	unlock := o.locks.lock(sd.ID)
@@ -262,6 +280,30 @@ func (o *Orchestrator) settle(ctx context.Context, sd *runSpec, recs []*StepStat
 		unlock()
 		<-b.done
 		return b.err
+	}
+	if len(b.fresh) > 0 {
+		if next, ch, ok := o.commitPipelined(ctx, sd, b); ok {
+			unlock()
+			o.follow(ctx, sd, next, &ch)
+			close(b.done)
+			return nil
+		}
+		// Written key by key: each record first (the first writer
+		// decides), then the header.
+		for _, rec := range b.fresh {
+			stored, err := o.store.recordStep(ctx, sd.ID, rec)
+			if err == nil && routes(stored) {
+				err = o.routeState(ctx, sd, stored) // another writer's record
+			}
+			if err != nil {
+				unlock()
+				b.err = err
+				close(b.done)
+				return err
+			}
+			o.cache.putRecord(sd.ID, stored)
+			b.recs = append(b.recs, stored)
+		}
 	}
 	h, rev := o.cache.header(sd.ID)
 	var ch runChanges
@@ -292,9 +334,10 @@ func (o *Orchestrator) settle(ctx context.Context, sd *runSpec, recs []*StepStat
 
 // settleBatch is the records of one run waiting for one header update.
 type settleBatch struct {
-	recs []*StepState
-	done chan struct{} // closed once written (or failed: err)
-	err  error
+	recs  []*StepState
+	fresh []*StepState  // not written yet (nothing to route)
+	done  chan struct{} // closed once written (or failed: err)
+	err   error
 }
 
 // routeState routes a completed step's outputs into the run's slots and
@@ -317,16 +360,21 @@ func (o *Orchestrator) routeState(ctx context.Context, sd *runSpec, rec *StepSta
 // follow does what a saved header update asks for: emit its events,
 // publish the tasks of the wave it started, and report the run's end.
 func (o *Orchestrator) follow(ctx context.Context, sd *runSpec, h *runHeader, ch *runChanges) {
-	for _, e := range ch.events {
-		o.emitStep(e)
-	}
 	if ch.finished {
+		for _, e := range ch.events {
+			o.emitStep(e)
+		}
 		o.emit(o.names.Events(h.ID, "pipeline"), bus.TypePipelineCompleted, h.runEvent(),
 			func(e *bus.Event) { e.SetExt(bus.ExtRunID, h.ID) })
 		o.cache.drop(h.ID)
 		return
 	}
-	var failed []*StepState
+	// Tasks first (they are the critical path), then the events, in order:
+	// the steps that ended, then the steps that started.
+	var (
+		failed  []*StepState
+		started []string
+	)
 	for _, id := range ch.dispatch {
 		err := o.publishStep(ctx, sd, h, id)
 		if errors.Is(err, ErrMissingInput) {
@@ -343,6 +391,12 @@ func (o *Orchestrator) follow(ctx context.Context, sd *runSpec, h *runHeader, ch
 			o.log.Warn("dispatch", "run", h.ID, "step", id, "err", err)
 			continue
 		}
+		started = append(started, id)
+	}
+	for _, e := range ch.events {
+		o.emitStep(e)
+	}
+	for _, id := range started {
 		s, _ := sd.step(id)
 		o.emitStep(StepEvent{RunID: h.ID, Step: id, Agent: s.Agent, Status: StepRunning, Wave: h.Wave,
 			Attempt: 1, TaskID: TaskID(h.ID, id, 1), At: h.WaveStartedAt})

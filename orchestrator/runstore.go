@@ -29,8 +29,10 @@ import (
 //
 // A step's record is written before the header learns that the step ended,
 // and a step's outputs are routed into <run>.state before that too, so a
-// header that says "ended" implies both. StateStore.Run assembles the keys
-// into one RunState.
+// header that says "ended" implies both. A record with nothing to route is
+// sent with the header update in one round trip, record first on the same
+// connection (see commitPipelined), so the stream stores it first.
+// StateStore.Run assembles the keys into one RunState.
 
 func specKey(run string) string       { return run + ".spec" }
 func stateKey(run string) string      { return run + ".state" }

@@ -1,0 +1,174 @@
+package orchestrator
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// commitPipelined writes the fresh records of b (create: the first writer
+// decides) and the header that learns of them and of b's written records
+// (compare-and-set on the cached header) in one round trip: the writes go
+// out back to back on one connection, so the server stores each record
+// before it looks at the header, and the replies are awaited together.
+//
+// The outcomes:
+//   - all written: done;
+//   - the header is stale: the records this call created stand, and it
+//     reports false; the caller writes key by key (finding those records
+//     already there) and updates the header on a fresh read;
+//   - a record was there already (another replica, or the sweep's timeout,
+//     wrote it first) but the header was written: the stored record is the
+//     one that counts. When it ended the same way, the header is right.
+//     When not, the header is rewritten, at the revision just written, as
+//     if the stored record had been settled; nothing was published on the
+//     wrong header in between. Should that rewrite lose a race (a third
+//     writer in the same instant), the error is logged.
+//   - an unknown outcome (a lost acknowledgement): it reports false and
+//     the caller reconciles by reading; a follow-up lost that way (the next
+//     wave's tasks) is published again by the sweep.
+//
+// A fresh record of a step the cached header says is not running is a
+// duplicate or late result and is not written.
+func (o *Orchestrator) commitPipelined(ctx context.Context, sd *runSpec, b *settleBatch) (*runHeader, runChanges, bool) {
+	var ch runChanges
+	h, rev := o.cache.header(sd.ID)
+	if h == nil || o.kvjs == nil {
+		return nil, ch, false
+	}
+	now := time.Now().UTC()
+	next, changed := h.clone(), false
+	for _, rec := range b.recs {
+		changed = next.end(sd, rec, now, &ch) || changed
+	}
+	var (
+		mine    []*StepState
+		futures []jetstream.PubAckFuture
+	)
+	for _, rec := range b.fresh {
+		if !next.end(sd, rec, now, &ch) {
+			continue
+		}
+		v, err := o.store.encode(rec, nil)
+		if err != nil {
+			return nil, ch, false
+		}
+		f, err := o.kvjs.PublishMsgAsync(o.kvMsg(stepKey(sd.ID, rec.ID), v, 0))
+		if err != nil {
+			return nil, ch, false
+		}
+		changed = true
+		mine = append(mine, rec)
+		futures = append(futures, f)
+	}
+	if !changed {
+		return nil, ch, false
+	}
+	next.UpdatedAt = now
+	v, err := json.Marshal(next)
+	if err != nil {
+		return nil, ch, false
+	}
+	hf, err := o.kvjs.PublishMsgAsync(o.kvMsg(sd.ID, v, rev))
+	if err != nil {
+		return nil, ch, false
+	}
+	var taken []*StepState // records another writer created first
+	for i, f := range futures {
+		_, err := awaitAck(ctx, f)
+		switch {
+		case err == nil:
+			o.cache.putRecord(sd.ID, mine[i])
+		case isWrongLast(err):
+			taken = append(taken, mine[i])
+		default:
+			_, _ = awaitAck(ctx, hf)
+			return nil, ch, false
+		}
+	}
+	nrev, err := awaitAck(ctx, hf)
+	if err != nil {
+		return nil, ch, false // stale (or unknown): decide on what is stored
+	}
+	o.cache.putHeader(next, nrev)
+	if len(taken) == 0 {
+		return next, ch, true
+	}
+
+	// Some records were written first by another writer: settle what is
+	// stored instead of this call's versions.
+	same := true
+	recs := make(map[string]*StepState, len(mine))
+	for _, rec := range mine {
+		recs[rec.ID] = rec
+	}
+	for _, rec := range taken {
+		stored, err := o.store.stepRecord(ctx, sd.ID, rec.ID)
+		if err != nil {
+			o.log.Error("run header may not match a step record", "run", sd.ID, "step", rec.ID, "err", err)
+			return nil, ch, false
+		}
+		if routes(stored) {
+			if err := o.routeState(ctx, sd, stored); err != nil {
+				o.log.Error("routing a step record", "run", sd.ID, "step", rec.ID, "err", err)
+				return nil, ch, false
+			}
+		}
+		o.cache.putRecord(sd.ID, stored)
+		recs[rec.ID] = stored
+		same = same && stored.Status == rec.Status && stored.Error == rec.Error
+	}
+	if same {
+		return next, ch, true
+	}
+	fixed, fch := h.clone(), runChanges{}
+	for _, rec := range b.recs {
+		fixed.end(sd, rec, now, &fch)
+	}
+	for _, rec := range mine {
+		fixed.end(sd, recs[rec.ID], now, &fch)
+	}
+	fixed.UpdatedAt = time.Now().UTC()
+	if v, err = json.Marshal(fixed); err == nil {
+		nrev, err = o.store.runs.Update(ctx, sd.ID, v, nrev)
+	}
+	if err != nil {
+		o.log.Error("run header may not match a step record", "run", sd.ID, "err", err)
+		return nil, ch, false
+	}
+	o.cache.putHeader(fixed, nrev)
+	return fixed, fch, true
+}
+
+// kvMsg is a write of value under key in the runs bucket, provided the
+// key's last revision is last (0: the key must not exist).
+func (o *Orchestrator) kvMsg(key string, value []byte, last uint64) *nats.Msg {
+	m := nats.NewMsg("$KV." + o.names.RunsBucket() + "." + key)
+	m.Data = value
+	m.Header.Set(jetstream.ExpectedLastSubjSeqHeader, strconv.FormatUint(last, 10))
+	return m
+}
+
+// awaitAck waits for an asynchronous publish and returns the stored
+// sequence (the KV revision).
+func awaitAck(ctx context.Context, f jetstream.PubAckFuture) (uint64, error) {
+	select {
+	case ack := <-f.Ok():
+		return ack.Sequence, nil
+	case err := <-f.Err():
+		return 0, err
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+}
+
+// isWrongLast reports a failed compare-and-set of a KV write.
+func isWrongLast(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence
+}

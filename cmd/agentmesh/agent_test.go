@@ -237,14 +237,7 @@ func TestAgentProcessesShareTasks(t *testing.T) {
 
 	a := startAgentProc(t, srv.URL())
 	b := startAgentProc(t, srv.URL())
-	reg, err := orchestrator.NewRegistry(ctx, res.Agents)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer reg.Stop()
-	if err := reg.Wait(ctx, "TextAgent", 2); err != nil {
-		t.Fatal(err)
-	}
+	waitTextAgents(t, ctx, res, 2)
 
 	results := collectResults(t, nc)
 	evs := make([]bus.Event, 200)
@@ -287,14 +280,7 @@ func TestAgentProcessKilledLosesNoTask(t *testing.T) {
 	flags := []string{"--ack-wait", "2s", "--concurrency", "4"}
 	victim := startAgentProc(t, srv.URL(), flags...)
 	survivor := startAgentProc(t, srv.URL(), flags...)
-	reg, err := orchestrator.NewRegistry(ctx, res.Agents)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer reg.Stop()
-	if err := reg.Wait(ctx, "TextAgent", 2); err != nil {
-		t.Fatal(err)
-	}
+	reg := waitTextAgents(t, ctx, res, 2)
 
 	results := collectResults(t, nc)
 	evs := make([]bus.Event, 16)
@@ -438,4 +424,19 @@ func TestAgentCLICommands(t *testing.T) {
 	if code != 1 || !strings.Contains(errOut, "invalid_params") || !strings.Contains(errOut, "shout") {
 		t.Errorf("failing task: exit %d, stderr %q; want 1 with the error", code, errOut)
 	}
+}
+
+// waitTextAgents returns a registry view once n TextAgent instances are live;
+// the view is stopped when the test ends.
+func waitTextAgents(t *testing.T, ctx context.Context, res *bus.Resources, n int) *orchestrator.Registry {
+	t.Helper()
+	reg, err := orchestrator.NewRegistry(ctx, res.Agents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(reg.Stop)
+	if err := reg.Wait(ctx, "TextAgent", n); err != nil {
+		t.Fatal(err)
+	}
+	return reg
 }

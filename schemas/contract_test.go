@@ -115,3 +115,13 @@ func TestResultErrorIs(t *testing.T) {
 		t.Error("errors.Is matched another code")
 	}
 }
+
+func BenchmarkValidateParams(b *testing.B) {
+	c := validContract()
+	p := map[string]any{"max": 3}
+	for b.Loop() {
+		if err := c.ValidateParams(p); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -206,7 +206,26 @@ func pointer(loc []string) string {
 // compileSchema compiles a caller-supplied schema document (a custom data
 // type's value schema, an agent's params schema). It may $ref the embedded
 // documents by their absolute URLs.
+//
+// Compiled schemas are cached by id and content, so validating every task's
+// params against its contract does not recompile the schema each time.
 func compileSchema(id string, raw []byte) (*jsonschema.Schema, error) {
+	key := id + "\x00" + string(raw)
+	if sch, ok := compiled.Load(key); ok {
+		return sch.(*jsonschema.Schema), nil
+	}
+	sch, err := compileSchemaNow(id, raw)
+	if err != nil {
+		return nil, err
+	}
+	compiled.Store(key, sch)
+	return sch, nil
+}
+
+// compiled caches compileSchema's results; schemas are immutable once compiled.
+var compiled sync.Map
+
+func compileSchemaNow(id string, raw []byte) (*jsonschema.Schema, error) {
 	if err := wire.load(); err != nil {
 		return nil, err
 	}

@@ -2,7 +2,6 @@ package resolvers_test
 
 import (
 	"bytes"
-	"fmt"
 	"image"
 	"image/color"
 	"image/gif"
@@ -11,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentmesh/agentmesh/agents/samples"
 	"github.com/agentmesh/agentmesh/resolvers"
 )
 
@@ -40,30 +40,6 @@ func encodeImage(t testing.TB, format string) []byte {
 	return buf.Bytes()
 }
 
-// minimalPDF writes a one-page PDF with a valid cross-reference table.
-func minimalPDF() []byte {
-	objs := []string{
-		"<< /Type /Catalog /Pages 2 0 R >>",
-		"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-		"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 200 200] /Contents 4 0 R /Resources << >> >>",
-		"<< /Length 0 >>\nstream\n\nendstream",
-	}
-	var b bytes.Buffer
-	b.WriteString("%PDF-1.4\n")
-	offsets := make([]int, len(objs))
-	for i, o := range objs {
-		offsets[i] = b.Len()
-		fmt.Fprintf(&b, "%d 0 obj\n%s\nendobj\n", i+1, o)
-	}
-	xref := b.Len()
-	fmt.Fprintf(&b, "xref\n0 %d\n0000000000 65535 f \n", len(objs)+1)
-	for _, off := range offsets {
-		fmt.Fprintf(&b, "%010d 00000 n \n", off)
-	}
-	fmt.Fprintf(&b, "trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n", len(objs)+1, xref)
-	return b.Bytes()
-}
-
 func TestSniffMediaType(t *testing.T) {
 	tests := []struct {
 		name     string
@@ -74,7 +50,7 @@ func TestSniffMediaType(t *testing.T) {
 		{"jpeg named pdf", encodeImage(t, "jpeg"), "report.pdf", "image/jpeg"},
 		{"png named txt", encodeImage(t, "png"), "notes.txt", "image/png"},
 		{"gif named jpg", encodeImage(t, "gif"), "photo.jpg", "image/gif"},
-		{"pdf named png", minimalPDF(), "sunset.png", "application/pdf"},
+		{"pdf named png", samples.PDF("Report", "a one-page PDF"), "sunset.png", "application/pdf"},
 		{"text named jpg", []byte("just some plain words\nand a second line\n"), "sunset.jpg", "text/plain"},
 		{"html named txt", []byte("<!DOCTYPE html><html><body><p>hi</p></body></html>"), "readme.txt", "text/html"},
 		{"html named md", []byte("<html><head><title>x</title></head></html>"), "readme.md", "text/html"},

@@ -55,12 +55,11 @@ func newFilesPutCmd(a *app) *cobra.Command {
 				return err
 			}
 			ctx := cmd.Context()
-			m, err := a.connect(ctx, "agentmesh files")
+			store, done, err := a.fileStore(ctx)
 			if err != nil {
 				return err
 			}
-			defer m.Close()
-			store := resolvers.NewObjectStore(m.Res.Files)
+			defer done()
 
 			meta := map[string]string{}
 			if len(tags) > 0 {
@@ -198,13 +197,13 @@ func newFilesLsCmd(a *app) *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			m, err := a.connect(ctx, "agentmesh files")
+			store, done, err := a.fileStore(ctx)
 			if err != nil {
 				return err
 			}
-			defer m.Close()
+			defer done()
 			refs := []schemas.FileRef{}
-			for ref, err := range resolvers.NewObjectStore(m.Res.Files).List(ctx) {
+			for ref, err := range store.List(ctx) {
 				if err != nil {
 					return err
 				}
@@ -262,12 +261,12 @@ func newFilesGetCmd(a *app) *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) (err error) {
 			ctx := cmd.Context()
-			m, err := a.connect(ctx, "agentmesh files")
+			store, done, err := a.fileStore(ctx)
 			if err != nil {
 				return err
 			}
-			defer m.Close()
-			rc, ref, err := resolvers.NewObjectStore(m.Res.Files).Open(ctx, args[0])
+			defer done()
+			rc, ref, err := store.Open(ctx, args[0])
 			if err != nil {
 				return err
 			}
@@ -312,12 +311,11 @@ func newFilesRmCmd(a *app) *cobra.Command {
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			m, err := a.connect(ctx, "agentmesh files")
+			store, done, err := a.fileStore(ctx)
 			if err != nil {
 				return err
 			}
-			defer m.Close()
-			store := resolvers.NewObjectStore(m.Res.Files)
+			defer done()
 			var errs []error
 			for _, id := range args {
 				if err := store.Delete(ctx, id); err != nil {
@@ -340,12 +338,12 @@ func newFilesInfoCmd(a *app) *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			m, err := a.connect(ctx, "agentmesh files")
+			store, done, err := a.fileStore(ctx)
 			if err != nil {
 				return err
 			}
-			defer m.Close()
-			ref, err := resolvers.NewObjectStore(m.Res.Files).ResolveMetadata(ctx, args[0])
+			defer done()
+			ref, err := store.ResolveMetadata(ctx, args[0])
 			if err != nil {
 				return err
 			}
@@ -395,4 +393,14 @@ func isTerminal(w io.Writer) bool {
 	}
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// fileStore connects to the mesh and returns its object store; done closes
+// the connection.
+func (a *app) fileStore(ctx context.Context) (store *resolvers.ObjectStore, done func(), err error) {
+	m, err := a.connect(ctx, "agentmesh files")
+	if err != nil {
+		return nil, nil, err
+	}
+	return resolvers.NewObjectStore(m.Res.Files), m.Close, nil
 }

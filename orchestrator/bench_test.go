@@ -15,9 +15,12 @@ import (
 
 // BenchmarkPipelineOverhead measures per-step orchestration on a 100-step
 // chain and on a 10-wide, 100-deep pipeline of no-op agents, side by side
-// with the same sequence written directly against nats.go (publish the task,
-// consume its result, update KV) through the same agent runtime. Compare
-// the ns/step metrics of the mesh and raw sub-benchmarks.
+// with the same sequence written directly against nats.go (publish the
+// task, consume its result, update KV) through the same agent runtime.
+//
+// Each iteration runs the pipeline once through the mesh and once raw,
+// alternating which goes first, so both sides see the same machine: the
+// metrics are mesh-ns/step, raw-ns/step and their ratio, mesh/raw.
 func BenchmarkPipelineOverhead(b *testing.B) {
 	m := newMesh(b)
 	m.agent(b, schemas.AgentContract{Name: "Noop", Capability: schemas.CapTransformation, Description: "does nothing"},
@@ -25,90 +28,128 @@ func BenchmarkPipelineOverhead(b *testing.B) {
 			return ok("Noop", "", nil), nil
 		}, 16)
 	m.orchestrator(b, []string{"Noop"}, orchestrator.WithStateOptions(orchestrator.WithMaxStateBytes(900<<10)))
-	js := m.srv.JetStream(b)
-	names := m.srv.Names()
 
 	shapes := []struct {
 		name         string
 		width, depth int
 	}{{"chain100", 1, 100}, {"wide10x100", 10, 100}}
 	for _, sh := range shapes {
-		steps := sh.width * sh.depth
-		b.Run(sh.name+"/mesh", func(b *testing.B) {
+		b.Run(sh.name, func(b *testing.B) {
+			raw := newRawPipeline(b, m, sh.name, sh.width, sh.depth)
+			var meshT, rawT time.Duration
 			for i := 0; b.Loop(); i++ {
-				p := orchestrator.NewPipeline("bench")
-				for d := range sh.depth {
-					for w := range sh.width {
-						p.Step(fmt.Sprintf("s%d-%d", d, w), "Noop")
-						if d > 0 {
-							p.After(fmt.Sprintf("s%d-%d", d-1, w))
-						}
-					}
-				}
 				id := fmt.Sprintf("bench-%s-%d-%d", sh.name, i, time.Now().UnixNano())
-				events := subscribeEvents(b, m, id) // wait on the run's end event, not by polling KV
-				m.submit(b, p.MustBuild(), id)
-				for ev := range events {
-					if ev.Type == bus.TypePipelineCompleted {
-						var re orchestrator.RunEvent
-						if err := ev.DataAs(&re); err != nil || re.Status != orchestrator.RunCompleted {
-							b.Fatalf("run %s: %+v %v", id, re, err)
-						}
-						break
-					}
+				if i%2 == 0 {
+					meshT += runMeshPipeline(b, m, id, sh.width, sh.depth)
+					rawT += raw.run(b, id)
+				} else {
+					rawT += raw.run(b, id)
+					meshT += runMeshPipeline(b, m, id, sh.width, sh.depth)
 				}
 			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*steps), "ns/step")
-		})
-		b.Run(sh.name+"/raw", func(b *testing.B) {
-			ctx := context.Background()
-			prefix := fmt.Sprintf("raw%s", sh.name)
-			// Results come back outside mesh.result.orchestrator.>, so the
-			// orchestrator replica running alongside does no work for them.
-			replyTo := names.Result(prefix)
-			cons, err := js.CreateOrUpdateConsumer(ctx, names.ResultsStream(), jetstream.ConsumerConfig{
-				Durable: prefix, FilterSubject: replyTo + ".>", AckPolicy: jetstream.AckExplicitPolicy,
-			})
-			if err != nil {
-				b.Fatal(err)
-			}
-			it, err := cons.Messages()
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer it.Stop()
-			subject, _ := names.Task("Noop")
-			for i := 0; b.Loop(); i++ {
-				key := fmt.Sprintf("%s-%d-%d", prefix, i, time.Now().UnixNano())
-				rev, err := m.res.Runs.Create(ctx, key, []byte(`{"step":0}`))
-				if err != nil {
-					b.Fatal(err)
-				}
-				for d := range sh.depth {
-					for w := range sh.width {
-						ev, _ := bus.NewEvent(bus.TypeTaskRequested, "raw", schemas.TaskRequest{TimeoutMS: 60000})
-						ev.ID = fmt.Sprintf("%s-%d-%d", key, d, w)
-						ev.SetExt(bus.ExtReplyTo, replyTo+"."+key)
-						ev.SetExt(bus.ExtDeadline, time.Now().Add(time.Minute).UTC().Format(time.RFC3339))
-						msg, _ := bus.Encode(subject, ev)
-						msg.Header.Set(jetstream.MsgIDHeader, ev.ID)
-						if _, err := js.PublishMsg(ctx, msg); err != nil {
-							b.Fatal(err)
-						}
-					}
-					for range sh.width {
-						msg, err := it.Next()
-						if err != nil {
-							b.Fatal(err)
-						}
-						if rev, err = m.res.Runs.Update(ctx, key, []byte(fmt.Sprintf(`{"step":%d}`, d)), rev); err != nil {
-							b.Fatal(err)
-						}
-						_ = msg.Ack()
-					}
-				}
-			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*steps), "ns/step")
+			steps := float64(b.N * sh.width * sh.depth)
+			b.ReportMetric(float64(meshT.Nanoseconds())/steps, "mesh-ns/step")
+			b.ReportMetric(float64(rawT.Nanoseconds())/steps, "raw-ns/step")
+			b.ReportMetric(float64(meshT)/float64(rawT), "mesh/raw")
 		})
 	}
+}
+
+// runMeshPipeline submits a width x depth pipeline of Noop steps and
+// returns how long it took to complete, waiting on the run's end event
+// (not by polling KV).
+func runMeshPipeline(b *testing.B, m *mesh, id string, width, depth int) time.Duration {
+	p := orchestrator.NewPipeline("bench")
+	for d := range depth {
+		for w := range width {
+			p.Step(fmt.Sprintf("s%d-%d", d, w), "Noop")
+			if d > 0 {
+				p.After(fmt.Sprintf("s%d-%d", d-1, w))
+			}
+		}
+	}
+	spec := p.MustBuild()
+	events := subscribeEvents(b, m, id)
+	start := time.Now()
+	m.submit(b, spec, id)
+	for ev := range events {
+		if ev.Type == bus.TypePipelineCompleted {
+			took := time.Since(start)
+			var re orchestrator.RunEvent
+			if err := ev.DataAs(&re); err != nil || re.Status != orchestrator.RunCompleted {
+				b.Fatalf("run %s: %+v %v", id, re, err)
+			}
+			return took
+		}
+	}
+	b.Fatalf("run %s: events ended", id)
+	return 0
+}
+
+// rawPipeline is the baseline: the same waves of tasks published to the
+// same agent, each result consumed from MESH_RESULTS and counted in a KV
+// update, written directly against nats.go.
+type rawPipeline struct {
+	m            *mesh
+	js           jetstream.JetStream
+	it           jetstream.MessagesContext
+	subject      string
+	replyTo      string
+	width, depth int
+}
+
+func newRawPipeline(b *testing.B, m *mesh, name string, width, depth int) *rawPipeline {
+	names := m.srv.Names()
+	js := m.srv.JetStream(b)
+	prefix := "raw" + name
+	// Results come back outside mesh.result.orchestrator.>, so the
+	// orchestrator replica running alongside does no work for them.
+	replyTo := names.Result(prefix)
+	cons, err := js.CreateOrUpdateConsumer(context.Background(), names.ResultsStream(), jetstream.ConsumerConfig{
+		Durable: prefix, FilterSubject: replyTo + ".>", AckPolicy: jetstream.AckExplicitPolicy,
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	it, err := cons.Messages()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(it.Stop)
+	subject, _ := names.Task("Noop")
+	return &rawPipeline{m: m, js: js, it: it, subject: subject, replyTo: replyTo, width: width, depth: depth}
+}
+
+func (r *rawPipeline) run(b *testing.B, id string) time.Duration {
+	ctx := context.Background()
+	key := "raw-" + id
+	start := time.Now()
+	rev, err := r.m.res.Runs.Create(ctx, key, []byte(`{"step":0}`))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for d := range r.depth {
+		for w := range r.width {
+			ev, _ := bus.NewEvent(bus.TypeTaskRequested, "raw", schemas.TaskRequest{TimeoutMS: 60000})
+			ev.ID = fmt.Sprintf("%s-%d-%d", key, d, w)
+			ev.SetExt(bus.ExtReplyTo, r.replyTo+"."+key)
+			ev.SetExt(bus.ExtDeadline, time.Now().Add(time.Minute).UTC().Format(time.RFC3339))
+			msg, _ := bus.Encode(r.subject, ev)
+			msg.Header.Set(jetstream.MsgIDHeader, ev.ID)
+			if _, err := r.js.PublishMsg(ctx, msg); err != nil {
+				b.Fatal(err)
+			}
+		}
+		for range r.width {
+			msg, err := r.it.Next()
+			if err != nil {
+				b.Fatal(err)
+			}
+			if rev, err = r.m.res.Runs.Update(ctx, key, []byte(fmt.Sprintf(`{"step":%d}`, d)), rev); err != nil {
+				b.Fatal(err)
+			}
+			_ = msg.Ack()
+		}
+	}
+	return time.Since(start)
 }

@@ -132,3 +132,47 @@ func runKeys(t testing.TB, m *mesh, id string) map[string]uint64 {
 	}
 	return out
 }
+
+// A result that comes in before the header that starts its step's wave is
+// stored (its task went out ahead of that header) is handed back and
+// applied once the wave starts, not dropped as a late one.
+func TestEarlyResultIsAppliedOnceItsWaveStarts(t *testing.T) {
+	m := newMesh(t)
+	releaseA, stop := make(chan struct{}), make(chan struct{})
+	defer close(stop)
+	m.agent(t, schemas.AgentContract{Name: "AgentA", Capability: schemas.CapTransformation, Description: "a"},
+		func(ctx context.Context, ec *schemas.ExecutionContext) (schemas.AgentResult, error) {
+			<-releaseA
+			return ok("AgentA", "a done", nil), nil
+		}, 1)
+	m.agent(t, schemas.AgentContract{Name: "AgentB", Capability: schemas.CapTransformation, Description: "b"},
+		func(ctx context.Context, ec *schemas.ExecutionContext) (schemas.AgentResult, error) {
+			<-stop // never answers: b can only end by the early result
+			return ok("AgentB", "from the agent", nil), nil
+		}, 1)
+	o := m.orchestrator(t, []string{"AgentA", "AgentB"})
+	spec := orchestrator.NewPipeline("early").
+		Step("a", "AgentA").Then("b", "AgentB").Timeout(30 * time.Second).MustBuild()
+	id := m.submit(t, spec, "early")
+	pollUntil(t, "a running", func() bool {
+		run, err := o.Store().Run(context.Background(), id)
+		return err == nil && run.Steps["a"].Status == orchestrator.StepRunning
+	})
+
+	res := ok("AgentB", "early", nil)
+	ev, _ := bus.NewEvent(bus.TypeTaskCompleted, "test", res)
+	ev.SetExt(bus.ExtTaskID, orchestrator.TaskID(id, "b", 1))
+	ev.SetExt(bus.ExtRunID, id)
+	ev.SetExt(bus.ExtStepID, "b")
+	msg, _ := bus.Encode(m.srv.Names().OrchestratorResult(id), ev)
+	if _, err := m.srv.JetStream(t).PublishMsg(context.Background(), msg); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond) // handed back a few times
+	close(releaseA)
+
+	run := waitRun(t, o.Store(), id, 10*time.Second)
+	if run.Status != orchestrator.RunCompleted || run.Steps["b"].Summary != "early" {
+		t.Fatalf("run %s, b %+v: want completed by the early result", run.Status, run.Steps["b"])
+	}
+}

@@ -493,6 +493,11 @@ func (o *Orchestrator) handleResult(ctx context.Context, m jetstream.Msg) {
 	case ev.Ext(bus.ExtConversationID) != "":
 		err = o.applyConversationResult(ctx, ev.Ext(bus.ExtConversationID), taskID, res)
 	}
+	if errors.Is(err, errEarly) {
+		o.log.Debug("result ahead of its wave: handled again shortly", "task", taskID, "err", err)
+		_ = m.NakWithDelay(100 * time.Millisecond)
+		return
+	}
 	if err != nil && !errors.Is(err, ErrNotFound) {
 		o.log.Warn("applying result", "task", taskID, "err", err)
 		_ = m.NakWithDelay(500 * time.Millisecond)

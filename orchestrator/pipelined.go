@@ -78,6 +78,7 @@ func (o *Orchestrator) commitPipelined(ctx context.Context, sd *runSpec, b *sett
 	if err != nil {
 		return nil, ch, false
 	}
+	o.dispatchAhead(ctx, sd, next, &ch, mine, now)
 	var taken []*StepState // records another writer created first
 	for i, f := range futures {
 		_, err := awaitAck(ctx, f)
@@ -143,6 +144,41 @@ func (o *Orchestrator) commitPipelined(ctx context.Context, sd *runSpec, b *sett
 	}
 	o.cache.putHeader(fixed, nrev)
 	return fixed, fch, true
+}
+
+// dispatchAhead publishes the tasks of the wave that next starts while
+// next, the header that starts it, and the records it learns of (mine) are
+// still being written, so the wave's agents start one round trip sooner.
+// follow then publishes only the steps it did not (ch.published).
+//
+// It does so only when the write cannot decide otherwise than next:
+//   - every record of mine ends its step at least the sweep's grace before
+//     the step's deadline. The only other writer of a record with another
+//     outcome is the sweep's timeout, which waits until the grace after the
+//     deadline, so clocks of replicas may disagree by up to twice the grace.
+//     A record that loses to another replica's record of the same result
+//     ends the step the same way;
+//   - the wave in progress started less than republishWithin ago. Should the
+//     cached header be stale (another replica settled these records and
+//     published the wave already), the tasks published here carry the same
+//     ids inside the tasks stream's duplicate window and are stored once.
+//
+// A task that finishes before next is stored has its result handled again
+// shortly (errEarly).
+func (o *Orchestrator) dispatchAhead(ctx context.Context, sd *runSpec, next *runHeader, ch *runChanges, mine []*StepState, now time.Time) {
+	if ch.finished || len(ch.dispatch) == 0 || len(mine) == 0 {
+		return
+	}
+	for _, rec := range mine {
+		if !now.Add(o.cfg.grace).Before(rec.Deadline) || now.Sub(rec.DispatchedAt) >= republishWithin {
+			return
+		}
+	}
+	for _, id := range ch.dispatch {
+		if o.publishStep(ctx, sd, next, id, mine...) == nil {
+			ch.published = append(ch.published, id)
+		}
+	}
 }
 
 // kvMsg is a write of value under key in the runs bucket, provided the

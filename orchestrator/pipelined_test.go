@@ -2,9 +2,15 @@ package orchestrator
 
 import (
 	"context"
+	"errors"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/agentmesh/agentmesh/bus/bustest"
 	"github.com/agentmesh/agentmesh/schemas"
@@ -105,4 +111,110 @@ func TestPipelinedSettleDefersToStoredRecord(t *testing.T) {
 			t.Errorf("after a duplicate: %+v", again)
 		}
 	})
+}
+
+// taskSpy counts every publish on the tasks subject of agent X, duplicates
+// that the stream drops included.
+func taskSpy(t *testing.T, srv *bustest.Server) func() []string {
+	t.Helper()
+	subject, _ := srv.Names().Task("X")
+	var (
+		mu  sync.Mutex
+		ids []string
+	)
+	nc := srv.Conn(t)
+	if _, err := nc.Subscribe(subject, func(m *nats.Msg) {
+		mu.Lock()
+		ids = append(ids, m.Header.Get(jetstream.MsgIDHeader))
+		mu.Unlock()
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	return func() []string {
+		_ = nc.Flush()
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(ids)
+	}
+}
+
+func TestDispatchAhead(t *testing.T) {
+	srv := bustest.Start(t)
+	srv.Provision(t)
+	o, err := New(srv.Conn(t), WithTimeoutGrace(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	published := taskSpy(t, srv)
+	res := schemas.AgentResult{Success: true, Agent: "X", Summary: "done"}
+
+	// The result of a, well before its deadline, publishes b's task once:
+	// ahead of the header, and not again after it.
+	sd := startRun(t, o, "ahead1")
+	if err := o.applyRunResult(ctx, "ahead1", "a", TaskID("ahead1", "a", 1), res); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{TaskID("ahead1", "b", 1)}
+	for deadline := time.Now().Add(5 * time.Second); len(published()) == 0 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+
+	// When the header would not be written the way the tasks were, nothing
+	// goes out ahead of it.
+	h, _ := o.cache.header(sd.ID)
+	now := time.Now().UTC()
+	for _, c := range []struct {
+		name string
+		rec  *StepState
+	}{
+		{"within the grace of its deadline", &StepState{ID: "a", Status: StepCompleted, DispatchedAt: now.Add(-time.Second), Deadline: now.Add(500 * time.Millisecond)}},
+		{"past its deadline", &StepState{ID: "a", Status: StepCompleted, DispatchedAt: now.Add(-time.Minute), Deadline: now.Add(-time.Second)}},
+		{"a wave started long ago", &StepState{ID: "a", Status: StepCompleted, DispatchedAt: now.Add(-2 * republishWithin), Deadline: now.Add(time.Hour)}},
+	} {
+		ch := runChanges{dispatch: []string{"b"}}
+		o.dispatchAhead(ctx, sd, h, &ch, []*StepState{c.rec}, now)
+		if len(ch.published) != 0 {
+			t.Errorf("%s: published %v ahead of the header", c.name, ch.published)
+		}
+	}
+	time.Sleep(200 * time.Millisecond) // for a second publish to show
+	if got := published(); !slices.Equal(got, want) {
+		t.Errorf("tasks published %v, want %v once", got, want)
+	}
+}
+
+// The result of a task published ahead of its header, arriving before that
+// header: it is not taken for a late result (dropped), but handed back
+// (errEarly) until the header starts its wave.
+func TestEarlyResultWaitsForItsWave(t *testing.T) {
+	srv := bustest.Start(t)
+	srv.Provision(t)
+	o, err := New(srv.Conn(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	startRun(t, o, "early1")
+	res := schemas.AgentResult{Success: true, Agent: "X", Summary: "b first"}
+	err = o.applyRunResult(ctx, "early1", "b", TaskID("early1", "b", 1), res)
+	if !errors.Is(err, errEarly) || !strings.Contains(err.Error(), `step "b"`) {
+		t.Fatalf("b's result before a's: %v, want errEarly naming b", err)
+	}
+	if err := o.applyRunResult(ctx, "early1", "a", TaskID("early1", "a", 1), res); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.applyRunResult(ctx, "early1", "b", TaskID("early1", "b", 1), res); err != nil {
+		t.Fatalf("b's result once a's is in: %v", err)
+	}
+	run, err := o.store.Run(ctx, "early1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.Status != RunCompleted || run.Steps["b"].Summary != "b first" {
+		t.Errorf("run %s, b %+v: want completed with b's early result", run.Status, run.Steps["b"])
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -208,10 +209,22 @@ func (o *Orchestrator) applyRunResult(ctx context.Context, runID, stepID, taskID
 	if err != nil {
 		return err
 	}
+	if early(sd, h, stepID) {
+		// The task went out ahead of the header that starts its wave
+		// (see dispatchAhead), and that header may be being written on
+		// this replica: wait for the write.
+		o.locks.lock(runID)()
+		if h, err = o.loadHeader(ctx, runID, false); err != nil {
+			return err
+		}
+	}
 	if !h.running(sd, stepID) {
 		// The cached header may be behind another replica's: read it.
 		if h, err = o.loadHeader(ctx, runID, true); err != nil {
 			return err
+		}
+		if early(sd, h, stepID) {
+			return fmt.Errorf("%w: step %q of run %s is in wave %d, the run is in wave %d", errEarly, stepID, runID, sd.waveOf[stepID], h.Wave)
 		}
 		if !h.running(sd, stepID) {
 			return nil // a duplicate, or late: the step has ended
@@ -227,6 +240,18 @@ func (o *Orchestrator) applyRunResult(ctx context.Context, runID, stepID, taskID
 	}
 	o.cache.putRecord(runID, rec)
 	return o.settle(ctx, sd, []*StepState{rec})
+}
+
+// errEarly is a result of a step whose wave has not started as far as the
+// stored header says: it is handled again shortly, once the header that
+// starts the wave is written.
+var errEarly = errors.New("result ahead of its wave")
+
+// early reports whether step id's wave is after the wave in progress of a
+// running run: its task went out ahead of the header (see dispatchAhead).
+func early(sd *runSpec, h *runHeader, id string) bool {
+	w, ok := sd.waveOf[id]
+	return ok && !h.Done() && w > h.Wave
 }
 
 // routes reports whether a step's record has outputs to route into the
@@ -376,6 +401,10 @@ func (o *Orchestrator) follow(ctx context.Context, sd *runSpec, h *runHeader, ch
 		started []string
 	)
 	for _, id := range ch.dispatch {
+		if slices.Contains(ch.published, id) {
+			started = append(started, id)
+			continue
+		}
 		err := o.publishStep(ctx, sd, h, id)
 		if errors.Is(err, ErrMissingInput) {
 			rec, rerr := o.store.recordStep(ctx, h.ID, failedRecord(sd, h, id, err.Error(), time.Now().UTC()))
@@ -411,11 +440,19 @@ func (o *Orchestrator) follow(ctx context.Context, sd *runSpec, h *runHeader, ch
 }
 
 // publishStep builds the inputs of a step of the wave in progress and
-// publishes its task (see DispatchAsync).
-func (o *Orchestrator) publishStep(ctx context.Context, sd *runSpec, h *runHeader, id string) error {
+// publishes its task (see DispatchAsync). pending are records being
+// written: a parent among them is read from there.
+func (o *Orchestrator) publishStep(ctx context.Context, sd *runSpec, h *runHeader, id string, pending ...*StepState) error {
 	var slots map[string]schemas.TypedValue
 	inputs, err := stepInputs(ctx, o.router, sd, id,
-		func(p string) (*StepState, error) { return o.loadRecord(ctx, sd.ID, p) },
+		func(p string) (*StepState, error) {
+			for _, rec := range pending {
+				if rec.ID == p {
+					return rec, nil
+				}
+			}
+			return o.loadRecord(ctx, sd.ID, p)
+		},
 		func() (map[string]schemas.TypedValue, error) {
 			var err error
 			if slots == nil {
@@ -437,6 +474,11 @@ func (o *Orchestrator) publishStep(ctx context.Context, sd *runSpec, h *runHeade
 	})
 	return err
 }
+
+// republishWithin bounds how long after a wave started its tasks may be
+// published again: well inside the tasks stream's duplicate window, so a
+// task published twice is stored once.
+const republishWithin = time.Minute
 
 // track adds a run to the sweep's set.
 func (o *Orchestrator) track(id string) {
@@ -537,7 +579,7 @@ func (o *Orchestrator) sweepRun(ctx context.Context, id string) bool {
 			}
 			o.cache.putRecord(id, rec)
 			ended = append(ended, rec)
-		case !h.Republished && now.Sub(h.WaveStartedAt) > o.cfg.republish && now.Sub(h.WaveStartedAt) < time.Minute:
+		case !h.Republished && now.Sub(h.WaveStartedAt) > o.cfg.republish && now.Sub(h.WaveStartedAt) < republishWithin:
 			again = append(again, sid)
 		}
 	}

@@ -331,8 +331,10 @@ func (o *Orchestrator) RunReady(ctx context.Context, ready func()) error {
 	if err != nil {
 		return fmt.Errorf("orchestrator: requests consumer: %w", err)
 	}
-	// Run headers are the keys without a dot: the sweep learns of every run.
-	watcher, err := o.runsKV.Watch(ctx, "*", jetstream.MetaOnly())
+	// Every run writes its spec once, when it starts: the sweep learns of
+	// every run from the spec keys, not from its header (written at every
+	// step, which would send each replica a message per step).
+	watcher, err := o.runsKV.Watch(ctx, specKey("*"), jetstream.MetaOnly())
 	if err != nil {
 		return fmt.Errorf("orchestrator: watching runs: %w", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -488,7 +489,7 @@ func (o *Orchestrator) track(id string) {
 }
 
 // sweepLoop keeps the set of runs to look at from a metadata-only watch of
-// the run headers and sweeps them every interval: overdue steps time out,
+// the run specs and sweeps them every interval: overdue steps time out,
 // a wave whose tasks were maybe never published is published again (the
 // deterministic task id makes that harmless), and a step whose record was
 // written by a replica that died before telling the header is settled.
@@ -504,7 +505,7 @@ func (o *Orchestrator) sweepLoop(ctx context.Context, w jetstream.KeyWatcher) {
 				return
 			}
 			if e != nil && e.Operation() == jetstream.KeyValuePut {
-				o.track(e.Key())
+				o.track(strings.TrimSuffix(e.Key(), specKey("")))
 			}
 		case <-t.C:
 			o.sweep(ctx)

@@ -2,10 +2,9 @@ package orchestrator
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strconv"
 	"time"
 
@@ -42,9 +41,16 @@ func TaskID(runID, stepID string, attempt int) string {
 
 // NewTraceParent returns a fresh W3C traceparent (version 00, sampled).
 func NewTraceParent() string {
-	var b [24]byte
-	_, _ = rand.Read(b[:])
-	return "00-" + hex.EncodeToString(b[:16]) + "-" + hex.EncodeToString(b[16:]) + "-01"
+	return fmt.Sprintf("00-%016x%016x-%016x-01", rand.Uint64(), rand.Uint64(), nonZero())
+}
+
+// nonZero returns a random span id (W3C forbids all zeroes).
+func nonZero() uint64 {
+	for {
+		if v := rand.Uint64(); v != 0 {
+			return v
+		}
+	}
 }
 
 // Dispatcher publishes tasks to agents and waits for their results. It is

@@ -529,9 +529,7 @@ func (o *Orchestrator) applyConversationResult(ctx context.Context, convID, task
 // traceParentFor derives a stable trace id from the run id, so every task
 // of a run shares one trace.
 func traceParentFor(runID string) string {
-	tp := NewTraceParent()
-	h := fnv64(runID)
-	return fmt.Sprintf("00-%016x%016x%s", h, fnv64(runID+"/trace"), tp[35:])
+	return fmt.Sprintf("00-%016x%016x-%016x-01", fnv64(runID), fnv64(runID+"/trace"), nonZero())
 }
 
 func fnv64(s string) uint64 {

@@ -46,14 +46,19 @@ func (o *Orchestrator) commitPipelined(ctx context.Context, sd *runSpec, b *sett
 	for _, rec := range b.recs {
 		changed = next.end(sd, rec, now, &ch) || changed
 	}
-	var (
-		mine    []*StepState
-		futures []jetstream.PubAckFuture
-	)
+	var mine []*StepState
 	for _, rec := range b.fresh {
-		if !next.end(sd, rec, now, &ch) {
-			continue
+		if next.end(sd, rec, now, &ch) {
+			mine = append(mine, rec)
 		}
+	}
+	if !changed && len(mine) == 0 {
+		return nil, ch, false
+	}
+	// The wave's tasks first: they are the critical path.
+	o.dispatchAhead(ctx, sd, next, &ch, mine, now)
+	futures := make([]jetstream.PubAckFuture, 0, len(mine))
+	for _, rec := range mine {
 		v, err := o.store.encode(rec, nil)
 		if err != nil {
 			return nil, ch, false
@@ -62,12 +67,7 @@ func (o *Orchestrator) commitPipelined(ctx context.Context, sd *runSpec, b *sett
 		if err != nil {
 			return nil, ch, false
 		}
-		changed = true
-		mine = append(mine, rec)
 		futures = append(futures, f)
-	}
-	if !changed {
-		return nil, ch, false
 	}
 	next.UpdatedAt = now
 	v, err := json.Marshal(next)
@@ -78,7 +78,6 @@ func (o *Orchestrator) commitPipelined(ctx context.Context, sd *runSpec, b *sett
 	if err != nil {
 		return nil, ch, false
 	}
-	o.dispatchAhead(ctx, sd, next, &ch, mine, now)
 	var taken []*StepState // records another writer created first
 	for i, f := range futures {
 		_, err := awaitAck(ctx, f)

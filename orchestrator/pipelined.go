@@ -22,13 +22,15 @@ import (
 //   - the header is stale: the records this call created stand, and it
 //     reports false; the caller writes key by key (finding those records
 //     already there) and updates the header on a fresh read;
-//   - a record was there already (another replica, or the sweep's timeout,
-//     wrote it first) but the header was written: the stored record is the
-//     one that counts. When it ended the same way, the header is right.
-//     When not, the header is rewritten, at the revision just written, as
-//     if the stored record had been settled; nothing was published on the
-//     wrong header in between. Should that rewrite lose a race (a third
-//     writer in the same instant), the error is logged.
+//   - a record was there already (another replica wrote it first) but the
+//     header was written: the stored record is the one that counts, and it
+//     ended the step the same way, so the header is right. Records that could
+//     lose to another outcome (the sweep's timeout) are not written this way
+//     at all (see decidedFirst): the caller writes them key by key. Should
+//     clocks disagree by more than that allows and the stored record say
+//     otherwise, the header is rewritten, at the revision just written, as if
+//     the stored record had been settled; should that rewrite lose a race (a
+//     third writer in the same instant), the error is logged.
 //   - an unknown outcome (a lost acknowledgement): it reports false and
 //     the caller reconciles by reading; a follow-up lost that way (the next
 //     wave's tasks) is published again by the sweep.
@@ -48,6 +50,9 @@ func (o *Orchestrator) commitPipelined(ctx context.Context, sd *runSpec, b *sett
 	}
 	var mine []*StepState
 	for _, rec := range b.fresh {
+		if !o.decidedFirst(rec, now) {
+			return nil, runChanges{}, false
+		}
 		if next.end(sd, rec, now, &ch) {
 			mine = append(mine, rec)
 		}
@@ -145,18 +150,23 @@ func (o *Orchestrator) commitPipelined(ctx context.Context, sd *runSpec, b *sett
 	return fixed, fch, true
 }
 
+// decidedFirst reports whether rec, ending its step at now, can only lose to
+// a record that ends the step the same way (another replica's copy of the
+// same result): it ends the step at least the sweep's grace before the
+// step's deadline, and the sweep's timeout, the only writer of another
+// outcome, waits until the grace after the deadline. Replicas' clocks may
+// so disagree by up to twice the grace.
+func (o *Orchestrator) decidedFirst(rec *StepState, now time.Time) bool {
+	return now.Add(o.cfg.grace).Before(rec.Deadline)
+}
+
 // dispatchAhead publishes the tasks of the wave that next starts while
 // next, the header that starts it, and the records it learns of (mine) are
 // still being written, so the wave's agents start one round trip sooner.
 // follow then publishes only the steps it did not (ch.published).
 //
 // It does so only when the write cannot decide otherwise than next:
-//   - every record of mine ends its step at least the sweep's grace before
-//     the step's deadline. The only other writer of a record with another
-//     outcome is the sweep's timeout, which waits until the grace after the
-//     deadline, so clocks of replicas may disagree by up to twice the grace.
-//     A record that loses to another replica's record of the same result
-//     ends the step the same way;
+//   - every record of mine is decidedFirst;
 //   - the wave in progress started less than republishWithin ago. Should the
 //     cached header be stale (another replica settled these records and
 //     published the wave already), the tasks published here carry the same
@@ -169,7 +179,7 @@ func (o *Orchestrator) dispatchAhead(ctx context.Context, sd *runSpec, next *run
 		return
 	}
 	for _, rec := range mine {
-		if !now.Add(o.cfg.grace).Before(rec.Deadline) || now.Sub(rec.DispatchedAt) >= republishWithin {
+		if !o.decidedFirst(rec, now) || now.Sub(rec.DispatchedAt) >= republishWithin {
 			return
 		}
 	}

@@ -3,6 +3,8 @@ package orchestrator
 import (
 	"context"
 	"errors"
+	"io"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -19,10 +21,15 @@ import (
 // startRun stores a two-step run a -> b on agent X with its first wave in
 // progress, as submit would, without dispatching anything.
 func startRun(t *testing.T, o *Orchestrator, id string) *runSpec {
+	return startRunTimeout(t, o, id, 0)
+}
+
+// startRunTimeout is startRun with a timeout for a (0: the default).
+func startRunTimeout(t *testing.T, o *Orchestrator, id string, timeout time.Duration) *runSpec {
 	t.Helper()
 	contract := schemas.AgentContract{Name: "X", Capability: schemas.CapTransformation, Description: "x"}
 	spec := schemas.PipelineSpec{Name: "race", Steps: []schemas.PipelineStep{
-		{ID: "a", Agent: "X"}, {ID: "b", Agent: "X", DependsOn: []string{"a"}}}}
+		{ID: "a", Agent: "X", TimeoutMS: timeout.Milliseconds()}, {ID: "b", Agent: "X", DependsOn: []string{"a"}}}}
 	now := time.Now().UTC()
 	sd := (&runSpec{ID: id, Spec: spec, Contracts: map[string]schemas.AgentContract{"X": contract},
 		Waves: [][]string{{"a"}, {"b"}}, CreatedAt: now}).init()
@@ -217,4 +224,79 @@ func TestEarlyResultWaitsForItsWave(t *testing.T) {
 	if run.Status != RunCompleted || run.Steps["b"].Summary != "b first" {
 		t.Errorf("run %s, b %+v: want completed with b's early result", run.Status, run.Steps["b"])
 	}
+}
+
+// A result that comes in within the sweep's grace of its step's deadline
+// may lose to the sweep's timeout: its record is written on its own first,
+// so the header never says anything the stored record does not, and no
+// task goes out for a step that is to be skipped.
+func TestResultNearItsDeadlineIsWrittenRecordFirst(t *testing.T) {
+	srv := bustest.Start(t)
+	srv.Provision(t)
+	var logs strings.Builder
+	var mu sync.Mutex
+	o, err := New(srv.Conn(t), WithTimeoutGrace(time.Second),
+		WithLogger(slog.New(slog.NewTextHandler(lockedWriter{&mu, &logs}, nil))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	published := taskSpy(t, srv)
+	sd := startRunTimeout(t, o, "near1", 500*time.Millisecond)
+	h, _ := o.cache.header("near1")
+	timedOut := failedRecord(sd, h, "a", "TIMEOUT: no result by the deadline", time.Now().UTC())
+	if _, err := o.store.recordStep(ctx, "near1", timedOut); err != nil {
+		t.Fatal(err)
+	}
+	var before runHeader
+	rev, err := o.store.getJSON(ctx, "near1", &before)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := o.applyRunResult(ctx, "near1", "a", TaskID("near1", "a", 1),
+		schemas.AgentResult{Success: true, Agent: "X", Summary: "just in time"}); err != nil {
+		t.Fatal(err)
+	}
+	var hd runHeader
+	if _, err := o.store.getJSON(ctx, "near1", &hd); err != nil {
+		t.Fatal(err)
+	}
+	if hd.Completed != 0 || hd.Failed["a"] == "" || hd.Status != RunFailed || hd.Skipped["b"] == "" {
+		t.Errorf("header %+v: want a failed by the stored timeout and b skipped", hd)
+	}
+	// One header write, the one that settles the stored record: none that
+	// first said a completed and was then repaired.
+	hist, err := o.store.runs.History(ctx, "near1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var writes []string
+	for _, e := range hist {
+		if e.Revision() > rev {
+			writes = append(writes, string(e.Value()))
+		}
+	}
+	if len(writes) != 1 {
+		t.Errorf("header written %d times after the result: %q", len(writes), writes)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if got := published(); len(got) != 0 {
+		t.Errorf("tasks published %v for a step that is skipped", got)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if strings.Contains(logs.String(), "may not match") {
+		t.Errorf("the header was repaired: %s", logs.String())
+	}
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

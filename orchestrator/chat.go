@@ -271,52 +271,84 @@ func (c *Chat) Handle(ctx context.Context, conv, requestID, message string) (sch
 }
 
 // begin loads or creates the chat record and the turn for requestID.
+//
+// One turn at a time per conversation: the turn claims the conversation by
+// a compare-and-set of the chat record, so of several requests waiting on
+// one conversation (on any replicas) exactly one goes on; a turn of another
+// request that is still moving is waited for, and one that stopped moving
+// long ago was lost and is closed.
 func (c *Chat) begin(ctx context.Context, conv, requestID, message string) (*session, error) {
 	s := &session{conv: conv}
-	// One turn at a time per conversation: a turn of another request that
-	// is still moving is waited for; one that stopped moving long ago was
-	// lost and is closed.
 	for {
 		if err := c.load(ctx, s); err != nil {
 			return nil, err
 		}
+		for _, d := range s.rec.Done {
+			if d.RequestID == requestID {
+				return s, nil
+			}
+		}
 		cur := s.rec.Current
-		if cur == nil || cur.RequestID == requestID || time.Since(cur.UpdatedAt) > staleTurn {
-			break
+		if cur != nil && cur.RequestID == requestID {
+			s.turn = cur
+			return s, c.count(ctx, s)
 		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(200 * time.Millisecond):
+		if cur != nil && time.Since(cur.UpdatedAt) <= staleTurn {
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-time.After(200 * time.Millisecond):
+			}
+			continue
+		}
+		if cur != nil { // a turn that never finished: remember what was asked
+			s.rec.Turns = append(s.rec.Turns, []openai.ChatCompletionMessage{
+				{Role: openai.ChatMessageRoleUser, Content: cur.Message},
+				{Role: openai.ChatMessageRoleAssistant, Content: "(this turn was interrupted before it finished)"},
+			})
+		}
+		s.turn = &chatTurn{RequestID: requestID, Message: message, StartedAt: time.Now().UTC(),
+			Messages: []openai.ChatCompletionMessage{{Role: openai.ChatMessageRoleUser, Content: message}}}
+		s.rec.Current = s.turn
+		err := c.put(ctx, s)
+		if isConflict(err) {
+			continue // another request claimed the conversation first
+		}
+		if err != nil {
+			return nil, err
+		}
+		return s, c.count(ctx, s)
+	}
+}
+
+// count makes the claimed turn the conversation's next one, once: the
+// turn's number is saved in the chat record before the conversation counts
+// it, so a turn resumed after a crash in between counts it once.
+func (c *Chat) count(ctx context.Context, s *session) error {
+	t := s.turn
+	if t.Number == 0 {
+		st, err := c.store.Conversation(ctx, s.conv)
+		switch {
+		case errors.Is(err, ErrNotFound):
+			t.Number = 1
+		case err != nil:
+			return err
+		default:
+			t.Number = st.Turns + 1
+		}
+		if err := c.save(ctx, s); err != nil {
+			return err
 		}
 	}
-	for _, d := range s.rec.Done {
-		if d.RequestID == requestID {
-			return s, nil
+	_, err := c.store.UpdateConversation(ctx, s.conv, func(st *schemas.ConversationState) error {
+		if st.Turns >= t.Number {
+			return ErrUnchanged
 		}
-	}
-	if s.rec.Current != nil && s.rec.Current.RequestID == requestID {
-		s.turn = s.rec.Current
-		return s, nil
-	}
-	if prev := s.rec.Current; prev != nil { // a turn that never finished: remember what was asked
-		s.rec.Turns = append(s.rec.Turns, []openai.ChatCompletionMessage{
-			{Role: openai.ChatMessageRoleUser, Content: prev.Message},
-			{Role: openai.ChatMessageRoleAssistant, Content: "(this turn was interrupted before it finished)"},
-		})
-	}
-	st, err := c.store.UpdateConversation(ctx, conv, func(st *schemas.ConversationState) error {
-		st.Turns++
-		st.History = append(st.History, schemas.HistoryEntry{At: time.Now().UTC(), Kind: "user", Text: message})
+		st.Turns = t.Number
+		st.History = append(st.History, schemas.HistoryEntry{At: time.Now().UTC(), Kind: "user", Text: t.Message})
 		return nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	s.turn = &chatTurn{RequestID: requestID, Message: message, Number: st.Turns, StartedAt: time.Now().UTC(),
-		Messages: []openai.ChatCompletionMessage{{Role: openai.ChatMessageRoleUser, Content: message}}}
-	s.rec.Current = s.turn
-	return s, c.save(ctx, s)
+	return err
 }
 
 func (c *Chat) key(conv string) string { return conv + ".chat" }
@@ -341,6 +373,26 @@ func (c *Chat) load(ctx context.Context, s *session) error {
 // save writes the record with compare-and-set. Losing the race to a
 // replica that has the same turn further along ends this run of the turn.
 func (c *Chat) save(ctx context.Context, s *session) error {
+	err := c.put(ctx, s)
+	if err == nil || !isConflict(err) {
+		return err
+	}
+	mine := *s.turn
+	other := &session{conv: s.conv}
+	if err := c.load(ctx, other); err != nil {
+		return err
+	}
+	if cur := other.rec.Current; cur == nil || cur.RequestID != mine.RequestID || len(cur.Messages) >= len(mine.Messages) {
+		return errTakenOver
+	}
+	other.rec.Current = &mine
+	s.rec, s.rev, s.turn = other.rec, other.rev, other.rec.Current
+	return c.save(ctx, s)
+}
+
+// put writes the chat record with compare-and-set on the revision s read
+// or last wrote; a conflict is returned as is (isConflict).
+func (c *Chat) put(ctx context.Context, s *session) error {
 	if s.rec.Current != nil {
 		s.rec.Current.UpdatedAt = time.Now().UTC()
 	}
@@ -354,24 +406,14 @@ func (c *Chat) save(ctx context.Context, s *session) error {
 	} else {
 		rev, err = c.kv.Update(ctx, c.key(s.conv), b, s.rev)
 	}
-	if err == nil {
-		s.rev = rev
-		return nil
-	}
-	if !isConflict(err) {
+	if err != nil {
+		if isConflict(err) {
+			return err
+		}
 		return fmt.Errorf("saving chat of conversation %q: %w", s.conv, err)
 	}
-	mine := *s.turn
-	other := &session{conv: s.conv}
-	if err := c.load(ctx, other); err != nil {
-		return err
-	}
-	if cur := other.rec.Current; cur == nil || cur.RequestID != mine.RequestID || len(cur.Messages) >= len(mine.Messages) {
-		return errTakenOver
-	}
-	other.rec.Current = &mine
-	s.rec, s.rev, s.turn = other.rec, other.rev, other.rec.Current
-	return c.save(ctx, s)
+	s.rev = rev
+	return nil
 }
 
 // runLLM is the ReAct loop: think, call the chosen agents, observe, repeat.

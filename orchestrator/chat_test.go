@@ -608,3 +608,81 @@ func TestOfflinePlannerAnswersSeedScenario(t *testing.T) {
 		t.Errorf("categories = %d", n)
 	}
 }
+
+// Several turns of one conversation asked for at once, on two replicas:
+// they run one at a time, each answered once, and the conversation records
+// each message once.
+func TestChatSimultaneousTurnsOfOneConversation(t *testing.T) {
+	t.Parallel()
+	m := newMesh(t)
+	seedAgents(t, m, nil)
+	srv := llmtest.New(t)
+	// The model searches for the turn's question, then answers with it.
+	srv.Handle(func(r llmtest.Request) llmtest.Reply {
+		msgs := r.Body.Messages
+		last := 0
+		for i, msg := range msgs {
+			if msg.Role == "user" {
+				last = i
+			}
+		}
+		q := msgs[last].Content
+		for _, msg := range msgs[last:] {
+			if msg.Role == "tool" {
+				return llmtest.Answer("done " + q)
+			}
+		}
+		return llmtest.Calls(llmtest.Call("ImageSearch", map[string]any{"query": q}))
+	})
+	chatReplica(t, m, nil, []string{"ImageSearch"}, orchestrator.WithLLM(newLLM(t, srv)))
+	chatReplica(t, m, nil, []string{"ImageSearch"}, orchestrator.WithLLM(newLLM(t, srv)))
+
+	const conv, n = "shared", 4
+	ce := followChat(t, m, conv)
+	js := m.srv.JetStream(t)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if _, _, err := orchestrator.SendChat(ctx, js, m.srv.Names(), conv, fmt.Sprintf("q%d:turn", i+1), "test"); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	answers := map[string]int{}
+	for range n {
+		select {
+		case r := <-ce.final:
+			if r.State != schemas.ChatCompleted {
+				t.Errorf("response %+v", r)
+			}
+			answers[r.Output]++
+		case <-time.After(30 * time.Second):
+			t.Fatalf("answers so far: %v", answers)
+		}
+	}
+	for i := range n {
+		if want := fmt.Sprintf("done q%d:turn", i+1); answers[want] != 1 {
+			t.Errorf("%q answered %d times (all: %v)", want, answers[want], answers)
+		}
+	}
+	st := conversation(t, m, conv)
+	asked := map[string]int{}
+	for _, h := range st.History {
+		if h.Kind == "user" {
+			asked[h.Text]++
+		}
+	}
+	if st.Turns != n || len(asked) != n {
+		t.Errorf("conversation has %d turns and user messages %v, want %d, each once", st.Turns, asked, n)
+	}
+	for q, k := range asked {
+		if k != 1 {
+			t.Errorf("%q recorded %d times", q, k)
+		}
+	}
+}

@@ -2,9 +2,11 @@ package orchestrator_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -219,5 +221,32 @@ func TestBuilderReportsMisuse(t *testing.T) {
 	spec := orchestrator.NewPipeline("d").Step("a", "A").Then("b", "B").Step("c", "C").After("a").Step("d", "D").After("b", "c").MustBuild()
 	if got := spec.Steps[3].DependsOn; !slices.Equal(got, []string{"b", "c"}) {
 		t.Errorf("d depends on %v", got)
+	}
+}
+
+// Validating a pipeline costs memory in proportion to its steps: a chain of
+// 5,000 steps, each input mapped to its parent's output, validates in a few
+// MiB (ancestor sets per step would take about 1 GiB).
+func TestValidateLongChainInLinearMemory(t *testing.T) {
+	const n = 5000
+	steps := []schemas.PipelineStep{step("s0", "Search")}
+	for i := 1; i < n; i++ {
+		s := step(fmt.Sprintf("s%d", i), "Variant", fmt.Sprintf("s%d", i-1))
+		s.Inputs = map[string]string{"images": fmt.Sprintf("s%d.images", i-1)}
+		steps = append(steps, s)
+	}
+	spec := schemas.PipelineSpec{Name: "long", Steps: steps}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	_, waves, err := orchestrator.ValidatePipeline(spec, lookup, orchestrator.NewRouter())
+	runtime.ReadMemStats(&after)
+	if err != nil || len(waves) != n {
+		t.Fatalf("%d waves, %v", len(waves), err)
+	}
+	if mib := float64(after.TotalAlloc-before.TotalAlloc) / (1 << 20); mib > 64 {
+		t.Errorf("validating %d steps allocated %.0f MiB", n, mib)
+	} else {
+		t.Logf("validating %d steps allocated %.1f MiB", n, mib)
 	}
 }

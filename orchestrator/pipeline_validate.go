@@ -93,35 +93,73 @@ func flatten(err error, sentinel error) []error {
 	return out
 }
 
-// graph is the dependency structure of a pipeline that passed Waves.
+// graph is the dependency structure of a pipeline that passed Waves. It
+// keeps, per step, only what grows with the number of slots, not with the
+// run: ancestry is answered by a walk when asked, so a long chain costs
+// linear memory.
 type graph struct {
-	steps     map[string]schemas.PipelineStep
-	ancestors map[string]map[string]bool
+	steps map[string]schemas.PipelineStep
+	wave  map[string]int
 }
 
 func newGraph(spec schemas.PipelineSpec, waves [][]string) graph {
-	g := graph{steps: map[string]schemas.PipelineStep{}, ancestors: map[string]map[string]bool{}}
+	g := graph{steps: make(map[string]schemas.PipelineStep, len(spec.Steps)), wave: make(map[string]int, len(spec.Steps))}
 	for _, s := range spec.Steps {
 		if _, dup := g.steps[s.ID]; !dup {
 			g.steps[s.ID] = s
 		}
 	}
-	for _, wave := range waves {
-		for _, id := range wave {
-			anc := map[string]bool{}
-			for _, d := range g.steps[id].DependsOn {
-				if _, ok := g.steps[d]; !ok || d == id {
-					continue
-				}
-				anc[d] = true
-				for a := range g.ancestors[d] {
-					anc[a] = true
-				}
-			}
-			g.ancestors[id] = anc
+	for w, ids := range waves {
+		for _, id := range ids {
+			g.wave[id] = w
 		}
 	}
 	return g
+}
+
+// ancestor reports whether step a runs before step id because id depends
+// on it, directly or through other steps. The walk skips steps in waves
+// before a's, which cannot lead to it.
+func (g graph) ancestor(a, id string) bool {
+	wa, ok := g.wave[a]
+	if !ok {
+		return false
+	}
+	seen := map[string]bool{}
+	stack := []string{id}
+	for len(stack) > 0 {
+		cur := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		for _, d := range g.steps[cur].DependsOn {
+			if d == a {
+				return true
+			}
+			if w, ok := g.wave[d]; ok && w > wa && !seen[d] {
+				seen[d] = true
+				stack = append(stack, d)
+			}
+		}
+	}
+	return false
+}
+
+// parallel keeps the feeders that are not an ancestor of another feeder:
+// of a chain of producers, only the latest counts.
+func (g graph) parallel(feeders []string) []string {
+	var out []string
+	for _, f := range feeders {
+		shadowed := false
+		for _, o := range feeders {
+			if o != f && g.ancestor(f, o) {
+				shadowed = true
+				break
+			}
+		}
+		if !shadowed {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // feeds reports whether an output with dataType and hint can fill in.
@@ -133,25 +171,6 @@ func feeds(dataType, hint string, in schemas.TypedInput) bool {
 		return true
 	}
 	return hint == in.ContentTypeHint
-}
-
-// parallel keeps the feeders that are not an ancestor of another feeder:
-// of a chain of producers, only the latest counts.
-func (g graph) parallel(feeders []string) []string {
-	var out []string
-	for _, f := range feeders {
-		shadowed := false
-		for _, o := range feeders {
-			if o != f && g.ancestors[o][f] {
-				shadowed = true
-				break
-			}
-		}
-		if !shadowed {
-			out = append(out, f)
-		}
-	}
-	return out
 }
 
 func seedSlots(seed schemas.PipelineSeed, router *Router) map[string]schemas.TypedValue {
@@ -198,25 +217,33 @@ func checkInputs(spec schemas.PipelineSpec, waves [][]string, contracts map[stri
 	g := newGraph(spec, waves)
 	builder := NewInputBuilder(router)
 	reg := router.DataTypes()
+	seed := seedSlots(spec.Seed, router)
+	// routed[id]: the slots the outputs of id and of its ancestors fill,
+	// built wave by wave from the parents'.
+	routed := make(map[string]map[string]schemas.TypedValue, len(g.steps))
 	var errs []error
 	for _, wave := range waves {
 		for _, id := range wave {
 			step := g.steps[id]
+			// The slots a run can hold when this step starts: the seed and
+			// whatever its ancestors' outputs are routed to.
+			up := map[string]schemas.TypedValue{}
+			for _, p := range step.DependsOn {
+				maps.Copy(up, routed[p])
+			}
+			avail := maps.Clone(seed)
+			maps.Copy(avail, up)
+			for _, o := range contracts[step.Agent].Outputs {
+				if slot, ok := router.SlotFor(o.DataType, o.ContentTypeHint); ok {
+					up[slot] = schemas.TypedValue{DataType: o.DataType, ContentTypeHint: o.ContentTypeHint}
+				}
+			}
+			routed[id] = up
 			c, ok := contracts[step.Agent]
 			if !ok {
 				continue // unknown agent, already reported
 			}
 			where := fmt.Sprintf("step %q (%s)", id, step.Agent)
-			// The slots a run can hold when this step starts: the seed and
-			// whatever its ancestors' outputs are routed to.
-			avail := seedSlots(spec.Seed, router)
-			for a := range g.ancestors[id] {
-				for _, o := range contracts[g.steps[a].Agent].Outputs {
-					if slot, ok := router.SlotFor(o.DataType, o.ContentTypeHint); ok {
-						avail[slot] = schemas.TypedValue{DataType: o.DataType, ContentTypeHint: o.ContentTypeHint}
-					}
-				}
-			}
 			mapped := slices.Sorted(maps.Keys(step.Inputs))
 			for _, name := range mapped {
 				if err := checkSource(spec, g, contracts, avail, id, c, name, step.Inputs[name]); err != nil {
@@ -318,7 +345,7 @@ func checkSource(spec schemas.PipelineSpec, g graph, contracts map[string]schema
 	if !ok {
 		return fmt.Errorf("%w: input %q maps to %s, but there is no step %q", ErrBadInputSource, name, src, head)
 	}
-	if !g.ancestors[id][head] {
+	if !g.ancestor(head, id) {
 		return fmt.Errorf("%w: input %q maps to %s, but step %q does not run before this step; add it to depends_on", ErrBadInputSource, name, src, head)
 	}
 	pc, ok := contracts[parent.Agent]

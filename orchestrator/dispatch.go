@@ -87,19 +87,20 @@ func (d *Dispatcher) Dispatch(ctx context.Context, agent string, task schemas.Ta
 	return meta.TaskID, nil
 }
 
-// DispatchAsync is Dispatch without waiting for the stream's ack: the
-// returned future reports it (or the failure). The pipeline scheduler uses
-// it, since its sweep publishes a task again when no result came.
-func (d *Dispatcher) DispatchAsync(agent string, task schemas.TaskRequest, meta DispatchMeta) (jetstream.PubAckFuture, error) {
+// Send publishes a task without asking for the stream's ack: JetStream
+// stores it (and drops a second copy of the same task id within the
+// duplicate window), but no reply crosses the network. The pipeline
+// scheduler uses it on its fast path: its sweep publishes a task again,
+// with Dispatch, when no result came, and reports what the stream said.
+func (d *Dispatcher) Send(agent string, task schemas.TaskRequest, meta DispatchMeta) error {
 	msg, err := d.message(agent, task, &meta)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	f, err := d.js.PublishMsgAsync(msg)
-	if err != nil {
-		return nil, fmt.Errorf("dispatching task %s to %s: %w", meta.TaskID, agent, err)
+	if err := d.js.Conn().PublishMsg(msg); err != nil {
+		return fmt.Errorf("dispatching task %s to %s: %w", meta.TaskID, agent, err)
 	}
-	return f, nil
+	return nil
 }
 
 func (d *Dispatcher) message(agent string, task schemas.TaskRequest, meta *DispatchMeta) (*nats.Msg, error) {

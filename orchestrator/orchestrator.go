@@ -213,13 +213,7 @@ func New(nc *nats.Conn, opts ...Option) (*Orchestrator, error) {
 	if cfg.logger == nil {
 		cfg.logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	// Pipeline tasks are published without waiting for the ack (the sweep
-	// publishes a task again when its result does not come): log failures.
-	log := cfg.logger
-	js, err := jetstream.New(nc, jetstream.WithPublishAsyncTimeout(10*time.Second),
-		jetstream.WithPublishAsyncErrHandler(func(_ jetstream.JetStream, m *nats.Msg, err error) {
-			log.Warn("dispatch", "subject", m.Subject, "task", m.Header.Get(jetstream.MsgIDHeader), "err", err)
-		}))
+	js, err := jetstream.New(nc)
 	if err != nil {
 		return nil, fmt.Errorf("orchestrator: jetstream: %w", err)
 	}

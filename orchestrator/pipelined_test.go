@@ -300,3 +300,67 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 	defer l.mu.Unlock()
 	return l.w.Write(p)
 }
+
+// A wave's tasks go out without waiting for the stream; the sweep publishes
+// a task whose result does not come again, once, waiting for the stream's
+// answer, and reports a refusal with the stream's reason.
+func TestSweepPublishesALostTaskAgain(t *testing.T) {
+	srv := bustest.Start(t)
+	srv.Provision(t)
+	var logs strings.Builder
+	var mu sync.Mutex
+	o, err := New(srv.Conn(t), WithLogger(slog.New(slog.NewTextHandler(lockedWriter{&mu, &logs}, nil))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.cfg.republish = 0
+	ctx := context.Background()
+	js := srv.JetStream(t)
+	tasks, err := js.Stream(ctx, srv.Names().TasksStream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	subject, _ := srv.Names().Task("X")
+	stored := func() (n uint64, id string) {
+		info, err := tasks.Info(ctx, jetstream.WithSubjectFilter(subject))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m, err := tasks.GetLastMsgForSubject(ctx, subject); err == nil {
+			id = m.Header.Get(jetstream.MsgIDHeader)
+		}
+		return info.State.Msgs, id
+	}
+
+	// The run's first wave started, but its task never reached the stream.
+	startRun(t, o, "lost1")
+	if n, _ := stored(); n != 0 {
+		t.Fatalf("%d tasks stored before the sweep", n)
+	}
+	o.sweepRun(ctx, "lost1")
+	if n, id := stored(); n != 1 || id != TaskID("lost1", "a", 1) {
+		t.Fatalf("after the sweep: %d tasks stored, last %q; want a's task once", n, id)
+	}
+	o.sweepRun(ctx, "lost1")
+	if n, _ := stored(); n != 1 {
+		t.Errorf("after a second sweep: %d tasks stored, want 1 (published again once)", n)
+	}
+
+	// A stream that refuses the task: the sweep says why.
+	cfg, err := tasks.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := cfg.Config
+	c.MaxMsgs, c.Discard = 1, jetstream.DiscardNew
+	if _, err := js.UpdateStream(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	startRun(t, o, "lost2")
+	o.sweepRun(ctx, "lost2")
+	mu.Lock()
+	defer mu.Unlock()
+	if !strings.Contains(logs.String(), "re-dispatch") || !strings.Contains(logs.String(), "maximum messages exceeded") {
+		t.Errorf("log does not report the refusal with the stream's reason:\n%s", logs.String())
+	}
+}

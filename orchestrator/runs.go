@@ -441,9 +441,30 @@ func (o *Orchestrator) follow(ctx context.Context, sd *runSpec, h *runHeader, ch
 }
 
 // publishStep builds the inputs of a step of the wave in progress and
-// publishes its task (see DispatchAsync). pending are records being
-// written: a parent among them is read from there.
+// publishes its task without waiting for the stream (see Send): a task that
+// was not stored is published again by the sweep. pending are records
+// being written: a parent among them is read from there.
 func (o *Orchestrator) publishStep(ctx context.Context, sd *runSpec, h *runHeader, id string, pending ...*StepState) error {
+	agent, task, meta, err := o.stepTask(ctx, sd, h, id, pending)
+	if err != nil {
+		return err
+	}
+	return o.dispatcher.Send(agent, task, meta)
+}
+
+// republishStep is publishStep for the sweep: it waits for the stream's
+// ack, so a task the stream refuses is reported with the stream's reason.
+func (o *Orchestrator) republishStep(ctx context.Context, sd *runSpec, h *runHeader, id string) error {
+	agent, task, meta, err := o.stepTask(ctx, sd, h, id, nil)
+	if err != nil {
+		return err
+	}
+	_, err = o.dispatcher.Dispatch(ctx, agent, task, meta)
+	return err
+}
+
+// stepTask builds the task of a step of the wave in progress.
+func (o *Orchestrator) stepTask(ctx context.Context, sd *runSpec, h *runHeader, id string, pending []*StepState) (string, schemas.TaskRequest, DispatchMeta, error) {
 	var slots map[string]schemas.TypedValue
 	inputs, err := stepInputs(ctx, o.router, sd, id,
 		func(p string) (*StepState, error) {
@@ -463,17 +484,13 @@ func (o *Orchestrator) publishStep(ctx context.Context, sd *runSpec, h *runHeade
 		})
 	s, _ := sd.step(id)
 	if err != nil {
-		return fmt.Errorf("step %q (%s): %w", id, s.Agent, err)
+		return "", schemas.TaskRequest{}, DispatchMeta{}, fmt.Errorf("step %q (%s): %w", id, s.Agent, err)
 	}
 	timeout := sd.timeout(id)
-	task := schemas.TaskRequest{Inputs: inputs, Params: s.Params, TimeoutMS: timeout.Milliseconds()}
-	// Not waiting for the stream's ack: a task that was not stored is
-	// published again by the sweep.
-	_, err = o.dispatcher.DispatchAsync(s.Agent, task, DispatchMeta{
+	return s.Agent, schemas.TaskRequest{Inputs: inputs, Params: s.Params, TimeoutMS: timeout.Milliseconds()}, DispatchMeta{
 		TaskID: TaskID(sd.ID, id, 1), RunID: sd.ID, StepID: id, Deadline: h.WaveStartedAt.Add(timeout),
 		TraceParent: traceParentFor(sd.ID),
-	})
-	return err
+	}, nil
 }
 
 // republishWithin bounds how long after a wave started its tasks may be
@@ -613,7 +630,7 @@ func (o *Orchestrator) sweepRun(ctx context.Context, id string) bool {
 	}
 	for _, sid := range again {
 		if next.running(sd, sid) {
-			if err := o.publishStep(ctx, sd, next, sid); err != nil {
+			if err := o.republishStep(ctx, sd, next, sid); err != nil {
 				o.log.Warn("re-dispatch", "run", id, "step", sid, "err", err)
 			}
 		}

@@ -458,23 +458,38 @@ func TestChatRetriesRateLimitAndFailsClearlyOnRefusedKey(t *testing.T) {
 	}
 }
 
+// searchThenAnswer starts replicas chat replicas on one scripted model that
+// searches for the turn's question, then answers "done <question>".
+func searchThenAnswer(t *testing.T, m *mesh, replicas int) {
+	t.Helper()
+	srv := llmtest.New(t)
+	srv.Handle(func(r llmtest.Request) llmtest.Reply {
+		msgs := r.Body.Messages
+		last := 0
+		for i, msg := range msgs {
+			if msg.Role == "user" {
+				last = i
+			}
+		}
+		q := msgs[last].Content
+		for _, msg := range msgs[last:] {
+			if msg.Role == "tool" {
+				return llmtest.Answer("done " + q)
+			}
+		}
+		return llmtest.Calls(llmtest.Call("ImageSearch", map[string]any{"query": q}))
+	})
+	for range replicas {
+		chatReplica(t, m, nil, []string{"ImageSearch"}, orchestrator.WithLLM(newLLM(t, srv)))
+	}
+}
+
 func TestChatFiftyConversationsTwoReplicas(t *testing.T) {
 	t.Parallel()
 	m := newMesh(t)
 	seedAgents(t, m, nil)
-	srv := llmtest.New(t)
-	// The model searches for the conversation's own query, then answers
-	// with it: any cross-talk shows in the slots or the answers.
-	srv.Handle(func(r llmtest.Request) llmtest.Reply {
-		users := r.MessagesOf("user")
-		q := users[len(users)-1].Content
-		if len(r.MessagesOf("tool")) == 0 {
-			return llmtest.Calls(llmtest.Call("ImageSearch", map[string]any{"query": q}))
-		}
-		return llmtest.Answer("done " + q)
-	})
-	chatReplica(t, m, nil, []string{"ImageSearch"}, orchestrator.WithLLM(newLLM(t, srv)))
-	chatReplica(t, m, nil, []string{"ImageSearch"}, orchestrator.WithLLM(newLLM(t, srv)))
+	// Any cross-talk shows in the slots or the answers.
+	searchThenAnswer(t, m, 2)
 
 	const n = 50
 	type result struct {
@@ -616,26 +631,7 @@ func TestChatSimultaneousTurnsOfOneConversation(t *testing.T) {
 	t.Parallel()
 	m := newMesh(t)
 	seedAgents(t, m, nil)
-	srv := llmtest.New(t)
-	// The model searches for the turn's question, then answers with it.
-	srv.Handle(func(r llmtest.Request) llmtest.Reply {
-		msgs := r.Body.Messages
-		last := 0
-		for i, msg := range msgs {
-			if msg.Role == "user" {
-				last = i
-			}
-		}
-		q := msgs[last].Content
-		for _, msg := range msgs[last:] {
-			if msg.Role == "tool" {
-				return llmtest.Answer("done " + q)
-			}
-		}
-		return llmtest.Calls(llmtest.Call("ImageSearch", map[string]any{"query": q}))
-	})
-	chatReplica(t, m, nil, []string{"ImageSearch"}, orchestrator.WithLLM(newLLM(t, srv)))
-	chatReplica(t, m, nil, []string{"ImageSearch"}, orchestrator.WithLLM(newLLM(t, srv)))
+	searchThenAnswer(t, m, 2)
 
 	const conv, n = "shared", 4
 	ce := followChat(t, m, conv)

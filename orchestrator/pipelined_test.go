@@ -18,6 +18,32 @@ import (
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
+// replica starts a provisioned embedded server and an orchestrator replica
+// on it that is not running (the tests drive it by hand).
+func replica(t *testing.T, opts ...Option) (*bustest.Server, *Orchestrator) {
+	t.Helper()
+	srv := bustest.Start(t)
+	srv.Provision(t)
+	o, err := New(srv.Conn(t), opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv, o
+}
+
+// captureLogs is a logger option whose output logged returns.
+func captureLogs() (opt Option, logged func() string) {
+	var (
+		mu  sync.Mutex
+		buf strings.Builder
+	)
+	return WithLogger(slog.New(slog.NewTextHandler(lockedWriter{&mu, &buf}, nil))), func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		return buf.String()
+	}
+}
+
 // startRun stores a two-step run a -> b on agent X with its first wave in
 // progress, as submit would, without dispatching anything.
 func startRun(t *testing.T, o *Orchestrator, id string) *runSpec {
@@ -49,12 +75,7 @@ func startRunTimeout(t *testing.T, o *Orchestrator, id string, timeout time.Dura
 // and the header are written in one round trip, so the header update goes
 // through, and must end up saying what the stored record says.
 func TestPipelinedSettleDefersToStoredRecord(t *testing.T) {
-	srv := bustest.Start(t)
-	srv.Provision(t)
-	o, err := New(srv.Conn(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, o := replica(t)
 	ctx := context.Background()
 
 	t.Run("different outcome", func(t *testing.T) {
@@ -149,12 +170,7 @@ func taskSpy(t *testing.T, srv *bustest.Server) func() []string {
 }
 
 func TestDispatchAhead(t *testing.T) {
-	srv := bustest.Start(t)
-	srv.Provision(t)
-	o, err := New(srv.Conn(t), WithTimeoutGrace(time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, o := replica(t, WithTimeoutGrace(time.Second))
 	ctx := context.Background()
 	published := taskSpy(t, srv)
 	res := schemas.AgentResult{Success: true, Agent: "X", Summary: "done"}
@@ -198,16 +214,11 @@ func TestDispatchAhead(t *testing.T) {
 // header: it is not taken for a late result (dropped), but handed back
 // (errEarly) until the header starts its wave.
 func TestEarlyResultWaitsForItsWave(t *testing.T) {
-	srv := bustest.Start(t)
-	srv.Provision(t)
-	o, err := New(srv.Conn(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, o := replica(t)
 	ctx := context.Background()
 	startRun(t, o, "early1")
 	res := schemas.AgentResult{Success: true, Agent: "X", Summary: "b first"}
-	err = o.applyRunResult(ctx, "early1", "b", TaskID("early1", "b", 1), res)
+	err := o.applyRunResult(ctx, "early1", "b", TaskID("early1", "b", 1), res)
 	if !errors.Is(err, errEarly) || !strings.Contains(err.Error(), `step "b"`) {
 		t.Fatalf("b's result before a's: %v, want errEarly naming b", err)
 	}
@@ -231,15 +242,8 @@ func TestEarlyResultWaitsForItsWave(t *testing.T) {
 // so the header never says anything the stored record does not, and no
 // task goes out for a step that is to be skipped.
 func TestResultNearItsDeadlineIsWrittenRecordFirst(t *testing.T) {
-	srv := bustest.Start(t)
-	srv.Provision(t)
-	var logs strings.Builder
-	var mu sync.Mutex
-	o, err := New(srv.Conn(t), WithTimeoutGrace(time.Second),
-		WithLogger(slog.New(slog.NewTextHandler(lockedWriter{&mu, &logs}, nil))))
-	if err != nil {
-		t.Fatal(err)
-	}
+	logger, logged := captureLogs()
+	srv, o := replica(t, WithTimeoutGrace(time.Second), logger)
 	ctx := context.Background()
 	published := taskSpy(t, srv)
 	sd := startRunTimeout(t, o, "near1", 500*time.Millisecond)
@@ -283,10 +287,8 @@ func TestResultNearItsDeadlineIsWrittenRecordFirst(t *testing.T) {
 	if got := published(); len(got) != 0 {
 		t.Errorf("tasks published %v for a step that is skipped", got)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if strings.Contains(logs.String(), "may not match") {
-		t.Errorf("the header was repaired: %s", logs.String())
+	if strings.Contains(logged(), "may not match") {
+		t.Errorf("the header was repaired: %s", logged())
 	}
 }
 
@@ -305,14 +307,8 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 // a task whose result does not come again, once, waiting for the stream's
 // answer, and reports a refusal with the stream's reason.
 func TestSweepPublishesALostTaskAgain(t *testing.T) {
-	srv := bustest.Start(t)
-	srv.Provision(t)
-	var logs strings.Builder
-	var mu sync.Mutex
-	o, err := New(srv.Conn(t), WithLogger(slog.New(slog.NewTextHandler(lockedWriter{&mu, &logs}, nil))))
-	if err != nil {
-		t.Fatal(err)
-	}
+	logger, logged := captureLogs()
+	srv, o := replica(t, logger)
 	o.cfg.republish = 0
 	ctx := context.Background()
 	js := srv.JetStream(t)
@@ -358,9 +354,7 @@ func TestSweepPublishesALostTaskAgain(t *testing.T) {
 	}
 	startRun(t, o, "lost2")
 	o.sweepRun(ctx, "lost2")
-	mu.Lock()
-	defer mu.Unlock()
-	if !strings.Contains(logs.String(), "re-dispatch") || !strings.Contains(logs.String(), "maximum messages exceeded") {
-		t.Errorf("log does not report the refusal with the stream's reason:\n%s", logs.String())
+	if log := logged(); !strings.Contains(log, "re-dispatch") || !strings.Contains(log, "maximum messages exceeded") {
+		t.Errorf("log does not report the refusal with the stream's reason:\n%s", log)
 	}
 }

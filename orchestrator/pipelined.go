@@ -61,7 +61,8 @@ func (o *Orchestrator) commitPipelined(ctx context.Context, sd *runSpec, b *sett
 		return nil, ch, false
 	}
 	// The wave's tasks first: they are the critical path.
-	o.dispatchAhead(ctx, sd, next, &ch, mine, now)
+	over := o.dispatchAhead(ctx, sd, next, &ch, mine, now, true)
+	defer over()
 	futures := make([]jetstream.PubAckFuture, 0, len(mine))
 	for _, rec := range mine {
 		v, err := o.store.encode(rec, nil)
@@ -162,8 +163,10 @@ func (o *Orchestrator) decidedFirst(rec *StepState, now time.Time) bool {
 
 // dispatchAhead publishes the tasks of the wave that next starts while
 // next, the header that starts it, and the records it learns of (mine) are
-// still being written, so the wave's agents start one round trip sooner.
-// follow then publishes only the steps it did not (ch.published).
+// still being written, so the wave's agents start sooner. follow then
+// publishes only the steps it did not. It returns the function to call once
+// the header's write is over (a result of one of those tasks that comes in
+// first waits for it).
 //
 // It does so only when the write cannot decide otherwise than next:
 //   - every record of mine is decidedFirst;
@@ -172,22 +175,32 @@ func (o *Orchestrator) decidedFirst(rec *StepState, now time.Time) bool {
 //     published the wave already), the tasks published here carry the same
 //     ids inside the tasks stream's duplicate window and are stored once.
 //
-// A task that finishes before next is stored has its result handled again
-// shortly (errEarly).
-func (o *Orchestrator) dispatchAhead(ctx context.Context, sd *runSpec, next *runHeader, ch *runChanges, mine []*StepState, now time.Time) {
+// withSlots false leaves out a step whose inputs read the run's slots: the
+// outputs of mine are not routed into them yet.
+func (o *Orchestrator) dispatchAhead(ctx context.Context, sd *runSpec, next *runHeader, ch *runChanges, mine []*StepState, now time.Time, withSlots bool) (over func()) {
+	over = func() {}
 	if ch.finished || len(ch.dispatch) == 0 || len(mine) == 0 {
-		return
+		return over
 	}
 	for _, rec := range mine {
 		if !o.decidedFirst(rec, now) || now.Sub(rec.DispatchedAt) >= republishWithin {
-			return
+			return over
 		}
 	}
+	var sent []string
 	for _, id := range ch.dispatch {
-		if o.publishStep(ctx, sd, next, id, mine...) == nil {
-			ch.published = append(ch.published, id)
+		agent, task, meta, err := o.stepTask(ctx, sd, next, id, mine, withSlots)
+		if err == nil {
+			err = o.dispatcher.Send(agent, task, meta)
+		}
+		if err == nil {
+			sent = append(sent, id)
 		}
 	}
+	if len(sent) == 0 {
+		return over
+	}
+	return o.cache.markAhead(sd.ID, sent)
 }
 
 // kvMsg is a write of value under key in the runs bucket, provided the

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/bus/bustest"
 	"github.com/agentmesh/agentmesh/schemas"
 )
@@ -54,10 +56,18 @@ func startRun(t *testing.T, o *Orchestrator, id string) *runSpec {
 func startRunTimeout(t *testing.T, o *Orchestrator, id string, timeout time.Duration) *runSpec {
 	t.Helper()
 	contract := schemas.AgentContract{Name: "X", Capability: schemas.CapTransformation, Description: "x"}
-	spec := schemas.PipelineSpec{Name: "race", Steps: []schemas.PipelineStep{
-		{ID: "a", Agent: "X", TimeoutMS: timeout.Milliseconds()}, {ID: "b", Agent: "X", DependsOn: []string{"a"}}}}
+	return startRunOf(t, o, id, contract, schemas.PipelineStep{ID: "a", Agent: "X", TimeoutMS: timeout.Milliseconds()},
+		schemas.PipelineStep{ID: "b", Agent: "X", DependsOn: []string{"a"}})
+}
+
+// startRunOf stores a run of steps a, b (b after a) on the agent of
+// contract with its first wave in progress, as submit would, without
+// dispatching anything.
+func startRunOf(t *testing.T, o *Orchestrator, id string, contract schemas.AgentContract, a, b schemas.PipelineStep) *runSpec {
+	t.Helper()
+	spec := schemas.PipelineSpec{Name: "race", Steps: []schemas.PipelineStep{a, b}}
 	now := time.Now().UTC()
-	sd := (&runSpec{ID: id, Spec: spec, Contracts: map[string]schemas.AgentContract{"X": contract},
+	sd := (&runSpec{ID: id, Spec: spec, Contracts: map[string]schemas.AgentContract{contract.Name: contract},
 		Waves: [][]string{{"a"}, {"b"}}, CreatedAt: now}).init()
 	var ch runChanges
 	h := newHeader(sd, spec.Name, nil, now, &ch)
@@ -199,9 +209,9 @@ func TestDispatchAhead(t *testing.T) {
 		{"a wave started long ago", &StepState{ID: "a", Status: StepCompleted, DispatchedAt: now.Add(-2 * republishWithin), Deadline: now.Add(time.Hour)}},
 	} {
 		ch := runChanges{dispatch: []string{"b"}}
-		o.dispatchAhead(ctx, sd, h, &ch, []*StepState{c.rec}, now)
-		if len(ch.published) != 0 {
-			t.Errorf("%s: published %v ahead of the header", c.name, ch.published)
+		o.dispatchAhead(ctx, sd, h, &ch, []*StepState{c.rec}, now, true)()
+		if o.cache.takeAhead(sd.ID, "b") {
+			t.Errorf("%s: b published ahead of the header", c.name)
 		}
 	}
 	time.Sleep(200 * time.Millisecond) // for a second publish to show
@@ -357,4 +367,95 @@ func TestSweepPublishesALostTaskAgain(t *testing.T) {
 	if log := logged(); !strings.Contains(log, "re-dispatch") || !strings.Contains(log, "maximum messages exceeded") {
 		t.Errorf("log does not report the refusal with the stream's reason:\n%s", log)
 	}
+}
+
+// A result with outputs to route: its record, the run's state and the
+// header are written in turn, and the next wave starts ahead of them when
+// its inputs come from the result itself, not when they read the run's
+// slots (which the result's outputs are not routed into yet).
+func TestRoutedResultStartsTheNextWaveAhead(t *testing.T) {
+	srv, o := replica(t)
+	ctx := context.Background()
+	published := taskSpy(t, srv)
+	lastTask := func() (string, schemas.TaskRequest) {
+		st, err := srv.JetStream(t).Stream(ctx, srv.Names().TasksStream())
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := st.GetLastMsgForSubject(ctx, mustTask(t, srv))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev, err := bus.Decode(&nats.Msg{Subject: m.Subject, Header: m.Header, Data: m.Data})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var task schemas.TaskRequest
+		if err := ev.DataAs(&task); err != nil {
+			t.Fatal(err)
+		}
+		return ev.ID, task
+	}
+	x := schemas.AgentContract{Name: "X", Capability: schemas.CapTransformation, Description: "x",
+		Inputs:  []schemas.TypedInput{{Name: "images", DataType: schemas.TypeFileIDs, ContentTypeHint: schemas.ContentImages}},
+		Outputs: []schemas.TypedOutput{{Name: "images", DataType: schemas.TypeFileIDs, ContentTypeHint: schemas.ContentImages}}}
+	res := schemas.AgentResult{Success: true, Agent: "X", Summary: "found 2",
+		Outputs: map[string]schemas.TypedValue{"images": schemas.FilesValue(schemas.FromIDs(schemas.ContentImages, "i1", "i2"), "")}}
+
+	for _, c := range []struct {
+		name  string
+		b     schemas.PipelineStep
+		ahead bool
+	}{
+		{"from its parent", schemas.PipelineStep{ID: "b", Agent: "X", DependsOn: []string{"a"}}, true},
+		{"from the run's slots", schemas.PipelineStep{ID: "b", Agent: "X", DependsOn: []string{"a"},
+			Inputs: map[string]string{"images": "state." + SlotImageIDs}}, false},
+	} {
+		run := "routed" + strconv.Itoa(len(published()))
+		startRunOf(t, o, run, x, schemas.PipelineStep{ID: "a", Agent: "X"}, c.b)
+		if err := o.applyRunResult(ctx, run, "a", TaskID(run, "a", 1), res); err != nil {
+			t.Fatal(err)
+		}
+		if got := o.cache.aheadWrite(run) != nil; got != c.ahead {
+			t.Errorf("%s: b's task sent ahead of the header: %v, want %v", c.name, got, c.ahead)
+		}
+		time.Sleep(100 * time.Millisecond) // for a second publish to show
+		if n := count(published(), TaskID(run, "b", 1)); n != 1 {
+			t.Fatalf("%s: b's task published %d times, want once", c.name, n)
+		}
+		id, task := lastTask()
+		if id != TaskID(run, "b", 1) {
+			t.Fatalf("%s: last task %s", c.name, id)
+		}
+		fc, err := task.Inputs["images"].Files()
+		if err != nil || !slices.Equal(fc.IDs(), []string{"i1", "i2"}) {
+			t.Errorf("%s: b's input %+v (%v), want a's two images", c.name, task.Inputs["images"], err)
+		}
+		run2, err := o.store.Run(ctx, run)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v := run2.State.Slots[SlotImageIDs]; v.DataType != schemas.TypeFileIDs {
+			t.Errorf("%s: slot %s after a: %+v", c.name, SlotImageIDs, v)
+		}
+	}
+}
+
+func mustTask(t *testing.T, srv *bustest.Server) string {
+	t.Helper()
+	s, err := srv.Names().Task("X")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func count(ids []string, id string) int {
+	n := 0
+	for _, x := range ids {
+		if x == id {
+			n++
+		}
+	}
+	return n
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -37,6 +36,61 @@ type runCache struct {
 	specs   map[string]*runSpec
 	headers map[string]cachedHeader
 	records map[string]map[string]*StepState
+	// ahead: per run, the steps whose tasks went out ahead of the header
+	// that starts their wave, and a channel closed once that header's
+	// write is over (see dispatchAhead).
+	ahead map[string]*aheadWave
+}
+
+type aheadWave struct {
+	steps map[string]bool // not yet followed up
+	done  chan struct{}
+}
+
+// markAhead notes that the tasks of steps went out ahead of their header
+// and returns the function that says the header's write is over.
+func (c *runCache) markAhead(run string, steps []string) (over func()) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ahead == nil {
+		c.ahead = map[string]*aheadWave{}
+	}
+	a := c.ahead[run]
+	if a == nil {
+		a = &aheadWave{steps: map[string]bool{}}
+		c.ahead[run] = a
+	}
+	for _, id := range steps {
+		a.steps[id] = true
+	}
+	done := make(chan struct{})
+	a.done = done
+	var once sync.Once
+	return func() { once.Do(func() { close(done) }) }
+}
+
+// takeAhead reports whether step's task went out ahead of its header, and
+// forgets it: the follow-up of the header publishes it no more.
+func (c *runCache) takeAhead(run, step string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	a := c.ahead[run]
+	if a == nil || !a.steps[step] {
+		return false
+	}
+	delete(a.steps, step)
+	return true
+}
+
+// aheadWrite returns the channel closed when the header write that follows
+// tasks sent ahead in run is over, nil when none is under way.
+func (c *runCache) aheadWrite(run string) <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if a := c.ahead[run]; a != nil {
+		return a.done
+	}
+	return nil
 }
 
 func (c *runCache) spec(id string) *runSpec {
@@ -49,7 +103,7 @@ func (c *runCache) putSpec(sd *runSpec) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.specs == nil || len(c.specs) >= maxCachedRuns {
-		c.specs, c.headers, c.records = map[string]*runSpec{}, map[string]cachedHeader{}, map[string]map[string]*StepState{}
+		c.specs, c.headers, c.records, c.ahead = map[string]*runSpec{}, map[string]cachedHeader{}, map[string]map[string]*StepState{}, nil
 	}
 	c.specs[sd.ID] = sd
 }
@@ -98,6 +152,7 @@ func (c *runCache) drop(run string) {
 	delete(c.specs, run)
 	delete(c.headers, run)
 	delete(c.records, run)
+	delete(c.ahead, run)
 }
 
 func (o *Orchestrator) loadSpec(ctx context.Context, id string) (*runSpec, error) {
@@ -214,7 +269,14 @@ func (o *Orchestrator) applyRunResult(ctx context.Context, runID, stepID, taskID
 		// The task went out ahead of the header that starts its wave
 		// (see dispatchAhead), and that header may be being written on
 		// this replica: wait for the write.
-		o.locks.lock(runID)()
+		if over := o.cache.aheadWrite(runID); over != nil {
+			select {
+			case <-over:
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(o.cfg.ackWait / 2):
+			}
+		}
 		if h, err = o.loadHeader(ctx, runID, false); err != nil {
 			return err
 		}
@@ -235,6 +297,14 @@ func (o *Orchestrator) applyRunResult(ctx context.Context, runID, stepID, taskID
 	if !routes(rec) {
 		// Nothing to route: the record and the header are written together.
 		return o.settleRecords(ctx, sd, nil, []*StepState{rec})
+	}
+	// Outputs to route: the record, then the run's state, then the header
+	// are written in turn; the wave this result ends may start meanwhile.
+	now := time.Now().UTC()
+	next, ch := h.clone(), runChanges{}
+	if next.end(sd, rec, now, &ch) {
+		over := o.dispatchAhead(ctx, sd, next, &ch, []*StepState{rec}, now, false)
+		defer over()
 	}
 	if rec, err = o.store.recordStep(ctx, runID, rec); err != nil {
 		return err
@@ -402,7 +472,7 @@ func (o *Orchestrator) follow(ctx context.Context, sd *runSpec, h *runHeader, ch
 		started []string
 	)
 	for _, id := range ch.dispatch {
-		if slices.Contains(ch.published, id) {
+		if o.cache.takeAhead(h.ID, id) {
 			started = append(started, id)
 			continue
 		}
@@ -445,7 +515,7 @@ func (o *Orchestrator) follow(ctx context.Context, sd *runSpec, h *runHeader, ch
 // was not stored is published again by the sweep. pending are records
 // being written: a parent among them is read from there.
 func (o *Orchestrator) publishStep(ctx context.Context, sd *runSpec, h *runHeader, id string, pending ...*StepState) error {
-	agent, task, meta, err := o.stepTask(ctx, sd, h, id, pending)
+	agent, task, meta, err := o.stepTask(ctx, sd, h, id, pending, true)
 	if err != nil {
 		return err
 	}
@@ -455,7 +525,7 @@ func (o *Orchestrator) publishStep(ctx context.Context, sd *runSpec, h *runHeade
 // republishStep is publishStep for the sweep: it waits for the stream's
 // ack, so a task the stream refuses is reported with the stream's reason.
 func (o *Orchestrator) republishStep(ctx context.Context, sd *runSpec, h *runHeader, id string) error {
-	agent, task, meta, err := o.stepTask(ctx, sd, h, id, nil)
+	agent, task, meta, err := o.stepTask(ctx, sd, h, id, nil, true)
 	if err != nil {
 		return err
 	}
@@ -463,8 +533,13 @@ func (o *Orchestrator) republishStep(ctx context.Context, sd *runSpec, h *runHea
 	return err
 }
 
-// stepTask builds the task of a step of the wave in progress.
-func (o *Orchestrator) stepTask(ctx context.Context, sd *runSpec, h *runHeader, id string, pending []*StepState) (string, schemas.TaskRequest, DispatchMeta, error) {
+// errNeedsSlots is a step whose inputs read the run's slots, built where
+// they may not hold all they will (see dispatchAhead).
+var errNeedsSlots = errors.New("inputs read the run's slots")
+
+// stepTask builds the task of a step of the wave in progress; withSlots
+// false refuses (errNeedsSlots) a step whose inputs read the run's slots.
+func (o *Orchestrator) stepTask(ctx context.Context, sd *runSpec, h *runHeader, id string, pending []*StepState, withSlots bool) (string, schemas.TaskRequest, DispatchMeta, error) {
 	var slots map[string]schemas.TypedValue
 	inputs, err := stepInputs(ctx, o.router, sd, id,
 		func(p string) (*StepState, error) {
@@ -476,6 +551,9 @@ func (o *Orchestrator) stepTask(ctx context.Context, sd *runSpec, h *runHeader, 
 			return o.loadRecord(ctx, sd.ID, p)
 		},
 		func() (map[string]schemas.TypedValue, error) {
+			if !withSlots {
+				return nil, errNeedsSlots
+			}
 			var err error
 			if slots == nil {
 				slots, err = o.store.runSlots(ctx, sd.ID)

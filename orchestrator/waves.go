@@ -116,9 +116,6 @@ type runChanges struct {
 	dispatch []string // steps of a wave that just started: publish their tasks
 	events   []StepEvent
 	finished bool // the run ended in this update
-	// published are steps of dispatch whose tasks went out before the
-	// update was written (see dispatchAhead).
-	published []string
 }
 
 // newHeader returns the header of a new run: validated (verr nil), it

@@ -16,9 +16,10 @@ import (
 )
 
 // BenchmarkPipelineOverhead measures per-step orchestration on a 100-step
-// chain and on a 10-wide, 100-deep pipeline of no-op agents, side by side
-// with the same sequence written directly against nats.go (publish the
-// task, consume its result, update KV) through the same agent runtime.
+// chain and on a 10-wide, 100-deep pipeline of no-op agents, and on a
+// 100-step chain of agents with an output to route, side by side with the
+// same sequence written directly against nats.go (publish the task,
+// consume its result, update KV) through the same agent runtime.
 //
 // Each iteration runs the pipeline once through the mesh and once raw,
 // alternating which goes first, so both sides see the same machine: the
@@ -30,19 +31,27 @@ func BenchmarkPipelineOverhead(b *testing.B) {
 		func(ctx context.Context, ec *schemas.ExecutionContext) (schemas.AgentResult, error) {
 			return ok("Noop", "", nil), nil
 		}, 16)
-	m.orchestrator(b, []string{"Noop"}, orchestrator.WithStateOptions(orchestrator.WithMaxStateBytes(900<<10)))
+	// Emit is Noop with an output, which the orchestrator routes into the
+	// run's state: every real agent has outputs.
+	m.agent(b, schemas.AgentContract{Name: "Emit", Capability: schemas.CapTransformation, Description: "returns a word",
+		Outputs: []schemas.TypedOutput{{Name: "text", DataType: schemas.TypeText}}},
+		func(ctx context.Context, ec *schemas.ExecutionContext) (schemas.AgentResult, error) {
+			return ok("Emit", "", map[string]schemas.TypedValue{"text": {DataType: schemas.TypeText, Value: []byte(`"word"`)}}), nil
+		}, 16)
+	m.orchestrator(b, []string{"Noop", "Emit"}, orchestrator.WithStateOptions(orchestrator.WithMaxStateBytes(900<<10)))
 
 	shapes := []struct {
 		name         string
+		agent        string
 		width, depth int
-	}{{"chain100", 1, 100}, {"wide10x100", 10, 100}}
+	}{{"chain100", "Noop", 1, 100}, {"wide10x100", "Noop", 10, 100}, {"chain100-outputs", "Emit", 1, 100}}
 	for _, sh := range shapes {
 		b.Run(sh.name, func(b *testing.B) {
-			raw := newRawPipeline(b, m, sh.name, sh.width, sh.depth)
+			raw := newRawPipeline(b, m, sh.name, sh.agent, sh.width, sh.depth)
 			var meshT, rawT, meshCPU, rawCPU time.Duration
 			mesh := func(id string) {
 				c := cpuTime()
-				meshT += runMeshPipeline(b, m, id, sh.width, sh.depth)
+				meshT += runMeshPipeline(b, m, id, sh.agent, sh.width, sh.depth)
 				meshCPU += cpuTime() - c
 			}
 			baseline := func(id string) {
@@ -76,11 +85,11 @@ func BenchmarkPipelineOverhead(b *testing.B) {
 // returns how long it took to complete, waiting on the run's end event
 // (not by polling KV; the other events are skipped by their type header,
 // undecoded).
-func runMeshPipeline(b *testing.B, m *mesh, id string, width, depth int) time.Duration {
+func runMeshPipeline(b *testing.B, m *mesh, id, agent string, width, depth int) time.Duration {
 	p := orchestrator.NewPipeline("bench")
 	for d := range depth {
 		for w := range width {
-			p.Step(fmt.Sprintf("s%d-%d", d, w), "Noop")
+			p.Step(fmt.Sprintf("s%d-%d", d, w), agent)
 			if d > 0 {
 				p.After(fmt.Sprintf("s%d-%d", d-1, w))
 			}
@@ -132,7 +141,7 @@ type rawPipeline struct {
 	width, depth int
 }
 
-func newRawPipeline(b *testing.B, m *mesh, name string, width, depth int) *rawPipeline {
+func newRawPipeline(b *testing.B, m *mesh, name, agent string, width, depth int) *rawPipeline {
 	names := m.srv.Names()
 	js := m.srv.JetStream(b)
 	prefix := "raw" + name
@@ -150,7 +159,7 @@ func newRawPipeline(b *testing.B, m *mesh, name string, width, depth int) *rawPi
 		b.Fatal(err)
 	}
 	b.Cleanup(it.Stop)
-	subject, _ := names.Task("Noop")
+	subject, _ := names.Task(agent)
 	return &rawPipeline{m: m, js: js, it: it, subject: subject, replyTo: replyTo, width: width, depth: depth}
 }
 

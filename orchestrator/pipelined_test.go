@@ -60,15 +60,19 @@ func startRunTimeout(t *testing.T, o *Orchestrator, id string, timeout time.Dura
 		schemas.PipelineStep{ID: "b", Agent: "X", DependsOn: []string{"a"}})
 }
 
-// startRunOf stores a run of steps a, b (b after a) on the agent of
-// contract with its first wave in progress, as submit would, without
-// dispatching anything.
-func startRunOf(t *testing.T, o *Orchestrator, id string, contract schemas.AgentContract, a, b schemas.PipelineStep) *runSpec {
+// startRunOf stores a chain of steps (each after the one before) on the
+// agent of contract with its first wave in progress, as submit would,
+// without dispatching anything.
+func startRunOf(t *testing.T, o *Orchestrator, id string, contract schemas.AgentContract, steps ...schemas.PipelineStep) *runSpec {
 	t.Helper()
-	spec := schemas.PipelineSpec{Name: "race", Steps: []schemas.PipelineStep{a, b}}
+	spec := schemas.PipelineSpec{Name: "race", Steps: steps}
+	var waves [][]string
+	for _, s := range steps {
+		waves = append(waves, []string{s.ID})
+	}
 	now := time.Now().UTC()
 	sd := (&runSpec{ID: id, Spec: spec, Contracts: map[string]schemas.AgentContract{contract.Name: contract},
-		Waves: [][]string{{"a"}, {"b"}}, CreatedAt: now}).init()
+		Waves: waves, CreatedAt: now}).init()
 	var ch runChanges
 	h := newHeader(sd, spec.Name, nil, now, &ch)
 	rev, err := o.store.createRun(context.Background(), sd, h, schemas.NewConversationState(id))
@@ -458,4 +462,75 @@ func count(ids []string, id string) int {
 		}
 	}
 	return n
+}
+
+// Routed results after the first write the record and the run's state in
+// one round trip from the state this replica cached; a state that moved on
+// meanwhile (another writer) is read again and routed into, losing
+// neither write.
+func TestRoutedResultsWriteRecordAndStateTogether(t *testing.T) {
+	_, o := replica(t)
+	ctx := context.Background()
+	x := schemas.AgentContract{Name: "X", Capability: schemas.CapTransformation, Description: "x",
+		Inputs:  []schemas.TypedInput{{Name: "images", DataType: schemas.TypeFileIDs, ContentTypeHint: schemas.ContentImages}},
+		Outputs: []schemas.TypedOutput{{Name: "images", DataType: schemas.TypeFileIDs, ContentTypeHint: schemas.ContentImages}}}
+	result := func(ids ...string) schemas.AgentResult {
+		return schemas.AgentResult{Success: true, Agent: "X", Summary: "found",
+			Outputs: map[string]schemas.TypedValue{"images": schemas.FilesValue(schemas.FromIDs(schemas.ContentImages, ids...), "")}}
+	}
+	stored := func(run string) (*schemas.ConversationState, uint64) {
+		st := schemas.NewConversationState(run)
+		rev, err := o.store.getJSON(ctx, stateKey(run), st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st, rev
+	}
+
+	for _, stale := range []bool{false, true} {
+		run := "together-" + strconv.FormatBool(stale)
+		startRunOf(t, o, run, x, schemas.PipelineStep{ID: "a", Agent: "X"}, schemas.PipelineStep{ID: "b", Agent: "X", DependsOn: []string{"a"}},
+			schemas.PipelineStep{ID: "c", Agent: "X", DependsOn: []string{"b"}})
+		if err := o.applyRunResult(ctx, run, "a", TaskID(run, "a", 1), result("i1")); err != nil {
+			t.Fatal(err)
+		}
+		if _, rev := stored(run); func() uint64 { _, r := o.cache.state(run); return r }() != rev {
+			t.Fatalf("after a: the cached state is not the stored one (revision %d)", rev)
+		}
+		if stale {
+			if _, _, err := o.store.updateRunState(ctx, run, func(st *schemas.ConversationState) error {
+				st.History = append(st.History, schemas.HistoryEntry{Kind: "note", Text: "another writer"})
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := o.applyRunResult(ctx, run, "b", TaskID(run, "b", 1), result("i2")); err != nil {
+			t.Fatal(err)
+		}
+		st, rev := stored(run)
+		if _, crev := o.cache.state(run); crev != rev {
+			t.Errorf("stale %v: cached state revision %d, stored %d", stale, crev, rev)
+		}
+		fc, err := st.Slots[SlotImageIDs].Files()
+		if err != nil || !slices.Equal(fc.IDs(), []string{"i2"}) {
+			t.Errorf("stale %v: slot %s %v (%v), want b's i2", stale, SlotImageIDs, st.Slots[SlotImageIDs], err)
+		}
+		notes := 0
+		for _, h := range st.History {
+			if h.Kind == "note" {
+				notes++
+			}
+		}
+		if want := map[bool]int{false: 0, true: 1}[stale]; notes != want || !slices.Contains(st.AppliedTasks, TaskID(run, "b", 1)) {
+			t.Errorf("stale %v: %d notes (want %d), applied %v", stale, notes, want, st.AppliedTasks)
+		}
+		run2, err := o.store.Run(ctx, run)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if run2.Status != RunRunning || run2.Wave != 2 || run2.Steps["b"].Status != StepCompleted {
+			t.Errorf("stale %v: run %s in wave %d, b %+v", stale, run2.Status, run2.Wave, run2.Steps["b"])
+		}
+	}
 }

@@ -36,10 +36,40 @@ type runCache struct {
 	specs   map[string]*runSpec
 	headers map[string]cachedHeader
 	records map[string]map[string]*StepState
+	// states: per run, the state this replica last wrote, with its revision.
+	states map[string]cachedState
 	// ahead: per run, the steps whose tasks went out ahead of the header
 	// that starts their wave, and a channel closed once that header's
 	// write is over (see dispatchAhead).
 	ahead map[string]*aheadWave
+}
+
+type cachedState struct {
+	raw []byte
+	rev uint64
+}
+
+// state returns the run's state as this replica last wrote it (nil when
+// not known).
+func (c *runCache) state(run string) ([]byte, uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e := c.states[run]
+	return e.raw, e.rev
+}
+
+// putState caches the run's state as written at rev; nil forgets it.
+func (c *runCache) putState(run string, raw []byte, rev uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if raw == nil || c.specs[run] == nil {
+		delete(c.states, run)
+		return
+	}
+	if c.states == nil {
+		c.states = map[string]cachedState{}
+	}
+	c.states[run] = cachedState{raw, rev}
 }
 
 type aheadWave struct {
@@ -103,7 +133,7 @@ func (c *runCache) putSpec(sd *runSpec) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.specs == nil || len(c.specs) >= maxCachedRuns {
-		c.specs, c.headers, c.records, c.ahead = map[string]*runSpec{}, map[string]cachedHeader{}, map[string]map[string]*StepState{}, nil
+		c.specs, c.headers, c.records, c.ahead, c.states = map[string]*runSpec{}, map[string]cachedHeader{}, map[string]map[string]*StepState{}, nil, nil
 	}
 	c.specs[sd.ID] = sd
 }
@@ -153,6 +183,7 @@ func (c *runCache) drop(run string) {
 	delete(c.headers, run)
 	delete(c.records, run)
 	delete(c.ahead, run)
+	delete(c.states, run)
 }
 
 func (o *Orchestrator) loadSpec(ctx context.Context, id string) (*runSpec, error) {
@@ -296,7 +327,7 @@ func (o *Orchestrator) applyRunResult(ctx context.Context, runID, stepID, taskID
 	rec := resultRecord(sd, h, stepID, taskID, res, time.Now().UTC())
 	if !routes(rec) {
 		// Nothing to route: the record and the header are written together.
-		return o.settleRecords(ctx, sd, nil, []*StepState{rec})
+		return o.settleRecords(ctx, sd, nil, []*StepState{rec}, false)
 	}
 	// Outputs to route: the record, then the run's state, then the header
 	// are written in turn; the wave this result ends may start meanwhile.
@@ -306,11 +337,11 @@ func (o *Orchestrator) applyRunResult(ctx context.Context, runID, stepID, taskID
 		over := o.dispatchAhead(ctx, sd, next, &ch, []*StepState{rec}, now, false)
 		defer over()
 	}
-	if rec, err = o.store.recordStep(ctx, runID, rec); err != nil {
+	if rec, err = o.recordAndRoute(ctx, sd, rec); err != nil {
 		return err
 	}
 	o.cache.putRecord(runID, rec)
-	return o.settle(ctx, sd, []*StepState{rec})
+	return o.settleRecords(ctx, sd, []*StepState{rec}, nil, true)
 }
 
 // errEarly is a result of a step whose wave has not started as far as the
@@ -337,7 +368,7 @@ func routes(rec *StepState) bool { return rec.Status == StepCompleted && len(rec
 // share one header update: while one update is written, the next ones
 // gather into a batch.
 func (o *Orchestrator) settle(ctx context.Context, sd *runSpec, recs []*StepState) error {
-	return o.settleRecords(ctx, sd, recs, nil)
+	return o.settleRecords(ctx, sd, recs, nil, false)
 }
 
 // settleRecords is settle for written records (recs) and records not yet
@@ -345,9 +376,9 @@ func (o *Orchestrator) settle(ctx context.Context, sd *runSpec, recs []*StepStat
 // in the same round trip as the header update when the cached header is
 // current (commitPipelined); otherwise each is written first, the first
 // writer deciding, as for recs.
-func (o *Orchestrator) settleRecords(ctx context.Context, sd *runSpec, recs, fresh []*StepState) error {
+func (o *Orchestrator) settleRecords(ctx context.Context, sd *runSpec, recs, fresh []*StepState, routed bool) error {
 	for _, rec := range recs {
-		if !routes(rec) {
+		if routed || !routes(rec) {
 			continue
 		}
 		if err := o.routeState(ctx, sd, rec); err != nil {
@@ -437,11 +468,21 @@ type settleBatch struct {
 }
 
 // routeState routes a completed step's outputs into the run's slots and
-// history (idempotent by task id).
+// history (idempotent by task id), and caches the state it wrote.
 func (o *Orchestrator) routeState(ctx context.Context, sd *runSpec, rec *StepState) error {
+	o.cache.putState(sd.ID, nil, 0)
+	b, rev, err := o.store.updateRunState(ctx, sd.ID, o.routing(ctx, sd, rec))
+	if err == nil && b != nil {
+		o.cache.putState(sd.ID, b, rev)
+	}
+	return err
+}
+
+// routing is the state change routing rec's outputs makes.
+func (o *Orchestrator) routing(ctx context.Context, sd *runSpec, rec *StepState) func(*schemas.ConversationState) error {
 	contract := sd.Contracts[rec.Agent]
 	res := schemas.AgentResult{Success: true, Agent: rec.Agent, Summary: rec.Summary, Outputs: rec.Outputs}
-	return o.store.updateRunState(ctx, sd.ID, func(st *schemas.ConversationState) error {
+	return func(st *schemas.ConversationState) error {
 		changed, err := o.router.Apply(ctx, st, contract, rec.TaskID, res)
 		if err != nil {
 			return err
@@ -450,7 +491,74 @@ func (o *Orchestrator) routeState(ctx context.Context, sd *runSpec, rec *StepSta
 			return ErrUnchanged
 		}
 		return nil
-	})
+	}
+}
+
+// recordAndRoute writes a fresh record with outputs and routes them into
+// the run's state. When this replica wrote the state last (it is cached
+// with its revision) and rec cannot lose to another outcome, the record
+// (create) and the state (compare-and-set) go out back to back and their
+// acknowledgements are awaited together; otherwise, or when the state
+// moved on, one after the other. It returns the stored record.
+func (o *Orchestrator) recordAndRoute(ctx context.Context, sd *runSpec, rec *StepState) (*StepState, error) {
+	raw, rev := o.cache.state(sd.ID)
+	if raw != nil && o.kvjs != nil && o.decidedFirst(rec, time.Now()) {
+		v, err := o.store.encode(rec, nil)
+		if err != nil {
+			return nil, err
+		}
+		b, err := o.store.applyRunState(sd.ID, raw, o.routing(ctx, sd, rec))
+		if err != nil && !errors.Is(err, ErrUnchanged) {
+			return nil, err
+		}
+		rf, err := o.kvjs.PublishMsgAsync(o.kvMsg(stepKey(sd.ID, rec.ID), v, 0))
+		if err != nil {
+			return nil, err
+		}
+		var sf jetstream.PubAckFuture
+		if b != nil {
+			o.cache.putState(sd.ID, nil, 0) // until the write is known
+			if sf, err = o.kvjs.PublishMsgAsync(o.kvMsg(stateKey(sd.ID), b, rev)); err != nil {
+				_, _ = awaitAck(ctx, rf)
+				return nil, err
+			}
+		}
+		_, rerr := awaitAck(ctx, rf)
+		routed := sf == nil
+		if sf != nil {
+			nrev, serr := awaitAck(ctx, sf)
+			if routed = serr == nil; routed {
+				o.cache.putState(sd.ID, b, nrev)
+			}
+		}
+		switch {
+		case rerr == nil:
+		case isWrongLast(rerr):
+			// Another writer's copy of the same result (rec is decided
+			// first): the stored record counts.
+			if rec, rerr = o.store.stepRecord(ctx, sd.ID, rec.ID); rerr != nil {
+				return nil, rerr
+			}
+		default:
+			return nil, rerr
+		}
+		if !routed && routes(rec) {
+			if err := o.routeState(ctx, sd, rec); err != nil {
+				return nil, err
+			}
+		}
+		return rec, nil
+	}
+	stored, err := o.store.recordStep(ctx, sd.ID, rec)
+	if err != nil {
+		return nil, err
+	}
+	if routes(stored) {
+		if err := o.routeState(ctx, sd, stored); err != nil {
+			return nil, err
+		}
+	}
+	return stored, nil
 }
 
 // follow does what a saved header update asks for: emit its events,

@@ -331,23 +331,30 @@ func (s *StateStore) runSlots(ctx context.Context, runID string) (map[string]sch
 }
 
 // updateRunState applies fn to a run's slots and history with
-// compare-and-set (see UpdateConversation).
-func (s *StateStore) updateRunState(ctx context.Context, runID string, fn func(*schemas.ConversationState) error) error {
-	return s.update(ctx, s.runs, "run state", stateKey(runID), true, func(raw []byte) ([]byte, error) {
-		st := schemas.NewConversationState(runID)
-		if raw != nil {
-			st = &schemas.ConversationState{}
-			if err := json.Unmarshal(raw, st); err != nil {
-				return nil, fmt.Errorf("run %q: stored state does not decode: %w", runID, err)
-			}
-			if st.Slots == nil {
-				st.Slots = map[string]schemas.TypedValue{}
-			}
-		}
-		if err := fn(st); err != nil {
-			return nil, err
-		}
-		st.UpdatedAt = time.Now().UTC()
-		return s.encode(st, st)
+// compare-and-set (see UpdateConversation), and returns the value it wrote
+// and its revision (nil and 0 when fn changed nothing).
+func (s *StateStore) updateRunState(ctx context.Context, runID string, fn func(*schemas.ConversationState) error) ([]byte, uint64, error) {
+	return s.updateRev(ctx, s.runs, "run state", stateKey(runID), true, func(raw []byte) ([]byte, error) {
+		return s.applyRunState(runID, raw, fn)
 	})
+}
+
+// applyRunState decodes a run's stored state (raw; nil: none yet), applies
+// fn and encodes the result.
+func (s *StateStore) applyRunState(runID string, raw []byte, fn func(*schemas.ConversationState) error) ([]byte, error) {
+	st := schemas.NewConversationState(runID)
+	if raw != nil {
+		st = &schemas.ConversationState{}
+		if err := json.Unmarshal(raw, st); err != nil {
+			return nil, fmt.Errorf("run %q: stored state does not decode: %w", runID, err)
+		}
+		if st.Slots == nil {
+			st.Slots = map[string]schemas.TypedValue{}
+		}
+	}
+	if err := fn(st); err != nil {
+		return nil, err
+	}
+	st.UpdatedAt = time.Now().UTC()
+	return s.encode(st, st)
 }

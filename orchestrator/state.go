@@ -190,6 +190,13 @@ func load(ctx context.Context, kv jetstream.KeyValue, kind, id string, dst any) 
 // update is the compare-and-set loop: read, mutate (apply returns the new
 // encoding), write with the read revision, and on conflict start again.
 func (s *StateStore) update(ctx context.Context, kv jetstream.KeyValue, kind, id string, create bool, apply func(raw []byte) ([]byte, error)) error {
+	_, _, err := s.updateRev(ctx, kv, kind, id, create, apply)
+	return err
+}
+
+// updateRev is update returning the value written and its revision (nil
+// and 0 when apply changed nothing).
+func (s *StateStore) updateRev(ctx context.Context, kv jetstream.KeyValue, kind, id string, create bool, apply func(raw []byte) ([]byte, error)) ([]byte, uint64, error) {
 	for attempt := 0; attempt < maxUpdateAttempts; attempt++ {
 		var (
 			raw []byte
@@ -199,36 +206,37 @@ func (s *StateStore) update(ctx context.Context, kv jetstream.KeyValue, kind, id
 		switch {
 		case errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted):
 			if !create {
-				return fmt.Errorf("%w: no %s %q in bucket %s", ErrNotFound, kind, id, kv.Bucket())
+				return nil, 0, fmt.Errorf("%w: no %s %q in bucket %s", ErrNotFound, kind, id, kv.Bucket())
 			}
 		case err != nil:
-			return fmt.Errorf("reading %s %q: %w", kind, id, err)
+			return nil, 0, fmt.Errorf("reading %s %q: %w", kind, id, err)
 		default:
 			raw, rev = e.Value(), e.Revision()
 		}
 		b, err := apply(raw)
 		if errors.Is(err, ErrUnchanged) {
-			return nil
+			return nil, 0, nil
 		}
 		if err != nil {
-			return err
+			return nil, 0, err
 		}
+		var nrev uint64
 		if rev == 0 {
-			_, err = kv.Create(ctx, id, b)
+			nrev, err = kv.Create(ctx, id, b)
 		} else {
-			_, err = kv.Update(ctx, id, b, rev)
+			nrev, err = kv.Update(ctx, id, b, rev)
 		}
 		if err == nil {
-			return nil
+			return b, nrev, nil
 		}
 		if !isConflict(err) {
-			return fmt.Errorf("writing %s %q: %w", kind, id, err)
+			return nil, 0, fmt.Errorf("writing %s %q: %w", kind, id, err)
 		}
 		if err := backoff(ctx, attempt); err != nil {
-			return err
+			return nil, 0, err
 		}
 	}
-	return fmt.Errorf("%w: %s %q after %d attempts", ErrConflict, kind, id, maxUpdateAttempts)
+	return nil, 0, fmt.Errorf("%w: %s %q after %d attempts", ErrConflict, kind, id, maxUpdateAttempts)
 }
 
 // backoff waits a little after a lost compare-and-set race, more with each

@@ -342,15 +342,9 @@ func (s *StateStore) updateRunState(ctx context.Context, runID string, fn func(*
 // applyRunState decodes a run's stored state (raw; nil: none yet), applies
 // fn and encodes the result.
 func (s *StateStore) applyRunState(runID string, raw []byte, fn func(*schemas.ConversationState) error) ([]byte, error) {
-	st := schemas.NewConversationState(runID)
-	if raw != nil {
-		st = &schemas.ConversationState{}
-		if err := json.Unmarshal(raw, st); err != nil {
-			return nil, fmt.Errorf("run %q: stored state does not decode: %w", runID, err)
-		}
-		if st.Slots == nil {
-			st.Slots = map[string]schemas.TypedValue{}
-		}
+	st, err := decodeState("run", runID, raw)
+	if err != nil {
+		return nil, err
 	}
 	if err := fn(st); err != nil {
 		return nil, err

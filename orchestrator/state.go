@@ -150,15 +150,9 @@ func (s *StateStore) UpdateConversation(ctx context.Context, id string, fn func(
 	}
 	var out *schemas.ConversationState
 	err := s.update(ctx, s.conversations, "conversation", id, true, func(raw []byte) ([]byte, error) {
-		st := schemas.NewConversationState(id)
-		if raw != nil {
-			st = &schemas.ConversationState{}
-			if err := json.Unmarshal(raw, st); err != nil {
-				return nil, fmt.Errorf("conversation %q: stored state does not decode: %w", id, err)
-			}
-			if st.Slots == nil {
-				st.Slots = map[string]schemas.TypedValue{}
-			}
+		st, err := decodeState("conversation", id, raw)
+		if err != nil {
+			return nil, err
 		}
 		out = st
 		if err := fn(st); err != nil {
@@ -168,6 +162,22 @@ func (s *StateStore) UpdateConversation(ctx context.Context, id string, fn func(
 		return s.encode(st, st)
 	})
 	return out, err
+}
+
+// decodeState decodes the stored state of a conversation or run (kind)
+// named id; nil raw is a new, empty state.
+func decodeState(kind, id string, raw []byte) (*schemas.ConversationState, error) {
+	if raw == nil {
+		return schemas.NewConversationState(id), nil
+	}
+	st := &schemas.ConversationState{}
+	if err := json.Unmarshal(raw, st); err != nil {
+		return nil, fmt.Errorf("%s %q: stored state does not decode: %w", kind, id, err)
+	}
+	if st.Slots == nil {
+		st.Slots = map[string]schemas.TypedValue{}
+	}
+	return st, nil
 }
 
 func load(ctx context.Context, kv jetstream.KeyValue, kind, id string, dst any) (uint64, error) {

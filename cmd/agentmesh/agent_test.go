@@ -377,17 +377,7 @@ func TestAgentCLICommands(t *testing.T) {
 	srv.Provision(t)
 	bin := agentBinary(t)
 	run := func(args ...string) (string, string, int) {
-		cmd := exec.Command(bin, append(args, "--nats", srv.URL())...)
-		var out, errOut bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errOut
-		err := cmd.Run()
-		code := 0
-		if ee, ok := err.(*exec.ExitError); ok {
-			code = ee.ExitCode()
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		return out.String(), errOut.String(), code
+		return runBinary(t, exec.Command(bin, append(args, "--nats", srv.URL())...))
 	}
 
 	if out, _, code := run("agents"); code != 0 || !strings.Contains(out, "no live agents") {
@@ -439,4 +429,19 @@ func waitTextAgents(t *testing.T, ctx context.Context, res *bus.Resources, n int
 		t.Fatal(err)
 	}
 	return reg
+}
+
+// runBinary runs cmd to its end and returns its stdout, its stderr and its
+// exit status.
+func runBinary(t *testing.T, cmd *exec.Cmd) (stdout, stderr string, code int) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return out.String(), errOut.String(), code
 }

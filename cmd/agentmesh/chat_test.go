@@ -82,16 +82,7 @@ func TestChatCommandWithOfflinePlannerProcess(t *testing.T) {
 	chat := func(args ...string) (string, string, int) {
 		cmd := exec.Command(bin, append([]string{"--nats", srv.URL(), "chat", "--timeout", "30s"}, args...)...)
 		cmd.Env = env
-		var out, errOut bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errOut
-		err := cmd.Run()
-		code := 0
-		if ee, ok := err.(*exec.ExitError); ok {
-			code = ee.ExitCode()
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		return out.String(), errOut.String(), code
+		return runBinary(t, cmd)
 	}
 
 	out, errOut, code := chat("Find sunset images and organize them into folders")

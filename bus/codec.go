@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // Header names of the binary content mode. Encode writes these exact keys;
@@ -266,6 +267,12 @@ func appendJSONString(b []byte, s string) []byte {
 	}
 	b = append(b, s[start:]...)
 	return append(b, '"')
+}
+
+// DecodeJS decodes the CloudEvent of a message taken from a JetStream
+// consumer (see Decode).
+func DecodeJS(m jetstream.Msg) (Event, error) {
+	return Decode(&nats.Msg{Subject: m.Subject(), Header: m.Headers(), Data: m.Data()})
 }
 
 // Decode reads a CloudEvent from a message in either content mode. Structured
@@ -525,4 +532,23 @@ func extValue(name string, raw json.RawMessage) (string, error) {
 	default:
 		return string(raw), nil
 	}
+}
+
+// Emit publishes a new event of type typ from source with data on subject
+// with a core NATS publish (the stream that captures subject stores it);
+// set, when not nil, adds extensions first. It is how progress and status
+// events go out: best effort, since the state they report lives in KV.
+func Emit(nc *nats.Conn, subject, typ, source string, data any, set func(*Event)) error {
+	ev, err := NewEvent(typ, source, data)
+	if err != nil {
+		return err
+	}
+	if set != nil {
+		set(&ev)
+	}
+	msg, err := Encode(subject, ev)
+	if err != nil {
+		return err
+	}
+	return nc.PublishMsg(msg)
 }

@@ -31,6 +31,16 @@ const (
 	TypePipelineSubmitted  = "io.agentmesh.pipeline.submitted"
 	TypePipelineStepPrefix = "io.agentmesh.pipeline.step."
 	TypePipelineCompleted  = "io.agentmesh.pipeline.completed"
+	// The step events on mesh.events.<run>.pipeline.
+	TypeStepStarted   = TypePipelineStepPrefix + "started"
+	TypeStepCompleted = TypePipelineStepPrefix + "completed"
+	TypeStepFailed    = TypePipelineStepPrefix + "failed"
+	TypeStepSkipped   = TypePipelineStepPrefix + "skipped"
+	// TypeChatProgress is a chat turn's progress ("thinking", "calling
+	// ImageSearch", "ImageSearch returned 12 images") on
+	// mesh.events.<conversation>.chat, next to the final chat.responded.
+	// Its data has the shape of io.agentmesh.task.progress.
+	TypeChatProgress = "io.agentmesh.chat.progress"
 )
 
 // Extension attributes carried on tasks and results.

@@ -163,6 +163,12 @@ func (n Names) ConversationsBucket() string { return n.prefix + "_conversations"
 // RunsBucket returns e.g. mesh_runs.
 func (n Names) RunsBucket() string { return n.prefix + "_runs" }
 
+// KVPut returns the subject a write of key in bucket is published on:
+// $KV.<bucket>.<key>. Publishing there with JetStream (and the
+// Nats-Expected-Last-Subject-Sequence header for a compare-and-set) is a KV
+// put that can be pipelined with other publishes.
+func (n Names) KVPut(bucket, key string) string { return "$KV." + bucket + "." + key }
+
 // FilesStore returns the object store name, e.g. mesh_files.
 func (n Names) FilesStore() string { return n.prefix + "_files" }
 

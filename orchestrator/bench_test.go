@@ -6,11 +6,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentmesh/agentmesh/orchestrator/internal/meshtest"
+
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/agentmesh/agentmesh/bus"
+	"github.com/agentmesh/agentmesh/client"
 	"github.com/agentmesh/agentmesh/orchestrator"
+	"github.com/agentmesh/agentmesh/orchestrator/state"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -25,19 +29,19 @@ import (
 // metrics are mesh-ns/step, raw-ns/step and their ratio, mesh/raw, and the
 // process's CPU time per step on each side.
 func BenchmarkPipelineOverhead(b *testing.B) {
-	m := newMesh(b)
-	m.agent(b, schemas.AgentContract{Name: "Noop", Capability: schemas.CapTransformation, Description: "does nothing"},
+	m := meshtest.New(b)
+	m.Agent(b, schemas.AgentContract{Name: "Noop", Capability: schemas.CapTransformation, Description: "does nothing"},
 		func(ctx context.Context, ec *schemas.ExecutionContext) (schemas.AgentResult, error) {
-			return ok("Noop", "", nil), nil
+			return meshtest.OK("Noop", "", nil), nil
 		}, 16)
 	// Emit is Noop with an output, which the orchestrator routes into the
 	// run's state: every real agent has outputs.
-	m.agent(b, schemas.AgentContract{Name: "Emit", Capability: schemas.CapTransformation, Description: "returns a word",
+	m.Agent(b, schemas.AgentContract{Name: "Emit", Capability: schemas.CapTransformation, Description: "returns a word",
 		Outputs: []schemas.TypedOutput{{Name: "text", DataType: schemas.TypeText}}},
 		func(ctx context.Context, ec *schemas.ExecutionContext) (schemas.AgentResult, error) {
-			return ok("Emit", "", map[string]schemas.TypedValue{"text": {DataType: schemas.TypeText, Value: []byte(`"word"`)}}), nil
+			return meshtest.OK("Emit", "", map[string]schemas.TypedValue{"text": {DataType: schemas.TypeText, Value: []byte(`"word"`)}}), nil
 		}, 16)
-	m.orchestrator(b, []string{"Noop", "Emit"}, orchestrator.WithStateOptions(orchestrator.WithMaxStateBytes(900<<10)))
+	m.Orchestrator(b, []string{"Noop", "Emit"}, orchestrator.WithStateOptions(state.WithMaxStateBytes(900<<10)))
 
 	shapes := []struct {
 		name         string
@@ -84,8 +88,8 @@ func BenchmarkPipelineOverhead(b *testing.B) {
 // returns how long it took to complete, waiting on the run's end event
 // (not by polling KV; the other events are skipped by their type header,
 // undecoded).
-func runMeshPipeline(b *testing.B, m *mesh, id, agent string, width, depth int) time.Duration {
-	p := orchestrator.NewPipeline("bench")
+func runMeshPipeline(b *testing.B, m *meshtest.Mesh, id, agent string, width, depth int) time.Duration {
+	p := client.NewPipeline("bench")
 	for d := range depth {
 		for w := range width {
 			p.Step(fmt.Sprintf("s%d-%d", d, w), agent)
@@ -96,7 +100,7 @@ func runMeshPipeline(b *testing.B, m *mesh, id, agent string, width, depth int) 
 	}
 	spec := p.MustBuild()
 	ended := make(chan *nats.Msg, 1)
-	sub, err := m.nc.Subscribe(m.srv.Names().EventsOf(id), func(msg *nats.Msg) {
+	sub, err := m.NC.Subscribe(m.Srv.Names().EventsOf(id), func(msg *nats.Msg) {
 		if msg.Header.Get("ce-type") == bus.TypePipelineCompleted {
 			ended <- msg
 		}
@@ -105,20 +109,20 @@ func runMeshPipeline(b *testing.B, m *mesh, id, agent string, width, depth int) 
 		b.Fatal(err)
 	}
 	defer func() { _ = sub.Unsubscribe() }()
-	if err := m.nc.Flush(); err != nil {
+	if err := m.NC.Flush(); err != nil {
 		b.Fatal(err)
 	}
 	start := time.Now()
-	m.submit(b, spec, id)
+	m.Submit(b, spec, id)
 	select {
 	case msg := <-ended:
 		took := time.Since(start)
-		var re orchestrator.RunEvent
+		var re schemas.RunEvent
 		ev, err := bus.Decode(msg)
 		if err == nil {
 			err = ev.DataAs(&re)
 		}
-		if err != nil || re.Status != orchestrator.RunCompleted {
+		if err != nil || re.Status != schemas.RunCompleted {
 			b.Fatalf("run %s: %+v %v", id, re, err)
 		}
 		return took
@@ -132,7 +136,7 @@ func runMeshPipeline(b *testing.B, m *mesh, id, agent string, width, depth int) 
 // same agent, each result consumed from MESH_RESULTS and counted in a KV
 // update, written directly against nats.go.
 type rawPipeline struct {
-	m            *mesh
+	m            *meshtest.Mesh
 	js           jetstream.JetStream
 	it           jetstream.MessagesContext
 	subject      string
@@ -140,9 +144,9 @@ type rawPipeline struct {
 	width, depth int
 }
 
-func newRawPipeline(b *testing.B, m *mesh, name, agent string, width, depth int) *rawPipeline {
-	names := m.srv.Names()
-	js := m.srv.JetStream(b)
+func newRawPipeline(b *testing.B, m *meshtest.Mesh, name, agent string, width, depth int) *rawPipeline {
+	names := m.Srv.Names()
+	js := m.Srv.JetStream(b)
 	prefix := "raw" + name
 	// Results come back outside mesh.result.orchestrator.>, so the
 	// orchestrator replica running alongside does no work for them.
@@ -166,7 +170,7 @@ func (r *rawPipeline) run(b *testing.B, id string) time.Duration {
 	ctx := context.Background()
 	key := "raw-" + id
 	start := time.Now()
-	rev, err := r.m.res.Runs.Create(ctx, key, []byte(`{"step":0}`))
+	rev, err := r.m.Res.Runs.Create(ctx, key, []byte(`{"step":0}`))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -187,7 +191,7 @@ func (r *rawPipeline) run(b *testing.B, id string) time.Duration {
 			if err != nil {
 				b.Fatal(err)
 			}
-			if rev, err = r.m.res.Runs.Update(ctx, key, []byte(fmt.Sprintf(`{"step":%d}`, d)), rev); err != nil {
+			if rev, err = r.m.Res.Runs.Update(ctx, key, []byte(fmt.Sprintf(`{"step":%d}`, d)), rev); err != nil {
 				b.Fatal(err)
 			}
 			_ = msg.Ack()

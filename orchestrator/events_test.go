@@ -5,34 +5,36 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentmesh/agentmesh/orchestrator/internal/meshtest"
+
 	"github.com/agentmesh/agentmesh/bus"
-	"github.com/agentmesh/agentmesh/orchestrator"
+	"github.com/agentmesh/agentmesh/client"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
 // Every event a real run emits, each kind of step event and the run's end,
 // is valid against the JSON Schema that clients in other languages use.
 func TestRunEventsMatchTheirSchemas(t *testing.T) {
-	m := newMesh(t)
-	m.agent(t, schemas.AgentContract{Name: "Fine", Capability: schemas.CapTransformation, Description: "succeeds",
+	m := meshtest.New(t)
+	m.Agent(t, schemas.AgentContract{Name: "Fine", Capability: schemas.CapTransformation, Description: "succeeds",
 		Outputs: []schemas.TypedOutput{{Name: "text", DataType: schemas.TypeText}}},
 		func(ctx context.Context, ec *schemas.ExecutionContext) (schemas.AgentResult, error) {
-			return ok("Fine", "fine", map[string]schemas.TypedValue{"text": {DataType: schemas.TypeText, Value: []byte(`"hello"`)}}), nil
+			return meshtest.OK("Fine", "fine", map[string]schemas.TypedValue{"text": {DataType: schemas.TypeText, Value: []byte(`"hello"`)}}), nil
 		}, 4)
-	m.agent(t, schemas.AgentContract{Name: "Broken", Capability: schemas.CapTransformation, Description: "fails"},
+	m.Agent(t, schemas.AgentContract{Name: "Broken", Capability: schemas.CapTransformation, Description: "fails"},
 		func(ctx context.Context, ec *schemas.ExecutionContext) (schemas.AgentResult, error) {
 			return schemas.AgentResult{Agent: "Broken", Error: &schemas.ResultError{Code: schemas.CodeAgentError, Message: "out of ink"}}, nil
 		}, 4)
-	m.orchestrator(t, []string{"Fine", "Broken"})
+	m.Orchestrator(t, []string{"Fine", "Broken"})
 
-	spec := orchestrator.NewPipeline("events").
+	spec := client.NewPipeline("events").
 		Step("first", "Fine").
 		Then("broken", "Broken").
 		Then("never", "Fine").
 		Step("side", "Fine").After("first").
 		MustBuild()
 	events := subscribeEvents(t, m, "events-run")
-	m.submit(t, spec, "events-run")
+	m.Submit(t, spec, "events-run")
 
 	seen := map[string]int{}
 	timeout := time.After(10 * time.Second)
@@ -51,11 +53,11 @@ func TestRunEventsMatchTheirSchemas(t *testing.T) {
 				continue
 			}
 			want := map[string]int{
-				orchestrator.TypeStepStarted:   3, // first, broken, side
-				orchestrator.TypeStepCompleted: 2, // first, side
-				orchestrator.TypeStepFailed:    1, // broken
-				orchestrator.TypeStepSkipped:   1, // never
-				bus.TypePipelineCompleted:      1,
+				bus.TypeStepStarted:       3, // first, broken, side
+				bus.TypeStepCompleted:     2, // first, side
+				bus.TypeStepFailed:        1, // broken
+				bus.TypeStepSkipped:       1, // never
+				bus.TypePipelineCompleted: 1,
 			}
 			for typ, n := range want {
 				if seen[typ] != n {

@@ -10,7 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentmesh/agentmesh/orchestrator"
+	"github.com/agentmesh/agentmesh/orchestrator/internal/meshtest"
+
+	"github.com/agentmesh/agentmesh/client"
+	"github.com/agentmesh/agentmesh/orchestrator/route"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -67,25 +70,25 @@ func TestPipelineOfAgentProcesses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and runs agent processes")
 	}
-	m := newMesh(t)
+	m := meshtest.New(t)
 	bin := buildBinary(t)
-	startAgentProcess(t, bin, m.srv.URL(), "TextAgent")
-	startAgentProcess(t, bin, m.srv.URL(), "TextAgent")
-	o := m.orchestrator(t, []string{"TextAgent"})
+	startAgentProcess(t, bin, m.Srv.URL(), "TextAgent")
+	startAgentProcess(t, bin, m.Srv.URL(), "TextAgent")
+	o := m.Orchestrator(t, []string{"TextAgent"})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := o.Registry().Wait(ctx, "TextAgent", 2); err != nil {
 		t.Fatal(err)
 	}
 
-	spec := orchestrator.NewPipeline("text").
+	spec := client.NewPipeline("text").
 		Step("upper", "TextAgent").Param("op", "upper").Input("text", "text:hello agent mesh").
 		Then("reverse", "TextAgent").Param("op", "reverse").
 		Step("title", "TextAgent").After("upper").Param("op", "title").
 		Step("count", "TextAgent").After("reverse", "title").Param("op", "wordcount").Input("text", "upper.text").
 		MustBuild()
-	run := waitRun(t, o.Store(), m.submit(t, spec, "text-procs"), 30*time.Second)
-	if run.Status != orchestrator.RunCompleted {
+	run := meshtest.WaitRun(t, o.Store(), m.Submit(t, spec, "text-procs"), 30*time.Second)
+	if run.Status != schemas.RunCompleted {
 		t.Fatalf("run %s: %s", run.Status, run.Error)
 	}
 	for step, want := range map[string]string{"upper": "HELLO AGENT MESH", "reverse": "HSEM TNEGA OLLEH", "title": "Hello Agent Mesh", "count": "3"} {
@@ -102,10 +105,10 @@ func TestPipelineOfAgentProcesses(t *testing.T) {
 		t.Errorf("waves: %v", run.Waves)
 	}
 	// The TEXT slot holds the newest routed text: the last wave's count.
-	if slot := run.State.Slots[orchestrator.SlotText]; slot.DataType != schemas.TypeText {
-		t.Errorf("slot %s = %+v, want TEXT", orchestrator.SlotText, slot)
+	if slot := run.State.Slots[route.SlotText]; slot.DataType != schemas.TypeText {
+		t.Errorf("slot %s = %+v, want TEXT", route.SlotText, slot)
 	} else if text, _ := slot.Text(); text != "3" {
-		t.Errorf("slot %s = %q, want the count %q", orchestrator.SlotText, text, "3")
+		t.Errorf("slot %s = %q, want the count %q", route.SlotText, text, "3")
 	}
 	if got := len(run.State.History); got != 4 {
 		t.Errorf("%d history entries, want one per step (4)", got)

@@ -13,7 +13,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentmesh/agentmesh/orchestrator"
+	"github.com/agentmesh/agentmesh/orchestrator/internal/meshtest"
+
+	"github.com/agentmesh/agentmesh/client"
+	"github.com/agentmesh/agentmesh/orchestrator/route"
+	"github.com/agentmesh/agentmesh/orchestrator/state"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -82,28 +86,28 @@ func TestTwoReplicaProcessesSurviveSIGKILL(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and runs 120 pipelines")
 	}
-	m := newMesh(t)
-	var runs counter
+	m := meshtest.New(t)
+	var runs meshtest.Counter
 	hop := func(name string, in bool) {
 		c := schemas.AgentContract{Name: name, Capability: schemas.CapTransformation, Description: "hop",
-			Outputs: []schemas.TypedOutput{filesOut("images", schemas.ContentImages, true)}}
+			Outputs: []schemas.TypedOutput{meshtest.FilesOut("images", schemas.ContentImages, true)}}
 		if in {
-			c.Inputs = []schemas.TypedInput{filesIn("images", schemas.ContentImages, true)}
+			c.Inputs = []schemas.TypedInput{meshtest.FilesIn("images", schemas.ContentImages, true)}
 		}
-		m.agent(t, c, func(ctx context.Context, ec *schemas.ExecutionContext) (schemas.AgentResult, error) {
+		m.Agent(t, c, func(ctx context.Context, ec *schemas.ExecutionContext) (schemas.AgentResult, error) {
 			time.Sleep(10 * time.Millisecond)
 			key := ec.Param("key") + "/" + name
-			runs.add(key)
-			return ok(name, "", map[string]schemas.TypedValue{"images": files(schemas.ContentImages, key)}), nil
+			runs.Add(key)
+			return meshtest.OK(name, "", map[string]schemas.TypedValue{"images": meshtest.Files(schemas.ContentImages, key)}), nil
 		}, 16)
 	}
 	hop("HopA", false)
 	hop("HopB", true)
 	hop("HopC", true)
 	bin := buildBinary(t)
-	r1 := startReplica(t, bin, m.srv.URL())
-	startReplica(t, bin, m.srv.URL())
-	store := orchestrator.NewStateStore(m.res.Conversations, m.res.Runs)
+	r1 := startReplica(t, bin, m.Srv.URL())
+	startReplica(t, bin, m.Srv.URL())
+	store := state.New(m.Res.Conversations, m.Res.Runs)
 
 	submitMany := func(from, to int) []string {
 		var ids []string
@@ -114,11 +118,11 @@ func TestTwoReplicaProcessesSurviveSIGKILL(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				id := fmt.Sprintf("run-%03d", i)
-				spec := orchestrator.NewPipeline(id).
+				spec := client.NewPipeline(id).
 					Step("a", "HopA").Param("key", id).
 					Then("b", "HopB").Param("key", id).
 					Then("c", "HopC").Param("key", id).MustBuild()
-				m.submit(t, spec, id)
+				m.Submit(t, spec, id)
 				mu.Lock()
 				ids = append(ids, id)
 				mu.Unlock()
@@ -128,7 +132,7 @@ func TestTwoReplicaProcessesSurviveSIGKILL(t *testing.T) {
 		return ids
 	}
 	// The agents must be live for validation: wait through a registry view.
-	reg, err := orchestrator.NewRegistry(context.Background(), m.res.Agents)
+	reg, err := client.NewRegistry(context.Background(), m.Res.Agents)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,13 +147,13 @@ func TestTwoReplicaProcessesSurviveSIGKILL(t *testing.T) {
 
 	ids := submitMany(0, 100)
 	for _, id := range ids {
-		waitRun(t, store, id, 60*time.Second)
+		meshtest.WaitRun(t, store, id, 60*time.Second)
 	}
 	more := submitMany(100, 120)
 	// Kill one replica in the middle of the 20: once some steps completed.
 	pollUntil(t, "the second batch under way", func() bool {
 		n := 0
-		for k := range runs.snapshot() {
+		for k := range runs.Snapshot() {
 			if k >= "run-100" {
 				n++
 			}
@@ -170,15 +174,15 @@ func TestTwoReplicaProcessesSurviveSIGKILL(t *testing.T) {
 
 	completed := 0
 	for _, id := range append(ids, more...) {
-		run := waitRun(t, store, id, 60*time.Second)
-		if run.Status != orchestrator.RunCompleted {
+		run := meshtest.WaitRun(t, store, id, 60*time.Second)
+		if run.Status != schemas.RunCompleted {
 			t.Errorf("run %s: %s %s", id, run.Status, run.Error)
 			continue
 		}
 		// No lost update: every step's completion and routing is in the state.
 		for _, s := range []string{"a", "b", "c"} {
 			st := run.Steps[s]
-			if st.Status != orchestrator.StepCompleted || !run.State.Applied(st.TaskID) {
+			if st.Status != schemas.StepCompleted || !run.State.Applied(st.TaskID) {
 				t.Errorf("run %s step %s: %s, applied %v", id, s, st.Status, run.State.Applied(st.TaskID))
 			}
 			completed++
@@ -187,12 +191,12 @@ func TestTwoReplicaProcessesSurviveSIGKILL(t *testing.T) {
 			t.Errorf("run %s: %d history entries, want 3", id, got)
 		}
 		// The outputs are mergeable: the slot holds all three, in order.
-		fc, _ := run.State.Slots[orchestrator.SlotImageIDs].Files()
+		fc, _ := run.State.Slots[route.SlotImageIDs].Files()
 		if want := []string{id + "/HopA", id + "/HopB", id + "/HopC"}; !slices.Equal(fc.IDs(), want) {
 			t.Errorf("run %s: images slot %v, want %v", id, fc.IDs(), want)
 		}
 	}
-	execs := runs.snapshot()
+	execs := runs.Snapshot()
 	total := 0
 	for k, n := range execs {
 		total += n

@@ -8,31 +8,34 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentmesh/agentmesh/orchestrator/internal/meshtest"
+
 	"github.com/nats-io/nats.go"
 
 	"github.com/agentmesh/agentmesh/bus"
-	"github.com/agentmesh/agentmesh/orchestrator"
+	"github.com/agentmesh/agentmesh/client"
+	"github.com/agentmesh/agentmesh/orchestrator/route"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
 // The seed scenario's three agents.
-func searchAgent(t testing.TB, m *mesh, runs *counter) {
-	m.agent(t, schemas.AgentContract{Name: "ImageSearchAgent", Capability: schemas.CapSearch, Description: "finds images",
+func searchAgent(t testing.TB, m *meshtest.Mesh, runs *meshtest.Counter) {
+	m.Agent(t, schemas.AgentContract{Name: "ImageSearchAgent", Capability: schemas.CapSearch, Description: "finds images",
 		Params:  json.RawMessage(`{"type":"object","properties":{"query":{"type":"string"}},"required":["query"]}`),
-		Outputs: []schemas.TypedOutput{filesOut("images", schemas.ContentImages, true)}},
+		Outputs: []schemas.TypedOutput{meshtest.FilesOut("images", schemas.ContentImages, true)}},
 		func(ctx context.Context, ec *schemas.ExecutionContext) (schemas.AgentResult, error) {
 			if runs != nil {
-				runs.add("search")
+				runs.Add("search")
 			}
 			q := ec.Param("query")
 			fc := schemas.FromIDs(schemas.ContentImages, q+"-1", q+"-2", q+"-3").WithSource(schemas.CapSearch)
-			return ok("ImageSearchAgent", "found 3 "+q+" images", map[string]schemas.TypedValue{"images": schemas.FilesValue(fc, "")}), nil
+			return meshtest.OK("ImageSearchAgent", "found 3 "+q+" images", map[string]schemas.TypedValue{"images": schemas.FilesValue(fc, "")}), nil
 		}, 4)
 }
 
-func analysisAgent(t testing.TB, m *mesh) {
-	m.agent(t, schemas.AgentContract{Name: "AnalysisAgent", Capability: schemas.CapAnalysis, Description: "labels images",
-		Inputs: []schemas.TypedInput{filesIn("images", schemas.ContentImages, true)},
+func analysisAgent(t testing.TB, m *meshtest.Mesh) {
+	m.Agent(t, schemas.AgentContract{Name: "AnalysisAgent", Capability: schemas.CapAnalysis, Description: "labels images",
+		Inputs: []schemas.TypedInput{meshtest.FilesIn("images", schemas.ContentImages, true)},
 		Outputs: []schemas.TypedOutput{{Name: "analysis", DataType: schemas.TypeAnalysisResult},
 			{Name: "categories", DataType: schemas.TypeCategorization, Mergeable: true}}},
 		func(ctx context.Context, ec *schemas.ExecutionContext) (schemas.AgentResult, error) {
@@ -47,16 +50,16 @@ func analysisAgent(t testing.TB, m *mesh) {
 				k := []string{"warm", "cool"}[i%2]
 				cats[k] = append(cats[k], id)
 			}
-			return ok("AnalysisAgent", "analysed", map[string]schemas.TypedValue{
-				"analysis":   mustValue(t, schemas.TypeAnalysisResult, schemas.AnalysisResult{Items: items}, ""),
-				"categories": mustValue(t, schemas.TypeCategorization, schemas.Categorization{Categories: cats}, ""),
+			return meshtest.OK("AnalysisAgent", "analysed", map[string]schemas.TypedValue{
+				"analysis":   meshtest.MustValue(t, schemas.TypeAnalysisResult, schemas.AnalysisResult{Items: items}, ""),
+				"categories": meshtest.MustValue(t, schemas.TypeCategorization, schemas.Categorization{Categories: cats}, ""),
 			}), nil
 		}, 4)
 }
 
-func organizeAgent(t testing.TB, m *mesh, seen chan<- []string) {
-	m.agent(t, schemas.AgentContract{Name: "OrganizerAgent", Capability: schemas.CapOrganization, Description: "folders",
-		Inputs: []schemas.TypedInput{filesIn("images", schemas.ContentImages, true),
+func organizeAgent(t testing.TB, m *meshtest.Mesh, seen chan<- []string) {
+	m.Agent(t, schemas.AgentContract{Name: "OrganizerAgent", Capability: schemas.CapOrganization, Description: "folders",
+		Inputs: []schemas.TypedInput{meshtest.FilesIn("images", schemas.ContentImages, true),
 			{Name: "categories", DataType: schemas.TypeCategorization, Required: true}},
 		Outputs: []schemas.TypedOutput{{Name: "folders", DataType: schemas.TypeFolderResult}}},
 		func(ctx context.Context, ec *schemas.ExecutionContext) (schemas.AgentResult, error) {
@@ -75,28 +78,28 @@ func organizeAgent(t testing.TB, m *mesh, seen chan<- []string) {
 			if seen != nil {
 				seen <- fc.IDs()
 			}
-			return ok("OrganizerAgent", "organised", map[string]schemas.TypedValue{
-				"folders": mustValue(t, schemas.TypeFolderResult, schemas.FolderResult{Folders: cat.Categories, Moved: fc.Count()}, ""),
+			return meshtest.OK("OrganizerAgent", "organised", map[string]schemas.TypedValue{
+				"folders": meshtest.MustValue(t, schemas.TypeFolderResult, schemas.FolderResult{Folders: cat.Categories, Moved: fc.Count()}, ""),
 			}), nil
 		}, 4)
 }
 
 func TestThreeStepPipelineRoutesOutputsIntoSlots(t *testing.T) {
-	m := newMesh(t)
+	m := meshtest.New(t)
 	seen := make(chan []string, 1)
 	searchAgent(t, m, nil)
 	analysisAgent(t, m)
 	organizeAgent(t, m, seen)
-	o := m.orchestrator(t, []string{"ImageSearchAgent", "AnalysisAgent", "OrganizerAgent"})
+	o := m.Orchestrator(t, []string{"ImageSearchAgent", "AnalysisAgent", "OrganizerAgent"})
 
-	spec := orchestrator.NewPipeline("sunsets").
+	spec := client.NewPipeline("sunsets").
 		Step("search", "ImageSearchAgent").Param("query", "sunset").
 		Then("analyze", "AnalysisAgent").
 		Then("organize", "OrganizerAgent").After("search").
 		MustBuild()
-	id := m.submit(t, spec, "three-step")
-	run := waitRun(t, o.Store(), id, 20*time.Second)
-	if run.Status != orchestrator.RunCompleted {
+	id := m.Submit(t, spec, "three-step")
+	run := meshtest.WaitRun(t, o.Store(), id, 20*time.Second)
+	if run.Status != schemas.RunCompleted {
 		t.Fatalf("run %s: %s", run.Status, run.Error)
 	}
 	if got, want := run.Waves, [][]string{{"search"}, {"analyze"}, {"organize"}}; !slices.EqualFunc(got, want, slices.Equal) {
@@ -107,15 +110,15 @@ func TestThreeStepPipelineRoutesOutputsIntoSlots(t *testing.T) {
 		t.Errorf("organizer got images %v, want %v", got, want)
 	}
 	slots := run.State.Slots
-	images, err := slots[orchestrator.SlotImageIDs].Files()
-	if err != nil || !slices.Equal(images.IDs(), want) || slots[orchestrator.SlotImageIDs].Source != "ImageSearchAgent" {
-		t.Errorf("slot %s = %+v (%v), want %v from ImageSearchAgent", orchestrator.SlotImageIDs, slots[orchestrator.SlotImageIDs], err, want)
+	images, err := slots[route.SlotImageIDs].Files()
+	if err != nil || !slices.Equal(images.IDs(), want) || slots[route.SlotImageIDs].Source != "ImageSearchAgent" {
+		t.Errorf("slot %s = %+v (%v), want %v from ImageSearchAgent", route.SlotImageIDs, slots[route.SlotImageIDs], err, want)
 	}
-	if v := slots[orchestrator.SlotAnalysis]; v.DataType != schemas.TypeAnalysisResult || v.Source != "AnalysisAgent" {
-		t.Errorf("slot %s = %+v, want ANALYSIS_RESULT from AnalysisAgent", orchestrator.SlotAnalysis, v)
+	if v := slots[route.SlotAnalysis]; v.DataType != schemas.TypeAnalysisResult || v.Source != "AnalysisAgent" {
+		t.Errorf("slot %s = %+v, want ANALYSIS_RESULT from AnalysisAgent", route.SlotAnalysis, v)
 	}
-	if v := slots[orchestrator.SlotCategorization]; v.DataType != schemas.TypeCategorization || v.Source != "AnalysisAgent" {
-		t.Errorf("slot %s = %+v, want CATEGORIZATION from AnalysisAgent", orchestrator.SlotCategorization, v)
+	if v := slots[route.SlotCategorization]; v.DataType != schemas.TypeCategorization || v.Source != "AnalysisAgent" {
+		t.Errorf("slot %s = %+v, want CATEGORIZATION from AnalysisAgent", route.SlotCategorization, v)
 	}
 	for name, v := range slots {
 		if v.DataType == schemas.TypeFolderResult {
@@ -133,22 +136,22 @@ func TestThreeStepPipelineRoutesOutputsIntoSlots(t *testing.T) {
 	}
 	for _, s := range []string{"search", "analyze", "organize"} {
 		st := run.Steps[s]
-		if st.Status != orchestrator.StepCompleted || st.TaskID != orchestrator.TaskID(id, s, 1) || st.FinishedAt.Before(st.DispatchedAt) {
+		if st.Status != schemas.StepCompleted || st.TaskID != schemas.StepTaskID(id, s, 1) || st.FinishedAt.Before(st.DispatchedAt) {
 			t.Errorf("step %s = %+v", s, st)
 		}
 	}
 }
 
 func TestDiamondRunsParallelWaveAndMergesFanIn(t *testing.T) {
-	m := newMesh(t)
+	m := meshtest.New(t)
 	searchAgent(t, m, nil)
-	var runs counter
+	var runs meshtest.Counter
 	variant := func(name, suffix string) {
-		m.agent(t, schemas.AgentContract{Name: name, Capability: schemas.CapTransformation, Description: "variants",
-			Inputs:  []schemas.TypedInput{filesIn("images", schemas.ContentImages, true)},
-			Outputs: []schemas.TypedOutput{filesOut("images", schemas.ContentImages, true)}},
+		m.Agent(t, schemas.AgentContract{Name: name, Capability: schemas.CapTransformation, Description: "variants",
+			Inputs:  []schemas.TypedInput{meshtest.FilesIn("images", schemas.ContentImages, true)},
+			Outputs: []schemas.TypedOutput{meshtest.FilesOut("images", schemas.ContentImages, true)}},
 			func(ctx context.Context, ec *schemas.ExecutionContext) (schemas.AgentResult, error) {
-				runs.add(name)
+				runs.Add(name)
 				fc, err := ec.Files("images")
 				if err != nil {
 					return schemas.AgentResult{}, err
@@ -159,32 +162,32 @@ func TestDiamondRunsParallelWaveAndMergesFanIn(t *testing.T) {
 					ids = append(ids, id+suffix)
 				}
 				ids = append(ids, fc.IDs()[0]) // shared ID: the merge keeps it once
-				return ok(name, "", map[string]schemas.TypedValue{"images": schemas.FilesValue(schemas.FromIDs(schemas.ContentImages, ids...), "")}), nil
+				return meshtest.OK(name, "", map[string]schemas.TypedValue{"images": schemas.FilesValue(schemas.FromIDs(schemas.ContentImages, ids...), "")}), nil
 			}, 2)
 	}
 	variant("BAgent", "-b")
 	variant("CAgent", "-c")
 	got := make(chan []string, 1)
-	m.agent(t, schemas.AgentContract{Name: "DAgent", Capability: schemas.CapEvaluation, Description: "joins",
-		Inputs: []schemas.TypedInput{filesIn("images", schemas.ContentImages, true)}},
+	m.Agent(t, schemas.AgentContract{Name: "DAgent", Capability: schemas.CapEvaluation, Description: "joins",
+		Inputs: []schemas.TypedInput{meshtest.FilesIn("images", schemas.ContentImages, true)}},
 		func(ctx context.Context, ec *schemas.ExecutionContext) (schemas.AgentResult, error) {
 			fc, err := ec.Files("images")
 			if err != nil {
 				return schemas.AgentResult{}, err
 			}
 			got <- fc.IDs()
-			return ok("DAgent", "joined", nil), nil
+			return meshtest.OK("DAgent", "joined", nil), nil
 		}, 1)
-	o := m.orchestrator(t, []string{"ImageSearchAgent", "BAgent", "CAgent", "DAgent"})
+	o := m.Orchestrator(t, []string{"ImageSearchAgent", "BAgent", "CAgent", "DAgent"})
 
-	spec := orchestrator.NewPipeline("diamond").
+	spec := client.NewPipeline("diamond").
 		Step("a", "ImageSearchAgent").Param("query", "x").
 		Then("b", "BAgent").
 		Step("c", "CAgent").After("a").
 		Step("d", "DAgent").After("b", "c").
 		MustBuild()
-	run := waitRun(t, o.Store(), m.submit(t, spec, "diamond"), 20*time.Second)
-	if run.Status != orchestrator.RunCompleted {
+	run := meshtest.WaitRun(t, o.Store(), m.Submit(t, spec, "diamond"), 20*time.Second)
+	if run.Status != schemas.RunCompleted {
 		t.Fatalf("run %s: %s", run.Status, run.Error)
 	}
 	b, c := run.Steps["b"], run.Steps["c"]
@@ -201,36 +204,36 @@ func TestDiamondRunsParallelWaveAndMergesFanIn(t *testing.T) {
 }
 
 func TestNonMergeableFanInRejectedBeforeAnythingRuns(t *testing.T) {
-	m := newMesh(t)
-	var runs counter
+	m := meshtest.New(t)
+	var runs meshtest.Counter
 	searchAgent(t, m, &runs)
 	for _, name := range []string{"BAgent", "CAgent"} {
 		name := name
-		m.agent(t, schemas.AgentContract{Name: name, Capability: schemas.CapAnalysis, Description: "analyses",
-			Inputs:  []schemas.TypedInput{filesIn("images", schemas.ContentImages, true)},
+		m.Agent(t, schemas.AgentContract{Name: name, Capability: schemas.CapAnalysis, Description: "analyses",
+			Inputs:  []schemas.TypedInput{meshtest.FilesIn("images", schemas.ContentImages, true)},
 			Outputs: []schemas.TypedOutput{{Name: "analysis", DataType: schemas.TypeAnalysisResult}}},
 			func(ctx context.Context, ec *schemas.ExecutionContext) (schemas.AgentResult, error) {
-				runs.add(name)
-				return ok(name, "", nil), nil
+				runs.Add(name)
+				return meshtest.OK(name, "", nil), nil
 			}, 1)
 	}
-	m.agent(t, schemas.AgentContract{Name: "DAgent", Capability: schemas.CapEvaluation, Description: "joins",
+	m.Agent(t, schemas.AgentContract{Name: "DAgent", Capability: schemas.CapEvaluation, Description: "joins",
 		Inputs: []schemas.TypedInput{{Name: "analysis", DataType: schemas.TypeAnalysisResult, Required: true}}},
 		func(ctx context.Context, ec *schemas.ExecutionContext) (schemas.AgentResult, error) {
-			runs.add("DAgent")
-			return ok("DAgent", "", nil), nil
+			runs.Add("DAgent")
+			return meshtest.OK("DAgent", "", nil), nil
 		}, 1)
-	o := m.orchestrator(t, []string{"ImageSearchAgent", "BAgent", "CAgent", "DAgent"})
+	o := m.Orchestrator(t, []string{"ImageSearchAgent", "BAgent", "CAgent", "DAgent"})
 
 	events := subscribeEvents(t, m, "bad-diamond")
-	spec := orchestrator.NewPipeline("bad-diamond").
+	spec := client.NewPipeline("bad-diamond").
 		Step("a", "ImageSearchAgent").Param("query", "x").
 		Then("b", "BAgent").
 		Step("c", "CAgent").After("a").
 		Step("d", "DAgent").After("b", "c").
 		MustBuild()
-	run := waitRun(t, o.Store(), m.submit(t, spec, "bad-diamond"), 10*time.Second)
-	if run.Status != orchestrator.RunFailed {
+	run := meshtest.WaitRun(t, o.Store(), m.Submit(t, spec, "bad-diamond"), 10*time.Second)
+	if run.Status != schemas.RunFailed {
 		t.Fatalf("run %s, want failed", run.Status)
 	}
 	for _, want := range []string{`"b"`, `"c"`, schemas.TypeAnalysisResult, "not mergeable"} {
@@ -239,7 +242,7 @@ func TestNonMergeableFanInRejectedBeforeAnythingRuns(t *testing.T) {
 		}
 	}
 	for _, st := range run.Steps {
-		if st.Status != orchestrator.StepPending || st.TaskID != "" {
+		if st.Status != schemas.StepPending || st.TaskID != "" {
 			t.Errorf("step %s was touched: %+v", st.ID, st)
 		}
 	}
@@ -247,14 +250,14 @@ func TestNonMergeableFanInRejectedBeforeAnythingRuns(t *testing.T) {
 	if ev.Type != bus.TypePipelineCompleted || !strings.Contains(string(ev.Data), "not mergeable") {
 		t.Errorf("event %s %s, want pipeline.completed with the error", ev.Type, ev.Data)
 	}
-	if n := runs.snapshot(); len(n) != 0 {
+	if n := runs.Snapshot(); len(n) != 0 {
 		t.Errorf("agents ran: %v", n)
 	}
 }
 
-func subscribeEvents(t testing.TB, m *mesh, runID string) <-chan bus.Event {
+func subscribeEvents(t testing.TB, m *meshtest.Mesh, runID string) <-chan bus.Event {
 	ch := make(chan bus.Event, 4096)
-	sub, err := m.nc.Subscribe(m.srv.Names().EventsOf(runID), func(msg *nats.Msg) {
+	sub, err := m.NC.Subscribe(m.Srv.Names().EventsOf(runID), func(msg *nats.Msg) {
 		if ev, err := bus.Decode(msg); err == nil {
 			ch <- ev
 		}
@@ -263,7 +266,7 @@ func subscribeEvents(t testing.TB, m *mesh, runID string) <-chan bus.Event {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = sub.Unsubscribe() })
-	if err := m.nc.Flush(); err != nil {
+	if err := m.NC.Flush(); err != nil {
 		t.Fatal(err)
 	}
 	return ch

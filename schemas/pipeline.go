@@ -3,6 +3,8 @@ package schemas
 import (
 	"errors"
 	"fmt"
+	"strconv"
+	"time"
 )
 
 // PipelineSpec declares a pipeline: steps wired by depends_on, each calling
@@ -20,7 +22,10 @@ type PipelineSpec struct {
 // input given in place). Inputs left unmapped are
 // filled from the parents' outputs by data type and content hint.
 type PipelineStep struct {
-	ID        string            `json:"id" yaml:"id"`
+	ID string `json:"id" yaml:"id"`
+	// Kind says how the step runs; empty is "agent", one task of Agent
+	// (the only kind so far).
+	Kind      string            `json:"kind,omitempty" yaml:"kind"`
 	Agent     string            `json:"agent" yaml:"agent"`
 	Params    map[string]any    `json:"params,omitempty" yaml:"params"`
 	DependsOn []string          `json:"depends_on,omitempty" yaml:"depends_on"`
@@ -54,6 +59,9 @@ func (p PipelineSpec) Validate() error {
 			errs = append(errs, fmt.Errorf("steps[%d]: duplicate step id %q", i, s.ID))
 		}
 		ids[s.ID] = true
+		if s.Kind != "" && s.Kind != StepKindAgent {
+			errs = append(errs, fmt.Errorf("step %q: unknown kind %q; the kinds are: %s (the default)", s.ID, s.Kind, StepKindAgent))
+		}
 		if err := ValidateAgentName(s.Agent); err != nil {
 			errs = append(errs, fmt.Errorf("step %q: %w", s.ID, err))
 		}
@@ -75,4 +83,18 @@ func (p PipelineSpec) Validate() error {
 		return nil
 	}
 	return fmt.Errorf("%w: %w", ErrInvalidPipeline, errors.Join(errs...))
+}
+
+// StepKindAgent is the kind of a step that runs one task of its agent.
+const StepKindAgent = "agent"
+
+// DefaultTaskTimeout is the time budget of a task whose step, contract and
+// request name none.
+const DefaultTaskTimeout = 60 * time.Second
+
+// StepTaskID returns the deterministic id of a pipeline step's task:
+// <run>-<step>-<attempt>. It is also the JetStream Nats-Msg-Id of the task,
+// so dispatching the same attempt twice runs it once.
+func StepTaskID(runID, stepID string, attempt int) string {
+	return runID + "-" + stepID + "-" + strconv.Itoa(attempt)
 }

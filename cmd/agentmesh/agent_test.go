@@ -20,7 +20,7 @@ import (
 
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/bus/bustest"
-	"github.com/agentmesh/agentmesh/orchestrator"
+	"github.com/agentmesh/agentmesh/client"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -394,7 +394,7 @@ func TestAgentCLICommands(t *testing.T) {
 		t.Errorf("agents: exit %d\n%s", code, out)
 	}
 	out, _, _ = run("agents", "--json")
-	var list []orchestrator.AgentInfo
+	var list []client.AgentInfo
 	if err := json.Unmarshal([]byte(out), &list); err != nil || len(list) != 1 || len(list[0].Instances) != 1 || list[0].Instances[0].ID != "cli1" {
 		t.Errorf("agents --json = %s (%v)", out, err)
 	}
@@ -418,9 +418,9 @@ func TestAgentCLICommands(t *testing.T) {
 
 // waitTextAgents returns a registry view once n TextAgent instances are live;
 // the view is stopped when the test ends.
-func waitTextAgents(t *testing.T, ctx context.Context, res *bus.Resources, n int) *orchestrator.Registry {
+func waitTextAgents(t *testing.T, ctx context.Context, res *bus.Resources, n int) *client.Registry {
 	t.Helper()
-	reg, err := orchestrator.NewRegistry(ctx, res.Agents)
+	reg, err := client.NewRegistry(ctx, res.Agents)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/agentmesh/agentmesh/orchestrator"
+	"github.com/agentmesh/agentmesh/client"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -31,7 +31,7 @@ and the number of running instances. --json prints the contracts and instances.`
 				return err
 			}
 			defer m.Close()
-			reg, err := orchestrator.NewRegistry(ctx, m.Res.Agents)
+			reg, err := client.NewRegistry(ctx, m.Res.Agents)
 			if err != nil {
 				return err
 			}

@@ -10,51 +10,48 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
 	"github.com/agentmesh/agentmesh/bus"
+	"github.com/agentmesh/agentmesh/client"
 	"github.com/agentmesh/agentmesh/llm"
 	"github.com/agentmesh/agentmesh/orchestrator"
+	"github.com/agentmesh/agentmesh/orchestrator/chat"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
 func init() {
 	register(newChatCmd)
-	chatHandlerFor = chatHandler
 }
 
 // chatHandler plugs the chat loop into an orchestrator replica: with an LLM
 // when OPENAI_API_KEY or OPENAI_BASE_URL is set, else the offline planner.
-func chatHandler(a *app, m *mesh, o *orchestrator.Orchestrator) (orchestrator.ChatHandler, error) {
+func chatHandler(a *app, o *orchestrator.Orchestrator) error {
 	cfg, err := llm.ConfigFromEnv()
 	if err != nil {
-		return nil, err
+		return err
 	}
-	opts := []orchestrator.ChatOption{orchestrator.WithChatState(o.Store(), o.Router(), o.Dispatcher())}
+	var opts []chat.Option
 	if cfg.Configured() {
-		client, err := llm.New(cfg)
+		model, err := llm.New(cfg)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		opts = append(opts, orchestrator.WithLLM(client))
-		fmt.Fprintf(a.errOut, "chat: model %s at %s\n", client.Model(), client.Endpoint())
+		opts = append(opts, chat.WithLLM(model))
+		fmt.Fprintf(a.errOut, "chat: model %s at %s\n", model.Model(), model.Endpoint())
 	} else {
 		fmt.Fprintf(a.errOut, "chat: no LLM configured (%s / %s); the offline planner answers\n", llm.EnvAPIKey, llm.EnvBaseURL)
 	}
 	if s := os.Getenv("AGENTMESH_CHAT_STEPS"); s != "" {
 		var n int
 		if _, err := fmt.Sscan(s, &n); err != nil || n <= 0 {
-			return nil, fmt.Errorf("AGENTMESH_CHAT_STEPS=%q is not a positive step limit", s)
+			return fmt.Errorf("AGENTMESH_CHAT_STEPS=%q is not a positive step limit", s)
 		}
-		opts = append(opts, orchestrator.WithMaxSteps(n))
+		opts = append(opts, chat.WithMaxSteps(n))
 	}
-	opts = append(opts, orchestrator.WithChatLogger(slog.New(slog.NewTextHandler(a.errOut, &slog.HandlerOptions{Level: slog.LevelWarn}))))
-	c, err := orchestrator.NewChat(m.JS, m.Names, m.Res.Conversations, o.Registry(), opts...)
-	if err != nil {
-		return nil, err
-	}
-	return c.Handler(), nil
+	opts = append(opts, chat.WithLogger(slog.New(slog.NewTextHandler(a.errOut, &slog.HandlerOptions{Level: slog.LevelWarn}))))
+	_, err = orchestrator.AttachChat(o, opts...)
+	return err
 }
 
 func newChatCmd(a *app) *cobra.Command {
@@ -113,67 +110,19 @@ func (a *app) chatTurn(ctx context.Context, m *mesh, conversation, message strin
 }
 
 func (a *app) chatTurnTo(ctx context.Context, m *mesh, conversation, message string, progress io.Writer, final func(bus.Event)) (schemas.ChatResponse, error) {
-	ev, conv, err := orchestrator.NewChatRequest(conversation, message, "agentmesh/cli")
-	if err != nil {
-		return schemas.ChatResponse{}, err
-	}
-	resp := schemas.ChatResponse{ConversationID: conv}
-	// Follow only what comes after the request: earlier turns of the
-	// conversation have their own answers. The stream's last sequence is
-	// the server's, so client clocks do not matter.
-	info, err := m.Res.Events.Info(ctx)
-	if err != nil {
-		return resp, fmt.Errorf("reading stream %s: %w", m.Names.EventsStream(), err)
-	}
-	cons, err := m.JS.OrderedConsumer(ctx, m.Names.EventsStream(), jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{m.Names.Events(conv, "chat")},
-		DeliverPolicy:  jetstream.DeliverByStartSequencePolicy,
-		OptStartSeq:    info.State.LastSeq + 1,
-	})
-	if err != nil {
-		return resp, fmt.Errorf("following conversation %s: %w", conv, err)
-	}
-	events := make(chan bus.Event, 64)
-	cc, err := cons.Consume(func(msg jetstream.Msg) {
-		if e, err := bus.Decode(natsMsg(msg)); err == nil {
-			select {
-			case events <- e:
-			case <-ctx.Done():
-			}
-		}
-	})
-	if err != nil {
-		return resp, fmt.Errorf("following conversation %s: %w", conv, err)
-	}
-	defer cc.Stop()
-	if err := orchestrator.PublishChatRequest(ctx, m.JS, m.Names, ev); err != nil {
-		return resp, err
-	}
+	var (
+		onProgress func(schemas.TaskProgress)
+		accepted   func(string)
+	)
 	if progress != nil {
-		fmt.Fprintf(progress, "conversation %s\n", conv)
+		onProgress = func(p schemas.TaskProgress) { fmt.Fprintf(progress, "  … %s\n", p.Message) }
+		accepted = func(conv string) { fmt.Fprintf(progress, "conversation %s\n", conv) }
 	}
-	for {
-		select {
-		case <-ctx.Done():
-			return resp, ctx.Err()
-		case e := <-events:
-			switch e.Type {
-			case orchestrator.TypeChatProgress:
-				var p schemas.TaskProgress
-				if e.DataAs(&p) == nil && progress != nil {
-					fmt.Fprintf(progress, "  … %s\n", p.Message)
-				}
-			case bus.TypeChatResponded:
-				if err := e.DataAs(&resp); err != nil {
-					return resp, fmt.Errorf("conversation %s: the answer does not decode: %w", conv, err)
-				}
-				if final != nil {
-					final(e)
-				}
-				return resp, nil
-			}
-		}
+	resp, ev, err := client.Turn(ctx, m.JS, m.Names, conversation, message, "agentmesh/cli", onProgress, accepted)
+	if err == nil && final != nil {
+		final(ev)
 	}
+	return resp, err
 }
 
 func printChatResponse(w io.Writer, r schemas.ChatResponse) {

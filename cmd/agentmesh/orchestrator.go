@@ -13,10 +13,6 @@ import (
 
 func init() { register(newOrchestratorCmd) }
 
-// chatHandlerFor lets the chat engineer's file plug the chat loop into the
-// replica: when set, it returns the handler for a connected mesh.
-var chatHandlerFor func(a *app, m *mesh, o *orchestrator.Orchestrator) (orchestrator.ChatHandler, error)
-
 func newOrchestratorCmd(a *app) *cobra.Command {
 	var (
 		workers int
@@ -52,14 +48,8 @@ many as you like; killing one loses nothing.`,
 			if err != nil {
 				return err
 			}
-			if chatHandlerFor != nil {
-				h, err := chatHandlerFor(a, m, o)
-				if err != nil {
-					return err
-				}
-				if h != nil {
-					o.SetChatHandler(h)
-				}
+			if err := chatHandler(a, o); err != nil {
+				return err
 			}
 			return o.RunReady(ctx, func() { fmt.Fprintln(a.out, o.Ready()) })
 		},

@@ -10,7 +10,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentmesh/agentmesh/bus"
-	"github.com/agentmesh/agentmesh/orchestrator"
+	"github.com/agentmesh/agentmesh/client"
+	"github.com/agentmesh/agentmesh/schemas"
 )
 
 func init() { register(newRunCmd) }
@@ -25,7 +26,7 @@ ack says it was accepted), then prints each step as it starts and ends until
 the run ends. The exit status is 0 when every step completed, 1 otherwise.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			spec, err := orchestrator.LoadPipeline(args[0])
+			spec, err := client.LoadPipeline(args[0])
 			if err == nil {
 				err = spec.Validate()
 			}
@@ -51,7 +52,7 @@ the run ends. The exit status is 0 when every step completed, 1 otherwise.`,
 				return err
 			}
 			defer stop()
-			if _, err := orchestrator.SubmitPipeline(ctx, m.JS, m.Names, spec, runID, "agentmesh/cli"); err != nil {
+			if _, err := client.SubmitPipeline(ctx, m.JS, m.Names, spec, runID, "agentmesh/cli"); err != nil {
 				return err
 			}
 			if !a.jsonOut {
@@ -68,9 +69,9 @@ the run ends. The exit status is 0 when every step completed, 1 otherwise.`,
 						printPipelineEvent(a, ev)
 					}
 					if ev.Type == bus.TypePipelineCompleted {
-						var re orchestrator.RunEvent
+						var re schemas.RunEvent
 						_ = ev.DataAs(&re)
-						if re.Status != orchestrator.RunCompleted {
+						if re.Status != schemas.RunCompleted {
 							return exitError{code: 1, msg: fmt.Sprintf("run %s %s: %s", runID, re.Status, oneLine(re.Error))}
 						}
 						return nil
@@ -122,7 +123,7 @@ func follow(ctx context.Context, m *mesh, id string) (<-chan bus.Event, func(), 
 
 func printPipelineEvent(a *app, ev bus.Event) {
 	if ev.Type == bus.TypePipelineCompleted {
-		var re orchestrator.RunEvent
+		var re schemas.RunEvent
 		_ = ev.DataAs(&re)
 		fmt.Fprintf(a.out, "run %s %s: %d completed, %d failed, %d skipped in %s\n", re.RunID, re.Status,
 			re.Completed, re.Failed, re.Skipped, time.Duration(re.DurationMS)*time.Millisecond)
@@ -132,13 +133,13 @@ func printPipelineEvent(a *app, ev bus.Event) {
 		fmt.Fprintf(a.out, "  %s %s\n", ev.Type, ev.Data)
 		return
 	}
-	var se orchestrator.StepEvent
+	var se schemas.StepEvent
 	if err := ev.DataAs(&se); err != nil {
 		return
 	}
 	line := fmt.Sprintf("  wave %d  %-12s %-20s %s", se.Wave+1, se.Step, se.Agent, se.Status)
 	switch se.Status {
-	case orchestrator.StepCompleted:
+	case schemas.StepCompleted:
 		line += fmt.Sprintf(" in %s", time.Duration(se.DurationMS)*time.Millisecond)
 		if se.Summary != "" {
 			line += ": " + se.Summary
@@ -150,9 +151,9 @@ func printPipelineEvent(a *app, ev bus.Event) {
 			}
 			line += "]"
 		}
-	case orchestrator.StepFailed:
+	case schemas.StepFailed:
 		line += ": " + se.Error
-	case orchestrator.StepSkipped:
+	case schemas.StepSkipped:
 		line += ": " + se.Reason
 	}
 	fmt.Fprintln(a.out, line)

@@ -17,6 +17,9 @@ import (
 	"github.com/agentmesh/agentmesh/agents/text"
 	"github.com/agentmesh/agentmesh/bus/bustest"
 	"github.com/agentmesh/agentmesh/orchestrator"
+	"github.com/agentmesh/agentmesh/orchestrator/route"
+	"github.com/agentmesh/agentmesh/orchestrator/state"
+	"github.com/agentmesh/agentmesh/schemas"
 )
 
 // pipelineMesh starts an embedded server with an in-process orchestrator
@@ -124,16 +127,16 @@ func TestRunStateShowAndWatch(t *testing.T) {
 	if code := run([]string{"--nats", url, "--json", "state", "show", "cli-run"}, &out, &errOut); code != 0 {
 		t.Fatalf("state show --json: exit %d: %s", code, &errOut)
 	}
-	var rs orchestrator.RunState
+	var rs state.RunState
 	if err := json.Unmarshal(out.Bytes(), &rs); err != nil {
 		t.Fatalf("state show --json is not a run: %v\n%s", err, &out)
 	}
 	count, err := rs.Steps["count"].Outputs["text"].Text()
-	if rs.Status != orchestrator.RunCompleted || err != nil || count != "4" {
+	if rs.Status != schemas.RunCompleted || err != nil || count != "4" {
 		t.Errorf("run %s, count output %q (%v); want completed and 4", rs.Status, count, err)
 	}
-	if slot, _ := rs.State.Slots[orchestrator.SlotText].Text(); slot != "4" {
-		t.Errorf("slot %s = %q, want 4", orchestrator.SlotText, slot)
+	if slot, _ := rs.State.Slots[route.SlotText].Text(); slot != "4" {
+		t.Errorf("slot %s = %q, want 4", route.SlotText, slot)
 	}
 
 	// state show of nothing: exit 1, one line.

@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/agentmesh/agentmesh/orchestrator"
+	"github.com/agentmesh/agentmesh/orchestrator/state"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -29,7 +29,7 @@ func newStateCmd(a *app) *cobra.Command {
 				return err
 			}
 			defer m.Close()
-			store := orchestrator.NewStateStore(m.Res.Conversations, m.Res.Runs)
+			store := state.New(m.Res.Conversations, m.Res.Runs)
 			id := args[0]
 			run, rerr := store.Run(ctx, id)
 			if rerr == nil {
@@ -47,7 +47,7 @@ func newStateCmd(a *app) *cobra.Command {
 				printConversation(a.out, conv)
 				return nil
 			}
-			if errors.Is(rerr, orchestrator.ErrNotFound) && errors.Is(cerr, orchestrator.ErrNotFound) {
+			if errors.Is(rerr, state.ErrNotFound) && errors.Is(cerr, state.ErrNotFound) {
 				return exitError{code: 1, msg: fmt.Sprintf("no run or conversation %q in %s or %s; list runs with `nats kv ls %s`",
 					id, m.Names.RunsBucket(), m.Names.ConversationsBucket(), m.Names.RunsBucket())}
 			}
@@ -57,7 +57,7 @@ func newStateCmd(a *app) *cobra.Command {
 	return cmd
 }
 
-func printRun(w io.Writer, r *orchestrator.RunState) {
+func printRun(w io.Writer, r *state.RunState) {
 	fmt.Fprintf(w, "run %s  %q  %s\n", r.ID, r.Name, r.Status)
 	fmt.Fprintf(w, "  created %s", r.CreatedAt.Format(time.RFC3339))
 	if !r.FinishedAt.IsZero() {

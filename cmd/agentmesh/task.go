@@ -13,7 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentmesh/agentmesh/bus"
-	"github.com/agentmesh/agentmesh/orchestrator"
+	"github.com/agentmesh/agentmesh/client"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -153,7 +153,7 @@ Example:
 func liveContract(ctx context.Context, m *mesh, agent string) (schemas.AgentContract, bool) {
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	reg, err := orchestrator.NewRegistry(ctx, m.Res.Agents)
+	reg, err := client.NewRegistry(ctx, m.Res.Agents)
 	if err != nil {
 		return schemas.AgentContract{}, false
 	}

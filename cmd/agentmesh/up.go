@@ -16,7 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentmesh/agentmesh/bus"
-	"github.com/agentmesh/agentmesh/orchestrator"
+	"github.com/agentmesh/agentmesh/client"
 )
 
 func init() { register(newUpCmd) }
@@ -189,7 +189,7 @@ func (a *app) startStack(ctx context.Context, opts stackOptions, log io.Writer) 
 func waitForAgents(ctx context.Context, kv jetstream.KeyValue, want map[string]int, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	reg, err := orchestrator.NewRegistry(ctx, kv)
+	reg, err := client.NewRegistry(ctx, kv)
 	if err != nil {
 		return err
 	}

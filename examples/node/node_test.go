@@ -21,7 +21,11 @@ import (
 
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/bus/bustest"
+	"github.com/agentmesh/agentmesh/client"
 	"github.com/agentmesh/agentmesh/orchestrator"
+	"github.com/agentmesh/agentmesh/orchestrator/chat"
+	"github.com/agentmesh/agentmesh/orchestrator/route"
+	"github.com/agentmesh/agentmesh/orchestrator/state"
 	"github.com/agentmesh/agentmesh/resolvers"
 	"github.com/agentmesh/agentmesh/schemas"
 )
@@ -123,7 +127,7 @@ func TestNodeAgentAndClient(t *testing.T) {
 		if err != nil {
 			t.Fatalf("agentmesh agents: %v\n%s", err, exitStderr(err))
 		}
-		var list []orchestrator.AgentInfo
+		var list []client.AgentInfo
 		if err := json.Unmarshal(out, &list); err != nil {
 			t.Fatalf("agentmesh agents --json printed %q: %v", out, err)
 		}
@@ -142,21 +146,21 @@ func TestNodeAgentAndClient(t *testing.T) {
 		files := resolvers.NewObjectStore(res.Files)
 		a := store(ctx, t, files, "a.txt", "the quick brown fox jumps over the lazy dog")
 		b := store(ctx, t, files, "b.txt", "mesh agents count words, and words count")
-		spec := orchestrator.NewPipeline("node-wordcount").
+		spec := client.NewPipeline("node-wordcount").
 			SeedDocuments(a, b).
 			Step("count", agentName).Param("top", 2).
 			MustBuild()
-		runID, err := orchestrator.SubmitPipeline(ctx, js, names, spec, "", "examples/node test")
+		runID, err := client.SubmitPipeline(ctx, js, names, spec, "", "examples/node test")
 		if err != nil {
 			t.Fatal(err)
 		}
 		run := waitRun(ctx, t, o, runID, agent)
-		if run.Status != orchestrator.RunCompleted {
+		if run.Status != schemas.RunCompleted {
 			t.Fatalf("run %s ended %s: %s (step: %+v)\nagent output:\n%s", runID, run.Status, run.Error, run.Steps["count"], agent.out.String())
 		}
-		analysis, ok := run.State.Slots[orchestrator.SlotAnalysis]
+		analysis, ok := run.State.Slots[route.SlotAnalysis]
 		if !ok || analysis.DataType != schemas.TypeAnalysisResult || analysis.Source != agentName {
-			t.Fatalf("slot %s = %+v, want the agent's ANALYSIS_RESULT", orchestrator.SlotAnalysis, analysis)
+			t.Fatalf("slot %s = %+v, want the agent's ANALYSIS_RESULT", route.SlotAnalysis, analysis)
 		}
 		var counts schemas.AnalysisResult
 		if err := analysis.Decode(&counts); err != nil {
@@ -182,16 +186,16 @@ func TestNodeAgentAndClient(t *testing.T) {
 		if !strings.Contains(text, a+": 9 words") {
 			t.Errorf("report %q does not count %s", text, a)
 		}
-		if v, ok := run.State.Slots[orchestrator.SlotText]; ok {
-			t.Errorf("slot %s = %+v: a TEXT hinted wordcount must go to %s", orchestrator.SlotText, v, slotWordCount)
+		if v, ok := run.State.Slots[route.SlotText]; ok {
+			t.Errorf("slot %s = %+v: a TEXT hinted wordcount must go to %s", route.SlotText, v, slotWordCount)
 		}
 	})
 
 	t.Run("direct tasks", func(t *testing.T) {
-		d := orchestrator.NewDispatcher(js, names, "examples/node test")
-		call := func(task schemas.TaskRequest) (orchestrator.Result, string) {
+		d := client.NewDispatcher(js, names, "examples/node test")
+		call := func(task schemas.TaskRequest) (client.Result, string) {
 			t.Helper()
-			id, err := d.Dispatch(ctx, agentName, task, orchestrator.DispatchMeta{})
+			id, err := d.Dispatch(ctx, agentName, task, client.DispatchMeta{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -220,7 +224,7 @@ func TestNodeAgentAndClient(t *testing.T) {
 		}
 
 		// A structured-mode task (what a plain `nats pub` sends) is read too.
-		meta := orchestrator.DispatchMeta{}
+		meta := client.DispatchMeta{}
 		sev, err := d.Event(schemas.TaskRequest{Instruction: "four words right here"}, &meta)
 		if err != nil {
 			t.Fatal(err)
@@ -289,10 +293,10 @@ func TestNodeAgentAndClient(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		v, ok := st.Slots[orchestrator.SlotAnalysis]
+		v, ok := st.Slots[route.SlotAnalysis]
 		var counts schemas.AnalysisResult
 		if !ok || v.Decode(&counts) != nil || len(counts.Items) != 1 || counts.Items[0].ID != "instruction" || counts.Items[0].Features["words"] != 7 {
-			t.Errorf("conversation slot %s = %+v, want the 7 words of the instruction counted", orchestrator.SlotAnalysis, v)
+			t.Errorf("conversation slot %s = %+v, want the 7 words of the instruction counted", route.SlotAnalysis, v)
 		}
 		if _, ok := st.Slots[slotWordCount]; !ok {
 			t.Errorf("conversation has no %s slot: %v", slotWordCount, st.Slots)
@@ -349,7 +353,7 @@ func TestNodeAgentAndClient(t *testing.T) {
 
 func startOrchestrator(ctx context.Context, t *testing.T, srv *bustest.Server, res *bus.Resources) *orchestrator.Orchestrator {
 	t.Helper()
-	router := orchestrator.NewRouter(orchestrator.WithValueResolver(resolvers.NewCollections(res.Files, 0)))
+	router := route.NewRouter(route.WithValueResolver(resolvers.NewCollections(res.Files, 0)))
 	if err := router.RegisterSlot(schemas.TypeText, "wordcount", slotWordCount); err != nil {
 		t.Fatal(err)
 	}
@@ -358,7 +362,7 @@ func startOrchestrator(ctx context.Context, t *testing.T, srv *bustest.Server, r
 		t.Fatal(err)
 	}
 	quiet := slog.New(slog.DiscardHandler)
-	if _, err := orchestrator.AttachChat(ctx, o, srv.JetStream(t), orchestrator.WithChatLogger(quiet)); err != nil {
+	if _, err := orchestrator.AttachChat(o, chat.WithLogger(quiet)); err != nil {
 		t.Fatal(err)
 	}
 	runCtx, stop := context.WithCancel(ctx)
@@ -458,7 +462,7 @@ func store(ctx context.Context, t *testing.T, files *resolvers.ObjectStore, name
 	return ref.ID
 }
 
-func waitRun(ctx context.Context, t *testing.T, o *orchestrator.Orchestrator, id string, agent *process) *orchestrator.RunState {
+func waitRun(ctx context.Context, t *testing.T, o *orchestrator.Orchestrator, id string, agent *process) *state.RunState {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {

@@ -16,7 +16,10 @@ import (
 
 	"github.com/agentmesh/agentmesh/agents"
 	"github.com/agentmesh/agentmesh/bus"
+	"github.com/agentmesh/agentmesh/client"
 	"github.com/agentmesh/agentmesh/orchestrator"
+	"github.com/agentmesh/agentmesh/orchestrator/route"
+	"github.com/agentmesh/agentmesh/orchestrator/state"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -261,7 +264,7 @@ func check(ev bus.Event, msg *nats.Msg) error {
 		if subject != names.ChatRequest() {
 			fail("subject %s, want %s", subject, names.ChatRequest())
 		}
-	case orchestrator.TypeChatProgress, bus.TypeChatResponded:
+	case bus.TypeChatProgress, bus.TypeChatResponded:
 		if ev.Type == bus.TypeChatResponded {
 			schema(schemas.SchemaChatResponse)
 			var r schemas.ChatResponse
@@ -277,7 +280,7 @@ func check(ev bus.Event, msg *nats.Msg) error {
 		}
 	case bus.TypePipelineSubmitted:
 		schema(schemas.SchemaPipeline)
-		spec, err := orchestrator.ParsePipeline(ev.Data, "json")
+		spec, err := client.ParsePipeline(ev.Data, "json")
 		if err != nil {
 			fail("%v", err)
 		} else if err := spec.Validate(); err != nil {
@@ -286,11 +289,11 @@ func check(ev bus.Event, msg *nats.Msg) error {
 		if subject != names.PipelineSubmit() {
 			fail("subject %s, want %s", subject, names.PipelineSubmit())
 		}
-	case orchestrator.TypeStepStarted, orchestrator.TypeStepCompleted, orchestrator.TypeStepFailed, orchestrator.TypeStepSkipped:
+	case bus.TypeStepStarted, bus.TypeStepCompleted, bus.TypeStepFailed, bus.TypeStepSkipped:
 		schema(schemas.SchemaStepEvent)
-		var s orchestrator.StepEvent
+		var s schemas.StepEvent
 		if err := strict(ev.Data, &s); err != nil {
-			fail("data does not decode into orchestrator.StepEvent: %v", err)
+			fail("data does not decode into schemas.StepEvent: %v", err)
 		}
 		need(bus.ExtRunID, bus.ExtStepID)
 		if s.RunID != ev.Ext(bus.ExtRunID) || s.Step != ev.Ext(bus.ExtStepID) {
@@ -301,9 +304,9 @@ func check(ev bus.Event, msg *nats.Msg) error {
 		}
 	case bus.TypePipelineCompleted:
 		schema(schemas.SchemaRunEvent)
-		var r orchestrator.RunEvent
+		var r schemas.RunEvent
 		if err := strict(ev.Data, &r); err != nil {
-			fail("data does not decode into orchestrator.RunEvent: %v", err)
+			fail("data does not decode into schemas.RunEvent: %v", err)
 		}
 		need(bus.ExtRunID)
 		if want := names.Events(r.RunID, "pipeline"); subject != want {
@@ -320,9 +323,9 @@ func check(ev bus.Event, msg *nats.Msg) error {
 var eventTypes = []string{
 	bus.TypeAgentAnnounced, bus.TypeAgentDeparted,
 	bus.TypeTaskRequested, bus.TypeTaskCompleted, bus.TypeTaskFailed, bus.TypeTaskProgress,
-	bus.TypeChatRequested, orchestrator.TypeChatProgress, bus.TypeChatResponded,
-	bus.TypePipelineSubmitted, orchestrator.TypeStepStarted, orchestrator.TypeStepCompleted,
-	orchestrator.TypeStepFailed, orchestrator.TypeStepSkipped, bus.TypePipelineCompleted,
+	bus.TypeChatRequested, bus.TypeChatProgress, bus.TypeChatResponded,
+	bus.TypePipelineSubmitted, bus.TypeStepStarted, bus.TypeStepCompleted,
+	bus.TypeStepFailed, bus.TypeStepSkipped, bus.TypePipelineCompleted,
 }
 
 func TestEventExamples(t *testing.T) {
@@ -429,9 +432,9 @@ func TestKVAndMessageExamples(t *testing.T) {
 			case "run":
 				key := ex.attrs["id"]
 				kinds[names.RunsBucket()] = true
-				var run orchestrator.RunState
+				var run state.RunState
 				if err := strict(body, &run); err != nil {
-					t.Errorf("%s: does not decode into orchestrator.RunState: %v", ex, err)
+					t.Errorf("%s: does not decode into state.RunState: %v", ex, err)
 					continue
 				}
 				if run.ID != key || run.State == nil || run.State.ID != key {
@@ -484,9 +487,9 @@ func TestDocumentNamesEverything(t *testing.T) {
 		schemas.CodeInvalidInput, schemas.CodeInvalidParams, schemas.CodeMalformedEvent, schemas.CodeTimeout,
 		schemas.CodeCancelled, schemas.CodeAgentError, schemas.CodeNotFound, schemas.CodeUnavailable, schemas.CodeExhausted,
 		agents.HeaderDeadReason, agents.HeaderDeadAgent, agents.HeaderDeadInstance, agents.HeaderDeadDeliveries,
-		orchestrator.DurableName, orchestrator.SlotImageIDs, orchestrator.SlotDocumentIDs, orchestrator.SlotLinkIDs,
-		orchestrator.SlotFileIDs, orchestrator.SlotCategorization, orchestrator.SlotAnalysis, orchestrator.SlotText,
-		orchestrator.SlotCrossRef, "Nats-TTL", "Nats-Msg-Id", "collections/",
+		orchestrator.DurableName, route.SlotImageIDs, route.SlotDocumentIDs, route.SlotLinkIDs,
+		route.SlotFileIDs, route.SlotCategorization, route.SlotAnalysis, route.SlotText,
+		route.SlotCrossRef, "Nats-TTL", "Nats-Msg-Id", "collections/",
 	}
 	want = append(want, eventTypes...)
 	for _, name := range schemas.SchemaNames() {

@@ -1,0 +1,110 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/agentmesh/agentmesh/bus"
+	"github.com/agentmesh/agentmesh/schemas"
+)
+
+// SendChat publishes an io.agentmesh.chat.requested event on
+// mesh.chat.request with a JetStream publish (the ack says an orchestrator
+// will take it) and returns the conversation id (conversationID, or the
+// event id for a new conversation) and the request's event id.
+func SendChat(ctx context.Context, js jetstream.JetStream, names bus.Names, conversationID, message, source string) (conv, requestID string, err error) {
+	ev, conv, err := NewChatRequest(conversationID, message, source)
+	if err != nil {
+		return "", "", err
+	}
+	return conv, ev.ID, PublishChatRequest(ctx, js, names, ev)
+}
+
+// NewChatRequest builds the io.agentmesh.chat.requested event of a turn and
+// returns it with its conversation id (a new conversation is named by the
+// event id), so a client can follow the conversation before publishing.
+func NewChatRequest(conversationID, message, source string) (bus.Event, string, error) {
+	if conversationID != "" {
+		if err := bus.ValidateToken("conversation id", conversationID); err != nil {
+			return bus.Event{}, "", err
+		}
+	}
+	if strings.TrimSpace(message) == "" {
+		return bus.Event{}, "", ErrEmptyMessage
+	}
+	if source == "" {
+		source = "agentmesh/chat"
+	}
+	ev, err := bus.NewEvent(bus.TypeChatRequested, source, schemas.ChatRequest{ConversationID: conversationID, Message: message})
+	if err != nil {
+		return bus.Event{}, "", err
+	}
+	conv := conversationID
+	if conv == "" {
+		conv = ev.ID
+	}
+	ev.SetExt(bus.ExtConversationID, conv)
+	return ev, conv, nil
+}
+
+// PublishChatRequest publishes ev on mesh.chat.request and waits for the
+// JetStream ack. The event id is the message id, so a retried publish is
+// stored once.
+func PublishChatRequest(ctx context.Context, js jetstream.JetStream, names bus.Names, ev bus.Event) error {
+	msg, err := bus.Encode(names.ChatRequest(), ev)
+	if err != nil {
+		return err
+	}
+	msg.Header.Set(jetstream.MsgIDHeader, ev.ID)
+	if _, err := js.PublishMsg(ctx, msg); err != nil {
+		return fmt.Errorf("chat: publishing the request on %s: %w (is NATS with JetStream running and provisioned?)", names.ChatRequest(), err)
+	}
+	return nil
+}
+
+// Turn sends one chat turn of conversation (a new conversation when
+// empty) and waits for its answer: progress, when not nil, is called with
+// each io.agentmesh.chat.progress message of the turn, and accepted, when
+// not nil, with the conversation id once the request is stored. It follows only what
+// comes after the request, so earlier turns' answers are not mistaken for
+// this one's. The response carries the conversation id even on error.
+func Turn(ctx context.Context, js jetstream.JetStream, names bus.Names, conversation, message, source string, progress func(schemas.TaskProgress), accepted func(conv string)) (schemas.ChatResponse, bus.Event, error) {
+	ev, conv, err := NewChatRequest(conversation, message, source)
+	if err != nil {
+		return schemas.ChatResponse{}, bus.Event{}, err
+	}
+	resp := schemas.ChatResponse{ConversationID: conv}
+	events, stop, err := Follow(ctx, js, names, names.Events(conv, "chat"), true)
+	if err != nil {
+		return resp, bus.Event{}, fmt.Errorf("following conversation %s: %w", conv, err)
+	}
+	defer stop()
+	if err := PublishChatRequest(ctx, js, names, ev); err != nil {
+		return resp, bus.Event{}, err
+	}
+	if accepted != nil {
+		accepted(conv)
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return resp, bus.Event{}, fmt.Errorf("conversation %s: no answer: %w", conv, ctx.Err())
+		case e := <-events:
+			switch e.Type {
+			case bus.TypeChatProgress:
+				var p schemas.TaskProgress
+				if e.DataAs(&p) == nil && progress != nil {
+					progress(p)
+				}
+			case bus.TypeChatResponded:
+				if err := e.DataAs(&resp); err != nil {
+					return resp, e, fmt.Errorf("conversation %s: the answer does not decode: %w", conv, err)
+				}
+				return resp, e, nil
+			}
+		}
+	}
+}

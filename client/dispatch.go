@@ -1,0 +1,213 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/agentmesh/agentmesh/bus"
+	"github.com/agentmesh/agentmesh/schemas"
+)
+
+// DispatchMeta carries the envelope of a task: which run or conversation it
+// belongs to, where its result goes, its deadline and trace context. Zero
+// fields take defaults (see Dispatcher.Dispatch).
+type DispatchMeta struct {
+	TaskID         string    // the task event's id; default a fresh UUID
+	RunID          string    // runid extension
+	StepID         string    // stepid extension
+	ConversationID string    // conversationid extension
+	ReplyTo        string    // default mesh.result.orchestrator.<run or conversation>, else mesh.result.<task>
+	Deadline       time.Time // default now + the task's timeout
+	TraceParent    string    // W3C traceparent; default a new trace
+}
+
+// NewTraceParent returns a fresh W3C traceparent (version 00, sampled).
+func NewTraceParent() string {
+	return fmt.Sprintf("00-%016x%016x-%016x-01", rand.Uint64(), rand.Uint64(), nonZero())
+}
+
+// TraceParentFor returns a W3C traceparent whose trace id is derived from
+// id (a run id), so every task of a run shares one trace; the span id is
+// fresh.
+func TraceParentFor(runID string) string {
+	return fmt.Sprintf("00-%016x%016x-%016x-01", fnv64(runID), fnv64(runID+"/trace"), nonZero())
+}
+
+func fnv64(s string) uint64 {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(s); i++ {
+		h ^= uint64(s[i])
+		h *= 1099511628211
+	}
+	return h
+}
+
+// nonZero returns a random span id (W3C forbids all zeroes).
+func nonZero() uint64 {
+	for {
+		if v := rand.Uint64(); v != 0 {
+			return v
+		}
+	}
+}
+
+// Dispatcher publishes tasks to agents and waits for their results. It is
+// safe for concurrent use.
+type Dispatcher struct {
+	js     jetstream.JetStream
+	names  bus.Names
+	source string
+}
+
+// NewDispatcher returns a dispatcher publishing with js under names, with
+// source as the CloudEvents source of its tasks (default
+// "agentmesh/orchestrator").
+func NewDispatcher(js jetstream.JetStream, names bus.Names, source string) *Dispatcher {
+	if source == "" {
+		source = "agentmesh/orchestrator"
+	}
+	return &Dispatcher{js: js, names: names, source: source}
+}
+
+// Dispatch publishes task to mesh.task.<agent> as io.agentmesh.task.requested
+// with a JetStream publish whose Nats-Msg-Id is the task id, so a repeated
+// dispatch of the same task id inside the stream's duplicate window is
+// stored once. It sets the replyto, deadline (RFC 3339), traceparent and the
+// runid/stepid/conversationid extensions, and returns the task id.
+func (d *Dispatcher) Dispatch(ctx context.Context, agent string, task schemas.TaskRequest, meta DispatchMeta) (string, error) {
+	msg, err := d.message(agent, task, &meta)
+	if err != nil {
+		return "", err
+	}
+	if _, err := d.js.PublishMsg(ctx, msg); err != nil {
+		return "", fmt.Errorf("dispatching task %s to %s: %w", meta.TaskID, agent, err)
+	}
+	return meta.TaskID, nil
+}
+
+// Send publishes a task without asking for the stream's ack: JetStream
+// stores it (and drops a second copy of the same task id within the
+// duplicate window), but no reply crosses the network. The pipeline
+// scheduler uses it on its fast path: its sweep publishes a task again,
+// with Dispatch, when no result came, and reports what the stream said.
+func (d *Dispatcher) Send(agent string, task schemas.TaskRequest, meta DispatchMeta) error {
+	msg, err := d.message(agent, task, &meta)
+	if err != nil {
+		return err
+	}
+	if err := d.js.Conn().PublishMsg(msg); err != nil {
+		return fmt.Errorf("dispatching task %s to %s: %w", meta.TaskID, agent, err)
+	}
+	return nil
+}
+
+func (d *Dispatcher) message(agent string, task schemas.TaskRequest, meta *DispatchMeta) (*nats.Msg, error) {
+	subject, err := d.names.Task(agent)
+	if err != nil {
+		return nil, err
+	}
+	ev, err := d.Event(task, meta)
+	if err != nil {
+		return nil, err
+	}
+	msg, err := bus.Encode(subject, ev)
+	if err != nil {
+		return nil, err
+	}
+	msg.Header.Set(jetstream.MsgIDHeader, ev.ID)
+	return msg, nil
+}
+
+// Event builds the task event Dispatch would publish, filling the defaults
+// of meta in place.
+func (d *Dispatcher) Event(task schemas.TaskRequest, meta *DispatchMeta) (bus.Event, error) {
+	ev, err := bus.NewEvent(bus.TypeTaskRequested, d.source, task)
+	if err != nil {
+		return ev, err
+	}
+	if meta.TaskID == "" {
+		meta.TaskID = ev.ID
+	}
+	if err := bus.ValidateToken("task id", meta.TaskID); err != nil {
+		return ev, err
+	}
+	ev.ID = meta.TaskID
+	if meta.ReplyTo == "" {
+		switch {
+		case meta.RunID != "":
+			meta.ReplyTo = d.names.OrchestratorResult(meta.RunID)
+		case meta.ConversationID != "":
+			meta.ReplyTo = d.names.OrchestratorResult(meta.ConversationID)
+		default:
+			meta.ReplyTo = d.names.Result(meta.TaskID)
+		}
+	}
+	if meta.Deadline.IsZero() {
+		timeout := time.Duration(task.TimeoutMS) * time.Millisecond
+		if timeout <= 0 {
+			timeout = schemas.DefaultTaskTimeout
+		}
+		meta.Deadline = time.Now().Add(timeout)
+	}
+	if meta.TraceParent == "" {
+		meta.TraceParent = NewTraceParent()
+	}
+	ev.SetExt(bus.ExtReplyTo, meta.ReplyTo)
+	ev.SetExt(bus.ExtDeadline, meta.Deadline.UTC().Format(time.RFC3339Nano))
+	ev.SetExt(bus.ExtTraceParent, meta.TraceParent)
+	ev.SetExt(bus.ExtRunID, meta.RunID)
+	ev.SetExt(bus.ExtStepID, meta.StepID)
+	ev.SetExt(bus.ExtConversationID, meta.ConversationID)
+	return ev, nil
+}
+
+// Result is one task result read from MESH_RESULTS.
+type Result struct {
+	Event  bus.Event
+	Result schemas.AgentResult
+}
+
+// Await waits for the result of taskID on the subject replyTo (the
+// DispatchMeta.ReplyTo the task was sent with) and returns it. It reads
+// MESH_RESULTS from the start of that subject, so a result that arrived
+// before Await was called is found too. It returns when ctx ends.
+func (d *Dispatcher) Await(ctx context.Context, replyTo, taskID string) (Result, error) {
+	cons, err := d.js.OrderedConsumer(ctx, d.names.ResultsStream(), jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{replyTo},
+	})
+	if err != nil {
+		return Result{}, fmt.Errorf("awaiting task %s: %w", taskID, err)
+	}
+	it, err := cons.Messages()
+	if err != nil {
+		return Result{}, fmt.Errorf("awaiting task %s: %w", taskID, err)
+	}
+	defer it.Stop()
+	for {
+		msg, err := it.Next(jetstream.NextContext(ctx))
+		if err != nil {
+			if ctx.Err() != nil {
+				return Result{}, fmt.Errorf("awaiting task %s on %s: %w", taskID, replyTo, ctx.Err())
+			}
+			if errors.Is(err, jetstream.ErrOrderedConsumerReset) {
+				continue
+			}
+			return Result{}, fmt.Errorf("awaiting task %s: %w", taskID, err)
+		}
+		ev, err := bus.DecodeJS(msg)
+		if err != nil || ev.Ext(bus.ExtTaskID) != taskID {
+			continue
+		}
+		var res schemas.AgentResult
+		if err := ev.DataAs(&res); err != nil {
+			return Result{Event: ev}, fmt.Errorf("task %s: result does not decode: %w", taskID, err)
+		}
+		return Result{Event: ev, Result: res}, nil
+	}
+}

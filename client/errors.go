@@ -1,0 +1,16 @@
+package client
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/agentmesh/agentmesh/schemas"
+)
+
+var (
+	// ErrInvalidPipeline reports a pipeline spec that does not decode or
+	// fails its structural checks. It matches schemas.ErrInvalidPipeline.
+	ErrInvalidPipeline = fmt.Errorf("client: %w", schemas.ErrInvalidPipeline)
+	// ErrEmptyMessage reports a chat request without a message.
+	ErrEmptyMessage = errors.New("chat: the message is empty; say what the mesh should do")
+)

@@ -1,0 +1,51 @@
+package client
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/agentmesh/agentmesh/bus"
+)
+
+// Follow delivers the events stored on subject (mesh.events.<id>.> for
+// everything of a run or conversation, names.Events(id, "chat") for one
+// kind) in order, through an ordered consumer on the events stream: from
+// the stream's start, or with fromNow only those stored after the call (the
+// stream's last sequence is the server's, so client clocks do not matter).
+// Messages that are not CloudEvents are skipped. Call stop when done; the
+// channel is never closed.
+func Follow(ctx context.Context, js jetstream.JetStream, names bus.Names, subject string, fromNow bool) (events <-chan bus.Event, stop func(), err error) {
+	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{subject}}
+	if fromNow {
+		s, err := js.Stream(ctx, names.EventsStream())
+		if err != nil {
+			return nil, nil, fmt.Errorf("following %s: stream %s: %w", subject, names.EventsStream(), err)
+		}
+		info, err := s.Info(ctx)
+		if err != nil {
+			return nil, nil, fmt.Errorf("following %s: stream %s: %w", subject, names.EventsStream(), err)
+		}
+		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, info.State.LastSeq+1
+	}
+	cons, err := js.OrderedConsumer(ctx, names.EventsStream(), cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("following %s: %w", subject, err)
+	}
+	out := make(chan bus.Event, 64)
+	cc, err := cons.Consume(func(msg jetstream.Msg) {
+		ev, err := bus.DecodeJS(msg)
+		if err != nil {
+			return
+		}
+		select {
+		case out <- ev:
+		case <-ctx.Done():
+		}
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("following %s: %w", subject, err)
+	}
+	return out, cc.Stop, nil
+}

@@ -1,0 +1,207 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/agentmesh/agentmesh/schemas"
+)
+
+// AgentInfo is one live agent: the contract its instances announce (the
+// most recent announcement's, should they differ) and its live instances,
+// sorted by id.
+type AgentInfo struct {
+	Contract  schemas.AgentContract  `json:"contract"`
+	Instances []schemas.InstanceInfo `json:"instances"`
+}
+
+// Registry is the live view of the agents bucket (mesh_agents): every key
+// <agent>.<instance> holds an instance's announcement and lives as long as
+// the instance heartbeats. A put adds or refreshes an instance; a delete, a
+// purge or a TTL expiry marker removes it. It is safe for concurrent use.
+type Registry struct {
+	w jetstream.KeyWatcher
+
+	mu      sync.RWMutex
+	agents  map[string]map[string]registryEntry // agent -> instance id -> entry
+	changed chan struct{}
+
+	done     chan struct{}
+	stopOnce sync.Once
+}
+
+type registryEntry struct {
+	ann      schemas.Announcement
+	revision uint64
+}
+
+// NewRegistry watches kv, the agents bucket, and returns once the registry
+// holds the bucket's current keys (or ctx ends first). Call Stop to end the
+// watch.
+func NewRegistry(ctx context.Context, kv jetstream.KeyValue) (*Registry, error) {
+	if kv == nil {
+		return nil, fmt.Errorf("client: NewRegistry: nil agents bucket")
+	}
+	w, err := kv.WatchAll(context.Background())
+	if err != nil {
+		return nil, fmt.Errorf("client: watching agents bucket %s: %w", kv.Bucket(), err)
+	}
+	r := &Registry{
+		w:       w,
+		agents:  map[string]map[string]registryEntry{},
+		changed: make(chan struct{}),
+		done:    make(chan struct{}),
+	}
+	initial := make(chan struct{})
+	go r.watch(initial)
+	select {
+	case <-initial:
+		return r, nil
+	case <-ctx.Done():
+		r.Stop()
+		return nil, fmt.Errorf("client: reading agents bucket %s: %w", kv.Bucket(), context.Cause(ctx))
+	}
+}
+
+func (r *Registry) watch(initial chan struct{}) {
+	defer close(r.done)
+	first := true
+	for e := range r.w.Updates() {
+		if e == nil {
+			if first {
+				first = false
+				close(initial)
+			}
+			continue
+		}
+		r.apply(e)
+	}
+	if first {
+		close(initial)
+	}
+}
+
+// apply folds one KV entry into the view and signals a change.
+func (r *Registry) apply(e jetstream.KeyValueEntry) {
+	agent, instance, ok := strings.Cut(e.Key(), ".")
+	if !ok || agent == "" || instance == "" {
+		return
+	}
+	var ann schemas.Announcement
+	live := e.Operation() == jetstream.KeyValuePut && json.Unmarshal(e.Value(), &ann) == nil
+	if live && ann.Contract.Name == "" {
+		ann.Contract.Name = agent
+	}
+	if live && ann.Instance.ID == "" {
+		ann.Instance.ID = instance
+	}
+	r.mu.Lock()
+	if live {
+		if r.agents[agent] == nil {
+			r.agents[agent] = map[string]registryEntry{}
+		}
+		old, had := r.agents[agent][instance]
+		r.agents[agent][instance] = registryEntry{ann: ann, revision: e.Revision()}
+		if had && sameAnnouncement(old.ann, ann) {
+			r.mu.Unlock()
+			return // a heartbeat: nothing a reader can see changed
+		}
+	} else {
+		if _, had := r.agents[agent][instance]; !had {
+			r.mu.Unlock()
+			return
+		}
+		delete(r.agents[agent], instance)
+		if len(r.agents[agent]) == 0 {
+			delete(r.agents, agent)
+		}
+	}
+	close(r.changed)
+	r.changed = make(chan struct{})
+	r.mu.Unlock()
+}
+
+func sameAnnouncement(a, b schemas.Announcement) bool {
+	ja, errA := json.Marshal(a)
+	jb, errB := json.Marshal(b)
+	return errA == nil && errB == nil && string(ja) == string(jb)
+}
+
+// Agents lists the live agents sorted by name.
+func (r *Registry) Agents() []AgentInfo {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := make([]AgentInfo, 0, len(r.agents))
+	for name := range r.agents {
+		out = append(out, r.infoLocked(name))
+	}
+	slices.SortFunc(out, func(a, b AgentInfo) int { return strings.Compare(a.Contract.Name, b.Contract.Name) })
+	return out
+}
+
+// Lookup returns the live agent called name.
+func (r *Registry) Lookup(name string) (AgentInfo, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if len(r.agents[name]) == 0 {
+		return AgentInfo{}, false
+	}
+	return r.infoLocked(name), true
+}
+
+func (r *Registry) infoLocked(name string) AgentInfo {
+	var (
+		info AgentInfo
+		rev  uint64
+	)
+	for _, e := range r.agents[name] {
+		info.Instances = append(info.Instances, e.ann.Instance)
+		if e.revision >= rev {
+			rev, info.Contract = e.revision, e.ann.Contract
+		}
+	}
+	info.Contract.Name = name
+	slices.SortFunc(info.Instances, func(a, b schemas.InstanceInfo) int { return strings.Compare(a.ID, b.ID) })
+	return info
+}
+
+// Changes returns a channel that is closed at the next change of the view:
+// an instance joining or leaving, or an announcement that differs from the
+// instance's previous one. Call it again after it fires.
+func (r *Registry) Changes() <-chan struct{} {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.changed
+}
+
+// Wait blocks until at least instances instances of the agent called name
+// are live, or ctx ends.
+func (r *Registry) Wait(ctx context.Context, name string, instances int) error {
+	for {
+		ch := r.Changes()
+		info, _ := r.Lookup(name)
+		if len(info.Instances) >= instances {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-r.done:
+			return fmt.Errorf("client: registry stopped while waiting for %d instance(s) of %s", instances, name)
+		case <-ctx.Done():
+			return fmt.Errorf("client: waiting for %d instance(s) of agent %s (%d live): %w", instances, name, len(info.Instances), context.Cause(ctx))
+		}
+	}
+}
+
+// Stop ends the watch. It is safe to call more than once.
+func (r *Registry) Stop() {
+	r.stopOnce.Do(func() {
+		_ = r.w.Stop()
+	})
+}

@@ -1,0 +1,147 @@
+package client_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/agentmesh/agentmesh/bus"
+	"github.com/agentmesh/agentmesh/bus/bustest"
+	"github.com/agentmesh/agentmesh/client"
+	"github.com/agentmesh/agentmesh/schemas"
+)
+
+func announcement(t *testing.T, agent, instance string) []byte {
+	t.Helper()
+	b, err := json.Marshal(schemas.Announcement{
+		Contract: schemas.AgentContract{Name: agent, Capability: schemas.CapTransformation, Description: "test agent",
+			Inputs: []schemas.TypedInput{{Name: "text", DataType: schemas.TypeText, Required: true}}},
+		Instance: schemas.InstanceInfo{ID: instance, Concurrency: 2},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestRegistryTracksInstances(t *testing.T) {
+	srv := bustest.Start(t)
+	res := srv.Provision(t)
+	js := srv.JetStream(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	bucket := srv.Names().AgentsBucket()
+
+	// One instance exists before the registry starts: the initial snapshot has it.
+	if _, err := bus.PutTTL(ctx, js, bucket, "Alpha.a1", announcement(t, "Alpha", "a1"), time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	reg, err := client.NewRegistry(ctx, res.Agents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reg.Stop()
+	if info, ok := reg.Lookup("Alpha"); !ok || len(info.Instances) != 1 || info.Instances[0].ID != "a1" || info.Contract.Capability != schemas.CapTransformation {
+		t.Fatalf("Lookup(Alpha) after start = %+v, %v; want one instance a1 with the contract", info, ok)
+	}
+
+	changed := reg.Changes()
+	for _, k := range []string{"Alpha.a2", "Beta.b1"} {
+		agent, inst, _ := cutKey(k)
+		if _, err := bus.PutTTL(ctx, js, bucket, k, announcement(t, agent, inst), time.Minute); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case <-changed:
+	case <-ctx.Done():
+		t.Fatal("Changes did not fire after a new instance")
+	}
+	if err := reg.Wait(ctx, "Alpha", 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := reg.Wait(ctx, "Beta", 1); err != nil {
+		t.Fatal(err)
+	}
+	agents := reg.Agents()
+	if len(agents) != 2 || agents[0].Contract.Name != "Alpha" || agents[1].Contract.Name != "Beta" || len(agents[0].Instances) != 2 {
+		t.Fatalf("Agents() = %+v; want Alpha (2 instances) then Beta", agents)
+	}
+
+	// A deleted key removes its instance; the last instance removes the agent.
+	if err := res.Agents.Delete(ctx, "Beta.b1"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, reg, func() bool { _, ok := reg.Lookup("Beta"); return !ok }, "Beta to leave after its key was deleted")
+	if err := res.Agents.Purge(ctx, "Alpha.a2"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, reg, func() bool { i, _ := reg.Lookup("Alpha"); return len(i.Instances) == 1 }, "Alpha.a2 to leave after a purge")
+
+	short, cancelShort := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancelShort()
+	if err := reg.Wait(short, "Gamma", 1); err == nil {
+		t.Fatal("Wait for an agent that never comes returned nil")
+	}
+	reg.Stop()
+	reg.Stop() // twice is fine
+}
+
+// An instance that stops heartbeating disappears within three heartbeats.
+func TestRegistryExpiresSilentInstance(t *testing.T) {
+	srv := bustest.Start(t)
+	res := srv.Provision(t)
+	js := srv.JetStream(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	reg, err := client.NewRegistry(ctx, res.Agents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reg.Stop()
+
+	const heartbeat = 400 * time.Millisecond // TTL 3 heartbeats = 1.2s, above the server's 1s minimum
+	val := announcement(t, "Pulse", "p1")
+	var last time.Time
+	for range 4 {
+		if _, err := bus.PutTTL(ctx, js, srv.Names().AgentsBucket(), "Pulse.p1", val, 3*heartbeat); err != nil {
+			t.Fatal(err)
+		}
+		last = time.Now()
+		time.Sleep(heartbeat) // the heartbeat itself, not a wait for a condition
+	}
+	if _, ok := reg.Lookup("Pulse"); !ok {
+		t.Fatal("a heartbeating instance is not live")
+	}
+	waitFor(t, ctx, reg, func() bool { _, ok := reg.Lookup("Pulse"); return !ok }, "the silent instance to expire")
+	gone := time.Since(last)
+	t.Logf("silent instance gone %s after its last heartbeat (3 heartbeats = %s)", gone.Round(time.Millisecond), 3*heartbeat)
+	if gone > 3*heartbeat+heartbeat/2 {
+		t.Fatalf("silent instance took %s to disappear; want within 3 heartbeats (%s) plus scheduling slack", gone, 3*heartbeat)
+	}
+}
+
+func waitFor(t *testing.T, ctx context.Context, reg *client.Registry, cond func() bool, what string) {
+	t.Helper()
+	for {
+		ch := reg.Changes()
+		if cond() {
+			return
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			t.Fatalf("timed out waiting for %s; agents: %+v", what, reg.Agents())
+		}
+	}
+}
+
+func cutKey(k string) (string, string, bool) {
+	for i := range k {
+		if k[i] == '.' {
+			return k[:i], k[i+1:], true
+		}
+	}
+	return k, "", false
+}

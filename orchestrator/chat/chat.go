@@ -1,0 +1,294 @@
+package chat
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/agentmesh/agentmesh/bus"
+	"github.com/agentmesh/agentmesh/client"
+	"github.com/agentmesh/agentmesh/llm"
+	"github.com/agentmesh/agentmesh/orchestrator/route"
+	"github.com/agentmesh/agentmesh/orchestrator/state"
+	"github.com/agentmesh/agentmesh/schemas"
+)
+
+// Planner names in ChatResponse.Planner.
+const (
+	PlannerLLM     = "llm"
+	PlannerOffline = "offline"
+)
+
+// Defaults of the chat loop.
+const (
+	DefaultMaxSteps      = 10
+	DefaultHistoryBudget = 6000 // tokens of earlier turns shown to the model
+	maxRememberedTurns   = 50
+	maxDoneTurns         = 20
+	awaitGrace           = 2 * time.Second
+	staleTurn            = 3 * time.Minute // a turn not saved for this long was lost
+)
+
+// DefaultSystemPrompt tells the model how the mesh works.
+const DefaultSystemPrompt = `You are the orchestrator of agentmesh, a mesh of independent agents. Fulfil the user's request by calling agents, which are your tools.
+Each agent reads its inputs from the conversation state automatically (by data type) and its outputs are stored back into state slots; the current state is shown to you as ¶state. To use a particular slot as an input, pass "†state.<slot>" as the argument.
+Call agents one after another when one needs another's output, or several at once when they are independent. If a call fails, read the observation and recover or explain.
+When the request is done, answer in one or two plain sentences with counts. Never list file IDs.`
+
+// AgentLister is the live view of agents the chat loop offers as tools
+// (*client.Registry implements it).
+type AgentLister interface {
+	Agents() []client.AgentInfo
+}
+
+// Chat runs chat turns: the ReAct loop with an LLM over the live agents'
+// contracts, or the offline planner when no LLM is configured. A turn's
+// progress (messages so far, pending tool calls, the offline plan) is kept
+// in the conversations bucket under <conversation>.chat, so a turn whose
+// replica died is resumed by whichever replica gets the redelivered request.
+// Tool calls have deterministic task ids, so a resumed call is not run twice.
+//
+// A Chat is safe for concurrent use; one per replica.
+type Chat struct {
+	js       jetstream.JetStream
+	names    bus.Names
+	registry AgentLister
+	store    *state.Store
+	router   *route.Router
+	inputs   *route.InputBuilder
+	dispatch *client.Dispatcher
+	observer schemas.Observer
+
+	llm         *llm.Client
+	maxSteps    int
+	toolTimeout time.Duration
+	budget      int
+	system      string
+	source      string
+	log         *slog.Logger
+}
+
+// Option configures a Chat.
+type Option func(*Chat)
+
+// WithLLM sets the model client; without it (or with nil) the offline
+// planner answers.
+func WithLLM(c *llm.Client) Option { return func(ch *Chat) { ch.llm = c } }
+
+// WithMaxSteps sets the step limit of a turn: model calls with the LLM,
+// agent calls with the offline planner (default 10).
+func WithMaxSteps(n int) Option { return func(ch *Chat) { ch.maxSteps = n } }
+
+// WithToolTimeout sets how long an agent call may take when its contract
+// names no timeout (default schemas.DefaultTaskTimeout).
+func WithToolTimeout(d time.Duration) Option { return func(ch *Chat) { ch.toolTimeout = d } }
+
+// WithHistoryBudget sets how many tokens (estimated) of earlier turns are
+// shown to the model; older turns are pruned first (default 6000).
+func WithHistoryBudget(tokens int) Option { return func(ch *Chat) { ch.budget = tokens } }
+
+// WithSystemPrompt replaces DefaultSystemPrompt.
+func WithSystemPrompt(s string) Option { return func(ch *Chat) { ch.system = s } }
+
+// WithRouter shares the replica's router (default a new route.Router).
+func WithRouter(r *route.Router) Option { return func(ch *Chat) { ch.router = r } }
+
+// WithDispatcher shares the replica's dispatcher (default one on js).
+func WithDispatcher(d *client.Dispatcher) Option { return func(ch *Chat) { ch.dispatch = d } }
+
+// WithObserver reports model calls (schemas.LLMCalled) and ended turns
+// (schemas.ChatTurnEnded) to o.
+func WithObserver(o schemas.Observer) Option { return func(ch *Chat) { ch.observer = o } }
+
+// WithLogger sets the logger (default slog.Default()).
+func WithLogger(l *slog.Logger) Option { return func(ch *Chat) { ch.log = l } }
+
+// New returns a chat loop that publishes with js under names, keeps
+// conversations and its own memory in store and offers the agents of
+// registry as tools. Options: WithLLM, WithMaxSteps, WithToolTimeout,
+// WithHistoryBudget, WithSystemPrompt, WithRouter, WithDispatcher,
+// WithObserver, WithLogger.
+func New(js jetstream.JetStream, names bus.Names, store *state.Store, registry AgentLister, opts ...Option) (*Chat, error) {
+	if js == nil || store == nil || registry == nil {
+		return nil, errors.New("chat: New needs a JetStream handle, a state store and a registry")
+	}
+	c := &Chat{
+		js: js, names: names, store: store, registry: registry, observer: schemas.NopObserver{},
+		maxSteps: DefaultMaxSteps, toolTimeout: schemas.DefaultTaskTimeout, budget: DefaultHistoryBudget,
+		system: DefaultSystemPrompt, source: "agentmesh/orchestrator/chat", log: slog.Default(),
+	}
+	for _, o := range opts {
+		o(c)
+	}
+	if c.router == nil {
+		c.router = route.NewRouter()
+	}
+	if c.dispatch == nil {
+		c.dispatch = client.NewDispatcher(js, names, c.source)
+	}
+	c.inputs = route.NewInputBuilder(c.router)
+	if c.maxSteps <= 0 {
+		c.maxSteps = DefaultMaxSteps
+	}
+	return c, nil
+}
+
+// Planner reports which planner answers: "llm" or "offline".
+func (c *Chat) Planner() string {
+	if c.llm != nil {
+		return PlannerLLM
+	}
+	return PlannerOffline
+}
+
+// HandleEvent runs the turn asked for by an io.agentmesh.chat.requested
+// event to its end and publishes io.agentmesh.chat.responded. It is
+// idempotent by event id: a redelivered request whose turn finished
+// republishes the same response; one whose turn is in progress resumes it.
+// A bad request is answered with a failed response, not an error; the
+// error is for failures the caller should retry (KV or NATS trouble).
+func (c *Chat) HandleEvent(ctx context.Context, ev bus.Event) (schemas.ChatResponse, error) {
+	var req schemas.ChatRequest
+	err := bus.DecodeData(ev, &req, func(b []byte) error { return schemas.ValidateJSON(schemas.SchemaChatRequest, b) })
+	conv := req.ConversationID
+	if conv == "" {
+		conv = ev.ID
+	}
+	if err == nil {
+		err = bus.ValidateToken("conversation id", conv)
+	}
+	if err == nil && strings.TrimSpace(req.Message) == "" {
+		err = errors.New("message is empty: say what the mesh should do")
+	}
+	if err != nil {
+		resp := schemas.ChatResponse{ConversationID: conv, State: schemas.ChatFailed, Planner: c.Planner(),
+			Output: "The chat request could not be read: " + err.Error(), Error: err.Error()}
+		if bus.ValidateToken("conversation id", conv) == nil {
+			return resp, c.answer(ctx, conv, ev.ID, resp)
+		}
+		return resp, nil
+	}
+	return c.Handle(ctx, conv, ev.ID, req.Message)
+}
+
+// Handle runs one turn of conversation conv for the request requestID
+// (the event id) with message, resuming it when it was started before.
+func (c *Chat) Handle(ctx context.Context, conv, requestID, message string) (schemas.ChatResponse, error) {
+	s, err := c.begin(ctx, conv, requestID, message)
+	if err != nil {
+		return schemas.ChatResponse{}, err
+	}
+	if s.turn == nil { // already answered
+		for _, d := range s.rec.Done {
+			if d.RequestID == requestID {
+				return d.Response, c.publish(ctx, conv, bus.TypeChatResponded, d.Response, "chat-"+requestID)
+			}
+		}
+	}
+	var resp schemas.ChatResponse
+	if c.llm != nil {
+		resp, err = c.runLLM(ctx, s)
+	} else {
+		resp, err = c.runOffline(ctx, s)
+	}
+	if errors.Is(err, errTakenOver) {
+		c.log.Info("chat turn taken over", "conversation", conv, "request", requestID)
+		return resp, nil
+	}
+	if err != nil && ctx.Err() == nil {
+		// The mesh itself failed (KV or stream trouble): say so rather than
+		// leave the client waiting. A stopping replica says nothing; the
+		// redelivered request resumes the turn elsewhere.
+		resp = schemas.ChatResponse{ConversationID: conv, State: schemas.ChatFailed, Planner: c.Planner(),
+			Steps: s.turn.Steps, ToolCalls: s.turn.ToolCalls, Tokens: s.turn.Tokens, Cost: s.turn.Cost,
+			DurationMS: time.Since(s.turn.StartedAt).Milliseconds(),
+			Output:     "The turn failed inside the mesh: " + err.Error(), Error: err.Error()}
+		if perr := c.answer(ctx, conv, requestID, resp); perr != nil {
+			err = errors.Join(err, perr)
+		}
+	}
+	return resp, err
+}
+
+// finish ends the turn: it stores the response in the record (so a
+// redelivered request gets the same answer), publishes it, and notes the
+// answer in the conversation's history.
+func (c *Chat) finish(ctx context.Context, s *session, state, output string, cause error) (schemas.ChatResponse, error) {
+	t := s.turn
+	resp := schemas.ChatResponse{
+		ConversationID: s.conv, Output: output, State: state, Steps: t.Steps,
+		DurationMS: time.Since(t.StartedAt).Milliseconds(), Planner: c.Planner(),
+		ToolCalls: t.ToolCalls, Tokens: t.Tokens, Cost: t.Cost,
+	}
+	if cause != nil {
+		resp.Error = cause.Error()
+	}
+	turnMsgs := slices.Clone(t.Messages)
+	if last := turnMsgs[len(turnMsgs)-1]; last.Role != openai.ChatMessageRoleAssistant || len(last.ToolCalls) > 0 {
+		turnMsgs = append(turnMsgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant, Content: output})
+	}
+	s.rec.Turns = append(s.rec.Turns, turnMsgs)
+	if len(s.rec.Turns) > maxRememberedTurns {
+		s.rec.Turns = s.rec.Turns[len(s.rec.Turns)-maxRememberedTurns:]
+	}
+	s.rec.Current = nil
+	s.rec.Done = append(s.rec.Done, doneTurn{RequestID: t.RequestID, Response: resp})
+	if len(s.rec.Done) > maxDoneTurns {
+		s.rec.Done = s.rec.Done[len(s.rec.Done)-maxDoneTurns:]
+	}
+	if err := c.save(ctx, s); err != nil {
+		return resp, err
+	}
+	if _, err := c.store.UpdateConversation(ctx, s.conv, func(st *schemas.ConversationState) error {
+		st.History = append(st.History, schemas.HistoryEntry{At: time.Now().UTC(), Kind: "assistant", Text: output})
+		return nil
+	}); err != nil {
+		c.log.Warn("chat: noting the answer in history", "conversation", s.conv, "err", err)
+	}
+	return resp, c.answer(ctx, s.conv, t.RequestID, resp)
+}
+
+// answer publishes the response that ends request requestID's turn (once:
+// a redelivered request republishes its stored answer with publish) and
+// tells the observer the turn ended.
+func (c *Chat) answer(ctx context.Context, conv, requestID string, resp schemas.ChatResponse) error {
+	c.observer.Observe(ctx, schemas.ChatTurnEnded{ConversationID: conv, State: resp.State, Steps: resp.Steps,
+		Tokens: resp.Tokens, Cost: resp.Cost, Duration: time.Duration(resp.DurationMS) * time.Millisecond})
+	return c.publish(ctx, conv, bus.TypeChatResponded, resp, "chat-"+requestID)
+}
+
+// progress publishes a chat progress event; failures are only logged.
+func (c *Chat) progress(ctx context.Context, conv, taskID, agent, message string) {
+	p := schemas.TaskProgress{TaskID: taskID, Agent: agent, Message: message}
+	if err := c.publish(ctx, conv, bus.TypeChatProgress, p, ""); err != nil {
+		c.log.Debug("chat progress", "conversation", conv, "err", err)
+	}
+}
+
+// publish sends an event on mesh.events.<conv>.chat through JetStream;
+// msgID, when set, makes a republished event a duplicate the stream drops.
+func (c *Chat) publish(ctx context.Context, conv, typ string, data any, msgID string) error {
+	ev, err := bus.NewEvent(typ, c.source, data)
+	if err != nil {
+		return err
+	}
+	ev.SetExt(bus.ExtConversationID, conv)
+	msg, err := bus.Encode(c.names.Events(conv, "chat"), ev)
+	if err != nil {
+		return err
+	}
+	if msgID != "" {
+		msg.Header.Set(jetstream.MsgIDHeader, msgID)
+	}
+	if _, err := c.js.PublishMsg(ctx, msg); err != nil {
+		return fmt.Errorf("publishing %s for conversation %s: %w", typ, conv, err)
+	}
+	return nil
+}

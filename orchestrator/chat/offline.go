@@ -1,0 +1,91 @@
+package chat
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/agentmesh/agentmesh/schemas"
+)
+
+// runOffline answers with the offline planner: plan once (the plan is kept
+// in the turn), then call the plan's agents in order through the same path
+// as the LLM's tool calls.
+func (c *Chat) runOffline(ctx context.Context, s *session) (schemas.ChatResponse, error) {
+	t := s.turn
+	if t.Plan == nil {
+		st, err := c.state(ctx, s.conv)
+		if err != nil {
+			return schemas.ChatResponse{}, err
+		}
+		plan, err := PlanOffline(t.Message, c.contracts(), st.Slots, c.router)
+		if err != nil {
+			return c.finish(ctx, s, schemas.ChatFailed, "The offline planner answered (no LLM is configured): "+err.Error(), err)
+		}
+		t.Plan = plan.Steps
+		c.progress(ctx, s.conv, "", "", "offline plan: "+strings.Join(plan.Agents(), " -> "))
+		if err := c.save(ctx, s); err != nil {
+			return schemas.ChatResponse{}, err
+		}
+	}
+	for i := len(t.ToolCalls); i < len(t.Plan); i++ {
+		if t.Steps >= c.maxSteps {
+			return c.finish(ctx, s, schemas.ChatStepLimitReached, c.offlineOutput(t, "stopped at the step limit"), nil)
+		}
+		step := t.Plan[i]
+		args, _ := json.Marshal(step.Params) // plain JSON values
+		call := openai.ToolCall{ID: fmt.Sprintf("plan_%d", i), Type: openai.ToolTypeFunction,
+			Function: openai.FunctionCall{Name: step.Agent, Arguments: string(args)}}
+		t.Steps++
+		t.Messages = append(t.Messages, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant, ToolCalls: []openai.ToolCall{call}})
+		if err := c.runCalls(ctx, s, []openai.ToolCall{call}); err != nil {
+			return schemas.ChatResponse{}, err
+		}
+		if last := t.ToolCalls[len(t.ToolCalls)-1]; !last.Success {
+			return c.finish(ctx, s, schemas.ChatFailed, c.offlineOutput(t, "stopped because "+last.Agent+" failed: "+last.Error), errors.New(last.Error))
+		}
+	}
+	return c.finish(ctx, s, schemas.ChatCompleted, c.offlineOutput(t, ""), nil)
+}
+
+func (c *Chat) offlineOutput(t *chatTurn, ending string) string {
+	var b strings.Builder
+	b.WriteString("The offline planner answered (no LLM is configured): ran ")
+	for i, st := range t.Plan {
+		if i > 0 {
+			b.WriteString(" -> ")
+		}
+		b.WriteString(st.Agent)
+	}
+	b.WriteString(".")
+	for i, r := range t.ToolCalls {
+		obs := ""
+		for _, m := range t.Messages {
+			if m.Role == openai.ChatMessageRoleTool && m.ToolCallID == fmt.Sprintf("plan_%d", i) {
+				obs = m.Content
+			}
+		}
+		if r.Success {
+			fmt.Fprintf(&b, " %s", firstLine(obs))
+		}
+	}
+	if ending != "" {
+		fmt.Fprintf(&b, " It %s.", ending)
+	}
+	return b.String()
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	s = strings.TrimSpace(s)
+	if s != "" && !strings.HasSuffix(s, ".") {
+		s += "."
+	}
+	return s
+}

@@ -1,0 +1,309 @@
+package chat
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/agentmesh/agentmesh/client"
+	"github.com/agentmesh/agentmesh/orchestrator/state"
+	"github.com/agentmesh/agentmesh/schemas"
+)
+
+// runLLM is the ReAct loop: think, call the chosen agents, observe, repeat.
+func (c *Chat) runLLM(ctx context.Context, s *session) (schemas.ChatResponse, error) {
+	t := s.turn
+	for {
+		if calls := pendingCalls(t.Messages); len(calls) > 0 {
+			if err := c.runCalls(ctx, s, calls); err != nil {
+				return schemas.ChatResponse{}, err
+			}
+			continue
+		}
+		if last := t.Messages[len(t.Messages)-1]; last.Role == openai.ChatMessageRoleAssistant {
+			out := strings.TrimSpace(last.Content)
+			if out == "" {
+				out = "(the model ended the turn without an answer)"
+			}
+			return c.finish(ctx, s, schemas.ChatCompleted, out, nil)
+		}
+		if t.Steps >= c.maxSteps {
+			return c.finish(ctx, s, schemas.ChatStepLimitReached,
+				fmt.Sprintf("I stopped after %d steps without a final answer (the step limit). %s", t.Steps, c.lastResults(t)), nil)
+		}
+		st, err := c.state(ctx, s.conv)
+		if err != nil {
+			return schemas.ChatResponse{}, err
+		}
+		contracts := c.contracts()
+		req := openai.ChatCompletionRequest{Messages: c.prompt(s, st), Tools: Tools(contracts, c.router)}
+		c.progress(ctx, s.conv, "", "", "thinking")
+		resp, usage, err := c.llm.Chat(ctx, req)
+		c.observer.Observe(ctx, schemas.LLMCalled{ConversationID: s.conv, Model: usage.Model, Tokens: usage.Tokens,
+			Cost: usage.Cost, Duration: usage.Duration, Err: err})
+		t.Steps++
+		t.Tokens = t.Tokens.Add(usage.Tokens)
+		t.Cost += usage.Cost
+		if err != nil {
+			if ctx.Err() != nil {
+				return schemas.ChatResponse{}, ctx.Err()
+			}
+			return c.finish(ctx, s, schemas.ChatFailed, "The language model could not be reached: "+err.Error(), err)
+		}
+		msg := resp.Choices[0].Message
+		msg.Role = openai.ChatMessageRoleAssistant
+		msg.ReasoningContent = ""
+		for i := range msg.ToolCalls {
+			if msg.ToolCalls[i].ID == "" {
+				msg.ToolCalls[i].ID = fmt.Sprintf("call_%d_%d", t.Steps, i)
+			}
+			msg.ToolCalls[i].Type = openai.ToolTypeFunction
+			msg.ToolCalls[i].Index = nil
+		}
+		t.Messages = append(t.Messages, msg)
+		if err := c.save(ctx, s); err != nil {
+			return schemas.ChatResponse{}, err
+		}
+	}
+}
+
+// pendingCalls returns the tool calls of the last assistant message that
+// have no tool message yet.
+func pendingCalls(msgs []openai.ChatCompletionMessage) []openai.ToolCall {
+	i := len(msgs) - 1
+	answered := map[string]bool{}
+	for ; i >= 0 && msgs[i].Role == openai.ChatMessageRoleTool; i-- {
+		answered[msgs[i].ToolCallID] = true
+	}
+	if i < 0 || msgs[i].Role != openai.ChatMessageRoleAssistant {
+		return nil
+	}
+	var out []openai.ToolCall
+	for _, tc := range msgs[i].ToolCalls {
+		if !answered[tc.ID] {
+			out = append(out, tc)
+		}
+	}
+	return out
+}
+
+// runCalls dispatches calls in parallel, appends their observations in the
+// order of the calls and saves the turn.
+func (c *Chat) runCalls(ctx context.Context, s *session, calls []openai.ToolCall) error {
+	t := s.turn
+	obs := make([]string, len(calls))
+	recs := make([]schemas.ToolCallRecord, len(calls))
+	var wg sync.WaitGroup
+	for i, call := range calls {
+		taskID := fmt.Sprintf("%s-t%d-%s", s.conv, t.Number, taskToken(call.ID))
+		wg.Go(func() { obs[i], recs[i] = c.callAgent(ctx, s, taskID, call.Function.Name, call.Function.Arguments) })
+	}
+	wg.Wait()
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	for i, call := range calls {
+		t.Messages = append(t.Messages, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleTool, ToolCallID: call.ID, Name: call.Function.Name, Content: obs[i]})
+		t.ToolCalls = append(t.ToolCalls, recs[i])
+	}
+	return c.save(ctx, s)
+}
+
+// taskToken makes a model's tool call id usable in a task id.
+func taskToken(id string) string {
+	var b strings.Builder
+	for _, r := range id {
+		if r < 128 && (r == '-' || r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+			b.WriteRune(r)
+		}
+	}
+	if b.Len() == 0 {
+		return "call"
+	}
+	return b.String()
+}
+
+// callAgent runs one agent call: arguments, inputs from state, dispatch,
+// await, routing. Every failure becomes the observation the model reads.
+func (c *Chat) callAgent(ctx context.Context, s *session, taskID, agent, rawArgs string) (string, schemas.ToolCallRecord) {
+	start := time.Now()
+	rec := schemas.ToolCallRecord{Agent: agent, Arguments: rawArgs, TaskID: taskID}
+	fail := func(msg string) (string, schemas.ToolCallRecord) {
+		rec.Error = msg
+		rec.DurationMS = time.Since(start).Milliseconds()
+		return msg, rec
+	}
+	info, ok := c.lookup(agent)
+	if !ok {
+		names := make([]string, 0)
+		for _, a := range c.registry.Agents() {
+			names = append(names, a.Contract.Name)
+		}
+		return fail(fmt.Sprintf("unknown agent %q: no live agent has that name. Live agents: %s.", agent, strings.Join(names, ", ")))
+	}
+	contract := info.Contract
+	st, err := c.state(ctx, s.conv)
+	if err != nil {
+		return fail(fmt.Sprintf("%s was not called: reading the conversation state failed: %v", agent, err))
+	}
+	args, err := ParseToolArgs(contract, rawArgs, st.Slots)
+	if err != nil {
+		return fail(fmt.Sprintf("%s was not called: %v", agent, err))
+	}
+	inputs, err := c.buildInputs(contract, args, st.Slots)
+	if err != nil {
+		return fail(fmt.Sprintf("%s was not called: %v", agent, err))
+	}
+	timeout := c.toolTimeout
+	if contract.TimeoutMS > 0 {
+		timeout = time.Duration(contract.TimeoutMS) * time.Millisecond
+	}
+	task := schemas.TaskRequest{Inputs: inputs, Params: args.Params, Instruction: s.turn.Message, TimeoutMS: timeout.Milliseconds()}
+	meta := client.DispatchMeta{TaskID: taskID, ConversationID: s.conv, ReplyTo: c.names.Result(taskID), Deadline: time.Now().Add(timeout)}
+	c.progress(ctx, s.conv, taskID, agent, "calling "+agent)
+	if _, err := c.dispatch.Dispatch(ctx, agent, task, meta); err != nil {
+		return fail(fmt.Sprintf("%s could not be called: %v", agent, err))
+	}
+	actx, cancel := context.WithTimeout(ctx, timeout+awaitGrace)
+	res, err := c.dispatch.Await(actx, meta.ReplyTo, taskID)
+	cancel()
+	if err != nil {
+		if ctx.Err() != nil {
+			return fail(ctx.Err().Error())
+		}
+		if errors.Is(err, context.DeadlineExceeded) {
+			c.progress(ctx, s.conv, taskID, agent, agent+" timed out")
+			return fail(fmt.Sprintf("%s did not answer within %s (timeout). Try again, try another agent, or tell the user.", agent, timeout))
+		}
+		return fail(fmt.Sprintf("%s: waiting for the result failed: %v", agent, err))
+	}
+	result := res.Result
+	if result.Agent == "" {
+		result.Agent = agent
+	}
+	if _, err := c.store.UpdateConversation(ctx, s.conv, func(st *schemas.ConversationState) error {
+		changed, err := c.router.Apply(ctx, st, contract, taskID, result)
+		if err == nil && !changed {
+			return state.ErrUnchanged
+		}
+		return err
+	}); err != nil {
+		return fail(fmt.Sprintf("%s answered, but its outputs could not be stored: %v", agent, err))
+	}
+	c.progress(ctx, s.conv, taskID, agent, ProgressLine(agent, result))
+	rec.Success = result.Success
+	rec.Summary = result.Summary
+	rec.DurationMS = time.Since(start).Milliseconds()
+	if !result.Success {
+		rec.Error = result.Err().Error()
+	}
+	return Observation(agent, result, c.router), rec
+}
+
+// buildInputs fills the contract's inputs from state, with the slots the
+// arguments referenced taking precedence.
+func (c *Chat) buildInputs(contract schemas.AgentContract, args ToolArgs, slots map[string]schemas.TypedValue) (map[string]schemas.TypedValue, error) {
+	rest := contract
+	rest.Inputs = slices.DeleteFunc(slices.Clone(contract.Inputs), func(in schemas.TypedInput) bool {
+		_, referenced := args.Refs[in.Name]
+		return referenced
+	})
+	inputs, err := c.inputs.Build(rest, slots)
+	if err != nil {
+		return nil, err
+	}
+	for in, slot := range args.Refs {
+		inputs[in] = slots[slot]
+	}
+	return inputs, nil
+}
+
+func (c *Chat) lookup(name string) (client.AgentInfo, bool) {
+	for _, a := range c.registry.Agents() {
+		if a.Contract.Name == name {
+			return a, true
+		}
+	}
+	return client.AgentInfo{}, false
+}
+
+func (c *Chat) contracts() []schemas.AgentContract {
+	agents := c.registry.Agents()
+	out := make([]schemas.AgentContract, 0, len(agents))
+	for _, a := range agents {
+		out = append(out, a.Contract)
+	}
+	return out
+}
+
+func (c *Chat) state(ctx context.Context, conv string) (*schemas.ConversationState, error) {
+	st, err := c.store.Conversation(ctx, conv)
+	if errors.Is(err, state.ErrNotFound) {
+		return schemas.NewConversationState(conv), nil
+	}
+	return st, err
+}
+
+// prompt is what the model reads: the system prompt, the state as Data,
+// the earlier turns that fit the history budget, then this turn.
+func (c *Chat) prompt(s *session, st *schemas.ConversationState) []openai.ChatCompletionMessage {
+	msgs := []openai.ChatCompletionMessage{{Role: openai.ChatMessageRoleSystem, Content: c.system}}
+	msgs = append(msgs, RenderData([]Data{StateData(st)})...)
+	msgs = append(msgs, PruneHistory(s.rec.Turns, c.budget)...)
+	return append(msgs, s.turn.Messages...)
+}
+
+// PruneHistory returns the newest whole turns whose estimated tokens fit
+// budget, oldest first. Turns are kept or dropped whole, so a tool message
+// never loses the assistant message that called it.
+func PruneHistory(turns [][]openai.ChatCompletionMessage, budget int) []openai.ChatCompletionMessage {
+	used, first := 0, len(turns)
+	for i := len(turns) - 1; i >= 0; i-- {
+		n := 0
+		for _, m := range turns[i] {
+			n += EstimateTokens(m)
+		}
+		if used+n > budget {
+			break
+		}
+		used += n
+		first = i
+	}
+	var out []openai.ChatCompletionMessage
+	for _, t := range turns[first:] {
+		out = append(out, t...)
+	}
+	return out
+}
+
+// EstimateTokens guesses a message's size in tokens (4 characters a token,
+// plus a little per message).
+func EstimateTokens(m openai.ChatCompletionMessage) int {
+	n := len(m.Content) + len(m.Name)
+	for _, tc := range m.ToolCalls {
+		n += len(tc.Function.Name) + len(tc.Function.Arguments)
+	}
+	return n/4 + 4
+}
+
+// lastResults describes the latest tool results of the turn in one line.
+func (c *Chat) lastResults(t *chatTurn) string {
+	if len(t.ToolCalls) == 0 {
+		return "No agent was called."
+	}
+	var parts []string
+	for _, r := range t.ToolCalls[max(0, len(t.ToolCalls)-3):] {
+		if r.Success {
+			parts = append(parts, fmt.Sprintf("%s: %s", r.Agent, clip(r.Summary, 120)))
+		} else {
+			parts = append(parts, fmt.Sprintf("%s failed", r.Agent))
+		}
+	}
+	return "Last results: " + strings.Join(parts, "; ") + "."
+}

@@ -1,0 +1,187 @@
+package chat
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/agentmesh/agentmesh/orchestrator/state"
+	"github.com/agentmesh/agentmesh/schemas"
+)
+
+// chatRecord is the chat memory of one conversation, stored as JSON under
+// <conversation>.chat in the conversations bucket.
+type chatRecord struct {
+	Turns   [][]openai.ChatCompletionMessage `json:"turns,omitempty"` // finished turns, oldest first
+	Current *chatTurn                        `json:"current,omitempty"`
+	Done    []doneTurn                       `json:"done,omitempty"` // the last responses, by request
+}
+
+// chatTurn is the turn in progress.
+type chatTurn struct {
+	RequestID string                         `json:"request_id"`
+	Message   string                         `json:"message"`
+	Number    int                            `json:"number"`
+	Messages  []openai.ChatCompletionMessage `json:"messages"`
+	Steps     int                            `json:"steps"`
+	ToolCalls []schemas.ToolCallRecord       `json:"tool_calls,omitempty"`
+	Tokens    schemas.Tokens                 `json:"tokens"`
+	Cost      float64                        `json:"cost"`
+	Plan      []PlanStep                     `json:"plan,omitempty"` // offline planner only
+	StartedAt time.Time                      `json:"started_at"`
+	UpdatedAt time.Time                      `json:"updated_at"`
+}
+
+type doneTurn struct {
+	RequestID string               `json:"request_id"`
+	Response  schemas.ChatResponse `json:"response"`
+}
+
+// session is one turn being run, with the record's KV revision.
+type session struct {
+	conv string
+	rec  chatRecord
+	rev  uint64
+	turn *chatTurn
+}
+
+// errTakenOver means another replica advanced the same turn further.
+var errTakenOver = errors.New("chat turn taken over by another replica")
+
+// begin loads or creates the chat record and the turn for requestID.
+//
+// One turn at a time per conversation: the turn claims the conversation by
+// a compare-and-set of the chat record, so of several requests waiting on
+// one conversation (on any replicas) exactly one goes on; a turn of another
+// request that is still moving is waited for, and one that stopped moving
+// long ago was lost and is closed.
+func (c *Chat) begin(ctx context.Context, conv, requestID, message string) (*session, error) {
+	s := &session{conv: conv}
+	for {
+		if err := c.load(ctx, s); err != nil {
+			return nil, err
+		}
+		for _, d := range s.rec.Done {
+			if d.RequestID == requestID {
+				return s, nil
+			}
+		}
+		cur := s.rec.Current
+		if cur != nil && cur.RequestID == requestID {
+			s.turn = cur
+			return s, c.count(ctx, s)
+		}
+		if cur != nil && time.Since(cur.UpdatedAt) <= staleTurn {
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-time.After(200 * time.Millisecond):
+			}
+			continue
+		}
+		if cur != nil { // a turn that never finished: remember what was asked
+			s.rec.Turns = append(s.rec.Turns, []openai.ChatCompletionMessage{
+				{Role: openai.ChatMessageRoleUser, Content: cur.Message},
+				{Role: openai.ChatMessageRoleAssistant, Content: "(this turn was interrupted before it finished)"},
+			})
+		}
+		s.turn = &chatTurn{RequestID: requestID, Message: message, StartedAt: time.Now().UTC(),
+			Messages: []openai.ChatCompletionMessage{{Role: openai.ChatMessageRoleUser, Content: message}}}
+		s.rec.Current = s.turn
+		err := c.put(ctx, s)
+		if state.IsConflict(err) {
+			continue // another request claimed the conversation first
+		}
+		if err != nil {
+			return nil, err
+		}
+		return s, c.count(ctx, s)
+	}
+}
+
+// count makes the claimed turn the conversation's next one, once: the
+// turn's number is saved in the chat record before the conversation counts
+// it, so a turn resumed after a crash in between counts it once.
+func (c *Chat) count(ctx context.Context, s *session) error {
+	t := s.turn
+	if t.Number == 0 {
+		st, err := c.store.Conversation(ctx, s.conv)
+		switch {
+		case errors.Is(err, state.ErrNotFound):
+			t.Number = 1
+		case err != nil:
+			return err
+		default:
+			t.Number = st.Turns + 1
+		}
+		if err := c.save(ctx, s); err != nil {
+			return err
+		}
+	}
+	_, err := c.store.UpdateConversation(ctx, s.conv, func(st *schemas.ConversationState) error {
+		if st.Turns >= t.Number {
+			return state.ErrUnchanged
+		}
+		st.Turns = t.Number
+		st.History = append(st.History, schemas.HistoryEntry{At: time.Now().UTC(), Kind: "user", Text: t.Message})
+		return nil
+	})
+	return err
+}
+
+func (c *Chat) load(ctx context.Context, s *session) error {
+	raw, rev, err := c.store.ChatRecord(ctx, s.conv)
+	if err != nil {
+		return err
+	}
+	var rec chatRecord
+	if raw != nil {
+		if err := json.Unmarshal(raw, &rec); err != nil {
+			return fmt.Errorf("chat of conversation %q does not decode: %w", s.conv, err)
+		}
+	}
+	s.rec, s.rev = rec, rev
+	return nil
+}
+
+// save writes the record with compare-and-set. Losing the race to a
+// replica that has the same turn further along ends this run of the turn.
+func (c *Chat) save(ctx context.Context, s *session) error {
+	err := c.put(ctx, s)
+	if err == nil || !state.IsConflict(err) {
+		return err
+	}
+	mine := *s.turn
+	other := &session{conv: s.conv}
+	if err := c.load(ctx, other); err != nil {
+		return err
+	}
+	if cur := other.rec.Current; cur == nil || cur.RequestID != mine.RequestID || len(cur.Messages) >= len(mine.Messages) {
+		return errTakenOver
+	}
+	other.rec.Current = &mine
+	s.rec, s.rev, s.turn = other.rec, other.rev, other.rec.Current
+	return c.save(ctx, s)
+}
+
+// put writes the chat record with compare-and-set on the revision s read
+// or last wrote; a conflict is returned as is (state.IsConflict).
+func (c *Chat) put(ctx context.Context, s *session) error {
+	if s.rec.Current != nil {
+		s.rec.Current.UpdatedAt = time.Now().UTC()
+	}
+	b, err := json.Marshal(s.rec)
+	if err != nil {
+		return err
+	}
+	rev, err := c.store.PutChatRecord(ctx, s.conv, b, s.rev)
+	if err != nil {
+		return err
+	}
+	s.rev = rev
+	return nil
+}

@@ -1,0 +1,197 @@
+// Package meshtest runs a provisioned embedded NATS server with agents and
+// orchestrator replicas for the orchestrator's tests.
+package meshtest
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/agentmesh/agentmesh/agents"
+	"github.com/agentmesh/agentmesh/bus"
+	"github.com/agentmesh/agentmesh/bus/bustest"
+	"github.com/agentmesh/agentmesh/client"
+	"github.com/agentmesh/agentmesh/orchestrator"
+	"github.com/agentmesh/agentmesh/orchestrator/state"
+	"github.com/agentmesh/agentmesh/schemas"
+)
+
+// Mesh is a provisioned embedded server for one test.
+type Mesh struct {
+	Srv *bustest.Server
+	NC  *nats.Conn
+	Res *bus.Resources
+
+	mu     sync.Mutex
+	agents []func() // cancel functions of running agents
+	dones  []chan error
+}
+
+// New starts a provisioned embedded server for one test.
+func New(t testing.TB) *Mesh {
+	t.Helper()
+	srv := bustest.Start(t)
+	res := srv.Provision(t)
+	return &Mesh{Srv: srv, NC: srv.Conn(t), Res: res}
+}
+
+// Agent runs a test agent on the runtime in-process until the test ends.
+func (m *Mesh) Agent(t testing.TB, c schemas.AgentContract, fn func(ctx context.Context, ec *schemas.ExecutionContext) (schemas.AgentResult, error), concurrency int) {
+	t.Helper()
+	rt, err := agents.NewRuntime(m.Srv.Conn(t), agents.Func(c, fn), agents.WithConcurrency(concurrency),
+		agents.WithHeartbeat(time.Second))
+	if err != nil {
+		t.Fatalf("agent %s: %v", c.Name, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- rt.Run(ctx) }()
+	m.mu.Lock()
+	if len(m.agents) == 0 {
+		// Agents drain for a while when stopped: stop them all at once.
+		t.Cleanup(func() {
+			m.mu.Lock()
+			defer m.mu.Unlock()
+			for _, c := range m.agents {
+				c()
+			}
+			for _, d := range m.dones {
+				<-d
+			}
+		})
+	}
+	m.agents = append(m.agents, cancel)
+	m.dones = append(m.dones, done)
+	m.mu.Unlock()
+	select {
+	case <-rt.Ready():
+	case err := <-done:
+		t.Fatalf("agent %s stopped: %v", c.Name, err)
+	case <-time.After(10 * time.Second):
+		t.Fatalf("agent %s not ready", c.Name)
+	}
+}
+
+// Orchestrator runs one replica until the test ends and waits until it
+// sees the named agents live.
+func (m *Mesh) Orchestrator(t testing.TB, wait []string, opts ...orchestrator.Option) *orchestrator.Orchestrator {
+	t.Helper()
+	o, err := orchestrator.New(m.Srv.Conn(t), opts...)
+	if err != nil {
+		t.Fatalf("orchestrator.New: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan struct{})
+	done := make(chan error, 1)
+	go func() { done <- o.RunReady(ctx, func() { close(ready) }) }()
+	t.Cleanup(func() { cancel(); <-done })
+	select {
+	case <-ready:
+	case err := <-done:
+		t.Fatalf("orchestrator stopped: %v", err)
+	}
+	wctx, wcancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer wcancel()
+	for _, a := range wait {
+		if err := o.Registry().Wait(wctx, a, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return o
+}
+
+// Submit submits spec as run runID (a new id when empty).
+func (m *Mesh) Submit(t testing.TB, spec schemas.PipelineSpec, runID string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	js := m.Srv.JetStream(t)
+	id, err := client.SubmitPipeline(ctx, js, m.Srv.Names(), spec, runID, "test")
+	if err != nil {
+		t.Fatalf("submit: %v", err)
+	}
+	return id
+}
+
+// WaitRun polls the run until it ends.
+func WaitRun(t testing.TB, store *state.Store, id string, within time.Duration) *state.RunState {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	var last *state.RunState
+	for time.Now().Before(deadline) {
+		r, err := store.Run(context.Background(), id)
+		if err == nil && r.Done() {
+			return r
+		}
+		if err != nil && !errors.Is(err, state.ErrNotFound) {
+			t.Fatalf("run %s: %v", id, err)
+		}
+		last = r
+		time.Sleep(20 * time.Millisecond)
+	}
+	if last != nil {
+		for id, st := range last.Steps {
+			t.Logf("step %s: %s %s", id, st.Status, st.Error)
+		}
+	}
+	t.Fatalf("run %s did not end within %s", id, within)
+	return nil
+}
+
+// Counter counts executions per key.
+type Counter struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (c *Counter) Add(k string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n == nil {
+		c.n = map[string]int{}
+	}
+	c.n[k]++
+}
+
+func (c *Counter) Snapshot() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := map[string]int{}
+	for k, v := range c.n {
+		out[k] = v
+	}
+	return out
+}
+
+// FilesOut declares a FILE_IDS output.
+func FilesOut(name, hint string, mergeable bool) schemas.TypedOutput {
+	return schemas.TypedOutput{Name: name, DataType: schemas.TypeFileIDs, ContentTypeHint: hint, Mergeable: mergeable}
+}
+
+// FilesIn declares a FILE_IDS input.
+func FilesIn(name, hint string, required bool) schemas.TypedInput {
+	return schemas.TypedInput{Name: name, DataType: schemas.TypeFileIDs, ContentTypeHint: hint, Required: required}
+}
+
+// OK is a successful result.
+func OK(agent, summary string, outs map[string]schemas.TypedValue) schemas.AgentResult {
+	return schemas.AgentResult{Success: true, Agent: agent, Summary: summary, Outputs: outs}
+}
+
+// MustValue builds a typed value or fails the test.
+func MustValue(t testing.TB, typ string, v any, source string) schemas.TypedValue {
+	tv, err := schemas.NewValue(typ, v, source)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tv
+}
+
+// Files is a FILE_IDS value of ids with content hint.
+func Files(hint string, ids ...string) schemas.TypedValue {
+	return schemas.FilesValue(schemas.FromIDs(hint, ids...), "")
+}

@@ -1,0 +1,83 @@
+package orchestrator
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/agentmesh/agentmesh/bus"
+	"github.com/agentmesh/agentmesh/client"
+	"github.com/agentmesh/agentmesh/orchestrator/route"
+	"github.com/agentmesh/agentmesh/orchestrator/state"
+	"github.com/agentmesh/agentmesh/schemas"
+)
+
+// Option configures an Orchestrator.
+type Option func(*config)
+
+type config struct {
+	names      bus.Names
+	namesSet   bool
+	chat       ChatHandler
+	registry   *client.Registry
+	router     *route.Router
+	values     route.ValueResolver
+	workers    int
+	sweep      time.Duration
+	grace      time.Duration
+	republish  time.Duration
+	logger     *slog.Logger
+	source     string
+	stateOpts  []state.Option
+	observer   schemas.Observer
+	ackWait    time.Duration
+	maxPending int
+}
+
+// WithNames sets the subject and bucket names (default prefix "mesh").
+func WithNames(n bus.Names) Option { return func(c *config) { c.names, c.namesSet = n, true } }
+
+// WithChatHandler sends chat requests to h. Without one, a chat request is
+// answered with a failed chat.responded saying chat is not configured.
+func WithChatHandler(h ChatHandler) Option { return func(c *config) { c.chat = h } }
+
+// WithRegistry uses an existing registry view instead of opening one.
+func WithRegistry(r *client.Registry) Option { return func(c *config) { c.registry = r } }
+
+// WithRouter uses router (with its custom slots) instead of a default one.
+func WithRouter(r *route.Router) Option { return func(c *config) { c.router = r } }
+
+// WithCollections resolves and spills collections with v (default a
+// resolvers.Collections on the files object store).
+func WithCollections(v route.ValueResolver) Option { return func(c *config) { c.values = v } }
+
+// WithWorkers sets how many events are handled at once (default 32).
+func WithWorkers(n int) Option { return func(c *config) { c.workers = n } }
+
+// WithSweepInterval sets how often overdue steps are timed out and
+// unconfirmed dispatches re-published (default 1 s).
+func WithSweepInterval(d time.Duration) Option { return func(c *config) { c.sweep = d } }
+
+// WithTimeoutGrace sets how long after a step's deadline the sweep fails
+// it, leaving the agent time to report its own timeout (default 1 s).
+func WithTimeoutGrace(d time.Duration) Option { return func(c *config) { c.grace = d } }
+
+// WithAckWait sets how long a handed-out message may stay unacknowledged
+// before JetStream gives it to another replica (default 5 s; long chat
+// turns keep their request alive). Every replica should use the same.
+func WithAckWait(d time.Duration) Option { return func(c *config) { c.ackWait = d } }
+
+// WithLogger logs to l (default: discard).
+func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
+
+// WithSource sets the CloudEvents source of emitted events.
+func WithSource(s string) Option { return func(c *config) { c.source = s } }
+
+// WithStateOptions configures the state store.
+func WithStateOptions(o ...state.Option) Option {
+	return func(c *config) { c.stateOpts = append(c.stateOpts, o...) }
+}
+
+// WithObserver reports every task, step, run, model call and chat turn
+// transition the replica sees to ob (see schemas.Observer); chat loops
+// attached with AttachChat share it.
+func WithObserver(ob schemas.Observer) Option { return func(c *config) { c.observer = ob } }

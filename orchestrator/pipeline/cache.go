@@ -1,0 +1,178 @@
+package pipeline
+
+import (
+	"sync"
+
+	"github.com/agentmesh/agentmesh/orchestrator/state"
+)
+
+// How a replica runs pipelines. Every fact lives in the runs bucket (see
+// runstore.go); a replica only caches what it read or wrote: the spec and
+// the step records never change once written, and the header is cached with
+// its revision, so the replica that wrote the last revision updates it
+// without reading it first (a stale copy fails the compare-and-set, and
+// the replica reads it again).
+
+// maxCachedRuns bounds the runs a replica caches; past it the cache starts
+// again empty.
+const maxCachedRuns = 4096
+
+type cachedHeader struct {
+	h   *state.RunHeader // shared: never mutated (updates work on a clone)
+	rev uint64
+}
+
+type runCache struct {
+	mu      sync.Mutex
+	specs   map[string]*state.RunSpec
+	headers map[string]cachedHeader
+	records map[string]map[string]*state.StepState
+	// states: per run, the state this replica last wrote, with its revision.
+	states map[string]cachedState
+	// ahead: per run, the steps whose tasks went out ahead of the header
+	// that starts their wave, and a channel closed once that header's
+	// write is over (see dispatchAhead).
+	ahead map[string]*aheadWave
+}
+
+type cachedState struct {
+	raw []byte
+	rev uint64
+}
+
+// state returns the run's state as this replica last wrote it (nil when
+// not known).
+func (c *runCache) state(run string) ([]byte, uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e := c.states[run]
+	return e.raw, e.rev
+}
+
+// putState caches the run's state as written at rev; nil forgets it.
+func (c *runCache) putState(run string, raw []byte, rev uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if raw == nil || c.specs[run] == nil {
+		delete(c.states, run)
+		return
+	}
+	if c.states == nil {
+		c.states = map[string]cachedState{}
+	}
+	c.states[run] = cachedState{raw, rev}
+}
+
+type aheadWave struct {
+	steps map[string]bool // not yet followed up
+	done  chan struct{}
+}
+
+// markAhead notes that the tasks of steps went out ahead of their header
+// and returns the function that says the header's write is over.
+func (c *runCache) markAhead(run string, steps []string) (over func()) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ahead == nil {
+		c.ahead = map[string]*aheadWave{}
+	}
+	a := c.ahead[run]
+	if a == nil {
+		a = &aheadWave{steps: map[string]bool{}}
+		c.ahead[run] = a
+	}
+	for _, id := range steps {
+		a.steps[id] = true
+	}
+	done := make(chan struct{})
+	a.done = done
+	var once sync.Once
+	return func() { once.Do(func() { close(done) }) }
+}
+
+// takeAhead reports whether step's task went out ahead of its header, and
+// forgets it: the follow-up of the header publishes it no more.
+func (c *runCache) takeAhead(run, step string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	a := c.ahead[run]
+	if a == nil || !a.steps[step] {
+		return false
+	}
+	delete(a.steps, step)
+	return true
+}
+
+// aheadWrite returns the channel closed when the header write that follows
+// tasks sent ahead in run is over, nil when none is under way.
+func (c *runCache) aheadWrite(run string) <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if a := c.ahead[run]; a != nil {
+		return a.done
+	}
+	return nil
+}
+
+func (c *runCache) spec(id string) *state.RunSpec {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.specs[id]
+}
+
+func (c *runCache) putSpec(sd *state.RunSpec) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.specs == nil || len(c.specs) >= maxCachedRuns {
+		c.specs, c.headers, c.records, c.ahead, c.states = map[string]*state.RunSpec{}, map[string]cachedHeader{}, map[string]map[string]*state.StepState{}, nil, nil
+	}
+	c.specs[sd.ID] = sd
+}
+
+func (c *runCache) header(id string) (*state.RunHeader, uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e := c.headers[id]
+	return e.h, e.rev
+}
+
+func (c *runCache) putHeader(h *state.RunHeader, rev uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.headers == nil || c.specs[h.ID] == nil {
+		return // cache headers of runs whose spec is cached (bounded with it)
+	}
+	if e, ok := c.headers[h.ID]; !ok || rev > e.rev {
+		c.headers[h.ID] = cachedHeader{h, rev}
+	}
+}
+
+func (c *runCache) record(run, step string) *state.StepState {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.records[run][step]
+}
+
+func (c *runCache) putRecord(run string, rec *state.StepState) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.records == nil || c.specs[run] == nil {
+		return
+	}
+	m := c.records[run]
+	if m == nil {
+		m = map[string]*state.StepState{}
+		c.records[run] = m
+	}
+	m[rec.ID] = rec
+}
+
+func (c *runCache) drop(run string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.specs, run)
+	delete(c.headers, run)
+	delete(c.records, run)
+	delete(c.ahead, run)
+	delete(c.states, run)
+}

@@ -1,0 +1,24 @@
+package pipeline
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/agentmesh/agentmesh/schemas"
+)
+
+var (
+	// ErrInvalidPipeline reports a pipeline that fails validation. Errors
+	// also match schemas.ErrInvalidPipeline.
+	ErrInvalidPipeline = fmt.Errorf("pipeline: %w", schemas.ErrInvalidPipeline)
+	// ErrUnknownAgent reports an agent that is not live in the registry.
+	ErrUnknownAgent = errors.New("unknown agent")
+	// ErrCycle reports a pipeline whose depends_on edges form a cycle.
+	ErrCycle = schemas.ErrCycle
+	// ErrFanIn reports parallel parents feeding one input with a type that
+	// cannot be merged.
+	ErrFanIn = errors.New("non-mergeable fan-in")
+	// ErrBadInputSource reports a step input mapped to a source that does
+	// not exist.
+	ErrBadInputSource = errors.New("bad input source")
+)

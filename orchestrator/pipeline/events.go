@@ -1,0 +1,122 @@
+package pipeline
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/agentmesh/agentmesh/bus"
+	"github.com/agentmesh/agentmesh/orchestrator/state"
+	"github.com/agentmesh/agentmesh/schemas"
+)
+
+// stepEvent describes how a step ended.
+func stepEvent(runID string, st *state.StepState, now time.Time) schemas.StepEvent {
+	e := schemas.StepEvent{RunID: runID, Step: st.ID, Agent: st.Agent, Status: st.Status, Wave: st.Wave, Attempt: st.Attempt,
+		TaskID: st.TaskID, Summary: st.Summary, Error: st.Error, Reason: st.Reason, At: now}
+	if !st.DispatchedAt.IsZero() && !st.FinishedAt.IsZero() {
+		e.DurationMS = st.FinishedAt.Sub(st.DispatchedAt).Milliseconds()
+	}
+	for name, v := range st.Outputs {
+		if e.Outputs == nil {
+			e.Outputs = map[string]schemas.OutputSummary{}
+		}
+		s := schemas.OutputSummary{DataType: v.DataType, Hint: v.ContentTypeHint}
+		if v.DataType == schemas.TypeFileIDs {
+			if fc, err := v.Files(); err == nil {
+				s.Count = fc.Count()
+			}
+		}
+		e.Outputs[name] = s
+	}
+	return e
+}
+
+// runEvent describes how a run ended. The completed count is derived: at
+// the end every step of a validated run completed, failed or was skipped.
+func runEvent(h *state.RunHeader, sd *state.RunSpec) schemas.RunEvent {
+	steps := len(sd.Spec.Steps)
+	e := schemas.RunEvent{RunID: h.ID, Name: h.Name, Status: h.Status, Error: h.Error, Steps: steps,
+		Failed: len(h.Failed), Skipped: len(h.Skipped)}
+	if len(sd.Waves) > 0 && h.Wave >= 0 {
+		e.Completed = steps - e.Failed - e.Skipped
+	}
+	if !h.FinishedAt.IsZero() {
+		e.DurationMS = h.FinishedAt.Sub(h.CreatedAt).Milliseconds()
+	}
+	return e
+}
+
+// emitStep publishes a step's transition and tells the observer: every
+// step transition goes through here.
+func (s *Scheduler) emitStep(e schemas.StepEvent) {
+	typ := bus.TypeStepCompleted
+	switch e.Status {
+	case schemas.StepRunning:
+		typ = bus.TypeStepStarted
+	case schemas.StepFailed:
+		typ = bus.TypeStepFailed
+	case schemas.StepSkipped:
+		typ = bus.TypeStepSkipped
+	}
+	s.observer.Observe(context.Background(), schemas.StepChanged{RunID: e.RunID, StepID: e.Step, Kind: KindAgent, Agent: e.Agent,
+		Status: e.Status, Wave: e.Wave, Error: e.Error, Duration: time.Duration(e.DurationMS) * time.Millisecond})
+	s.emit(s.names.Events(e.RunID, "pipeline"), typ, e, func(ev *bus.Event) {
+		ev.SetExt(bus.ExtRunID, e.RunID)
+		ev.SetExt(bus.ExtStepID, e.Step)
+	})
+}
+
+// emitRun publishes a run's end and tells the observer; a run's start is
+// told to the observer only (its first step events follow).
+func (s *Scheduler) emitRun(h *state.RunHeader, sd *state.RunSpec) {
+	e := runEvent(h, sd)
+	s.observer.Observe(context.Background(), schemas.RunChanged{RunID: e.RunID, Name: e.Name, Status: e.Status,
+		Error: e.Error, Steps: e.Steps, Duration: time.Duration(e.DurationMS) * time.Millisecond})
+	if h.Status == schemas.RunRunning {
+		return
+	}
+	s.emit(s.names.Events(h.ID, "pipeline"), bus.TypePipelineCompleted, e, func(ev *bus.Event) { ev.SetExt(bus.ExtRunID, h.ID) })
+}
+
+// emit publishes a progress event; MESH_EVENTS stores it. Events are best
+// effort: state in KV is the truth.
+func (s *Scheduler) emit(subject, typ string, data any, set func(*bus.Event)) {
+	if err := bus.Emit(s.nc, subject, typ, s.cfg.Source, data, set); err != nil {
+		s.log.Warn("event", "type", typ, "err", err)
+	}
+}
+
+// keyedMutex is a set of mutexes by key, dropped when unused.
+type keyedMutex struct {
+	mu sync.Mutex
+	m  map[string]*keyedEntry
+}
+
+type keyedEntry struct {
+	mu   sync.Mutex
+	refs int
+}
+
+func (k *keyedMutex) lock(key string) (unlock func()) {
+	k.mu.Lock()
+	if k.m == nil {
+		k.m = map[string]*keyedEntry{}
+	}
+	e := k.m[key]
+	if e == nil {
+		e = &keyedEntry{}
+		k.m[key] = e
+	}
+	e.refs++
+	k.mu.Unlock()
+	e.mu.Lock()
+	return func() {
+		e.mu.Unlock()
+		k.mu.Lock()
+		if e.refs--; e.refs == 0 {
+			delete(k.m, key)
+		}
+		k.mu.Unlock()
+	}
+}

@@ -1,0 +1,284 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/agentmesh/agentmesh/bus"
+	"github.com/agentmesh/agentmesh/client"
+	"github.com/agentmesh/agentmesh/orchestrator/route"
+	"github.com/agentmesh/agentmesh/orchestrator/state"
+	"github.com/agentmesh/agentmesh/schemas"
+)
+
+// Config tunes a Scheduler. Zero fields take the defaults.
+type Config struct {
+	// Sweep is how often overdue steps are timed out and unconfirmed
+	// dispatches re-published (default 1 s).
+	Sweep time.Duration
+	// Grace is how long after a step's deadline the sweep fails it, leaving
+	// the agent time to report its own timeout (default 1 s).
+	Grace time.Duration
+	// Republish is how long after a wave started the sweep publishes its
+	// tasks again when no result came (default 2 s).
+	Republish time.Duration
+	// AckWait is the results consumer's: an early result waits at most half
+	// of it for the header that starts its wave (default 5 s).
+	AckWait time.Duration
+	// Source is the CloudEvents source of the events it emits.
+	Source   string
+	Logger   *slog.Logger
+	Observer schemas.Observer
+}
+
+// Scheduler runs pipelines on one replica: it accepts submissions, applies
+// step results, starts waves and sweeps for overdue steps. Every fact lives
+// in the state store; the scheduler only caches what it read or wrote (see
+// cache.go), so any number of replicas may run side by side and a killed
+// one loses nothing. It is safe for concurrent use.
+type Scheduler struct {
+	cfg        Config
+	nc         *nats.Conn
+	names      bus.Names
+	store      *state.Store
+	router     *route.Router
+	dispatcher *client.Dispatcher
+	lookup     ContractLookup
+	log        *slog.Logger
+	observer   schemas.Observer
+
+	locks keyedMutex // serialises this replica's header updates of one run
+	cache runCache
+
+	batchMu sync.Mutex
+	batches map[string]*settleBatch // per run: records waiting for the header update
+
+	mu     sync.Mutex
+	active map[string]bool // runs this replica's sweep looks at
+	dirty  map[string]bool // runs changed since the last sweep
+}
+
+// New returns a scheduler that keeps runs in store, routes with router,
+// publishes tasks with dispatcher and events on nc under names, and checks
+// pipelines against the live contracts lookup returns.
+func New(nc *nats.Conn, names bus.Names, store *state.Store, router *route.Router, dispatcher *client.Dispatcher, lookup ContractLookup, cfg Config) *Scheduler {
+	if cfg.Sweep <= 0 {
+		cfg.Sweep = time.Second
+	}
+	if cfg.Grace <= 0 {
+		cfg.Grace = time.Second
+	}
+	if cfg.Republish <= 0 {
+		cfg.Republish = 2 * time.Second
+	}
+	if cfg.AckWait <= 0 {
+		cfg.AckWait = 5 * time.Second
+	}
+	if cfg.Source == "" {
+		cfg.Source = "agentmesh/orchestrator"
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if cfg.Observer == nil {
+		cfg.Observer = schemas.NopObserver{}
+	}
+	return &Scheduler{cfg: cfg, nc: nc, names: names, store: store, router: router, dispatcher: dispatcher,
+		lookup: lookup, log: cfg.Logger, observer: cfg.Observer,
+		batches: map[string]*settleBatch{}, active: map[string]bool{}, dirty: map[string]bool{}}
+}
+
+// Reject reports a submission that cannot be accepted as a failed run on
+// mesh.events.<run>.pipeline, so its sender hears of it.
+func (s *Scheduler) Reject(ctx context.Context, runID string, cause error) {
+	if bus.ValidateToken("run id", runID) != nil {
+		return
+	}
+	s.emit(s.names.Events(runID, "pipeline"), bus.TypePipelineCompleted,
+		schemas.RunEvent{RunID: runID, Status: schemas.RunFailed, Error: cause.Error()}, func(e *bus.Event) { e.SetExt(bus.ExtRunID, runID) })
+}
+
+func (s *Scheduler) loadSpec(ctx context.Context, id string) (*state.RunSpec, error) {
+	if sd := s.cache.spec(id); sd != nil {
+		return sd, nil
+	}
+	sd, err := s.store.Spec(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	s.cache.putSpec(sd)
+	return sd, nil
+}
+
+// loadHeader returns the run's header: the cached one unless fresh.
+func (s *Scheduler) loadHeader(ctx context.Context, id string, fresh bool) (*state.RunHeader, error) {
+	if !fresh {
+		if h, _ := s.cache.header(id); h != nil {
+			return h, nil
+		}
+	}
+	h, rev, err := s.store.Header(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	s.cache.putHeader(h, rev)
+	return h, nil
+}
+
+func (s *Scheduler) loadRecord(ctx context.Context, run, step string) (*state.StepState, error) {
+	if rec := s.cache.record(run, step); rec != nil {
+		return rec, nil
+	}
+	rec, err := s.store.StepRecord(ctx, run, step)
+	if err != nil {
+		return nil, err
+	}
+	s.cache.putRecord(run, rec)
+	return rec, nil
+}
+
+// Submit validates a submitted pipeline, saves its run and dispatches its
+// first wave. A pipeline that fails validation is saved as a failed run
+// and reported, and nothing runs.
+func (s *Scheduler) Submit(ctx context.Context, ev bus.Event) error {
+	runID := ev.Ext(bus.ExtRunID)
+	if runID == "" {
+		runID = ev.ID
+	}
+	if err := bus.ValidateToken("run id", runID); err != nil {
+		s.Reject(ctx, "invalid-run-id", err)
+		return nil
+	}
+	var spec schemas.PipelineSpec
+	verr := bus.DecodeData(ev, &spec, func(b []byte) error { return schemas.ValidateJSON(schemas.SchemaPipeline, b) })
+	if verr == nil {
+		spec, verr = client.NormalizeSpec(spec)
+	}
+	var (
+		contracts map[string]schemas.AgentContract
+		waves     [][]string
+	)
+	if verr == nil {
+		contracts, waves, verr = Validate(spec, s.lookup, s.router)
+	} else {
+		verr = fmt.Errorf("%w: %w", ErrInvalidPipeline, verr)
+	}
+	now := time.Now().UTC()
+	sd := (&state.RunSpec{ID: runID, Spec: spec, Contracts: contracts, Waves: waves, CreatedAt: now}).Init()
+	var ch runChanges
+	h := newHeader(sd, spec.Name, verr, now, &ch)
+	st := schemas.NewConversationState(runID)
+	maps.Copy(st.Slots, seedSlots(spec.Seed, s.router))
+	rev, err := s.store.CreateRun(ctx, sd, h, st)
+	if err != nil {
+		if errors.Is(err, state.ErrExists) {
+			return nil // a redelivered submission: the run is under way
+		}
+		if errors.Is(err, state.ErrTooLarge) {
+			s.Reject(ctx, runID, err)
+			return nil
+		}
+		return err
+	}
+	s.cache.putSpec(sd)
+	s.cache.putHeader(h, rev)
+	s.track(runID)
+	if h.Status == schemas.RunRunning {
+		s.emitRun(h, sd)
+	}
+	s.follow(ctx, sd, h, &ch)
+	return nil
+}
+
+// ApplyResult records the result of a step's task and does the
+// follow-up (next wave, events). A duplicate or late result changes
+// nothing: the step's record is written once, by the first of its result
+// and its timeout.
+func (s *Scheduler) ApplyResult(ctx context.Context, runID, stepID, taskID string, res schemas.AgentResult) error {
+	if bus.ValidateToken("run id", runID) != nil {
+		return nil
+	}
+	sd, err := s.loadSpec(ctx, runID)
+	if err != nil {
+		return err
+	}
+	if !sd.Has(stepID) || taskID != schemas.StepTaskID(runID, stepID, 1) {
+		return nil
+	}
+	h, err := s.loadHeader(ctx, runID, false)
+	if err != nil {
+		return err
+	}
+	if early(sd, h, stepID) {
+		// The task went out ahead of the header that starts its wave
+		// (see dispatchAhead), and that header may be being written on
+		// this replica: wait for the write.
+		if over := s.cache.aheadWrite(runID); over != nil {
+			select {
+			case <-over:
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(s.cfg.AckWait / 2):
+			}
+		}
+		if h, err = s.loadHeader(ctx, runID, false); err != nil {
+			return err
+		}
+	}
+	if !h.Running(sd, stepID) {
+		// The cached header may be behind another replica's: read it.
+		if h, err = s.loadHeader(ctx, runID, true); err != nil {
+			return err
+		}
+		if early(sd, h, stepID) {
+			return fmt.Errorf("%w: step %q of run %s is in wave %d, the run is in wave %d", ErrEarly, stepID, runID, waveOf(sd, stepID), h.Wave)
+		}
+		if !h.Running(sd, stepID) {
+			return nil // a duplicate, or late: the step has ended
+		}
+	}
+	rec := resultRecord(sd, h, stepID, taskID, res, time.Now().UTC())
+	if !routes(rec) {
+		// Nothing to route: the record and the header are written together.
+		return s.settleRecords(ctx, sd, nil, []*state.StepState{rec}, false)
+	}
+	// Outputs to route: the record, then the run's state, then the header
+	// are written in turn; the wave this result ends may start meanwhile.
+	now := time.Now().UTC()
+	next, ch := h.Clone(), runChanges{}
+	if end(next, sd, rec, now, &ch) {
+		over := s.dispatchAhead(ctx, sd, next, &ch, []*state.StepState{rec}, now, false)
+		defer over()
+	}
+	if rec, err = s.recordAndRoute(ctx, sd, rec); err != nil {
+		return err
+	}
+	s.cache.putRecord(runID, rec)
+	return s.settleRecords(ctx, sd, []*state.StepState{rec}, nil, true)
+}
+
+// ErrEarly is a result of a step whose wave has not started as far as the
+// stored header says: it is handled again shortly, once the header that
+// starts the wave is written.
+var ErrEarly = errors.New("result ahead of its wave")
+
+// early reports whether step id's wave is after the wave in progress of a
+// running run: its task went out ahead of the header (see dispatchAhead).
+func early(sd *state.RunSpec, h *state.RunHeader, id string) bool {
+	w, ok := sd.WaveOf(id)
+	return ok && !h.Done() && w > h.Wave
+}
+
+// routes reports whether a step's record has outputs to route into the
+// run's state.
+func routes(rec *state.StepState) bool {
+	return rec.Status == schemas.StepCompleted && len(rec.Outputs) > 0
+}

@@ -1,0 +1,172 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/agentmesh/agentmesh/orchestrator/state"
+	"github.com/agentmesh/agentmesh/schemas"
+)
+
+// track adds a run to the sweep's set.
+func (s *Scheduler) track(id string) {
+	s.mu.Lock()
+	s.dirty[id] = true
+	s.mu.Unlock()
+}
+
+// StartSweep starts the sweep (see sweepLoop) in the background until ctx
+// ends; done is closed when it has stopped.
+func (s *Scheduler) StartSweep(ctx context.Context) (done <-chan struct{}, err error) {
+	w, err := s.store.WatchRunSpecs(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("pipeline: watching runs: %w", err)
+	}
+	ch := make(chan struct{})
+	go func() {
+		defer close(ch)
+		defer func() { _ = w.Stop() }()
+		s.sweepLoop(ctx, w)
+	}()
+	return ch, nil
+}
+
+// sweepLoop keeps the set of runs to look at from a metadata-only watch of
+// the run specs and sweeps them every interval: overdue steps time out,
+// a wave whose tasks were maybe never published is published again (the
+// deterministic task id makes that harmless), and a step whose record was
+// written by a replica that died before telling the header is settled.
+func (s *Scheduler) sweepLoop(ctx context.Context, w jetstream.KeyWatcher) {
+	t := time.NewTicker(s.cfg.Sweep)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case e, ok := <-w.Updates():
+			if !ok {
+				return
+			}
+			if e == nil || e.Operation() != jetstream.KeyValuePut {
+				continue
+			}
+			if id, ok := state.RunOfSpecKey(e.Key()); ok {
+				s.track(id)
+			}
+		case <-t.C:
+			s.sweep(ctx)
+		}
+	}
+}
+
+func (s *Scheduler) sweep(ctx context.Context) {
+	s.mu.Lock()
+	for id := range s.dirty {
+		s.active[id] = true
+	}
+	clear(s.dirty)
+	ids := make([]string, 0, len(s.active))
+	for id := range s.active {
+		ids = append(ids, id)
+	}
+	s.mu.Unlock()
+	for _, id := range ids {
+		if ctx.Err() != nil {
+			return
+		}
+		if done := s.sweepRun(ctx, id); done {
+			s.mu.Lock()
+			delete(s.active, id)
+			s.mu.Unlock()
+		}
+	}
+}
+
+// sweepRun looks at the wave in progress of one run and reports whether
+// the run has ended.
+func (s *Scheduler) sweepRun(ctx context.Context, id string) bool {
+	h, err := s.loadHeader(ctx, id, true)
+	if err != nil {
+		return errors.Is(err, state.ErrNotFound)
+	}
+	if h.Done() {
+		s.cache.drop(id)
+		return true
+	}
+	sd, err := s.loadSpec(ctx, id)
+	if err != nil || h.Wave < 0 || h.Wave >= len(sd.Waves) {
+		return false
+	}
+	now := time.Now().UTC()
+	var (
+		ended []*state.StepState
+		again []string
+	)
+	for _, sid := range sd.Waves[h.Wave] {
+		if h.Ended(sid) {
+			continue
+		}
+		rec, err := s.loadRecord(ctx, id, sid)
+		if err == nil {
+			ended = append(ended, rec) // recorded, maybe not settled
+			continue
+		}
+		if !errors.Is(err, state.ErrNotFound) {
+			continue
+		}
+		deadline := h.WaveStartedAt.Add(sd.Timeout(sid))
+		switch {
+		case now.After(deadline.Add(s.cfg.Grace)):
+			msg := fmt.Sprintf("%s: no result by the deadline %s (timeout %s)", schemas.CodeTimeout,
+				deadline.UTC().Format(time.RFC3339), sd.Timeout(sid))
+			rec, err := s.store.RecordStep(ctx, id, failedRecord(sd, h, sid, msg, now))
+			if err != nil {
+				s.log.Warn("timing out", "run", id, "step", sid, "err", err)
+				continue
+			}
+			s.cache.putRecord(id, rec)
+			ended = append(ended, rec)
+		case !h.Republished && now.Sub(h.WaveStartedAt) > s.cfg.Republish && now.Sub(h.WaveStartedAt) < republishWithin:
+			again = append(again, sid)
+		}
+	}
+	if len(ended) > 0 {
+		if err := s.settle(ctx, sd, ended); err != nil {
+			s.log.Warn("sweep", "run", id, "err", err)
+		}
+	}
+	if len(again) == 0 {
+		return false
+	}
+	// Mark first, then publish again: within the duplicate window the
+	// stream stores a task id once, so this never runs a step twice.
+	wave := h.Wave
+	unlock := s.locks.lock(id)
+	ch, rev := s.cache.header(id)
+	next, nrev, err := s.store.UpdateHeader(ctx, id, ch, rev, func(h *state.RunHeader) error {
+		if h.Done() || h.Wave != wave || h.Republished {
+			return state.ErrUnchanged
+		}
+		h.Republished = true
+		return nil
+	})
+	if next != nil {
+		s.cache.putHeader(next, nrev)
+	}
+	unlock()
+	if err != nil {
+		return false
+	}
+	for _, sid := range again {
+		if next.Running(sd, sid) {
+			if _, err := s.start(ctx, stepStart{sd: sd, h: next, id: sid, confirm: true}); err != nil {
+				s.log.Warn("re-dispatch", "run", id, "step", sid, "err", err)
+			}
+		}
+	}
+	return false
+}

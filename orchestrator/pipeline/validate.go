@@ -1,0 +1,375 @@
+package pipeline
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/agentmesh/agentmesh/orchestrator/route"
+	"github.com/agentmesh/agentmesh/schemas"
+)
+
+// ContractLookup returns the contract of a live agent, and false when no
+// instance of it is live.
+type ContractLookup func(agent string) (schemas.AgentContract, bool)
+
+// Seed sources a step input can be mapped to.
+const (
+	SourceSeedImages    = "seed.images"
+	SourceSeedDocuments = "seed.documents"
+	SourceSeedLinks     = "seed.links"
+	// SourceTextPrefix starts a TEXT literal: an input mapped to
+	// "text:hello world" receives the TEXT value "hello world".
+	SourceTextPrefix = "text:"
+)
+
+// Validate checks spec before anything runs and reports every
+// problem at once: the structural checks of spec.Validate, cycles (named),
+// agents not live according to lookup, input mappings to sources that do
+// not exist, required inputs that no parent, seed or state slot can fill,
+// and fan-in of parallel parents producing the same type into one input
+// when the type or the outputs are not mergeable. It returns the contracts
+// of the pipeline's agents and its waves. The error wraps
+// ErrInvalidPipeline.
+func Validate(spec schemas.PipelineSpec, lookup ContractLookup, router *route.Router) (map[string]schemas.AgentContract, [][]string, error) {
+	var errs []error
+	if err := spec.Validate(); err != nil {
+		errs = append(errs, flatten(err, schemas.ErrInvalidPipeline)...)
+	}
+	waves, werr := schemas.Waves(spec)
+	if werr != nil {
+		errs = append(errs, werr)
+	}
+	contracts := map[string]schemas.AgentContract{}
+	for _, s := range spec.Steps {
+		if _, done := contracts[s.Agent]; done || s.Agent == "" {
+			continue
+		}
+		c, ok := lookup(s.Agent)
+		if !ok {
+			errs = append(errs, fmt.Errorf("step %q: %w %q: no live instance in the registry; start it (agentmesh agent %s) or fix the name",
+				s.ID, ErrUnknownAgent, s.Agent, s.Agent))
+			contracts[s.Agent] = schemas.AgentContract{} // reported once
+			continue
+		}
+		contracts[s.Agent] = c
+	}
+	for a, c := range contracts {
+		if c.Name == "" {
+			delete(contracts, a)
+		}
+	}
+	if werr == nil {
+		errs = append(errs, checkInputs(spec, waves, contracts, router)...)
+	}
+	if len(errs) > 0 {
+		name := spec.Name
+		if name == "" {
+			name = "(unnamed)"
+		}
+		return contracts, waves, fmt.Errorf("%w %q: %w", ErrInvalidPipeline, name, errors.Join(errs...))
+	}
+	return contracts, waves, nil
+}
+
+// flatten lists the joined errors inside err (as made by
+// fmt.Errorf("%w: %w", sentinel, errors.Join(...))), without the sentinel.
+func flatten(err error, sentinel error) []error {
+	var out []error
+	var walk func(e error)
+	walk = func(e error) {
+		if m, ok := e.(interface{ Unwrap() []error }); ok {
+			for _, x := range m.Unwrap() {
+				if x != sentinel {
+					walk(x)
+				}
+			}
+			return
+		}
+		out = append(out, e)
+	}
+	walk(err)
+	return out
+}
+
+// graph is the dependency structure of a pipeline that passed Waves. It
+// keeps, per step, only what grows with the number of slots, not with the
+// run: ancestry is answered by a walk when asked, so a long chain costs
+// linear memory.
+type graph struct {
+	steps map[string]schemas.PipelineStep
+	wave  map[string]int
+}
+
+func newGraph(spec schemas.PipelineSpec, waves [][]string) graph {
+	g := graph{steps: make(map[string]schemas.PipelineStep, len(spec.Steps)), wave: make(map[string]int, len(spec.Steps))}
+	for _, s := range spec.Steps {
+		if _, dup := g.steps[s.ID]; !dup {
+			g.steps[s.ID] = s
+		}
+	}
+	for w, ids := range waves {
+		for _, id := range ids {
+			g.wave[id] = w
+		}
+	}
+	return g
+}
+
+// ancestor reports whether step a runs before step id because id depends
+// on it, directly or through other steps. The walk skips steps in waves
+// before a's, which cannot lead to it.
+func (g graph) ancestor(a, id string) bool {
+	wa, ok := g.wave[a]
+	if !ok {
+		return false
+	}
+	seen := map[string]bool{}
+	stack := []string{id}
+	for len(stack) > 0 {
+		cur := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		for _, d := range g.steps[cur].DependsOn {
+			if d == a {
+				return true
+			}
+			if w, ok := g.wave[d]; ok && w > wa && !seen[d] {
+				seen[d] = true
+				stack = append(stack, d)
+			}
+		}
+	}
+	return false
+}
+
+// parallel keeps the feeders that are not an ancestor of another feeder:
+// of a chain of producers, only the latest counts.
+func (g graph) parallel(feeders []string) []string {
+	var out []string
+	for _, f := range feeders {
+		shadowed := false
+		for _, o := range feeders {
+			if o != f && g.ancestor(f, o) {
+				shadowed = true
+				break
+			}
+		}
+		if !shadowed {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func seedSlots(seed schemas.PipelineSeed, router *route.Router) map[string]schemas.TypedValue {
+	slots := map[string]schemas.TypedValue{}
+	add := func(kind string, ids []string) {
+		if len(ids) == 0 {
+			return
+		}
+		if slot, ok := router.SlotFor(schemas.TypeFileIDs, kind); ok {
+			slots[slot] = schemas.FilesValue(schemas.FromIDs(kind, ids...), "seed")
+		}
+	}
+	add(schemas.ContentImages, seed.Images)
+	add(schemas.ContentDocuments, seed.Documents)
+	add(schemas.ContentLinks, seed.Links)
+	return slots
+}
+
+// textLiteral reads a "text:<literal>" input source.
+func textLiteral(src string) (string, bool) {
+	return strings.CutPrefix(src, SourceTextPrefix)
+}
+
+func clipSource(src string) string {
+	if len(src) > 40 {
+		src = src[:37] + "..."
+	}
+	return fmt.Sprintf("%q", src)
+}
+
+func seedSource(seed schemas.PipelineSeed, src string) (kind string, ids []string, ok bool) {
+	switch src {
+	case SourceSeedImages:
+		return schemas.ContentImages, seed.Images, true
+	case SourceSeedDocuments:
+		return schemas.ContentDocuments, seed.Documents, true
+	case SourceSeedLinks:
+		return schemas.ContentLinks, seed.Links, true
+	}
+	return "", nil, false
+}
+
+func checkInputs(spec schemas.PipelineSpec, waves [][]string, contracts map[string]schemas.AgentContract, router *route.Router) []error {
+	g := newGraph(spec, waves)
+	builder := route.NewInputBuilder(router)
+	reg := router.DataTypes()
+	seed := seedSlots(spec.Seed, router)
+	// routed[id]: the slots the outputs of id and of its ancestors fill,
+	// built wave by wave from the parents'.
+	routed := make(map[string]map[string]schemas.TypedValue, len(g.steps))
+	var errs []error
+	for _, wave := range waves {
+		for _, id := range wave {
+			step := g.steps[id]
+			// The slots a run can hold when this step starts: the seed and
+			// whatever its ancestors' outputs are routed to.
+			up := map[string]schemas.TypedValue{}
+			for _, p := range step.DependsOn {
+				maps.Copy(up, routed[p])
+			}
+			avail := maps.Clone(seed)
+			maps.Copy(avail, up)
+			for _, o := range contracts[step.Agent].Outputs {
+				if slot, ok := router.SlotFor(o.DataType, o.ContentTypeHint); ok {
+					up[slot] = schemas.TypedValue{DataType: o.DataType, ContentTypeHint: o.ContentTypeHint}
+				}
+			}
+			routed[id] = up
+			c, ok := contracts[step.Agent]
+			if !ok {
+				continue // unknown agent, already reported
+			}
+			where := fmt.Sprintf("step %q (%s)", id, step.Agent)
+			mapped := slices.Sorted(maps.Keys(step.Inputs))
+			for _, name := range mapped {
+				if err := checkSource(spec, g, contracts, avail, id, c, name, step.Inputs[name]); err != nil {
+					errs = append(errs, fmt.Errorf("%s: %w", where, err))
+				}
+			}
+			for _, in := range c.Inputs {
+				if _, ok := step.Inputs[in.Name]; ok {
+					continue
+				}
+				var feeders []string
+				outs := map[string]schemas.TypedOutput{}
+				for _, p := range step.DependsOn {
+					pc, ok := contracts[g.steps[p].Agent]
+					if !ok {
+						continue
+					}
+					for _, o := range pc.Outputs {
+						if route.Feeds(o.DataType, o.ContentTypeHint, in) {
+							if !slices.Contains(feeders, p) {
+								feeders = append(feeders, p)
+							}
+							if prev, seen := outs[p]; !seen || !prev.Mergeable {
+								outs[p] = o
+							}
+						}
+					}
+				}
+				if par := g.parallel(feeders); len(par) > 1 {
+					mergeable := reg.Mergeable(in.DataType)
+					var unmerge []string
+					for _, p := range par {
+						if !outs[p].Mergeable {
+							unmerge = append(unmerge, fmt.Sprintf("%s.%s", p, outs[p].Name))
+						}
+					}
+					if !mergeable || len(unmerge) > 0 {
+						why := fmt.Sprintf("data type %s is not mergeable", in.DataType)
+						if mergeable {
+							why = fmt.Sprintf("output %s is not declared mergeable", strings.Join(unmerge, ", "))
+						}
+						errs = append(errs, fmt.Errorf("%s: %w: parallel parents %s all produce %s%s for input %q and %s; map the input to one of them (inputs: {%s: %s.%s}) or make the outputs mergeable",
+							where, ErrFanIn, quoteList(par), in.DataType, route.HintSuffix(in.ContentTypeHint), in.Name, why, in.Name, par[0], outs[par[0]].Name))
+					}
+				}
+				if len(feeders) > 0 {
+					continue
+				}
+				if _, slot, ok := builder.Lookup(in, avail); !ok && in.Required {
+					errs = append(errs, fmt.Errorf("%s: %w: input %q (%s%s) is required, but no parent produces it, the seed does not hold it and no earlier step fills slot %s; add a step that produces %s, a seed, or map it with inputs",
+						where, route.ErrMissingInput, in.Name, in.DataType, route.HintSuffix(in.ContentTypeHint), route.SlotName(slot), in.DataType))
+				}
+			}
+		}
+	}
+	return errs
+}
+
+func checkSource(spec schemas.PipelineSpec, g graph, contracts map[string]schemas.AgentContract, avail map[string]schemas.TypedValue,
+	id string, c schemas.AgentContract, name, src string) error {
+	in, ok := c.Input(name)
+	if !ok {
+		var names []string
+		for _, i := range c.Inputs {
+			names = append(names, i.Name)
+		}
+		return fmt.Errorf("%w: inputs maps %q, which is not an input of agent %s (its inputs: %s)", ErrBadInputSource, name, c.Name, orNone(names))
+	}
+	if _, ok := textLiteral(src); ok {
+		if in.DataType != schemas.TypeText {
+			return fmt.Errorf("%w: input %q is %s but %s is a TEXT literal", ErrBadInputSource, name, in.DataType, clipSource(src))
+		}
+		return nil
+	}
+	if kind, ids, ok := seedSource(spec.Seed, src); ok {
+		if in.DataType != schemas.TypeFileIDs {
+			return fmt.Errorf("%w: input %q is %s but %s holds FILE_IDS", ErrBadInputSource, name, in.DataType, src)
+		}
+		if len(ids) == 0 && in.Required {
+			return fmt.Errorf("%w: input %q maps to %s, but the seed has no %s; add them under seed.%s", route.ErrMissingInput, name, src, kind, kind)
+		}
+		return nil
+	}
+	head, tail, ok := strings.Cut(src, ".")
+	if !ok || head == "" || tail == "" {
+		return fmt.Errorf("%w: input %q maps to %q; use seed.images, seed.documents, seed.links, <step>.<output>, state.<slot> or text:<literal text>", ErrBadInputSource, name, src)
+	}
+	if head == "state" {
+		v, ok := avail[tail]
+		if !ok {
+			return fmt.Errorf("%w: input %q maps to %s, but neither the seed nor any ancestor of the step fills slot %q", ErrBadInputSource, name, src, tail)
+		}
+		if v.DataType != in.DataType {
+			return fmt.Errorf("%w: input %q is %s but slot %q holds %s", ErrBadInputSource, name, in.DataType, tail, v.DataType)
+		}
+		return nil
+	}
+	parent, ok := g.steps[head]
+	if !ok {
+		return fmt.Errorf("%w: input %q maps to %s, but there is no step %q", ErrBadInputSource, name, src, head)
+	}
+	if !g.ancestor(head, id) {
+		return fmt.Errorf("%w: input %q maps to %s, but step %q does not run before this step; add it to depends_on", ErrBadInputSource, name, src, head)
+	}
+	pc, ok := contracts[parent.Agent]
+	if !ok {
+		return nil // unknown agent, already reported
+	}
+	o, ok := pc.Output(tail)
+	if !ok {
+		var names []string
+		for _, x := range pc.Outputs {
+			names = append(names, x.Name)
+		}
+		return fmt.Errorf("%w: input %q maps to %s, but agent %s has no output %q (its outputs: %s)", ErrBadInputSource, name, src, parent.Agent, tail, orNone(names))
+	}
+	if o.DataType != in.DataType {
+		return fmt.Errorf("%w: input %q is %s but %s is %s", ErrBadInputSource, name, in.DataType, src, o.DataType)
+	}
+	return nil
+}
+
+func quoteList(ids []string) string {
+	q := make([]string, len(ids))
+	for i, id := range ids {
+		q[i] = fmt.Sprintf("%q", id)
+	}
+	if len(q) == 2 {
+		return q[0] + " and " + q[1]
+	}
+	return strings.Join(q, ", ")
+}
+
+func orNone(names []string) string {
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ", ")
+}

@@ -1,0 +1,176 @@
+package route_test
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"testing"
+
+	"github.com/agentmesh/agentmesh/orchestrator/internal/meshtest"
+
+	"github.com/agentmesh/agentmesh/orchestrator/route"
+	"github.com/agentmesh/agentmesh/schemas"
+)
+
+func TestRouterTable(t *testing.T) {
+	r := route.NewRouter()
+	cases := []struct {
+		dataType, hint, slot string
+		routed               bool
+	}{
+		{schemas.TypeFileIDs, schemas.ContentImages, route.SlotImageIDs, true},
+		{schemas.TypeFileIDs, schemas.ContentDocuments, route.SlotDocumentIDs, true},
+		{schemas.TypeFileIDs, schemas.ContentLinks, route.SlotLinkIDs, true},
+		{schemas.TypeFileIDs, schemas.ContentMixed, route.SlotFileIDs, true},
+		{schemas.TypeFileIDs, "", route.SlotFileIDs, true},
+		{schemas.TypeFileIDs, "audio", route.SlotFileIDs, true},
+		{schemas.TypeCategorization, "", route.SlotCategorization, true},
+		{schemas.TypeAnalysisResult, "", route.SlotAnalysis, true},
+		{schemas.TypeText, "", route.SlotText, true},
+		{schemas.TypeCrossRef, "", route.SlotCrossRef, true},
+		{schemas.TypeFolderResult, "", "", false},
+		{"CUSTOM", "", "", false},
+	}
+	for _, c := range cases {
+		slot, ok := r.SlotFor(c.dataType, c.hint)
+		if slot != c.slot || ok != c.routed {
+			t.Errorf("SlotFor(%s, %q) = %q, %v; want %q, %v", c.dataType, c.hint, slot, ok, c.slot, c.routed)
+		}
+	}
+}
+
+var producer = schemas.AgentContract{Name: "P", Capability: schemas.CapSearch, Description: "p",
+	Outputs: []schemas.TypedOutput{
+		{Name: "images", DataType: schemas.TypeFileIDs, ContentTypeHint: schemas.ContentImages, Mergeable: true},
+		{Name: "docs", DataType: schemas.TypeFileIDs, ContentTypeHint: schemas.ContentDocuments},
+		{Name: "folders", DataType: schemas.TypeFolderResult},
+		{Name: "score", DataType: "SCORE"},
+	}}
+
+func TestRouterApplyMergesOnlyMergeableAndIsIdempotent(t *testing.T) {
+	r := route.NewRouter()
+	st := schemas.NewConversationState("c")
+	ctx := context.Background()
+	res := func(outs map[string]schemas.TypedValue) schemas.AgentResult {
+		return schemas.AgentResult{Success: true, Agent: "P", Summary: "s", Outputs: outs}
+	}
+	folders, _ := schemas.NewValue(schemas.TypeFolderResult, schemas.FolderResult{Folders: map[string][]string{"a": {"1"}}}, "")
+	if changed, err := r.Apply(ctx, st, producer, "t1", res(map[string]schemas.TypedValue{
+		"images": meshtest.Files(schemas.ContentImages, "i1", "i2"), "docs": meshtest.Files(schemas.ContentDocuments, "d1"), "folders": folders,
+	})); err != nil || !changed {
+		t.Fatalf("first apply: %v %v", changed, err)
+	}
+	if changed, _ := r.Apply(ctx, st, producer, "t1", res(map[string]schemas.TypedValue{"images": meshtest.Files(schemas.ContentImages, "zzz")})); changed {
+		t.Fatal("the same task applied twice")
+	}
+	if _, err := r.Apply(ctx, st, producer, "t2", res(map[string]schemas.TypedValue{
+		"images": meshtest.Files(schemas.ContentImages, "i2", "i3"), "docs": meshtest.Files(schemas.ContentDocuments, "d2"),
+	})); err != nil {
+		t.Fatal(err)
+	}
+	img, _ := st.Slots[route.SlotImageIDs].Files()
+	if got := img.IDs(); !slices.Equal(got, []string{"i1", "i2", "i3"}) {
+		t.Errorf("mergeable images: %v, want merged i1 i2 i3", got)
+	}
+	doc, _ := st.Slots[route.SlotDocumentIDs].Files()
+	if got := doc.IDs(); !slices.Equal(got, []string{"d2"}) {
+		t.Errorf("non-mergeable docs: %v, want replaced by d2", got)
+	}
+	if st.Slots[route.SlotImageIDs].Source != "P" {
+		t.Errorf("source %q, want P", st.Slots[route.SlotImageIDs].Source)
+	}
+	if v, ok := st.History[0].Outputs["folders"]; !ok || v.DataType != schemas.TypeFolderResult {
+		t.Errorf("FOLDER_RESULT not in history: %+v", st.History[0])
+	}
+	if len(st.History) != 2 || !slices.Equal(st.AppliedTasks, []string{"t1", "t2"}) {
+		t.Errorf("history %d entries, applied %v", len(st.History), st.AppliedTasks)
+	}
+	// A failed result only adds history.
+	before := len(st.Slots)
+	r.Apply(ctx, st, producer, "t3", schemas.Failure("P", schemas.CodeAgentError, "boom", false))
+	if len(st.Slots) != before || st.History[2].Text == "" {
+		t.Errorf("failed result changed slots or left no history: %+v", st.History[2])
+	}
+}
+
+func TestRouterCustomTypeRegistersItsSlot(t *testing.T) {
+	reg := schemas.NewRegistry()
+	if err := reg.Register(schemas.DataTypeDefinition{Name: "SCORE", Description: "a score",
+		Schema: json.RawMessage(`{"type":"number"}`)}, nil); err != nil {
+		t.Fatal(err)
+	}
+	r := route.NewRouter(route.WithDataTypes(reg))
+	st := schemas.NewConversationState("c")
+	score := schemas.TypedValue{DataType: "SCORE", Value: json.RawMessage(`0.9`)}
+	r.Apply(context.Background(), st, producer, "t1", schemas.AgentResult{Success: true, Agent: "P", Outputs: map[string]schemas.TypedValue{"score": score}})
+	if _, ok := st.Slots["current_score"]; ok || st.History[0].Outputs["score"].DataType != "SCORE" {
+		t.Fatalf("unregistered custom type: slots %v, history %+v", st.Slots, st.History[0])
+	}
+	if err := r.RegisterSlot("SCORE", "", "current_score"); err != nil {
+		t.Fatal(err)
+	}
+	r.Apply(context.Background(), st, producer, "t2", schemas.AgentResult{Success: true, Agent: "P", Outputs: map[string]schemas.TypedValue{"score": score}})
+	if v := st.Slots["current_score"]; string(v.Value) != "0.9" {
+		t.Errorf("custom slot: %+v", v)
+	}
+	if err := r.RegisterSlot("NOPE", "", "x"); err == nil {
+		t.Error("registering a slot for an unknown type succeeded")
+	}
+	bad := schemas.TypedValue{DataType: "SCORE", Value: json.RawMessage(`"high"`)}
+	r.Apply(context.Background(), st, producer, "t3", schemas.AgentResult{Success: true, Agent: "P", Outputs: map[string]schemas.TypedValue{"score": bad}})
+	if v := st.Slots["current_score"]; string(v.Value) != "0.9" {
+		t.Errorf("an invalid value was routed: %+v", v)
+	}
+}
+
+func TestInputBuilderTable(t *testing.T) {
+	b := route.NewInputBuilder(route.NewRouter())
+	text := schemas.TextValue("hello", "x")
+	slots := map[string]schemas.TypedValue{
+		route.SlotImageIDs:    meshtest.Files(schemas.ContentImages, "i1"),
+		route.SlotDocumentIDs: meshtest.Files(schemas.ContentDocuments, "d1"),
+		route.SlotText:        text,
+	}
+	cases := []struct {
+		name    string
+		in      schemas.TypedInput
+		want    string // first ID or text, "" when left out
+		wantErr bool
+	}{
+		{"images by hint", schemas.TypedInput{Name: "x", DataType: schemas.TypeFileIDs, ContentTypeHint: schemas.ContentImages, Required: true}, "i1", false},
+		{"documents by hint", schemas.TypedInput{Name: "x", DataType: schemas.TypeFileIDs, ContentTypeHint: schemas.ContentDocuments, Required: true}, "d1", false},
+		{"no hint falls back to any files", schemas.TypedInput{Name: "x", DataType: schemas.TypeFileIDs, Required: true}, "any", false},
+		{"text", schemas.TypedInput{Name: "x", DataType: schemas.TypeText, Required: true}, "hello", false},
+		{"links missing, required", schemas.TypedInput{Name: "x", DataType: schemas.TypeFileIDs, ContentTypeHint: schemas.ContentLinks, Required: true}, "", true},
+		{"links missing, optional", schemas.TypedInput{Name: "x", DataType: schemas.TypeFileIDs, ContentTypeHint: schemas.ContentLinks}, "", false},
+		{"analysis missing", schemas.TypedInput{Name: "x", DataType: schemas.TypeAnalysisResult, Required: true}, "", true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := b.Build(schemas.AgentContract{Name: "A", Inputs: []schemas.TypedInput{c.in}}, slots)
+			if (err != nil) != c.wantErr {
+				t.Fatalf("err %v, want error %v", err, c.wantErr)
+			}
+			v, ok := got["x"]
+			switch {
+			case c.want == "":
+				if ok {
+					t.Errorf("got %+v, want nothing", v)
+				}
+			case c.want == "hello":
+				if s, _ := v.Text(); s != "hello" {
+					t.Errorf("got %+v", v)
+				}
+			case c.want == "any":
+				if v.DataType != schemas.TypeFileIDs {
+					t.Errorf("got %+v", v)
+				}
+			default:
+				fc, _ := v.Files()
+				if ids := fc.IDs(); len(ids) == 0 || ids[0] != c.want {
+					t.Errorf("got %v, want %s", ids, c.want)
+				}
+			}
+		})
+	}
+}

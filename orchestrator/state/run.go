@@ -1,0 +1,433 @@
+package state
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/agentmesh/agentmesh/bus"
+	"github.com/agentmesh/agentmesh/schemas"
+)
+
+// A run is kept in the runs bucket as several keys, so the work done for one
+// result does not grow with the size of the run:
+//
+//	<run>              the header: status, the wave in progress, the steps of
+//	                   that wave which ended, failures and skips (compare-and-set)
+//	<run>.spec         the spec, the contracts it was validated against and its
+//	                   waves (written once)
+//	<run>.state        slots, history and applied task ids: written only by
+//	                   results with outputs (compare-and-set)
+//	<run>.step.<step>  how one step ended: status, task id, timing, outputs
+//	                   (written once, with create: the first writer decides)
+//
+// A step's record is written before the header learns that the step ended,
+// and a step's outputs are routed into <run>.state before that too, so a
+// header that says "ended" implies both. A record with nothing to route is
+// sent with the header update in one round trip, record first on the same
+// connection (see commitPipelined), so the stream stores it first.
+// Store.Run assembles the keys into one RunState.
+//
+// Each fact has one home. A step's end is its record; the header's Failed
+// map is a copy of the failed records' errors with one writer (the header's
+// compare-and-set), kept so the scheduler can decide a wave without reading
+// records, and the completed count is derived (steps - failed - skipped)
+// when the run ends. A skipped step has no record: its reason lives in the
+// header only. <run>.state is derived from the records by routing, written
+// by the replica that settles each result.
+
+// RunState is one pipeline run as Store.Run assembles it from its keys
+// in the runs bucket (see the keys above for the layout): the spec and the
+// contracts it was validated against, the progress of every step, and the
+// run's slots and history.
+type RunState struct {
+	ID        string                           `json:"id"`
+	Name      string                           `json:"name,omitempty"`
+	Status    string                           `json:"status"`
+	Error     string                           `json:"error,omitempty"`
+	Spec      schemas.PipelineSpec             `json:"spec"`
+	Contracts map[string]schemas.AgentContract `json:"contracts,omitempty"`
+	Waves     [][]string                       `json:"waves,omitempty"`
+	Wave      int                              `json:"wave"` // index of the wave in progress
+	Steps     map[string]*StepState            `json:"steps"`
+	// State holds the run's slots (seed and routed outputs), its history and
+	// the task ids already applied.
+	State      *schemas.ConversationState `json:"state"`
+	CreatedAt  time.Time                  `json:"created_at"`
+	UpdatedAt  time.Time                  `json:"updated_at"`
+	FinishedAt time.Time                  `json:"finished_at,omitzero"`
+}
+
+// StepState is the progress of one step of a run.
+type StepState struct {
+	ID           string                        `json:"id"`
+	Agent        string                        `json:"agent"`
+	Wave         int                           `json:"wave"`
+	Status       string                        `json:"status"`
+	Attempt      int                           `json:"attempt,omitempty"`
+	TaskID       string                        `json:"taskid,omitempty"`
+	Deadline     time.Time                     `json:"deadline,omitzero"`
+	DispatchedAt time.Time                     `json:"dispatched_at,omitzero"`
+	FinishedAt   time.Time                     `json:"finished_at,omitzero"`
+	Summary      string                        `json:"summary,omitempty"`
+	Error        string                        `json:"error,omitempty"`
+	Reason       string                        `json:"reason,omitempty"` // why it was skipped
+	Outputs      map[string]schemas.TypedValue `json:"outputs,omitempty"`
+	Metrics      schemas.Metrics               `json:"metrics,omitzero"`
+}
+
+// Terminal reports whether the step is completed, failed or skipped.
+func (s *StepState) Terminal() bool {
+	return s.Status == schemas.StepCompleted || s.Status == schemas.StepFailed || s.Status == schemas.StepSkipped
+}
+
+// Done reports whether the run has ended.
+func (r *RunState) Done() bool {
+	return r.Status == schemas.RunCompleted || r.Status == schemas.RunFailed
+}
+
+func specKey(run string) string       { return run + ".spec" }
+func stateKey(run string) string      { return run + ".state" }
+func stepKey(run, step string) string { return run + ".step." + step }
+
+// RunOfSpecKey returns the run a spec key (<run>.spec) names.
+func RunOfSpecKey(key string) (string, bool) { return strings.CutSuffix(key, ".spec") }
+
+// RunSpec is the immutable part of a run (<run>.spec). Call Init after
+// decoding one.
+type RunSpec struct {
+	ID        string                           `json:"id"`
+	Spec      schemas.PipelineSpec             `json:"spec"`
+	Contracts map[string]schemas.AgentContract `json:"contracts,omitempty"`
+	Waves     [][]string                       `json:"waves,omitempty"`
+	CreatedAt time.Time                        `json:"created_at"`
+
+	index  map[string]int // step id -> index in Spec.Steps
+	waveOf map[string]int
+}
+
+func (sd *RunSpec) Init() *RunSpec {
+	sd.index = make(map[string]int, len(sd.Spec.Steps))
+	for i, s := range sd.Spec.Steps {
+		if _, dup := sd.index[s.ID]; !dup {
+			sd.index[s.ID] = i
+		}
+	}
+	sd.waveOf = map[string]int{}
+	for w, wave := range sd.Waves {
+		for _, id := range wave {
+			sd.waveOf[id] = w
+		}
+	}
+	return sd
+}
+
+// Step returns the spec of step id.
+func (sd *RunSpec) Step(id string) (schemas.PipelineStep, bool) {
+	i, ok := sd.index[id]
+	if !ok {
+		return schemas.PipelineStep{}, false
+	}
+	return sd.Spec.Steps[i], true
+}
+
+// Has reports whether the spec has a step id.
+func (sd *RunSpec) Has(id string) bool {
+	_, ok := sd.index[id]
+	return ok
+}
+
+// WaveOf returns the wave step id runs in; false for a step not in the spec.
+func (sd *RunSpec) WaveOf(id string) (int, bool) {
+	w, ok := sd.waveOf[id]
+	return w, ok
+}
+
+// Timeout is the time budget of a step: its own, else its agent's, else
+// schemas.DefaultTaskTimeout.
+func (sd *RunSpec) Timeout(id string) time.Duration {
+	s, _ := sd.Step(id)
+	if s.TimeoutMS > 0 {
+		return time.Duration(s.TimeoutMS) * time.Millisecond
+	}
+	if c, ok := sd.Contracts[s.Agent]; ok && c.TimeoutMS > 0 {
+		return time.Duration(c.TimeoutMS) * time.Millisecond
+	}
+	return schemas.DefaultTaskTimeout
+}
+
+// RunHeader is the mutable, small part of a run (<run>). Its size grows
+// with the width of a wave and the number of failures, not with the run.
+// (Headers written before the completed and steps counters were derived
+// carry them too; they are ignored.)
+type RunHeader struct {
+	ID            string            `json:"id"`
+	Name          string            `json:"name,omitempty"`
+	Status        string            `json:"status"`
+	Error         string            `json:"error,omitempty"`
+	Wave          int               `json:"wave"` // the wave in progress; -1 before the first
+	WaveStartedAt time.Time         `json:"wave_started_at,omitzero"`
+	Republished   bool              `json:"republished,omitempty"` // the wave's tasks were published again
+	WaveEnded     []string          `json:"wave_ended,omitempty"`  // steps of the wave in progress that ended
+	Failed        map[string]string `json:"failed,omitempty"`      // step -> error
+	Skipped       map[string]string `json:"skipped,omitempty"`     // step -> reason
+	CreatedAt     time.Time         `json:"created_at"`
+	UpdatedAt     time.Time         `json:"updated_at"`
+	FinishedAt    time.Time         `json:"finished_at,omitzero"`
+}
+
+// Clone returns a copy that shares nothing mutable with h.
+func (h *RunHeader) Clone() *RunHeader {
+	c := *h
+	c.WaveEnded = slices.Clone(h.WaveEnded)
+	c.Failed = maps.Clone(h.Failed)
+	c.Skipped = maps.Clone(h.Skipped)
+	return &c
+}
+
+// Done reports whether the run has ended.
+func (h *RunHeader) Done() bool {
+	return h.Status == schemas.RunCompleted || h.Status == schemas.RunFailed
+}
+
+// Ended reports whether step id of the wave in progress has ended.
+func (h *RunHeader) Ended(id string) bool { return slices.Contains(h.WaveEnded, id) }
+
+// Running reports whether step id of sd is dispatched and has not ended
+// as far as the header knows.
+func (h *RunHeader) Running(sd *RunSpec, id string) bool {
+	w, ok := sd.waveOf[id]
+	return ok && !h.Done() && h.Wave == w && !h.Ended(id)
+}
+
+// Run loads a run, assembled from its keys. A missing one wraps ErrNotFound.
+func (s *Store) Run(ctx context.Context, id string) (*RunState, error) {
+	if err := bus.ValidateToken("run id", id); err != nil {
+		return nil, err
+	}
+	var h RunHeader
+	if _, err := s.getJSON(ctx, id, &h); err != nil {
+		if errors.Is(err, ErrNotFound) {
+			return nil, fmt.Errorf("%w: no run %q in bucket %s", ErrNotFound, id, s.runs.Bucket())
+		}
+		return nil, err
+	}
+	var sd RunSpec
+	if _, err := s.getJSON(ctx, specKey(id), &sd); err != nil {
+		return nil, fmt.Errorf("run %q: %w", id, err)
+	}
+	sd.Init()
+	st := schemas.NewConversationState(id)
+	if _, err := s.getJSON(ctx, stateKey(id), st); err != nil && !errors.Is(err, ErrNotFound) {
+		return nil, fmt.Errorf("run %q: %w", id, err)
+	}
+	if st.Slots == nil {
+		st.Slots = map[string]schemas.TypedValue{}
+	}
+	r := &RunState{ID: id, Name: h.Name, Status: h.Status, Error: h.Error, Spec: sd.Spec, Contracts: sd.Contracts,
+		Waves: sd.Waves, Wave: max(h.Wave, 0), Steps: map[string]*StepState{}, State: st,
+		CreatedAt: h.CreatedAt, UpdatedAt: h.UpdatedAt, FinishedAt: h.FinishedAt}
+	for _, step := range sd.Spec.Steps {
+		w, inWave := sd.waveOf[step.ID]
+		st := &StepState{ID: step.ID, Agent: step.Agent, Wave: w, Status: schemas.StepPending}
+		r.Steps[step.ID] = st
+		switch {
+		case !inWave || w > h.Wave:
+		case h.Skipped[step.ID] != "":
+			st.Status, st.Reason = schemas.StepSkipped, h.Skipped[step.ID]
+		default:
+			var rec StepState
+			_, err := s.getJSON(ctx, stepKey(id, step.ID), &rec)
+			switch {
+			case err == nil:
+				r.Steps[step.ID] = &rec
+				if rec.TaskID != "" && !r.State.Applied(rec.TaskID) {
+					r.State.AppliedTasks = append(r.State.AppliedTasks, rec.TaskID)
+				}
+			case errors.Is(err, ErrNotFound):
+				if h.Running(&sd, step.ID) {
+					st.Status, st.Attempt, st.TaskID = schemas.StepRunning, 1, schemas.StepTaskID(id, step.ID, 1)
+					st.DispatchedAt, st.Deadline = h.WaveStartedAt, h.WaveStartedAt.Add(sd.Timeout(step.ID))
+				}
+			default:
+				return nil, fmt.Errorf("run %q: %w", id, err)
+			}
+		}
+	}
+	return r, nil
+}
+
+// getJSON reads key from the runs bucket into dst and returns its revision.
+// A missing key wraps ErrNotFound.
+func (s *Store) getJSON(ctx context.Context, key string, dst any) (uint64, error) {
+	e, err := s.runs.Get(ctx, key)
+	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
+		return 0, fmt.Errorf("%w: no key %q in bucket %s", ErrNotFound, key, s.runs.Bucket())
+	}
+	if err != nil {
+		return 0, fmt.Errorf("reading %q: %w", key, err)
+	}
+	if err := json.Unmarshal(e.Value(), dst); err != nil {
+		return 0, fmt.Errorf("%q: stored state does not decode: %w", key, err)
+	}
+	return e.Revision(), nil
+}
+
+// CreateRun stores a new run: its spec, its state (the seed slots) and,
+// last, its header, whose creation is the moment the run exists. A run
+// with the same id wraps ErrExists. It returns the header's revision.
+func (s *Store) CreateRun(ctx context.Context, sd *RunSpec, h *RunHeader, st *schemas.ConversationState) (uint64, error) {
+	b, err := s.Encode(sd, nil)
+	if err != nil {
+		return 0, err
+	}
+	if _, err := s.runs.Create(ctx, specKey(sd.ID), b); err != nil {
+		if !errors.Is(err, jetstream.ErrKeyExists) {
+			return 0, fmt.Errorf("creating run %q: %w", sd.ID, err)
+		}
+		// A redelivered submission, or one that stopped half way.
+		if _, err := s.runs.Get(ctx, sd.ID); err == nil {
+			return 0, fmt.Errorf("%w: run %q", ErrExists, sd.ID)
+		}
+	}
+	if b, err = s.Encode(st, st); err != nil {
+		return 0, err
+	}
+	if _, err := s.runs.Create(ctx, stateKey(sd.ID), b); err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
+		return 0, fmt.Errorf("creating run %q: %w", sd.ID, err)
+	}
+	if b, err = json.Marshal(h); err != nil {
+		return 0, err
+	}
+	rev, err := s.runs.Create(ctx, sd.ID, b)
+	if errors.Is(err, jetstream.ErrKeyExists) {
+		return 0, fmt.Errorf("%w: run %q", ErrExists, sd.ID)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("creating run %q: %w", sd.ID, err)
+	}
+	return rev, nil
+}
+
+// UpdateHeader applies fn to the header with compare-and-set, starting from
+// h at revision rev when the caller has them (no read when it is current).
+// fn may run more than once, on a fresh copy each time; ErrUnchanged skips
+// the write (decided on the stored header, never on the caller's copy alone)
+// and returns the header read with its revision.
+func (s *Store) UpdateHeader(ctx context.Context, id string, h *RunHeader, rev uint64, fn func(*RunHeader) error) (*RunHeader, uint64, error) {
+	for attempt := 0; attempt < maxUpdateAttempts; attempt++ {
+		given := h != nil
+		if h == nil {
+			h = &RunHeader{}
+			var err error
+			if rev, err = s.getJSON(ctx, id, h); err != nil {
+				return nil, 0, err
+			}
+		}
+		next := h.Clone()
+		if err := fn(next); err != nil {
+			if errors.Is(err, ErrUnchanged) && given {
+				h = nil // the caller's copy may be behind: decide on the stored one
+				continue
+			}
+			if errors.Is(err, ErrUnchanged) {
+				return h, rev, err
+			}
+			return nil, 0, err
+		}
+		next.UpdatedAt = time.Now().UTC()
+		b, err := json.Marshal(next)
+		if err != nil {
+			return nil, 0, err
+		}
+		nrev, err := s.runs.Update(ctx, id, b, rev)
+		if err == nil {
+			return next, nrev, nil
+		}
+		if !IsConflict(err) {
+			return nil, 0, fmt.Errorf("writing run %q: %w", id, err)
+		}
+		h = nil // stale: read again
+		if err := backoff(ctx, attempt); err != nil {
+			return nil, 0, err
+		}
+	}
+	return nil, 0, fmt.Errorf("%w: run %q after %d attempts", ErrConflict, id, maxUpdateAttempts)
+}
+
+// RecordStep writes the record of a step's end unless one exists, and
+// returns the record that stands (the first one written).
+func (s *Store) RecordStep(ctx context.Context, runID string, rec *StepState) (*StepState, error) {
+	b, err := s.Encode(rec, nil)
+	if errors.Is(err, ErrTooLarge) {
+		// Outputs too large for KV: keep the end, say why the values are gone.
+		small := *rec
+		small.Outputs = nil
+		small.Summary = fmt.Sprintf("%s [outputs dropped: %v]", rec.Summary, err)
+		rec, err = &small, nil
+		b, err = json.Marshal(rec)
+	}
+	if err != nil {
+		return nil, err
+	}
+	_, err = s.runs.Create(ctx, stepKey(runID, rec.ID), b)
+	if err == nil {
+		return rec, nil
+	}
+	if !errors.Is(err, jetstream.ErrKeyExists) {
+		return nil, fmt.Errorf("recording step %q of run %q: %w", rec.ID, runID, err)
+	}
+	var have StepState
+	if _, err := s.getJSON(ctx, stepKey(runID, rec.ID), &have); err != nil {
+		return nil, err
+	}
+	return &have, nil
+}
+
+// StepRecord reads the record of a step's end; ErrNotFound while it runs.
+func (s *Store) StepRecord(ctx context.Context, runID, stepID string) (*StepState, error) {
+	var rec StepState
+	if _, err := s.getJSON(ctx, stepKey(runID, stepID), &rec); err != nil {
+		return nil, err
+	}
+	return &rec, nil
+}
+
+// RunSlots reads the slots of a run's state.
+func (s *Store) RunSlots(ctx context.Context, runID string) (map[string]schemas.TypedValue, error) {
+	st := schemas.NewConversationState(runID)
+	if _, err := s.getJSON(ctx, stateKey(runID), st); err != nil && !errors.Is(err, ErrNotFound) {
+		return nil, err
+	}
+	return st.Slots, nil
+}
+
+// UpdateRunState applies fn to a run's slots and history with
+// compare-and-set (see UpdateConversation), and returns the value it wrote
+// and its revision (nil and 0 when fn changed nothing).
+func (s *Store) UpdateRunState(ctx context.Context, runID string, fn func(*schemas.ConversationState) error) ([]byte, uint64, error) {
+	return s.updateRev(ctx, s.runs, "run state", stateKey(runID), true, func(raw []byte) ([]byte, error) {
+		return s.ApplyRunState(runID, raw, fn)
+	})
+}
+
+// ApplyRunState decodes a run's stored state (raw; nil: none yet), applies
+// fn and encodes the result.
+func (s *Store) ApplyRunState(runID string, raw []byte, fn func(*schemas.ConversationState) error) ([]byte, error) {
+	st, err := decodeState("run", runID, raw)
+	if err != nil {
+		return nil, err
+	}
+	if err := fn(st); err != nil {
+		return nil, err
+	}
+	st.UpdatedAt = time.Now().UTC()
+	return s.Encode(st, st)
+}

@@ -1,0 +1,60 @@
+package schemas
+
+import "time"
+
+// Run statuses.
+const (
+	RunRunning   = "running"
+	RunCompleted = "completed"
+	RunFailed    = "failed"
+)
+
+// Step statuses. A step is pending until its wave starts, running from the
+// moment it is dispatched until its result is applied, then completed,
+// failed or skipped (a dependency did not complete).
+const (
+	StepPending   = "pending"
+	StepRunning   = "running"
+	StepCompleted = "completed"
+	StepFailed    = "failed"
+	StepSkipped   = "skipped"
+)
+
+// StepEvent is the data of an io.agentmesh.pipeline.step.* event
+// (step-event.schema.json).
+type StepEvent struct {
+	RunID      string                   `json:"runid"`
+	Step       string                   `json:"step"`
+	Agent      string                   `json:"agent"`
+	Status     string                   `json:"status"`
+	Wave       int                      `json:"wave"`
+	Attempt    int                      `json:"attempt,omitempty"`
+	TaskID     string                   `json:"taskid,omitempty"`
+	Summary    string                   `json:"summary,omitempty"`
+	Error      string                   `json:"error,omitempty"`
+	Reason     string                   `json:"reason,omitempty"`
+	DurationMS int64                    `json:"duration_ms,omitempty"`
+	Outputs    map[string]OutputSummary `json:"outputs,omitempty"`
+	At         time.Time                `json:"at"`
+}
+
+// OutputSummary describes one output without its value.
+type OutputSummary struct {
+	DataType string `json:"data_type"`
+	Hint     string `json:"content_type_hint,omitempty"`
+	Count    int    `json:"count,omitempty"`
+}
+
+// RunEvent is the data of io.agentmesh.pipeline.completed
+// (run-event.schema.json).
+type RunEvent struct {
+	RunID      string `json:"runid"`
+	Name       string `json:"name,omitempty"`
+	Status     string `json:"status"`
+	Error      string `json:"error,omitempty"`
+	Completed  int    `json:"completed"`
+	Failed     int    `json:"failed"`
+	Skipped    int    `json:"skipped"`
+	Steps      int    `json:"steps"`
+	DurationMS int64  `json:"duration_ms"`
+}

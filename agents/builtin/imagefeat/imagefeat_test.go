@@ -10,8 +10,8 @@ import (
 	"os"
 	"testing"
 
-	"github.com/agentmesh/agentmesh/agents/imagefeat"
-	"github.com/agentmesh/agentmesh/agents/samples"
+	"github.com/agentmesh/agentmesh/agents/builtin/imagefeat"
+	"github.com/agentmesh/agentmesh/agents/builtin/samples"
 )
 
 // Every generated sample lands in the scene it was drawn as.

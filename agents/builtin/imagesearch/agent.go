@@ -12,8 +12,8 @@ import (
 	"sync"
 
 	"github.com/agentmesh/agentmesh/agents"
-	"github.com/agentmesh/agentmesh/agents/docsearch"
-	"github.com/agentmesh/agentmesh/agents/imagefeat"
+	"github.com/agentmesh/agentmesh/agents/builtin/docsearch"
+	"github.com/agentmesh/agentmesh/agents/builtin/imagefeat"
 	"github.com/agentmesh/agentmesh/resolvers"
 	"github.com/agentmesh/agentmesh/schemas"
 )

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentmesh/agentmesh/agents/llmiface"
-	"github.com/agentmesh/agentmesh/agents/prompt"
+	"github.com/agentmesh/agentmesh/agents/builtin/llmiface"
+	"github.com/agentmesh/agentmesh/agents/builtin/prompt"
 	"github.com/agentmesh/agentmesh/bus/bustest"
 	"github.com/agentmesh/agentmesh/resolvers"
 	"github.com/agentmesh/agentmesh/schemas"

@@ -3,8 +3,8 @@ package imagefeat_test
 import (
 	"fmt"
 
-	"github.com/agentmesh/agentmesh/agents/imagefeat"
-	"github.com/agentmesh/agentmesh/agents/samples"
+	"github.com/agentmesh/agentmesh/agents/builtin/imagefeat"
+	"github.com/agentmesh/agentmesh/agents/builtin/samples"
 )
 
 func ExampleFeatures_Category() {

@@ -8,8 +8,8 @@ import (
 	"strings"
 
 	"github.com/agentmesh/agentmesh/agents"
-	"github.com/agentmesh/agentmesh/agents/imagefeat"
-	"github.com/agentmesh/agentmesh/agents/llmiface"
+	"github.com/agentmesh/agentmesh/agents/builtin/imagefeat"
+	"github.com/agentmesh/agentmesh/agents/builtin/llmiface"
 	"github.com/agentmesh/agentmesh/resolvers"
 	"github.com/agentmesh/agentmesh/schemas"
 )

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"unicode"
 
-	"github.com/agentmesh/agentmesh/agents/docsearch"
+	"github.com/agentmesh/agentmesh/agents/builtin/docsearch"
 )
 
 // Sentences splits text into sentences: at '.', '!' or '?' followed by a

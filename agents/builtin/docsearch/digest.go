@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"slices"
 	"strings"
+
+	"github.com/agentmesh/agentmesh/schemas"
 )
 
 // DigestSize is how many keywords a digest keeps.
@@ -40,14 +42,14 @@ func Digest(text string) []string {
 	return terms
 }
 
-// Title is the first non-empty line of text, cut at 120 bytes.
+// MaxTitle bounds a Title, in characters.
+const MaxTitle = 120
+
+// Title is the first non-empty line of text, clipped to MaxTitle characters.
 func Title(text string) string {
 	for line := range strings.SplitSeq(text, "\n") {
 		if line = strings.TrimSpace(line); line != "" {
-			if len(line) > 120 {
-				line = strings.ToValidUTF8(line[:120], "") + "…"
-			}
-			return line
+			return schemas.Clip(line, MaxTitle)
 		}
 	}
 	return ""

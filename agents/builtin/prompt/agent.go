@@ -18,6 +18,10 @@ import (
 // to the model; the rest are counted.
 const maxListedFiles = 200
 
+// maxMetadataValue bounds, in characters, each metadata value described to
+// the model.
+const maxMetadataValue = 200
+
 // Option configures a PromptAgent.
 type Option func(*Agent)
 
@@ -166,11 +170,7 @@ func (a *Agent) renderFiles(ctx context.Context, b *strings.Builder, fc schemas.
 		}
 		fmt.Fprintf(b, "- %s: %s, %s, %d bytes", id, orEmpty(ref.Filename), orEmpty(ref.MediaType), ref.Size)
 		for _, k := range slices.Sorted(maps.Keys(ref.Metadata)) {
-			v := ref.Metadata[k]
-			if len(v) > 200 {
-				v = v[:200] + "…"
-			}
-			fmt.Fprintf(b, ", %s=%s", k, v)
+			fmt.Fprintf(b, ", %s=%s", k, schemas.Clip(ref.Metadata[k], maxMetadataValue))
 		}
 		b.WriteString("\n")
 	}

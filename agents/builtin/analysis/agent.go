@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/agentmesh/agentmesh/agents"
 	"github.com/agentmesh/agentmesh/agents/builtin/imagefeat"
+	"github.com/agentmesh/agentmesh/agents/builtin/internal/fileagent"
 	"github.com/agentmesh/agentmesh/agents/builtin/llmiface"
 	"github.com/agentmesh/agentmesh/resolvers"
 	"github.com/agentmesh/agentmesh/schemas"
@@ -25,7 +25,7 @@ const (
 )
 
 // Option configures the agent.
-type Option func(*Agent)
+type Option = fileagent.Option[Agent]
 
 // WithVisionModel makes the agent ask m for each image's labels and caption,
 // the first label naming its category. An image the model fails on is
@@ -45,14 +45,7 @@ var _ agents.Agent = (*Agent)(nil)
 // New returns an AnalysisAgent reading images through files. Options:
 // WithVisionModel.
 func New(files resolvers.FileResolver, opts ...Option) (*Agent, error) {
-	if files == nil {
-		return nil, errors.New("analysis: New needs a file resolver (the object store resolver)")
-	}
-	a := &Agent{files: files}
-	for _, o := range opts {
-		o(a)
-	}
-	return a, nil
+	return fileagent.New("analysis", files, &Agent{files: files}, opts...)
 }
 
 // Contract declares ANALYSIS: images in, a mergeable categorisation and the
@@ -83,37 +76,22 @@ func (a *Agent) Contract() schemas.AgentContract {
 // read or decoded are skipped and named in the summary; the task fails only
 // when no image at all could be analysed.
 func (a *Agent) Execute(ctx context.Context, ec *schemas.ExecutionContext) (schemas.AgentResult, error) {
-	images, err := ec.Files("images")
+	t := fileagent.Start(a.Contract())
+	ids, err := t.Files(ec, "images")
 	if err != nil {
-		return schemas.Failure(Name, schemas.CodeInvalidInput, fmt.Sprintf("input \"images\" (FILE_IDS of images) is required: %v", err), false), nil
+		return t.Abort(err)
 	}
-	if images.Spilled() {
-		return schemas.Failure(Name, schemas.CodeInvalidInput, fmt.Sprintf("input \"images\" is a spilled collection (%s); the runtime resolves those before Execute", images.Ref()), false), nil
-	}
-	ids := images.IDs()
-
 	cat := schemas.Categorization{Categories: map[string][]string{}}
 	res := schemas.AnalysisResult{Items: []schemas.AnalysisItem{}}
 	var (
-		skipped          []string
 		byModel, byPixel int
 		tokens           schemas.Tokens
 	)
-	i := 0
-	for f, err := range a.files.ResolveBatch(ctx, ids) {
-		id := ids[i]
-		i++
-		if err != nil {
-			if ctx.Err() != nil {
-				return schemas.AgentResult{}, ctx.Err()
-			}
-			skipped = append(skipped, fmt.Sprintf("%s: %v", id, err))
-			continue
-		}
+	err = t.EachFile(ctx, a.files, ids, func(i int, id string, f resolvers.File) {
 		item, usedModel, tok, err := a.analyse(ctx, f)
 		if err != nil {
-			skipped = append(skipped, fmt.Sprintf("%s (%s): %v", id, nameOf(f.Ref), err))
-			continue
+			t.Skip("%s (%s): %v", id, nameOf(f.Ref), err)
+			return
 		}
 		tokens = tokens.Add(tok)
 		if usedModel {
@@ -124,9 +102,12 @@ func (a *Agent) Execute(ctx context.Context, ec *schemas.ExecutionContext) (sche
 		category := item.Labels[0]
 		cat.Categories[category] = append(cat.Categories[category], id)
 		res.Items = append(res.Items, item)
-		if len(ids) >= 10 && i%max(1, len(ids)/10) == 0 {
-			agents.ReportProgress(ctx, fmt.Sprintf("analysed %d of %d images", i, len(ids)), 100*float64(i)/float64(len(ids)))
+		if done := i + 1; len(ids) >= 10 && done%max(1, len(ids)/10) == 0 {
+			agents.ReportProgress(ctx, fmt.Sprintf("analysed %d of %d images", done, len(ids)), 100*float64(done)/float64(len(ids)))
 		}
+	})
+	if err != nil {
+		return t.Abort(err)
 	}
 
 	method := MethodFeatures
@@ -140,8 +121,7 @@ func (a *Agent) Execute(ctx context.Context, ec *schemas.ExecutionContext) (sche
 
 	analysed := byModel + byPixel
 	if analysed == 0 && len(ids) > 0 {
-		return schemas.Failure(Name, schemas.CodeInvalidInput,
-			fmt.Sprintf("none of the %d files could be analysed: %s", len(ids), strings.Join(skipped, "; ")), false), nil
+		return t.FailAll(schemas.CodeInvalidInput, "files could be analysed")
 	}
 
 	catValue, err := schemas.NewValue(schemas.TypeCategorization, cat, Name)
@@ -154,19 +134,9 @@ func (a *Agent) Execute(ctx context.Context, ec *schemas.ExecutionContext) (sche
 	}
 	summary := fmt.Sprintf("categorised %d images into %d categories (method: %s)", analysed, len(cat.Categories), method)
 	if len(cat.Categories) > 0 {
-		summary += ": " + countList(cat.Categories)
+		summary += ": " + fileagent.CountList(cat.Categories)
 	}
-	if len(skipped) > 0 {
-		summary += fmt.Sprintf("; skipped %d: %s", len(skipped), strings.Join(skipped, "; "))
-	}
-	return schemas.AgentResult{
-		Success:    true,
-		Agent:      Name,
-		Capability: schemas.CapAnalysis,
-		Summary:    summary,
-		Outputs:    map[string]schemas.TypedValue{"categories": catValue, "analysis": resValue},
-		Metrics:    schemas.Metrics{Tokens: tokens},
-	}, nil
+	return t.Done(summary, map[string]schemas.TypedValue{"categories": catValue, "analysis": resValue}, tokens)
 }
 
 // analyse decodes one image and describes it, by the vision model when one
@@ -241,20 +211,6 @@ func cleanLabels(labels []string) []string {
 		}
 	}
 	return out
-}
-
-// countList renders categories as "forest 4, sunset 5", by name.
-func countList(m map[string][]string) string {
-	names := make([]string, 0, len(m))
-	for k := range m {
-		names = append(names, k)
-	}
-	slices.Sort(names)
-	parts := make([]string, len(names))
-	for i, n := range names {
-		parts[i] = fmt.Sprintf("%s %d", n, len(m[n]))
-	}
-	return strings.Join(parts, ", ")
 }
 
 func nameOf(ref schemas.FileRef) string {

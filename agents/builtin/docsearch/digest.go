@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/agentmesh/agentmesh/agents/builtin/internal/fileagent"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -17,7 +18,7 @@ const DigestSize = 32
 func Digest(text string) []string {
 	counts := map[string]int{}
 	first := map[string]int{}
-	for i, t := range Terms(text) {
+	for i, t := range fileagent.Terms(text) {
 		if _, seen := first[t]; !seen {
 			first[t] = i
 		}

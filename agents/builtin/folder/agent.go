@@ -9,6 +9,7 @@ import (
 	"unicode"
 
 	"github.com/agentmesh/agentmesh/agents"
+	"github.com/agentmesh/agentmesh/agents/builtin/internal/fileagent"
 	"github.com/agentmesh/agentmesh/resolvers"
 	"github.com/agentmesh/agentmesh/schemas"
 )
@@ -31,10 +32,7 @@ var _ agents.Agent = (*Agent)(nil)
 
 // New returns a FolderAgent that files into folders through cat.
 func New(cat resolvers.Catalog) (*Agent, error) {
-	if cat == nil {
-		return nil, errors.New("folder: New needs a file catalog (the object store resolver)")
-	}
-	return &Agent{cat: cat}, nil
+	return fileagent.New("folder", cat, &Agent{cat: cat})
 }
 
 // Contract declares ORGANIZATION: a categorisation in, the folders out.
@@ -63,15 +61,11 @@ func (a *Agent) Contract() schemas.AgentContract {
 // (a path separator, "..", control characters, too long) fails the task
 // before anything is changed.
 func (a *Agent) Execute(ctx context.Context, ec *schemas.ExecutionContext) (schemas.AgentResult, error) {
-	v, err := ec.Read("categories", schemas.TypeCategorization)
-	if err != nil {
-		return schemas.Failure(Name, schemas.CodeInvalidInput, fmt.Sprintf("input \"categories\" (CATEGORIZATION) is required: %v", err), false), nil
-	}
+	t := fileagent.Start(a.Contract())
 	var c schemas.Categorization
-	if err := v.Decode(&c); err != nil {
-		return schemas.Failure(Name, schemas.CodeInvalidInput, fmt.Sprintf("input \"categories\": %v", err), false), nil
+	if err := t.Decode(ec, "categories", &c); err != nil {
+		return t.Abort(err)
 	}
-
 	names := make([]string, 0, len(c.Categories))
 	var bad []error
 	for name := range c.Categories {
@@ -81,13 +75,12 @@ func (a *Agent) Execute(ctx context.Context, ec *schemas.ExecutionContext) (sche
 		names = append(names, name)
 	}
 	if len(bad) > 0 {
-		return schemas.Failure(Name, schemas.CodeInvalidInput, errors.Join(bad...).Error(), false), nil
+		return t.Fail(schemas.CodeInvalidInput, "%v", errors.Join(bad...))
 	}
 	slices.Sort(names)
 
 	result := schemas.FolderResult{Folders: map[string][]string{}}
 	placed := map[string]string{}
-	var skipped []string
 	duplicates := 0
 	for _, folder := range names {
 		for _, id := range c.Categories[folder] {
@@ -97,10 +90,9 @@ func (a *Agent) Execute(ctx context.Context, ec *schemas.ExecutionContext) (sche
 			}
 			moved, err := a.place(ctx, id, folder)
 			if err != nil {
-				if ctx.Err() != nil {
-					return schemas.AgentResult{}, ctx.Err()
+				if err := t.SkipError(ctx, id, err); err != nil {
+					return t.Abort(err)
 				}
-				skipped = append(skipped, fmt.Sprintf("%s: %v", id, err))
 				continue
 			}
 			placed[id] = folder
@@ -110,9 +102,8 @@ func (a *Agent) Execute(ctx context.Context, ec *schemas.ExecutionContext) (sche
 			}
 		}
 	}
-	if len(placed) == 0 && len(skipped) > 0 {
-		return schemas.Failure(Name, schemas.CodeNotFound,
-			fmt.Sprintf("none of the %d files could be organised: %s", len(skipped), strings.Join(skipped, "; ")), false), nil
+	if n, _ := t.Skipped(); len(placed) == 0 && n > 0 {
+		return t.FailAll(schemas.CodeNotFound, "files could be organised")
 	}
 
 	out, err := schemas.NewValue(schemas.TypeFolderResult, result, Name)
@@ -121,28 +112,13 @@ func (a *Agent) Execute(ctx context.Context, ec *schemas.ExecutionContext) (sche
 	}
 	summary := fmt.Sprintf("organised %d files into %d folders", len(placed), len(result.Folders))
 	if len(result.Folders) > 0 {
-		parts := make([]string, 0, len(result.Folders))
-		for _, n := range names {
-			if ids := result.Folders[n]; len(ids) > 0 {
-				parts = append(parts, fmt.Sprintf("%s %d", n, len(ids)))
-			}
-		}
-		summary += " (" + strings.Join(parts, ", ") + ")"
+		summary += " (" + fileagent.CountList(result.Folders) + ")"
 	}
 	summary += fmt.Sprintf("; moved %d", result.Moved)
 	if duplicates > 0 {
 		summary += fmt.Sprintf("; %d files listed under several categories went to the first by name", duplicates)
 	}
-	if len(skipped) > 0 {
-		summary += fmt.Sprintf("; skipped %d: %s", len(skipped), strings.Join(skipped, "; "))
-	}
-	return schemas.AgentResult{
-		Success:    true,
-		Agent:      Name,
-		Capability: schemas.CapOrganization,
-		Summary:    summary,
-		Outputs:    map[string]schemas.TypedValue{"folders": out},
-	}, nil
+	return t.Done(summary, map[string]schemas.TypedValue{"folders": out}, schemas.Tokens{})
 }
 
 // place sets one file's folder, writing only when it differs. It reports

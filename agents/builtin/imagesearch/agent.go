@@ -1,19 +1,16 @@
 package imagesearch
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"runtime"
-	"slices"
 	"strings"
 	"sync"
 
 	"github.com/agentmesh/agentmesh/agents"
-	"github.com/agentmesh/agentmesh/agents/builtin/docsearch"
 	"github.com/agentmesh/agentmesh/agents/builtin/imagefeat"
+	"github.com/agentmesh/agentmesh/agents/builtin/internal/fileagent"
 	"github.com/agentmesh/agentmesh/resolvers"
 	"github.com/agentmesh/agentmesh/schemas"
 )
@@ -48,7 +45,7 @@ const (
 )
 
 // Option configures the agent.
-type Option func(*Agent)
+type Option = fileagent.Option[Agent]
 
 // WithConcurrency sets how many images are decoded at once when computing
 // visual words (default: the number of CPUs, at most 4).
@@ -71,14 +68,7 @@ var _ agents.Agent = (*Agent)(nil)
 // New returns an ImageSearchAgent over the files of cat. Options:
 // WithConcurrency.
 func New(cat resolvers.Catalog, opts ...Option) (*Agent, error) {
-	if cat == nil {
-		return nil, errors.New("imagesearch: New needs a file catalog (the object store resolver)")
-	}
-	a := &Agent{cat: cat, workers: min(runtime.NumCPU(), 4)}
-	for _, o := range opts {
-		o(a)
-	}
-	return a, nil
+	return fileagent.New("imagesearch", cat, &Agent{cat: cat, workers: min(runtime.NumCPU(), 4)}, opts...)
 }
 
 // Contract declares SEARCH with params {query, limit}, an optional scope of
@@ -106,133 +96,74 @@ func (a *Agent) Contract() schemas.AgentContract {
 	}
 }
 
-// candidate is one image being scored.
+// candidate is one image to score, with its visual words.
 type candidate struct {
 	ref    schemas.FileRef
 	visual string
-	score  float64
 }
 
 // Execute lists the images (or the scope), makes sure each has visual
 // words, scores them against the query and returns the best.
 func (a *Agent) Execute(ctx context.Context, ec *schemas.ExecutionContext) (schemas.AgentResult, error) {
-	query := strings.TrimSpace(ec.Param("query"))
-	if query == "" {
-		query = strings.TrimSpace(ec.Instruction())
-	}
-	limit, err := docsearch.LimitParam(ec.Params(), DefaultLimit)
+	t := fileagent.Start(a.Contract())
+	t.Skipping = "scope ids"
+	s, err := t.Search(ec, DefaultLimit)
 	if err != nil {
-		return schemas.Failure(Name, schemas.CodeInvalidParams, err.Error(), false), nil
+		return t.Abort(err)
 	}
-
-	refs, skipped, failure := a.images(ctx, ec)
-	if failure != nil {
-		return *failure, nil
+	cands, err := a.images(ctx, t, ec)
+	if err != nil {
+		return t.Abort(err)
 	}
 	if err := ctx.Err(); err != nil {
-		return schemas.AgentResult{}, err
+		return t.Abort(err)
 	}
-	undecodable := a.ensureVisual(ctx, refs)
+	undecodable := a.ensureVisual(ctx, cands)
 
-	terms := docsearch.Terms(query)
-	var found []candidate
-	for _, c := range refs {
-		c.score = Score(terms, c.ref, c.visual)
-		if len(terms) == 0 || c.score > 0 {
-			found = append(found, c)
-		}
+	hits := make([]fileagent.Hit, len(cands))
+	for i, c := range cands {
+		hits[i] = fileagent.Hit{Ref: c.ref, Score: Score(s.Terms, c.ref, c.visual)}
 	}
-	slices.SortStableFunc(found, func(x, y candidate) int {
-		if x.score != y.score {
-			return cmp.Compare(y.score, x.score)
-		}
-		return strings.Compare(docsearch.DisplayName(x.ref), docsearch.DisplayName(y.ref))
-	})
-	if len(found) > limit {
-		found = found[:limit]
-	}
-	ids := make([]string, len(found))
-	for i, c := range found {
-		ids[i] = c.ref.ID
-	}
-	fc := schemas.FromIDs(schemas.ContentImages, ids...).WithSource(schemas.CapSearch)
-
-	var summary strings.Builder
-	switch {
-	case len(terms) == 0:
-		fmt.Fprintf(&summary, "found %d images (the query %q has no search words, so every image is listed)", len(found), query)
-	default:
-		fmt.Fprintf(&summary, "found %d images for %q", len(found), query)
-	}
-	if len(found) > 0 {
-		names := make([]string, 0, 5)
-		for _, c := range found[:min(5, len(found))] {
-			names = append(names, docsearch.DisplayName(c.ref))
-		}
-		more := ""
-		if len(found) > 5 {
-			more = ", ..."
-		}
-		fmt.Fprintf(&summary, ": %s%s", strings.Join(names, ", "), more)
-	}
+	summary, outputs := t.Found(s, s.Rank(hits))
 	if undecodable > 0 {
-		fmt.Fprintf(&summary, "; %d images could not be decoded and were matched by name only", undecodable)
+		summary += fmt.Sprintf("; %d images could not be decoded and were matched by name only", undecodable)
 	}
-	if len(skipped) > 0 {
-		fmt.Fprintf(&summary, "; skipped %d scope ids: %s", len(skipped), strings.Join(skipped, "; "))
-	}
-	return schemas.AgentResult{
-		Success:    true,
-		Agent:      Name,
-		Capability: schemas.CapSearch,
-		Summary:    summary.String(),
-		Outputs:    map[string]schemas.TypedValue{"images": schemas.FilesValue(fc, Name)},
-	}, nil
+	return t.Done(summary, outputs, schemas.Tokens{})
 }
 
 // images returns the images to search: the scope's, else every stored
-// image. Scope IDs that do not resolve or are not images are skipped and
-// described.
-func (a *Agent) images(ctx context.Context, ec *schemas.ExecutionContext) ([]candidate, []string, *schemas.AgentResult) {
+// image. Scope IDs that do not resolve or are not images are skipped.
+func (a *Agent) images(ctx context.Context, t *fileagent.Task, ec *schemas.ExecutionContext) ([]candidate, error) {
 	var out []candidate
-	if ec.Has("scope") {
-		scope, err := ec.Files("scope")
+	if !ec.Has("scope") {
+		refs, err := fileagent.List(ctx, a.cat, isImage)
 		if err != nil {
-			f := schemas.Failure(Name, schemas.CodeInvalidInput, "input \"scope\": "+err.Error(), false)
-			return nil, nil, &f
+			return nil, err
 		}
-		if scope.Spilled() {
-			f := schemas.Failure(Name, schemas.CodeInvalidInput, fmt.Sprintf("input \"scope\" is a spilled collection (%s); the runtime resolves those before Execute", scope.Ref()), false)
-			return nil, nil, &f
+		for _, ref := range refs {
+			out = append(out, candidate{ref: ref})
 		}
-		var skipped []string
-		for _, id := range scope.IDs() {
-			ref, err := a.cat.ResolveMetadata(ctx, id)
-			switch {
-			case err != nil:
-				skipped = append(skipped, fmt.Sprintf("%q: %v", id, err))
-			case !isImage(ref):
-				skipped = append(skipped, fmt.Sprintf("%q is %s, not an image", id, mediaTypeOf(ref)))
-			default:
-				out = append(out, candidate{ref: ref})
-			}
-		}
-		if len(out) == 0 && len(skipped) > 0 {
-			f := schemas.Failure(Name, schemas.CodeNotFound, "no image of the scope could be read: "+strings.Join(skipped, "; "), false)
-			return nil, nil, &f
-		}
-		return out, skipped, nil
+		return out, nil
 	}
-	for ref, err := range a.cat.List(ctx) {
-		if err != nil {
-			f := schemas.Failure(Name, schemas.CodeUnavailable, "listing stored files: "+err.Error(), true)
-			return nil, nil, &f
-		}
-		if isImage(ref) {
+	ids, err := t.Files(ec, "scope")
+	if err != nil {
+		return nil, err
+	}
+	for _, id := range ids {
+		ref, err := a.cat.ResolveMetadata(ctx, id)
+		switch {
+		case err != nil:
+			t.Skip("%q: %v", id, err)
+		case !isImage(ref):
+			t.Skip("%q is %s, not an image", id, fileagent.MediaTypeOf(ref))
+		default:
 			out = append(out, candidate{ref: ref})
 		}
 	}
-	return out, nil, nil
+	if n, why := t.Skipped(); len(out) == 0 && n > 0 {
+		return nil, fileagent.Failf(schemas.CodeNotFound, "no image of the scope could be read: %s", why)
+	}
+	return out, nil
 }
 
 // ensureVisual fills in every candidate's visual words, computing and
@@ -332,23 +263,16 @@ func Score(terms []string, ref schemas.FileRef, visual string) float64 {
 			other = append(other, v)
 		}
 	}
-	fields := []docsearch.Field{
-		{Terms: docsearch.TermSet(ref.Filename, ref.Metadata[resolvers.MetaFilename]), Weight: weightFilename},
-		{Terms: docsearch.TermSet(ref.Metadata[resolvers.MetaTags]), Weight: weightTags},
-		{Terms: docsearch.TermSet(ref.Metadata[resolvers.MetaFolder]), Weight: weightFolder},
-		{Terms: docsearch.TermSet(other...), Weight: weightMetadata},
-		{Terms: docsearch.TermSet(visual), Weight: weightVisual},
+	fields := []fileagent.Field{
+		{Terms: fileagent.TermSet(ref.Filename, ref.Metadata[resolvers.MetaFilename]), Weight: weightFilename},
+		{Terms: fileagent.TermSet(ref.Metadata[resolvers.MetaTags]), Weight: weightTags},
+		{Terms: fileagent.TermSet(ref.Metadata[resolvers.MetaFolder]), Weight: weightFolder},
+		{Terms: fileagent.TermSet(other...), Weight: weightMetadata},
+		{Terms: fileagent.TermSet(visual), Weight: weightVisual},
 	}
-	return docsearch.ScoreFields(terms, fields)
+	return fileagent.ScoreFields(terms, fields)
 }
 
 func isImage(ref schemas.FileRef) bool {
 	return strings.HasPrefix(strings.ToLower(ref.MediaType), "image/")
-}
-
-func mediaTypeOf(ref schemas.FileRef) string {
-	if ref.MediaType == "" {
-		return "of unknown type"
-	}
-	return ref.MediaType
 }

@@ -3,13 +3,11 @@ package summarize
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/agentmesh/agentmesh/agents"
-	"github.com/agentmesh/agentmesh/agents/builtin/docsearch"
+	"github.com/agentmesh/agentmesh/agents/builtin/internal/fileagent"
 	"github.com/agentmesh/agentmesh/agents/builtin/llmiface"
 	"github.com/agentmesh/agentmesh/resolvers"
 	"github.com/agentmesh/agentmesh/schemas"
@@ -37,7 +35,7 @@ const SystemPrompt = "You summarise documents. Write a concise summary in plain 
 	"one short paragraph per document headed by its name. Do not invent facts."
 
 // Option configures the agent.
-type Option func(*Agent)
+type Option = fileagent.Option[Agent]
 
 // WithTextModel makes the agent summarise with m. A nil m keeps the
 // extractive method.
@@ -56,14 +54,7 @@ var _ agents.Agent = (*Agent)(nil)
 // New returns a SummarizeAgent reading documents through files. Options:
 // WithTextModel.
 func New(files resolvers.FileResolver, opts ...Option) (*Agent, error) {
-	if files == nil {
-		return nil, errors.New("summarize: New needs a file resolver (the object store resolver)")
-	}
-	a := &Agent{files: files}
-	for _, o := range opts {
-		o(a)
-	}
-	return a, nil
+	return fileagent.New("summarize", files, &Agent{files: files}, opts...)
 }
 
 // Contract declares GENERATION: documents in, one TEXT summary out.
@@ -94,61 +85,41 @@ type document struct {
 // Execute extracts every document's text and summarises them. Documents
 // that cannot be read are skipped and named; the task fails when none can.
 func (a *Agent) Execute(ctx context.Context, ec *schemas.ExecutionContext) (schemas.AgentResult, error) {
-	fc, err := ec.Files("documents")
+	t := fileagent.Start(a.Contract())
+	ids, err := t.Files(ec, "documents")
 	if err != nil {
-		return schemas.Failure(Name, schemas.CodeInvalidInput, fmt.Sprintf("input \"documents\" (FILE_IDS of documents) is required: %v", err), false), nil
+		return t.Abort(err)
 	}
-	if fc.Spilled() {
-		return schemas.Failure(Name, schemas.CodeInvalidInput, fmt.Sprintf("input \"documents\" is a spilled collection (%s); the runtime resolves those before Execute", fc.Ref()), false), nil
+	sentences, err := t.IntParam(ec, "sentences", DefaultSentences)
+	if err != nil {
+		return t.Abort(err)
 	}
-	sentences := DefaultSentences
-	if v, ok := ec.Params()["sentences"]; ok {
-		n, err := docsearch.LimitParam(map[string]any{"limit": v}, DefaultSentences)
-		if err != nil {
-			return schemas.Failure(Name, schemas.CodeInvalidParams, strings.Replace(err.Error(), "limit", "sentences", 1), false), nil
-		}
-		sentences = n
-	}
-
-	ids := fc.IDs()
-	var (
-		docs    []document
-		skipped []string
-	)
-	i := 0
-	for f, err := range a.files.ResolveBatch(ctx, ids) {
-		id := ids[i]
-		i++
-		if err != nil {
-			if ctx.Err() != nil {
-				return schemas.AgentResult{}, ctx.Err()
-			}
-			skipped = append(skipped, fmt.Sprintf("%s: %v", id, err))
-			continue
-		}
-		name := docsearch.DisplayName(f.Ref)
-		kind := docsearch.DocumentType(f.Ref.MediaType, f.Ref.Filename)
+	var docs []document
+	err = t.EachFile(ctx, a.files, ids, func(_ int, id string, f resolvers.File) {
+		name := fileagent.DisplayName(f.Ref)
+		kind := fileagent.DocumentType(f.Ref.MediaType, f.Ref.Filename)
 		if kind == "" {
-			skipped = append(skipped, fmt.Sprintf("%s (%s) is %s, not a document", id, name, orUnknown(f.Ref.MediaType)))
-			continue
+			t.Skip("%s (%s) is %s, not a document", id, name, fileagent.MediaTypeOf(f.Ref))
+			return
 		}
-		text, err := docsearch.ExtractText(f.Content, kind)
-		if err != nil {
-			skipped = append(skipped, fmt.Sprintf("%s (%s): %v", id, name, err))
-			continue
+		text, err := fileagent.ExtractText(f.Content, kind)
+		switch {
+		case err != nil:
+			t.Skip("%s (%s): %v", id, name, err)
+		case text == "":
+			t.Skip("%s (%s) has no text", id, name)
+		default:
+			docs = append(docs, document{id: id, name: name, text: text})
 		}
-		if text == "" {
-			skipped = append(skipped, fmt.Sprintf("%s (%s) has no text", id, name))
-			continue
-		}
-		docs = append(docs, document{id: id, name: name, text: text})
+	})
+	if err != nil {
+		return t.Abort(err)
 	}
 	if len(docs) == 0 {
-		msg := "there are no documents to summarise"
-		if len(skipped) > 0 {
-			msg = fmt.Sprintf("none of the %d documents could be read: %s", len(skipped), strings.Join(skipped, "; "))
+		if n, _ := t.Skipped(); n == 0 {
+			return t.Fail(schemas.CodeInvalidInput, "there are no documents to summarise")
 		}
-		return schemas.Failure(Name, schemas.CodeInvalidInput, msg, false), nil
+		return t.FailAll(schemas.CodeInvalidInput, "documents could be read")
 	}
 
 	var (
@@ -179,18 +150,8 @@ func (a *Agent) Execute(ctx context.Context, ec *schemas.ExecutionContext) (sche
 		text = b.String()
 	}
 
-	summary := fmt.Sprintf("summarised %d documents (method: %s)", len(docs), method)
-	if len(skipped) > 0 {
-		summary += fmt.Sprintf("; skipped %d: %s", len(skipped), strings.Join(skipped, "; "))
-	}
-	return schemas.AgentResult{
-		Success:    true,
-		Agent:      Name,
-		Capability: schemas.CapGeneration,
-		Summary:    summary,
-		Outputs:    map[string]schemas.TypedValue{"summary": schemas.TextValue(text, Name)},
-		Metrics:    schemas.Metrics{Tokens: tokens},
-	}, nil
+	return t.Done(fmt.Sprintf("summarised %d documents (method: %s)", len(docs), method),
+		map[string]schemas.TypedValue{"summary": schemas.TextValue(text, Name)}, tokens)
 }
 
 // userPrompt lists the documents, each cut to its share of MaxPromptText.
@@ -201,20 +162,9 @@ func userPrompt(docs []document) string {
 	for _, d := range docs {
 		text := d.text
 		if len(text) > share {
-			cut := share
-			for cut > 0 && !utf8.RuneStart(text[cut]) {
-				cut--
-			}
-			text = text[:cut] + "\n[…cut]"
+			text = fileagent.Cut(text, share) + "\n[…cut]"
 		}
 		fmt.Fprintf(&b, "\n## Document: %s\n%s\n", d.name, text)
 	}
 	return b.String()
-}
-
-func orUnknown(mediaType string) string {
-	if mediaType == "" {
-		return "of unknown type"
-	}
-	return mediaType
 }

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"unicode"
 
-	"github.com/agentmesh/agentmesh/agents/builtin/docsearch"
+	"github.com/agentmesh/agentmesh/agents/builtin/internal/fileagent"
 )
 
 // Sentences splits text into sentences: at '.', '!' or '?' followed by a
@@ -79,7 +79,7 @@ func Extractive(text string, n int) []string {
 		return sentences
 	}
 	freq := map[string]float64{}
-	for _, t := range docsearch.Terms(text) {
+	for _, t := range fileagent.Terms(text) {
 		freq[t]++
 	}
 	maxFreq := 0.0
@@ -92,7 +92,7 @@ func Extractive(text string, n int) []string {
 	}
 	all := make([]scored, len(sentences))
 	for i, s := range sentences {
-		terms := docsearch.Terms(s)
+		terms := fileagent.Terms(s)
 		score := 0.0
 		for _, t := range terms {
 			score += freq[t] / maxFreq

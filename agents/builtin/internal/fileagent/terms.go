@@ -1,4 +1,4 @@
-package docsearch
+package fileagent
 
 import (
 	"strings"

@@ -1,4 +1,4 @@
-package docsearch_test
+package fileagent_test
 
 import (
 	"errors"
@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentmesh/agentmesh/agents/builtin/docsearch"
+	"github.com/agentmesh/agentmesh/agents/builtin/internal/fileagent"
 	"github.com/agentmesh/agentmesh/agents/builtin/samples"
 )
 
@@ -19,8 +19,8 @@ func TestExtractTextOfSamples(t *testing.T) {
 	}
 	for _, d := range samples.Documents() {
 		t.Run(d.Name, func(t *testing.T) {
-			kind := docsearch.DocumentType(d.MediaType, d.Name)
-			text, err := docsearch.ExtractText(d.Content, kind)
+			kind := fileagent.DocumentType(d.MediaType, d.Name)
+			text, err := fileagent.ExtractText(d.Content, kind)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -42,7 +42,7 @@ func TestExtractTextOfSamples(t *testing.T) {
 // escaping comes back line by line.
 func TestExtractTextPDFFixture(t *testing.T) {
 	lines := []string{"Quarterly report (draft)", "Revenue grew by 12% \\ year on year.", "Costs fell."}
-	text, err := docsearch.ExtractText(samples.PDF("Report", lines...), docsearch.MediaPDF)
+	text, err := fileagent.ExtractText(samples.PDF("Report", lines...), fileagent.MediaPDF)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,14 +59,14 @@ func TestExtractTextErrors(t *testing.T) {
 		content         []byte
 		want            error
 	}{
-		{"unsupported type", "image/png", []byte("x"), docsearch.ErrUnsupported},
-		{"pdf that is not", docsearch.MediaPDF, []byte("hello"), docsearch.ErrCorruptDocument},
-		{"truncated pdf", docsearch.MediaPDF, pdf[:len(pdf)/2], docsearch.ErrCorruptDocument},
-		{"pdf header only", docsearch.MediaPDF, []byte("%PDF-1.4\n"), docsearch.ErrCorruptDocument},
+		{"unsupported type", "image/png", []byte("x"), fileagent.ErrUnsupported},
+		{"pdf that is not", fileagent.MediaPDF, []byte("hello"), fileagent.ErrCorruptDocument},
+		{"truncated pdf", fileagent.MediaPDF, pdf[:len(pdf)/2], fileagent.ErrCorruptDocument},
+		{"pdf header only", fileagent.MediaPDF, []byte("%PDF-1.4\n"), fileagent.ErrCorruptDocument},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := docsearch.ExtractText(tt.content, tt.mediaType)
+			_, err := fileagent.ExtractText(tt.content, tt.mediaType)
 			if !errors.Is(err, tt.want) {
 				t.Fatalf("ExtractText: %v, want %v", err, tt.want)
 			}
@@ -76,18 +76,18 @@ func TestExtractTextErrors(t *testing.T) {
 
 func TestDocumentType(t *testing.T) {
 	tests := []struct{ mediaType, filename, want string }{
-		{"text/plain; charset=utf-8", "a.txt", docsearch.MediaPlain},
-		{"text/plain; charset=utf-8", "README.md", docsearch.MediaMarkdown},
-		{"text/html; charset=utf-8", "x", docsearch.MediaHTML},
-		{"text/plain", "page.htm", docsearch.MediaHTML},
-		{"application/octet-stream", "paper.PDF", docsearch.MediaPDF},
-		{"application/pdf", "", docsearch.MediaPDF},
+		{"text/plain; charset=utf-8", "a.txt", fileagent.MediaPlain},
+		{"text/plain; charset=utf-8", "README.md", fileagent.MediaMarkdown},
+		{"text/html; charset=utf-8", "x", fileagent.MediaHTML},
+		{"text/plain", "page.htm", fileagent.MediaHTML},
+		{"application/octet-stream", "paper.PDF", fileagent.MediaPDF},
+		{"application/pdf", "", fileagent.MediaPDF},
 		{"image/jpeg", "a.jpg", ""},
 		{"image/jpeg", "fake.pdf", ""},
 		{"", "", ""},
 	}
 	for _, tt := range tests {
-		if got := docsearch.DocumentType(tt.mediaType, tt.filename); got != tt.want {
+		if got := fileagent.DocumentType(tt.mediaType, tt.filename); got != tt.want {
 			t.Errorf("DocumentType(%q, %q) = %q, want %q", tt.mediaType, tt.filename, got, tt.want)
 		}
 	}
@@ -103,44 +103,20 @@ func TestHTMLEdgeCases(t *testing.T) {
 		{"<script>never closed", ""},
 	}
 	for _, tt := range tests {
-		got, err := docsearch.ExtractText([]byte(tt.in), docsearch.MediaHTML)
+		got, err := fileagent.ExtractText([]byte(tt.in), fileagent.MediaHTML)
 		if err != nil || got != tt.want {
 			t.Errorf("HTML %q → %q, %v; want %q", tt.in, got, err, tt.want)
 		}
 	}
 }
 
-func TestTerms(t *testing.T) {
-	tests := []struct {
-		in   string
-		want []string
-	}{
-		{"Find sunset images and organize them into folders", []string{"sunset"}},
-		{"Sunsets, CITIES & trees!", []string{"sunset", "city", "tree"}},
-		{"the glass bus", []string{"glass", "bus"}},
-		{"IMG_0042.jpg", []string{"img", "0042", "jpg"}},
-	}
-	for _, tt := range tests {
-		if got := docsearch.Terms(tt.in); !slices.Equal(got, tt.want) {
-			t.Errorf("Terms(%q) = %q, want %q", tt.in, got, tt.want)
-		}
-	}
-}
-
-func TestDigest(t *testing.T) {
-	d := docsearch.Digest("Streams store messages. A stream has consumers; consumers read the stream. 2024 2024 2024")
-	if len(d) < 2 || d[0] != "stream" || d[1] != "consumer" || slices.Contains(d, "2024") {
-		t.Errorf("Digest = %q", d)
-	}
-}
-
 func FuzzExtractText(f *testing.F) {
 	for _, d := range samples.Documents() {
-		f.Add(d.Content, docsearch.DocumentType(d.MediaType, d.Name))
+		f.Add(d.Content, fileagent.DocumentType(d.MediaType, d.Name))
 	}
 	f.Fuzz(func(t *testing.T, content []byte, mediaType string) {
-		text, err := docsearch.ExtractText(content, mediaType)
-		if err == nil && len(text) > docsearch.MaxExtractBytes {
+		text, err := fileagent.ExtractText(content, mediaType)
+		if err == nil && len(text) > fileagent.MaxExtractBytes {
 			t.Fatalf("text of %d bytes", len(text))
 		}
 	})

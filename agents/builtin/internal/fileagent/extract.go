@@ -1,4 +1,4 @@
-package docsearch
+package fileagent
 
 import (
 	"bytes"
@@ -96,15 +96,22 @@ func ExtractText(content []byte, mediaType string) (string, error) {
 	default:
 		return "", fmt.Errorf("%w: %q", ErrUnsupported, mediaType)
 	}
-	text = strings.ToValidUTF8(text, "\uFFFD")
-	if len(text) > MaxExtractBytes {
-		cut := MaxExtractBytes
-		for cut > 0 && !utf8.RuneStart(text[cut]) {
-			cut--
-		}
-		text = text[:cut]
-	}
+	text = Cut(strings.ToValidUTF8(text, "\uFFFD"), MaxExtractBytes)
 	return strings.TrimSpace(text), nil
+}
+
+// Cut returns s cut to at most n bytes, at a character boundary.
+func Cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	if n <= 0 {
+		return ""
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 // PDFTimeout bounds the text extraction of one PDF. The PDF library can spin

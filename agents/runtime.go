@@ -364,7 +364,7 @@ func (r *Runtime) handleControl(m *nats.Msg) {
 	}
 	var req CancelRequest
 	if err := json.Unmarshal(data, &req); err != nil || req.TaskID == "" {
-		r.log.Warn("control message without a taskid", "subject", m.Subject, "body", clip(string(m.Data), 200))
+		r.log.Warn("control message without a taskid", "subject", m.Subject, "body", schemas.Clip(string(m.Data), 200))
 		return
 	}
 	r.mu.Lock()
@@ -396,11 +396,4 @@ func semver(v string) string {
 		return v
 	}
 	return "0.0.0"
-}
-
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }

@@ -107,7 +107,7 @@ func (r *Runtime) run(d *delivery) (schemas.AgentResult, error) {
 	}
 	if err := c.ValidateParams(req.Params); err != nil {
 		given, _ := json.Marshal(req.Params)
-		return fail(schemas.CodeInvalidParams, "task %s for %s: params %s: %s", ev.ID, c.Name, clip(string(given), 200), oneLine(err))
+		return fail(schemas.CodeInvalidParams, "task %s for %s: params %s: %s", ev.ID, c.Name, schemas.Clip(string(given), 200), oneLine(err))
 	}
 	deadline, hasDeadline, err := ev.Deadline()
 	if err != nil {
@@ -387,5 +387,5 @@ func oneLine(err error) string {
 }
 
 func headerSafe(s string) string {
-	return clip(strings.NewReplacer("\r", " ", "\n", "; ").Replace(s), 1000)
+	return schemas.Clip(strings.NewReplacer("\r", " ", "\n", "; ").Replace(s), 1000)
 }

@@ -38,7 +38,7 @@ description, capability, system_prompt, inputs, outputs, params). It needs an
 LLM: set OPENAI_API_KEY and/or OPENAI_BASE_URL, and AGENTMESH_MODEL.`,
 		Example: `  agentmesh agent AnalysisAgent
   agentmesh agent AnalysisAgent --concurrency 8      # run this line twice to get two instances
-  agentmesh agent --config agents/prompt/testdata/haiku.yaml`,
+  agentmesh agent --config agents/builtin/prompt/testdata/haiku.yaml`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if config != "" {
 				return cobra.NoArgs(cmd, args)

@@ -6,7 +6,7 @@ import (
 	"slices"
 
 	"github.com/agentmesh/agentmesh/agents"
-	"github.com/agentmesh/agentmesh/agents/text"
+	"github.com/agentmesh/agentmesh/agents/builtin/text"
 )
 
 // builtinAgent is an agent this binary can run with `agentmesh agent NAME`.

@@ -4,12 +4,12 @@ import (
 	"context"
 
 	"github.com/agentmesh/agentmesh/agents"
-	"github.com/agentmesh/agentmesh/agents/analysis"
-	"github.com/agentmesh/agentmesh/agents/docsearch"
-	"github.com/agentmesh/agentmesh/agents/folder"
-	"github.com/agentmesh/agentmesh/agents/imagesearch"
-	"github.com/agentmesh/agentmesh/agents/prompt"
-	"github.com/agentmesh/agentmesh/agents/summarize"
+	"github.com/agentmesh/agentmesh/agents/builtin/analysis"
+	"github.com/agentmesh/agentmesh/agents/builtin/docsearch"
+	"github.com/agentmesh/agentmesh/agents/builtin/folder"
+	"github.com/agentmesh/agentmesh/agents/builtin/imagesearch"
+	"github.com/agentmesh/agentmesh/agents/builtin/prompt"
+	"github.com/agentmesh/agentmesh/agents/builtin/summarize"
 	"github.com/agentmesh/agentmesh/resolvers"
 )
 

@@ -1,7 +1,7 @@
 package main
 
 import (
-	"github.com/agentmesh/agentmesh/agents/llmiface"
+	"github.com/agentmesh/agentmesh/agents/builtin/llmiface"
 	"github.com/agentmesh/agentmesh/llm"
 )
 

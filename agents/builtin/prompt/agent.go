@@ -1,0 +1,178 @@
+package prompt
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/agentmesh/agentmesh/agents"
+	"github.com/agentmesh/agentmesh/agents/builtin/llmiface"
+	"github.com/agentmesh/agentmesh/resolvers"
+	"github.com/agentmesh/agentmesh/schemas"
+)
+
+// maxListedFiles bounds how many files of one FILE_IDS input are described
+// to the model; the rest are counted.
+const maxListedFiles = 200
+
+// maxMetadataValue bounds, in characters, each metadata value described to
+// the model.
+const maxMetadataValue = 200
+
+// Option configures a PromptAgent.
+type Option func(*Agent)
+
+// WithResolver lets the agent describe FILE_IDS inputs to the model with
+// each file's name, type, size and metadata, not only its ID.
+func WithResolver(r resolvers.FileResolver) Option {
+	return func(a *Agent) { a.files = r }
+}
+
+// Agent is a PromptAgent: the contract of its Config, executed by one call
+// of the text model.
+type Agent struct {
+	cfg      Config
+	contract schemas.AgentContract
+	model    llmiface.TextModel
+	files    resolvers.FileResolver
+}
+
+var _ agents.Agent = (*Agent)(nil)
+
+// New returns the agent a validated config declares. model answers its
+// tasks; a nil model makes every task fail with an error saying how to
+// configure an LLM. Options: WithResolver.
+func New(cfg Config, model llmiface.TextModel, opts ...Option) (*Agent, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	a := &Agent{cfg: cfg, contract: cfg.Contract(), model: model}
+	for _, o := range opts {
+		o(a)
+	}
+	return a, nil
+}
+
+// Contract is the contract the config declares.
+func (a *Agent) Contract() schemas.AgentContract { return a.contract }
+
+// Config is the agent's definition.
+func (a *Agent) Config() Config { return a.cfg }
+
+// Execute renders the inputs and params into one user message, sends it with
+// the system prompt to the model and returns the reply as the first output.
+func (a *Agent) Execute(ctx context.Context, ec *schemas.ExecutionContext) (schemas.AgentResult, error) {
+	if a.model == nil {
+		return schemas.Failure(a.cfg.Name, schemas.CodeUnavailable, fmt.Sprintf(
+			"PromptAgent %s needs an LLM: set OPENAI_API_KEY/OPENAI_BASE_URL (and AGENTMESH_MODEL or the config's model) and restart it",
+			a.cfg.Name), false), nil
+	}
+	for _, in := range a.cfg.Inputs {
+		if in.Required && !ec.Has(in.Name) {
+			return schemas.Failure(a.cfg.Name, schemas.CodeInvalidInput, fmt.Sprintf("input %q (%s) is required", in.Name, in.DataType), false), nil
+		}
+	}
+	user, err := a.render(ctx, ec)
+	if err != nil {
+		return schemas.Failure(a.cfg.Name, schemas.CodeInvalidInput, err.Error(), false), nil
+	}
+	reply, tokens, err := a.model.Complete(ctx, a.cfg.SystemPrompt, user)
+	if err != nil {
+		if ctx.Err() != nil {
+			return schemas.AgentResult{}, ctx.Err()
+		}
+		return schemas.AgentResult{}, agents.Retryable(fmt.Errorf("the LLM did not answer: %w", err))
+	}
+	reply = strings.TrimSpace(reply)
+	out := a.cfg.Outputs[0]
+	value := schemas.TextValue(reply, a.cfg.Name)
+	value.ContentTypeHint = out.ContentTypeHint
+	return schemas.AgentResult{
+		Success:    true,
+		Agent:      a.cfg.Name,
+		Capability: a.cfg.Capability,
+		Summary:    fmt.Sprintf("%s answered in %d characters", a.cfg.Name, len([]rune(reply))),
+		Outputs:    map[string]schemas.TypedValue{out.Name: value},
+		Metrics:    schemas.Metrics{Tokens: tokens},
+	}, nil
+}
+
+// render writes the user message: the instruction, each declared input
+// (TEXT as text, FILE_IDS as IDs with what is known of each file, other
+// types as JSON), then the params as JSON.
+func (a *Agent) render(ctx context.Context, ec *schemas.ExecutionContext) (string, error) {
+	var b strings.Builder
+	if ins := strings.TrimSpace(ec.Instruction()); ins != "" {
+		fmt.Fprintf(&b, "Instruction: %s\n\n", ins)
+	}
+	for _, in := range a.cfg.Inputs {
+		if !ec.Has(in.Name) {
+			continue
+		}
+		v, err := ec.Read(in.Name, in.DataType)
+		if err != nil {
+			return "", fmt.Errorf("input %q: %v", in.Name, err)
+		}
+		fmt.Fprintf(&b, "## Input %s (%s)\n", in.Name, in.DataType)
+		switch in.DataType {
+		case schemas.TypeText:
+			s, err := v.Text()
+			if err != nil {
+				return "", fmt.Errorf("input %q: %v", in.Name, err)
+			}
+			b.WriteString(s)
+			b.WriteString("\n\n")
+		case schemas.TypeFileIDs:
+			fc, err := v.Files()
+			if err != nil {
+				return "", fmt.Errorf("input %q: %v", in.Name, err)
+			}
+			a.renderFiles(ctx, &b, fc)
+		default:
+			var pretty any
+			if err := json.Unmarshal(v.Value, &pretty); err != nil {
+				return "", fmt.Errorf("input %q: %v", in.Name, err)
+			}
+			js, _ := json.MarshalIndent(pretty, "", "  ")
+			b.Write(js)
+			b.WriteString("\n\n")
+		}
+	}
+	if p := ec.Params(); len(p) > 0 {
+		js, err := json.MarshalIndent(p, "", "  ")
+		if err != nil {
+			return "", fmt.Errorf("params: %v", err)
+		}
+		fmt.Fprintf(&b, "## Parameters\n%s\n", js)
+	}
+	return strings.TrimSpace(b.String()), nil
+}
+
+func (a *Agent) renderFiles(ctx context.Context, b *strings.Builder, fc schemas.FileCollection) {
+	ids := fc.IDs()
+	fmt.Fprintf(b, "%d files (%s)\n", fc.Count(), fc.ContentType())
+	for i, id := range ids {
+		if i == maxListedFiles {
+			fmt.Fprintf(b, "- ... and %d more\n", len(ids)-maxListedFiles)
+			break
+		}
+		if a.files == nil {
+			fmt.Fprintf(b, "- %s\n", id)
+			continue
+		}
+		ref, err := a.files.ResolveMetadata(ctx, id)
+		if err != nil {
+			fmt.Fprintf(b, "- %s (cannot be read: %v)\n", id, err)
+			continue
+		}
+		fmt.Fprintf(b, "- %s: %s, %s, %d bytes", id, orEmpty(ref.Filename), orEmpty(ref.MediaType), ref.Size)
+		for _, k := range slices.Sorted(maps.Keys(ref.Metadata)) {
+			fmt.Fprintf(b, ", %s=%s", k, schemas.Clip(ref.Metadata[k], maxMetadataValue))
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("\n")
+}

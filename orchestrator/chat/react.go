@@ -300,7 +300,7 @@ func (c *Chat) lastResults(t *chatTurn) string {
 	var parts []string
 	for _, r := range t.ToolCalls[max(0, len(t.ToolCalls)-3):] {
 		if r.Success {
-			parts = append(parts, fmt.Sprintf("%s: %s", r.Agent, clip(r.Summary, 120)))
+			parts = append(parts, fmt.Sprintf("%s: %s", r.Agent, schemas.Clip(r.Summary, 120)))
 		} else {
 			parts = append(parts, fmt.Sprintf("%s failed", r.Agent))
 		}

@@ -123,7 +123,7 @@ func StateData(st *schemas.ConversationState) Data {
 	for i := len(st.History) - 1; i >= 0 && len(recent) < 5; i-- {
 		h := st.History[i]
 		if h.Kind == "result" {
-			recent = append(recent, clip(fmt.Sprintf("%s: %s", h.Agent, h.Text), 200))
+			recent = append(recent, schemas.Clip(fmt.Sprintf("%s: %s", h.Agent, h.Text), 200))
 		}
 	}
 	slices.Reverse(recent)
@@ -149,7 +149,7 @@ func Summarize(slot string, v schemas.TypedValue) SlotSummary {
 		}
 	case schemas.TypeText:
 		if t, err := v.Text(); err == nil {
-			s.Preview = clip(t, 160)
+			s.Preview = schemas.Clip(t, 160)
 		}
 	}
 	return s
@@ -233,12 +233,12 @@ func plural(n int, one, many string) string {
 // never carries ID lists.
 func Observation(agent string, res schemas.AgentResult, router *route.Router) string {
 	if !res.Success {
-		return fmt.Sprintf("%s failed: %s", agent, clip(res.Err().Error(), 400))
+		return fmt.Sprintf("%s failed: %s", agent, schemas.Clip(res.Err().Error(), 400))
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s succeeded", agent)
 	if s := strings.TrimSpace(res.Summary); s != "" {
-		fmt.Fprintf(&b, ": %s", clip(s, 300))
+		fmt.Fprintf(&b, ": %s", schemas.Clip(s, 300))
 	}
 	names := slices.Sorted(maps.Keys(res.Outputs))
 	if len(names) > 0 {
@@ -262,7 +262,7 @@ func Observation(agent string, res schemas.AgentResult, router *route.Router) st
 // "ImageSearch returned 12 images".
 func ProgressLine(agent string, res schemas.AgentResult) string {
 	if !res.Success {
-		return fmt.Sprintf("%s failed: %s", agent, clip(res.Err().Error(), 160))
+		return fmt.Sprintf("%s failed: %s", agent, schemas.Clip(res.Err().Error(), 160))
 	}
 	names := slices.Sorted(maps.Keys(res.Outputs))
 	if len(names) == 0 {
@@ -273,13 +273,4 @@ func ProgressLine(agent string, res schemas.AgentResult) string {
 		parts = append(parts, describeCount(res.Outputs[n]))
 	}
 	return fmt.Sprintf("%s returned %s", agent, strings.Join(parts, ", "))
-}
-
-// clip cuts s to n runes, ending with "…" when cut.
-func clip(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n-1]) + "…"
 }

@@ -24,11 +24,8 @@ const (
 )
 
 // ValueResolver loads spilled collections and spills large ones
-// (resolvers.Collections implements it).
-type ValueResolver interface {
-	ResolveValue(ctx context.Context, tv schemas.TypedValue) (schemas.TypedValue, error)
-	SpillValue(ctx context.Context, tv schemas.TypedValue) (schemas.TypedValue, error)
-}
+// (resolvers.Collections implements it); it is the one schemas.ValueResolver.
+type ValueResolver = schemas.ValueResolver
 
 type routeKey struct{ dataType, hint string }
 

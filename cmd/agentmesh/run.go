@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
 	"github.com/agentmesh/agentmesh/bus"
@@ -98,27 +97,7 @@ func oneLine(msg string) string {
 // follow reads every event of a run or conversation from MESH_EVENTS with an
 // ordered consumer, from the start.
 func follow(ctx context.Context, m *mesh, id string) (<-chan bus.Event, func(), error) {
-	cons, err := m.JS.OrderedConsumer(ctx, m.Names.EventsStream(), jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{m.Names.EventsOf(id)},
-	})
-	if err != nil {
-		return nil, nil, fmt.Errorf("following %s: %w", id, err)
-	}
-	out := make(chan bus.Event, 64)
-	cc, err := cons.Consume(func(msg jetstream.Msg) {
-		ev, err := bus.Decode(natsMsg(msg))
-		if err != nil {
-			return
-		}
-		select {
-		case out <- ev:
-		case <-ctx.Done():
-		}
-	})
-	if err != nil {
-		return nil, nil, fmt.Errorf("following %s: %w", id, err)
-	}
-	return out, cc.Stop, nil
+	return client.Follow(ctx, m.JS, m.Names, m.Names.EventsOf(id), false)
 }
 
 func printPipelineEvent(a *app, ev bus.Event) {

@@ -198,14 +198,22 @@ func publishTasks(t *testing.T, ctx context.Context, js jetstream.JetStream, evs
 	return ids
 }
 
-// storedResults counts the result messages in MESH_RESULTS.
-func storedResults(t *testing.T, ctx context.Context, res *bus.Resources) uint64 {
+// storedResults counts the result messages in MESH_RESULTS once the stream
+// holds at least want of them (or a few seconds passed): a core subscriber
+// can see a result before the stream has stored it.
+func storedResults(t *testing.T, ctx context.Context, res *bus.Resources, want uint64) uint64 {
 	t.Helper()
-	info, err := res.Results.Info(ctx)
-	if err != nil {
-		t.Fatal(err)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		info, err := res.Results.Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.State.Msgs >= want || time.Now().After(deadline) {
+			return info.State.Msgs
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
-	return info.State.Msgs
 }
 
 // waitAckPending polls the TextAgent consumer until n tasks are held by instances.
@@ -252,7 +260,7 @@ func TestAgentProcessesShareTasks(t *testing.T) {
 	if counts[a.instance] == 0 || counts[b.instance] == 0 {
 		t.Errorf("both instances should work; results by instance: %v (a=%s b=%s)", counts, a.instance, b.instance)
 	}
-	if n := storedResults(t, ctx, res); n != 200 {
+	if n := storedResults(t, ctx, res, 200); n != 200 {
 		t.Errorf("MESH_RESULTS holds %d results for 200 tasks; want exactly one each", n)
 	}
 	results.mu.Lock()
@@ -313,7 +321,7 @@ func TestAgentProcessKilledLosesNoTask(t *testing.T) {
 	}
 
 	results.wait(t, ids, 60*time.Second)
-	if n := storedResults(t, ctx, res); n != uint64(len(ids)) {
+	if n := storedResults(t, ctx, res, uint64(len(ids))); n != uint64(len(ids)) {
 		t.Errorf("MESH_RESULTS holds %d results for %d tasks; want exactly one each", n, len(ids))
 	}
 	counts := results.bySource()

@@ -48,6 +48,10 @@ type AgentContract struct {
 	CanChainWith []string        `json:"can_chain_with,omitempty"`
 	Params       json.RawMessage `json:"params,omitempty"`
 	TimeoutMS    int64           `json:"timeout_ms,omitempty"`
+	// DataTypes declares the data types of the agent's own that its inputs
+	// and outputs use: the orchestrator validates, merges and slots their
+	// values like a built-in type's (DataTypeRegistry.Declare).
+	DataTypes []DataTypeDefinition `json:"data_types,omitempty"`
 }
 
 var (
@@ -86,6 +90,35 @@ func (c AgentContract) ValidateWith(reg *DataTypeRegistry) error {
 	if c.TimeoutMS < 0 {
 		bad("timeout_ms is %d; it must be 0 (no limit of the agent's own) or positive", c.TimeoutMS)
 	}
+	own := map[string]DataTypeDefinition{}
+	for i, def := range c.DataTypes {
+		if t, err := reg.lookup(def.Name); err == nil && t.builtin {
+			bad("data_types[%d]: %s is a built-in data type; declare only types of your own", i, def.Name)
+			continue
+		}
+		t, err := def.dataType()
+		if err == nil {
+			_, err = compileType(t)
+		}
+		if err != nil {
+			bad("data_types[%d] (%s): %v", i, def.Name, err)
+		}
+		if _, twice := own[def.Name]; twice {
+			bad("data_types[%d]: %s is declared twice", i, def.Name)
+		}
+		own[def.Name] = def
+	}
+	known := func(dataType string) bool {
+		_, mine := own[dataType]
+		_, ok := reg.Lookup(dataType)
+		return mine || ok
+	}
+	mergeable := func(dataType string) bool {
+		if def, mine := own[dataType]; mine {
+			return def.Merge != ""
+		}
+		return reg.Mergeable(dataType)
+	}
 	names := map[string]bool{}
 	for i, in := range c.Inputs {
 		where := fmt.Sprintf("inputs[%d]", i)
@@ -95,8 +128,8 @@ func (c AgentContract) ValidateWith(reg *DataTypeRegistry) error {
 			bad("%s: input %q is declared twice", where, in.Name)
 		}
 		names["in:"+in.Name] = true
-		if _, ok := reg.Lookup(in.DataType); !ok {
-			bad("%s (%s): unknown data type %q; register it first (known: %v)", where, in.Name, in.DataType, reg.Names())
+		if !known(in.DataType) {
+			bad("%s (%s): unknown data type %q; declare it in data_types (known: %v)", where, in.Name, in.DataType, reg.Names())
 		}
 	}
 	for i, out := range c.Outputs {
@@ -107,9 +140,9 @@ func (c AgentContract) ValidateWith(reg *DataTypeRegistry) error {
 			bad("%s: output %q is declared twice", where, out.Name)
 		}
 		names["out:"+out.Name] = true
-		if _, ok := reg.Lookup(out.DataType); !ok {
-			bad("%s (%s): unknown data type %q; register it first (known: %v)", where, out.Name, out.DataType, reg.Names())
-		} else if out.Mergeable && !reg.Mergeable(out.DataType) {
+		if !known(out.DataType) {
+			bad("%s (%s): unknown data type %q; declare it in data_types (known: %v)", where, out.Name, out.DataType, reg.Names())
+		} else if out.Mergeable && !mergeable(out.DataType) {
 			bad("%s (%s): declared mergeable but data type %s has no merge function", where, out.Name, out.DataType)
 		}
 	}

@@ -109,8 +109,9 @@ func TestRegistryMerge(t *testing.T) {
 
 func TestRegisterCustomType(t *testing.T) {
 	r := NewRegistry()
-	def := DataTypeDefinition{Name: "SCORES", Description: "scores", Schema: json.RawMessage(`{"type":"object","additionalProperties":{"type":"number"}}`)}
-	if err := r.Register(def, nil); err != nil {
+	scores := DataType{Name: "SCORES", Description: "scores", Schema: json.RawMessage(`{"type":"object","additionalProperties":{"type":"number"}}`),
+		Slots: map[string]string{"": "current_scores"}, Unit: [2]string{"score", "scores"}}
+	if err := r.Register(scores); err != nil {
 		t.Fatal(err)
 	}
 	if err := r.Validate("SCORES", json.RawMessage(`{"a":1}`)); err != nil {
@@ -119,20 +120,131 @@ func TestRegisterCustomType(t *testing.T) {
 	if err := r.Validate("SCORES", json.RawMessage(`{"a":"x"}`)); !errors.Is(err, ErrInvalidValue) {
 		t.Errorf("bad SCORES value: %v", err)
 	}
+	if slot, ok := r.SlotFor("SCORES", "anything"); !ok || slot != "current_scores" {
+		t.Errorf("SlotFor(SCORES) = %q, %v", slot, ok)
+	}
+	if got := r.Describe(TypedValue{DataType: "SCORES", Value: json.RawMessage(`{"a":1,"b":2}`)}); got != "2 scores" {
+		t.Errorf("Describe = %q, want 2 scores", got)
+	}
 	// A custom type may reference the shipped schemas.
-	if err := r.Register(DataTypeDefinition{Name: "PICKS", Schema: json.RawMessage(`{"$ref":"https://agentmesh.dev/schemas/file-collection.schema.json"}`)}, nil); err != nil {
+	if err := r.Register(DataType{Name: "PICKS", Schema: json.RawMessage(`{"$ref":"https://agentmesh.dev/schemas/file-collection.schema.json"}`)}); err != nil {
 		t.Fatal(err)
 	}
 	if err := r.Validate("PICKS", json.RawMessage(`{"ids":[1]}`)); err == nil {
 		t.Error("PICKS accepted a number as an ID")
 	}
-	err := r.Register(DataTypeDefinition{Name: "bad name", Mergeable: true, Schema: json.RawMessage(`{"type":`)}, nil)
-	for _, want := range []string{`"bad name"`, "no merge function", "not valid JSON"} {
+	err := r.Register(DataType{Name: "bad name", Schema: json.RawMessage(`{"type":`), Slots: map[string]string{"": "no good"}})
+	for _, want := range []string{`"bad name"`, `slot "no good"`, "not valid JSON"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Register of a bad definition: %v, want it to mention %s", err, want)
 		}
 	}
-	if err := r.Register(DataTypeDefinition{Name: TypeText}, nil); err == nil {
+	if err := r.Register(DataType{Name: TypeText}); err == nil {
 		t.Error("replacing a built-in was allowed")
+	}
+	if err := r.Register(DataType{Name: "OTHER", Slots: map[string]string{"": "current_text"}}); err == nil || !strings.Contains(err.Error(), "already filled by data type TEXT") {
+		t.Errorf("a second type in TEXT's slot: %v", err)
+	}
+}
+
+func TestDeclareOnTheWire(t *testing.T) {
+	r := NewRegistry()
+	freq := DataTypeDefinition{Name: "WORD_FREQUENCIES", Description: "word counts", Merge: "sum",
+		Schema: json.RawMessage(`{"type":"object","additionalProperties":{"type":"integer","minimum":1}}`)}
+	if err := r.Declare(freq, "NodeWordCount"); err != nil {
+		t.Fatal(err)
+	}
+	// The same definition again (other whitespace in the schema) is no change.
+	again := freq
+	again.Schema = json.RawMessage(`{ "type": "object", "additionalProperties": {"minimum": 1, "type": "integer"} }`)
+	if err := r.Declare(again, "NodeWordCount"); err != nil {
+		t.Errorf("declaring the same type again: %v", err)
+	}
+	def, ok := r.Lookup("WORD_FREQUENCIES")
+	if !ok || !def.Mergeable || def.Merge != "sum" || def.Slot != "current_word_frequencies" {
+		t.Errorf("Lookup = %+v, %v", def, ok)
+	}
+	m, err := r.Merge("WORD_FREQUENCIES", json.RawMessage(`{"a":1,"b":2}`), json.RawMessage(`{"b":3,"c":1}`))
+	if err != nil || !jsonEqual(m, json.RawMessage(`{"a":1,"b":5,"c":1}`)) {
+		t.Errorf("sum merge = %s, %v", m, err)
+	}
+	if err := r.Validate("WORD_FREQUENCIES", json.RawMessage(`{"a":0}`)); !errors.Is(err, ErrInvalidValue) {
+		t.Errorf("a count of 0 passed the declared schema: %v", err)
+	}
+	refused := []struct {
+		def  DataTypeDefinition
+		want string
+	}{
+		{DataTypeDefinition{Name: "WORD_FREQUENCIES", Description: "word counts", Merge: "append"}, `differs from the one NodeWordCount declared (schema, merge "sum" vs "append")`},
+		{DataTypeDefinition{Name: TypeText, Description: "mine"}, "built in"},
+		{DataTypeDefinition{Name: "X", Description: "x", Merge: "concat"}, `merge rule "concat" does not exist; use one of append, object, sum, union`},
+		{DataTypeDefinition{Name: "X", Description: "x", Mergeable: true}, "mergeable without a merge rule"},
+		{DataTypeDefinition{Name: "X"}, "description is empty"},
+		{DataTypeDefinition{Name: "X", Description: "x", Slot: "current_text"}, "already filled by data type TEXT"},
+		{DataTypeDefinition{Name: "X", Description: "x", Schema: json.RawMessage(`{"type":7}`)}, "data type X"},
+	}
+	for _, c := range refused {
+		err := r.Declare(c.def, "Other")
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "Other") {
+			t.Errorf("Declare(%+v) = %v, want an error naming Other and %q", c.def, err, c.want)
+		}
+	}
+	if _, ok := r.Lookup("X"); ok {
+		t.Error("a refused declaration was registered")
+	}
+}
+
+func TestMergeRules(t *testing.T) {
+	cases := []struct{ rule, a, b, want string }{
+		{"append", `[1,2]`, `[2,3]`, `[1,2,2,3]`},
+		{"union", `[{"x":1},2]`, `[{"x":1},3]`, `[{"x":1},2,3]`},
+		{"object", `{"a":{"x":1,"y":1},"b":1}`, `{"a":{"y":2},"c":[1]}`, `{"a":{"x":1,"y":2},"b":1,"c":[1]}`},
+		{"sum", `{"a":1,"b":0.5}`, `{"a":2,"b":1,"c":7}`, `{"a":3,"b":1.5,"c":7}`},
+	}
+	for _, c := range cases {
+		got, err := mergeRules[c.rule](json.RawMessage(c.a), json.RawMessage(c.b))
+		if err != nil || !jsonEqual(got, json.RawMessage(c.want)) {
+			t.Errorf("%s(%s, %s) = %s, %v; want %s", c.rule, c.a, c.b, got, err, c.want)
+		}
+	}
+	if _, err := mergeRules["sum"](json.RawMessage(`{"a":"x"}`), json.RawMessage(`{}`)); err == nil {
+		t.Error("sum merged a string")
+	}
+	// A merge that breaks the declared schema is refused, not stored.
+	r := NewRegistry()
+	if err := r.Declare(DataTypeDefinition{Name: "PAIR", Description: "at most two", Merge: "append",
+		Schema: json.RawMessage(`{"type":"array","maxItems":2}`)}, "A"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Merge("PAIR", json.RawMessage(`[1,2]`), json.RawMessage(`[3]`)); !errors.Is(err, ErrInvalidValue) || !strings.Contains(err.Error(), "merged value") {
+		t.Errorf("a merge breaking maxItems: %v", err)
+	}
+}
+
+func TestDescribeValues(t *testing.T) {
+	r := NewRegistry()
+	cases := []struct {
+		v    TypedValue
+		want string
+		n    int
+	}{
+		{TypedValue{DataType: TypeFileIDs, ContentTypeHint: ContentImages, Value: json.RawMessage(`{"ids":["a"],"content_type":"images","count":1}`)}, "1 image", 1},
+		{TypedValue{DataType: TypeFileIDs, Value: json.RawMessage(`{"ids":["a","b"],"content_type":"mixed","count":2}`)}, "2 files", 2},
+		{TypedValue{DataType: TypeCategorization, Value: json.RawMessage(`{"categories":{"x":["a"]}}`)}, "1 category", 1},
+		{TypedValue{DataType: TypeFolderResult, Value: json.RawMessage(`{"folders":{"x":["a"],"y":["b"]},"moved":1}`)}, "2 folders (1 file moved)", 2},
+		{TypedValue{DataType: TypeText, Value: json.RawMessage(`"héllo"`)}, "text of 5 characters", 1},
+		{TypedValue{DataType: "UNKNOWN", Value: json.RawMessage(`[1,2,3]`)}, "3 values", 3},
+	}
+	for _, c := range cases {
+		if got := r.Describe(c.v); got != c.want {
+			t.Errorf("Describe(%s) = %q, want %q", c.v.Value, got, c.want)
+		}
+		if got := r.Count(c.v); got != c.n {
+			t.Errorf("Count(%s) = %d, want %d", c.v.Value, got, c.n)
+		}
+	}
+	facts := r.Facts(TypedValue{DataType: TypeCategorization, Value: json.RawMessage(`{"categories":{"x":["a","b"]}}`)})
+	if !reflect.DeepEqual(facts, map[string]any{"categories": map[string]int{"x": 2}}) {
+		t.Errorf("Facts = %v", facts)
 	}
 }

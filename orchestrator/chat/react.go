@@ -152,7 +152,7 @@ func (c *Chat) callAgent(ctx context.Context, s *session, taskID, agent, rawArgs
 	if err != nil {
 		return fail(fmt.Sprintf("%s was not called: reading the conversation state failed: %v", agent, err))
 	}
-	args, err := ParseToolArgs(contract, rawArgs, st.Slots)
+	args, err := ParseToolArgs(contract, rawArgs, st.Slots, c.router.DataTypes())
 	if err != nil {
 		return fail(fmt.Sprintf("%s was not called: %v", agent, err))
 	}
@@ -196,7 +196,7 @@ func (c *Chat) callAgent(ctx context.Context, s *session, taskID, agent, rawArgs
 	}); err != nil {
 		return fail(fmt.Sprintf("%s answered, but its outputs could not be stored: %v", agent, err))
 	}
-	c.progress(ctx, s.conv, taskID, agent, ProgressLine(agent, result))
+	c.progress(ctx, s.conv, taskID, agent, ProgressLine(agent, result, c.router.DataTypes()))
 	rec.Success = result.Success
 	rec.Summary = result.Summary
 	rec.DurationMS = time.Since(start).Milliseconds()
@@ -206,13 +206,14 @@ func (c *Chat) callAgent(ctx context.Context, s *session, taskID, agent, rawArgs
 	return Observation(agent, result, c.router), rec
 }
 
-// buildInputs fills the contract's inputs from state, with the slots the
-// arguments referenced taking precedence.
+// buildInputs fills the contract's inputs from state, with the literal
+// values and the slots the arguments gave taking precedence.
 func (c *Chat) buildInputs(contract schemas.AgentContract, args ToolArgs, slots map[string]schemas.TypedValue) (map[string]schemas.TypedValue, error) {
 	rest := contract
 	rest.Inputs = slices.DeleteFunc(slices.Clone(contract.Inputs), func(in schemas.TypedInput) bool {
 		_, referenced := args.Refs[in.Name]
-		return referenced
+		_, given := args.Literals[in.Name]
+		return referenced || given
 	})
 	inputs, err := c.inputs.Build(rest, slots)
 	if err != nil {
@@ -220,6 +221,9 @@ func (c *Chat) buildInputs(contract schemas.AgentContract, args ToolArgs, slots 
 	}
 	for in, slot := range args.Refs {
 		inputs[in] = slots[slot]
+	}
+	for in, v := range args.Literals {
+		inputs[in] = v
 	}
 	return inputs, nil
 }
@@ -254,7 +258,7 @@ func (c *Chat) state(ctx context.Context, conv string) (*schemas.ConversationSta
 // the earlier turns that fit the history budget, then this turn.
 func (c *Chat) prompt(s *session, st *schemas.ConversationState) []openai.ChatCompletionMessage {
 	msgs := []openai.ChatCompletionMessage{{Role: openai.ChatMessageRoleSystem, Content: c.system}}
-	msgs = append(msgs, RenderData([]Data{StateData(st)})...)
+	msgs = append(msgs, RenderData([]Data{StateData(st, c.router.DataTypes())})...)
 	msgs = append(msgs, PruneHistory(s.rec.Turns, c.budget)...)
 	return append(msgs, s.turn.Messages...)
 }

@@ -71,17 +71,18 @@ func compactJSON(raw json.RawMessage) string {
 }
 
 // SlotSummary describes a state slot without its raw contents: its type,
-// hint, how many items it holds and who produced it. The model refers to
-// the slot by Ref.
+// hint, how many things it holds and who produced it, and the small facts
+// its data type's descriptor tells (category sizes, a text preview). The
+// model refers to the slot by Ref.
 type SlotSummary struct {
 	Ref        string         `json:"ref"`
 	DataType   string         `json:"data_type"`
 	Hint       string         `json:"content_type_hint,omitempty"`
 	Count      int            `json:"count"`
+	Holds      string         `json:"holds"`
 	Source     string         `json:"source,omitempty"`
 	ProducedAt time.Time      `json:"produced_at,omitzero"`
-	Categories map[string]int `json:"categories,omitempty"` // CATEGORIZATION: items per category
-	Preview    string         `json:"preview,omitempty"`    // TEXT: the first characters
+	Facts      map[string]any `json:"facts,omitempty"`
 }
 
 // StateSchema is the JSON Schema of the ¶state data shown to the model.
@@ -101,10 +102,10 @@ var StateSchema = json.RawMessage(`{
           "data_type": {"type": "string", "enum": ["FILE_IDS", "CATEGORIZATION", "ANALYSIS_RESULT", "TEXT", "CROSS_REF", "FOLDER_RESULT"], "description": "or a custom type"},
           "content_type_hint": {"type": "string", "description": "images, documents, links or mixed"},
           "count": {"type": "integer", "description": "files, categories, items or links held"},
+          "holds": {"type": "string", "description": "what the slot holds in words: 12 images, 3 categories"},
           "source": {"type": "string", "description": "the agent that produced it"},
           "produced_at": {"type": "string", "format": "date-time"},
-          "categories": {"type": "object", "additionalProperties": {"type": "integer"}},
-          "preview": {"type": "string"}
+          "facts": {"type": "object", "description": "small facts of the data type: categories (items per category), preview (a text's first characters)"}
         }
       }
     },
@@ -113,11 +114,11 @@ var StateSchema = json.RawMessage(`{
 }`)
 
 // StateData is the ¶state Data of st: slot summaries (never ID lists) and
-// the latest results of the history.
-func StateData(st *schemas.ConversationState) Data {
+// the latest results of the history, described by reg's data types.
+func StateData(st *schemas.ConversationState, reg *schemas.DataTypeRegistry) Data {
 	slots := map[string]any{}
 	for name, v := range st.Slots {
-		slots[name] = Summarize(name, v)
+		slots[name] = Summarize(name, v, reg)
 	}
 	var recent []string
 	for i := len(st.History) - 1; i >= 0 && len(recent) < 5; i-- {
@@ -134,107 +135,21 @@ func StateData(st *schemas.ConversationState) Data {
 	return Data{Kind: "state", Value: value, Schema: StateSchema}
 }
 
-// Summarize describes a slot's value by its size, never its contents.
-func Summarize(slot string, v schemas.TypedValue) SlotSummary {
-	s := SlotSummary{Ref: SlotRefPrefix + slot, DataType: v.DataType, Hint: v.ContentTypeHint, Source: v.Source, ProducedAt: v.ProducedAt}
-	s.Count = countValue(v)
-	switch v.DataType {
-	case schemas.TypeCategorization:
-		var c schemas.Categorization
-		if v.Decode(&c) == nil {
-			s.Categories = map[string]int{}
-			for name, ids := range c.Categories {
-				s.Categories[name] = len(ids)
-			}
-		}
-	case schemas.TypeText:
-		if t, err := v.Text(); err == nil {
-			s.Preview = schemas.Clip(t, 160)
-		}
-	}
-	return s
-}
-
-// countValue counts what a value holds: files, categories, analysed items,
-// links, folders; 1 for anything else that is not empty.
-func countValue(v schemas.TypedValue) int {
-	switch v.DataType {
-	case schemas.TypeFileIDs:
-		if fc, err := v.Files(); err == nil {
-			return fc.Count()
-		}
-	case schemas.TypeCategorization:
-		var c schemas.Categorization
-		if v.Decode(&c) == nil {
-			return len(c.Categories)
-		}
-	case schemas.TypeAnalysisResult:
-		var a schemas.AnalysisResult
-		if v.Decode(&a) == nil {
-			return len(a.Items)
-		}
-	case schemas.TypeCrossRef:
-		var x schemas.CrossRef
-		if v.Decode(&x) == nil {
-			return len(x.Links)
-		}
-	case schemas.TypeFolderResult:
-		var f schemas.FolderResult
-		if v.Decode(&f) == nil {
-			return len(f.Folders)
-		}
-	}
-	if len(v.Value) == 0 || string(v.Value) == "null" {
-		return 0
-	}
-	return 1
-}
-
-// describeCount says what a value holds in words: "12 images",
-// "3 categories", "5 analysed files", "4 folders (12 files moved)".
-func describeCount(v schemas.TypedValue) string {
-	n := countValue(v)
-	switch v.DataType {
-	case schemas.TypeFileIDs:
-		kind := v.ContentTypeHint
-		if kind == "" || kind == schemas.ContentMixed {
-			kind = "files"
-		}
-		if n == 1 {
-			kind = strings.TrimSuffix(kind, "s")
-		}
-		return fmt.Sprintf("%d %s", n, kind)
-	case schemas.TypeCategorization:
-		return plural(n, "category", "categories")
-	case schemas.TypeAnalysisResult:
-		return plural(n, "analysed file", "analysed files")
-	case schemas.TypeCrossRef:
-		return plural(n, "link", "links")
-	case schemas.TypeFolderResult:
-		var f schemas.FolderResult
-		_ = v.Decode(&f)
-		return fmt.Sprintf("%s (%d files moved)", plural(n, "folder", "folders"), f.Moved)
-	case schemas.TypeText:
-		t, _ := v.Text()
-		return fmt.Sprintf("text of %d characters", len([]rune(t)))
-	}
-	return plural(n, "value", "values")
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return fmt.Sprintf("%d %s", n, many)
+// Summarize describes a slot's value by its size and its type's facts,
+// never its contents.
+func Summarize(slot string, v schemas.TypedValue, reg *schemas.DataTypeRegistry) SlotSummary {
+	return SlotSummary{Ref: SlotRefPrefix + slot, DataType: v.DataType, Hint: v.ContentTypeHint, Source: v.Source, ProducedAt: v.ProducedAt,
+		Count: reg.Count(v), Holds: reg.Describe(v), Facts: reg.Facts(v)}
 }
 
 // Observation is what the model is told about one tool call: the agent's
-// summary and, per output, its type, count and the slot it went to. It
-// never carries ID lists.
+// summary and, per output, its type, what it holds and the slot it went
+// to. It never carries ID lists.
 func Observation(agent string, res schemas.AgentResult, router *route.Router) string {
 	if !res.Success {
 		return fmt.Sprintf("%s failed: %s", agent, schemas.Clip(res.Err().Error(), 400))
 	}
+	reg := dataTypes(router)
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s succeeded", agent)
 	if s := strings.TrimSpace(res.Summary); s != "" {
@@ -246,7 +161,7 @@ func Observation(agent string, res schemas.AgentResult, router *route.Router) st
 	}
 	for _, name := range names {
 		v := res.Outputs[name]
-		fmt.Fprintf(&b, "\n- %s: %s (%s%s)", name, describeCount(v), v.DataType, route.HintSuffix(v.ContentTypeHint))
+		fmt.Fprintf(&b, "\n- %s: %s (%s%s)", name, reg.Describe(v), v.DataType, route.HintSuffix(v.ContentTypeHint))
 		if router != nil {
 			if slot, ok := router.SlotFor(v.DataType, v.ContentTypeHint); ok {
 				fmt.Fprintf(&b, " -> %s%s", SlotRefPrefix, slot)
@@ -260,7 +175,7 @@ func Observation(agent string, res schemas.AgentResult, router *route.Router) st
 
 // ProgressLine is the short progress message for a finished call:
 // "ImageSearch returned 12 images".
-func ProgressLine(agent string, res schemas.AgentResult) string {
+func ProgressLine(agent string, res schemas.AgentResult, reg *schemas.DataTypeRegistry) string {
 	if !res.Success {
 		return fmt.Sprintf("%s failed: %s", agent, schemas.Clip(res.Err().Error(), 160))
 	}
@@ -270,7 +185,15 @@ func ProgressLine(agent string, res schemas.AgentResult) string {
 	}
 	parts := make([]string, 0, len(names))
 	for _, n := range names {
-		parts = append(parts, describeCount(res.Outputs[n]))
+		parts = append(parts, reg.Describe(res.Outputs[n]))
 	}
 	return fmt.Sprintf("%s returned %s", agent, strings.Join(parts, ", "))
+}
+
+// dataTypes is router's registry, or the default one without a router.
+func dataTypes(router *route.Router) *schemas.DataTypeRegistry {
+	if router == nil {
+		return schemas.DefaultRegistry()
+	}
+	return router.DataTypes()
 }

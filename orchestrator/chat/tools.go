@@ -41,17 +41,71 @@ func Tools(contracts []schemas.AgentContract, router *route.Router) []openai.Too
 
 // Tool returns the function tool of one agent: named after the agent, its
 // description the contract's description with capability, inputs and
-// outputs, its parameters the contract's params JSON Schema.
+// outputs, its parameters the contract's params JSON Schema with one more
+// property per typed input: a literal value of the input's type, or a
+// "†state.<slot>" reference.
 func Tool(c schemas.AgentContract, router *route.Router) openai.Tool {
+	return openai.Tool{Type: openai.ToolTypeFunction, Function: &openai.FunctionDefinition{
+		Name:        c.Name,
+		Description: toolDescription(c, router),
+		Parameters:  toolParameters(c, dataTypes(router)),
+	}}
+}
+
+// toolParameters is the contract's params schema with a property for each
+// typed input the params do not already name.
+func toolParameters(c schemas.AgentContract, reg *schemas.DataTypeRegistry) json.RawMessage {
 	params := c.Params
 	if len(bytes.TrimSpace(params)) == 0 {
 		params = emptyParams
 	}
-	return openai.Tool{Type: openai.ToolTypeFunction, Function: &openai.FunctionDefinition{
-		Name:        c.Name,
-		Description: toolDescription(c, router),
-		Parameters:  params,
-	}}
+	if len(c.Inputs) == 0 {
+		return params
+	}
+	var doc map[string]any
+	if json.Unmarshal(params, &doc) != nil {
+		return params // the contract's validation reports a broken schema
+	}
+	props, _ := doc["properties"].(map[string]any)
+	if props == nil {
+		props = map[string]any{}
+	}
+	for _, in := range c.Inputs {
+		if _, taken := props[in.Name]; !taken {
+			props[in.Name] = inputProperty(in, reg)
+		}
+	}
+	doc["properties"] = props
+	out, err := json.Marshal(doc)
+	if err != nil {
+		return params
+	}
+	return out
+}
+
+// inputProperty is the tool-argument schema of one typed input: the data
+// type's own schema when it stands alone (TEXT: a string), else a string
+// that references a slot.
+func inputProperty(in schemas.TypedInput, reg *schemas.DataTypeRegistry) map[string]any {
+	desc := strings.TrimSpace(in.Description)
+	if desc != "" {
+		desc += ". "
+	}
+	desc += fmt.Sprintf("A %s%s value; filled from state when left out, or give \"%s<slot>\" to read another slot.", in.DataType, route.HintSuffix(in.ContentTypeHint), SlotRefPrefix)
+	if t, ok := reg.Type(in.DataType); ok && !bytes.Contains(t.Schema, []byte(`"$ref"`)) {
+		var sch map[string]any
+		if json.Unmarshal(t.Schema, &sch) == nil {
+			for _, k := range []string{"$schema", "$id", "title"} {
+				delete(sch, k)
+			}
+			if sch["type"] == "string" {
+				sch["description"] = desc
+				return sch
+			}
+			return map[string]any{"description": desc, "anyOf": []any{sch, map[string]any{"type": "string", "description": "a slot reference"}}}
+		}
+	}
+	return map[string]any{"type": "string", "description": desc + " Give a slot reference here."}
 }
 
 func toolDescription(c schemas.AgentContract, router *route.Router) string {
@@ -94,21 +148,25 @@ func toolDescription(c schemas.AgentContract, router *route.Router) string {
 	return b.String()
 }
 
-// ToolArgs is a tool call's arguments split into the agent's free params
-// and slot references for its inputs (input name -> slot).
+// ToolArgs is a tool call's arguments split into the agent's free params,
+// slot references for its inputs (input name -> slot) and literal values
+// of its inputs (input name -> value).
 type ToolArgs struct {
-	Params map[string]any
-	Refs   map[string]string
+	Params   map[string]any
+	Refs     map[string]string
+	Literals map[string]schemas.TypedValue
 }
 
 // ParseToolArgs decodes the JSON arguments of a tool call for the agent
 // with contract c. A string value "†state.<slot>" under an input's name
 // selects the slot that input reads; under another key it feeds the first
 // input whose data type matches the slot's (slots says which types they
-// hold). Everything else is a param, checked against the contract's params
-// schema. Errors wrap ErrBadToolCall and say what to send instead.
-func ParseToolArgs(c schemas.AgentContract, raw string, slots map[string]schemas.TypedValue) (ToolArgs, error) {
-	args := ToolArgs{Params: map[string]any{}, Refs: map[string]string{}}
+// hold). Any other value under an input's name is a literal of the input's
+// type, checked against reg's schema of it. Everything else is a param,
+// checked against the contract's params schema. Errors wrap ErrBadToolCall
+// and say what to send instead.
+func ParseToolArgs(c schemas.AgentContract, raw string, slots map[string]schemas.TypedValue, reg *schemas.DataTypeRegistry) (ToolArgs, error) {
+	args := ToolArgs{Params: map[string]any{}, Refs: map[string]string{}, Literals: map[string]schemas.TypedValue{}}
 	raw = strings.TrimSpace(raw)
 	if raw == "" {
 		raw = "{}"
@@ -130,6 +188,14 @@ func ParseToolArgs(c schemas.AgentContract, raw string, slots map[string]schemas
 	for _, k := range keys {
 		s, isString := m[k].(string)
 		if !isString || !strings.HasPrefix(s, SlotRefPrefix) {
+			if in, declared := c.Input(k); declared && !paramsName(c, k) {
+				v, err := literal(c, in, m[k], reg)
+				if err != nil {
+					return args, err
+				}
+				args.Literals[k] = v
+				continue
+			}
 			args.Params[k] = normalizeNumbers(m[k])
 			continue
 		}
@@ -161,6 +227,32 @@ func ParseToolArgs(c schemas.AgentContract, raw string, slots map[string]schemas
 		return args, fmt.Errorf("%w: %v", ErrBadToolCall, err)
 	}
 	return args, nil
+}
+
+// literal makes the value x given for input in a TypedValue of its type.
+func literal(c schemas.AgentContract, in schemas.TypedInput, x any, reg *schemas.DataTypeRegistry) (schemas.TypedValue, error) {
+	raw, err := json.Marshal(normalizeNumbers(x))
+	if err != nil {
+		return schemas.TypedValue{}, fmt.Errorf("%w: input %q of %s: %v", ErrBadToolCall, in.Name, c.Name, err)
+	}
+	v := schemas.TypedValue{DataType: in.DataType, ContentTypeHint: in.ContentTypeHint, Value: raw, Source: "chat"}
+	if err := reg.ValidateValue(c.Name, in.Name, v); err != nil {
+		return v, fmt.Errorf("%w: %v; give a %s value or \"%s<slot>\"", ErrBadToolCall, err, in.DataType, SlotRefPrefix)
+	}
+	return v, nil
+}
+
+// paramsName reports whether the contract's params schema has a property
+// called name (a param of that name wins over an input of that name).
+func paramsName(c schemas.AgentContract, name string) bool {
+	var doc struct {
+		Properties map[string]json.RawMessage `json:"properties"`
+	}
+	if json.Unmarshal(c.Params, &doc) != nil {
+		return false
+	}
+	_, ok := doc.Properties[name]
+	return ok
 }
 
 // normalizeNumbers turns json.Number into int64 or float64 so params carry

@@ -32,11 +32,45 @@ func TestToolsOnePerAgentFromContracts(t *testing.T) {
 			t.Errorf("description %q lacks %q", analysis.Description, want)
 		}
 	}
-	if p, _ := json.Marshal(analysis.Parameters); string(p) != `{"type":"object","properties":{}}` {
-		t.Errorf("an agent without params gets an empty object schema, got %s", p)
+	// An agent without params gets an object schema with its typed inputs:
+	// a FILE_IDS input (whose schema references others) as a slot reference.
+	var params struct {
+		Type       string                    `json:"type"`
+		Properties map[string]map[string]any `json:"properties"`
+	}
+	if p, _ := json.Marshal(analysis.Parameters); json.Unmarshal(p, &params) != nil || params.Type != "object" || len(params.Properties) != 1 ||
+		params.Properties["images"]["type"] != "string" || !strings.Contains(fmt.Sprint(params.Properties["images"]["description"]), "†state.<slot>") {
+		t.Errorf("parameters of an agent without params = %s", p)
 	}
 	if p, _ := json.Marshal(tools[2].Function.Parameters); !jsonEqual(p, searchParams) {
 		t.Errorf("search parameters = %s", p)
+	}
+}
+
+// Typed inputs are tool arguments: a TEXT input takes a literal string,
+// advertised in the tool's parameters, checked against TEXT's schema.
+func TestToolTakesLiteralInputs(t *testing.T) {
+	text := schemas.AgentContract{Name: "TextAgent", Capability: "TRANSFORMATION", Description: "changes text",
+		Inputs:  []schemas.TypedInput{{Name: "text", DataType: schemas.TypeText, Description: "the text to change"}},
+		Params:  json.RawMessage(`{"type":"object","properties":{"op":{"type":"string"}},"additionalProperties":false}`),
+		Outputs: []schemas.TypedOutput{{Name: "text", DataType: schemas.TypeText}}}
+	tool := chat.Tool(text, route.NewRouter())
+	p, _ := json.Marshal(tool.Function.Parameters)
+	var params struct {
+		Properties map[string]map[string]any `json:"properties"`
+	}
+	if json.Unmarshal(p, &params) != nil || params.Properties["text"]["type"] != "string" || params.Properties["op"]["type"] != "string" {
+		t.Fatalf("TextAgent tool parameters = %s, want op and a string text", p)
+	}
+	args, err := chat.ParseToolArgs(text, `{"text":"Hello there","op":"upper"}`, nil, schemas.DefaultRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := args.Literals["text"]; v.DataType != schemas.TypeText || string(v.Value) != `"Hello there"` || args.Params["op"] != "upper" || len(args.Params) != 1 {
+		t.Errorf("args = %+v", args)
+	}
+	if _, err := chat.ParseToolArgs(text, `{"text":42}`, nil, schemas.DefaultRegistry()); !errors.Is(err, chat.ErrBadToolCall) || !strings.Contains(err.Error(), "TEXT value") {
+		t.Errorf("a number for a TEXT input: %v", err)
 	}
 }
 
@@ -64,8 +98,10 @@ func TestParseToolArgs(t *testing.T) {
 		{chatAnalysisContract(), `{"images":"†state.current_categorization"}`, "", "", "takes FILE_IDS"},
 		{chatAnalysisContract(), `{"images":"†state.nothing_here"}`, "", "", `slot "nothing_here", which is empty`},
 		{chatFolderContract(), `{"x":"†state.current_image_ids"}`, "", "", "no input of that type"},
+		{chatAnalysisContract(), `{"images":{"ids":["9"],"content_type":"images","count":1}}`, `map[]`, `map[]`, ""}, // a literal
+		{chatAnalysisContract(), `{"images":{"ids":[9]}}`, "", "", `FILE_IDS value "images" of agent ImageAnalysis is invalid`},
 	} {
-		got, err := chat.ParseToolArgs(tc.contract, tc.args, slots)
+		got, err := chat.ParseToolArgs(tc.contract, tc.args, slots, schemas.DefaultRegistry())
 		if tc.err != "" {
 			if !errors.Is(err, chat.ErrBadToolCall) || !strings.Contains(err.Error(), tc.err) {
 				t.Errorf("%s(%s): err = %v, want ErrBadToolCall mentioning %q", tc.contract.Name, tc.args, err, tc.err)
@@ -89,7 +125,7 @@ func TestRenderDataMergesKindsAndShowsNoIDs(t *testing.T) {
 	st.Slots[route.SlotCategorization] = meshtest.MustValue(t, schemas.TypeCategorization,
 		schemas.Categorization{Categories: map[string][]string{"beach": {"secret-1", "secret-2"}, "city": {"secret-3"}}}, "ImageAnalysis")
 	st.Slots[route.SlotText] = schemas.TextValue("a short text", "Summarizer")
-	data := chat.StateData(st)
+	data := chat.StateData(st, schemas.DefaultRegistry())
 	extra := chat.Data{Kind: "state", Value: map[string]any{"note": "merged"}}
 	other := chat.Data{Kind: "agents", Value: map[string]any{"live": 3}}
 	msgs := chat.RenderData([]chat.Data{data, other, extra})
@@ -119,7 +155,7 @@ func TestObservationHasCountsNotIDs(t *testing.T) {
 		"folders": meshtest.MustValue(t, schemas.TypeFolderResult, schemas.FolderResult{Folders: map[string][]string{"a": {"secret-1"}}, Moved: 1}, "x"),
 	})
 	obs := chat.Observation("ImageSearch", res, route.NewRouter())
-	for _, want := range []string{"ImageSearch succeeded: found 3 images", "images: 3 images (FILE_IDS, images) -> †state.current_image_ids", "folders: 1 folder (1 files moved) (FOLDER_RESULT) -> kept in history"} {
+	for _, want := range []string{"ImageSearch succeeded: found 3 images", "images: 3 images (FILE_IDS, images) -> †state.current_image_ids", "folders: 1 folder (1 file moved) (FOLDER_RESULT) -> kept in history"} {
 		if !strings.Contains(obs, want) {
 			t.Errorf("observation %q lacks %q", obs, want)
 		}
@@ -131,7 +167,7 @@ func TestObservationHasCountsNotIDs(t *testing.T) {
 	if failed != "X failed: timeout: deadline passed" {
 		t.Errorf("failure observation = %q", failed)
 	}
-	if line := chat.ProgressLine("ImageSearch", res); line != "ImageSearch returned 1 folder (1 files moved), 3 images" {
+	if line := chat.ProgressLine("ImageSearch", res, schemas.DefaultRegistry()); line != "ImageSearch returned 1 folder (1 file moved), 3 images" {
 		t.Errorf("progress = %q", line)
 	}
 }
@@ -172,7 +208,7 @@ func FuzzParseToolArgs(f *testing.F) {
 	contracts := []schemas.AgentContract{chatSearchContract(), chatAnalysisContract()}
 	f.Fuzz(func(t *testing.T, raw string) {
 		for _, c := range contracts {
-			args, err := chat.ParseToolArgs(c, raw, slots)
+			args, err := chat.ParseToolArgs(c, raw, slots, schemas.DefaultRegistry())
 			if err != nil {
 				if !errors.Is(err, chat.ErrBadToolCall) {
 					t.Fatalf("%s(%q): error %v is not ErrBadToolCall", c.Name, raw, err)

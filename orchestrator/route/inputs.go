@@ -9,13 +9,14 @@ import (
 
 // InputBuilder builds the typed inputs of a task for a chosen agent from
 // state slots: each TypedInput of the contract is filled from the slot its
-// (data type, content type hint) routes to. A FILE_IDS input without a hint
-// (or with hint mixed) falls back to the newest FILE_IDS slot of any hint.
+// (data type, content type hint) routes to. An input without a hint (or
+// with hint mixed) of a type whose slots differ by hint (FILE_IDS: images,
+// documents, links) falls back to the newest slot holding that type.
 type InputBuilder struct {
 	router *Router
 }
 
-// NewInputBuilder returns a builder that finds slots with router's table.
+// NewInputBuilder returns a builder that finds slots with router.
 func NewInputBuilder(router *Router) *InputBuilder { return &InputBuilder{router: router} }
 
 // Build returns the inputs of contract filled from slots, keyed by input
@@ -25,6 +26,9 @@ func NewInputBuilder(router *Router) *InputBuilder { return &InputBuilder{router
 func (b *InputBuilder) Build(contract schemas.AgentContract, slots map[string]schemas.TypedValue) (map[string]schemas.TypedValue, error) {
 	out := make(map[string]schemas.TypedValue, len(contract.Inputs))
 	var errs []error
+	if err := b.router.Declare(contract); err != nil {
+		errs = append(errs, fmt.Errorf("agent %s: %w", contract.Name, err))
+	}
 	for _, in := range contract.Inputs {
 		v, slot, ok := b.Lookup(in, slots)
 		if ok {
@@ -47,13 +51,13 @@ func (b *InputBuilder) Lookup(in schemas.TypedInput, slots map[string]schemas.Ty
 			return v, slot, true
 		}
 	}
-	if in.DataType == schemas.TypeFileIDs && (in.ContentTypeHint == "" || in.ContentTypeHint == schemas.ContentMixed) {
+	if (in.ContentTypeHint == "" || in.ContentTypeHint == schemas.ContentMixed) && b.slotsByHint(in.DataType) {
 		var (
 			best     schemas.TypedValue
 			bestName string
 		)
 		for name, v := range slots {
-			if v.DataType != schemas.TypeFileIDs {
+			if v.DataType != in.DataType {
 				continue
 			}
 			if bestName == "" || v.ProducedAt.After(best.ProducedAt) || (v.ProducedAt.Equal(best.ProducedAt) && name < bestName) {
@@ -65,6 +69,12 @@ func (b *InputBuilder) Lookup(in schemas.TypedInput, slots map[string]schemas.Ty
 		}
 	}
 	return schemas.TypedValue{}, slot, false
+}
+
+// slotsByHint reports whether dataType's descriptor names slots by hint.
+func (b *InputBuilder) slotsByHint(dataType string) bool {
+	t, ok := b.router.reg.Type(dataType)
+	return ok && len(t.Slots) > 1
 }
 
 // HintSuffix is ", <hint>" for a content hint, "" for none: for messages

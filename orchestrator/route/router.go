@@ -2,6 +2,7 @@ package route
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -11,7 +12,8 @@ import (
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
-// Slots of the default routing table.
+// Slots of the built-in data types (their descriptors in schemas name
+// them; the constants are for code that reads a slot by name).
 const (
 	SlotImageIDs       = "current_image_ids"
 	SlotDocumentIDs    = "current_document_ids"
@@ -30,25 +32,36 @@ type ValueResolver = schemas.ValueResolver
 type routeKey struct{ dataType, hint string }
 
 // Router routes the typed outputs of agent results into state slots by
-// (data type, content type hint), following the routing table of the
-// design; custom types register their slot with RegisterSlot. It merges
-// into an existing slot only where the output is declared mergeable and
-// its type has a merge function, and it is idempotent by task id.
+// (data type, content type hint): each data type's descriptor in the
+// registry names its slots, and RegisterSlot adds a route of this router's
+// own. It learns the data types an agent declares in its contract
+// (Declare), merges into an existing slot only where the output is
+// declared mergeable and its type has a merge, and it is idempotent by
+// task id.
 //
 // A Router is safe for concurrent use.
 type Router struct {
-	mu     sync.RWMutex
-	table  map[routeKey]string // "" slot: history only
-	reg    *schemas.DataTypeRegistry
-	values ValueResolver
-	now    func() time.Time
+	mu       sync.RWMutex
+	routes   map[routeKey]string // RegisterSlot's routes, over the descriptors'
+	declared map[string]declaration
+	reg      *schemas.DataTypeRegistry
+	values   ValueResolver
+	now      func() time.Time
+}
+
+// declaration remembers the data types one agent's contract declared and
+// what declaring them said.
+type declaration struct {
+	defs []schemas.DataTypeDefinition
+	err  error
 }
 
 // RouterOption configures a Router.
 type RouterOption func(*Router)
 
-// WithDataTypes sets the data type registry used to validate and merge
-// values (default schemas.DefaultRegistry()).
+// WithDataTypes sets the data type registry used to validate, merge and
+// slot values (default: a registry of its own with the built-in types, so
+// the types agents declare stay with the router that learnt them).
 func WithDataTypes(reg *schemas.DataTypeRegistry) RouterOption {
 	return func(r *Router) { r.reg = reg }
 }
@@ -59,34 +72,64 @@ func WithValueResolver(v ValueResolver) RouterOption {
 	return func(r *Router) { r.values = v }
 }
 
-// NewRouter returns a router with the default routing table. Options:
-// WithDataTypes, WithValueResolver.
+// NewRouter returns a router that routes by the data types' descriptors.
+// Options: WithDataTypes, WithValueResolver.
 func NewRouter(opts ...RouterOption) *Router {
-	r := &Router{reg: schemas.DefaultRegistry(), now: func() time.Time { return time.Now().UTC() }}
-	r.table = map[routeKey]string{
-		{schemas.TypeFileIDs, schemas.ContentImages}:    SlotImageIDs,
-		{schemas.TypeFileIDs, schemas.ContentDocuments}: SlotDocumentIDs,
-		{schemas.TypeFileIDs, schemas.ContentLinks}:     SlotLinkIDs,
-		{schemas.TypeFileIDs, schemas.ContentMixed}:     SlotFileIDs,
-		{schemas.TypeFileIDs, ""}:                       SlotFileIDs,
-		{schemas.TypeCategorization, ""}:                SlotCategorization,
-		{schemas.TypeAnalysisResult, ""}:                SlotAnalysis,
-		{schemas.TypeText, ""}:                          SlotText,
-		{schemas.TypeCrossRef, ""}:                      SlotCrossRef,
-		{schemas.TypeFolderResult, ""}:                  "",
-	}
+	r := &Router{routes: map[routeKey]string{}, declared: map[string]declaration{}, now: func() time.Time { return time.Now().UTC() }}
 	for _, o := range opts {
 		o(r)
+	}
+	if r.reg == nil {
+		r.reg = schemas.NewRegistry()
 	}
 	return r
 }
 
-// DataTypes returns the registry the router validates and merges with.
+// DataTypes returns the registry the router validates, merges and slots
+// with.
 func (r *Router) DataTypes() *schemas.DataTypeRegistry { return r.reg }
 
+// Declare learns the data types contract declares (its data_types) into
+// the router's registry, once per contract; every part of the orchestrator
+// that reads a contract calls it before it reads the contract's types. The
+// error names each refused declaration; the types it refused stay unknown,
+// so values of them are not routed and the history says why.
+func (r *Router) Declare(contract schemas.AgentContract) error {
+	if len(contract.DataTypes) == 0 {
+		return nil
+	}
+	r.mu.RLock()
+	d, seen := r.declared[contract.Name]
+	r.mu.RUnlock()
+	if seen && sameBacking(d.defs, contract.DataTypes) {
+		return d.err
+	}
+	var errs []error
+	for _, def := range contract.DataTypes {
+		if err := r.reg.Declare(def, contract.Name); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	err := errors.Join(errs...)
+	if err != nil {
+		err = fmt.Errorf("%w: %w", ErrDeclaration, err)
+	}
+	r.mu.Lock()
+	r.declared[contract.Name] = declaration{defs: contract.DataTypes, err: err}
+	r.mu.Unlock()
+	return err
+}
+
+// sameBacking reports whether a and b are the same slice (the registry
+// hands out one contract value per announcement, so a new announcement is
+// a new slice).
+func sameBacking(a, b []schemas.DataTypeDefinition) bool {
+	return len(a) == len(b) && len(a) > 0 && &a[0] == &b[0]
+}
+
 // RegisterSlot routes values of dataType (with content hint, or any hint
-// when hint is "") into slot. An empty slot keeps such values in history
-// only.
+// when hint is "") into slot, over what the type's descriptor says. An
+// empty slot keeps such values in history only.
 func (r *Router) RegisterSlot(dataType, hint, slot string) error {
 	if dataType == "" {
 		return fmt.Errorf("register slot %q: data type is empty", slot)
@@ -96,22 +139,31 @@ func (r *Router) RegisterSlot(dataType, hint, slot string) error {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.table[routeKey{dataType, hint}] = slot
+	r.routes[routeKey{dataType, hint}] = slot
 	return nil
 }
 
-// SlotFor returns the slot values of dataType with hint go to. ok is false
-// when such values have no slot and are kept in history only.
+// SlotFor returns the slot values of dataType with hint go to: a route of
+// this router's for the hint, else the descriptor's slot for the hint,
+// else a route of this router's for any hint, else the descriptor's slot
+// for any hint. ok is false when such values have no slot and are kept in
+// history only.
 func (r *Router) SlotFor(dataType, hint string) (slot string, ok bool) {
 	r.mu.RLock()
-	defer r.mu.RUnlock()
-	if s, found := r.table[routeKey{dataType, hint}]; found {
+	s, found := r.routes[routeKey{dataType, hint}]
+	if !found && hint != "" {
+		if t, known := r.reg.Type(dataType); known {
+			s, found = t.Slots[hint]
+		}
+	}
+	if !found {
+		s, found = r.routes[routeKey{dataType, ""}]
+	}
+	r.mu.RUnlock()
+	if found {
 		return s, s != ""
 	}
-	if s, found := r.table[routeKey{dataType, ""}]; found {
-		return s, s != ""
-	}
-	return "", false
+	return r.reg.SlotFor(dataType, hint)
 }
 
 // Apply routes the outputs of result (the result of taskID, produced by the
@@ -126,6 +178,7 @@ func (r *Router) Apply(ctx context.Context, st *schemas.ConversationState, contr
 	if taskID != "" && st.Applied(taskID) {
 		return false, nil
 	}
+	declErr := r.Declare(contract)
 	if st.Slots == nil {
 		st.Slots = map[string]schemas.TypedValue{}
 	}
@@ -139,6 +192,9 @@ func (r *Router) Apply(ctx context.Context, st *schemas.ConversationState, contr
 		entry.Text = "failed: " + res.Err().Error()
 	}
 	var notes []string
+	if declErr != nil {
+		notes = append(notes, declErr.Error())
+	}
 	if res.Success {
 		names := make([]string, 0, len(res.Outputs))
 		for n := range res.Outputs {

@@ -3,7 +3,9 @@ package route_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/agentmesh/agentmesh/orchestrator/internal/meshtest"
@@ -95,8 +97,8 @@ func TestRouterApplyMergesOnlyMergeableAndIsIdempotent(t *testing.T) {
 
 func TestRouterCustomTypeRegistersItsSlot(t *testing.T) {
 	reg := schemas.NewRegistry()
-	if err := reg.Register(schemas.DataTypeDefinition{Name: "SCORE", Description: "a score",
-		Schema: json.RawMessage(`{"type":"number"}`)}, nil); err != nil {
+	if err := reg.Register(schemas.DataType{Name: "SCORE", Description: "a score",
+		Schema: json.RawMessage(`{"type":"number"}`)}); err != nil {
 		t.Fatal(err)
 	}
 	r := route.NewRouter(route.WithDataTypes(reg))
@@ -120,6 +122,61 @@ func TestRouterCustomTypeRegistersItsSlot(t *testing.T) {
 	r.Apply(context.Background(), st, producer, "t3", schemas.AgentResult{Success: true, Agent: "P", Outputs: map[string]schemas.TypedValue{"score": bad}})
 	if v := st.Slots["current_score"]; string(v.Value) != "0.9" {
 		t.Errorf("an invalid value was routed: %+v", v)
+	}
+}
+
+// An agent declares its own data type in its contract: the router learns
+// it, validates values against the declared schema, merges them by the
+// declared rule and routes them into the declared type's slot.
+func TestRouterLearnsDeclaredTypes(t *testing.T) {
+	counter := schemas.AgentContract{Name: "Counter", Capability: "ANALYSIS", Description: "counts words",
+		DataTypes: []schemas.DataTypeDefinition{{Name: "WORD_FREQUENCIES", Description: "word counts", Merge: "sum",
+			Schema: json.RawMessage(`{"type":"object","additionalProperties":{"type":"integer","minimum":1}}`)}},
+		Outputs: []schemas.TypedOutput{{Name: "freq", DataType: "WORD_FREQUENCIES", Mergeable: true}}}
+	if err := counter.ValidateWith(schemas.NewRegistry()); err != nil {
+		t.Fatalf("a contract using its own declared type: %v", err)
+	}
+	r := route.NewRouter()
+	ctx := context.Background()
+	st := schemas.NewConversationState("c")
+	result := func(v string) schemas.AgentResult {
+		return schemas.AgentResult{Success: true, Agent: "Counter", Outputs: map[string]schemas.TypedValue{
+			"freq": {DataType: "WORD_FREQUENCIES", Value: json.RawMessage(v)}}}
+	}
+	r.Apply(ctx, st, counter, "t1", result(`{"sun":2,"sea":1}`))
+	r.Apply(ctx, st, counter, "t2", result(`{"sun":1,"sky":4}`))
+	got := st.Slots["current_word_frequencies"]
+	var m map[string]int
+	if err := json.Unmarshal(got.Value, &m); err != nil || m["sun"] != 3 || m["sea"] != 1 || m["sky"] != 4 {
+		t.Fatalf("current_word_frequencies = %s (%v), want the sum of both results", got.Value, err)
+	}
+	if err := r.DataTypes().Validate("WORD_FREQUENCIES", got.Value); err != nil {
+		t.Errorf("the merge fails the declared schema: %v", err)
+	}
+	// A forged value (a count of 0) is kept out of the slot; history says why.
+	r.Apply(ctx, st, counter, "t3", result(`{"sun":0}`))
+	if string(st.Slots["current_word_frequencies"].Value) != string(got.Value) {
+		t.Errorf("a value failing the declared schema changed the slot: %s", st.Slots["current_word_frequencies"].Value)
+	}
+	if h := st.History[len(st.History)-1].Text; !strings.Contains(h, `output "freq" not routed`) || !strings.Contains(h, "minimum") {
+		t.Errorf("history of the forged value: %q", h)
+	}
+	// Another agent declaring the same name differently is refused, and
+	// its values are not routed; the history names the conflict.
+	rival := counter
+	rival.Name = "Rival"
+	rival.DataTypes = []schemas.DataTypeDefinition{{Name: "WORD_FREQUENCIES", Description: "word counts", Merge: "object", Schema: json.RawMessage(`true`)}}
+	if err := r.Declare(rival); !errors.Is(err, route.ErrDeclaration) || !strings.Contains(err.Error(), "differs from the one Counter declared") {
+		t.Errorf("rival declaration: %v", err)
+	}
+	r.Apply(ctx, st, rival, "t4", schemas.AgentResult{Success: true, Agent: "Rival", Outputs: map[string]schemas.TypedValue{
+		"freq": {DataType: "WORD_FREQUENCIES", Value: json.RawMessage(`{"sun":0}`)}}})
+	if h := st.History[len(st.History)-1].Text; !strings.Contains(h, "declared data types refused") {
+		t.Errorf("history of the rival's result: %q", h)
+	}
+	// A router that was never told of the contract does not know the type.
+	if _, ok := route.NewRouter().SlotFor("WORD_FREQUENCIES", ""); ok {
+		t.Error("a declared type leaked into another router")
 	}
 }
 

@@ -36,6 +36,7 @@ type config struct {
 	logger      *slog.Logger
 	version     string
 	fetchWait   time.Duration
+	observer    schemas.Observer
 }
 
 func defaultConfig() config {
@@ -49,6 +50,21 @@ func defaultConfig() config {
 		ackWait:     DefaultAckWait,
 		logger:      slog.New(slog.DiscardHandler),
 		fetchWait:   time.Second,
+		observer:    schemas.NopObserver{},
+	}
+}
+
+// WithObserver reports every task this instance takes to ob: received
+// from the bus, started, and finished with its outcome (completed, failed,
+// retry, dead_letter), code, duration and metrics (see schemas.Observer).
+// Metrics and tracing hang here.
+func WithObserver(ob schemas.Observer) Option {
+	return func(c *config) error {
+		if ob == nil {
+			return errorf(ErrInvalidOption, "WithObserver: nil observer")
+		}
+		c.observer = ob
+		return nil
 	}
 }
 

@@ -60,7 +60,7 @@ type Runtime struct {
 // contract against the data type registry and the agent name against the
 // subject rules. Options: WithNames, WithConcurrency, WithHeartbeat,
 // WithInstanceID, WithRegistry, WithValueResolver, WithMaxDeliver,
-// WithBackoff, WithAckWait, WithLogger, WithVersion.
+// WithBackoff, WithAckWait, WithLogger, WithVersion, WithObserver.
 func NewRuntime(nc *nats.Conn, a Agent, opts ...Option) (*Runtime, error) {
 	if nc == nil {
 		return nil, errorf(ErrInvalidOption, "NewRuntime: nil NATS connection")
@@ -77,6 +77,13 @@ func NewRuntime(nc *nats.Conn, a Agent, opts ...Option) (*Runtime, error) {
 	c := a.Contract()
 	if err := c.ValidateWith(cfg.registry); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidAgent, err)
+	}
+	// The types the agent declares are its own to validate its inputs
+	// and outputs with.
+	for _, def := range c.DataTypes {
+		if err := cfg.registry.Declare(def, c.Name); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrInvalidAgent, err)
+		}
 	}
 	if err := bus.ValidateAgentName(c.Name); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidAgent, err)

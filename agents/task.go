@@ -50,6 +50,7 @@ func (r *Runtime) handle(msg jetstream.Msg) {
 	}
 	ev, err := bus.Decode(d.raw)
 	d.event = ev
+	r.observe(schemas.TaskReceived{TaskRef: r.taskRef(ev), Delivery: d.attempt, At: d.start})
 	if err == nil && ev.Type != bus.TypeTaskRequested {
 		err = fmt.Errorf("%w: event type %q on %s: a task is %s", bus.ErrInvalidAttribute, ev.Type, d.raw.Subject, bus.TypeTaskRequested)
 	}
@@ -70,6 +71,7 @@ func (r *Runtime) handle(msg jetstream.Msg) {
 	taskID := ev.ID
 	if r.done.has(taskID) {
 		_ = msg.Ack() // answered already; the redelivery only needs its ack
+		r.finished(d, schemas.OutcomeDuplicate, schemas.AgentResult{Success: true})
 		return
 	}
 	res, retry := r.run(d)
@@ -78,6 +80,7 @@ func (r *Runtime) handle(msg jetstream.Msg) {
 			delay := r.cfg.backoff[min(d.attempt-1, len(r.cfg.backoff)-1)]
 			r.log.Info("task will be retried", "task", taskID, "attempt", d.attempt, "delay", delay, "err", retry)
 			_ = msg.NakWithDelay(delay)
+			r.finished(d, schemas.OutcomeRetry, schemas.Failure(r.contract.Name, "", retry.Error(), true))
 			return
 		}
 		reason := fmt.Sprintf("gave up after %d deliveries: %v", d.attempt, retry)
@@ -85,8 +88,18 @@ func (r *Runtime) handle(msg jetstream.Msg) {
 			r.log.Error("dead-lettering task", "task", taskID, "err", err)
 		}
 		res = schemas.Failure(r.contract.Name, schemas.CodeExhausted, reason, false)
+		if r.finish(d, res) {
+			r.finished(d, schemas.OutcomeDeadLetter, res)
+		}
+		return
 	}
-	r.finish(d, res)
+	if r.finish(d, res) {
+		outcome := schemas.OutcomeCompleted
+		if !res.Success {
+			outcome = schemas.OutcomeFailed
+		}
+		r.finished(d, outcome, res)
+	}
 }
 
 // run validates and executes the task. It returns the result, or a non-nil
@@ -158,6 +171,7 @@ func (r *Runtime) run(d *delivery) (schemas.AgentResult, error) {
 	ctx = withScope(ctx, &taskScope{rt: r, taskID: ev.ID, events: r.progressSubject(ev), ext: correlation(ev)})
 
 	stopProgress := r.keepInProgress(d.msg)
+	r.observe(schemas.TaskStarted{TaskRef: r.taskRef(ev), Delivery: d.attempt, At: time.Now()})
 	res, err := r.execute(ctx, schemas.ContextFromTask(r.cfg.registry, req))
 	stopProgress()
 
@@ -226,8 +240,9 @@ func (r *Runtime) keepInProgress(msg jetstream.Msg) func() {
 }
 
 // finish fills in the result's bookkeeping, publishes it and acks the task.
-// When the result cannot be published the task is redelivered later.
-func (r *Runtime) finish(d *delivery, res schemas.AgentResult) {
+// When the result cannot be published the task is redelivered later and
+// finish reports false.
+func (r *Runtime) finish(d *delivery, res schemas.AgentResult) bool {
 	res.Agent = r.contract.Name
 	if res.Capability == "" {
 		res.Capability = r.contract.Capability
@@ -237,7 +252,8 @@ func (r *Runtime) finish(d *delivery, res schemas.AgentResult) {
 	if err := r.publishResult(d.event, res); err != nil {
 		r.log.Error("publishing result", "task", d.event.ID, "err", err)
 		_ = d.msg.NakWithDelay(r.cfg.backoff[0])
-		return
+		r.finished(d, schemas.OutcomeRetry, schemas.Failure(r.contract.Name, "", "publishing the result: "+err.Error(), true))
+		return false
 	}
 	if d.event.ID != "" {
 		r.done.add(d.event.ID)
@@ -245,6 +261,25 @@ func (r *Runtime) finish(d *delivery, res schemas.AgentResult) {
 	if err := d.msg.Ack(); err != nil {
 		r.log.Warn("acking task", "task", d.event.ID, "err", err)
 	}
+	return true
+}
+
+// observe hands o to the runtime's observer.
+func (r *Runtime) observe(o schemas.Observation) { r.cfg.observer.Observe(context.Background(), o) }
+
+// finished reports the end of a delivery with outcome (schemas.Outcome*).
+func (r *Runtime) finished(d *delivery, outcome string, res schemas.AgentResult) {
+	f := schemas.TaskFinished{TaskRef: r.taskRef(d.event), Outcome: outcome, Duration: time.Since(d.start), Metrics: res.Metrics}
+	if res.Error != nil {
+		f.Code, f.Error = res.Error.Code, res.Error.Message
+	}
+	r.observe(f)
+}
+
+// taskRef names the task of ev as its extension attributes say.
+func (r *Runtime) taskRef(ev bus.Event) schemas.TaskRef {
+	return schemas.TaskRef{Agent: r.contract.Name, TaskID: ev.ID, RunID: ev.Ext(bus.ExtRunID), StepID: ev.Ext(bus.ExtStepID),
+		ConversationID: ev.Ext(bus.ExtConversationID), TraceParent: ev.Ext(bus.ExtTraceParent)}
 }
 
 // publishResult sends the result event to the task's replyto, else to
@@ -313,6 +348,7 @@ func (r *Runtime) rejectMalformed(d *delivery, cause error) {
 		err := r.publishResult(ev, res)
 		if err == nil {
 			_ = d.msg.TermWithReason("malformed event")
+			r.finished(d, schemas.OutcomeFailed, res)
 			return
 		}
 		r.log.Error("answering malformed task", "err", err)
@@ -320,9 +356,11 @@ func (r *Runtime) rejectMalformed(d *delivery, cause error) {
 	if err := r.deadLetter(d, "malformed event: "+reason); err != nil {
 		r.log.Error("dead-lettering malformed task", "err", err)
 		_ = d.msg.NakWithDelay(r.cfg.backoff[0])
+		r.finished(d, schemas.OutcomeRetry, schemas.Failure(r.contract.Name, schemas.CodeMalformedEvent, reason, true))
 		return
 	}
 	_ = d.msg.TermWithReason("malformed event")
+	r.finished(d, schemas.OutcomeDeadLetter, schemas.Failure(r.contract.Name, schemas.CodeMalformedEvent, reason, false))
 }
 
 // deadLetter publishes the task message, headers and body, to

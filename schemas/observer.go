@@ -85,10 +85,12 @@ const (
 	OutcomeFailed     = "failed"      // result published, Success false
 	OutcomeRetry      = "retry"       // handed back to the stream for redelivery
 	OutcomeDeadLetter = "dead_letter" // given up: dead-lettered, failed result published
+	OutcomeDuplicate  = "duplicate"   // a redelivery of a task this instance answered: acked again
 )
 
-// TaskReceived: a task event was taken from the bus, before it is decoded
-// and validated. Delivery counts from 1 (above 1: a redelivery).
+// TaskReceived: a task event was taken from the bus and decoded as far as
+// it goes, before it is validated; each is followed by exactly one
+// TaskFinished. Delivery counts from 1 (above 1: a redelivery).
 type TaskReceived struct {
 	TaskRef
 	Delivery int

@@ -22,6 +22,9 @@ func stepInputs(ctx context.Context, router *route.Router, sd *state.RunSpec, st
 	parent func(id string) (*state.StepState, error), slots func() (map[string]schemas.TypedValue, error)) (map[string]schemas.TypedValue, error) {
 	s, _ := sd.Step(stepID)
 	c := sd.Contracts[s.Agent]
+	if err := router.Declare(c); err != nil {
+		return nil, fmt.Errorf("step %q (%s): %w", stepID, s.Agent, err)
+	}
 	builder := route.NewInputBuilder(router)
 	reg := router.DataTypes()
 	out := map[string]schemas.TypedValue{}

@@ -55,6 +55,9 @@ func Validate(spec schemas.PipelineSpec, lookup ContractLookup, router *route.Ro
 			continue
 		}
 		contracts[s.Agent] = c
+		if err := router.Declare(c); err != nil {
+			errs = append(errs, fmt.Errorf("step %q (%s): %w", s.ID, s.Agent, err))
+		}
 	}
 	for a, c := range contracts {
 		if c.Name == "" {

@@ -35,6 +35,18 @@ const contract = {
   outputs: [
     { name: "counts", data_type: "ANALYSIS_RESULT", description: "per document: features.words and the most frequent words as labels" },
     { name: "report", data_type: "TEXT", content_type_hint: "wordcount", description: "one line per document: its id and word count" },
+    { name: "frequencies", data_type: "WORD_FREQUENCIES", mergeable: true, description: "how often each word occurs, over all texts" },
+  ],
+  // A data type of this agent's own: the orchestrator learns it from the
+  // contract, checks values against the schema, sums two values into one
+  // and keeps them in the slot current_word_frequencies.
+  data_types: [
+    {
+      name: "WORD_FREQUENCIES",
+      description: "How often each word occurs: word -> count (at least 1).",
+      schema: { type: "object", additionalProperties: { type: "integer", minimum: 1 } },
+      merge: "sum",
+    },
   ],
   params: {
     type: "object",
@@ -80,6 +92,7 @@ class Coded extends Error {
 }
 
 const schemas = new Schemas();
+for (const def of contract.data_types) schemas.declare(def);
 const checkParams = schemas.compile(contract.params);
 {
   const problems = schemas.validate("announcement", { contract, instance });
@@ -257,13 +270,19 @@ async function fileIDs(collection) {
   return JSON.parse(new TextDecoder().decode(blob));
 }
 
-function count(text, top) {
-  const words = text.split(/\s+/).filter(Boolean);
+// frequencies counts each word of text, in lower case without punctuation.
+function frequencies(text) {
   const freq = new Map();
-  for (const w of words) {
+  for (const w of text.split(/\s+/)) {
     const k = w.toLowerCase().replace(/[^\p{L}\p{N}'-]/gu, "");
     if (k) freq.set(k, (freq.get(k) || 0) + 1);
   }
+  return freq;
+}
+
+function count(text, top) {
+  const words = text.split(/\s+/).filter(Boolean);
+  const freq = frequencies(text);
   const labels = [...freq.entries()]
     .sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))
     .slice(0, top)
@@ -302,6 +321,8 @@ async function execute(task, req, signal) {
   });
   const total = items.reduce((s, it) => s + it.features.words, 0);
   const report = items.map((it) => `${it.id}: ${it.features.words} words`).join("\n");
+  const freq = {};
+  for (const [, text] of texts) for (const [w, c] of frequencies(text)) freq[w] = (freq[w] || 0) + c;
   return {
     success: true,
     agent: contract.name,
@@ -310,6 +331,7 @@ async function execute(task, req, signal) {
     outputs: {
       counts: { data_type: "ANALYSIS_RESULT", value: { method: "whitespace word count", items }, source: contract.name, produced_at: now },
       report: { data_type: "TEXT", content_type_hint: "wordcount", value: report, source: contract.name, produced_at: now },
+      frequencies: { data_type: "WORD_FREQUENCIES", value: freq, source: contract.name, produced_at: now },
     },
   };
 }

@@ -139,6 +139,12 @@ export class Schemas {
     return v(doc) ? [] : v.errors.map((e) => `${e.instancePath || "(document)"}: ${e.message}`);
   }
 
+  // declare adds the schema of a data type the agent declares in its
+  // contract (data_types), so values of it validate like a built-in type's.
+  declare(def) {
+    this.ajv.addSchema(def.schema === undefined ? true : def.schema, `${this.base}types/${def.name}.schema.json`);
+  }
+
   // hasType reports whether a data type has a schema (a built-in type).
   hasType(dataType) {
     return !!this.ajv.getSchema(`${this.base}types/${dataType}.schema.json`);

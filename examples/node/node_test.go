@@ -133,7 +133,8 @@ func TestNodeAgentAndClient(t *testing.T) {
 		}
 		for _, a := range list {
 			if a.Contract.Name == agentName {
-				if a.Contract.Capability != schemas.CapAnalysis || len(a.Instances) != 1 || len(a.Contract.Outputs) != 2 {
+				if a.Contract.Capability != schemas.CapAnalysis || len(a.Instances) != 1 || len(a.Contract.Outputs) != 3 ||
+					len(a.Contract.DataTypes) != 1 || a.Contract.DataTypes[0].Merge != "sum" {
 					t.Errorf("agentmesh agents lists %+v", a)
 				}
 				return
@@ -189,6 +190,10 @@ func TestNodeAgentAndClient(t *testing.T) {
 		if v, ok := run.State.Slots[route.SlotText]; ok {
 			t.Errorf("slot %s = %+v: a TEXT hinted wordcount must go to %s", route.SlotText, v, slotWordCount)
 		}
+	})
+
+	t.Run("declared data type validated, merged and slotted", func(t *testing.T) {
+		testDeclaredDataType(ctx, t, o, js, names, res, agent)
 	})
 
 	t.Run("direct tasks", func(t *testing.T) {

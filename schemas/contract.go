@@ -90,24 +90,8 @@ func (c AgentContract) ValidateWith(reg *DataTypeRegistry) error {
 	if c.TimeoutMS < 0 {
 		bad("timeout_ms is %d; it must be 0 (no limit of the agent's own) or positive", c.TimeoutMS)
 	}
-	own := map[string]DataTypeDefinition{}
-	for i, def := range c.DataTypes {
-		if t, err := reg.lookup(def.Name); err == nil && t.builtin {
-			bad("data_types[%d]: %s is a built-in data type; declare only types of your own", i, def.Name)
-			continue
-		}
-		t, err := def.dataType()
-		if err == nil {
-			_, err = compileType(t)
-		}
-		if err != nil {
-			bad("data_types[%d] (%s): %v", i, def.Name, err)
-		}
-		if _, twice := own[def.Name]; twice {
-			bad("data_types[%d]: %s is declared twice", i, def.Name)
-		}
-		own[def.Name] = def
-	}
+	own, typeErrs := c.ownTypes(reg)
+	errs = append(errs, typeErrs...)
 	known := func(dataType string) bool {
 		_, mine := own[dataType]
 		_, ok := reg.Lookup(dataType)
@@ -160,6 +144,32 @@ func (c AgentContract) ValidateWith(reg *DataTypeRegistry) error {
 		return nil
 	}
 	return fmt.Errorf("%w %q: %w", ErrInvalidContract, c.Name, errors.Join(errs...))
+}
+
+// ownTypes checks the contract's declared data types without registering
+// them and returns them by name.
+func (c AgentContract) ownTypes(reg *DataTypeRegistry) (map[string]DataTypeDefinition, []error) {
+	own := map[string]DataTypeDefinition{}
+	var errs []error
+	for i, def := range c.DataTypes {
+		if t, err := reg.lookup(def.Name); err == nil && t.builtin {
+			errs = append(errs, fmt.Errorf("data_types[%d]: %s is a built-in data type; declare only types of your own", i, def.Name))
+			continue
+		}
+		if _, twice := own[def.Name]; twice {
+			errs = append(errs, fmt.Errorf("data_types[%d]: %s is declared twice", i, def.Name))
+			continue
+		}
+		t, err := def.dataType()
+		if err == nil {
+			_, err = compileType(t)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("data_types[%d] (%s): %w", i, def.Name, err))
+		}
+		own[def.Name] = def
+	}
+	return own, errs
 }
 
 // Input returns the declared input called name.

@@ -248,3 +248,26 @@ func TestDescribeValues(t *testing.T) {
 		t.Errorf("Facts = %v", facts)
 	}
 }
+
+// A contract may use the data types it declares; every problem of its
+// declarations is reported with the others.
+func TestContractDeclaresDataTypes(t *testing.T) {
+	c := AgentContract{Name: "Counter", Capability: CapAnalysis, Description: "counts",
+		DataTypes: []DataTypeDefinition{
+			{Name: "FREQ", Description: "counts", Merge: "sum", Schema: json.RawMessage(`{"type":"object"}`)},
+			{Name: TypeText, Description: "mine"},
+			{Name: "ODD", Description: "odd", Merge: "zip"},
+			{Name: "FREQ", Description: "again"},
+		},
+		Inputs:  []TypedInput{{Name: "in", DataType: "FREQ"}},
+		Outputs: []TypedOutput{{Name: "out", DataType: "FREQ", Mergeable: true}, {Name: "other", DataType: "NOPE"}}}
+	err := c.ValidateWith(NewRegistry())
+	for _, want := range []string{"TEXT is a built-in data type", `merge rule "zip" does not exist`, "FREQ is declared twice", `unknown data type "NOPE"; declare it in data_types`} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ValidateWith: %v; want it to mention %s", err, want)
+		}
+	}
+	if err != nil && (strings.Contains(err.Error(), `"FREQ";`) || strings.Contains(err.Error(), "(out): declared mergeable")) {
+		t.Errorf("the declared FREQ was not taken as known and mergeable: %v", err)
+	}
+}

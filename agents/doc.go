@@ -3,4 +3,9 @@
 // consume its tasks, validate, execute under the deadline, publish the result,
 // drain on SIGTERM). The built-in agents are not part of the SDK; they live
 // under agents/builtin and use it like any other agent.
+//
+// WithObserver reports every task an instance takes (received, started,
+// finished with its outcome) to a schemas.Observer; a contract's own data
+// types (AgentContract.DataTypes) are declared in the runtime's registry at
+// start, so its inputs and outputs are checked against them.
 package agents

@@ -1,0 +1,57 @@
+package state_test
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/agentmesh/agentmesh/bus"
+	"github.com/agentmesh/agentmesh/orchestrator/state"
+	"github.com/agentmesh/agentmesh/schemas"
+)
+
+// The Store owns the conversation and run keys: an update reads the
+// newest value, applies a change and writes it back with compare-and-set,
+// retrying when another replica wrote in between.
+func ExampleStore_UpdateConversation() {
+	srv, err := bus.StartEmbedded(bus.EmbeddedOptions{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer srv.Shutdown()
+	nc, err := nats.Connect(srv.URL())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	ctx := context.Background()
+	res, err := bus.Provision(ctx, js, bus.MustNames(""), bus.ProvisionOptions{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	store := state.New(res.Conversations, res.Runs)
+
+	for _, text := range []string{"first", "second"} {
+		_, err := store.UpdateConversation(ctx, "c-42", func(st *schemas.ConversationState) error {
+			st.Slots["current_text"] = schemas.TextValue(text, "example")
+			return nil
+		})
+		if err != nil {
+			fmt.Println(err)
+		}
+	}
+	st, err := store.Conversation(ctx, "c-42")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	text, _ := st.Slots["current_text"].Text()
+	fmt.Println(st.ID, text)
+	// Output: c-42 second
+}

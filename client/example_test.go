@@ -6,9 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/agentmesh/agentmesh/agents"
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/client"
@@ -18,26 +15,15 @@ import (
 // A direct task: send one task to an agent by name and await its result,
 // with nothing but NATS between the client and the agent.
 func ExampleDispatcher() {
-	srv, err := bus.StartEmbedded(bus.EmbeddedOptions{})
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	defer srv.Shutdown()
-	nc, err := nats.Connect(srv.URL())
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	names := bus.MustNames("")
-	if _, err := bus.Provision(ctx, js, names, bus.ProvisionOptions{}); err != nil {
+	mesh, err := bus.StartLocal(ctx, bus.EmbeddedOptions{})
+	if err != nil {
 		fmt.Println(err)
 		return
 	}
+	defer mesh.Close()
+	nc, js, names := mesh.Conn, mesh.JS, mesh.Names
 
 	// An agent, served in this process for the example; usually its own.
 	shout := agents.Func(schemas.AgentContract{Name: "Shout", Capability: schemas.CapTransformation, Description: "upper-cases text",

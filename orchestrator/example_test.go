@@ -6,9 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/agentmesh/agentmesh/agents"
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/client"
@@ -20,27 +17,15 @@ import (
 // validates them against the live contracts, dispatches each wave and
 // publishes the run's end. Every process here would usually be its own.
 func Example() {
-	srv, err := bus.StartEmbedded(bus.EmbeddedOptions{})
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	defer srv.Shutdown()
-	nc, err := nats.Connect(srv.URL())
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	names := bus.MustNames("")
-
-	if _, err := bus.Provision(ctx, js, names, bus.ProvisionOptions{}); err != nil {
+	mesh, err := bus.StartLocal(ctx, bus.EmbeddedOptions{})
+	if err != nil {
 		fmt.Println(err)
 		return
 	}
+	defer mesh.Close()
+	nc, js, names := mesh.Conn, mesh.JS, mesh.Names
 	o, err := orchestrator.New(nc)
 	if err != nil {
 		fmt.Println(err)

@@ -4,9 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/orchestrator/state"
 	"github.com/agentmesh/agentmesh/schemas"
@@ -16,26 +13,14 @@ import (
 // newest value, applies a change and writes it back with compare-and-set,
 // retrying when another replica wrote in between.
 func ExampleStore_UpdateConversation() {
-	srv, err := bus.StartEmbedded(bus.EmbeddedOptions{})
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	defer srv.Shutdown()
-	nc, err := nats.Connect(srv.URL())
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	defer nc.Close()
-	js, _ := jetstream.New(nc)
 	ctx := context.Background()
-	res, err := bus.Provision(ctx, js, bus.MustNames(""), bus.ProvisionOptions{})
+	mesh, err := bus.StartLocal(ctx, bus.EmbeddedOptions{})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	store := state.New(res.Conversations, res.Runs)
+	defer mesh.Close()
+	store := state.New(mesh.Resources.Conversations, mesh.Resources.Runs)
 
 	for _, text := range []string{"first", "second"} {
 		_, err := store.UpdateConversation(ctx, "c-42", func(st *schemas.ConversationState) error {

@@ -27,7 +27,9 @@ var paramsLive = map[string]schemas.AgentContract{
 
 func paramsLookup(a string) (schemas.AgentContract, bool) { c, ok := paramsLive[a]; return c, ok }
 
-func seedValues(vs map[string]schemas.SeedValue) schemas.PipelineSeed { return schemas.PipelineSeed{Values: vs} }
+func seedValues(vs map[string]schemas.SeedValue) schemas.PipelineSeed {
+	return schemas.PipelineSeed{Values: vs}
+}
 
 func TestValidateChecksParamsAndSeedValues(t *testing.T) {
 	text := func(s string) schemas.SeedValue { return schemas.SeedValue{DataType: schemas.TypeText, Value: s} }

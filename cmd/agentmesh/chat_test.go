@@ -89,7 +89,11 @@ func TestChatCommandWithOfflinePlannerProcess(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout: %s\nstderr: %s\norchestrator: %s", code, out, errOut, orchErr.String())
 	}
-	for _, want := range []string{"offline planner answered", "ImageSearch -> ImageAnalysis -> FolderOrganizer", "completed · offline planner · 3 steps"} {
+	for _, want := range []string{"offline planner answered", "ImageSearch -> ImageAnalysis -> FolderOrganizer", "completed · offline planner · 3 steps",
+		// what the turn produced
+		"outputs:", "current_image_ids (FILE_IDS/images): 2 images · from ImageSearch", "- sunset-1",
+		"current_categorization (CATEGORIZATION): 1 category, 2 files", "└── sky (2 files)",
+		"FolderOrganizer.folders (FOLDER_RESULT): 1 folder, 2 files", "└── sky/ (2 files)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("stdout lacks %q:\n%s", want, out)
 		}

@@ -302,3 +302,42 @@ steps:
 		}
 	}
 }
+
+// runs lists the runs, most recent first, with status and step counts.
+func TestRunsCommand(t *testing.T) {
+	url := pipelineMesh(t)
+	var out, errOut bytes.Buffer
+	if code := run([]string{"--nats", url, "runs"}, &out, &errOut); code != 0 || !strings.Contains(out.String(), "no runs yet") {
+		t.Errorf("runs of none: exit %d, %q %q", code, &out, &errOut)
+	}
+	for _, id := range []string{"first-run", "second-run"} {
+		out.Reset()
+		if code := run([]string{"--nats", url, "run", pipelineFile(t, "shout.yaml", shoutPipeline), "--run-id", id}, &out, &errOut); code != 0 {
+			t.Fatalf("run %s: exit %d\n%s%s", id, code, &out, &errOut)
+		}
+	}
+	out.Reset()
+	errOut.Reset()
+	if code := run([]string{"--nats", url, "runs", "--limit", "1"}, &out, &errOut); code != 0 {
+		t.Fatalf("runs: exit %d: %s", code, &errOut)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], "RUN") || !strings.HasPrefix(lines[1], "second-run") ||
+		!strings.Contains(lines[1], "shout") || !strings.Contains(lines[1], "completed") || !strings.Contains(lines[1], "2/2") || !strings.Contains(lines[1], "ago") {
+		t.Errorf("runs --limit 1:\n%s", &out)
+	}
+	if !strings.Contains(errOut.String(), "showing the 1 most recent of 2 runs") {
+		t.Errorf("runs --limit 1 does not say what it left out: %q", &errOut)
+	}
+	out.Reset()
+	if code := run([]string{"--nats", url, "--json", "runs"}, &out, &errOut); code != 0 {
+		t.Fatalf("runs --json: exit %d", code)
+	}
+	var runs []state.RunSummary
+	if err := json.Unmarshal(out.Bytes(), &runs); err != nil || len(runs) != 2 || runs[1].ID != "first-run" || runs[1].Completed != 2 || runs[1].Steps != 2 {
+		t.Errorf("runs --json: %v %+v", err, runs)
+	}
+	if code := run([]string{"--nats", url, "runs", "--limit", "-1"}, &out, &errOut); code != 1 {
+		t.Errorf("runs --limit -1: exit %d, want 1", code)
+	}
+}

@@ -48,8 +48,8 @@ func newStateCmd(a *app) *cobra.Command {
 				return nil
 			}
 			if errors.Is(rerr, state.ErrNotFound) && errors.Is(cerr, state.ErrNotFound) {
-				return exitError{code: 1, msg: fmt.Sprintf("no run or conversation %q in %s or %s; list runs with `nats kv ls %s`",
-					id, m.Names.RunsBucket(), m.Names.ConversationsBucket(), m.Names.RunsBucket())}
+				return exitError{code: 1, msg: fmt.Sprintf("no run or conversation %q in %s or %s; list them with 'agentmesh runs' and 'agentmesh conversations'",
+					id, m.Names.RunsBucket(), m.Names.ConversationsBucket())}
 			}
 			return errors.Join(rerr, cerr)
 		},

@@ -183,7 +183,7 @@ func printChatResponse(w io.Writer, r schemas.ChatResponse, views []valueView) {
 		fmt.Fprintf(w, "  %-20s %6d ms  %s\n", tc.Agent, tc.DurationMS, status)
 	}
 	fmt.Fprintf(w, "%s · %s planner · %s · %s · %d prompt + %d completion tokens · $%.4f · %s\n",
-		r.State, firstNonEmpty(r.Planner, "llm"), plural(r.Steps, "step", "steps"), plural(len(r.ToolCalls), "tool call", "tool calls"),
+		r.State, firstNonEmpty(r.Planner, "llm"), schemas.Plural(r.Steps, "step", "steps"), schemas.Plural(len(r.ToolCalls), "tool call", "tool calls"),
 		r.Tokens.Prompt, r.Tokens.Completion, r.Cost,
 		time.Duration(r.DurationMS)*time.Millisecond)
 	fmt.Fprintf(w, "conversation %s (continue with --conversation %s)\n", r.ConversationID, r.ConversationID)

@@ -206,24 +206,24 @@ func (vv valueView) headline() string {
 	case vv.Error != "":
 		return "cannot be read: " + vv.Error
 	case vv.DataType == schemas.TypeText:
-		return plural(vv.Length, "character", "characters")
+		return schemas.Plural(vv.Length, "character", "characters")
 	case vv.DataType == schemas.TypeFileIDs:
-		s := plural(vv.Count, "file", "files")
+		s := schemas.Plural(vv.Count, "file", "files")
 		if one, ok := strings.CutSuffix(vv.Hint, "s"); ok && one != "" {
-			s = plural(vv.Count, one, vv.Hint) // images, documents, links
+			s = schemas.Plural(vv.Count, one, vv.Hint) // images, documents, links
 		}
 		if vv.Spilled {
 			s += ", kept in the object store"
 		}
 		return s
 	case vv.DataType == schemas.TypeCategorization:
-		return plural(len(vv.Groups), "category", "categories") + ", " + plural(vv.Count, "file", "files")
+		return schemas.Plural(len(vv.Groups), "category", "categories") + ", " + schemas.Plural(vv.Count, "file", "files")
 	case vv.DataType == schemas.TypeFolderResult:
-		return plural(len(vv.Groups), "folder", "folders") + ", " + plural(vv.Count, "file", "files")
+		return schemas.Plural(len(vv.Groups), "folder", "folders") + ", " + schemas.Plural(vv.Count, "file", "files")
 	case vv.DataType == schemas.TypeAnalysisResult:
-		return plural(vv.Count, "item", "items")
+		return schemas.Plural(vv.Count, "item", "items")
 	case vv.DataType == schemas.TypeCrossRef:
-		return plural(vv.Count, "link", "links")
+		return schemas.Plural(vv.Count, "link", "links")
 	}
 	return vv.Summary
 }
@@ -287,7 +287,7 @@ func printTree(w io.Writer, indent string, vv valueView) {
 		if i == len(vv.Groups)-1 {
 			branch, stem = "└── ", "    "
 		}
-		fmt.Fprintf(w, "%s%s%s%s (%s)\n", indent, branch, g.Name, slash, plural(g.Count, "file", "files"))
+		fmt.Fprintf(w, "%s%s%s%s (%s)\n", indent, branch, g.Name, slash, schemas.Plural(g.Count, "file", "files"))
 		for j, n := range g.First {
 			leaf := "├── "
 			if j == len(g.First)-1 && len(g.First) == g.Count {
@@ -299,14 +299,6 @@ func printTree(w io.Writer, indent string, vv valueView) {
 			fmt.Fprintf(w, "%s%s└── … %d more\n", indent, stem, more)
 		}
 	}
-}
-
-// plural writes n with the singular or plural noun: "1 file", "2 files".
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return fmt.Sprintf("%d %s", n, many)
 }
 
 // withViews adds the views of an event's outputs to its JSON form, under

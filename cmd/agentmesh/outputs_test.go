@@ -71,11 +71,3 @@ func TestViewsShowOutputs(t *testing.T) {
 		t.Errorf("long text view: clipped %v, length %d, %d characters shown", vv.Clipped, vv.Length, len([]rune(vv.Text)))
 	}
 }
-
-func TestPlural(t *testing.T) {
-	for n, want := range map[int]string{0: "0 categories", 1: "1 category", 2: "2 categories"} {
-		if got := plural(n, "category", "categories"); got != want {
-			t.Errorf("plural(%d) = %q, want %q", n, got, want)
-		}
-	}
-}

@@ -63,7 +63,7 @@ every step completed, 1 otherwise.`,
 				return err
 			}
 			if !a.jsonOut {
-				fmt.Fprintf(a.out, "run %s: submitted %q (%s)\n", runID, spec.Name, plural(len(spec.Steps), "step", "steps"))
+				fmt.Fprintf(a.out, "run %s: submitted %q (%s)\n", runID, spec.Name, schemas.Plural(len(spec.Steps), "step", "steps"))
 			}
 			p := newEventPrinter(ctx, a, m)
 			for {

@@ -94,7 +94,7 @@ func printRun(w io.Writer, v *viewer, r *state.RunState) {
 }
 
 func printConversation(w io.Writer, v *viewer, c *schemas.ConversationState) {
-	fmt.Fprintf(w, "conversation %s  %s, updated %s\n", c.ID, plural(c.Turns, "turn", "turns"), c.UpdatedAt.Format(time.RFC3339))
+	fmt.Fprintf(w, "conversation %s  %s, updated %s\n", c.ID, schemas.Plural(c.Turns, "turn", "turns"), c.UpdatedAt.Format(time.RFC3339))
 	printSlots(w, v, c.Slots)
 	if len(c.History) > 0 {
 		fmt.Fprintln(w, "history:")

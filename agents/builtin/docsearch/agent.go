@@ -96,7 +96,7 @@ func (a *Agent) Execute(ctx context.Context, ec *schemas.ExecutionContext) (sche
 
 	summary, outputs := t.Found(s, s.Rank(hits))
 	if unreadable > 0 {
-		summary += "; "+schemas.Plural(unreadable, "document", "documents")+" could not be read and were matched by name only"
+		summary += "; " + schemas.Plural(unreadable, "document", "documents") + " could not be read and were matched by name only"
 	}
 	return t.Done(summary, outputs, schemas.Tokens{})
 }

@@ -116,7 +116,7 @@ func (a *Agent) Execute(ctx context.Context, ec *schemas.ExecutionContext) (sche
 	}
 	summary += fmt.Sprintf("; moved %d", result.Moved)
 	if duplicates > 0 {
-		summary += "; "+schemas.Plural(duplicates, "file", "files")+" listed under several categories went to the first by name"
+		summary += "; " + schemas.Plural(duplicates, "file", "files") + " listed under several categories went to the first by name"
 	}
 	return t.Done(summary, map[string]schemas.TypedValue{"folders": out}, schemas.Tokens{})
 }

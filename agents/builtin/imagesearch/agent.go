@@ -125,7 +125,7 @@ func (a *Agent) Execute(ctx context.Context, ec *schemas.ExecutionContext) (sche
 	}
 	summary, outputs := t.Found(s, s.Rank(hits))
 	if undecodable > 0 {
-		summary += "; "+schemas.Plural(undecodable, "image", "images")+" could not be decoded and were matched by name only"
+		summary += "; " + schemas.Plural(undecodable, "image", "images") + " could not be decoded and were matched by name only"
 	}
 	return t.Done(summary, outputs, schemas.Tokens{})
 }

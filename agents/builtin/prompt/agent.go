@@ -94,7 +94,7 @@ func (a *Agent) Execute(ctx context.Context, ec *schemas.ExecutionContext) (sche
 		Success:    true,
 		Agent:      a.cfg.Name,
 		Capability: a.cfg.Capability,
-		Summary:    a.cfg.Name+" answered in "+schemas.Plural(len([]rune(reply)), "character", "characters"),
+		Summary:    a.cfg.Name + " answered in " + schemas.Plural(len([]rune(reply)), "character", "characters"),
 		Outputs:    map[string]schemas.TypedValue{out.Name: value},
 		Metrics:    schemas.Metrics{Tokens: tokens},
 	}, nil

@@ -105,9 +105,9 @@ func Transform(op, s string) (out, summary string) {
 		}, s)
 	case "wordcount":
 		n := len(strings.Fields(s))
-		return strconv.Itoa(n), "counted "+schemas.Plural(n, "word", "words")
+		return strconv.Itoa(n), "counted " + schemas.Plural(n, "word", "words")
 	default:
 		out = strings.ToUpper(s)
 	}
-	return out, op+" of "+schemas.Plural(len([]rune(s)), "character", "characters")
+	return out, op + " of " + schemas.Plural(len([]rune(s)), "character", "characters")
 }

@@ -50,6 +50,16 @@ func (b *PipelineBuilder) SeedLinks(ids ...string) *PipelineBuilder {
 	return b
 }
 
+// SeedValue adds a typed seed value of any data type under name; a step
+// input maps to it with "seed.<name>".
+func (b *PipelineBuilder) SeedValue(name, dataType, hint string, value any) *PipelineBuilder {
+	if b.spec.Seed.Values == nil {
+		b.spec.Seed.Values = map[string]schemas.SeedValue{}
+	}
+	b.spec.Seed.Values[name] = schemas.SeedValue{DataType: dataType, ContentTypeHint: hint, Value: value}
+	return b
+}
+
 // Step adds a step with no parents and makes it current.
 func (b *PipelineBuilder) Step(id, agent string) *PipelineBuilder {
 	b.spec.Steps = append(b.spec.Steps, schemas.PipelineStep{ID: id, Agent: agent})
@@ -93,7 +103,8 @@ func (b *PipelineBuilder) Param(name string, value any) *PipelineBuilder {
 }
 
 // Input maps an input of the current step's agent to a source:
-// "seed.images", "seed.documents", "seed.links", "<step>.<output>",
+// "seed.images", "seed.documents", "seed.links", "seed.<name>" (a seed
+// value), "<step>.<output>",
 // "state.<slot>", or "text:<literal>" for a TEXT input given in the spec.
 func (b *PipelineBuilder) Input(name, source string) *PipelineBuilder {
 	if s := b.current("Input"); s != nil {

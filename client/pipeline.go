@@ -60,8 +60,8 @@ func ParsePipeline(data []byte, format string) (schemas.PipelineSpec, error) {
 	return NormalizeSpec(spec)
 }
 
-// NormalizeSpec passes every step's params through JSON so numbers, maps
-// and lists have the types encoding/json gives them.
+// NormalizeSpec passes every step's params and every seed value through
+// JSON so numbers, maps and lists have the types encoding/json gives them.
 func NormalizeSpec(spec schemas.PipelineSpec) (schemas.PipelineSpec, error) {
 	for i := range spec.Steps {
 		p := spec.Steps[i].Params
@@ -78,6 +78,21 @@ func NormalizeSpec(spec schemas.PipelineSpec) (schemas.PipelineSpec, error) {
 			return spec, err
 		}
 		spec.Steps[i].Params = out
+	}
+	if len(spec.Seed.Values) > 0 {
+		vals := make(map[string]schemas.SeedValue, len(spec.Seed.Values))
+		for name, v := range spec.Seed.Values {
+			b, err := json.Marshal(v.Value)
+			if err != nil {
+				return spec, fmt.Errorf("%w: seed.values.%s cannot be encoded as JSON: %w", ErrInvalidPipeline, name, err)
+			}
+			v.Value = nil
+			if err := json.Unmarshal(b, &v.Value); err != nil {
+				return spec, err
+			}
+			vals[name] = v
+		}
+		spec.Seed.Values = vals
 	}
 	return spec, nil
 }

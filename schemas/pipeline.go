@@ -1,8 +1,11 @@
 package schemas
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"time"
 )
@@ -33,12 +36,37 @@ type PipelineStep struct {
 	TimeoutMS int64             `json:"timeout_ms,omitempty" yaml:"timeout_ms"`
 }
 
-// PipelineSeed holds the file IDs a run starts with.
+// PipelineSeed holds what a run starts with: file IDs of images, documents
+// and links, and typed values of any data type by name. Each seed fills the
+// slot its data type and hint route to, and a step input maps to one with
+// "seed.images", "seed.documents", "seed.links" or "seed.<name>".
 type PipelineSeed struct {
-	Images    []string `json:"images,omitempty" yaml:"images"`
-	Documents []string `json:"documents,omitempty" yaml:"documents"`
-	Links     []string `json:"links,omitempty" yaml:"links"`
+	Images    []string             `json:"images,omitempty" yaml:"images"`
+	Documents []string             `json:"documents,omitempty" yaml:"documents"`
+	Links     []string             `json:"links,omitempty" yaml:"links"`
+	Values    map[string]SeedValue `json:"values,omitempty" yaml:"values"`
 }
+
+// SeedValue is a typed value written in a pipeline spec: a data type, a
+// content hint and the value as plain JSON (or YAML). The orchestrator
+// checks the value against its data type's schema before the run starts.
+type SeedValue struct {
+	DataType        string `json:"data_type" yaml:"data_type"`
+	ContentTypeHint string `json:"content_type_hint,omitempty" yaml:"content_type_hint"`
+	Value           any    `json:"value" yaml:"value"`
+}
+
+// Typed returns the seed as a TypedValue from source.
+func (s SeedValue) Typed(source string) (TypedValue, error) {
+	raw, err := json.Marshal(s.Value)
+	if err != nil {
+		return TypedValue{}, fmt.Errorf("%w: %s seed value cannot be encoded as JSON: %v", ErrInvalidValue, s.DataType, err)
+	}
+	return TypedValue{DataType: s.DataType, ContentTypeHint: s.ContentTypeHint, Value: raw, Source: source}, nil
+}
+
+// reservedSeeds are the seed names that hold file IDs, not values.
+var reservedSeeds = []string{"images", "documents", "links", "values"}
 
 // Validate checks the spec's shape (ids, agent names, references to steps);
 // it does not know which agents are live or what they produce: the
@@ -69,6 +97,7 @@ func (p PipelineSpec) Validate() error {
 			errs = append(errs, fmt.Errorf("step %q: timeout_ms %d is negative", s.ID, s.TimeoutMS))
 		}
 	}
+	errs = append(errs, p.Seed.validate()...)
 	for _, s := range p.Steps {
 		for _, d := range s.DependsOn {
 			if !ids[d] {
@@ -83,6 +112,29 @@ func (p PipelineSpec) Validate() error {
 		return nil
 	}
 	return fmt.Errorf("%w: %w", ErrInvalidPipeline, errors.Join(errs...))
+}
+
+// validate checks the seed values' names and shapes; their values are
+// checked against their data types by the orchestrator, which knows the
+// registered types.
+func (s PipelineSeed) validate() []error {
+	var errs []error
+	for _, name := range slices.Sorted(maps.Keys(s.Values)) {
+		v := s.Values[name]
+		switch {
+		case !slotName.MatchString(name):
+			errs = append(errs, fmt.Errorf("seed.values: name %q must start with a letter or '_' and hold only letters, digits and '_'", name))
+		case slices.Contains(reservedSeeds, name):
+			errs = append(errs, fmt.Errorf("seed.values: name %q is taken by seed.%s; pick another name", name, name))
+		}
+		if v.DataType == "" {
+			errs = append(errs, fmt.Errorf("seed.values.%s: data_type is empty; give the value's data type, e.g. %s", name, TypeText))
+		}
+		if v.Value == nil {
+			errs = append(errs, fmt.Errorf("seed.values.%s: value is missing", name))
+		}
+	}
+	return errs
 }
 
 // StepKindAgent is the kind of a step that runs one task of its agent.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 	"github.com/agentmesh/agentmesh/llm"
 	"github.com/agentmesh/agentmesh/orchestrator"
 	"github.com/agentmesh/agentmesh/orchestrator/chat"
+	"github.com/agentmesh/agentmesh/orchestrator/state"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -64,10 +66,12 @@ func newChatCmd(a *app) *cobra.Command {
 		Short: "Send one chat turn to the mesh and print the answer",
 		Long: `Publishes MESSAGE as a chat request (a JetStream publish: the ack says an
 orchestrator will take it), shows the turn's progress on stderr while agents
-run, then prints the answer with its steps, tokens and cost. Without
+run, then prints the answer, what the turn produced (text whole up to 4000
+characters, collections as counts and their first file names, categories and
+folders as trees), its steps, tokens and cost. Without
 --conversation a new conversation starts; its id is printed so later turns can
 continue it and use its results. With --json the final chat.responded event
-is printed instead. The exit status is 1 when the turn did not complete.`,
+is printed instead, with what the turn produced under "views". The exit status is 1 when the turn did not complete.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
@@ -77,20 +81,26 @@ is printed instead. The exit status is 1 when the turn did not complete.`,
 				return err
 			}
 			defer m.Close()
-			progress := a.errOut
-			resp, err := a.chatTurnTo(ctx, m, conversation, strings.Join(args, " "), progress, func(ev bus.Event) {
-				if a.jsonOut {
-					_ = a.printJSON(eventJSON(ev))
+			store := state.New(m.Res.Conversations, m.Res.Runs)
+			before := map[string]schemas.TypedValue{}
+			if conversation != "" {
+				if st, err := store.Conversation(ctx, conversation); err == nil {
+					before = st.Slots
 				}
-			})
+			}
+			var final bus.Event
+			resp, err := a.chatTurnTo(ctx, m, conversation, strings.Join(args, " "), a.errOut, func(ev bus.Event) { final = ev })
 			if err != nil {
 				if errors.Is(err, context.DeadlineExceeded) {
 					return exitError{code: 1, msg: fmt.Sprintf("no answer within %s; the turn goes on: agentmesh watch %s", timeout, resp.ConversationID)}
 				}
 				return err
 			}
-			if !a.jsonOut {
-				printChatResponse(a.out, resp)
+			views := turnViews(ctx, store, newViewer(ctx, m), before, resp)
+			if a.jsonOut {
+				_ = a.printJSON(withViews(eventJSON(final), views))
+			} else {
+				printChatResponse(a.out, resp, views)
 			}
 			if resp.State != schemas.ChatCompleted {
 				return exitError{code: 1, msg: fmt.Sprintf("the turn ended %s: %s", resp.State, firstNonEmpty(resp.Error, resp.Output))}
@@ -125,9 +135,46 @@ func (a *app) chatTurnTo(ctx context.Context, m *mesh, conversation, message str
 	return resp, err
 }
 
-func printChatResponse(w io.Writer, r schemas.ChatResponse) {
+// turnViews returns what a turn produced: the conversation's slots it
+// filled or changed (before holds the slots from before the turn), and the
+// outputs of its tool calls that went to history because no slot takes
+// their type (FOLDER_RESULT, for one).
+func turnViews(ctx context.Context, store *state.Store, v *viewer, before map[string]schemas.TypedValue, r schemas.ChatResponse) []valueView {
+	st, err := store.Conversation(ctx, r.ConversationID)
+	if err != nil {
+		return nil
+	}
+	changed := map[string]schemas.TypedValue{}
+	for name, tv := range st.Slots {
+		if old, ok := before[name]; !ok || !bytes.Equal(old.Value, tv.Value) || old.DataType != tv.DataType {
+			changed[name] = tv
+		}
+	}
+	tasks := map[string]bool{}
+	for _, tc := range r.ToolCalls {
+		if tc.TaskID != "" {
+			tasks[tc.TaskID] = true
+		}
+	}
+	for _, h := range st.History {
+		if !tasks[h.TaskID] {
+			continue
+		}
+		for name, tv := range h.Outputs {
+			changed[h.Agent+"."+name] = tv
+		}
+	}
+	return v.views(changed)
+}
+
+func printChatResponse(w io.Writer, r schemas.ChatResponse, views []valueView) {
 	fmt.Fprintln(w, r.Output)
 	fmt.Fprintln(w)
+	if len(views) > 0 {
+		fmt.Fprintln(w, "outputs:")
+		printViews(w, "  ", views)
+		fmt.Fprintln(w)
+	}
 	for _, tc := range r.ToolCalls {
 		status := "ok"
 		if !tc.Success {
@@ -135,8 +182,9 @@ func printChatResponse(w io.Writer, r schemas.ChatResponse) {
 		}
 		fmt.Fprintf(w, "  %-20s %6d ms  %s\n", tc.Agent, tc.DurationMS, status)
 	}
-	fmt.Fprintf(w, "%s · %s planner · %d steps · %d tool calls · %d prompt + %d completion tokens · $%.4f · %s\n",
-		r.State, firstNonEmpty(r.Planner, "llm"), r.Steps, len(r.ToolCalls), r.Tokens.Prompt, r.Tokens.Completion, r.Cost,
+	fmt.Fprintf(w, "%s · %s planner · %s · %s · %d prompt + %d completion tokens · $%.4f · %s\n",
+		r.State, firstNonEmpty(r.Planner, "llm"), schemas.Plural(r.Steps, "step", "steps"), schemas.Plural(len(r.ToolCalls), "tool call", "tool calls"),
+		r.Tokens.Prompt, r.Tokens.Completion, r.Cost,
 		time.Duration(r.DurationMS)*time.Millisecond)
 	fmt.Fprintf(w, "conversation %s (continue with --conversation %s)\n", r.ConversationID, r.ConversationID)
 }

@@ -89,7 +89,11 @@ func TestChatCommandWithOfflinePlannerProcess(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout: %s\nstderr: %s\norchestrator: %s", code, out, errOut, orchErr.String())
 	}
-	for _, want := range []string{"offline planner answered", "ImageSearch -> ImageAnalysis -> FolderOrganizer", "completed · offline planner · 3 steps"} {
+	for _, want := range []string{"offline planner answered", "ImageSearch -> ImageAnalysis -> FolderOrganizer", "completed · offline planner · 3 steps",
+		// what the turn produced
+		"outputs:", "current_image_ids (FILE_IDS/images): 2 images · from ImageSearch", "- sunset-1",
+		"current_categorization (CATEGORIZATION): 1 category, 2 files", "└── sky (2 files)",
+		"FolderOrganizer.folders (FOLDER_RESULT): 1 folder, 2 files", "└── sky/ (2 files)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("stdout lacks %q:\n%s", want, out)
 		}
@@ -119,5 +123,18 @@ func TestChatCommandWithOfflinePlannerProcess(t *testing.T) {
 	}
 	if ev.Type != "io.agentmesh.chat.responded" || ev.Data.State != schemas.ChatFailed || ev.Data.ConversationID != conv || !strings.Contains(ev.Data.Error, "EVALUATION") {
 		t.Errorf("final event = %+v", ev)
+	}
+
+	// conversations lists it with its two turns and the last message.
+	list := exec.Command(bin, "--nats", srv.URL(), "conversations")
+	list.Env = env
+	out, errOut, code = runBinary(t, list)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if code != 0 || len(lines) != 2 || !strings.HasPrefix(lines[0], "CONVERSATION") || !strings.HasPrefix(lines[1], conv) ||
+		!strings.Contains(lines[1], "evaluate them") || !strings.Contains(lines[1], "ago") {
+		t.Errorf("conversations: exit %d\n%s%s", code, out, errOut)
+	}
+	if f := strings.Fields(lines[len(lines)-1]); len(f) < 2 || f[1] != "2" {
+		t.Errorf("conversations: want 2 turns in %q", lines[len(lines)-1])
 	}
 }

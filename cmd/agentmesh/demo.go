@@ -99,14 +99,14 @@ func (a *app) runDemo(ctx context.Context, store, message string, timeout time.D
 		names[ref.ID] = s.Name
 		kinds[resolvers.MediaKind(ref.MediaType)]++
 	}
-	say("stored %d images and %d documents", kinds[schemas.ContentImages], kinds[schemas.ContentDocuments])
+	say("stored %s and %s", schemas.Plural(kinds[schemas.ContentImages], "image", "images"), schemas.Plural(kinds[schemas.ContentDocuments], "document", "documents"))
 
 	say("\n== asking the mesh: %q", message)
 	resp, err := a.chatTurn(ctx, m, "", message, a.out)
 	if err != nil {
 		return err
 	}
-	say("\n== answer (%s planner, %d steps, %d ms)", orDefault(resp.Planner, "llm"), resp.Steps, resp.DurationMS)
+	say("\n== answer (%s planner, %s, %d ms)", orDefault(resp.Planner, "llm"), schemas.Plural(resp.Steps, "step", "steps"), resp.DurationMS)
 	say("%s", resp.Output)
 	for _, tc := range resp.ToolCalls {
 		status := "ok"
@@ -139,7 +139,7 @@ func (a *app) runDemo(ctx context.Context, store, message string, timeout time.D
 	sort.Strings(keys)
 	for _, k := range keys {
 		sort.Strings(folders[k])
-		say("%s/ (%d files)", k, len(folders[k]))
+		say("%s/ (%s)", k, schemas.Plural(len(folders[k]), "file", "files"))
 		for _, f := range folders[k] {
 			say("  %s", f)
 		}

@@ -72,7 +72,7 @@ func newFilesPutCmd(a *app) *cobra.Command {
 			if isTerminal(a.errOut) && (len(paths) >= progressMinFiles || total >= progressMinBytes) {
 				bar = progressbar.NewOptions64(total,
 					progressbar.OptionSetWriter(a.errOut),
-					progressbar.OptionSetDescription(fmt.Sprintf("storing %d files", len(paths))),
+					progressbar.OptionSetDescription("storing "+schemas.Plural(len(paths), "file", "files")),
 					progressbar.OptionShowBytes(true),
 					progressbar.OptionShowCount(),
 					progressbar.OptionClearOnFinish(),
@@ -102,7 +102,7 @@ func newFilesPutCmd(a *app) *cobra.Command {
 				}
 			}
 			if len(errs) > 0 {
-				return fmt.Errorf("%d of %d files not stored: %w", len(errs), len(paths), errors.Join(errs...))
+				return fmt.Errorf("%d of %s not stored: %w", len(errs), schemas.Plural(len(paths), "file", "files"), errors.Join(errs...))
 			}
 			return nil
 		},

@@ -3,6 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -10,6 +13,7 @@ import (
 
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/client"
+	"github.com/agentmesh/agentmesh/orchestrator/state"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -22,7 +26,11 @@ func newRunCmd(a *app) *cobra.Command {
 		Short: "Submit a pipeline (YAML or JSON) and follow it to the end",
 		Long: `Submits the pipeline in FILE to the orchestrators (a JetStream publish: the
 ack says it was accepted), then prints each step as it starts and ends until
-the run ends. The exit status is 0 when every step completed, 1 otherwise.`,
+the run ends, with what each completed step produced: text whole (up to 4000
+characters), collections as counts and their first file names, categories and
+folders as trees. With --json it writes JSON Lines instead: one event per line,
+as 'agentmesh watch --json' does (see the README). The exit status is 0 when
+every step completed, 1 otherwise.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			spec, err := client.LoadPipeline(args[0])
@@ -55,18 +63,15 @@ the run ends. The exit status is 0 when every step completed, 1 otherwise.`,
 				return err
 			}
 			if !a.jsonOut {
-				fmt.Fprintf(a.out, "run %s: submitted %q (%d steps)\n", runID, spec.Name, len(spec.Steps))
+				fmt.Fprintf(a.out, "run %s: submitted %q (%s)\n", runID, spec.Name, schemas.Plural(len(spec.Steps), "step", "steps"))
 			}
+			p := newEventPrinter(ctx, a, m)
 			for {
 				select {
 				case <-ctx.Done():
 					return exitError{code: 130, msg: fmt.Sprintf("interrupted; the run goes on: agentmesh watch %s", runID)}
 				case ev := <-events:
-					if a.jsonOut {
-						_ = a.printJSON(eventJSON(ev))
-					} else {
-						printPipelineEvent(a, ev)
-					}
+					p.print(ctx, ev)
 					if ev.Type == bus.TypePipelineCompleted {
 						var re schemas.RunEvent
 						_ = ev.DataAs(&re)
@@ -100,16 +105,69 @@ func follow(ctx context.Context, m *mesh, id string) (<-chan bus.Event, func(), 
 	return client.Follow(ctx, m.JS, m.Names, m.Names.EventsOf(id), false)
 }
 
-func printPipelineEvent(a *app, ev bus.Event) {
+// eventPrinter prints the events of a run or conversation for run and
+// watch: readable lines, or JSON Lines with --json. A completed step's
+// outputs are read from its record in KV and shown with printViews (in
+// JSON, as "views").
+type eventPrinter struct {
+	a     *app
+	store *state.Store
+	v     *viewer
+}
+
+func newEventPrinter(ctx context.Context, a *app, m *mesh) *eventPrinter {
+	return &eventPrinter{a: a, store: state.New(m.Res.Conversations, m.Res.Runs), v: newViewer(ctx, m)}
+}
+
+func (p *eventPrinter) print(ctx context.Context, ev bus.Event) {
+	views := p.stepViews(ctx, ev)
+	switch {
+	case p.a.jsonOut:
+		_ = p.a.jsonLine(withViews(eventJSON(ev), views))
+	case strings.HasPrefix(ev.Type, "io.agentmesh.pipeline."):
+		printPipelineEvent(p.a.out, ev)
+		printViews(p.a.out, "      ", views)
+	default:
+		fmt.Fprintf(p.a.out, "%s %s %s\n", ev.Time.Format("15:04:05.000"), strings.TrimPrefix(ev.Type, "io.agentmesh."), ev.Data)
+	}
+}
+
+// stepViews returns the views of a completed step's outputs, read from the
+// step's record (written before the event; a short wait covers a record
+// still in flight). Other events have none.
+func (p *eventPrinter) stepViews(ctx context.Context, ev bus.Event) []valueView {
+	if ev.Type != bus.TypeStepCompleted {
+		return nil
+	}
+	var se schemas.StepEvent
+	if ev.DataAs(&se) != nil || len(se.Outputs) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	for {
+		rec, err := p.store.StepRecord(ctx, se.RunID, se.Step)
+		if err == nil {
+			return p.v.views(rec.Outputs)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func printPipelineEvent(w io.Writer, ev bus.Event) {
 	if ev.Type == bus.TypePipelineCompleted {
 		var re schemas.RunEvent
 		_ = ev.DataAs(&re)
-		fmt.Fprintf(a.out, "run %s %s: %d completed, %d failed, %d skipped in %s\n", re.RunID, re.Status,
+		fmt.Fprintf(w, "run %s %s: %d completed, %d failed, %d skipped in %s\n", re.RunID, re.Status,
 			re.Completed, re.Failed, re.Skipped, time.Duration(re.DurationMS)*time.Millisecond)
 		return
 	}
 	if !strings.HasPrefix(ev.Type, bus.TypePipelineStepPrefix) {
-		fmt.Fprintf(a.out, "  %s %s\n", ev.Type, ev.Data)
+		fmt.Fprintf(w, "  %s %s\n", ev.Type, ev.Data)
 		return
 	}
 	var se schemas.StepEvent
@@ -123,7 +181,8 @@ func printPipelineEvent(a *app, ev bus.Event) {
 		if se.Summary != "" {
 			line += ": " + se.Summary
 		}
-		for name, o := range se.Outputs {
+		for _, name := range slices.Sorted(maps.Keys(se.Outputs)) {
+			o := se.Outputs[name]
 			line += fmt.Sprintf(" [%s %s", name, o.DataType)
 			if o.Count > 0 {
 				line += fmt.Sprintf(" x%d", o.Count)
@@ -135,7 +194,7 @@ func printPipelineEvent(a *app, ev bus.Event) {
 	case schemas.StepSkipped:
 		line += ": " + se.Reason
 	}
-	fmt.Fprintln(a.out, line)
+	fmt.Fprintln(w, line)
 }
 
 // eventJSON is an event as printed by --json.

@@ -95,6 +95,9 @@ func TestRunStateShowAndWatch(t *testing.T) {
 		"wave 2  count        TextAgent            completed",
 		"counted 4 words",
 		"run cli-run completed: 2 completed, 0 failed, 0 skipped",
+		// what the steps produced, whole
+		`text (TEXT): "HELLO FROM THE CLI" · from TextAgent`,
+		`text (TEXT): "4" · from TextAgent`,
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("run output misses %q:\n%s", want, &out)
@@ -217,5 +220,124 @@ func TestRunInvalidPipelineExitsOneWithOneLine(t *testing.T) {
 				t.Errorf("exit %d, stderr %q; want exit 1 and one line saying %q", code, msg, c.want)
 			}
 		})
+	}
+}
+
+// run --json writes JSON Lines: one event per line, a completed step's
+// outputs under "views"; the last line is the run's end.
+func TestRunJSONLines(t *testing.T) {
+	url := pipelineMesh(t)
+	file := pipelineFile(t, "shout.yaml", shoutPipeline)
+	var out, errOut bytes.Buffer
+	if code := run([]string{"--nats", url, "--json", "run", file, "--run-id", "jsonl-run"}, &out, &errOut); code != 0 {
+		t.Fatalf("run --json: exit %d\n%s\n%s", code, &out, &errOut)
+	}
+	lines := strings.Split(strings.TrimRight(out.String(), "\n"), "\n")
+	type line struct {
+		Type  string            `json:"type"`
+		RunID string            `json:"runid"`
+		Data  schemas.StepEvent `json:"data"`
+		Views []valueView       `json:"views"`
+	}
+	texts := map[string]string{}
+	var last line
+	for i, l := range lines {
+		if err := json.Unmarshal([]byte(l), &last); err != nil {
+			t.Fatalf("line %d is not one JSON event: %v\n%s", i+1, err, l)
+		}
+		if last.RunID != "jsonl-run" {
+			t.Errorf("line %d: runid %q", i+1, last.RunID)
+		}
+		if last.Type == "io.agentmesh.pipeline.step.completed" {
+			if len(last.Views) != 1 || last.Views[0].DataType != schemas.TypeText {
+				t.Fatalf("step %s: views %+v", last.Data.Step, last.Views)
+			}
+			texts[last.Data.Step] = last.Views[0].Text
+		}
+	}
+	if last.Type != "io.agentmesh.pipeline.completed" {
+		t.Errorf("last line is %s, want the run's end", last.Type)
+	}
+	if texts["upper"] != "HELLO FROM THE CLI" || texts["count"] != "4" {
+		t.Errorf("outputs in the JSON lines: %v", texts)
+	}
+}
+
+// A seed value of any data type reaches a step through "seed.<name>"; a
+// seed value that fails its type's schema and a param the agent does not
+// take are reported together, before anything runs.
+func TestRunSeedValuesAndParamsChecks(t *testing.T) {
+	url := pipelineMesh(t)
+	good := pipelineFile(t, "seeded.yaml", `name: seeded
+seed:
+  values:
+    greeting: {data_type: TEXT, value: "seeded words here"}
+steps:
+  - {id: shout, agent: TextAgent, params: {op: upper}, inputs: {text: seed.greeting}}
+`)
+	var out, errOut bytes.Buffer
+	if code := run([]string{"--nats", url, "run", good}, &out, &errOut); code != 0 {
+		t.Fatalf("run: exit %d\n%s\n%s", code, &out, &errOut)
+	}
+	if !strings.Contains(out.String(), `"SEEDED WORDS HERE"`) {
+		t.Errorf("the seeded text did not reach the step:\n%s", &out)
+	}
+	bad := pipelineFile(t, "bad.yaml", `name: bad
+seed:
+  values:
+    greeting: {data_type: TEXT, value: {not: text}}
+steps:
+  - {id: shout, agent: TextAgent, params: {op: upper, oops: 1}, inputs: {text: seed.greeting}}
+`)
+	out.Reset()
+	errOut.Reset()
+	code := run([]string{"--nats", url, "run", bad}, &out, &errOut)
+	msg := strings.TrimRight(errOut.String(), "\n")
+	if code != 1 || strings.Contains(msg, "\n") {
+		t.Fatalf("exit %d, stderr %q; want 1 and one line", code, msg)
+	}
+	for _, want := range []string{"seed.values.greeting", "TEXT value is invalid", "oops"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("stderr %q does not say %q", msg, want)
+		}
+	}
+}
+
+// runs lists the runs, most recent first, with status and step counts.
+func TestRunsCommand(t *testing.T) {
+	url := pipelineMesh(t)
+	var out, errOut bytes.Buffer
+	if code := run([]string{"--nats", url, "runs"}, &out, &errOut); code != 0 || !strings.Contains(out.String(), "no runs yet") {
+		t.Errorf("runs of none: exit %d, %q %q", code, &out, &errOut)
+	}
+	for _, id := range []string{"first-run", "second-run"} {
+		out.Reset()
+		if code := run([]string{"--nats", url, "run", pipelineFile(t, "shout.yaml", shoutPipeline), "--run-id", id}, &out, &errOut); code != 0 {
+			t.Fatalf("run %s: exit %d\n%s%s", id, code, &out, &errOut)
+		}
+	}
+	out.Reset()
+	errOut.Reset()
+	if code := run([]string{"--nats", url, "runs", "--limit", "1"}, &out, &errOut); code != 0 {
+		t.Fatalf("runs: exit %d: %s", code, &errOut)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], "RUN") || !strings.HasPrefix(lines[1], "second-run") ||
+		!strings.Contains(lines[1], "shout") || !strings.Contains(lines[1], "completed") || !strings.Contains(lines[1], "2/2") || !strings.Contains(lines[1], "ago") {
+		t.Errorf("runs --limit 1:\n%s", &out)
+	}
+	if !strings.Contains(errOut.String(), "showing the 1 most recent of 2 runs") {
+		t.Errorf("runs --limit 1 does not say what it left out: %q", &errOut)
+	}
+	out.Reset()
+	if code := run([]string{"--nats", url, "--json", "runs"}, &out, &errOut); code != 0 {
+		t.Fatalf("runs --json: exit %d", code)
+	}
+	var runs []state.RunSummary
+	if err := json.Unmarshal(out.Bytes(), &runs); err != nil || len(runs) != 2 || runs[1].ID != "first-run" || runs[1].Completed != 2 || runs[1].Steps != 2 {
+		t.Errorf("runs --json: %v %+v", err, runs)
+	}
+	if code := run([]string{"--nats", url, "runs", "--limit", "-1"}, &out, &errOut); code != 1 {
+		t.Errorf("runs --limit -1: exit %d, want 1", code)
 	}
 }

@@ -36,7 +36,7 @@ func newStateCmd(a *app) *cobra.Command {
 				if a.jsonOut {
 					return a.printJSON(run)
 				}
-				printRun(a.out, run)
+				printRun(a.out, newViewer(ctx, m), run)
 				return nil
 			}
 			conv, cerr := store.Conversation(ctx, id)
@@ -44,12 +44,12 @@ func newStateCmd(a *app) *cobra.Command {
 				if a.jsonOut {
 					return a.printJSON(conv)
 				}
-				printConversation(a.out, conv)
+				printConversation(a.out, newViewer(ctx, m), conv)
 				return nil
 			}
 			if errors.Is(rerr, state.ErrNotFound) && errors.Is(cerr, state.ErrNotFound) {
-				return exitError{code: 1, msg: fmt.Sprintf("no run or conversation %q in %s or %s; list runs with `nats kv ls %s`",
-					id, m.Names.RunsBucket(), m.Names.ConversationsBucket(), m.Names.RunsBucket())}
+				return exitError{code: 1, msg: fmt.Sprintf("no run or conversation %q in %s or %s; list them with 'agentmesh runs' and 'agentmesh conversations'",
+					id, m.Names.RunsBucket(), m.Names.ConversationsBucket())}
 			}
 			return errors.Join(rerr, cerr)
 		},
@@ -57,7 +57,7 @@ func newStateCmd(a *app) *cobra.Command {
 	return cmd
 }
 
-func printRun(w io.Writer, r *state.RunState) {
+func printRun(w io.Writer, v *viewer, r *state.RunState) {
 	fmt.Fprintf(w, "run %s  %q  %s\n", r.ID, r.Name, r.Status)
 	fmt.Fprintf(w, "  created %s", r.CreatedAt.Format(time.RFC3339))
 	if !r.FinishedAt.IsZero() {
@@ -87,21 +87,19 @@ func printRun(w io.Writer, r *state.RunState) {
 				line += "  " + st.Summary
 			}
 			fmt.Fprintln(w, line)
+			printViews(w, "      ", v.views(st.Outputs))
 		}
 	}
-	printSlots(w, r.State.Slots)
+	printSlots(w, v, r.State.Slots)
 }
 
-func printConversation(w io.Writer, c *schemas.ConversationState) {
-	fmt.Fprintf(w, "conversation %s  %d turns, updated %s\n", c.ID, c.Turns, c.UpdatedAt.Format(time.RFC3339))
-	printSlots(w, c.Slots)
+func printConversation(w io.Writer, v *viewer, c *schemas.ConversationState) {
+	fmt.Fprintf(w, "conversation %s  %s, updated %s\n", c.ID, schemas.Plural(c.Turns, "turn", "turns"), c.UpdatedAt.Format(time.RFC3339))
+	printSlots(w, v, c.Slots)
 	if len(c.History) > 0 {
 		fmt.Fprintln(w, "history:")
 		for _, h := range c.History {
-			text := h.Text
-			if len(text) > 100 {
-				text = text[:97] + "..."
-			}
+			text := schemas.Clip(h.Text, 100)
 			who := h.Kind
 			if h.Agent != "" {
 				who += " " + h.Agent
@@ -111,7 +109,7 @@ func printConversation(w io.Writer, c *schemas.ConversationState) {
 	}
 }
 
-func printSlots(w io.Writer, slots map[string]schemas.TypedValue) {
+func printSlots(w io.Writer, v *viewer, slots map[string]schemas.TypedValue) {
 	fmt.Fprintln(w, "slots:")
 	if len(slots) == 0 {
 		fmt.Fprintln(w, "  (none)")
@@ -122,19 +120,20 @@ func printSlots(w io.Writer, slots map[string]schemas.TypedValue) {
 	}
 	slices.Sort(names)
 	for _, n := range names {
-		v := slots[n]
-		desc := v.DataType
-		if v.ContentTypeHint != "" {
-			desc += "/" + v.ContentTypeHint
+		tv := slots[n]
+		desc := tv.DataType
+		if tv.ContentTypeHint != "" {
+			desc += "/" + tv.ContentTypeHint
 		}
-		if v.DataType == schemas.TypeFileIDs {
-			if fc, err := v.Files(); err == nil {
+		if tv.DataType == schemas.TypeFileIDs {
+			if fc, err := tv.Files(); err == nil {
 				desc += fmt.Sprintf(" x%d", fc.Count())
 				if fc.Spilled() {
 					desc += " (spilled)"
 				}
 			}
 		}
-		fmt.Fprintf(w, "  %-24s %-28s from %s\n", n, desc, strings.TrimSpace(v.Source))
+		fmt.Fprintf(w, "  %-24s %-28s from %s\n", n, desc, strings.TrimSpace(tv.Source))
+		printViewBody(w, "    ", v.view(n, tv))
 	}
 }

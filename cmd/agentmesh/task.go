@@ -124,15 +124,17 @@ Example:
 			if err := rev.DataAs(&res); err != nil {
 				return err
 			}
+			v := newViewer(ctx, m)
 			if a.jsonOut {
 				if err := a.printJSON(struct {
 					TaskID string `json:"taskid"`
 					schemas.AgentResult
-				}{ev.ID, res}); err != nil {
+					Views []valueView `json:"views"`
+				}{ev.ID, res, v.views(res.Outputs)}); err != nil {
 					return err
 				}
 			} else {
-				printResult(a, ev.ID, rev.Source, res)
+				printResult(a, v, ev.ID, rev.Source, res)
 			}
 			if !res.Success {
 				return exitError{code: 1, msg: fmt.Sprintf("%s failed: %v", agent, res.Err())}
@@ -225,8 +227,8 @@ func parseInput(kv string, c schemas.AgentContract) (string, schemas.TypedValue,
 }
 
 // printResult writes a readable result: status, summary and each output
-// with its size, never a raw id list.
-func printResult(a *app, taskID, source string, r schemas.AgentResult) {
+// as printViews shows it, never a raw id list.
+func printResult(a *app, v *viewer, taskID, source string, r schemas.AgentResult) {
 	status := "completed"
 	if !r.Success {
 		status = "failed"
@@ -238,48 +240,5 @@ func printResult(a *app, taskID, source string, r schemas.AgentResult) {
 	if r.Error != nil {
 		fmt.Fprintf(a.out, "  error: %s: %s\n", r.Error.Code, r.Error.Message)
 	}
-	names := make([]string, 0, len(r.Outputs))
-	for n := range r.Outputs {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	for _, n := range names {
-		fmt.Fprintf(a.out, "  %s (%s): %s\n", n, r.Outputs[n].DataType, describeValue(r.Outputs[n]))
-	}
-}
-
-func describeValue(v schemas.TypedValue) string {
-	switch v.DataType {
-	case schemas.TypeText:
-		s, err := v.Text()
-		if err != nil {
-			return err.Error()
-		}
-		return fmt.Sprintf("%q", clipText(s, 400))
-	case schemas.TypeFileIDs:
-		fc, err := v.Files()
-		if err != nil {
-			return err.Error()
-		}
-		return fmt.Sprintf("%d %s", fc.Count(), fc.ContentType())
-	case schemas.TypeCategorization:
-		var c schemas.Categorization
-		if v.Decode(&c) == nil {
-			parts := make([]string, 0, len(c.Categories))
-			for k, ids := range c.Categories {
-				parts = append(parts, fmt.Sprintf("%s: %d", k, len(ids)))
-			}
-			slices.Sort(parts)
-			return fmt.Sprintf("%d categories (%s)", len(c.Categories), strings.Join(parts, ", "))
-		}
-	}
-	return clipText(string(v.Value), 200)
-}
-
-func clipText(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n]) + "…"
+	printViews(a.out, "  ", v.views(r.Outputs))
 }

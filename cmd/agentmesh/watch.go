@@ -2,8 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"fmt"
-	"strings"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -35,19 +33,13 @@ func newWatchCmd(a *app) *cobra.Command {
 				return err
 			}
 			defer stop()
+			p := newEventPrinter(ctx, a, m)
 			for {
 				select {
 				case <-ctx.Done():
 					return nil
 				case ev := <-events:
-					switch {
-					case a.jsonOut:
-						_ = json.NewEncoder(a.out).Encode(eventJSON(ev))
-					case strings.HasPrefix(ev.Type, "io.agentmesh.pipeline."):
-						printPipelineEvent(a, ev)
-					default:
-						fmt.Fprintf(a.out, "%s %s %s\n", ev.Time.Format("15:04:05.000"), strings.TrimPrefix(ev.Type, "io.agentmesh."), ev.Data)
-					}
+					p.print(ctx, ev)
 				}
 			}
 		},

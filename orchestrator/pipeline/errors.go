@@ -18,6 +18,9 @@ var (
 	// ErrFanIn reports parallel parents feeding one input with a type that
 	// cannot be merged.
 	ErrFanIn = errors.New("non-mergeable fan-in")
+	// ErrBadParams reports step params that fail the agent's params schema
+	// or that the agent does not declare.
+	ErrBadParams = errors.New("bad params")
 	// ErrBadInputSource reports a step input mapped to a source that does
 	// not exist.
 	ErrBadInputSource = errors.New("bad input source")

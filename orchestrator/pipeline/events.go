@@ -37,10 +37,7 @@ func stepEvent(runID string, st *state.StepState, now time.Time) schemas.StepEve
 func runEvent(h *state.RunHeader, sd *state.RunSpec) schemas.RunEvent {
 	steps := len(sd.Spec.Steps)
 	e := schemas.RunEvent{RunID: h.ID, Name: h.Name, Status: h.Status, Error: h.Error, Steps: steps,
-		Failed: len(h.Failed), Skipped: len(h.Skipped)}
-	if len(sd.Waves) > 0 && h.Wave >= 0 {
-		e.Completed = steps - e.Failed - e.Skipped
-	}
+		Failed: len(h.Failed), Skipped: len(h.Skipped), Completed: h.CompletedSteps(sd)}
 	if !h.FinishedAt.IsZero() {
 		e.DurationMS = h.FinishedAt.Sub(h.CreatedAt).Milliseconds()
 	}

@@ -92,17 +92,14 @@ func stepInputs(ctx context.Context, router *route.Router, sd *state.RunSpec, st
 	return out, errors.Join(errs...)
 }
 
-// source reads an input source of the spec: seed.*, <step>.<output>,
+// source reads an input source of the spec: seed.<name>, <step>.<output>,
 // state.<slot> or text:<literal>.
 func source(sd *state.RunSpec, src string, parent func(string) (*state.StepState, error), slots func() (map[string]schemas.TypedValue, error)) (schemas.TypedValue, bool, error) {
 	if text, ok := textLiteral(src); ok {
 		return schemas.TextValue(text, "pipeline"), true, nil
 	}
-	if kind, ids, ok := seedSource(sd.Spec.Seed, src); ok {
-		if len(ids) == 0 {
-			return schemas.TypedValue{}, false, nil
-		}
-		return schemas.FilesValue(schemas.FromIDs(kind, ids...), "seed"), true, nil
+	if v, found, ok := seedSource(sd.Spec.Seed, src); ok {
+		return v, found, nil
 	}
 	head, tail, _ := strings.Cut(src, ".")
 	if head == "state" {

@@ -20,6 +20,9 @@ const (
 	SourceSeedImages    = "seed.images"
 	SourceSeedDocuments = "seed.documents"
 	SourceSeedLinks     = "seed.links"
+	// SourceSeedPrefix starts every seed source; "seed.<name>" reads the
+	// seed value called name.
+	SourceSeedPrefix = "seed."
 	// SourceTextPrefix starts a TEXT literal: an input mapped to
 	// "text:hello world" receives the TEXT value "hello world".
 	SourceTextPrefix = "text:"
@@ -27,8 +30,9 @@ const (
 
 // Validate checks spec before anything runs and reports every
 // problem at once: the structural checks of spec.Validate, cycles (named),
-// agents not live according to lookup, input mappings to sources that do
-// not exist, required inputs that no parent, seed or state slot can fill,
+// agents not live according to lookup, seed values that fail their data
+// type's schema, params that fail the agent's params schema or that it does
+// not declare, input mappings to sources that do not exist, required inputs that no parent, seed or state slot can fill,
 // and fan-in of parallel parents producing the same type into one input
 // when the type or the outputs are not mergeable. It returns the contracts
 // of the pipeline's agents and its waves. The error wraps
@@ -62,6 +66,12 @@ func Validate(spec schemas.PipelineSpec, lookup ContractLookup, router *route.Ro
 	for a, c := range contracts {
 		if c.Name == "" {
 			delete(contracts, a)
+		}
+	}
+	errs = append(errs, checkSeed(spec.Seed, router)...)
+	for _, s := range spec.Steps {
+		if c, ok := contracts[s.Agent]; ok {
+			errs = append(errs, checkParams(s, c)...)
 		}
 	}
 	if werr == nil {
@@ -166,22 +176,6 @@ func (g graph) parallel(feeders []string) []string {
 	return out
 }
 
-func seedSlots(seed schemas.PipelineSeed, router *route.Router) map[string]schemas.TypedValue {
-	slots := map[string]schemas.TypedValue{}
-	add := func(kind string, ids []string) {
-		if len(ids) == 0 {
-			return
-		}
-		if slot, ok := router.SlotFor(schemas.TypeFileIDs, kind); ok {
-			slots[slot] = schemas.FilesValue(schemas.FromIDs(kind, ids...), "seed")
-		}
-	}
-	add(schemas.ContentImages, seed.Images)
-	add(schemas.ContentDocuments, seed.Documents)
-	add(schemas.ContentLinks, seed.Links)
-	return slots
-}
-
 // textLiteral reads a "text:<literal>" input source.
 func textLiteral(src string) (string, bool) {
 	return strings.CutPrefix(src, SourceTextPrefix)
@@ -192,18 +186,6 @@ func clipSource(src string) string {
 		src = src[:37] + "..."
 	}
 	return fmt.Sprintf("%q", src)
-}
-
-func seedSource(seed schemas.PipelineSeed, src string) (kind string, ids []string, ok bool) {
-	switch src {
-	case SourceSeedImages:
-		return schemas.ContentImages, seed.Images, true
-	case SourceSeedDocuments:
-		return schemas.ContentDocuments, seed.Documents, true
-	case SourceSeedLinks:
-		return schemas.ContentLinks, seed.Links, true
-	}
-	return "", nil, false
 }
 
 func checkInputs(spec schemas.PipelineSpec, waves [][]string, contracts map[string]schemas.AgentContract, router *route.Router) []error {
@@ -311,18 +293,12 @@ func checkSource(spec schemas.PipelineSpec, g graph, contracts map[string]schema
 		}
 		return nil
 	}
-	if kind, ids, ok := seedSource(spec.Seed, src); ok {
-		if in.DataType != schemas.TypeFileIDs {
-			return fmt.Errorf("%w: input %q is %s but %s holds FILE_IDS", ErrBadInputSource, name, in.DataType, src)
-		}
-		if len(ids) == 0 && in.Required {
-			return fmt.Errorf("%w: input %q maps to %s, but the seed has no %s; add them under seed.%s", route.ErrMissingInput, name, src, kind, kind)
-		}
-		return nil
-	}
 	head, tail, ok := strings.Cut(src, ".")
 	if !ok || head == "" || tail == "" {
-		return fmt.Errorf("%w: input %q maps to %q; use seed.images, seed.documents, seed.links, <step>.<output>, state.<slot> or text:<literal text>", ErrBadInputSource, name, src)
+		return fmt.Errorf("%w: input %q maps to %q; use seed.images, seed.documents, seed.links, seed.<name>, <step>.<output>, state.<slot> or text:<literal text>", ErrBadInputSource, name, src)
+	}
+	if head == "seed" {
+		return checkSeedSource(spec.Seed, in, name, src, tail)
 	}
 	if head == "state" {
 		v, ok := avail[tail]

@@ -103,7 +103,7 @@ func (a *Agent) Execute(ctx context.Context, ec *schemas.ExecutionContext) (sche
 		cat.Categories[category] = append(cat.Categories[category], id)
 		res.Items = append(res.Items, item)
 		if done := i + 1; len(ids) >= 10 && done%max(1, len(ids)/10) == 0 {
-			agents.ReportProgress(ctx, fmt.Sprintf("analysed %d of %d images", done, len(ids)), 100*float64(done)/float64(len(ids)))
+			agents.ReportProgress(ctx, fmt.Sprintf("analysed %d of %s", done, schemas.Plural(len(ids), "image", "images")), 100*float64(done)/float64(len(ids)))
 		}
 	})
 	if err != nil {
@@ -132,7 +132,7 @@ func (a *Agent) Execute(ctx context.Context, ec *schemas.ExecutionContext) (sche
 	if err != nil {
 		return schemas.AgentResult{}, err
 	}
-	summary := fmt.Sprintf("categorised %d images into %d categories (method: %s)", analysed, len(cat.Categories), method)
+	summary := fmt.Sprintf("categorised %s into %s (method: %s)", schemas.Plural(analysed, "image", "images"), schemas.Plural(len(cat.Categories), "category", "categories"), method)
 	if len(cat.Categories) > 0 {
 		summary += ": " + fileagent.CountList(cat.Categories)
 	}

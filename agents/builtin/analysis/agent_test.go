@@ -140,7 +140,7 @@ func TestAnalysisBadInputs(t *testing.T) {
 	if got := cat.Categories["sunset"]; !slices.Equal(got, []string{ids[0]}) || len(cat.Categories) != 1 {
 		t.Errorf("categories %v", cat.Categories)
 	}
-	for _, want := range []string{"categorised 1 images", "skipped 4", "f-missing", "file not found", "cut.jpg", "corrupt image", "notes.txt", "not an image but text/plain", "../../etc/passwd"} {
+	for _, want := range []string{"categorised 1 image into", "skipped 4", "f-missing", "file not found", "cut.jpg", "corrupt image", "notes.txt", "not an image but text/plain", "../../etc/passwd"} {
 		if !strings.Contains(res.Summary, want) {
 			t.Errorf("summary lacks %q: %s", want, res.Summary)
 		}

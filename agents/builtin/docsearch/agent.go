@@ -3,7 +3,6 @@ package docsearch
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"strings"
 
 	"github.com/agentmesh/agentmesh/agents"
@@ -97,7 +96,7 @@ func (a *Agent) Execute(ctx context.Context, ec *schemas.ExecutionContext) (sche
 
 	summary, outputs := t.Found(s, s.Rank(hits))
 	if unreadable > 0 {
-		summary += fmt.Sprintf("; %d documents could not be read and were matched by name only", unreadable)
+		summary += "; " + schemas.Plural(unreadable, "document", "documents") + " could not be read and were matched by name only"
 	}
 	return t.Done(summary, outputs, schemas.Tokens{})
 }

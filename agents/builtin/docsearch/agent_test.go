@@ -92,7 +92,7 @@ func TestDocumentSearch(t *testing.T) {
 	if len(got) != 5 || strings.Contains(strings.Join(got, ","), ids["sunset_beach.jpg"]) {
 		t.Errorf("every document: got %d ids %v", len(got), got)
 	}
-	if !strings.Contains(res.Summary, "1 documents could not be read") {
+	if !strings.Contains(res.Summary, "1 document could not be read") {
 		t.Errorf("summary does not report the broken PDF: %s", res.Summary)
 	}
 	_, got = search(t, a, map[string]any{"query": "sunset", "limit": 1})

@@ -110,13 +110,13 @@ func (a *Agent) Execute(ctx context.Context, ec *schemas.ExecutionContext) (sche
 	if err != nil {
 		return schemas.AgentResult{}, err
 	}
-	summary := fmt.Sprintf("organised %d files into %d folders", len(placed), len(result.Folders))
+	summary := fmt.Sprintf("organised %s into %s", schemas.Plural(len(placed), "file", "files"), schemas.Plural(len(result.Folders), "folder", "folders"))
 	if len(result.Folders) > 0 {
 		summary += " (" + fileagent.CountList(result.Folders) + ")"
 	}
 	summary += fmt.Sprintf("; moved %d", result.Moved)
 	if duplicates > 0 {
-		summary += fmt.Sprintf("; %d files listed under several categories went to the first by name", duplicates)
+		summary += "; " + schemas.Plural(duplicates, "file", "files") + " listed under several categories went to the first by name"
 	}
 	return t.Done(summary, map[string]schemas.TypedValue{"folders": out}, schemas.Tokens{})
 }

@@ -3,7 +3,6 @@ package imagesearch
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"runtime"
 	"strings"
 	"sync"
@@ -126,7 +125,7 @@ func (a *Agent) Execute(ctx context.Context, ec *schemas.ExecutionContext) (sche
 	}
 	summary, outputs := t.Found(s, s.Rank(hits))
 	if undecodable > 0 {
-		summary += fmt.Sprintf("; %d images could not be decoded and were matched by name only", undecodable)
+		summary += "; " + schemas.Plural(undecodable, "image", "images") + " could not be decoded and were matched by name only"
 	}
 	return t.Done(summary, outputs, schemas.Tokens{})
 }

@@ -174,7 +174,7 @@ func TestSearchCorruptImage(t *testing.T) {
 	if !slices.Contains(got, ref.ID) || len(got) != 6 {
 		t.Errorf("got %d ids, want the 5 sunsets and broken_sunset.jpg by name", len(got))
 	}
-	if !strings.Contains(res.Summary, "1 images could not be decoded") {
+	if !strings.Contains(res.Summary, "1 image could not be decoded") {
 		t.Errorf("summary %q", res.Summary)
 	}
 	meta, _ := s.store.ResolveMetadata(ctx, ref.ID)
@@ -182,7 +182,7 @@ func TestSearchCorruptImage(t *testing.T) {
 		t.Errorf("metadata %v", meta.Metadata)
 	}
 	res, _ = run(t, a, map[string]any{"query": "sunset"})
-	if !strings.Contains(res.Summary, "1 images could not be decoded") {
+	if !strings.Contains(res.Summary, "1 image could not be decoded") {
 		t.Errorf("second search summary %q", res.Summary)
 	}
 }

@@ -94,7 +94,7 @@ func (a *Agent) Execute(ctx context.Context, ec *schemas.ExecutionContext) (sche
 		Success:    true,
 		Agent:      a.cfg.Name,
 		Capability: a.cfg.Capability,
-		Summary:    fmt.Sprintf("%s answered in %d characters", a.cfg.Name, len([]rune(reply))),
+		Summary:    a.cfg.Name + " answered in " + schemas.Plural(len([]rune(reply)), "character", "characters"),
 		Outputs:    map[string]schemas.TypedValue{out.Name: value},
 		Metrics:    schemas.Metrics{Tokens: tokens},
 	}, nil
@@ -153,7 +153,7 @@ func (a *Agent) render(ctx context.Context, ec *schemas.ExecutionContext) (strin
 
 func (a *Agent) renderFiles(ctx context.Context, b *strings.Builder, fc schemas.FileCollection) {
 	ids := fc.IDs()
-	fmt.Fprintf(b, "%d files (%s)\n", fc.Count(), fc.ContentType())
+	fmt.Fprintf(b, "%s (%s)\n", schemas.Plural(fc.Count(), "file", "files"), fc.ContentType())
 	for i, id := range ids {
 		if i == maxListedFiles {
 			fmt.Fprintf(b, "- ... and %d more\n", len(ids)-maxListedFiles)

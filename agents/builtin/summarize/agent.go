@@ -150,7 +150,7 @@ func (a *Agent) Execute(ctx context.Context, ec *schemas.ExecutionContext) (sche
 		text = b.String()
 	}
 
-	return t.Done(fmt.Sprintf("summarised %d documents (method: %s)", len(docs), method),
+	return t.Done(fmt.Sprintf("summarised %s (method: %s)", schemas.Plural(len(docs), "document", "documents"), method),
 		map[string]schemas.TypedValue{"summary": schemas.TextValue(text, Name)}, tokens)
 }
 

@@ -92,7 +92,7 @@ func TestSummarizeExtractive(t *testing.T) {
 	if !strings.Contains(text, "agent") || strings.Count(text, ".") != 2 {
 		t.Errorf("PDF summary %q", text)
 	}
-	if res.Summary != "summarised 1 documents (method: extractive)" {
+	if res.Summary != "summarised 1 document (method: extractive)" {
 		t.Errorf("summary %q", res.Summary)
 	}
 
@@ -127,7 +127,7 @@ func TestSummarizeWithLLM(t *testing.T) {
 	a, _ := summarize.New(store, summarize.WithTextModel(model))
 	res := run(t, a, nil, ids["mesh-overview.pdf"])
 	text, _ := res.Outputs["summary"].Text()
-	if text != "The mesh connects agents." || res.Summary != "summarised 1 documents (method: llm)" || res.Metrics.Tokens.Prompt != 50 {
+	if text != "The mesh connects agents." || res.Summary != "summarised 1 document (method: llm)" || res.Metrics.Tokens.Prompt != 50 {
 		t.Errorf("result %+v, text %q", res, text)
 	}
 	if gotSystem != summarize.SystemPrompt || !strings.Contains(gotUser, "## Document: mesh-overview.pdf\nAgent mesh overview") {

@@ -105,9 +105,9 @@ func Transform(op, s string) (out, summary string) {
 		}, s)
 	case "wordcount":
 		n := len(strings.Fields(s))
-		return strconv.Itoa(n), fmt.Sprintf("counted %d words", n)
+		return strconv.Itoa(n), "counted " + schemas.Plural(n, "word", "words")
 	default:
 		out = strings.ToUpper(s)
 	}
-	return out, fmt.Sprintf("%s of %d characters", op, len([]rune(s)))
+	return out, op + " of " + schemas.Plural(len([]rune(s)), "character", "characters")
 }

@@ -24,6 +24,20 @@ func TestTransform(t *testing.T) {
 	}
 }
 
+// Summaries count in good English: one word, two words.
+func TestTransformSummaryPlurals(t *testing.T) {
+	for _, tc := range []struct{ op, in, want string }{
+		{"wordcount", "one", "counted 1 word"},
+		{"wordcount", "one two", "counted 2 words"},
+		{"upper", "a", "upper of 1 character"},
+		{"upper", "", "upper of 0 characters"},
+	} {
+		if _, got := Transform(tc.op, tc.in); got != tc.want {
+			t.Errorf("Transform(%q, %q) summary %q; want %q", tc.op, tc.in, got, tc.want)
+		}
+	}
+}
+
 func TestContractIsValid(t *testing.T) {
 	c := New().Contract()
 	if err := c.Validate(); err != nil {

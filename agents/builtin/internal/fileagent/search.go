@@ -89,10 +89,11 @@ func (t *Task) Found(s Search, found []Hit) (string, map[string]schemas.TypedVal
 	fc := schemas.FromIDs(out.ContentTypeHint, ids...).WithSource(t.contract.Capability)
 
 	noun := out.ContentTypeHint // "images", "documents"
-	summary := fmt.Sprintf("found %d %s for %q", len(found), noun, s.Query)
+	one := strings.TrimSuffix(noun, "s")
+	summary := fmt.Sprintf("found %s for %q", schemas.Plural(len(found), one, noun), s.Query)
 	if len(s.Terms) == 0 {
-		summary = fmt.Sprintf("found %d %s (the query %q has no search words, so every %s is listed)",
-			len(found), noun, s.Query, strings.TrimSuffix(noun, "s"))
+		summary = fmt.Sprintf("found %s (the query %q has no search words, so every %s is listed)",
+			schemas.Plural(len(found), one, noun), s.Query, one)
 	}
 	if len(found) > 0 {
 		names := make([]string, 0, 5)

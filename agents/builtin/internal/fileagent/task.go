@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 
 	"github.com/agentmesh/agentmesh/resolvers"
@@ -70,11 +71,11 @@ func (t *Task) FailAll(code, what string) (schemas.AgentResult, error) {
 // skipped, the outputs, and the tokens a model used.
 func (t *Task) Done(summary string, outputs map[string]schemas.TypedValue, tokens schemas.Tokens) (schemas.AgentResult, error) {
 	if n, why := t.Skipped(); n > 0 {
-		what := ""
+		what := strconv.Itoa(n)
 		if t.Skipping != "" {
-			what = " " + t.Skipping
+			what = schemas.Plural(n, strings.TrimSuffix(t.Skipping, "s"), t.Skipping)
 		}
-		summary += fmt.Sprintf("; skipped %d%s: %s", n, what, why)
+		summary += fmt.Sprintf("; skipped %s: %s", what, why)
 	}
 	return schemas.AgentResult{
 		Success:    true,

@@ -87,7 +87,8 @@ func TestDoneNamesWhatWasSkipped(t *testing.T) {
 	}{
 		{"", nil, "did it"},
 		{"", []string{"a: gone", "b: broken"}, "did it; skipped 2: a: gone; b: broken"},
-		{"scope ids", []string{`"x": gone`}, `did it; skipped 1 scope ids: "x": gone`},
+		{"scope ids", []string{`"x": gone`}, `did it; skipped 1 scope id: "x": gone`},
+		{"scope ids", []string{`"x": gone`, `"y": gone`}, `did it; skipped 2 scope ids: "x": gone; "y": gone`},
 	}
 	for _, tt := range tests {
 		task := fileagent.Start(contract)

@@ -1,0 +1,164 @@
+package state
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/agentmesh/agentmesh/schemas"
+)
+
+// A run's header and a conversation's state are the only keys of one token
+// in their buckets (the others are <id>.<suffix>), so a metadata-only watch
+// of "*" lists runs and conversations without reading a value.
+
+// RunSummary is one line of a list of runs.
+type RunSummary struct {
+	ID         string    `json:"id"`
+	Name       string    `json:"name,omitempty"`
+	Status     string    `json:"status"`
+	Error      string    `json:"error,omitempty"`
+	Steps      int       `json:"steps"`
+	Completed  int       `json:"completed"`
+	Failed     int       `json:"failed"`
+	Skipped    int       `json:"skipped"`
+	CreatedAt  time.Time `json:"created_at"`
+	UpdatedAt  time.Time `json:"updated_at"`
+	FinishedAt time.Time `json:"finished_at,omitzero"`
+}
+
+// ConversationSummary is one line of a list of conversations.
+type ConversationSummary struct {
+	ID          string    `json:"id"`
+	Turns       int       `json:"turns"`
+	Slots       int       `json:"slots"`
+	LastMessage string    `json:"last_message,omitempty"` // the last user message, clipped
+	CreatedAt   time.Time `json:"created_at"`
+	UpdatedAt   time.Time `json:"updated_at"`
+}
+
+// CompletedSteps counts the steps of sd that completed as far as h knows:
+// at the end, every step of a validated run that did not fail and was not
+// skipped; before, those of the waves already over and the steps of the
+// wave in progress that ended.
+func (h *RunHeader) CompletedSteps(sd *RunSpec) int {
+	if len(sd.Waves) == 0 || h.Wave < 0 {
+		return 0
+	}
+	if h.Done() {
+		return len(sd.Spec.Steps) - len(h.Failed) - len(h.Skipped)
+	}
+	n := 0
+	for w, ids := range sd.Waves {
+		for _, id := range ids {
+			ended := w < h.Wave || (w == h.Wave && h.Ended(id))
+			if ended && h.Failed[id] == "" && h.Skipped[id] == "" {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// RecentRuns returns the runs most recently written first, at most limit
+// of them (all when limit <= 0), and how many runs the bucket holds.
+func (s *Store) RecentRuns(ctx context.Context, limit int) ([]RunSummary, int, error) {
+	ids, total, err := recent(ctx, s.runs, limit)
+	if err != nil {
+		return nil, 0, err
+	}
+	out := make([]RunSummary, 0, len(ids))
+	for _, id := range ids {
+		var (
+			h  RunHeader
+			sd RunSpec
+		)
+		if _, err := s.getJSON(ctx, id, &h); err != nil {
+			if errors.Is(err, ErrNotFound) {
+				continue // deleted since the listing
+			}
+			return nil, 0, err
+		}
+		if _, err := s.getJSON(ctx, specKey(id), &sd); err != nil && !errors.Is(err, ErrNotFound) {
+			return nil, 0, fmt.Errorf("run %q: %w", id, err)
+		}
+		sd.Init()
+		out = append(out, RunSummary{ID: id, Name: h.Name, Status: h.Status, Error: h.Error, Steps: len(sd.Spec.Steps),
+			Completed: h.CompletedSteps(&sd), Failed: len(h.Failed), Skipped: len(h.Skipped),
+			CreatedAt: h.CreatedAt, UpdatedAt: h.UpdatedAt, FinishedAt: h.FinishedAt})
+	}
+	return out, total, nil
+}
+
+// RecentConversations returns the conversations most recently written
+// first, at most limit of them (all when limit <= 0), and how many the
+// bucket holds.
+func (s *Store) RecentConversations(ctx context.Context, limit int) ([]ConversationSummary, int, error) {
+	ids, total, err := recent(ctx, s.conversations, limit)
+	if err != nil {
+		return nil, 0, err
+	}
+	out := make([]ConversationSummary, 0, len(ids))
+	for _, id := range ids {
+		st, err := s.Conversation(ctx, id)
+		if errors.Is(err, ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, 0, err
+		}
+		c := ConversationSummary{ID: id, Turns: st.Turns, Slots: len(st.Slots), CreatedAt: st.CreatedAt, UpdatedAt: st.UpdatedAt}
+		for i := len(st.History) - 1; i >= 0; i-- {
+			if st.History[i].Kind == "user" {
+				c.LastMessage = schemas.Clip(st.History[i].Text, 80)
+				break
+			}
+		}
+		out = append(out, c)
+	}
+	return out, total, nil
+}
+
+// recent lists the one-token keys of kv, most recently written first: at
+// most limit (all when limit <= 0), and how many there are.
+func recent(ctx context.Context, kv jetstream.KeyValue, limit int) ([]string, int, error) {
+	w, err := kv.Watch(ctx, "*", jetstream.MetaOnly(), jetstream.IgnoreDeletes())
+	if err != nil {
+		return nil, 0, fmt.Errorf("listing bucket %s: %w", kv.Bucket(), err)
+	}
+	defer func() { _ = w.Stop() }()
+	type key struct {
+		id  string
+		rev uint64
+	}
+	var keys []key
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, 0, fmt.Errorf("listing bucket %s: %w", kv.Bucket(), ctx.Err())
+		case e, ok := <-w.Updates():
+			if !ok {
+				return nil, 0, fmt.Errorf("listing bucket %s: the watch ended early", kv.Bucket())
+			}
+			if e != nil {
+				keys = append(keys, key{e.Key(), e.Revision()})
+				continue
+			}
+			slices.SortFunc(keys, func(a, b key) int { return cmp.Compare(b.rev, a.rev) })
+			total := len(keys)
+			if limit > 0 && len(keys) > limit {
+				keys = keys[:limit]
+			}
+			ids := make([]string, len(keys))
+			for i, k := range keys {
+				ids[i] = k.id
+			}
+			return ids, total, nil
+		}
+	}
+}

@@ -1,9 +1,6 @@
 package schemas
 
-import (
-	"encoding/json"
-	"fmt"
-)
+import "encoding/json"
 
 // The view of a value: what people and models are told about it. Each
 // reads the value's descriptor; an unknown type is described generically,
@@ -54,12 +51,4 @@ func genericCount(raw json.RawMessage) int {
 		return len(x)
 	}
 	return 1
-}
-
-// Plural is "1 category" or "n categories".
-func Plural(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return fmt.Sprintf("%d %s", n, many)
 }

@@ -113,10 +113,11 @@ func (v *viewer) views(outs map[string]schemas.TypedValue) []valueView {
 }
 
 // view describes one value by its data type. It is the CLI's one
-// per-type piece (for the data type descriptors to take over): TEXT whole
-// up to a limit, FILE_IDS as a count and the first names, CATEGORIZATION
-// and FOLDER_RESULT as groups, ANALYSIS_RESULT and CROSS_REF as counts and
-// the first items, anything else as clipped JSON.
+// per-type piece, richer than the data type descriptors' one line: TEXT
+// whole up to a limit, FILE_IDS as a count and the first file names,
+// CATEGORIZATION and FOLDER_RESULT as trees, ANALYSIS_RESULT and CROSS_REF
+// as counts and the first items; any other type as its descriptor
+// describes it, with its clipped JSON.
 func (v *viewer) view(name string, tv schemas.TypedValue) valueView {
 	out := valueView{Name: name, DataType: tv.DataType, Hint: tv.ContentTypeHint, Source: strings.TrimSpace(tv.Source)}
 	var err error
@@ -175,8 +176,12 @@ func (v *viewer) view(name string, tv schemas.TypedValue) valueView {
 			}
 		}
 	default:
-		out.Summary = schemas.Clip(string(tv.Value), 200)
-		out.Clipped = len(out.Summary) < len(tv.Value)
+		// Any other type (one an agent declared) is described by its
+		// descriptor, or generically: a count, then its clipped JSON.
+		out.Count = schemas.DefaultRegistry().Count(tv)
+		value := schemas.Clip(string(tv.Value), 200)
+		out.Summary = schemas.DefaultRegistry().Describe(tv) + ": " + value
+		out.Clipped = len(value) < len(tv.Value)
 	}
 	if err != nil {
 		out.Error = err.Error()

@@ -50,7 +50,7 @@ func TestViewsShowOutputs(t *testing.T) {
 		{"analysis", must(schemas.TypeAnalysisResult, schemas.AnalysisResult{Items: []schemas.AnalysisItem{{ID: ref.ID, Labels: []string{"sky", "warm"}}}}),
 			[]string{"1 item", "- sunset.jpg: sky, warm"}},
 		{"links", must(schemas.TypeCrossRef, schemas.CrossRef{Links: []schemas.CrossLink{{From: "a", To: "b", Relation: "cites"}}}), []string{"1 link", "- a -cites-> b"}},
-		{"custom type", schemas.TypedValue{DataType: "SCORE", Value: json.RawMessage(`{"score":0.9}`)}, []string{`custom type (SCORE): {"score":0.9}`}},
+		{"custom type", schemas.TypedValue{DataType: "SCORE", Value: json.RawMessage(`{"score":0.9}`)}, []string{`custom type (SCORE): 1 value: {"score":0.9}`}},
 		{"broken value", schemas.TypedValue{DataType: schemas.TypeText, Value: json.RawMessage(`5`)}, []string{"broken value (TEXT): cannot be read"}},
 	}
 	for _, c := range cases {

@@ -65,6 +65,7 @@ LLM: set OPENAI_API_KEY and/or OPENAI_BASE_URL, and AGENTMESH_MODEL.`,
 				build = func() (agents.Agent, error) { return b.build(ctx, m) }
 			}
 			var err error
+			a.waitForServer()
 			m, err = a.connect(ctx, "agentmesh agent "+name)
 			if err != nil {
 				return err

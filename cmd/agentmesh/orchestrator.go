@@ -29,6 +29,7 @@ many as you like; killing one loses nothing.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
+			a.waitForServer()
 			m, err := a.connect(ctx, "agentmesh orchestrator")
 			if err != nil {
 				return err

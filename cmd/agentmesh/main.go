@@ -69,7 +69,9 @@ Start everything locally with 'agentmesh up', or see it work with 'agentmesh dem
 Every client command talks to the NATS server named by --nats (or NATS_URL).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       version(),
 	}
+	root.SetVersionTemplate("agentmesh {{.Version}}\n")
 	f := root.PersistentFlags()
 	f.StringVar(&a.natsURL, "nats", envOr("NATS_URL", ""), "NATS server URL (env NATS_URL; default nats://127.0.0.1:4222)")
 	f.StringVar(&a.creds, "creds", os.Getenv("NATS_CREDS"), "NATS credentials file (env NATS_CREDS)")

@@ -19,6 +19,8 @@ const (
 	defaultConnectTimeout = 5 * time.Second
 	reconnectWait         = time.Second
 	reconnectJitter       = 500 * time.Millisecond
+	firstRetryDelay       = 250 * time.Millisecond
+	maxRetryDelay         = 5 * time.Second
 )
 
 // ConnectOptions say how to reach and authenticate to a NATS server. The zero
@@ -34,6 +36,14 @@ type ConnectOptions struct {
 	TLSCert      string // client certificate file (with TLSKey)
 	TLSKey       string // client key file
 	Name         string // connection name shown by the server
+
+	// RetryFor keeps trying the first connection for at most this long while
+	// no server answers (a server starting next to this process), waiting
+	// 250ms, then twice as long each time up to 5s. Zero tries once. Refused
+	// credentials and bad settings are never retried.
+	RetryFor time.Duration
+	// OnRetry, when set, is told of each failed attempt before the wait.
+	OnRetry func(attempt int, wait time.Duration, err error)
 }
 
 // OptionsFromEnv reads NATS_URL, NATS_CREDS, NATS_NKEY, NATS_USER,
@@ -53,10 +63,36 @@ func OptionsFromEnv() ConnectOptions {
 }
 
 // Connect dials the server. Once connected, the connection reconnects forever,
-// about once a second. The first dial gives up when ctx ends, or after 5 s
-// when ctx has no deadline; the error says which URL failed and what to do,
-// and wraps ErrNoServer or ErrAuth where that is the cause.
+// about once a second. Each dial gives up when ctx ends, or after 5 s when
+// ctx has no deadline; while no server answers, Connect dials again with
+// back-off for up to RetryFor. The error says which URL failed and what to
+// do, and wraps ErrNoServer or ErrAuth where that is the cause.
 func (o ConnectOptions) Connect(ctx context.Context) (*nats.Conn, error) {
+	start := time.Now()
+	delay := firstRetryDelay
+	for attempt := 1; ; attempt++ {
+		nc, err := o.dial(ctx)
+		if err == nil || !errors.Is(err, ErrNoServer) || o.RetryFor <= 0 {
+			return nc, err
+		}
+		waited := time.Since(start)
+		if waited+delay > o.RetryFor {
+			return nil, fmt.Errorf("%w; gave up after %d attempts in %s", err, attempt, waited.Round(time.Millisecond))
+		}
+		if o.OnRetry != nil {
+			o.OnRetry(attempt, delay, err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%w; stopped waiting: %w", err, ctx.Err())
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, maxRetryDelay)
+	}
+}
+
+// dial makes one connection attempt.
+func (o ConnectOptions) dial(ctx context.Context) (*nats.Conn, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"net"
+	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -117,7 +119,64 @@ func TestOptionsFromEnv(t *testing.T) {
 	got := bus.OptionsFromEnv()
 	want := bus.ConnectOptions{URL: "nats://h:1", CredsFile: "c", NKeySeedFile: "n", User: "u",
 		Password: "p", Token: "t", TLSCA: "ca", TLSCert: "cert", TLSKey: "key"}
-	if got != want {
+	if !reflect.DeepEqual(got, want) {
 		t.Errorf("OptionsFromEnv() = %+v, want %+v", got, want)
+	}
+}
+
+// TestConnectRetriesUntilServerStarts: a process started before its server
+// (as Compose may do) waits for it with back-off and says so on each retry.
+func TestConnectRetriesUntilServerStarts(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	started := make(chan *bus.Embedded, 1)
+	go func() {
+		time.Sleep(800 * time.Millisecond)
+		emb, err := bus.StartEmbedded(bus.EmbeddedOptions{Port: port, StoreDir: t.TempDir()})
+		if err != nil {
+			t.Error(err)
+		}
+		started <- emb
+	}()
+	t.Cleanup(func() {
+		if emb := <-started; emb != nil {
+			emb.Shutdown()
+		}
+	})
+	var waits []time.Duration
+	o := bus.ConnectOptions{URL: "nats://127.0.0.1:" + strconv.Itoa(port), RetryFor: 20 * time.Second,
+		OnRetry: func(attempt int, wait time.Duration, err error) {
+			if !errors.Is(err, bus.ErrNoServer) || attempt != len(waits)+1 {
+				t.Errorf("retry %d: %v", attempt, err)
+			}
+			waits = append(waits, wait)
+		}}
+	nc, err := o.Connect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc.Close()
+	if len(waits) < 2 || waits[1] != 2*waits[0] {
+		t.Errorf("waits before the server came up: %v; want at least two, doubling", waits)
+	}
+}
+
+func TestConnectRetryIsBounded(t *testing.T) {
+	l, _ := net.Listen("tcp", "127.0.0.1:0")
+	url := "nats://" + l.Addr().String()
+	l.Close()
+	retries := 0
+	start := time.Now()
+	_, err := bus.ConnectOptions{URL: url, RetryFor: time.Second, OnRetry: func(int, time.Duration, error) { retries++ }}.Connect(context.Background())
+	took := time.Since(start)
+	if !errors.Is(err, bus.ErrNoServer) || !strings.Contains(err.Error(), "gave up after") {
+		t.Fatalf("err = %v, want ErrNoServer saying it gave up", err)
+	}
+	if took > 2*time.Second || retries < 2 {
+		t.Errorf("took %s with %d retries; want within the 1s bound, retrying", took, retries)
 	}
 }

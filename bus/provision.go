@@ -17,37 +17,73 @@ const defaultProvisionTimeout = 30 * time.Second
 // client library has no constant for.
 const errCodeSubjectOverlap jetstream.ErrorCode = 10065
 
+// Forever, as a retention option of ProvisionOptions, keeps messages or keys
+// with no age limit.
+const Forever time.Duration = -1
+
+// Default retention of the mesh's streams and buckets.
+const (
+	DefaultResultsMaxAge    = 24 * time.Hour
+	DefaultEventsMaxAge     = 7 * 24 * time.Hour
+	DefaultTasksMaxAge      = time.Hour
+	DefaultRunsTTL          = 7 * 24 * time.Hour
+	DefaultConversationsTTL = 7 * 24 * time.Hour
+	DefaultAgentTTL         = 15 * time.Second
+	DefaultDuplicateWindow  = 2 * time.Minute
+)
+
 // ProvisionOptions tune the streams, buckets and object store of the mesh.
-// Zero fields take their defaults.
+//
+// A zero field takes its default when Provision creates a resource and leaves
+// an existing resource as it is, so a process started without options never
+// undoes an operator's settings (nor lowers the replica count of a clustered
+// mesh). A set field is applied to existing resources too, in place. Forever
+// (any negative age) removes the age limit.
 type ProvisionOptions struct {
-	Replicas        int                   // default 1; 3 on a clustered JetStream
-	Storage         jetstream.StorageType // default file storage
-	ResultsMaxAge   time.Duration         // default 24h
-	EventsMaxAge    time.Duration         // default 7 days
-	AgentTTL        time.Duration         // default 15s: agents bucket TTL and limit marker TTL
-	DuplicateWindow time.Duration         // default 2m
+	Replicas         int                   // default 1; 3 on a clustered JetStream
+	Storage          jetstream.StorageType // default file storage
+	ResultsMaxAge    time.Duration         // default DefaultResultsMaxAge (24h)
+	EventsMaxAge     time.Duration         // default DefaultEventsMaxAge (7 days)
+	TasksMaxAge      time.Duration         // default DefaultTasksMaxAge (1h): a task nobody took by then is dropped
+	RunsTTL          time.Duration         // default DefaultRunsTTL (7 days): pipeline run state
+	ConversationsTTL time.Duration         // default DefaultConversationsTTL (7 days): conversation state
+	AgentTTL         time.Duration         // default 15s: agents bucket TTL and limit marker TTL
+	DuplicateWindow  time.Duration         // default 2m
 }
 
-func (o ProvisionOptions) withDefaults() ProvisionOptions {
+// setting is one tunable resolved from an option: the value a new resource
+// gets, and whether an existing one is changed to it.
+type setting struct {
+	v   time.Duration
+	set bool
+}
+
+// age resolves an age option: zero is the default and not enforced, negative
+// is no limit (0 on the server).
+func age(opt, def time.Duration) setting {
+	switch {
+	case opt == 0:
+		return setting{v: def}
+	case opt < 0:
+		return setting{v: 0, set: true}
+	default:
+		return setting{v: opt, set: true}
+	}
+}
+
+func (o ProvisionOptions) replicas() (int, bool) {
 	if o.Replicas <= 0 {
-		o.Replicas = 1
+		return 1, false
 	}
-	if o.ResultsMaxAge <= 0 {
-		o.ResultsMaxAge = 24 * time.Hour
+	return o.Replicas, true
+}
+
+func (o ProvisionOptions) agentTTL() setting {
+	s := age(o.AgentTTL, DefaultAgentTTL)
+	if s.v < time.Second {
+		s.v = time.Second // the server's minimum limit marker TTL; the registry needs one
 	}
-	if o.EventsMaxAge <= 0 {
-		o.EventsMaxAge = 7 * 24 * time.Hour
-	}
-	if o.AgentTTL <= 0 {
-		o.AgentTTL = 15 * time.Second
-	}
-	if o.AgentTTL < time.Second {
-		o.AgentTTL = time.Second // the server's minimum limit marker TTL
-	}
-	if o.DuplicateWindow <= 0 {
-		o.DuplicateWindow = 2 * time.Minute
-	}
-	return o
+	return s
 }
 
 // Resources are handles on everything Provision made or found.
@@ -64,12 +100,13 @@ const (
 
 // Provision makes the streams, KV buckets and object store of the wire
 // contract, or binds to them when they exist, so any process may call it at
-// start. On a server that already has them with the same settings it changes
-// nothing. Tunable settings that differ (max age, duplicate window, replicas,
-// history, value size, TTLs) are updated to the wanted values; settings that
-// cannot or must not change (retention, storage, subjects) are an error
+// start. On a server that already has them it changes only what the options
+// set (see ProvisionOptions) and what the mesh needs (history, value size,
+// description); such changes are made in place, keeping the data. Settings
+// that cannot or must not change (retention, storage, subjects) are an error
 // wrapping ErrConflict that names the stream, the field, both values and what
-// to do.
+// to do. Provision also removes tasks and requests that a crashed server left
+// below their consumer's ack floor (see PurgeAcked).
 func Provision(ctx context.Context, js jetstream.JetStream, n Names, o ProvisionOptions) (*Resources, error) {
 	if n.prefix == "" {
 		return nil, fmt.Errorf("%w: Names is the zero value: build it with NewNames", ErrInvalidName)
@@ -79,79 +116,129 @@ func Provision(ctx context.Context, js jetstream.JetStream, n Names, o Provision
 		ctx, cancel = context.WithTimeout(ctx, defaultProvisionTimeout)
 		defer cancel()
 	}
-	o = o.withDefaults()
 	var (
 		r   Resources
 		err error
 	)
+	none := setting{}
 	streams := []struct {
 		dst *jetstream.Stream
-		cfg jetstream.StreamConfig
+		spec
 	}{
-		{&r.Requests, streamConfig(n.RequestsStream(), "agentmesh chat requests and pipeline submissions", jetstream.WorkQueuePolicy, 0, o, n.ChatRequest(), n.PipelineSubmit())},
-		{&r.Tasks, streamConfig(n.TasksStream(), "agentmesh tasks, one subject per agent", jetstream.WorkQueuePolicy, 0, o, n.Tasks())},
-		{&r.Results, streamConfig(n.ResultsStream(), "agentmesh task results", jetstream.LimitsPolicy, o.ResultsMaxAge, o, n.Results())},
-		{&r.Events, streamConfig(n.EventsStream(), "agentmesh progress events of conversations and runs", jetstream.LimitsPolicy, o.EventsMaxAge, o, n.AllEvents())},
-		{&r.Dead, streamConfig(n.DeadStream(), "agentmesh tasks that exhausted their deliveries", jetstream.LimitsPolicy, 0, o, n.DeadAll())},
+		{&r.Requests, streamSpec(n.RequestsStream(), "agentmesh chat requests and pipeline submissions", jetstream.WorkQueuePolicy, none, o, n.ChatRequest(), n.PipelineSubmit())},
+		{&r.Tasks, streamSpec(n.TasksStream(), "agentmesh tasks, one subject per agent", jetstream.WorkQueuePolicy, age(o.TasksMaxAge, DefaultTasksMaxAge), o, n.Tasks())},
+		{&r.Results, streamSpec(n.ResultsStream(), "agentmesh task results", jetstream.LimitsPolicy, age(o.ResultsMaxAge, DefaultResultsMaxAge), o, n.Results())},
+		{&r.Events, streamSpec(n.EventsStream(), "agentmesh progress events of conversations and runs", jetstream.LimitsPolicy, age(o.EventsMaxAge, DefaultEventsMaxAge), o, n.AllEvents())},
+		{&r.Dead, streamSpec(n.DeadStream(), "agentmesh tasks that exhausted their deliveries", jetstream.LimitsPolicy, none, o, n.DeadAll())},
 	}
 	for _, s := range streams {
-		if *s.dst, err = ensureStream(ctx, js, s.cfg); err != nil {
+		if *s.dst, err = ensureStream(ctx, js, s.spec); err != nil {
 			return nil, err
 		}
 	}
-	buckets := []struct {
-		dst *jetstream.KeyValue
-		cfg jetstream.KeyValueConfig
-	}{
-		{&r.Agents, jetstream.KeyValueConfig{
-			Bucket: n.AgentsBucket(), Description: "agentmesh live agent registry",
-			History: 1, TTL: o.AgentTTL, LimitMarkerTTL: o.AgentTTL,
-			Storage: o.Storage, Replicas: o.Replicas,
-		}},
-		{&r.Conversations, jetstream.KeyValueConfig{
-			Bucket: n.ConversationsBucket(), Description: "agentmesh conversation state",
-			History: stateHistory, MaxValueSize: stateMaxValueSize,
-			Storage: o.Storage, Replicas: o.Replicas,
-		}},
-		{&r.Runs, jetstream.KeyValueConfig{
-			Bucket: n.RunsBucket(), Description: "agentmesh pipeline run state",
-			History: stateHistory, MaxValueSize: stateMaxValueSize,
-			Storage: o.Storage, Replicas: o.Replicas,
-		}},
-	}
-	for _, b := range buckets {
-		if *b.dst, err = ensureKeyValue(ctx, js, b.cfg); err != nil {
+	for _, s := range []jetstream.Stream{r.Requests, r.Tasks} {
+		if _, err := PurgeAcked(ctx, s); err != nil {
 			return nil, err
 		}
 	}
+	if err := provisionBuckets(ctx, js, n, o, &r); err != nil {
+		return nil, err
+	}
+	rep, setRep := o.replicas()
 	r.Files, err = ensureObjectStore(ctx, js, jetstream.ObjectStoreConfig{
 		Bucket: n.FilesStore(), Description: "agentmesh files and spilled collections",
-		Storage: o.Storage, Replicas: o.Replicas,
-	})
+		Storage: o.Storage, Replicas: rep,
+	}, setRep)
 	if err != nil {
 		return nil, err
 	}
 	return &r, nil
 }
 
-func streamConfig(name, desc string, ret jetstream.RetentionPolicy, maxAge time.Duration, o ProvisionOptions, subjects ...string) jetstream.StreamConfig {
-	dup := o.DuplicateWindow
-	if maxAge > 0 && dup > maxAge {
-		dup = maxAge
+func provisionBuckets(ctx context.Context, js jetstream.JetStream, n Names, o ProvisionOptions, r *Resources) error {
+	rep, setRep := o.replicas()
+	agentTTL := o.agentTTL()
+	buckets := []struct {
+		dst *jetstream.KeyValue
+		kvSpec
+	}{
+		{&r.Agents, kvSpec{cfg: jetstream.KeyValueConfig{
+			Bucket: n.AgentsBucket(), Description: "agentmesh live agent registry",
+			History: 1, TTL: agentTTL.v, LimitMarkerTTL: agentTTL.v,
+			Storage: o.Storage, Replicas: rep,
+		}, ttl: agentTTL, markerTTL: agentTTL, replicas: setRep}},
+		{&r.Conversations, stateBucket(n.ConversationsBucket(), "agentmesh conversation state", age(o.ConversationsTTL, DefaultConversationsTTL), o)},
+		{&r.Runs, stateBucket(n.RunsBucket(), "agentmesh pipeline run state", age(o.RunsTTL, DefaultRunsTTL), o)},
 	}
-	return jetstream.StreamConfig{
+	for _, b := range buckets {
+		var err error
+		if *b.dst, err = ensureKeyValue(ctx, js, b.kvSpec); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func stateBucket(name, desc string, ttl setting, o ProvisionOptions) kvSpec {
+	rep, setRep := o.replicas()
+	return kvSpec{cfg: jetstream.KeyValueConfig{
+		Bucket: name, Description: desc, TTL: ttl.v,
+		History: stateHistory, MaxValueSize: stateMaxValueSize,
+		Storage: o.Storage, Replicas: rep,
+	}, ttl: ttl, replicas: setRep}
+}
+
+// spec is a stream's configuration for creating it, and which of its
+// tunables an existing stream is changed to.
+type spec struct {
+	cfg                   jetstream.StreamConfig
+	maxAge, dup, replicas bool
+}
+
+func streamSpec(name, desc string, ret jetstream.RetentionPolicy, maxAge setting, o ProvisionOptions, subjects ...string) spec {
+	dup := age(o.DuplicateWindow, DefaultDuplicateWindow)
+	rep, setRep := o.replicas()
+	cfg := jetstream.StreamConfig{
 		Name:        name,
 		Description: desc,
 		Subjects:    subjects,
 		Retention:   ret,
-		MaxAge:      maxAge,
+		MaxAge:      maxAge.v,
 		Storage:     o.Storage,
-		Replicas:    o.Replicas,
-		Duplicates:  dup,
+		Replicas:    rep,
+		Duplicates:  dup.v,
+	}
+	clampDuplicates(&cfg)
+	return spec{cfg: cfg, maxAge: maxAge.set, dup: dup.set, replicas: setRep}
+}
+
+// clampDuplicates keeps the duplicate window within the max age, as the
+// server requires.
+func clampDuplicates(c *jetstream.StreamConfig) {
+	if c.MaxAge > 0 && (c.Duplicates > c.MaxAge || c.Duplicates == 0) {
+		c.Duplicates = c.MaxAge
 	}
 }
 
-func ensureStream(ctx context.Context, js jetstream.JetStream, want jetstream.StreamConfig) (jetstream.Stream, error) {
+// update returns have with the tunables this spec sets.
+func (s spec) update(have jetstream.StreamConfig) jetstream.StreamConfig {
+	upd := have
+	upd.Description = s.cfg.Description
+	if s.maxAge {
+		upd.MaxAge = s.cfg.MaxAge
+	}
+	if s.dup {
+		upd.Duplicates = s.cfg.Duplicates
+	}
+	if s.replicas {
+		upd.Replicas = s.cfg.Replicas
+	}
+	clampDuplicates(&upd)
+	return upd
+}
+
+func ensureStream(ctx context.Context, js jetstream.JetStream, sp spec) (jetstream.Stream, error) {
+	want := sp.cfg
 	for attempt := 0; ; attempt++ {
 		s, err := js.Stream(ctx, want.Name)
 		if errors.Is(err, jetstream.ErrStreamNotFound) {
@@ -171,14 +258,9 @@ func ensureStream(ctx context.Context, js jetstream.JetStream, want jetstream.St
 		if err := streamConflicts(have, want); err != nil {
 			return nil, err
 		}
-		if !streamTunablesEqual(have, want) {
-			upd := have
-			upd.Description = want.Description
-			upd.MaxAge = want.MaxAge
-			upd.Duplicates = want.Duplicates
-			upd.Replicas = want.Replicas
+		if upd := sp.update(have); !streamTunablesEqual(have, upd) {
 			if s, err = js.UpdateStream(ctx, upd); err != nil {
-				return nil, fmt.Errorf("updating stream %s (max age %s, duplicates %s, replicas %d): %w", want.Name, want.MaxAge, want.Duplicates, want.Replicas, err)
+				return nil, fmt.Errorf("updating stream %s (max age %s, duplicates %s, replicas %d): %w", want.Name, upd.MaxAge, upd.Duplicates, upd.Replicas, err)
 			}
 		}
 		return s, nil
@@ -232,113 +314,4 @@ func explainCreateStream(ctx context.Context, js jetstream.JetStream, want jetst
 		return fmt.Errorf("%w: creating stream %s: its subjects %s overlap an existing stream (%v): find it with `nats stream ls -a` and remove or change it, or use another --prefix", ErrConflict, want.Name, strings.Join(want.Subjects, ","), err)
 	}
 	return fmt.Errorf("creating stream %s: %w", want.Name, err)
-}
-
-func ensureKeyValue(ctx context.Context, js jetstream.JetStream, want jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
-	for attempt := 0; ; attempt++ {
-		kv, err := js.KeyValue(ctx, want.Bucket)
-		if errors.Is(err, jetstream.ErrBucketNotFound) {
-			kv, err = js.CreateKeyValue(ctx, want)
-			if errors.Is(err, jetstream.ErrBucketExists) && attempt == 0 {
-				continue
-			}
-			if err != nil {
-				return nil, fmt.Errorf("creating KV bucket %s: %w", want.Bucket, err)
-			}
-			return kv, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("looking up KV bucket %s: %w", want.Bucket, err)
-		}
-		st, err := kv.Status(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("reading KV bucket %s: %w", want.Bucket, err)
-		}
-		have := st.Config()
-		if have.Storage != want.Storage {
-			return nil, conflict("KV bucket", want.Bucket, "storage", have.Storage, want.Storage,
-				fmt.Sprintf("remove it (`nats kv rm %s`, losing its keys) or use another --prefix", want.Bucket))
-		}
-		if have.History != want.History || have.TTL != want.TTL || have.LimitMarkerTTL != want.LimitMarkerTTL ||
-			kvMaxValue(have.MaxValueSize) != kvMaxValue(want.MaxValueSize) || have.Replicas != want.Replicas ||
-			have.Description != want.Description {
-			if kv, err = js.UpdateKeyValue(ctx, want); err != nil {
-				return nil, fmt.Errorf("updating KV bucket %s (history %d, ttl %s, limit marker ttl %s, max value %d, replicas %d): %w",
-					want.Bucket, want.History, want.TTL, want.LimitMarkerTTL, want.MaxValueSize, want.Replicas, err)
-			}
-		}
-		return kv, nil
-	}
-}
-
-func kvMaxValue(v int32) int32 {
-	if v <= 0 {
-		return -1
-	}
-	return v
-}
-
-func ensureObjectStore(ctx context.Context, js jetstream.JetStream, want jetstream.ObjectStoreConfig) (jetstream.ObjectStore, error) {
-	for attempt := 0; ; attempt++ {
-		obs, err := js.ObjectStore(ctx, want.Bucket)
-		if errors.Is(err, jetstream.ErrBucketNotFound) || errors.Is(err, jetstream.ErrStreamNotFound) {
-			obs, err = js.CreateObjectStore(ctx, want)
-			if errors.Is(err, jetstream.ErrBucketExists) && attempt == 0 {
-				continue
-			}
-			if err != nil {
-				return nil, fmt.Errorf("creating object store %s: %w", want.Bucket, err)
-			}
-			return obs, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("looking up object store %s: %w", want.Bucket, err)
-		}
-		st, err := obs.Status(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("reading object store %s: %w", want.Bucket, err)
-		}
-		if st.Storage() != want.Storage {
-			return nil, conflict("object store", want.Bucket, "storage", st.Storage(), want.Storage,
-				fmt.Sprintf("remove it (`nats object rm %s`, losing its files) or use another --prefix", want.Bucket))
-		}
-		if st.Replicas() != want.Replicas || st.Description() != want.Description {
-			if obs, err = js.UpdateObjectStore(ctx, want); err != nil {
-				return nil, fmt.Errorf("updating object store %s (replicas %d): %w", want.Bucket, want.Replicas, err)
-			}
-		}
-		return obs, nil
-	}
-}
-
-// PutTTL writes value under key in a KV bucket with its own time to live,
-// after which the key is removed and watchers see a purge marker. The bucket
-// must have a limit marker TTL (the agents bucket has). It returns the
-// revision.
-func PutTTL(ctx context.Context, js jetstream.JetStream, bucket, key string, value []byte, ttl time.Duration) (uint64, error) {
-	if ttl < time.Second {
-		return 0, fmt.Errorf("%w: TTL %s for key %q in bucket %s is below the server's minimum of 1s", ErrInvalidName, ttl, key, bucket)
-	}
-	if err := validateKVKey(key); err != nil {
-		return 0, fmt.Errorf("bucket %s: %w", bucket, err)
-	}
-	ack, err := js.Publish(ctx, "$KV."+bucket+"."+key, value, jetstream.WithMsgTTL(ttl))
-	if err != nil {
-		return 0, fmt.Errorf("putting key %q in KV bucket %s with TTL %s: %w (the bucket needs a limit marker TTL for per-key TTLs)", key, bucket, ttl, err)
-	}
-	return ack.Sequence, nil
-}
-
-func validateKVKey(key string) error {
-	if key == "" || key[0] == '.' || key[len(key)-1] == '.' {
-		return fmt.Errorf("%w: KV key %q: must be non-empty and not start or end with '.'", ErrInvalidName, key)
-	}
-	for i := 0; i < len(key); i++ {
-		c := key[i]
-		if isWordByte(c) || c == '/' || c == '=' || c == '.' {
-			continue
-		}
-		return fmt.Errorf("%w: KV key %q has %s at byte %d: use letters, digits, '-', '_', '/', '=' and '.'", ErrInvalidName, key, describeByte(key, i), i)
-	}
-	return nil
 }

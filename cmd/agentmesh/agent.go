@@ -23,6 +23,7 @@ func newAgentCmd(a *app) *cobra.Command {
 		maxDeliver  int
 		verbose     bool
 		config      string
+		drain       time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "agent NAME | agent --config FILE",
@@ -65,6 +66,7 @@ LLM: set OPENAI_API_KEY and/or OPENAI_BASE_URL, and AGENTMESH_MODEL.`,
 				build = func() (agents.Agent, error) { return b.build(ctx, m) }
 			}
 			var err error
+			a.waitForServer()
 			m, err = a.connect(ctx, "agentmesh agent "+name)
 			if err != nil {
 				return err
@@ -103,7 +105,7 @@ LLM: set OPENAI_API_KEY and/or OPENAI_BASE_URL, and AGENTMESH_MODEL.`,
 			case err := <-errc:
 				return err
 			}
-			return <-errc
+			return a.awaitDrain(ctx, "agent "+name, drain, errc)
 		},
 	}
 	f := cmd.Flags()
@@ -113,6 +115,7 @@ LLM: set OPENAI_API_KEY and/or OPENAI_BASE_URL, and AGENTMESH_MODEL.`,
 	f.DurationVar(&ackWait, "ack-wait", agents.DefaultAckWait, "how long the server waits for this instance before giving its task to another")
 	f.IntVar(&maxDeliver, "max-deliver", agents.DefaultMaxDeliver, "deliveries of a task before it is dead-lettered")
 	f.BoolVarP(&verbose, "verbose", "v", false, "log every task event to stderr")
+	drainFlag(f, &drain)
 	f.StringVar(&config, "config", "", "run a PromptAgent declared in this YAML file instead of a built-in agent")
 	return cmd
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -19,6 +20,8 @@ type app struct {
 	prefix   string
 	jsonOut  bool
 	replicas int
+	owner    bool // this process sets the mesh's retention (up, server --provision)
+	settings
 
 	out    io.Writer
 	errOut io.Writer
@@ -50,6 +53,10 @@ func (a *app) connect(ctx context.Context, name string) (*mesh, error) {
 		opts.CredsFile = a.creds
 	}
 	opts.Name = name
+	opts.RetryFor = a.connectWait.v
+	opts.OnRetry = func(attempt int, wait time.Duration, err error) {
+		fmt.Fprintf(a.errOut, "agentmesh: %v; attempt %d, retrying in %s (waiting up to %s in all, --connect-wait)\n", err, attempt, wait, opts.RetryFor)
+	}
 	nc, err := opts.Connect(ctx)
 	if err != nil {
 		return nil, err
@@ -64,7 +71,7 @@ func (a *app) connect(ctx context.Context, name string) (*mesh, error) {
 		nc.Close()
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}
-	res, err := bus.Provision(ctx, js, names, bus.ProvisionOptions{Replicas: a.replicas})
+	res, err := bus.Provision(ctx, js, names, a.provisionOptions())
 	if err != nil {
 		nc.Close()
 		return nil, err

@@ -3,6 +3,8 @@ package main
 import (
 	"os"
 	"os/exec"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -91,4 +93,68 @@ func TestComposeConfig(t *testing.T) {
 func lookPath(name string) bool {
 	_, err := exec.LookPath(name)
 	return err == nil
+}
+
+// TestComposePinsNATSAndWaitsForIt: the NATS image is the version of the
+// server `up` embeds (go.mod), NATS has a healthcheck the services wait for,
+// the services retry their first connection, and .dockerignore keeps local
+// data and VCS out of the build context.
+func TestComposePinsNATSAndWaitsForIt(t *testing.T) {
+	mod, err := os.ReadFile("../../go.mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`github\.com/nats-io/nats-server/v2 v(\d+\.\d+\.\d+)`).FindSubmatch(mod)
+	if m == nil {
+		t.Fatal("go.mod does not require github.com/nats-io/nats-server/v2")
+	}
+	raw, err := os.ReadFile("../../compose.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Services map[string]struct {
+			Image       string            `yaml:"image"`
+			Environment map[string]string `yaml:"environment"`
+			Healthcheck struct {
+				Test []string `yaml:"test"`
+			} `yaml:"healthcheck"`
+			DependsOn map[string]struct {
+				Condition string `yaml:"condition"`
+			} `yaml:"depends_on"`
+		} `yaml:"services"`
+	}
+	if err := yaml.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	nats := doc.Services["nats"]
+	if want := "nats:" + string(m[1]) + "-alpine"; nats.Image != want {
+		t.Errorf("nats image %q, want %q (the embedded server's version in go.mod)", nats.Image, want)
+	}
+	if hc := strings.Join(nats.Healthcheck.Test, " "); !strings.Contains(hc, ":8222/healthz") {
+		t.Errorf("nats healthcheck %q does not ask the server's /healthz", hc)
+	}
+	for name, svc := range doc.Services {
+		if name == "nats" {
+			continue
+		}
+		if svc.DependsOn["nats"].Condition != "service_healthy" {
+			t.Errorf("%s does not wait for NATS to be healthy: %+v", name, svc.DependsOn)
+		}
+		for _, env := range []string{"AGENTMESH_CONNECT_WAIT", "AGENTMESH_TASK_MAX_AGE", "AGENTMESH_RUNS_TTL", "AGENTMESH_CONVERSATIONS_TTL"} {
+			if svc.Environment[env] == "" {
+				t.Errorf("%s lacks %s", name, env)
+			}
+		}
+	}
+	ignore, err := os.ReadFile("../../.dockerignore")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Fields(string(ignore))
+	for _, want := range []string{".git", ".agentmesh", "**/node_modules"} {
+		if !slices.Contains(lines, want) {
+			t.Errorf(".dockerignore does not exclude %s", want)
+		}
+	}
 }

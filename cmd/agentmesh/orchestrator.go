@@ -18,6 +18,7 @@ func newOrchestratorCmd(a *app) *cobra.Command {
 		workers int
 		ackWait time.Duration
 		verbose bool
+		drain   time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "orchestrator",
@@ -29,6 +30,7 @@ many as you like; killing one loses nothing.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
+			a.waitForServer()
 			m, err := a.connect(ctx, "agentmesh orchestrator")
 			if err != nil {
 				return err
@@ -51,11 +53,14 @@ many as you like; killing one loses nothing.`,
 			if err := chatHandler(a, o); err != nil {
 				return err
 			}
-			return o.RunReady(ctx, func() { fmt.Fprintln(a.out, o.Ready()) })
+			errc := make(chan error, 1)
+			go func() { errc <- o.RunReady(ctx, func() { fmt.Fprintln(a.out, o.Ready()) }) }()
+			return a.awaitDrain(ctx, "orchestrator", drain, errc)
 		},
 	}
 	cmd.Flags().IntVar(&workers, "workers", 32, "events handled at once")
 	cmd.Flags().DurationVar(&ackWait, "ack-wait", 5*time.Second, "how long a replica may hold a message before another replica gets it")
+	drainFlag(cmd.Flags(), &drain)
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "log every warning and info line to stderr")
 	return cmd
 }

@@ -35,6 +35,7 @@ idempotently, so this is optional).`,
 			defer srv.Shutdown()
 			if provision {
 				a.natsURL = srv.URL()
+				a.owner = true
 				m, err := a.connect(cmd.Context(), "agentmesh server")
 				if err != nil {
 					return err

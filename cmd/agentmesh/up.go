@@ -49,8 +49,11 @@ func newUpCmd(a *app) *cobra.Command {
 		Short: "Run the whole mesh locally: embedded NATS, the orchestrator and every built-in agent",
 		Long: `up starts an embedded NATS server with JetStream (data under --store), provisions
 the mesh's streams, buckets and object store, then starts one orchestrator and
-every built-in agent as child processes of this same binary. Ctrl-C drains
-them all (in-flight tasks finish) and exits 0.
+every built-in agent as child processes of this same binary. A child that
+exits is started again after 1s, then after twice as long each time it exits
+again within 30s of starting (at most 30s); after 5 such quick exits in a row
+up leaves it down and says so. Ctrl-C (or SIGTERM) drains them all, agents
+first (in-flight tasks finish), and exits 0.
 
 With --nats, up uses that NATS server instead of starting one.`,
 		Example: `  agentmesh up
@@ -63,6 +66,7 @@ With --nats, up uses that NATS server instead of starting one.`,
 				return err
 			}
 			opts.replicas = r
+			a.owner = true
 			ctx := cmd.Context()
 			st, err := a.startStack(ctx, opts, a.errOut)
 			if err != nil {
@@ -73,10 +77,9 @@ With --nats, up uses that NATS server instead of starting one.`,
 			select {
 			case <-ctx.Done():
 				fmt.Fprintln(a.errOut, "draining the mesh ...")
-			case c := <-st.sup.exited(ctx):
-				fmt.Fprintf(a.errOut, "%s exited (%v); stopping the mesh\n", c.Name, c.err)
+			case <-st.sup.allDown():
 				_ = st.stop()
-				return exitError{code: 1, msg: c.Name + " stopped unexpectedly"}
+				return exitError{code: 1, msg: "up gave up on every process of the mesh (see above why); stopped"}
 			}
 			if err := st.stop(); err != nil {
 				return err

@@ -13,8 +13,9 @@ import addFormats from "ajv-formats";
 
 const here = dirname(fileURLToPath(import.meta.url));
 
-// Names of subjects, streams and buckets for one prefix (default "mesh").
-export function names(prefix = process.env.MESH_PREFIX || "mesh") {
+// Names of subjects, streams and buckets for one prefix: AGENTMESH_PREFIX,
+// as the Go side reads it, or the older MESH_PREFIX, or "mesh".
+export function names(prefix = process.env.AGENTMESH_PREFIX || process.env.MESH_PREFIX || "mesh") {
   const upper = prefix.toUpperCase();
   return {
     prefix,

@@ -517,3 +517,37 @@ func must(s string, err error) string {
 	}
 	return s
 }
+
+// TestNodePrefixFromEnv: the Node example reads the subject prefix from
+// AGENTMESH_PREFIX, as the Go side does, and falls back to MESH_PREFIX.
+func TestNodePrefixFromEnv(t *testing.T) {
+	nodeBin, errNode := exec.LookPath("node")
+	npmBin, errNpm := exec.LookPath("npm")
+	if errNode != nil || errNpm != nil {
+		t.Skip("skipping the Node.js example: node and npm are not on PATH (install Node.js 20 or later to run it; CI does)")
+	}
+	npmInstall(t, npmBin)
+	var base []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "AGENTMESH_PREFIX=") && !strings.HasPrefix(kv, "MESH_PREFIX=") {
+			base = append(base, kv)
+		}
+	}
+	for _, tc := range []struct {
+		env  []string
+		want string
+	}{
+		{nil, "mesh MESH_TASKS"},
+		{[]string{"AGENTMESH_PREFIX=team1"}, "team1 TEAM1_TASKS"},
+		{[]string{"MESH_PREFIX=old"}, "old OLD_TASKS"},
+		{[]string{"AGENTMESH_PREFIX=team1", "MESH_PREFIX=old"}, "team1 TEAM1_TASKS"},
+	} {
+		cmd := exec.Command(nodeBin, "--input-type=module", "-e",
+			`const m = await import("./mesh.js"); const n = m.names(); console.log(n.prefix, n.tasksStream);`)
+		cmd.Env = append(append([]string(nil), base...), tc.env...)
+		out, err := cmd.CombinedOutput()
+		if err != nil || strings.TrimSpace(string(out)) != tc.want {
+			t.Errorf("env %v: %q (%v), want %q", tc.env, out, err, tc.want)
+		}
+	}
+}

@@ -1,0 +1,110 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/agentmesh/agentmesh/bus"
+)
+
+// envDuration is a duration flag whose value may come from an environment
+// variable; set says whether the flag or the variable gave one.
+type envDuration struct {
+	v      time.Duration
+	set    bool
+	env    string
+	envErr error
+}
+
+func (d *envDuration) String() string { return d.v.String() }
+func (d *envDuration) Type() string   { return "duration" }
+
+func (d *envDuration) Set(s string) error {
+	v, err := time.ParseDuration(s)
+	if err != nil || v < 0 {
+		return fmt.Errorf("%q is not a duration of zero or more: write e.g. 168h, 30m or 0", s)
+	}
+	d.v, d.set = v, true
+	return nil
+}
+
+// durationFlag registers --name with default def, read from env when the
+// variable is set; a bad variable is reported when a command runs.
+func durationFlag(f *pflag.FlagSet, name, env string, def time.Duration, usage string) *envDuration {
+	d := &envDuration{v: def, env: env}
+	if raw, ok := os.LookupEnv(env); ok && raw != "" {
+		if err := d.Set(raw); err != nil {
+			d.envErr = fmt.Errorf("%s=%w", env, err)
+		}
+	}
+	f.Var(d, name, usage+" (env "+env+")")
+	return d
+}
+
+// settings are the global flags about the server and the mesh's retention.
+type settings struct {
+	connectWait      *envDuration
+	taskMaxAge       *envDuration
+	runsTTL          *envDuration
+	conversationsTTL *envDuration
+}
+
+func (s *settings) register(f *pflag.FlagSet) {
+	s.connectWait = durationFlag(f, "connect-wait", "AGENTMESH_CONNECT_WAIT", 0,
+		"keep retrying the first connection this long while no NATS server answers (default: 1m for orchestrator and agent, none for other commands)")
+	s.taskMaxAge = durationFlag(f, "task-max-age", "AGENTMESH_TASK_MAX_AGE", bus.DefaultTasksMaxAge,
+		"drop a task no agent instance has taken within this age; 0 keeps tasks until taken")
+	s.runsTTL = durationFlag(f, "runs-ttl", "AGENTMESH_RUNS_TTL", bus.DefaultRunsTTL,
+		"remove pipeline run state this long after its last change; 0 keeps it forever")
+	s.conversationsTTL = durationFlag(f, "conversations-ttl", "AGENTMESH_CONVERSATIONS_TTL", bus.DefaultConversationsTTL,
+		"remove a conversation this long after its last turn; 0 keeps it forever")
+}
+
+func (s *settings) check() error {
+	for _, d := range []*envDuration{s.connectWait, s.taskMaxAge, s.runsTTL, s.conversationsTTL} {
+		if d.envErr != nil {
+			return d.envErr
+		}
+	}
+	return nil
+}
+
+// retention returns the age to provision: what the flag or variable says (0
+// meaning no limit), the default when owner (up and server --provision set
+// the mesh's retention), or zero, which leaves an existing stream or bucket
+// as it is.
+func retention(d *envDuration, owner bool) time.Duration {
+	switch {
+	case d.set && d.v == 0:
+		return bus.Forever
+	case d.set || owner:
+		return d.v
+	default:
+		return 0
+	}
+}
+
+// provisionOptions are the options this process provisions the mesh with.
+func (a *app) provisionOptions() bus.ProvisionOptions {
+	return bus.ProvisionOptions{
+		Replicas:         a.replicas,
+		TasksMaxAge:      retention(a.taskMaxAge, a.owner),
+		RunsTTL:          retention(a.runsTTL, a.owner),
+		ConversationsTTL: retention(a.conversationsTTL, a.owner),
+	}
+}
+
+// serverWait is how long a long-running command (orchestrator, agent) waits
+// for its server at start unless --connect-wait says otherwise.
+const serverWait = time.Minute
+
+// waitForServer makes the next connect retry for serverWait unless the
+// flag or variable set a wait.
+func (a *app) waitForServer() {
+	if !a.connectWait.set {
+		a.connectWait.v = serverWait
+	}
+}

@@ -1,0 +1,65 @@
+package main
+
+import (
+	"fmt"
+	"runtime/debug"
+
+	"github.com/spf13/cobra"
+)
+
+func init() { register(newVersionCmd) }
+
+func newVersionCmd(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the version of this binary (also --version)",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			fmt.Fprintln(a.out, "agentmesh "+version())
+			return nil
+		},
+	}
+}
+
+// version describes this binary from its build information: the module
+// version ("(devel)" for a build from a checkout), the VCS revision and
+// whether the tree had local changes, and the Go version.
+func version() string {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "(unknown: built without module information)"
+	}
+	return describeBuild(info)
+}
+
+func describeBuild(info *debug.BuildInfo) string {
+	v := info.Main.Version
+	if v == "" {
+		v = "(devel)"
+	}
+	var rev, at string
+	modified := false
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.time":
+			at = s.Value
+		case "vcs.modified":
+			modified = s.Value == "true"
+		}
+	}
+	if rev != "" {
+		if len(rev) > 12 {
+			rev = rev[:12]
+		}
+		v += ", revision " + rev
+		if modified {
+			v += " with local changes"
+		}
+		if at != "" {
+			v += " of " + at
+		}
+	}
+	return v + ", " + info.GoVersion
+}

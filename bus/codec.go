@@ -32,9 +32,10 @@ const (
 // ContentTypeStructured is the Content-Type of a structured-mode message.
 const ContentTypeStructured = "application/cloudevents+json"
 
-// Encode returns a binary-mode message: every attribute is a ce-<name> header,
-// the data content type is the Content-Type header and the body is e.Data
-// (shared, not copied). An empty SpecVersion is taken as 1.0. An event that
+// Encode returns a binary-mode message: every attribute is a ce-<name> header
+// whose value is percent-encoded as the CloudEvents NATS binding asks (see
+// EncodeHeaderValue), the data content type is the Content-Type header and
+// the body is e.Data (shared, not copied). An empty SpecVersion is taken as 1.0. An event that
 // fails Validate, or whose attribute values hold CR or LF (which headers
 // cannot carry: use EncodeStructured), is an error.
 func Encode(subject string, e Event) (*nats.Msg, error) {
@@ -63,7 +64,7 @@ func Encode(subject string, e Event) (*nats.Msg, error) {
 	h := make(nats.Header, n)
 	i := 0
 	set := func(key, v string) {
-		vals[i] = v
+		vals[i] = EncodeHeaderValue(v)
 		h[key] = vals[i : i+1 : i+1]
 		i++
 	}
@@ -84,7 +85,10 @@ func Encode(subject string, e Event) (*nats.Msg, error) {
 		set(hDataSchema, e.DataSchema)
 	}
 	if e.DataContentType != "" {
-		set(HeaderContentType, e.DataContentType)
+		// Content-Type is a media type, not a ce- header: it goes as is.
+		vals[i] = e.DataContentType
+		h[HeaderContentType] = vals[i : i+1 : i+1]
+		i++
 	}
 	for name, v := range e.Extensions {
 		if v == "" {
@@ -356,7 +360,16 @@ func decodeBinary(msg *nats.Msg, ct string) (Event, error) {
 		if !isLowerASCII(name) {
 			name = strings.ToLower(name)
 		}
-		val := v[0]
+		val, err := decodeHeaderValue(k, v[0])
+		if err != nil {
+			// Keep what was sent, so the event still names its id or
+			// replyto and no "missing attribute" joins the real error.
+			errs = append(errs, err)
+			if name == "time" {
+				continue
+			}
+			val = v[0]
+		}
 		switch name {
 		case "specversion":
 			e.SpecVersion = val

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"reflect"
 	"strings"
 	"testing"
@@ -93,7 +94,7 @@ func TestBinaryRoundTrip(t *testing.T) {
 		"ce-specversion": "1.0", "ce-id": want.ID, "ce-source": want.Source, "ce-type": want.Type,
 		"ce-time": "2026-01-02T03:04:05.123456789Z", "ce-subject": "search",
 		"ce-dataschema": want.DataSchema, "Content-Type": "application/json",
-		"ce-replyto": "mesh.result.orchestrator.c-1", "ce-custom1": "x y",
+		"ce-replyto": "mesh.result.orchestrator.c-1", "ce-custom1": "x%20y", // percent-encoded space
 	} {
 		if got := msg.Header.Get(k); got != v {
 			t.Errorf("header %s = %q, want %q", k, got, v)
@@ -395,11 +396,20 @@ func TestEncodeRejects(t *testing.T) {
 	}
 }
 
-// natsToHTTP copies NATS headers into net/http headers, as a gateway would.
-func natsToHTTP(h nats.Header) http.Header {
+// natsToHTTP copies NATS headers into net/http headers, as a gateway would,
+// undoing the percent-encoding of ce- header values with net/url (sdk-go's
+// HTTP binding does not decode header values itself).
+func natsToHTTP(t *testing.T, h nats.Header) http.Header {
+	t.Helper()
 	out := http.Header{}
 	for k, vs := range h {
 		for _, v := range vs {
+			if strings.HasPrefix(strings.ToLower(k), "ce-") {
+				var err error
+				if v, err = url.PathUnescape(v); err != nil {
+					t.Fatalf("header %s: %v", k, err)
+				}
+			}
 			out.Add(k, v)
 		}
 	}
@@ -412,7 +422,7 @@ func TestSDKReadsBinary(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := cehttp.NewMessage(natsToHTTP(msg.Header), io.NopCloser(bytes.NewReader(msg.Data)))
+	m := cehttp.NewMessage(natsToHTTP(t, msg.Header), io.NopCloser(bytes.NewReader(msg.Data)))
 	if m.ReadEncoding() != binding.EncodingBinary {
 		t.Fatalf("sdk-go sees encoding %v, want binary", m.ReadEncoding())
 	}

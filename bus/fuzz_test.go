@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/nats-io/nats.go"
 
@@ -44,6 +45,8 @@ func FuzzDecode(f *testing.F) {
 	f.Add("", []byte("\x00\xff garbage {"))
 	f.Add("Content-Type: application/cloudevents+json", []byte(`{"specversion":`))
 	f.Add("ce-specversion: 0.3\nce-id: 1", []byte(nil))
+	f.Add("ce-specversion: 1.0\nce-id: %41\nce-source: \"a b\"\nce-type: t\nce-time: 2026-01-02T03%3a04%3a05Z\nce-subject: Euro%20%E2%82%AC", []byte(nil))
+	f.Add("ce-specversion: 1.0\nce-id: 1\nce-source: s\nce-type: t\nce-subject: %C0%A0", []byte(nil))
 
 	f.Fuzz(func(t *testing.T, headers string, body []byte) {
 		e1, err := bus.Decode(fuzzMsg(headers, body))
@@ -103,4 +106,42 @@ func sameFuzzEvent(t *testing.T, mode string, a, b bus.Event) {
 			t.Fatalf("%s: extension %s %q != %q", mode, k, v, b.Extensions[k])
 		}
 	}
+}
+
+// FuzzDecodeHeaderValue checks that DecodeHeaderValue never panics, that
+// what it accepts is UTF-8 and comes back from EncodeHeaderValue in printable
+// ASCII with no space or double quote, and that any UTF-8 string survives
+// EncodeHeaderValue then DecodeHeaderValue.
+func FuzzDecodeHeaderValue(f *testing.F) {
+	for _, s := range []string{"Euro%20%E2%82%AC%20%F0%9F%98%80", "2026-01-02T15%3a04%3a05Z", `"say \"hi\" %25"`,
+		"%C0%A0", "%ED%A0%80", "%E2%82", "100%", "%g0", `"open`, `"a"b`, " x y ", "\xff", "Euro € 😀"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if utf8.ValidString(s) {
+			enc := bus.EncodeHeaderValue(s)
+			if back, err := bus.DecodeHeaderValue(enc); err != nil || back != s {
+				t.Fatalf("%q encoded as %q decodes to %q, %v", s, enc, back, err)
+			}
+		}
+		dec, err := bus.DecodeHeaderValue(s)
+		if err != nil {
+			if !errors.Is(err, bus.ErrInvalidAttribute) {
+				t.Fatalf("error wraps no ErrInvalidAttribute: %v", err)
+			}
+			return
+		}
+		if !utf8.ValidString(dec) {
+			t.Fatalf("%q decoded to invalid UTF-8 %q", s, dec)
+		}
+		enc := bus.EncodeHeaderValue(dec)
+		for i := 0; i < len(enc); i++ {
+			if c := enc[i]; c <= ' ' || c >= 0x7f || c == '"' {
+				t.Fatalf("EncodeHeaderValue(%q) = %q holds %q", dec, enc, c)
+			}
+		}
+		if back, err := bus.DecodeHeaderValue(enc); err != nil || back != dec {
+			t.Fatalf("%q re-encoded as %q decodes to %q, %v", dec, enc, back, err)
+		}
+	})
 }

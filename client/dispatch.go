@@ -176,7 +176,9 @@ type Result struct {
 // Await waits for the result of taskID on the subject replyTo (the
 // DispatchMeta.ReplyTo the task was sent with) and returns it. It reads
 // MESH_RESULTS from the start of that subject, so a result that arrived
-// before Await was called is found too. It returns when ctx ends.
+// before Await was called is found too. It returns when ctx ends, or at
+// once with an *UndecodableResultError when a result of the task cannot be
+// decoded.
 func (d *Dispatcher) Await(ctx context.Context, replyTo, taskID string) (Result, error) {
 	cons, err := d.js.OrderedConsumer(ctx, d.names.ResultsStream(), jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{replyTo},
@@ -201,13 +203,56 @@ func (d *Dispatcher) Await(ctx context.Context, replyTo, taskID string) (Result,
 			return Result{}, fmt.Errorf("awaiting task %s: %w", taskID, err)
 		}
 		ev, err := bus.DecodeJS(msg)
-		if err != nil || ev.Ext(bus.ExtTaskID) != taskID {
+		// Everything on mesh.result.<task> is that task's; elsewhere a
+		// result is the task's when its taskid says so.
+		ours := replyTo == d.names.Result(taskID) || ev.Ext(bus.ExtTaskID) == taskID
+		if err != nil {
+			if ours {
+				return Result{Event: ev}, &UndecodableResultError{TaskID: taskID, Msg: msg, Err: err}
+			}
+			continue
+		}
+		if ev.Ext(bus.ExtTaskID) != taskID {
 			continue
 		}
 		var res schemas.AgentResult
 		if err := ev.DataAs(&res); err != nil {
-			return Result{Event: ev}, fmt.Errorf("task %s: result does not decode: %w", taskID, err)
+			return Result{Event: ev}, &UndecodableResultError{TaskID: taskID, Msg: msg, Err: err}
 		}
 		return Result{Event: ev, Result: res}, nil
 	}
+}
+
+// UndecodableResultError is Await's error for a result of the awaited task
+// that could not be decoded (its event or its data). It matches
+// ErrUndecodableResult and the decode error (bus.ErrInvalidAttribute, say).
+type UndecodableResultError struct {
+	TaskID string
+	Msg    jetstream.Msg // the message as received, for DeadLetter
+	Err    error         // the decode error
+}
+
+func (e *UndecodableResultError) Error() string {
+	return fmt.Sprintf("the result of task %s could not be decoded: %v", e.TaskID, e.Err)
+}
+
+func (e *UndecodableResultError) Unwrap() []error { return []error{ErrUndecodableResult, e.Err} }
+
+// DeadLetter publishes m, a message taken from a stream, to
+// mesh.dead.<agent> (see bus.DeadLetter) with reason; its Nats-Msg-Id names
+// the stream and sequence it came from, so handling m twice stores one dead
+// letter.
+func (d *Dispatcher) DeadLetter(ctx context.Context, agent string, m jetstream.Msg, reason string) error {
+	subject, err := d.names.Dead(agent)
+	if err != nil {
+		return err
+	}
+	dead := bus.DeadLetter(subject, &nats.Msg{Subject: m.Subject(), Header: m.Headers(), Data: m.Data()}, agent, reason)
+	if md, err := m.Metadata(); err == nil {
+		dead.Header.Set(jetstream.MsgIDHeader, fmt.Sprintf("dead-%s-%d", md.Stream, md.Sequence.Stream))
+	}
+	if _, err := d.js.PublishMsg(ctx, dead); err != nil {
+		return fmt.Errorf("dead-lettering to %s: %w", subject, err)
+	}
+	return nil
 }

@@ -13,4 +13,7 @@ var (
 	ErrInvalidPipeline = fmt.Errorf("client: %w", schemas.ErrInvalidPipeline)
 	// ErrEmptyMessage reports a chat request without a message.
 	ErrEmptyMessage = errors.New("chat: the message is empty; say what the mesh should do")
+	// ErrUndecodableResult reports a result of an awaited task that could
+	// not be decoded (see UndecodableResultError).
+	ErrUndecodableResult = errors.New("client: undecodable result")
 )

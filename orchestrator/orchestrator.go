@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -342,15 +343,12 @@ func (o *Orchestrator) rejectRequest(ctx context.Context, subject string, ev bus
 // handleResult takes one result from MESH_RESULTS.
 func (o *Orchestrator) handleResult(ctx context.Context, m jetstream.Msg) {
 	ev, err := bus.DecodeJS(m)
-	if err != nil {
-		o.log.Warn("malformed result", "subject", m.Subject(), "err", err)
-		_ = m.Term()
-		return
-	}
 	var res schemas.AgentResult
-	if err := bus.DecodeData(ev, &res, nil); err != nil {
-		o.log.Warn("result data", "id", ev.ID, "err", err)
-		_ = m.Term()
+	if err == nil {
+		err = bus.DecodeData(ev, &res, nil)
+	}
+	if err != nil {
+		o.undecodableResult(ctx, m, ev, err)
 		return
 	}
 	taskID := ev.Ext(bus.ExtTaskID)
@@ -373,4 +371,38 @@ func (o *Orchestrator) handleResult(ctx context.Context, m jetstream.Msg) {
 		return
 	}
 	_ = m.Ack()
+}
+
+// undecodableResult handles a result whose event or data could not be
+// decoded. When it names a step of a run (its runid or else the run of its
+// subject, its stepid or else its taskid), that step fails at once with the
+// decode error; the message goes to mesh.dead.<the step's agent>, or
+// mesh.dead.orchestrator when no step is named, and is terminated.
+func (o *Orchestrator) undecodableResult(ctx context.Context, m jetstream.Msg, ev bus.Event, cause error) {
+	runID := ev.Ext(bus.ExtRunID)
+	if runID == "" {
+		runID = strings.TrimPrefix(m.Subject(), o.names.OrchestratorResult(""))
+	}
+	taskID := ev.Ext(bus.ExtTaskID)
+	agent, err := o.pipelines.FailUndecodable(ctx, runID, ev.Ext(bus.ExtStepID), taskID, cause)
+	if errors.Is(err, pipeline.ErrEarly) {
+		_ = m.NakWithDelay(100 * time.Millisecond)
+		return
+	}
+	if err != nil && !errors.Is(err, state.ErrNotFound) {
+		o.log.Warn("failing the step of an undecodable result", "subject", m.Subject(), "err", err)
+		_ = m.NakWithDelay(500 * time.Millisecond)
+		return
+	}
+	o.log.Warn("undecodable result", "subject", m.Subject(), "run", runID, "task", taskID, "agent", agent, "err", cause)
+	if agent == "" {
+		agent = DurableName
+	}
+	reason := fmt.Sprintf("%s: the result could not be decoded: %v", schemas.CodeMalformedResult, cause)
+	if err := o.dispatcher.DeadLetter(ctx, agent, m, reason); err != nil {
+		o.log.Warn("dead-lettering an undecodable result", "subject", m.Subject(), "err", err)
+		_ = m.NakWithDelay(500 * time.Millisecond)
+		return
+	}
+	_ = m.TermWithReason(schemas.CodeMalformedResult)
 }

@@ -4,15 +4,16 @@ import "fmt"
 
 // Error codes carried in AgentResult.Error.Code. The set is open.
 const (
-	CodeInvalidInput   = "invalid_input"   // an input failed the contract or its type's schema
-	CodeInvalidParams  = "invalid_params"  // params failed the contract's params schema
-	CodeMalformedEvent = "malformed_event" // the task event itself could not be decoded
-	CodeTimeout        = "timeout"         // the task passed its deadline
-	CodeCancelled      = "cancelled"       // a cancel request stopped the task
-	CodeAgentError     = "agent_error"     // Execute returned an error
-	CodeNotFound       = "not_found"       // a referenced file or slot does not exist
-	CodeUnavailable    = "unavailable"     // no agent can take the task
-	CodeExhausted      = "retries_exhausted"
+	CodeInvalidInput    = "invalid_input"    // an input failed the contract or its type's schema
+	CodeInvalidParams   = "invalid_params"   // params failed the contract's params schema
+	CodeMalformedEvent  = "malformed_event"  // the task event itself could not be decoded
+	CodeMalformedResult = "malformed_result" // the orchestrator could not decode an agent's result
+	CodeTimeout         = "timeout"          // the task passed its deadline
+	CodeCancelled       = "cancelled"        // a cancel request stopped the task
+	CodeAgentError      = "agent_error"      // Execute returned an error
+	CodeNotFound        = "not_found"        // a referenced file or slot does not exist
+	CodeUnavailable     = "unavailable"      // no agent can take the task
+	CodeExhausted       = "retries_exhausted"
 )
 
 // ResultError is the error half of a failed AgentResult. It crosses the bus,

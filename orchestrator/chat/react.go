@@ -177,6 +177,9 @@ func (c *Chat) callAgent(ctx context.Context, s *session, taskID, agent, rawArgs
 		if ctx.Err() != nil {
 			return fail(ctx.Err().Error())
 		}
+		if bad, ok := errors.AsType[*client.UndecodableResultError](err); ok {
+			return fail(c.undecodable(ctx, s.conv, agent, bad))
+		}
 		if errors.Is(err, context.DeadlineExceeded) {
 			c.progress(ctx, s.conv, taskID, agent, agent+" timed out")
 			return fail(fmt.Sprintf("%s did not answer within %s (timeout). Try again, try another agent, or tell the user.", agent, timeout))
@@ -204,6 +207,20 @@ func (c *Chat) callAgent(ctx context.Context, s *session, taskID, agent, rawArgs
 		rec.Error = result.Err().Error()
 	}
 	return Observation(agent, result, c.router), rec
+}
+
+// undecodable puts a result that could not be decoded on mesh.dead.<agent>
+// and returns what the model reads about it.
+func (c *Chat) undecodable(ctx context.Context, conv, agent string, bad *client.UndecodableResultError) string {
+	kept := "it was not kept"
+	if err := c.dispatch.DeadLetter(ctx, agent, bad.Msg, bad.Error()); err != nil {
+		c.log.Warn("chat: dead-lettering an undecodable result", "task", bad.TaskID, "err", err)
+	} else if subject, err := c.names.Dead(agent); err == nil {
+		kept = "it is kept on " + subject
+	}
+	c.progress(ctx, conv, bad.TaskID, agent, agent+" answered with a result that could not be decoded")
+	return fmt.Sprintf("%s answered, but its result could not be decoded (%s: %v); %s. Try again, try another agent, or tell the user.",
+		agent, schemas.CodeMalformedResult, bad.Err, kept)
 }
 
 // buildInputs fills the contract's inputs from state, with the literal

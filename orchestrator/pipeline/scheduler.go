@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"strings"
 	"sync"
 	"time"
 
@@ -263,6 +264,33 @@ func (s *Scheduler) ApplyResult(ctx context.Context, runID, stepID, taskID strin
 	}
 	s.cache.putRecord(runID, rec)
 	return s.settleRecords(ctx, sd, []*state.StepState{rec}, nil, true)
+}
+
+// FailUndecodable ends a step whose result could not be decoded: the step
+// fails at once with code malformed_result and the decode error, as if the
+// agent had answered so, instead of waiting out its timeout. The step is
+// named by stepID, or else by taskID (<run>-<step>-1). It returns the
+// step's agent, "" when no step of the run is named, and the errors of
+// ApplyResult (ErrEarly: try again shortly).
+func (s *Scheduler) FailUndecodable(ctx context.Context, runID, stepID, taskID string, cause error) (agent string, err error) {
+	if bus.ValidateToken("run id", runID) != nil {
+		return "", nil
+	}
+	sd, err := s.loadSpec(ctx, runID)
+	if err != nil {
+		return "", err
+	}
+	if !sd.Has(stepID) {
+		stepID = strings.TrimSuffix(strings.TrimPrefix(taskID, runID+"-"), "-1")
+	}
+	step, ok := sd.Step(stepID)
+	if !ok {
+		return "", nil
+	}
+	taskID = schemas.StepTaskID(runID, stepID, 1)
+	res := schemas.Failure(step.Agent, schemas.CodeMalformedResult,
+		fmt.Sprintf("the result of task %s could not be decoded: %v", taskID, cause), false)
+	return step.Agent, s.ApplyResult(ctx, runID, stepID, taskID, res)
 }
 
 // ErrEarly is a result of a step whose wave has not started as far as the

@@ -278,10 +278,12 @@ func TestNodeAgentAndClient(t *testing.T) {
 		}
 	})
 
-	t.Run("chat turn from the Node client", func(t *testing.T) {
+	// chatTurn sends message with the Node client and returns the
+	// conversation's state once the turn completed by the Node agent.
+	chatTurn := func(t *testing.T, message string) *schemas.ConversationState {
 		cctx, cancel := context.WithTimeout(ctx, 45*time.Second)
 		defer cancel()
-		cmd := exec.CommandContext(cctx, nodeBin, "client.js", "--timeout", "40", "analyze the words of this short sentence")
+		cmd := exec.CommandContext(cctx, nodeBin, "client.js", "--timeout", "40", message)
 		cmd.Env = append(os.Environ(), "NATS_URL="+srv.URL())
 		out, err := cmd.CombinedOutput()
 		if err != nil {
@@ -298,14 +300,25 @@ func TestNodeAgentAndClient(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		return st
+	}
+	instructionCounted := func(t *testing.T, st *schemas.ConversationState, words float64) {
 		v, ok := st.Slots[route.SlotAnalysis]
 		var counts schemas.AnalysisResult
-		if !ok || v.Decode(&counts) != nil || len(counts.Items) != 1 || counts.Items[0].ID != "instruction" || counts.Items[0].Features["words"] != 7 {
-			t.Errorf("conversation slot %s = %+v, want the 7 words of the instruction counted", route.SlotAnalysis, v)
+		if !ok || v.Decode(&counts) != nil || len(counts.Items) != 1 || counts.Items[0].ID != "instruction" || counts.Items[0].Features["words"] != words {
+			t.Errorf("conversation slot %s = %+v, want the %v words of the instruction counted", route.SlotAnalysis, v, words)
 		}
 		if _, ok := st.Slots[slotWordCount]; !ok {
 			t.Errorf("conversation has no %s slot: %v", slotWordCount, st.Slots)
 		}
+	}
+	t.Run("chat turn from the Node client", func(t *testing.T) {
+		instructionCounted(t, chatTurn(t, "analyze the words of this short sentence"), 7)
+	})
+	// No LLM and no verb the offline planner knows: it finds the agent by
+	// its name and description.
+	t.Run("chat reaches the agent by its description", func(t *testing.T) {
+		instructionCounted(t, chatTurn(t, "count the words of this sentence"), 6)
 	})
 
 	t.Run("SIGTERM departs", func(t *testing.T) {

@@ -372,6 +372,25 @@ func TestOfflinePlannerAnswersSeedScenario(t *testing.T) {
 	}
 }
 
+// When a step of an offline plan finds nothing, the turn says so and the
+// rest of the plan does not run on nothing.
+func TestOfflinePlannerStopsOnAnEmptyResult(t *testing.T) {
+	t.Parallel()
+	m := meshtest.New(t)
+	seedAgents(t, m, nil)
+	chatReplica(t, m, nil, []string{"ImageSearch", "ImageAnalysis", "FolderOrganizer"})
+
+	_, resp, _ := ask(t, m, "", `Find "q0: nothing" images and organize them into folders`)
+	if resp.State != schemas.ChatCompleted || len(resp.ToolCalls) != 1 || resp.ToolCalls[0].Agent != "ImageSearch" {
+		t.Fatalf("response = %+v", resp)
+	}
+	for _, want := range []string{"ran ImageSearch.", "ImageSearch found nothing", "ImageAnalysis -> FolderOrganizer had nothing to work on and did not run"} {
+		if !strings.Contains(resp.Output, want) {
+			t.Errorf("output %q lacks %q", resp.Output, want)
+		}
+	}
+}
+
 // Several turns of one conversation asked for at once, on two replicas:
 // they run one at a time, each answered once, and the conversation records
 // each message once.

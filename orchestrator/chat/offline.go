@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	openai "github.com/sashabaranov/go-openai"
@@ -45,8 +46,17 @@ func (c *Chat) runOffline(ctx context.Context, s *session) (schemas.ChatResponse
 		if err := c.runCalls(ctx, s, []openai.ToolCall{call}); err != nil {
 			return schemas.ChatResponse{}, err
 		}
-		if last := t.ToolCalls[len(t.ToolCalls)-1]; !last.Success {
+		last := t.ToolCalls[len(t.ToolCalls)-1]
+		if !last.Success {
 			return c.finish(ctx, s, schemas.ChatFailed, c.offlineOutput(t, "stopped because "+last.Agent+" failed: "+last.Error), errors.New(last.Error))
+		}
+		if rest := t.Plan[i+1:]; len(rest) > 0 && slices.Contains(t.Empty, last.TaskID) {
+			skipped := make([]string, len(rest))
+			for j, st := range rest {
+				skipped[j] = st.Agent
+			}
+			return c.finish(ctx, s, schemas.ChatCompleted, c.offlineOutput(t,
+				"stopped because "+last.Agent+" found nothing, so "+strings.Join(skipped, " -> ")+" had nothing to work on and did not run"), nil)
 		}
 	}
 	return c.finish(ctx, s, schemas.ChatCompleted, c.offlineOutput(t, ""), nil)
@@ -55,11 +65,11 @@ func (c *Chat) runOffline(ctx context.Context, s *session) (schemas.ChatResponse
 func (c *Chat) offlineOutput(t *chatTurn, ending string) string {
 	var b strings.Builder
 	b.WriteString("The offline planner answered (no LLM is configured): ran ")
-	for i, st := range t.Plan {
+	for i, r := range t.ToolCalls {
 		if i > 0 {
 			b.WriteString(" -> ")
 		}
-		b.WriteString(st.Agent)
+		b.WriteString(r.Agent)
 	}
 	b.WriteString(".")
 	for i, r := range t.ToolCalls {

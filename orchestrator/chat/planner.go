@@ -96,7 +96,11 @@ func PlanOffline(message string, contracts []schemas.AgentContract, slots map[st
 		}
 	}
 	if len(asked) == 0 {
-		return Plan{}, fmt.Errorf("%w: %q asks for nothing the planner recognises; say what to do (find, categorize, organize, summarize) or configure an LLM with OPENAI_API_KEY", ErrNoPlan, message)
+		// No verb the planner knows: the live agent whose name and
+		// description the message speaks of ("count the words" ->
+		// NodeWordCount, "Counts the words of documents"), fed like any
+		// other.
+		return planByDescription(message, words, contracts, slots, router)
 	}
 	// Data flows search -> analysis -> organization/generation whatever
 	// order the words come in.
@@ -156,6 +160,54 @@ func PlanOffline(message string, contracts []schemas.AgentContract, slots map[st
 		plan.Query = ""
 	}
 	return plan, nil
+}
+
+// minDescribed is how many of a message's words an agent's name and
+// description must share for the planner to choose it without a verb it
+// knows.
+const minDescribed = 2
+
+// planByDescription plans the one live agent that shares the most
+// meaningful words (at least minDescribed) with the message, after the
+// agents that feed its required inputs.
+func planByDescription(message string, words []string, contracts []schemas.AgentContract, slots map[string]schemas.TypedValue, router *route.Router) (Plan, error) {
+	best, bestScore := schemas.AgentContract{}, 0
+	for _, c := range contracts {
+		score := overlap(words, append(tokenize(splitCamel(c.Name)), tokenize(c.Description)...))
+		if score > bestScore || (score == bestScore && score > 0 && c.Name < best.Name) {
+			best, bestScore = c, score
+		}
+	}
+	if bestScore < minDescribed {
+		return Plan{}, fmt.Errorf("%w: %q asks for nothing the planner recognises and no live agent's description matches it; say what to do (find, categorize, organize, summarize, or words from an agent's description) or configure an LLM with OPENAI_API_KEY",
+			ErrNoPlan, message)
+	}
+	p := &planner{words: words, contracts: contracts, router: router, have: map[typeHint]bool{}, wanted: map[int][]schemas.TypedInput{}}
+	for _, v := range slots {
+		p.have[typeHint{v.DataType, v.ContentTypeHint}] = true
+	}
+	plan := Plan{Query: extractQuery(message)}
+	steps, err := p.feed(best, nil, 0)
+	if err != nil {
+		return Plan{}, err
+	}
+	plan.Steps = append(steps, p.step(best, fmt.Sprintf("described: %d words of the message match", bestScore), plan.Query))
+	if !slices.ContainsFunc(plan.Steps, func(s PlanStep) bool { return len(s.Params) > 0 }) {
+		plan.Query = ""
+	}
+	return plan, nil
+}
+
+// splitCamel writes "NodeWordCount" as "Node Word Count".
+func splitCamel(name string) string {
+	var b strings.Builder
+	for i, r := range name {
+		if i > 0 && unicode.IsUpper(r) {
+			b.WriteByte(' ')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 // typeHint is a (data type, content hint) pair.

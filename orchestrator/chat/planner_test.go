@@ -65,6 +65,34 @@ func TestPlanOffline(t *testing.T) {
 	}
 }
 
+// An agent the planner has no verb for is reached by its name and
+// description: a Node.js word counter for "count the words ...", fed by
+// the documents search when its required input is not in state.
+func TestPlanOfflineByDescription(t *testing.T) {
+	counter := schemas.AgentContract{Name: "NodeWordCount", Capability: schemas.CapAnalysis,
+		Description: "Counts the words of documents or of a text and names the most frequent words.",
+		Inputs:      []schemas.TypedInput{meshtest.FilesIn("documents", schemas.ContentDocuments, true)},
+		Outputs:     []schemas.TypedOutput{{Name: "report", DataType: schemas.TypeText}}}
+	contracts := append(plannerContracts(), counter)
+	plan, err := chat.PlanOffline("count the words of the budget documents", contracts, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := plan.Agents(); !slices.Equal(got, []string{"DocSearch", "NodeWordCount"}) {
+		t.Errorf("plan %v, want DocSearch feeding NodeWordCount", got)
+	}
+	if r := plan.Steps[len(plan.Steps)-1].Reason; !strings.Contains(r, "described") {
+		t.Errorf("reason %q", r)
+	}
+	docs := map[string]schemas.TypedValue{route.SlotDocumentIDs: schemas.FilesValue(schemas.FromIDs(schemas.ContentDocuments, "d"), "x")}
+	if plan, err := chat.PlanOffline("word count please", contracts, docs, nil); err != nil || !slices.Equal(plan.Agents(), []string{"NodeWordCount"}) {
+		t.Errorf("with documents in state: plan %v, %v", plan.Agents(), err)
+	}
+	if _, err := chat.PlanOffline("count the sheep", contracts, nil, nil); !errors.Is(err, chat.ErrNoPlan) || !strings.Contains(err.Error(), "no live agent's description matches") {
+		t.Errorf("one shared word is not enough: %v", err)
+	}
+}
+
 func TestPlanOfflineRespectsCanChainWith(t *testing.T) {
 	other := chatAnalysisContract()
 	other.Name = "AAnalysis" // would win a tie by name

@@ -202,6 +202,9 @@ func (c *Chat) callAgent(ctx context.Context, s *session, taskID, agent, rawArgs
 	c.progress(ctx, s.conv, taskID, agent, ProgressLine(agent, result, c.router.DataTypes()))
 	rec.Success = result.Success
 	rec.Summary = result.Summary
+	if result.Success && emptyOutputs(result, c.router.DataTypes()) {
+		s.turn.Empty = append(s.turn.Empty, taskID)
+	}
 	rec.DurationMS = time.Since(start).Milliseconds()
 	if !result.Success {
 		rec.Error = result.Err().Error()
@@ -221,6 +224,22 @@ func (c *Chat) undecodable(ctx context.Context, conv, agent string, bad *client.
 	c.progress(ctx, conv, bad.TaskID, agent, agent+" answered with a result that could not be decoded")
 	return fmt.Sprintf("%s answered, but its result could not be decoded (%s: %v); %s. Try again, try another agent, or tell the user.",
 		agent, schemas.CodeMalformedResult, bad.Err, kept)
+}
+
+// emptyOutputs reports a result with outputs that all hold nothing (0
+// images, an empty text).
+func emptyOutputs(res schemas.AgentResult, reg *schemas.DataTypeRegistry) bool {
+	if len(res.Outputs) == 0 {
+		return false
+	}
+	for _, v := range res.Outputs {
+		if reg.Count(v) > 0 {
+			if t, err := v.Text(); err != nil || strings.TrimSpace(t) != "" {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // buildInputs fills the contract's inputs from state, with the literal

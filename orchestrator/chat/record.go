@@ -31,7 +31,8 @@ type chatTurn struct {
 	ToolCalls []schemas.ToolCallRecord       `json:"tool_calls,omitempty"`
 	Tokens    schemas.Tokens                 `json:"tokens"`
 	Cost      float64                        `json:"cost"`
-	Plan      []PlanStep                     `json:"plan,omitempty"` // offline planner only
+	Plan      []PlanStep                     `json:"plan,omitempty"`  // offline planner only
+	Empty     []string                       `json:"empty,omitempty"` // task ids of calls whose every output held nothing
 	StartedAt time.Time                      `json:"started_at"`
 	UpdatedAt time.Time                      `json:"updated_at"`
 }

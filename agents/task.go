@@ -16,12 +16,12 @@ import (
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
-// Headers the runtime adds to a dead-lettered task.
+// Headers the runtime adds to a dead-lettered task (see bus.DeadLetter).
 const (
-	HeaderDeadReason     = "Agentmesh-Dead-Reason"
-	HeaderDeadAgent      = "Agentmesh-Dead-Agent"
-	HeaderDeadInstance   = "Agentmesh-Dead-Instance"
-	HeaderDeadDeliveries = "Agentmesh-Dead-Deliveries"
+	HeaderDeadReason     = bus.HeaderDeadReason
+	HeaderDeadAgent      = bus.HeaderDeadAgent
+	HeaderDeadInstance   = bus.HeaderDeadInstance
+	HeaderDeadDeliveries = bus.HeaderDeadDeliveries
 )
 
 // publishTimeout bounds a JetStream publish of a result or dead letter.
@@ -328,18 +328,10 @@ func (r *Runtime) rejectMalformed(d *delivery, cause error) {
 // deadLetter publishes the task message, headers and body, to
 // mesh.dead.<agent> with the reason in a header.
 func (r *Runtime) deadLetter(d *delivery, reason string) error {
-	m := nats.NewMsg(r.deadSubj)
-	for k, vs := range d.raw.Header {
-		if strings.HasPrefix(k, "Nats-") {
-			continue // JetStream directives of the original publish
-		}
-		m.Header[k] = vs
-	}
-	m.Header.Set(HeaderDeadReason, headerSafe(reason))
+	m := bus.DeadLetter(r.deadSubj, d.raw, reason)
 	m.Header.Set(HeaderDeadAgent, r.contract.Name)
 	m.Header.Set(HeaderDeadInstance, r.cfg.instanceID)
 	m.Header.Set(HeaderDeadDeliveries, strconv.Itoa(d.attempt))
-	m.Data = d.raw.Data
 	ctx, cancel := context.WithTimeout(context.Background(), publishTimeout)
 	defer cancel()
 	_, err := r.js.PublishMsg(ctx, m)
@@ -384,8 +376,4 @@ func validSubject(s string) bool {
 // oneLine joins a multi-line error into one line.
 func oneLine(err error) string {
 	return strings.ReplaceAll(err.Error(), "\n", "; ")
-}
-
-func headerSafe(s string) string {
-	return schemas.Clip(strings.NewReplacer("\r", " ", "\n", "; ").Replace(s), 1000)
 }

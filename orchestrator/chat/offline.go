@@ -3,7 +3,6 @@ package chat
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -46,7 +45,7 @@ func (c *Chat) runOffline(ctx context.Context, s *session) (schemas.ChatResponse
 			return schemas.ChatResponse{}, err
 		}
 		if last := t.ToolCalls[len(t.ToolCalls)-1]; !last.Success {
-			return c.finish(ctx, s, schemas.ChatFailed, c.offlineOutput(t, "stopped because "+last.Agent+" failed: "+last.Error), errors.New(last.Error))
+			return c.finish(ctx, s, schemas.ChatFailed, c.offlineOutput(t, "stopped because "+last.Agent+" failed: "+last.Error), toolFailure(last))
 		}
 	}
 	return c.finish(ctx, s, schemas.ChatCompleted, c.offlineOutput(t, ""), nil)

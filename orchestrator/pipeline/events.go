@@ -13,7 +13,7 @@ import (
 // stepEvent describes how a step ended.
 func stepEvent(runID string, st *state.StepState, now time.Time) schemas.StepEvent {
 	e := schemas.StepEvent{RunID: runID, Step: st.ID, Agent: st.Agent, Status: st.Status, Wave: st.Wave, Attempt: st.Attempt,
-		TaskID: st.TaskID, Summary: st.Summary, Error: st.Error, Reason: st.Reason, At: now}
+		TaskID: st.TaskID, Summary: st.Summary, Error: st.Error, Code: st.Code, Reason: st.Reason, At: now}
 	if !st.DispatchedAt.IsZero() && !st.FinishedAt.IsZero() {
 		e.DurationMS = st.FinishedAt.Sub(st.DispatchedAt).Milliseconds()
 	}
@@ -36,7 +36,7 @@ func stepEvent(runID string, st *state.StepState, now time.Time) schemas.StepEve
 // the end every step of a validated run completed, failed or was skipped.
 func runEvent(h *state.RunHeader, sd *state.RunSpec) schemas.RunEvent {
 	steps := len(sd.Spec.Steps)
-	e := schemas.RunEvent{RunID: h.ID, Name: h.Name, Status: h.Status, Error: h.Error, Steps: steps,
+	e := schemas.RunEvent{RunID: h.ID, Name: h.Name, Status: h.Status, Error: h.Error, Code: h.Code, Steps: steps,
 		Failed: len(h.Failed), Skipped: len(h.Skipped)}
 	if len(sd.Waves) > 0 && h.Wave >= 0 {
 		e.Completed = steps - e.Failed - e.Skipped

@@ -27,7 +27,7 @@ type runChanges struct {
 func newHeader(sd *state.RunSpec, name string, verr error, now time.Time, ch *runChanges) *state.RunHeader {
 	h := &state.RunHeader{ID: sd.ID, Name: name, Status: schemas.RunRunning, Wave: -1, CreatedAt: now, UpdatedAt: now}
 	if verr != nil {
-		h.Status, h.Error, h.FinishedAt = schemas.RunFailed, verr.Error(), now
+		h.Status, h.Error, h.Code, h.FinishedAt = schemas.RunFailed, verr.Error(), failureCode(verr), now
 		ch.finished = true
 		return h
 	}
@@ -98,7 +98,7 @@ func finish(h *state.RunHeader, sd *state.RunSpec, now time.Time, ch *runChanges
 	h.Status = schemas.RunCompleted
 	if len(failed) > 0 {
 		h.Status = schemas.RunFailed
-		h.Error = strings.Join(failed, "; ")
+		h.Error, h.Code = strings.Join(failed, "; "), schemas.CodeStepFailed
 	}
 	h.FinishedAt = now
 	ch.finished = true
@@ -130,7 +130,7 @@ func resultRecord(sd *state.RunSpec, h *state.RunHeader, stepID, taskID string, 
 		DispatchedAt: h.WaveStartedAt, Deadline: h.WaveStartedAt.Add(sd.Timeout(stepID)), FinishedAt: now,
 		Summary: res.Summary, Metrics: res.Metrics}
 	if !res.Success {
-		rec.Status, rec.Error = schemas.StepFailed, res.Err().Error()
+		rec.Status, rec.Error, rec.Code = schemas.StepFailed, res.Err().Error(), failureCode(res.Err())
 		return rec
 	}
 	rec.Status = schemas.StepCompleted
@@ -157,11 +157,11 @@ func resultRecord(sd *state.RunSpec, h *state.RunHeader, stepID, taskID string, 
 
 // failedRecord is the record of a running step that failed without a
 // result (timeout, inputs that could not be built).
-func failedRecord(sd *state.RunSpec, h *state.RunHeader, stepID, msg string, now time.Time) *state.StepState {
+func failedRecord(sd *state.RunSpec, h *state.RunHeader, stepID, code, msg string, now time.Time) *state.StepState {
 	s, _ := sd.Step(stepID)
 	return &state.StepState{ID: stepID, Agent: s.Agent, Wave: waveOf(sd, stepID), Status: schemas.StepFailed, Attempt: 1,
 		TaskID: schemas.StepTaskID(h.ID, stepID, 1), DispatchedAt: h.WaveStartedAt, Deadline: h.WaveStartedAt.Add(sd.Timeout(stepID)),
-		FinishedAt: now, Error: msg}
+		FinishedAt: now, Error: msg, Code: code}
 }
 
 // follow does what a saved header update asks for: emit its events,

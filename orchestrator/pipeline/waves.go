@@ -175,17 +175,19 @@ func (s *Scheduler) follow(ctx context.Context, sd *state.RunSpec, h *state.RunH
 		s.cache.drop(h.ID)
 		return
 	}
-	// Tasks first (they are the critical path), then the events, in order:
-	// the steps that ended, then the steps that started.
-	var (
-		failed  []*state.StepState // ended as they started
-		started []string
-	)
+	// The events of the steps that ended, then each started step's event
+	// just before its task: anything its task leads to (its result, its
+	// completed event, on any replica) comes after. A task that went out
+	// ahead of h's write had its started event sent with it.
+	for _, e := range ch.events {
+		s.emitStep(e)
+	}
+	var failed []*state.StepState // ended as they started
 	for _, id := range ch.dispatch {
 		if s.cache.takeAhead(h.ID, id) {
-			started = append(started, id)
 			continue
 		}
+		s.emitStarted(sd, h, id)
 		ended, err := s.start(ctx, stepStart{sd: sd, h: h, id: id})
 		if ended != nil {
 			rec, rerr := s.store.RecordStep(ctx, h.ID, ended)
@@ -199,17 +201,7 @@ func (s *Scheduler) follow(ctx context.Context, sd *state.RunSpec, h *state.RunH
 		if err != nil {
 			// Not published: the sweep publishes it again.
 			s.log.Warn("dispatch", "run", h.ID, "step", id, "err", err)
-			continue
 		}
-		started = append(started, id)
-	}
-	for _, e := range ch.events {
-		s.emitStep(e)
-	}
-	for _, id := range started {
-		step, _ := sd.Step(id)
-		s.emitStep(schemas.StepEvent{RunID: h.ID, Step: id, Agent: step.Agent, Status: schemas.StepRunning, Wave: h.Wave,
-			Attempt: 1, TaskID: schemas.StepTaskID(h.ID, id, 1), At: h.WaveStartedAt})
 	}
 	if len(failed) > 0 {
 		// Steps that ended as they started (inputs that could not be

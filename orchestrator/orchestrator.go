@@ -53,10 +53,10 @@ type Orchestrator struct {
 // New returns a replica on nc. The mesh must be provisioned (bus.Provision).
 // Options: WithNames, WithChatHandler, WithRegistry, WithRouter,
 // WithCollections, WithWorkers, WithSweepInterval, WithTimeoutGrace, WithAckWait,
-// WithLogger, WithSource, WithStateOptions, WithObserver.
+// WithLogger, WithSource, WithStateOptions, WithObserver, WithOrphanGrace.
 func New(nc *nats.Conn, opts ...Option) (*Orchestrator, error) {
 	cfg := config{workers: 32, sweep: time.Second, grace: time.Second, republish: 2 * time.Second,
-		source: "agentmesh/orchestrator", ackWait: 5 * time.Second, maxPending: 10000}
+		source: "agentmesh/orchestrator", ackWait: 5 * time.Second, maxPending: 10000, orphanGrace: DefaultOrphanGrace}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -210,6 +210,7 @@ func (o *Orchestrator) RunReady(ctx context.Context, ready func()) error {
 	if err != nil {
 		return err
 	}
+	orphansDone := o.runOrphans(ctx)
 
 	work := make(chan func(), o.cfg.workers)
 	var wg sync.WaitGroup
@@ -252,6 +253,7 @@ func (o *Orchestrator) RunReady(ctx context.Context, ready func()) error {
 	<-rc.Closed()
 	<-qc.Closed()
 	<-sweepDone
+	<-orphansDone
 	inflight.Wait()
 	close(work)
 	wg.Wait()

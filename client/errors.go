@@ -13,4 +13,7 @@ var (
 	ErrInvalidPipeline = fmt.Errorf("client: %w", schemas.ErrInvalidPipeline)
 	// ErrEmptyMessage reports a chat request without a message.
 	ErrEmptyMessage = errors.New("chat: the message is empty; say what the mesh should do")
+	// ErrUnknownConversation reports a conversation id that names no
+	// conversation on the mesh.
+	ErrUnknownConversation = errors.New("chat: no such conversation")
 )

@@ -57,6 +57,7 @@ func chatHandler(a *app, o *orchestrator.Orchestrator) error {
 func newChatCmd(a *app) *cobra.Command {
 	var (
 		conversation string
+		newConv      bool
 		timeout      time.Duration
 	)
 	cmd := &cobra.Command{
@@ -66,7 +67,8 @@ func newChatCmd(a *app) *cobra.Command {
 orchestrator will take it), shows the turn's progress on stderr while agents
 run, then prints the answer with its steps, tokens and cost. Without
 --conversation a new conversation starts; its id is printed so later turns can
-continue it and use its results. With --json the final chat.responded event
+continue it and use its results. --conversation with an id the mesh does not
+know is an error, unless --new asks for a new conversation with that id. With --json the final chat.responded event
 is printed instead. The exit status is 1 when the turn did not complete.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -77,6 +79,9 @@ is printed instead. The exit status is 1 when the turn did not complete.`,
 				return err
 			}
 			defer m.Close()
+			if err := checkConversationFlag(ctx, m, conversation, newConv); err != nil {
+				return err
+			}
 			progress := a.errOut
 			resp, err := a.chatTurnTo(ctx, m, conversation, strings.Join(args, " "), progress, func(ev bus.Event) {
 				if a.jsonOut {
@@ -99,8 +104,30 @@ is printed instead. The exit status is 1 when the turn did not complete.`,
 		},
 	}
 	cmd.Flags().StringVar(&conversation, "conversation", "", "continue this conversation (default: start a new one)")
+	cmd.Flags().BoolVar(&newConv, "new", false, "with --conversation: start a new conversation with that id")
 	cmd.Flags().DurationVar(&timeout, "timeout", 2*time.Minute, "how long to wait for the answer")
 	return cmd
+}
+
+// checkConversationFlag refuses --conversation naming a conversation the
+// mesh does not know (without --new), and --new naming one it does.
+func checkConversationFlag(ctx context.Context, m *mesh, conversation string, newConv bool) error {
+	if conversation == "" {
+		if newConv {
+			return errors.New("--new names a new conversation: give its id with --conversation ID (or drop --new to start one with a fresh id)")
+		}
+		return nil
+	}
+	err := client.CheckConversation(ctx, m.Res.Conversations, conversation)
+	switch {
+	case newConv && err == nil:
+		return fmt.Errorf("--new: conversation %q exists already; drop --new to continue it, or choose another id", conversation)
+	case newConv && errors.Is(err, client.ErrUnknownConversation):
+		return nil
+	case errors.Is(err, client.ErrUnknownConversation):
+		return fmt.Errorf("--conversation %q: no such conversation on this mesh; check the id an earlier turn printed, or add --new to start a conversation with this id", conversation)
+	}
+	return err
 }
 
 // chatTurn sends one chat turn and follows it to its answer, writing

@@ -272,6 +272,15 @@ func (o *Orchestrator) handleRequest(ctx context.Context, m jetstream.Msg) {
 		o.settleRefusal(m, o.rejectRequest(ctx, m.Subject(), ev, schemas.CodeMalformedEvent, fmt.Errorf("malformed request: %w", err)))
 		return
 	}
+	want := bus.TypeChatRequested
+	if m.Subject() == o.names.PipelineSubmit() {
+		want = bus.TypePipelineSubmitted
+	}
+	if ev.Type != want {
+		o.settleRefusal(m, o.rejectRequest(ctx, m.Subject(), ev, schemas.CodeMalformedEvent,
+			fmt.Errorf("unexpected event type %q on %s; send %s there", ev.Type, m.Subject(), want)))
+		return
+	}
 	switch ev.Type {
 	case bus.TypePipelineSubmitted:
 		err := o.pipelines.Submit(ctx, ev)
@@ -300,10 +309,6 @@ func (o *Orchestrator) handleRequest(ctx context.Context, m jetstream.Msg) {
 		if err != nil {
 			o.log.Warn("chat request", "id", ev.ID, "err", err)
 		}
-	default:
-		o.settleRefusal(m, o.rejectRequest(ctx, m.Subject(), ev, schemas.CodeMalformedEvent, fmt.Errorf("unexpected event type %q on %s; expected %s or %s",
-			ev.Type, m.Subject(), bus.TypeChatRequested, bus.TypePipelineSubmitted)))
-		return
 	}
 	_ = m.Ack()
 }
@@ -352,7 +357,7 @@ func keepAlive(m jetstream.Msg, every time.Duration) (stop func()) {
 // the event id's subject. It returns an error wrapping bus.ErrNoReplySubject
 // when no id can be.
 func (o *Orchestrator) rejectRequest(ctx context.Context, subject string, ev bus.Event, code string, cause error) error {
-	if subject == o.names.ChatRequest() || ev.Type == bus.TypeChatRequested {
+	if subject != o.names.PipelineSubmit() {
 		var req schemas.ChatRequest
 		_ = ev.DataAs(&req)
 		conv := firstNonEmpty(req.ConversationID, ev.Ext(bus.ExtConversationID), ev.ID)

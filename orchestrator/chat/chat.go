@@ -154,19 +154,18 @@ func (c *Chat) Planner() string {
 // A bad request is answered with a failed response, not an error (see
 // Refuse); the error is for failures the caller should log or retry.
 func (c *Chat) HandleEvent(ctx context.Context, ev bus.Event) (schemas.ChatResponse, error) {
+	// The conversation id first: it says where the answer goes.
 	var req schemas.ChatRequest
-	err := bus.DecodeData(ev, &req, func(b []byte) error { return schemas.ValidateJSON(schemas.SchemaChatRequest, b) })
-	if err != nil {
-		err = withCode(schemas.CodeMalformedEvent, err)
-	}
+	_ = ev.DataAs(&req)
 	conv := req.ConversationID
 	if conv == "" {
 		conv = ev.ID
 	}
-	if err == nil {
-		if verr := bus.ValidateToken("conversation id", conv); verr != nil {
-			err = withCode(schemas.CodeInvalidID, verr)
-		}
+	var err error
+	if verr := bus.ValidateToken("conversation id", conv); verr != nil {
+		err = withCode(schemas.CodeInvalidID, verr)
+	} else if derr := bus.DecodeData(ev, &req, func(b []byte) error { return schemas.ValidateJSON(schemas.SchemaChatRequest, b) }); derr != nil {
+		err = withCode(schemas.CodeMalformedEvent, derr)
 	}
 	if err == nil {
 		err = checkMessage(req.Message)

@@ -119,7 +119,7 @@ func (a *Agent) Execute(ctx context.Context, ec *schemas.ExecutionContext) (sche
 		if n, _ := t.Skipped(); n == 0 {
 			return t.Fail(schemas.CodeInvalidInput, "there are no documents to summarise")
 		}
-		return t.FailAll(schemas.CodeNotFound, "documents could be read")
+		return t.FailAll(schemas.CodeInvalidInput, "documents could be read")
 	}
 
 	var (

@@ -261,8 +261,10 @@ func catalogue() []badCase {
 	)
 
 	// File references.
-	tk("file id that does not exist", summarize.Name, docs("f-aaaaaaaaaaaaaaaaaaaa"), nil, schemas.CodeNotFound)
-	tk("file id that is a path", summarize.Name, docs("../../etc/passwd"), nil, schemas.CodeNotFound) // the store has no paths
+	// An agent reading several files skips the ones it cannot read and
+	// fails the task invalid_input when none was left, naming each reason.
+	tk("file id that does not exist", summarize.Name, docs("f-aaaaaaaaaaaaaaaaaaaa"), nil, schemas.CodeInvalidInput)
+	tk("file id that is a path", summarize.Name, docs("../../etc/passwd"), nil, schemas.CodeInvalidInput)
 	tk("empty file id", summarize.Name, docs(""), nil, schemas.CodeInvalidInput)
 	tk("no documents", summarize.Name, docs(), nil, schemas.CodeInvalidInput)
 	tk("spilled collection that does not exist", summarize.Name, schemas.TaskRequest{Inputs: map[string]schemas.TypedValue{"documents": {

@@ -41,33 +41,7 @@ func TestStepEventsAreStoredStartedFirst(t *testing.T) {
 	chain := b.Step("p1", "Quick").After("s2").Step("p2", "Quick").After("s2").MustBuild()
 	broken := client.NewPipeline("broken").Step("a", "Quick").Then("b", "Broken").MustBuild()
 
-	// One subscriber sees one publisher's messages in the order they were
-	// published: each step's started event must come before its task.
-	nc := m.Srv.Conn(t)
-	seen := make(chan string, 4096)
-	sub, err := nc.Subscribe(m.Srv.Names().Prefix()+".>", func(msg *nats.Msg) {
-		ev, err := bus.Decode(msg)
-		if err != nil {
-			return
-		}
-		switch ev.Type {
-		case bus.TypeTaskRequested:
-			seen <- "task " + ev.ID
-		case bus.TypeStepStarted:
-			var se schemas.StepEvent
-			if ev.DataAs(&se) == nil {
-				seen <- "started " + se.TaskID
-			}
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = sub.Unsubscribe() }()
-	if err := nc.Flush(); err != nil {
-		t.Fatal(err)
-	}
-
+	seen := watchStarts(t, m)
 	const runs = 12
 	for i := range runs {
 		spec, id := chain, fmt.Sprintf("order-%d", i)
@@ -117,6 +91,44 @@ func TestStepEventsAreStoredStartedFirst(t *testing.T) {
 			}
 		}
 	}
+	checkStartsFirst(t, seen)
+}
+
+// watchStarts records, in the order one subscriber sees them, the tasks
+// and step started events published: one publisher's messages reach a
+// subscriber in the order they were published.
+func watchStarts(t *testing.T, m *meshtest.Mesh) <-chan string {
+	t.Helper()
+	nc := m.Srv.Conn(t)
+	seen := make(chan string, 4096)
+	sub, err := nc.Subscribe(m.Srv.Names().Prefix()+".>", func(msg *nats.Msg) {
+		ev, err := bus.Decode(msg)
+		if err != nil {
+			return
+		}
+		switch ev.Type {
+		case bus.TypeTaskRequested:
+			seen <- "task " + ev.ID
+		case bus.TypeStepStarted:
+			var se schemas.StepEvent
+			if ev.DataAs(&se) == nil {
+				seen <- "started " + se.TaskID
+			}
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sub.Unsubscribe() })
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	return seen
+}
+
+// checkStartsFirst fails for a task seen before its step's started event.
+func checkStartsFirst(t *testing.T, seen <-chan string) {
+	t.Helper()
 	announced := map[string]bool{}
 	for len(seen) > 0 {
 		s := <-seen

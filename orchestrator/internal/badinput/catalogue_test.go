@@ -100,10 +100,14 @@ func pipe(steps ...schemas.PipelineStep) schemas.PipelineSpec {
 
 var upText = map[string]string{"text": "text:hello"}
 
+var long = strings.Repeat("x", 200)
+
 func catalogue() []badCase {
-	long := strings.Repeat("x", 200)
+	return slices.Concat(chatCases(), pipelineCases(), taskCases(), fileCases())
+}
+
+func chatCases() []badCase {
 	var cs []badCase
-	// Chat requests.
 	chat := func(name string, data any, ext map[string]string, answerID func(string) string, code string) {
 		cs = append(cs, badCase{name: "chat/" + name, kind: "chat", send: chatTo(data, ext, answerID), code: code})
 	}
@@ -166,8 +170,11 @@ func catalogue() []badCase {
 				return s.chatSent(event(t, s.names.ChatRequest(), bus.TypeChatRequested, s.id("req"), schemas.ChatRequest{ConversationID: id, Message: "hello"}, nil), id)
 			}})
 	}
+	return cs
+}
 
-	// Pipeline submissions.
+func pipelineCases() []badCase {
+	var cs []badCase
 	run := func(name string, spec any, code string) {
 		cs = append(cs, badCase{name: "pipeline/" + name, kind: "pipeline", send: submit(spec, self, self), code: code, keys: wholeRun})
 	}
@@ -214,10 +221,18 @@ func catalogue() []badCase {
 				return s.runSent(event(t, s.names.PipelineSubmit(), bus.TypeChatRequested, id, pipe(), map[string]string{bus.ExtRunID: id}), id)
 			}},
 	)
+	return cs
+}
 
-	// Tasks, straight to an agent.
+// addTask adds a case of a task sent straight to agent.
+func addTask(cs *[]badCase, name, agent string, req any, ext map[string]string, code string) {
+	*cs = append(*cs, badCase{name: "task/" + name, kind: "task", send: task(agent, req, ext), code: code})
+}
+
+func taskCases() []badCase {
+	var cs []badCase
 	tk := func(name, agent string, req any, ext map[string]string, code string) {
-		cs = append(cs, badCase{name: "task/" + name, kind: "task", send: task(agent, req, ext), code: code})
+		addTask(&cs, name, agent, req, ext, code)
 	}
 	tk("missing required input", text.Name, schemas.TaskRequest{Inputs: map[string]schemas.TypedValue{}}, nil, schemas.CodeInvalidInput)
 	tk("input of the wrong data type", text.Name, schemas.TaskRequest{Inputs: map[string]schemas.TypedValue{"text": schemas.FilesValue(schemas.FromIDs("", "f-1"), "t")}}, nil, schemas.CodeInvalidInput)
@@ -259,8 +274,14 @@ func catalogue() []badCase {
 				return sent{msg: msg, stream: s.names.ResultsStream(), answer: s.names.Result("reply-" + id)}
 			}},
 	)
+	return cs
+}
 
-	// File references.
+func fileCases() []badCase {
+	var cs []badCase
+	tk := func(name, agent string, req any, ext map[string]string, code string) {
+		addTask(&cs, name, agent, req, ext, code)
+	}
 	// An agent reading several files skips the ones it cannot read and
 	// fails the task invalid_input when none was left, naming each reason.
 	tk("file id that does not exist", summarize.Name, docs("f-aaaaaaaaaaaaaaaaaaaa"), nil, schemas.CodeInvalidInput)

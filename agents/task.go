@@ -13,10 +13,11 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/agentmesh/agentmesh/bus"
+	"github.com/agentmesh/agentmesh/resolvers"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
-// Headers the runtime adds to a dead-lettered task.
+// Headers the runtime adds to a dead-lettered task (see bus.DeadLetter).
 const (
 	HeaderDeadReason     = bus.HeaderDeadReason
 	HeaderDeadAgent      = bus.HeaderDeadAgent
@@ -147,7 +148,11 @@ func (r *Runtime) run(d *delivery) (schemas.AgentResult, error) {
 				if IsRetryable(err) {
 					return schemas.AgentResult{}, err
 				}
-				return fail(schemas.CodeNotFound, "task %s: resolving input %q (%s): %v", ev.ID, name, v.DataType, err)
+				code := schemas.CodeNotFound
+				if errors.Is(err, schemas.ErrInvalidValue) || errors.Is(err, resolvers.ErrInvalidID) {
+					code = schemas.CodeInvalidInput // a reference that is malformed, not missing
+				}
+				return fail(code, "task %s: resolving input %q (%s): %v", ev.ID, name, v.DataType, err)
 			}
 			req.Inputs[name] = rv
 		}

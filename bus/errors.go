@@ -38,4 +38,8 @@ var (
 	// ErrInvalidData reports event data that does not decode into the wanted
 	// type or fails its schema.
 	ErrInvalidData = errors.New("bus: invalid event data")
+	// ErrNoReplySubject reports a refused request none of whose ids can be
+	// a subject token, so no answer can be published where its sender
+	// looks (see ReplyToken); it is dead-lettered instead.
+	ErrNoReplySubject = errors.New("bus: the request names no id usable as a reply subject")
 )

@@ -203,6 +203,18 @@ func ValidateToken(kind, value string) error {
 	return nil
 }
 
+// ReplyToken returns the first of ids that is a valid token (ValidateToken),
+// or "" when none is. A request refused for its conversation or run id is
+// answered on the subject of the next id the sender knows: the event id.
+func ReplyToken(ids ...string) string {
+	for _, id := range ids {
+		if ValidateToken("", id) == nil {
+			return id
+		}
+	}
+	return ""
+}
+
 func validateStrict(kind, value string, maxLen int) error {
 	if value == "" {
 		return fmt.Errorf("%w: %s is empty: use 1 to %d letters, digits, '-' or '_'", ErrInvalidName, kind, maxLen)

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -107,4 +108,23 @@ func Turn(ctx context.Context, js jetstream.JetStream, names bus.Names, conversa
 			}
 		}
 	}
+}
+
+// CheckConversation returns an error wrapping ErrUnknownConversation when
+// the conversations bucket holds no conversation id (neither its state nor
+// a turn in progress), so a mistyped id is not taken as a new conversation.
+func CheckConversation(ctx context.Context, conversations jetstream.KeyValue, id string) error {
+	if err := bus.ValidateToken("conversation id", id); err != nil {
+		return err
+	}
+	for _, key := range []string{id, id + ".chat"} {
+		_, err := conversations.Get(ctx, key)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, jetstream.ErrKeyNotFound) && !errors.Is(err, jetstream.ErrKeyDeleted) {
+			return fmt.Errorf("looking up conversation %q: %w", id, err)
+		}
+	}
+	return fmt.Errorf("%w: %q is not in %s", ErrUnknownConversation, id, conversations.Bucket())
 }

@@ -16,4 +16,7 @@ var (
 	// ErrUndecodableResult reports a result of an awaited task that could
 	// not be decoded (see UndecodableResultError).
 	ErrUndecodableResult = errors.New("client: undecodable result")
+	// ErrUnknownConversation reports a conversation id that names no
+	// conversation on the mesh.
+	ErrUnknownConversation = errors.New("chat: no such conversation")
 )

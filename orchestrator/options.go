@@ -31,6 +31,8 @@ type config struct {
 	observer   schemas.Observer
 	ackWait    time.Duration
 	maxPending int
+
+	orphanGrace time.Duration
 }
 
 // WithNames sets the subject and bucket names (default prefix "mesh").
@@ -81,3 +83,9 @@ func WithStateOptions(o ...state.Option) Option {
 // transition the replica sees to ob (see schemas.Observer); chat loops
 // attached with AttachChat share it.
 func WithObserver(ob schemas.Observer) Option { return func(c *config) { c.observer = ob } }
+
+// WithOrphanGrace sets how long a task for an agent that is not registered
+// and has never consumed tasks here waits before the replica answers it
+// with a failed result, code unknown_agent (default DefaultOrphanGrace; a
+// negative d turns the janitor off).
+func WithOrphanGrace(d time.Duration) Option { return func(c *config) { c.orphanGrace = d } }

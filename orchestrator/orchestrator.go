@@ -54,10 +54,10 @@ type Orchestrator struct {
 // New returns a replica on nc. The mesh must be provisioned (bus.Provision).
 // Options: WithNames, WithChatHandler, WithRegistry, WithRouter,
 // WithCollections, WithWorkers, WithSweepInterval, WithTimeoutGrace, WithAckWait,
-// WithLogger, WithSource, WithStateOptions, WithObserver.
+// WithLogger, WithSource, WithStateOptions, WithObserver, WithOrphanGrace.
 func New(nc *nats.Conn, opts ...Option) (*Orchestrator, error) {
 	cfg := config{workers: 32, sweep: time.Second, grace: time.Second, republish: 2 * time.Second,
-		source: "agentmesh/orchestrator", ackWait: 5 * time.Second, maxPending: 10000}
+		source: "agentmesh/orchestrator", ackWait: 5 * time.Second, maxPending: 10000, orphanGrace: DefaultOrphanGrace}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -211,6 +211,7 @@ func (o *Orchestrator) RunReady(ctx context.Context, ready func()) error {
 	if err != nil {
 		return err
 	}
+	orphansDone := o.runOrphans(ctx)
 
 	work := make(chan func(), o.cfg.workers)
 	var wg sync.WaitGroup
@@ -253,44 +254,82 @@ func (o *Orchestrator) RunReady(ctx context.Context, ready func()) error {
 	<-rc.Closed()
 	<-qc.Closed()
 	<-sweepDone
+	<-orphansDone
 	inflight.Wait()
 	close(work)
 	wg.Wait()
 	return nil
 }
 
-// handleRequest takes one message from MESH_REQUESTS.
+// handleRequest takes one message from MESH_REQUESTS. Every request ends
+// with one answer its sender can read (see docs/errors.md): the chat loop's
+// or the pipeline's own, a refusal from rejectRequest, or, for a request
+// none of whose ids can name a subject, a dead letter on
+// mesh.dead.orchestrator.
 func (o *Orchestrator) handleRequest(ctx context.Context, m jetstream.Msg) {
 	ev, err := bus.DecodeJS(m)
 	if err != nil {
 		o.log.Warn("malformed request", "subject", m.Subject(), "err", err)
-		o.rejectRequest(ctx, m.Subject(), ev, fmt.Errorf("malformed request: %w", err))
-		_ = m.Term()
+		o.settleRefusal(m, o.rejectRequest(ctx, m.Subject(), ev, schemas.CodeMalformedEvent, fmt.Errorf("malformed request: %w", err)))
+		return
+	}
+	want := bus.TypeChatRequested
+	if m.Subject() == o.names.PipelineSubmit() {
+		want = bus.TypePipelineSubmitted
+	}
+	if ev.Type != want {
+		o.settleRefusal(m, o.rejectRequest(ctx, m.Subject(), ev, schemas.CodeMalformedEvent,
+			fmt.Errorf("unexpected event type %q on %s; send %s there", ev.Type, m.Subject(), want)))
 		return
 	}
 	switch ev.Type {
 	case bus.TypePipelineSubmitted:
-		if err := o.pipelines.Submit(ctx, ev); err != nil {
+		err := o.pipelines.Submit(ctx, ev)
+		if errors.Is(err, bus.ErrNoReplySubject) {
+			o.settleRefusal(m, err)
+			return
+		}
+		if err != nil {
 			o.log.Warn("pipeline submission", "id", ev.ID, "err", err)
 			_ = m.NakWithDelay(time.Second)
 			return
 		}
 	case bus.TypeChatRequested:
 		if o.cfg.chat == nil {
-			o.rejectRequest(ctx, m.Subject(), ev, fmt.Errorf("%w: start it with an LLM or the offline planner", ErrNoChat))
-			break
+			o.settleRefusal(m, o.rejectRequest(ctx, m.Subject(), ev, schemas.CodeUnavailable,
+				fmt.Errorf("%w: start it with an LLM or the offline planner", ErrNoChat)))
+			return
 		}
 		stop := keepAlive(m, o.cfg.ackWait/3)
 		err := o.cfg.chat(ctx, ev)
 		stop()
+		if errors.Is(err, bus.ErrNoReplySubject) {
+			o.settleRefusal(m, err)
+			return
+		}
 		if err != nil {
 			o.log.Warn("chat request", "id", ev.ID, "err", err)
 		}
-	default:
-		o.rejectRequest(ctx, m.Subject(), ev, fmt.Errorf("unexpected event type %q on %s; expected %s or %s",
-			ev.Type, m.Subject(), bus.TypeChatRequested, bus.TypePipelineSubmitted))
 	}
 	_ = m.Ack()
+}
+
+// settleRefusal ends a refused request: answered (err nil), it is
+// terminated; with nowhere to answer, it is dead-lettered first.
+func (o *Orchestrator) settleRefusal(m jetstream.Msg, err error) {
+	if err != nil {
+		o.log.Warn("refused request with nowhere to answer: dead-lettered", "subject", m.Subject(), "err", err)
+		subject, _ := o.names.Dead(DurableName)
+		dl := bus.DeadLetter(subject, &nats.Msg{Subject: m.Subject(), Header: m.Headers(), Data: m.Data()}, DurableName, err.Error())
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if _, perr := o.js.PublishMsg(ctx, dl); perr != nil {
+			o.log.Warn("dead letter", "err", perr)
+			_ = m.NakWithDelay(time.Second)
+			return
+		}
+	}
+	_ = m.TermWithReason("refused")
 }
 
 // keepAlive tells JetStream a long handler is still working.
@@ -312,32 +351,46 @@ func keepAlive(m jetstream.Msg, every time.Duration) (stop func()) {
 }
 
 // rejectRequest answers a request that cannot be served with a failed
-// response event, so a client is never left waiting in silence.
-func (o *Orchestrator) rejectRequest(ctx context.Context, subject string, ev bus.Event, cause error) {
-	if subject == o.names.ChatRequest() || ev.Type == bus.TypeChatRequested {
+// final event carrying code, touching no state: chat.responded on
+// mesh.events.<conversation>.chat, pipeline.completed on
+// mesh.events.<run>.pipeline, or, when that id cannot be a subject token, on
+// the event id's subject. It returns an error wrapping bus.ErrNoReplySubject
+// when no id can be.
+func (o *Orchestrator) rejectRequest(ctx context.Context, subject string, ev bus.Event, code string, cause error) error {
+	if subject != o.names.PipelineSubmit() {
 		var req schemas.ChatRequest
 		_ = ev.DataAs(&req)
-		id := req.ConversationID
-		if id == "" {
-			id = ev.ID
+		conv := firstNonEmpty(req.ConversationID, ev.Ext(bus.ExtConversationID), ev.ID)
+		to := bus.ReplyToken(conv, ev.ID)
+		if to == "" {
+			return fmt.Errorf("%w: %w", bus.ErrNoReplySubject, cause)
 		}
-		if bus.ValidateToken("conversation id", id) != nil {
-			return
-		}
-		err := bus.Emit(o.nc, o.names.Events(id, "chat"), bus.TypeChatResponded, o.cfg.source, schemas.ChatResponse{
-			ConversationID: id, State: schemas.ChatFailed, Error: cause.Error()}, func(e *bus.Event) {
-			e.SetExt(bus.ExtConversationID, id)
+		err := bus.Emit(o.nc, o.names.Events(to, "chat"), bus.TypeChatResponded, o.cfg.source, schemas.ChatResponse{
+			ConversationID: to, State: schemas.ChatFailed, Output: "The chat request was refused: " + cause.Error(),
+			Error: cause.Error(), Code: code}, func(e *bus.Event) {
+			e.SetExt(bus.ExtConversationID, to)
 		})
 		if err != nil {
 			o.log.Warn("event", "type", bus.TypeChatResponded, "err", err)
 		}
-		return
+		return nil
 	}
-	id := ev.Ext(bus.ExtRunID)
-	if id == "" {
-		id = ev.ID
+	return o.pipelines.Reject(ctx, codedCause(code, cause), firstNonEmpty(ev.Ext(bus.ExtRunID), ev.ID), ev.ID)
+}
+
+// codedCause gives a refusal's cause its code (a schemas.ResultError is
+// what the pipeline's Reject reads the code from).
+func codedCause(code string, cause error) error {
+	return &schemas.ResultError{Code: code, Message: cause.Error()}
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, x := range s {
+		if x != "" {
+			return x
+		}
 	}
-	o.pipelines.Reject(ctx, id, cause)
+	return ""
 }
 
 // handleResult takes one result from MESH_RESULTS.

@@ -23,6 +23,7 @@ type ToolCallRecord struct {
 	Summary    string `json:"summary,omitempty"`
 	DurationMS int64  `json:"duration_ms"`
 	Error      string `json:"error,omitempty"`
+	Code       string `json:"code,omitempty"` // a failed call's error code
 }
 
 // ChatResponse is the data of io.agentmesh.chat.responded.
@@ -37,4 +38,5 @@ type ChatResponse struct {
 	Tokens         Tokens           `json:"tokens"`
 	Cost           float64          `json:"cost"`
 	Error          string           `json:"error,omitempty"`
+	Code           string           `json:"code,omitempty"` // with State failed: one of the Code constants
 }

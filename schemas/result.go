@@ -2,18 +2,31 @@ package schemas
 
 import "fmt"
 
-// Error codes carried in AgentResult.Error.Code. The set is open.
+// Error codes. Agents put them in AgentResult.Error.Code; the orchestrator
+// puts them in ChatResponse.Code, RunEvent.Code and StepEvent.Code of the
+// final event of a request it could not serve. docs/errors.md says what each
+// means and what the sender should do. The set is open: treat an unknown
+// code as a plain failure.
 const (
-	CodeInvalidInput    = "invalid_input"    // an input failed the contract or its type's schema
-	CodeInvalidParams   = "invalid_params"   // params failed the contract's params schema
-	CodeMalformedEvent  = "malformed_event"  // the task event itself could not be decoded
-	CodeMalformedResult = "malformed_result" // the orchestrator could not decode an agent's result
-	CodeTimeout         = "timeout"          // the task passed its deadline
-	CodeCancelled       = "cancelled"        // a cancel request stopped the task
-	CodeAgentError      = "agent_error"      // Execute returned an error
-	CodeNotFound        = "not_found"        // a referenced file or slot does not exist
-	CodeUnavailable     = "unavailable"      // no agent can take the task
-	CodeExhausted       = "retries_exhausted"
+	CodeInvalidInput    = "invalid_input"     // an input failed the contract or its type's schema
+	CodeInvalidParams   = "invalid_params"    // params failed the contract's params schema
+	CodeMalformedEvent  = "malformed_event"   // the task event itself could not be decoded
+	CodeMalformedResult = "malformed_result"  // the orchestrator could not decode an agent's result
+	CodeTimeout         = "timeout"           // the task passed its deadline
+	CodeCancelled       = "cancelled"         // a cancel request stopped the task
+	CodeAgentError      = "agent_error"       // Execute returned an error
+	CodeNotFound        = "not_found"         // a referenced file or slot does not exist
+	CodeUnavailable     = "unavailable"       // no agent can take the task
+	CodeExhausted       = "retries_exhausted" // every delivery failed with a retryable error
+
+	CodeInvalidRequest  = "invalid_request"  // a chat request the mesh cannot serve (an empty or oversized message)
+	CodeInvalidID       = "invalid_id"       // a conversation, run or task id that cannot be a subject token
+	CodeInvalidPipeline = "invalid_pipeline" // a pipeline spec that fails validation
+	CodeUnknownAgent    = "unknown_agent"    // no agent of that name is registered, nor has one ever consumed tasks
+	CodeTooLarge        = "too_large"        // the request or the state it leads to exceeds a size limit
+	CodeCorruptState    = "corrupt_state"    // a stored conversation or run value does not decode
+	CodeStepFailed      = "step_failed"      // a pipeline run ended because some of its steps failed or were skipped
+	CodeInternal        = "internal"         // the mesh itself failed (KV or stream trouble); send the request again
 )
 
 // ResultError is the error half of a failed AgentResult. It crosses the bus,

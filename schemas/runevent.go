@@ -32,6 +32,7 @@ type StepEvent struct {
 	TaskID     string                   `json:"taskid,omitempty"`
 	Summary    string                   `json:"summary,omitempty"`
 	Error      string                   `json:"error,omitempty"`
+	Code       string                   `json:"code,omitempty"` // with status failed: one of the Code constants
 	Reason     string                   `json:"reason,omitempty"`
 	DurationMS int64                    `json:"duration_ms,omitempty"`
 	Outputs    map[string]OutputSummary `json:"outputs,omitempty"`
@@ -52,6 +53,7 @@ type RunEvent struct {
 	Name       string `json:"name,omitempty"`
 	Status     string `json:"status"`
 	Error      string `json:"error,omitempty"`
+	Code       string `json:"code,omitempty"` // with status failed: one of the Code constants
 	Completed  int    `json:"completed"`
 	Failed     int    `json:"failed"`
 	Skipped    int    `json:"skipped"`

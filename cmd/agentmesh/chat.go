@@ -59,6 +59,7 @@ func chatHandler(a *app, o *orchestrator.Orchestrator) error {
 func newChatCmd(a *app) *cobra.Command {
 	var (
 		conversation string
+		newConv      bool
 		timeout      time.Duration
 	)
 	cmd := &cobra.Command{
@@ -70,8 +71,10 @@ run, then prints the answer, what the turn produced (text whole up to 4000
 characters, collections as counts and their first file names, categories and
 folders as trees), its steps, tokens and cost. Without
 --conversation a new conversation starts; its id is printed so later turns can
-continue it and use its results. With --json the final chat.responded event
-is printed instead, with what the turn produced under "views". The exit status is 1 when the turn did not complete.`,
+continue it and use its results. --conversation with an id the mesh does not
+know is an error, unless --new asks for a new conversation with that id. With
+--json the final chat.responded event is printed instead, with what the turn
+produced under "views". The exit status is 1 when the turn did not complete.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
@@ -81,6 +84,9 @@ is printed instead, with what the turn produced under "views". The exit status i
 				return err
 			}
 			defer m.Close()
+			if err := checkConversationFlag(ctx, m, conversation, newConv); err != nil {
+				return err
+			}
 			store := state.New(m.Res.Conversations, m.Res.Runs)
 			before := map[string]schemas.TypedValue{}
 			if conversation != "" {
@@ -109,8 +115,30 @@ is printed instead, with what the turn produced under "views". The exit status i
 		},
 	}
 	cmd.Flags().StringVar(&conversation, "conversation", "", "continue this conversation (default: start a new one)")
+	cmd.Flags().BoolVar(&newConv, "new", false, "with --conversation: start a new conversation with that id")
 	cmd.Flags().DurationVar(&timeout, "timeout", 2*time.Minute, "how long to wait for the answer")
 	return cmd
+}
+
+// checkConversationFlag refuses --conversation naming a conversation the
+// mesh does not know (without --new), and --new naming one it does.
+func checkConversationFlag(ctx context.Context, m *mesh, conversation string, newConv bool) error {
+	if conversation == "" {
+		if newConv {
+			return errors.New("--new names a new conversation: give its id with --conversation ID (or drop --new to start one with a fresh id)")
+		}
+		return nil
+	}
+	err := client.CheckConversation(ctx, m.Res.Conversations, conversation)
+	switch {
+	case newConv && err == nil:
+		return fmt.Errorf("--new: conversation %q exists already; drop --new to continue it, or choose another id", conversation)
+	case newConv && errors.Is(err, client.ErrUnknownConversation):
+		return nil
+	case errors.Is(err, client.ErrUnknownConversation):
+		return fmt.Errorf("--conversation %q: no such conversation on this mesh; check the id an earlier turn printed, or add --new to start a conversation with this id", conversation)
+	}
+	return err
 }
 
 // chatTurn sends one chat turn and follows it to its answer, writing

@@ -137,4 +137,22 @@ func TestChatCommandWithOfflinePlannerProcess(t *testing.T) {
 	if f := strings.Fields(lines[len(lines)-1]); len(f) < 2 || f[1] != "2" {
 		t.Errorf("conversations: want 2 turns in %q", lines[len(lines)-1])
 	}
+	if ev.Data.Code != schemas.CodeInvalidRequest {
+		t.Errorf("code = %q, want %q (the offline planner found no plan)", ev.Data.Code, schemas.CodeInvalidRequest)
+	}
+
+	// A mistyped --conversation is an error, not a new conversation; --new
+	// asks for one, and refuses an id that exists.
+	out, errOut, code = chat("--conversation", "no-such-conv", "find sunset images")
+	if code == 0 || !strings.Contains(errOut, `--conversation "no-such-conv": no such conversation`) || !strings.Contains(errOut, "--new") {
+		t.Errorf("unknown conversation: exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+	out, errOut, code = chat("--conversation", conv, "--new", "find sunset images")
+	if code == 0 || !strings.Contains(errOut, "exists already") {
+		t.Errorf("--new on an existing conversation: exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+	out, errOut, code = chat("--conversation", "named-by-me", "--new", "find sunset images")
+	if code != 0 || !strings.Contains(out, "conversation named-by-me") {
+		t.Errorf("--new: exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
 }

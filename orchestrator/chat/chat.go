@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -152,40 +151,55 @@ func (c *Chat) Planner() string {
 // event to its end and publishes io.agentmesh.chat.responded. It is
 // idempotent by event id: a redelivered request whose turn finished
 // republishes the same response; one whose turn is in progress resumes it.
-// A bad request is answered with a failed response, not an error; the
-// error is for failures the caller should retry (KV or NATS trouble).
+// A bad request is answered with a failed response, not an error (see
+// Refuse); the error is for failures the caller should log or retry.
 func (c *Chat) HandleEvent(ctx context.Context, ev bus.Event) (schemas.ChatResponse, error) {
+	// The conversation id first: it says where the answer goes.
 	var req schemas.ChatRequest
-	err := bus.DecodeData(ev, &req, func(b []byte) error { return schemas.ValidateJSON(schemas.SchemaChatRequest, b) })
+	_ = ev.DataAs(&req)
 	conv := req.ConversationID
 	if conv == "" {
 		conv = ev.ID
 	}
-	if err == nil {
-		err = bus.ValidateToken("conversation id", conv)
+	var err error
+	if verr := bus.ValidateToken("conversation id", conv); verr != nil {
+		err = withCode(schemas.CodeInvalidID, verr)
+	} else if derr := bus.DecodeData(ev, &req, func(b []byte) error { return schemas.ValidateJSON(schemas.SchemaChatRequest, b) }); derr != nil {
+		err = withCode(schemas.CodeMalformedEvent, derr)
 	}
-	if err == nil && strings.TrimSpace(req.Message) == "" {
-		err = errors.New("message is empty: say what the mesh should do")
+	if err == nil {
+		err = checkMessage(req.Message)
 	}
 	if err != nil {
-		resp := schemas.ChatResponse{ConversationID: conv, State: schemas.ChatFailed, Planner: c.Planner(),
-			Output: "The chat request could not be read: " + err.Error(), Error: err.Error()}
-		if bus.ValidateToken("conversation id", conv) == nil {
-			return resp, c.answer(ctx, conv, ev.ID, resp)
-		}
-		return resp, nil
+		return c.Refuse(ctx, ev.ID, conv, err)
 	}
 	return c.Handle(ctx, conv, ev.ID, req.Message)
 }
 
+// Refuse answers request requestID, which names conversation conv, with a
+// failed response carrying cause's code, touching no state. The answer goes
+// to mesh.events.<conv>.chat, or, when conv cannot be a subject token, to
+// mesh.events.<requestID>.chat; when neither can, nothing is published and
+// the error wraps bus.ErrNoReplySubject (the orchestrator dead-letters it).
+func (c *Chat) Refuse(ctx context.Context, requestID, conv string, cause error) (schemas.ChatResponse, error) {
+	resp := schemas.ChatResponse{ConversationID: conv, State: schemas.ChatFailed, Planner: c.Planner(),
+		Output: "The chat request was refused: " + cause.Error(), Error: cause.Error(), Code: failureCode(cause)}
+	to := bus.ReplyToken(conv, requestID)
+	if to == "" {
+		return resp, fmt.Errorf("%w: %w", bus.ErrNoReplySubject, cause)
+	}
+	resp.ConversationID = to
+	return resp, c.answer(ctx, to, requestID, resp)
+}
+
 // Handle runs one turn of conversation conv for the request requestID
 // (the event id) with message, resuming it when it was started before.
+// Every turn ends with one response: a turn that fails inside the mesh
+// (state that does not decode or does not fit, KV trouble) is closed as
+// failed, so the conversation's next turn does not wait for it.
 func (c *Chat) Handle(ctx context.Context, conv, requestID, message string) (schemas.ChatResponse, error) {
 	s, err := c.begin(ctx, conv, requestID, message)
-	if err != nil {
-		return schemas.ChatResponse{}, err
-	}
-	if s.turn == nil { // already answered
+	if err == nil && s.turn == nil { // already answered
 		for _, d := range s.rec.Done {
 			if d.RequestID == requestID {
 				return d.Response, c.publish(ctx, conv, bus.TypeChatResponded, d.Response, "chat-"+requestID)
@@ -193,9 +207,11 @@ func (c *Chat) Handle(ctx context.Context, conv, requestID, message string) (sch
 		}
 	}
 	var resp schemas.ChatResponse
-	if c.llm != nil {
+	switch {
+	case err != nil:
+	case c.llm != nil:
 		resp, err = c.runLLM(ctx, s)
-	} else {
+	default:
 		resp, err = c.runOffline(ctx, s)
 	}
 	if errors.Is(err, errTakenOver) {
@@ -203,18 +219,26 @@ func (c *Chat) Handle(ctx context.Context, conv, requestID, message string) (sch
 		return resp, nil
 	}
 	if err != nil && ctx.Err() == nil {
-		// The mesh itself failed (KV or stream trouble): say so rather than
-		// leave the client waiting. A stopping replica says nothing; the
-		// redelivered request resumes the turn elsewhere.
-		resp = schemas.ChatResponse{ConversationID: conv, State: schemas.ChatFailed, Planner: c.Planner(),
-			Steps: s.turn.Steps, ToolCalls: s.turn.ToolCalls, Tokens: s.turn.Tokens, Cost: s.turn.Cost,
-			DurationMS: time.Since(s.turn.StartedAt).Milliseconds(),
-			Output:     "The turn failed inside the mesh: " + err.Error(), Error: err.Error()}
-		if perr := c.answer(ctx, conv, requestID, resp); perr != nil {
-			err = errors.Join(err, perr)
-		}
+		// The mesh itself failed: say so rather than leave the client
+		// waiting. A stopping replica says nothing; the redelivered
+		// request resumes the turn elsewhere.
+		return c.fail(ctx, s, conv, requestID, err)
 	}
 	return resp, err
+}
+
+// fail ends a turn that failed inside the mesh with a failed response. A
+// turn that claimed the conversation (s.turn is its current one) is
+// finished, which releases the claim; otherwise only the answer goes out.
+func (c *Chat) fail(ctx context.Context, s *session, conv, requestID string, cause error) (schemas.ChatResponse, error) {
+	msg := "The turn failed inside the mesh: " + cause.Error()
+	if s != nil && s.turn != nil && s.rec.Current == s.turn && len(s.turn.Messages) > 0 {
+		resp, err := c.finish(ctx, s, schemas.ChatFailed, msg, cause)
+		return resp, errors.Join(cause, err)
+	}
+	resp := schemas.ChatResponse{ConversationID: conv, State: schemas.ChatFailed, Planner: c.Planner(),
+		Output: msg, Error: cause.Error(), Code: failureCode(cause)}
+	return resp, errors.Join(cause, c.answer(ctx, conv, requestID, resp))
 }
 
 // finish ends the turn: it stores the response in the record (so a
@@ -230,6 +254,12 @@ func (c *Chat) finish(ctx context.Context, s *session, state, output string, cau
 	if cause != nil {
 		resp.Error = cause.Error()
 	}
+	if state == schemas.ChatFailed {
+		resp.Code = failureCode(cause)
+		if resp.Code == "" {
+			resp.Code = schemas.CodeAgentError
+		}
+	}
 	turnMsgs := slices.Clone(t.Messages)
 	if last := turnMsgs[len(turnMsgs)-1]; last.Role != openai.ChatMessageRoleAssistant || len(last.ToolCalls) > 0 {
 		turnMsgs = append(turnMsgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant, Content: output})
@@ -244,7 +274,13 @@ func (c *Chat) finish(ctx context.Context, s *session, state, output string, cau
 		s.rec.Done = s.rec.Done[len(s.rec.Done)-maxDoneTurns:]
 	}
 	if err := c.save(ctx, s); err != nil {
-		return resp, err
+		if errors.Is(err, errTakenOver) || ctx.Err() != nil {
+			return resp, err
+		}
+		// The answer cannot be stored: the client hears why instead.
+		resp.State, resp.Error, resp.Code = schemas.ChatFailed, err.Error(), failureCode(err)
+		resp.Output = "The turn's answer could not be saved: " + err.Error()
+		return resp, errors.Join(err, c.answer(ctx, s.conv, t.RequestID, resp))
 	}
 	if _, err := c.store.UpdateConversation(ctx, s.conv, func(st *schemas.ConversationState) error {
 		st.History = append(st.History, schemas.HistoryEntry{At: time.Now().UTC(), Kind: "assistant", Text: output})

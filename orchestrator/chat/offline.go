@@ -3,7 +3,6 @@ package chat
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -48,7 +47,7 @@ func (c *Chat) runOffline(ctx context.Context, s *session) (schemas.ChatResponse
 		}
 		last := t.ToolCalls[len(t.ToolCalls)-1]
 		if !last.Success {
-			return c.finish(ctx, s, schemas.ChatFailed, c.offlineOutput(t, "stopped because "+last.Agent+" failed: "+last.Error), errors.New(last.Error))
+			return c.finish(ctx, s, schemas.ChatFailed, c.offlineOutput(t, "stopped because "+last.Agent+" failed: "+last.Error), toolFailure(last))
 		}
 		if rest := t.Plan[i+1:]; len(rest) > 0 && slices.Contains(t.Empty, last.TaskID) {
 			skipped := make([]string, len(rest))

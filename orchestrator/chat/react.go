@@ -141,6 +141,7 @@ func (c *Chat) callAgent(ctx context.Context, s *session, taskID, agent, rawArgs
 	}
 	info, ok := c.lookup(agent)
 	if !ok {
+		rec.Code = schemas.CodeUnknownAgent
 		names := make([]string, 0)
 		for _, a := range c.registry.Agents() {
 			names = append(names, a.Contract.Name)
@@ -181,6 +182,7 @@ func (c *Chat) callAgent(ctx context.Context, s *session, taskID, agent, rawArgs
 			return fail(c.undecodable(ctx, s.conv, agent, bad))
 		}
 		if errors.Is(err, context.DeadlineExceeded) {
+			rec.Code = schemas.CodeTimeout
 			c.progress(ctx, s.conv, taskID, agent, agent+" timed out")
 			return fail(fmt.Sprintf("%s did not answer within %s (timeout). Try again, try another agent, or tell the user.", agent, timeout))
 		}
@@ -207,7 +209,7 @@ func (c *Chat) callAgent(ctx context.Context, s *session, taskID, agent, rawArgs
 	}
 	rec.DurationMS = time.Since(start).Milliseconds()
 	if !result.Success {
-		rec.Error = result.Err().Error()
+		rec.Error, rec.Code = result.Err().Error(), failureCode(result.Err())
 	}
 	return Observation(agent, result, c.router), rec
 }

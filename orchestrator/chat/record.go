@@ -142,7 +142,8 @@ func (c *Chat) load(ctx context.Context, s *session) error {
 	var rec chatRecord
 	if raw != nil {
 		if err := json.Unmarshal(raw, &rec); err != nil {
-			return fmt.Errorf("chat of conversation %q does not decode: %w", s.conv, err)
+			return fmt.Errorf("%w: the chat of conversation %q (key %s.chat) does not decode: %w; delete that key or start a new conversation",
+				state.ErrCorrupt, s.conv, s.conv, err)
 		}
 	}
 	s.rec, s.rev = rec, rev
@@ -176,6 +177,16 @@ func (c *Chat) put(ctx context.Context, s *session) error {
 		s.rec.Current.UpdatedAt = time.Now().UTC()
 	}
 	b, err := json.Marshal(s.rec)
+	// Over the size bound, the oldest finished turns go first, then the
+	// oldest answers (the last one stays: a redelivery republishes it).
+	for limit := c.store.MaxStateBytes(); err == nil && limit > 0 && len(b) > limit && (len(s.rec.Turns) > 0 || len(s.rec.Done) > 1); {
+		if len(s.rec.Turns) > 0 {
+			s.rec.Turns = s.rec.Turns[1:]
+		} else {
+			s.rec.Done = s.rec.Done[1:]
+		}
+		b, err = json.Marshal(s.rec)
+	}
 	if err != nil {
 		return err
 	}

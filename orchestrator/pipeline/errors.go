@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/agentmesh/agentmesh/bus"
+	"github.com/agentmesh/agentmesh/orchestrator/state"
+
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -25,3 +28,24 @@ var (
 	// not exist.
 	ErrBadInputSource = errors.New("bad input source")
 )
+
+// failureCode is the code (schemas.Code*) a run or step that failed with
+// err reports: the code an agent's result carries, invalid_pipeline for a
+// spec that fails validation, malformed_event for a submission that does
+// not decode, and the state store's code (state.Code) otherwise.
+func failureCode(err error) string {
+	var re *schemas.ResultError
+	switch {
+	case err == nil:
+		return ""
+	case errors.As(err, &re):
+		return re.Code
+	case errors.Is(err, schemas.ErrInvalidPipeline):
+		return schemas.CodeInvalidPipeline
+	case errors.Is(err, bus.ErrInvalidName):
+		return schemas.CodeInvalidID
+	case errors.Is(err, bus.ErrMalformedEvent), errors.Is(err, bus.ErrInvalidAttribute), errors.Is(err, bus.ErrInvalidData):
+		return schemas.CodeMalformedEvent
+	}
+	return state.Code(err)
+}

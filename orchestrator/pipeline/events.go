@@ -5,6 +5,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/orchestrator/state"
 	"github.com/agentmesh/agentmesh/schemas"
@@ -13,7 +16,7 @@ import (
 // stepEvent describes how a step ended.
 func stepEvent(runID string, st *state.StepState, now time.Time) schemas.StepEvent {
 	e := schemas.StepEvent{RunID: runID, Step: st.ID, Agent: st.Agent, Status: st.Status, Wave: st.Wave, Attempt: st.Attempt,
-		TaskID: st.TaskID, Summary: st.Summary, Error: st.Error, Reason: st.Reason, At: now}
+		TaskID: st.TaskID, Summary: st.Summary, Error: st.Error, Code: st.Code, Reason: st.Reason, At: now}
 	if !st.DispatchedAt.IsZero() && !st.FinishedAt.IsZero() {
 		e.DurationMS = st.FinishedAt.Sub(st.DispatchedAt).Milliseconds()
 	}
@@ -36,7 +39,7 @@ func stepEvent(runID string, st *state.StepState, now time.Time) schemas.StepEve
 // the end every step of a validated run completed, failed or was skipped.
 func runEvent(h *state.RunHeader, sd *state.RunSpec) schemas.RunEvent {
 	steps := len(sd.Spec.Steps)
-	e := schemas.RunEvent{RunID: h.ID, Name: h.Name, Status: h.Status, Error: h.Error, Steps: steps,
+	e := schemas.RunEvent{RunID: h.ID, Name: h.Name, Status: h.Status, Error: h.Error, Code: h.Code, Steps: steps,
 		Failed: len(h.Failed), Skipped: len(h.Skipped), Completed: h.CompletedSteps(sd)}
 	if !h.FinishedAt.IsZero() {
 		e.DurationMS = h.FinishedAt.Sub(h.CreatedAt).Milliseconds()
@@ -58,10 +61,29 @@ func (s *Scheduler) emitStep(e schemas.StepEvent) {
 	}
 	s.observer.Observe(context.Background(), schemas.StepChanged{RunID: e.RunID, StepID: e.Step, Kind: KindAgent, Agent: e.Agent,
 		Status: e.Status, Wave: e.Wave, Error: e.Error, Duration: time.Duration(e.DurationMS) * time.Millisecond})
-	s.emit(s.names.Events(e.RunID, "pipeline"), typ, e, func(ev *bus.Event) {
+	ev, err := bus.NewEvent(typ, s.cfg.Source, e)
+	if err == nil {
 		ev.SetExt(bus.ExtRunID, e.RunID)
 		ev.SetExt(bus.ExtStepID, e.Step)
-	})
+		var msg *nats.Msg
+		if msg, err = bus.Encode(s.names.Events(e.RunID, "pipeline"), ev); err == nil {
+			// One transition is stored once, whichever replica or path
+			// sends it (inside the stream's duplicate window).
+			msg.Header.Set(jetstream.MsgIDHeader, "step-"+e.RunID+"-"+e.Step+"-"+e.Status)
+			err = s.nc.PublishMsg(msg)
+		}
+	}
+	if err != nil {
+		s.log.Warn("event", "type", typ, "err", err)
+	}
+}
+
+// emitStarted reports that step id of the wave h started begins: it is
+// sent before the step's task, so it precedes everything the task leads to.
+func (s *Scheduler) emitStarted(sd *state.RunSpec, h *state.RunHeader, id string) {
+	step, _ := sd.Step(id)
+	s.emitStep(schemas.StepEvent{RunID: h.ID, Step: id, Agent: step.Agent, Status: schemas.StepRunning, Wave: h.Wave,
+		Attempt: 1, TaskID: schemas.StepTaskID(h.ID, id, 1), At: h.WaveStartedAt})
 }
 
 // emitRun publishes a run's end and tells the observer; a run's start is

@@ -51,7 +51,7 @@ func (s *Scheduler) start(ctx context.Context, st stepStart) (*state.StepState, 
 	step, _ := st.sd.Step(st.id)
 	k, err := kindOf(step)
 	if err != nil {
-		return failedRecord(st.sd, st.h, st.id, err.Error(), st.h.WaveStartedAt), err
+		return failedRecord(st.sd, st.h, st.id, schemas.CodeInvalidPipeline, err.Error(), st.h.WaveStartedAt), err
 	}
 	return k.start(ctx, s, st)
 }

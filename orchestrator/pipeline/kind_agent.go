@@ -26,7 +26,7 @@ type agentKind struct{}
 func (agentKind) start(ctx context.Context, s *Scheduler, st stepStart) (*state.StepState, error) {
 	agent, task, meta, err := s.stepTask(ctx, st)
 	if errors.Is(err, route.ErrMissingInput) && !st.ahead() {
-		return failedRecord(st.sd, st.h, st.id, err.Error(), time.Now().UTC()), err
+		return failedRecord(st.sd, st.h, st.id, schemas.CodeInvalidInput, err.Error(), time.Now().UTC()), err
 	}
 	if err != nil {
 		return nil, err

@@ -117,7 +117,7 @@ func TestPipelinedSettleDefersToStoredRecord(t *testing.T) {
 	t.Run("different outcome", func(t *testing.T) {
 		sd := startRun(t, o, "race1")
 		h, _ := o.cache.header("race1")
-		timedOut := failedRecord(sd, h, "a", "TIMEOUT: no result by the deadline", time.Now().UTC())
+		timedOut := failedRecord(sd, h, "a", schemas.CodeTimeout, "TIMEOUT: no result by the deadline", time.Now().UTC())
 		if _, err := o.store.RecordStep(ctx, "race1", timedOut); err != nil {
 			t.Fatal(err)
 		}
@@ -284,7 +284,7 @@ func TestResultNearItsDeadlineIsWrittenRecordFirst(t *testing.T) {
 	published := taskSpy(t, srv)
 	sd := startRunTimeout(t, o, "near1", 500*time.Millisecond)
 	h, _ := o.cache.header("near1")
-	timedOut := failedRecord(sd, h, "a", "TIMEOUT: no result by the deadline", time.Now().UTC())
+	timedOut := failedRecord(sd, h, "a", schemas.CodeTimeout, "TIMEOUT: no result by the deadline", time.Now().UTC())
 	if _, err := o.store.RecordStep(ctx, "near1", timedOut); err != nil {
 		t.Fatal(err)
 	}

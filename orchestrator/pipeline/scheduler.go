@@ -97,14 +97,20 @@ func New(nc *nats.Conn, names bus.Names, store *state.Store, router *route.Route
 		batches: map[string]*settleBatch{}, active: map[string]bool{}, dirty: map[string]bool{}}
 }
 
-// Reject reports a submission that cannot be accepted as a failed run on
-// mesh.events.<run>.pipeline, so its sender hears of it.
-func (s *Scheduler) Reject(ctx context.Context, runID string, cause error) {
-	if bus.ValidateToken("run id", runID) != nil {
-		return
+// Reject reports a submission that cannot be accepted, touching no state:
+// a failed io.agentmesh.pipeline.completed with cause's code on
+// mesh.events.<id>.pipeline, where id is the first of ids (the run id, then
+// the submission's event id) that can be a subject token. When none can it
+// publishes nothing and returns an error wrapping bus.ErrNoReplySubject.
+func (s *Scheduler) Reject(ctx context.Context, cause error, ids ...string) error {
+	to := bus.ReplyToken(ids...)
+	if to == "" {
+		return fmt.Errorf("%w: %w", bus.ErrNoReplySubject, cause)
 	}
-	s.emit(s.names.Events(runID, "pipeline"), bus.TypePipelineCompleted,
-		schemas.RunEvent{RunID: runID, Status: schemas.RunFailed, Error: cause.Error()}, func(e *bus.Event) { e.SetExt(bus.ExtRunID, runID) })
+	s.emit(s.names.Events(to, "pipeline"), bus.TypePipelineCompleted,
+		schemas.RunEvent{RunID: to, Status: schemas.RunFailed, Error: cause.Error(), Code: failureCode(cause)},
+		func(e *bus.Event) { e.SetExt(bus.ExtRunID, to) })
+	return nil
 }
 
 func (s *Scheduler) loadSpec(ctx context.Context, id string) (*state.RunSpec, error) {
@@ -155,8 +161,8 @@ func (s *Scheduler) Submit(ctx context.Context, ev bus.Event) error {
 		runID = ev.ID
 	}
 	if err := bus.ValidateToken("run id", runID); err != nil {
-		s.Reject(ctx, "invalid-run-id", err)
-		return nil
+		// Refused, and answered on the submission's event id.
+		return s.Reject(ctx, fmt.Errorf("%w; the refusal is on the submission's event id", err), ev.ID)
 	}
 	var spec schemas.PipelineSpec
 	verr := bus.DecodeData(ev, &spec, func(b []byte) error { return schemas.ValidateJSON(schemas.SchemaPipeline, b) })
@@ -173,7 +179,7 @@ func (s *Scheduler) Submit(ctx context.Context, ev bus.Event) error {
 		verr = fmt.Errorf("%w: %w", ErrInvalidPipeline, verr)
 	}
 	now := time.Now().UTC()
-	sd := (&state.RunSpec{ID: runID, Spec: spec, Contracts: contracts, Waves: waves, CreatedAt: now}).Init()
+	sd := (&state.RunSpec{ID: runID, Spec: spec, Contracts: contracts, Waves: waves, CreatedAt: now, Submission: ev.ID}).Init()
 	var ch runChanges
 	h := newHeader(sd, spec.Name, verr, now, &ch)
 	st := schemas.NewConversationState(runID)
@@ -181,11 +187,10 @@ func (s *Scheduler) Submit(ctx context.Context, ev bus.Event) error {
 	rev, err := s.store.CreateRun(ctx, sd, h, st)
 	if err != nil {
 		if errors.Is(err, state.ErrExists) {
-			return nil // a redelivered submission: the run is under way
+			return s.taken(ctx, runID, ev.ID)
 		}
 		if errors.Is(err, state.ErrTooLarge) {
-			s.Reject(ctx, runID, err)
-			return nil
+			return s.Reject(ctx, err, runID, ev.ID)
 		}
 		return err
 	}
@@ -197,6 +202,18 @@ func (s *Scheduler) Submit(ctx context.Context, ev bus.Event) error {
 	}
 	s.follow(ctx, sd, h, &ch)
 	return nil
+}
+
+// taken handles a submission whose run id names a run that exists: a
+// redelivery of the submission that started it finds it under way; another
+// submission is refused on its own event id, leaving the run's events alone.
+func (s *Scheduler) taken(ctx context.Context, runID, submission string) error {
+	sd, err := s.store.Spec(ctx, runID)
+	if err != nil || sd.Submission == "" || sd.Submission == submission {
+		return nil // a redelivered submission (or one from before submissions were kept)
+	}
+	return s.Reject(ctx, fmt.Errorf("%w: run id %q is taken by an earlier run: submit with another run id (or none)",
+		bus.ErrInvalidName, runID), submission)
 }
 
 // ApplyResult records the result of a step's task and does the

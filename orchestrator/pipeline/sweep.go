@@ -123,7 +123,7 @@ func (s *Scheduler) sweepRun(ctx context.Context, id string) bool {
 		case now.After(deadline.Add(s.cfg.Grace)):
 			msg := fmt.Sprintf("%s: no result by the deadline %s (timeout %s)", schemas.CodeTimeout,
 				deadline.UTC().Format(time.RFC3339), sd.Timeout(sid))
-			rec, err := s.store.RecordStep(ctx, id, failedRecord(sd, h, sid, msg, now))
+			rec, err := s.store.RecordStep(ctx, id, failedRecord(sd, h, sid, schemas.CodeTimeout, msg, now))
 			if err != nil {
 				s.log.Warn("timing out", "run", id, "step", sid, "err", err)
 				continue

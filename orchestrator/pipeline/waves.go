@@ -27,7 +27,7 @@ type runChanges struct {
 func newHeader(sd *state.RunSpec, name string, verr error, now time.Time, ch *runChanges) *state.RunHeader {
 	h := &state.RunHeader{ID: sd.ID, Name: name, Status: schemas.RunRunning, Wave: -1, CreatedAt: now, UpdatedAt: now}
 	if verr != nil {
-		h.Status, h.Error, h.FinishedAt = schemas.RunFailed, verr.Error(), now
+		h.Status, h.Error, h.Code, h.FinishedAt = schemas.RunFailed, verr.Error(), failureCode(verr), now
 		ch.finished = true
 		return h
 	}
@@ -98,7 +98,7 @@ func finish(h *state.RunHeader, sd *state.RunSpec, now time.Time, ch *runChanges
 	h.Status = schemas.RunCompleted
 	if len(failed) > 0 {
 		h.Status = schemas.RunFailed
-		h.Error = strings.Join(failed, "; ")
+		h.Error, h.Code = strings.Join(failed, "; "), schemas.CodeStepFailed
 	}
 	h.FinishedAt = now
 	ch.finished = true
@@ -130,7 +130,7 @@ func resultRecord(sd *state.RunSpec, h *state.RunHeader, stepID, taskID string, 
 		DispatchedAt: h.WaveStartedAt, Deadline: h.WaveStartedAt.Add(sd.Timeout(stepID)), FinishedAt: now,
 		Summary: res.Summary, Metrics: res.Metrics}
 	if !res.Success {
-		rec.Status, rec.Error = schemas.StepFailed, res.Err().Error()
+		rec.Status, rec.Error, rec.Code = schemas.StepFailed, res.Err().Error(), failureCode(res.Err())
 		return rec
 	}
 	rec.Status = schemas.StepCompleted
@@ -157,11 +157,11 @@ func resultRecord(sd *state.RunSpec, h *state.RunHeader, stepID, taskID string, 
 
 // failedRecord is the record of a running step that failed without a
 // result (timeout, inputs that could not be built).
-func failedRecord(sd *state.RunSpec, h *state.RunHeader, stepID, msg string, now time.Time) *state.StepState {
+func failedRecord(sd *state.RunSpec, h *state.RunHeader, stepID, code, msg string, now time.Time) *state.StepState {
 	s, _ := sd.Step(stepID)
 	return &state.StepState{ID: stepID, Agent: s.Agent, Wave: waveOf(sd, stepID), Status: schemas.StepFailed, Attempt: 1,
 		TaskID: schemas.StepTaskID(h.ID, stepID, 1), DispatchedAt: h.WaveStartedAt, Deadline: h.WaveStartedAt.Add(sd.Timeout(stepID)),
-		FinishedAt: now, Error: msg}
+		FinishedAt: now, Error: msg, Code: code}
 }
 
 // follow does what a saved header update asks for: emit its events,
@@ -175,17 +175,19 @@ func (s *Scheduler) follow(ctx context.Context, sd *state.RunSpec, h *state.RunH
 		s.cache.drop(h.ID)
 		return
 	}
-	// Tasks first (they are the critical path), then the events, in order:
-	// the steps that ended, then the steps that started.
-	var (
-		failed  []*state.StepState // ended as they started
-		started []string
-	)
+	// The events of the steps that ended, then each started step's event
+	// just before its task: anything its task leads to (its result, its
+	// completed event, on any replica) comes after. A task that went out
+	// ahead of h's write had its started event sent with it.
+	for _, e := range ch.events {
+		s.emitStep(e)
+	}
+	var failed []*state.StepState // ended as they started
 	for _, id := range ch.dispatch {
 		if s.cache.takeAhead(h.ID, id) {
-			started = append(started, id)
 			continue
 		}
+		s.emitStarted(sd, h, id)
 		ended, err := s.start(ctx, stepStart{sd: sd, h: h, id: id})
 		if ended != nil {
 			rec, rerr := s.store.RecordStep(ctx, h.ID, ended)
@@ -199,17 +201,7 @@ func (s *Scheduler) follow(ctx context.Context, sd *state.RunSpec, h *state.RunH
 		if err != nil {
 			// Not published: the sweep publishes it again.
 			s.log.Warn("dispatch", "run", h.ID, "step", id, "err", err)
-			continue
 		}
-		started = append(started, id)
-	}
-	for _, e := range ch.events {
-		s.emitStep(e)
-	}
-	for _, id := range started {
-		step, _ := sd.Step(id)
-		s.emitStep(schemas.StepEvent{RunID: h.ID, Step: id, Agent: step.Agent, Status: schemas.StepRunning, Wave: h.Wave,
-			Attempt: 1, TaskID: schemas.StepTaskID(h.ID, id, 1), At: h.WaveStartedAt})
 	}
 	if len(failed) > 0 {
 		// Steps that ended as they started (inputs that could not be

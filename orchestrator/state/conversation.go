@@ -71,7 +71,7 @@ func decodeState(kind, id string, raw []byte) (*schemas.ConversationState, error
 	}
 	st := &schemas.ConversationState{}
 	if err := json.Unmarshal(raw, st); err != nil {
-		return nil, fmt.Errorf("%s %q: stored state does not decode: %w", kind, id, err)
+		return nil, fmt.Errorf("%w: %s %q: %w; delete the key (nats kv del) or start a new %s", ErrCorrupt, kind, id, err, kind)
 	}
 	if st.Slots == nil {
 		st.Slots = map[string]schemas.TypedValue{}
@@ -91,7 +91,7 @@ func load(ctx context.Context, kv jetstream.KeyValue, kind, id string, dst any) 
 		return 0, fmt.Errorf("reading %s %q: %w", kind, id, err)
 	}
 	if err := json.Unmarshal(e.Value(), dst); err != nil {
-		return 0, fmt.Errorf("%s %q: stored state does not decode: %w", kind, id, err)
+		return 0, fmt.Errorf("%w: %s %q in bucket %s: %w; delete the key (nats kv del %s %s) or start a new %s", ErrCorrupt, kind, id, kv.Bucket(), err, kv.Bucket(), id, kind)
 	}
 	return e.Revision(), nil
 }
@@ -112,10 +112,18 @@ func (s *Store) ChatRecord(ctx context.Context, conv string) ([]byte, uint64, er
 	return e.Value(), e.Revision(), nil
 }
 
+// MaxStateBytes is the bound on one encoded value (WithMaxStateBytes); 0
+// means none.
+func (s *Store) MaxStateBytes() int { return s.maxBytes }
+
 // PutChatRecord writes the chat memory of conv with compare-and-set on rev
 // (0: it must not exist yet) and returns the new revision. A lost race is
-// returned as is (IsConflict reports it).
+// returned as is (IsConflict reports it); a record over MaxStateBytes wraps
+// ErrTooLarge and is not written.
 func (s *Store) PutChatRecord(ctx context.Context, conv string, raw []byte, rev uint64) (uint64, error) {
+	if s.maxBytes > 0 && len(raw) > s.maxBytes {
+		return 0, fmt.Errorf("%w: the chat of conversation %q would be %d bytes, over the bound of %d", ErrTooLarge, conv, len(raw), s.maxBytes)
+	}
 	var (
 		nrev uint64
 		err  error

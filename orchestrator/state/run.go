@@ -52,6 +52,7 @@ type RunState struct {
 	Name      string                           `json:"name,omitempty"`
 	Status    string                           `json:"status"`
 	Error     string                           `json:"error,omitempty"`
+	Code      string                           `json:"code,omitempty"` // failed: the error code (schemas.Code*)
 	Spec      schemas.PipelineSpec             `json:"spec"`
 	Contracts map[string]schemas.AgentContract `json:"contracts,omitempty"`
 	Waves     [][]string                       `json:"waves,omitempty"`
@@ -78,6 +79,7 @@ type StepState struct {
 	FinishedAt   time.Time                     `json:"finished_at,omitzero"`
 	Summary      string                        `json:"summary,omitempty"`
 	Error        string                        `json:"error,omitempty"`
+	Code         string                        `json:"code,omitempty"`   // failed: the error code (schemas.Code*)
 	Reason       string                        `json:"reason,omitempty"` // why it was skipped
 	Outputs      map[string]schemas.TypedValue `json:"outputs,omitempty"`
 	Metrics      schemas.Metrics               `json:"metrics,omitzero"`
@@ -108,6 +110,10 @@ type RunSpec struct {
 	Contracts map[string]schemas.AgentContract `json:"contracts,omitempty"`
 	Waves     [][]string                       `json:"waves,omitempty"`
 	CreatedAt time.Time                        `json:"created_at"`
+	// Submission is the id of the event that submitted the run: a
+	// redelivery of it finds the run under way, another submission naming
+	// the same run id is refused.
+	Submission string `json:"submission,omitempty"`
 
 	index  map[string]int // step id -> index in Spec.Steps
 	waveOf map[string]int
@@ -172,7 +178,8 @@ type RunHeader struct {
 	Name          string            `json:"name,omitempty"`
 	Status        string            `json:"status"`
 	Error         string            `json:"error,omitempty"`
-	Wave          int               `json:"wave"` // the wave in progress; -1 before the first
+	Code          string            `json:"code,omitempty"` // failed: the error code (schemas.Code*)
+	Wave          int               `json:"wave"`           // the wave in progress; -1 before the first
 	WaveStartedAt time.Time         `json:"wave_started_at,omitzero"`
 	Republished   bool              `json:"republished,omitempty"` // the wave's tasks were published again
 	WaveEnded     []string          `json:"wave_ended,omitempty"`  // steps of the wave in progress that ended
@@ -231,7 +238,7 @@ func (s *Store) Run(ctx context.Context, id string) (*RunState, error) {
 	if st.Slots == nil {
 		st.Slots = map[string]schemas.TypedValue{}
 	}
-	r := &RunState{ID: id, Name: h.Name, Status: h.Status, Error: h.Error, Spec: sd.Spec, Contracts: sd.Contracts,
+	r := &RunState{ID: id, Name: h.Name, Status: h.Status, Error: h.Error, Code: h.Code, Spec: sd.Spec, Contracts: sd.Contracts,
 		Waves: sd.Waves, Wave: max(h.Wave, 0), Steps: map[string]*StepState{}, State: st,
 		CreatedAt: h.CreatedAt, UpdatedAt: h.UpdatedAt, FinishedAt: h.FinishedAt}
 	for _, step := range sd.Spec.Steps {
@@ -275,7 +282,7 @@ func (s *Store) getJSON(ctx context.Context, key string, dst any) (uint64, error
 		return 0, fmt.Errorf("reading %q: %w", key, err)
 	}
 	if err := json.Unmarshal(e.Value(), dst); err != nil {
-		return 0, fmt.Errorf("%q: stored state does not decode: %w", key, err)
+		return 0, fmt.Errorf("%w: %q: %w", ErrCorrupt, key, err)
 	}
 	return e.Revision(), nil
 }
@@ -284,7 +291,17 @@ func (s *Store) getJSON(ctx context.Context, key string, dst any) (uint64, error
 // last, its header, whose creation is the moment the run exists. A run
 // with the same id wraps ErrExists. It returns the header's revision.
 func (s *Store) CreateRun(ctx context.Context, sd *RunSpec, h *RunHeader, st *schemas.ConversationState) (uint64, error) {
+	// Everything is encoded before anything is written: a run too large to
+	// store leaves no key behind.
 	b, err := s.Encode(sd, nil)
+	if err != nil {
+		return 0, err
+	}
+	sb, err := s.Encode(st, st)
+	if err != nil {
+		return 0, err
+	}
+	hb, err := json.Marshal(h)
 	if err != nil {
 		return 0, err
 	}
@@ -297,16 +314,10 @@ func (s *Store) CreateRun(ctx context.Context, sd *RunSpec, h *RunHeader, st *sc
 			return 0, fmt.Errorf("%w: run %q", ErrExists, sd.ID)
 		}
 	}
-	if b, err = s.Encode(st, st); err != nil {
-		return 0, err
-	}
-	if _, err := s.runs.Create(ctx, stateKey(sd.ID), b); err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
+	if _, err := s.runs.Create(ctx, stateKey(sd.ID), sb); err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
 		return 0, fmt.Errorf("creating run %q: %w", sd.ID, err)
 	}
-	if b, err = json.Marshal(h); err != nil {
-		return 0, err
-	}
-	rev, err := s.runs.Create(ctx, sd.ID, b)
+	rev, err := s.runs.Create(ctx, sd.ID, hb)
 	if errors.Is(err, jetstream.ErrKeyExists) {
 		return 0, fmt.Errorf("%w: run %q", ErrExists, sd.ID)
 	}

@@ -42,8 +42,15 @@ func New(t testing.TB) *Mesh {
 // Agent runs a test agent on the runtime in-process until the test ends.
 func (m *Mesh) Agent(t testing.TB, c schemas.AgentContract, fn func(ctx context.Context, ec *schemas.ExecutionContext) (schemas.AgentResult, error), concurrency int) {
 	t.Helper()
-	rt, err := agents.NewRuntime(m.Srv.Conn(t), agents.Func(c, fn), agents.WithConcurrency(concurrency),
-		agents.WithHeartbeat(time.Second))
+	m.Run(t, agents.Func(c, fn), agents.WithConcurrency(concurrency))
+}
+
+// Run runs agent a (a built-in one, say) on the runtime in-process until
+// the test ends, with a one-second heartbeat and opts.
+func (m *Mesh) Run(t testing.TB, a agents.Agent, opts ...agents.Option) {
+	t.Helper()
+	c := a.Contract()
+	rt, err := agents.NewRuntime(m.Srv.Conn(t), a, append([]agents.Option{agents.WithHeartbeat(time.Second)}, opts...)...)
 	if err != nil {
 		t.Fatalf("agent %s: %v", c.Name, err)
 	}

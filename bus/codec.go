@@ -429,6 +429,9 @@ func isLowerASCII(s string) bool {
 	return true
 }
 
+// decodeStructured reads a structured-mode event: every context attribute
+// and extension of the JSON object, checked one by one. It is long because
+// the attributes are a flat list of checks, each with its own message.
 func decodeStructured(body []byte) (Event, error) {
 	var e Event
 	var fields map[string]json.RawMessage

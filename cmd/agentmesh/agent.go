@@ -14,6 +14,8 @@ import (
 
 func init() { register(newAgentCmd) }
 
+// newAgentCmd is the agent command: long for its help text and flags,
+// which read best in one place.
 func newAgentCmd(a *app) *cobra.Command {
 	var (
 		concurrency int

@@ -67,6 +67,9 @@ the offline planner does, and says so.`,
 	return cmd
 }
 
+// runDemo starts the whole mesh in this process, sends the demo's chat turn
+// and prints what happened. It is long because it is the demo's script, one
+// step after another, and reads best top to bottom.
 func (a *app) runDemo(ctx context.Context, store, message string, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()

@@ -19,6 +19,8 @@ import (
 
 func init() { register(newTaskCmd) }
 
+// newTaskCmd is the task command: long for its help text and flags, which
+// read best in one place.
 func newTaskCmd(a *app) *cobra.Command {
 	var (
 		params      []string

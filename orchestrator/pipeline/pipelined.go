@@ -33,6 +33,10 @@ import (
 //
 // A fresh record of a step the cached header says is not running is a
 // duplicate or late result and is not written.
+//
+// It is long because the pipelined round trip is one sequence of publishes
+// whose acknowledgements are read back in the same order; split, the order
+// between the writes and their reading would live in two places.
 func (s *Scheduler) commitPipelined(ctx context.Context, sd *state.RunSpec, b *settleBatch) (*state.RunHeader, runChanges, bool) {
 	var ch runChanges
 	h, rev := s.cache.header(sd.ID)

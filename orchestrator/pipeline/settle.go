@@ -25,6 +25,9 @@ func (s *Scheduler) settle(ctx context.Context, sd *state.RunSpec, recs []*state
 // in the same round trip as the header update when the cached header is
 // current (commitPipelined); otherwise each is written first, the first
 // writer deciding, as for recs.
+//
+// It is long because the batch, the header update and its fallback share
+// one compare-and-set loop; the parts apart would each need its state.
 func (s *Scheduler) settleRecords(ctx context.Context, sd *state.RunSpec, recs, fresh []*state.StepState, routed bool) error {
 	for _, rec := range recs {
 		if routed || !routes(rec) {

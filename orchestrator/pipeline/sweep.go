@@ -88,6 +88,9 @@ func (s *Scheduler) sweep(ctx context.Context) {
 
 // sweepRun looks at the wave in progress of one run and reports whether
 // the run has ended.
+//
+// It is long because each case of the wave in progress (timed out, missing
+// record, lost task, wave ended) reads and writes the same header revision.
 func (s *Scheduler) sweepRun(ctx context.Context, id string) bool {
 	h, err := s.loadHeader(ctx, id, true)
 	if err != nil {

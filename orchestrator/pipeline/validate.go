@@ -188,6 +188,8 @@ func clipSource(src string) string {
 	return fmt.Sprintf("%q", src)
 }
 
+// It is long because it walks the waves once with the slots each step
+// inherits; the walk and its checks share that running state.
 func checkInputs(spec schemas.PipelineSpec, waves [][]string, contracts map[string]schemas.AgentContract, router *route.Router) []error {
 	g := newGraph(spec, waves)
 	builder := route.NewInputBuilder(router)

@@ -43,6 +43,9 @@ type Features struct {
 }
 
 // Extract measures an image's features on a grid of at most 160×160 points.
+//
+// It is long because one pass over the grid gathers every feature; a pass
+// per feature would read each pixel several times.
 func Extract(img image.Image) Features {
 	b := img.Bounds()
 	f := Features{Width: b.Dx(), Height: b.Dy()}

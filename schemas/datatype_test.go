@@ -271,3 +271,46 @@ func TestContractDeclaresDataTypes(t *testing.T) {
 		t.Errorf("the declared FREQ was not taken as known and mergeable: %v", err)
 	}
 }
+
+// A data type declared on the wire comes from any agent: whatever its
+// JSON, declaring it ends in a registered type that validates and merges
+// without panicking, or in an error, never in a half-registered type.
+func FuzzDeclareDataType(f *testing.F) {
+	for _, s := range []string{
+		`{"name":"FREQ","description":"counts","merge":"sum","schema":{"type":"object","additionalProperties":{"type":"integer"}}}`,
+		`{"name":"LIST","description":"items","merge":"union","schema":{"type":"array"}}`,
+		`{"name":"X","description":"x","slot":"current_text"}`,
+		`{"name":"TEXT","description":"mine"}`,
+		`{"name":"Y","description":"y","schema":{"$ref":"https://agentmesh.dev/schemas/file-collection.schema.json"}}`,
+		`{"name":"Z","description":"z","merge":"object","schema":{"type":"object","maxProperties":1}}`,
+		`{"name":"","schema":7}`,
+	} {
+		f.Add([]byte(s), []byte(`{"a":1}`), []byte(`{"a":2,"b":3}`))
+	}
+	f.Fuzz(func(t *testing.T, raw, a, b []byte) {
+		var def DataTypeDefinition
+		if json.Unmarshal(raw, &def) != nil {
+			return
+		}
+		r := NewRegistry()
+		before := r.Names()
+		if err := r.Declare(def, "Fuzz"); err != nil {
+			if !reflect.DeepEqual(r.Names(), before) {
+				t.Fatalf("a refused declaration changed the registry: %v", r.Names())
+			}
+			return
+		}
+		if _, ok := r.Lookup(def.Name); !ok {
+			t.Fatalf("declared %q is not registered", def.Name)
+		}
+		_ = r.Validate(def.Name, a)
+		if r.Mergeable(def.Name) {
+			if m, err := r.Merge(def.Name, a, b); err == nil {
+				if err := r.Validate(def.Name, m); err != nil {
+					t.Fatalf("a merge that fails the schema was returned: %s: %v", m, err)
+				}
+			}
+		}
+		_ = r.Describe(TypedValue{DataType: def.Name, Value: a})
+	})
+}

@@ -22,6 +22,7 @@ const ContentTypeJSON = "application/json"
 const (
 	TypeAgentAnnounced     = "io.agentmesh.agent.announced"
 	TypeAgentDeparted      = "io.agentmesh.agent.departed"
+	TypeAgentRefused       = "io.agentmesh.agent.refused"
 	TypeTaskRequested      = "io.agentmesh.task.requested"
 	TypeTaskCompleted      = "io.agentmesh.task.completed"
 	TypeTaskFailed         = "io.agentmesh.task.failed"

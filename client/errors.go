@@ -19,4 +19,7 @@ var (
 	// ErrUnknownConversation reports a conversation id that names no
 	// conversation on the mesh.
 	ErrUnknownConversation = errors.New("chat: no such conversation")
+	// ErrInvalidAnnouncement reports an announcement the registry left
+	// out (see Refusal).
+	ErrInvalidAnnouncement = errors.New("invalid announcement")
 )

@@ -26,7 +26,9 @@ type AgentInfo struct {
 // the instance heartbeats. A put adds or refreshes an instance; a delete, a
 // purge or a TTL expiry marker removes it. It is safe for concurrent use.
 type Registry struct {
-	w jetstream.KeyWatcher
+	w         jetstream.KeyWatcher
+	onRefused func(Refusal)
+	refused   map[string]string // key -> the value refused last, so a heartbeat is refused once
 
 	mu      sync.RWMutex
 	agents  map[string]map[string]registryEntry // agent -> instance id -> entry
@@ -41,10 +43,29 @@ type registryEntry struct {
 	revision uint64
 }
 
+// Refusal is an announcement the registry left out: the key it was put
+// under, its revision, and why (an error wrapping ErrInvalidAnnouncement).
+type Refusal struct {
+	Key      string
+	Agent    string // the key's agent name
+	Revision uint64
+	Err      error
+}
+
+// RegistryOption configures a Registry.
+type RegistryOption func(*Registry)
+
+// OnRefused calls fn, on the registry's watch goroutine, for each
+// announcement it leaves out (once per key and value: a heartbeat of the
+// same bad announcement is not reported again). fn must not block.
+func OnRefused(fn func(Refusal)) RegistryOption { return func(r *Registry) { r.onRefused = fn } }
+
 // NewRegistry watches kv, the agents bucket, and returns once the registry
-// holds the bucket's current keys (or ctx ends first). Call Stop to end the
-// watch.
-func NewRegistry(ctx context.Context, kv jetstream.KeyValue) (*Registry, error) {
+// holds the bucket's current keys (or ctx ends first). An announcement that
+// does not decode, whose contract fails validation, or whose contract names
+// another agent than its key is left out (see OnRefused). Call Stop to end
+// the watch.
+func NewRegistry(ctx context.Context, kv jetstream.KeyValue, opts ...RegistryOption) (*Registry, error) {
 	if kv == nil {
 		return nil, fmt.Errorf("client: NewRegistry: nil agents bucket")
 	}
@@ -57,6 +78,10 @@ func NewRegistry(ctx context.Context, kv jetstream.KeyValue) (*Registry, error) 
 		agents:  map[string]map[string]registryEntry{},
 		changed: make(chan struct{}),
 		done:    make(chan struct{}),
+		refused: map[string]string{},
+	}
+	for _, o := range opts {
+		o(r)
 	}
 	initial := make(chan struct{})
 	go r.watch(initial)
@@ -94,12 +119,15 @@ func (r *Registry) apply(e jetstream.KeyValueEntry) {
 		return
 	}
 	var ann schemas.Announcement
-	live := e.Operation() == jetstream.KeyValuePut && json.Unmarshal(e.Value(), &ann) == nil
-	if live && ann.Contract.Name == "" {
-		ann.Contract.Name = agent
-	}
-	if live && ann.Instance.ID == "" {
-		ann.Instance.ID = instance
+	live := e.Operation() == jetstream.KeyValuePut
+	if live {
+		var err error
+		if ann, err = readAnnouncement(agent, instance, e.Value()); err != nil {
+			r.refuse(e, agent, err)
+			live = false
+		} else {
+			delete(r.refused, e.Key())
+		}
 	}
 	r.mu.Lock()
 	if live {
@@ -125,6 +153,41 @@ func (r *Registry) apply(e jetstream.KeyValueEntry) {
 	close(r.changed)
 	r.changed = make(chan struct{})
 	r.mu.Unlock()
+}
+
+// readAnnouncement decodes and checks the announcement stored under
+// <agent>.<instance>; the key names the agent and instance when the value
+// leaves them out.
+func readAnnouncement(agent, instance string, value []byte) (schemas.Announcement, error) {
+	var ann schemas.Announcement
+	if err := json.Unmarshal(value, &ann); err != nil {
+		return ann, fmt.Errorf("%w: the value is not an announcement (announcement.schema.json): %v", ErrInvalidAnnouncement, err)
+	}
+	if ann.Contract.Name == "" {
+		ann.Contract.Name = agent
+	}
+	if ann.Instance.ID == "" {
+		ann.Instance.ID = instance
+	}
+	if ann.Contract.Name != agent {
+		return ann, fmt.Errorf("%w: the contract names agent %q but the key is under %q; an agent announces under its own name",
+			ErrInvalidAnnouncement, ann.Contract.Name, agent)
+	}
+	if err := ann.Contract.Validate(); err != nil {
+		return ann, fmt.Errorf("%w: %w", ErrInvalidAnnouncement, err)
+	}
+	return ann, nil
+}
+
+// refuse reports e's announcement, left out for err, once per value.
+func (r *Registry) refuse(e jetstream.KeyValueEntry, agent string, err error) {
+	if r.refused[e.Key()] == string(e.Value()) {
+		return
+	}
+	r.refused[e.Key()] = string(e.Value())
+	if r.onRefused != nil {
+		r.onRefused(Refusal{Key: e.Key(), Agent: agent, Revision: e.Revision(), Err: err})
+	}
 }
 
 func sameAnnouncement(a, b schemas.Announcement) bool {

@@ -115,7 +115,7 @@ func New(nc *nats.Conn, opts ...Option) (*Orchestrator, error) {
 		if err != nil {
 			return nil, err
 		}
-		if o.registry, err = client.NewRegistry(ctx, agentsKV); err != nil {
+		if o.registry, err = client.NewRegistry(ctx, agentsKV, client.OnRefused(func(ref client.Refusal) { go o.announceRefusal(ref) })); err != nil {
 			return nil, err
 		}
 		o.ownsReg = true

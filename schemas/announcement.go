@@ -24,3 +24,14 @@ type Departure struct {
 	Agent    string `json:"agent"`
 	Instance string `json:"instance"`
 }
+
+// AgentRefusal is the data of io.agentmesh.agent.refused: an announcement
+// the registry left out, under which key and why, with the error code
+// (CodeInvalidContract).
+type AgentRefusal struct {
+	Agent    string `json:"agent"`
+	Key      string `json:"key"`
+	Revision uint64 `json:"revision,omitempty"`
+	Code     string `json:"code"`
+	Error    string `json:"error"`
+}

@@ -35,6 +35,7 @@ const (
 	SchemaFileRef        = "file-ref"
 	SchemaAnnouncement   = "announcement"
 	SchemaDeparture      = "departure"
+	SchemaRefusal        = "refusal"
 	SchemaProgress       = "progress"
 	SchemaPipeline       = "pipeline"
 	SchemaChatRequest    = "chat-request"

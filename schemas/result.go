@@ -26,6 +26,7 @@ const (
 	CodeTooLarge        = "too_large"        // the request or the state it leads to exceeds a size limit
 	CodeCorruptState    = "corrupt_state"    // a stored conversation or run value does not decode
 	CodeStepFailed      = "step_failed"      // a pipeline run ended because some of its steps failed or were skipped
+	CodeInvalidContract = "invalid_contract" // an announcement the registry left out: its contract fails validation or names another agent
 	CodeInternal        = "internal"         // the mesh itself failed (KV or stream trouble); send the request again
 )
 

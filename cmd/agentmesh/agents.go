@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -31,12 +32,25 @@ and the number of running instances. --json prints the contracts and instances.`
 				return err
 			}
 			defer m.Close()
-			reg, err := client.NewRegistry(ctx, m.Res.Agents)
+			var (
+				mu      sync.Mutex
+				refused []client.Refusal // announcements the registry left out
+			)
+			reg, err := client.NewRegistry(ctx, m.Res.Agents, client.OnRefused(func(r client.Refusal) {
+				mu.Lock()
+				refused = append(refused, r)
+				mu.Unlock()
+			}))
 			if err != nil {
 				return err
 			}
 			defer reg.Stop()
 			list := reg.Agents()
+			mu.Lock()
+			for _, r := range refused {
+				fmt.Fprintf(a.errOut, "left out %s: %v\n", r.Key, r.Err)
+			}
+			mu.Unlock()
 			if a.jsonOut {
 				return a.printJSON(list)
 			}

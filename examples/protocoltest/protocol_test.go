@@ -199,6 +199,18 @@ func check(ev bus.Event, msg *nats.Msg) error {
 		if want := must(names.Depart(d.Agent)); subject != want {
 			fail("subject %s, want %s", subject, want)
 		}
+	case bus.TypeAgentRefused:
+		schema(schemas.SchemaRefusal)
+		var r schemas.AgentRefusal
+		if err := strict(ev.Data, &r); err != nil {
+			fail("data does not decode into schemas.AgentRefusal: %v", err)
+		}
+		if want := names.Events(r.Agent, "registry"); subject != want {
+			fail("subject %s, want %s", subject, want)
+		}
+		if !strings.HasPrefix(r.Key, r.Agent+".") || r.Code != schemas.CodeInvalidContract {
+			fail("key %q of agent %s, code %q", r.Key, r.Agent, r.Code)
+		}
 	case bus.TypeTaskRequested:
 		schema(schemas.SchemaTask)
 		var req schemas.TaskRequest
@@ -321,7 +333,7 @@ func check(ev bus.Event, msg *nats.Msg) error {
 // eventTypes are every event type of the wire contract; each needs an
 // example in binary and in structured mode.
 var eventTypes = []string{
-	bus.TypeAgentAnnounced, bus.TypeAgentDeparted,
+	bus.TypeAgentAnnounced, bus.TypeAgentDeparted, bus.TypeAgentRefused,
 	bus.TypeTaskRequested, bus.TypeTaskCompleted, bus.TypeTaskFailed, bus.TypeTaskProgress,
 	bus.TypeChatRequested, bus.TypeChatProgress, bus.TypeChatResponded,
 	bus.TypePipelineSubmitted, bus.TypeStepStarted, bus.TypeStepCompleted,

@@ -23,11 +23,12 @@ type sent struct {
 	types   []string
 	convIDs []string // conversation ids whose keys are checked
 	runIDs  []string // run ids whose keys are checked
+	agents  []string // agents the registry must not list
 }
 
 type badCase struct {
 	name string
-	kind string // "chat", "pipeline" or "task": the good request sent next
+	kind string // "chat", "pipeline", "task" or "registry": the good request sent next
 	send func(t *testing.T, s *shared, id string) sent
 	code string // the documented code; "" for a dead letter
 	// keys each checked id may hold afterwards: nil means none; a refused
@@ -103,7 +104,7 @@ var upText = map[string]string{"text": "text:hello"}
 var long = strings.Repeat("x", 200)
 
 func catalogue() []badCase {
-	return slices.Concat(chatCases(), pipelineCases(), taskCases(), fileCases())
+	return slices.Concat(chatCases(), pipelineCases(), taskCases(), fileCases(), registryCases())
 }
 
 func chatCases() []badCase {
@@ -336,6 +337,11 @@ func TestCatalogue(t *testing.T) {
 				}
 				if got := keys(t, s.m.Res.Conversations, conv); !sameKeys(got, want) {
 					t.Errorf("conversation keys of %s: %q, want %q", conv, got, want)
+				}
+			}
+			for _, a := range out.agents {
+				if _, listed := s.o.Registry().Lookup(a); listed {
+					t.Errorf("the registry lists %s, whose announcement was refused", a)
 				}
 			}
 			for _, run := range out.runIDs {

@@ -29,6 +29,7 @@ import (
 // shared is one mesh for the whole catalogue: cases use ids of their own.
 type shared struct {
 	m     *meshtest.Mesh
+	o     *orchestrator.Orchestrator
 	js    jetstream.JetStream
 	names bus.Names
 	seq   atomic.Int64
@@ -71,7 +72,7 @@ func newShared(t *testing.T) *shared {
 			t.Fatal(err)
 		}
 	}
-	return &shared{m: m, js: m.Srv.JetStream(t), names: m.Srv.Names()}
+	return &shared{m: m, o: o, js: m.Srv.JetStream(t), names: m.Srv.Names()}
 }
 
 // id returns a fresh id with prefix p.
@@ -185,6 +186,12 @@ func codeOf(t *testing.T, msg *nats.Msg) (code, message string) {
 			t.Fatalf("run on %s is %s, not failed", msg.Subject, r.Status)
 		}
 		return r.Code, r.Error
+	case bus.TypeAgentRefused:
+		var r schemas.AgentRefusal
+		if err := ev.DataAs(&r); err != nil {
+			t.Fatal(err)
+		}
+		return r.Code, r.Error
 	case bus.TypeTaskFailed, bus.TypeTaskCompleted:
 		var r schemas.AgentResult
 		if err := ev.DataAs(&r); err != nil {
@@ -237,6 +244,8 @@ func (s *shared) good(t *testing.T, kind string) {
 		if err := ev.DataAs(&r); err != nil || r.Status != schemas.RunCompleted {
 			t.Fatalf("the next good pipeline was not served: %+v %v", r, err)
 		}
+	case "registry":
+		s.goodAnnouncement(t)
 	case "task":
 		id := s.id("good-task")
 		subj, _ := s.names.Task(text.Name)

@@ -19,7 +19,13 @@ type EmbeddedOptions struct {
 	Port     int    // 0 picks a free port
 	StoreDir string // JetStream data; default a temporary directory removed on Shutdown
 	Logs     bool   // log to stderr
+	// Name is the server's name ("agentmesh"); each node of a cluster
+	// needs its own.
+	Name    string
+	Cluster ClusterOptions
 }
+
+const defaultServerName = "agentmesh"
 
 // Embedded is a running in-process NATS server with JetStream.
 type Embedded struct {
@@ -54,14 +60,22 @@ func StartEmbedded(opts EmbeddedOptions) (*Embedded, error) {
 		storeDir, e.tempDir = dir, dir
 	}
 
+	name := opts.Name
+	if name == "" {
+		name = defaultServerName
+	}
 	sopts := &server.Options{
-		ServerName: "agentmesh",
+		ServerName: name,
 		Host:       host,
 		Port:       port,
 		JetStream:  true,
 		StoreDir:   storeDir,
 		NoSigs:     true,
 		NoLog:      !opts.Logs,
+	}
+	if err := opts.Cluster.apply(sopts, opts.Name); err != nil {
+		e.removeTemp()
+		return nil, err
 	}
 	srv, err := server.NewServer(sopts)
 	if err != nil {

@@ -16,6 +16,10 @@ var (
 	// ErrPortInUse reports that the embedded server could not listen on its port.
 	ErrPortInUse = errors.New("bus: port in use")
 
+	// ErrInvalidOption reports an embedded server option that cannot work
+	// (a cluster node without a name of its own, a route that is no URL).
+	ErrInvalidOption = errors.New("bus: invalid server option")
+
 	// ErrServerNotReady reports that the embedded server did not become ready.
 	ErrServerNotReady = errors.New("bus: embedded NATS server not ready")
 

@@ -19,7 +19,6 @@ type app struct {
 	creds    string
 	prefix   string
 	jsonOut  bool
-	replicas int
 	owner    bool // this process sets the mesh's retention (up, server --provision)
 	settings
 

@@ -47,7 +47,7 @@ func TestComposeFile(t *testing.T) {
 	if !ok || len(orch.Command) == 0 || orch.Command[0] != "orchestrator" {
 		t.Errorf("orchestrator service missing or wrong command: %+v", orch)
 	}
-	if orch.Environment["NATS_URL"] != "nats://nats:4222" {
+	if orch.Environment["NATS_URL"] != "${NATS_URL:-nats://nats:4222}" {
 		t.Errorf("orchestrator NATS_URL = %q", orch.Environment["NATS_URL"])
 	}
 	for _, name := range builtinNames() {
@@ -135,7 +135,12 @@ func TestComposePinsNATSAndWaitsForIt(t *testing.T) {
 		t.Errorf("nats healthcheck %q does not ask the server's /healthz", hc)
 	}
 	for name, svc := range doc.Services {
-		if name == "nats" {
+		if strings.HasPrefix(svc.Image, "nats:") {
+			// A NATS server: the single one, or a node of the cluster
+			// profile, on the same pinned image.
+			if svc.Image != nats.Image {
+				t.Errorf("%s runs %s, want %s like nats", name, svc.Image, nats.Image)
+			}
 			continue
 		}
 		if svc.DependsOn["nats"].Condition != "service_healthy" {

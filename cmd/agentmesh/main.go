@@ -77,7 +77,6 @@ Every client command talks to the NATS server named by --nats (or NATS_URL).`,
 	f.StringVar(&a.creds, "creds", os.Getenv("NATS_CREDS"), "NATS credentials file (env NATS_CREDS)")
 	f.StringVar(&a.prefix, "prefix", envOr("AGENTMESH_PREFIX", "mesh"), "subject prefix of the mesh (env AGENTMESH_PREFIX)")
 	f.BoolVar(&a.jsonOut, "json", false, "machine-readable JSON output")
-	f.IntVar(&a.replicas, "js-replicas", 0, "JetStream replica count for streams, buckets and the object store, 3 on a cluster (default: 1 for new ones; existing ones keep theirs)")
 	a.settings.register(f)
 	root.PersistentPreRunE = func(*cobra.Command, []string) error { return a.settings.check() }
 	for _, c := range commands {

@@ -20,7 +20,18 @@ func newServerCmd(a *app) *cobra.Command {
 		Long: `server runs a NATS server with JetStream in this process, storing its data
 under --store, until Ctrl-C. With --provision it also creates the mesh's
 streams, buckets and object store (every other process creates them too,
-idempotently, so this is optional).`,
+idempotently, so this is optional).
+
+Three servers form a JetStream cluster when each has a name of its own and
+they share --cluster-name and route to each other:
+
+  agentmesh server --name n1 --port 4222 --store d1 --cluster-name mesh \
+    --cluster-listen 127.0.0.1:6222 --routes nats://127.0.0.1:6223,nats://127.0.0.1:6224
+  (n2 and n3 alike, on their own ports and stores)
+
+then provision once with three replicas (agentmesh --js-replicas 3 server
+--provision ..., or any command with --js-replicas 3). Commands without
+--js-replicas never lower the replicas of what exists.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			store, err := filepath.Abs(opts.StoreDir)
@@ -52,5 +63,9 @@ idempotently, so this is optional).`,
 	f.StringVar(&opts.Host, "host", "127.0.0.1", "listen address")
 	f.IntVar(&opts.Port, "port", 4222, "listen port (0 picks a free one)")
 	f.BoolVar(&provision, "provision", false, "create the mesh's streams, buckets and object store")
+	f.StringVar(&opts.Name, "name", "", "this server's name (default agentmesh); each node of a cluster needs its own")
+	f.StringVar(&opts.Cluster.Name, "cluster-name", "", "form a cluster of this name with the servers of --routes")
+	f.StringVar(&opts.Cluster.Listen, "cluster-listen", "", "host:port to listen on for the other nodes' routes, e.g. 127.0.0.1:6222")
+	f.StringSliceVar(&opts.Cluster.Routes, "routes", nil, "the other nodes' route URLs (nats://host:port of their --cluster-listen), comma-separated")
 	return cmd
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -46,6 +47,7 @@ func durationFlag(f *pflag.FlagSet, name, env string, def time.Duration, usage s
 
 // settings are the global flags about the server and the mesh's retention.
 type settings struct {
+	replicas         int
 	connectWait      *envDuration
 	taskMaxAge       *envDuration
 	runsTTL          *envDuration
@@ -53,6 +55,7 @@ type settings struct {
 }
 
 func (s *settings) register(f *pflag.FlagSet) {
+	f.IntVar(&s.replicas, "js-replicas", 0, "JetStream replica count for streams, buckets and the object store, 3 on a cluster (env AGENTMESH_JS_REPLICAS; default: 1 for new ones; existing ones keep theirs)")
 	s.connectWait = durationFlag(f, "connect-wait", "AGENTMESH_CONNECT_WAIT", 0,
 		"keep retrying the first connection this long while no NATS server answers (default: 1m for orchestrator and agent, none for other commands)")
 	s.taskMaxAge = durationFlag(f, "task-max-age", "AGENTMESH_TASK_MAX_AGE", bus.DefaultTasksMaxAge,
@@ -64,11 +67,29 @@ func (s *settings) register(f *pflag.FlagSet) {
 }
 
 func (s *settings) check() error {
+	if err := s.replicasFromEnv(); err != nil {
+		return err
+	}
 	for _, d := range []*envDuration{s.connectWait, s.taskMaxAge, s.runsTTL, s.conversationsTTL} {
 		if d.envErr != nil {
 			return d.envErr
 		}
 	}
+	return nil
+}
+
+// replicasFromEnv reads AGENTMESH_JS_REPLICAS when --js-replicas was not
+// given.
+func (s *settings) replicasFromEnv() error {
+	v := os.Getenv("AGENTMESH_JS_REPLICAS")
+	if v == "" || s.replicas != 0 {
+		return nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > 5 {
+		return fmt.Errorf("AGENTMESH_JS_REPLICAS=%q is not a replica count: use 1 to 5 (3 on a three-node cluster)", v)
+	}
+	s.replicas = n
 	return nil
 }
 

@@ -76,3 +76,21 @@ func TestRetentionFlagsAndVariables(t *testing.T) {
 		t.Errorf("other commands without a value provision %s, want 0 (leave the bucket as it is)", got)
 	}
 }
+
+// AGENTMESH_JS_REPLICAS stands for --js-replicas; a bad value is refused
+// naming the variable.
+func TestReplicasVariable(t *testing.T) {
+	srv := bustest.Start(t)
+	t.Setenv("AGENTMESH_JS_REPLICAS", "three")
+	var out, errOut bytes.Buffer
+	if code := run([]string{"--nats", srv.URL(), "agents"}, &out, &errOut); code == 0 || !strings.Contains(errOut.String(), `AGENTMESH_JS_REPLICAS="three" is not a replica count`) {
+		t.Errorf("a bad AGENTMESH_JS_REPLICAS: exit %d, stderr %q", code, errOut.String())
+	}
+	// A single server cannot hold two replicas: the variable reached
+	// provisioning, which says so.
+	t.Setenv("AGENTMESH_JS_REPLICAS", "2")
+	errOut.Reset()
+	if code := run([]string{"--nats", srv.URL(), "agents"}, &out, &errOut); code == 0 || !strings.Contains(strings.ToLower(errOut.String()), "replica") {
+		t.Errorf("AGENTMESH_JS_REPLICAS=2 on one server: exit %d, stderr %q", code, errOut.String())
+	}
+}

@@ -15,11 +15,11 @@ import (
 
 // app holds the global flags and the output streams shared by every command.
 type app struct {
-	natsURL  string
-	creds    string
-	prefix   string
-	jsonOut  bool
-	owner    bool // this process sets the mesh's retention (up, server --provision)
+	natsURL string
+	creds   string
+	prefix  string
+	jsonOut bool
+	owner   bool // this process sets the mesh's retention (up, server --provision)
 	settings
 
 	out    io.Writer

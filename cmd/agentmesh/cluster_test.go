@@ -144,7 +144,7 @@ func TestClusterOfServerProcesses(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = orch.Process.Kill(); _ = orch.Wait() })
-	startAgentProc(t, urls)
+	agentLog := startAgentProc(t, urls).stderr
 	reg, err := client.NewRegistry(ctx, mustKV(t, ctx, js, "mesh_agents"))
 	if err != nil {
 		t.Fatal(err)
@@ -163,7 +163,13 @@ func TestClusterOfServerProcesses(t *testing.T) {
 	for i := range 6 {
 		id, err := client.SubmitPipeline(ctx, js, names, spec, fmt.Sprintf("cluster-run-%d", i), "cluster test")
 		if err != nil {
-			t.Fatal(err)
+			info, ierr := js.Stream(context.Background(), "MESH_REQUESTS")
+			var cl any
+			if ierr == nil {
+				i2, _ := info.Info(context.Background())
+				cl = i2.Cluster
+			}
+			t.Fatalf("run %d: %v; connected to %s; MESH_REQUESTS cluster %+v (%v)", i, err, nc.ConnectedUrl(), cl, ierr)
 		}
 		runs = append(runs, id)
 		if i == 2 {
@@ -181,14 +187,14 @@ func TestClusterOfServerProcesses(t *testing.T) {
 	<-procs[2].exited
 
 	for _, run := range runs {
-		ev := finalEvents(t, ctx, js, names.Events(run, "pipeline"), bus.TypePipelineCompleted, 1)
+		ev := finalEvents(t, ctx, js, names.Events(run, "pipeline"), bus.TypePipelineCompleted, 1, orchOut, agentLog)
 		var r schemas.RunEvent
 		if err := ev[0].DataAs(&r); err != nil || r.Status != schemas.RunCompleted {
 			t.Errorf("run %s ended %+v (%v)\norchestrator:\n%s", run, r, err, orchOut)
 		}
 	}
 	for _, conv := range convs {
-		ev := finalEvents(t, ctx, js, names.Events(conv, "chat"), bus.TypeChatResponded, 1)
+		ev := finalEvents(t, ctx, js, names.Events(conv, "chat"), bus.TypeChatResponded, 1, orchOut, agentLog)
 		var r schemas.ChatResponse
 		if err := ev[0].DataAs(&r); err != nil || r.State != schemas.ChatCompleted {
 			t.Errorf("chat %s ended %+v (%v)\norchestrator:\n%s", conv, r, err, orchOut)
@@ -256,7 +262,7 @@ func checkReplicas(t *testing.T, ctx context.Context, js jetstream.JetStream, wh
 
 // finalEvents waits for want events of type typ on subject, then reads on
 // briefly to make sure there are no more.
-func finalEvents(t *testing.T, ctx context.Context, js jetstream.JetStream, subject, typ string, want int) []bus.Event {
+func finalEvents(t *testing.T, ctx context.Context, js jetstream.JetStream, subject, typ string, want int, logs ...fmt.Stringer) []bus.Event {
 	t.Helper()
 	events, stop, err := client.Follow(ctx, js, bus.MustNames(""), subject, false)
 	if err != nil {
@@ -277,7 +283,7 @@ func finalEvents(t *testing.T, ctx context.Context, js jetstream.JetStream, subj
 		case <-settle:
 			if len(got) != want {
 				raw, _ := json.Marshal(got)
-				t.Fatalf("%s: %d %s events, want exactly %d: %s", subject, len(got), typ, want, raw)
+				t.Fatalf("%s: %d %s events, want exactly %d: %s\nlogs: %v", subject, len(got), typ, want, raw, logs)
 			}
 			return got
 		}

@@ -46,10 +46,12 @@ func (w Write) Wait(ctx context.Context) (uint64, error) {
 	}
 }
 
-// IsWrongLast reports a pipelined write whose revision was not the key's.
+// IsWrongLast reports a pipelined write whose revision was not the key's:
+// code 10071, or 10164 from a replicated (R3) bucket.
 func IsWrongLast(err error) bool {
 	var apiErr *jetstream.APIError
-	return errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence
+	return errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
+		apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant)
 }
 
 func (s *Store) putAsync(key string, value []byte, last uint64) (Write, error) {

@@ -51,10 +51,11 @@ func WithMaxAppliedTasks(n int) Option { return func(s *Store) { s.maxApplied = 
 func WithMaxStateBytes(n int) Option { return func(s *Store) { s.maxBytes = n } }
 
 // New returns a store over the conversations and runs buckets
-// (bus.Resources.Conversations and .Runs). Options: WithMaxHistory,
-// WithMaxAppliedTasks, WithMaxStateBytes, WithPipelining.
+// (bus.Resources.Conversations and .Runs). Reads and writes that fail
+// transiently are tried again for TransientWait (see Transient). Options:
+// WithMaxHistory, WithMaxAppliedTasks, WithMaxStateBytes, WithPipelining.
 func New(conversations, runs jetstream.KeyValue, opts ...Option) *Store {
-	s := &Store{conversations: conversations, runs: runs,
+	s := &Store{conversations: retrying(conversations), runs: retrying(runs),
 		maxHistory: DefaultMaxHistory, maxApplied: DefaultMaxAppliedTasks, maxBytes: DefaultMaxStateBytes}
 	for _, o := range opts {
 		o(s)

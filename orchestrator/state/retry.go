@@ -1,0 +1,124 @@
+package state
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// TransientWait bounds how long a KV call is tried again while the server
+// cannot answer it, as while a JetStream cluster elects a new leader after
+// a node left (a few seconds), or while the connection moves to another
+// node.
+const TransientWait = 30 * time.Second
+
+// Transient reports an error of a KV call that says nothing about the key,
+// only that the server did not answer in time: a timeout, no responders, a
+// cluster without a leader (503). ctx ending is not transient.
+func Transient(ctx context.Context, err error) bool {
+	if err == nil || ctx.Err() != nil {
+		return false
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) || errors.Is(err, nats.ErrNoResponders) ||
+		errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrConnectionReconnecting) {
+		return true
+	}
+	var api *jetstream.APIError
+	return errors.As(err, &api) && api.Code == 503
+}
+
+// retryKV tries the reads and writes of a bucket again for TransientWait
+// while they fail transiently. A write whose answer was lost may have been
+// stored: before writing again it reads the key, and a value equal to its
+// own at a newer revision is taken as its own write.
+type retryKV struct{ jetstream.KeyValue }
+
+// retrying wraps kv (nil stays nil).
+func retrying(kv jetstream.KeyValue) jetstream.KeyValue {
+	if kv == nil {
+		return nil
+	}
+	return retryKV{kv}
+}
+
+// retry calls op until it succeeds, fails for good, ctx ends or
+// TransientWait passed; between tries it waits 50 ms, doubling to 1 s.
+func retry[T any](ctx context.Context, op func() (T, error)) (T, error) {
+	deadline := time.Now().Add(TransientWait)
+	wait := 50 * time.Millisecond
+	for {
+		v, err := op()
+		if !Transient(ctx, err) || time.Now().After(deadline) {
+			return v, err
+		}
+		select {
+		case <-ctx.Done():
+			return v, fmt.Errorf("%w (the server did not answer: %v)", ctx.Err(), err)
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, time.Second)
+	}
+}
+
+func (k retryKV) Get(ctx context.Context, key string) (jetstream.KeyValueEntry, error) {
+	return retry(ctx, func() (jetstream.KeyValueEntry, error) { return k.KeyValue.Get(ctx, key) })
+}
+
+func (k retryKV) Put(ctx context.Context, key string, value []byte) (uint64, error) {
+	return retry(ctx, func() (uint64, error) { return k.KeyValue.Put(ctx, key, value) })
+}
+
+func (k retryKV) Create(ctx context.Context, key string, value []byte, opts ...jetstream.KVCreateOpt) (uint64, error) {
+	tried := false
+	return retry(ctx, func() (uint64, error) {
+		if tried {
+			if rev, mine, err := k.written(ctx, key, value, 0); err != nil || mine {
+				return rev, err
+			}
+		}
+		tried = true
+		return k.KeyValue.Create(ctx, key, value, opts...)
+	})
+}
+
+func (k retryKV) Update(ctx context.Context, key string, value []byte, last uint64) (uint64, error) {
+	tried := false
+	return retry(ctx, func() (uint64, error) {
+		if tried {
+			if rev, mine, err := k.written(ctx, key, value, last); err != nil || mine {
+				return rev, err
+			}
+		}
+		tried = true
+		return k.KeyValue.Update(ctx, key, value, last)
+	})
+}
+
+// written reads key after a write of value over revision last whose answer
+// was lost: mine reports that the key now holds value at a newer revision
+// (the write was stored); an error reports a key another writer changed
+// (a conflict) or the read failing.
+func (k retryKV) written(ctx context.Context, key string, value []byte, last uint64) (rev uint64, mine bool, err error) {
+	e, err := k.KeyValue.Get(ctx, key)
+	switch {
+	case errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted):
+		if last == 0 {
+			return 0, false, nil // not stored: create it
+		}
+		return 0, false, fmt.Errorf("%w: %s was deleted", jetstream.ErrKeyRevisionMismatch, key)
+	case err != nil:
+		return 0, false, err
+	case e.Revision() == last:
+		return 0, false, nil // not stored: write again
+	case bytes.Equal(e.Value(), value):
+		return e.Revision(), true, nil
+	case last == 0:
+		return 0, false, fmt.Errorf("%w: %s", jetstream.ErrKeyExists, key)
+	}
+	return 0, false, fmt.Errorf("%w: %s is at revision %d, not %d", jetstream.ErrKeyRevisionMismatch, key, e.Revision(), last)
+}

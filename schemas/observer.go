@@ -77,6 +77,7 @@ type TaskRef struct {
 	StepID         string
 	ConversationID string
 	TraceParent    string
+	Direct         bool // taken from the agent's micro endpoint (mesh.call.<agent>), not from its stream
 }
 
 // Task outcomes in TaskFinished.Outcome.

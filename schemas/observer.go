@@ -139,6 +139,7 @@ type RunChanged struct {
 	Error    string
 	Steps    int
 	Duration time.Duration // 0 until it ends
+	Usage    Usage         // the sum over the run's steps; zero until it ends
 }
 
 // LLMCalled: one model call of a chat turn ended, with its tokens and

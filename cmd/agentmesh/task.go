@@ -293,5 +293,8 @@ func printResult(a *app, v *viewer, taskID, source string, r schemas.AgentResult
 	if r.Error != nil {
 		fmt.Fprintf(a.out, "  error: %s: %s\n", r.Error.Code, r.Error.Message)
 	}
+	if m := r.Metrics; m.Tokens != (schemas.Tokens{}) || m.Cost > 0 {
+		fmt.Fprintf(a.out, "  used: %d prompt + %d completion tokens · $%.4f · model %s\n", m.Tokens.Prompt, m.Tokens.Completion, m.Cost, time.Duration(m.ModelMS)*time.Millisecond)
+	}
 	printViews(a.out, "  ", v.views(r.Outputs))
 }

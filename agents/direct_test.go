@@ -193,3 +193,45 @@ func TestDirectCallNoRetryAndDeadline(t *testing.T) {
 		t.Fatalf("the agent ran %d times; want 2 (no retry)", calls.Load())
 	}
 }
+
+// A direct call in flight when the instance stops is answered before Run
+// returns.
+func TestDirectCallDrain(t *testing.T) {
+	m := newMesh(t)
+	started, gate := make(chan struct{}), make(chan struct{})
+	a := agents.Func(schemas.AgentContract{Name: "Gated", Capability: schemas.CapAnalysis, Description: "waits for a gate"},
+		func(context.Context, *schemas.ExecutionContext) (schemas.AgentResult, error) {
+			close(started)
+			<-gate
+			return schemas.AgentResult{Success: true, Summary: "through"}, nil
+		})
+	_, stop := m.start(t, a)
+	msg, err := bus.Encode("mesh.call.Gated", task(t, schemas.TaskRequest{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	replies := make(chan *nats.Msg, 1)
+	go func() {
+		reply, _ := m.nc.RequestMsg(msg, 10*time.Second)
+		replies <- reply
+	}()
+	<-started
+	stopped := make(chan error, 1)
+	go func() { stopped <- stop() }()
+	select {
+	case err := <-stopped:
+		t.Fatalf("Run returned (%v) while a direct call was in flight", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	close(gate)
+	reply := <-replies
+	if reply == nil {
+		t.Fatal("no answer to the call in flight")
+	}
+	if r := decodeResult(t, reply); !r.Result.Success || r.Result.Summary != "through" {
+		t.Fatalf("the call in flight got %+v", r.Result)
+	}
+	if err := <-stopped; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+}

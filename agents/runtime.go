@@ -44,9 +44,9 @@ type Runtime struct {
 	instance schemas.InstanceInfo
 	ttl      time.Duration
 
-	taskSubj, announceSubj, departSubj, controlSubj, deadSubj string
-	kvKey                                                     string
-	resultPrefix                                              string
+	taskSubj, callSubj, announceSubj, departSubj, controlSubj, deadSubj string
+	kvKey                                                               string
+	resultPrefix                                                        string
 
 	done    *doneSet
 	mu      sync.Mutex
@@ -54,6 +54,11 @@ type Runtime struct {
 
 	started atomic.Bool
 	ready   chan struct{}
+
+	// directGate is held for reading by each direct call and for writing
+	// by closeDirect, which sets directClosed.
+	directGate   sync.RWMutex
+	directClosed bool
 }
 
 // NewRuntime returns a runtime serving a on nc. It checks the agent's
@@ -113,6 +118,7 @@ func NewRuntime(nc *nats.Conn, a Agent, opts ...Option) (*Runtime, error) {
 	n := cfg.names
 	// The name was validated above, so these cannot fail.
 	r.taskSubj, _ = n.Task(c.Name)
+	r.callSubj, _ = n.Call(c.Name)
 	r.announceSubj, _ = n.Announce(c.Name)
 	r.departSubj, _ = n.Depart(c.Name)
 	r.controlSubj, _ = n.Control(c.Name)
@@ -182,6 +188,9 @@ func (r *Runtime) Run(ctx context.Context) error {
 		return fmt.Errorf("agents: %s: micro service: %w", r.contract.Name, err)
 	}
 	cleanup = append(cleanup, func() { _ = svc.Stop() })
+	if err := r.addCallEndpoint(svc); err != nil {
+		return fmt.Errorf("agents: %s: micro endpoint %s: %w", r.contract.Name, EndpointCall, err)
+	}
 	for _, s := range []struct {
 		subj string
 		h    nats.MsgHandler
@@ -196,7 +205,7 @@ func (r *Runtime) Run(ctx context.Context) error {
 		return err
 	}
 	close(r.ready)
-	r.log.Info("serving", "tasks", r.taskSubj, "concurrency", r.cfg.concurrency, "heartbeat", r.cfg.heartbeat)
+	r.log.Info("serving", "tasks", r.taskSubj, "direct", r.callSubj, "concurrency", r.cfg.concurrency, "heartbeat", r.cfg.heartbeat)
 
 	hbCtx, stopHB := context.WithCancel(context.Background())
 	hbDone := make(chan struct{})
@@ -206,6 +215,8 @@ func (r *Runtime) Run(ctx context.Context) error {
 	}()
 
 	r.consume(ctx, cons)
+	_ = svc.Stop() // drains the direct call endpoint
+	r.closeDirect()
 
 	stopHB()
 	<-hbDone

@@ -49,27 +49,11 @@ func (r *Runtime) handle(msg jetstream.Msg) {
 	if meta, err := msg.Metadata(); err == nil {
 		d.attempt = int(meta.NumDelivered)
 	}
-	ev, err := bus.Decode(d.raw)
-	d.event = ev
-	r.observe(schemas.TaskReceived{TaskRef: r.taskRef(ev), Delivery: d.attempt, At: d.start})
-	if err == nil && ev.Type != bus.TypeTaskRequested {
-		err = fmt.Errorf("%w: event type %q on %s: a task is %s", bus.ErrInvalidAttribute, ev.Type, d.raw.Subject, bus.TypeTaskRequested)
-	}
-	if err == nil {
-		if verr := bus.ValidateToken("task id (the event id)", ev.ID); verr != nil {
-			err = verr
-		}
-	}
-	if err == nil {
-		if rt := ev.Ext(bus.ExtReplyTo); rt != "" && !validSubject(rt) {
-			err = fmt.Errorf("%w: replyto %q is not a NATS subject a result can be published to", bus.ErrInvalidAttribute, rt)
-		}
-	}
-	if err != nil {
+	if err := r.accept(d); err != nil {
 		r.rejectMalformed(d, err)
 		return
 	}
-	taskID := ev.ID
+	taskID := d.event.ID
 	if r.done.has(taskID) {
 		_ = msg.Ack() // answered already; the redelivery only needs its ack
 		r.finished(d, schemas.OutcomeDuplicate, schemas.AgentResult{Success: true})
@@ -101,6 +85,29 @@ func (r *Runtime) handle(msg jetstream.Msg) {
 		}
 		r.finished(d, outcome, res)
 	}
+}
+
+// accept decodes the task event of d into d.event, reports it received,
+// and checks what every task event must be, on either path: of type
+// io.agentmesh.task.requested, an id usable as a subject token, and a
+// replyto (when given) a result can be published to.
+func (r *Runtime) accept(d *delivery) error {
+	ev, err := bus.Decode(d.raw)
+	d.event = ev
+	r.observe(schemas.TaskReceived{TaskRef: r.taskRef(d), Delivery: d.attempt, At: d.start})
+	if err != nil {
+		return err
+	}
+	if ev.Type != bus.TypeTaskRequested {
+		return fmt.Errorf("%w: event type %q on %s: a task is %s", bus.ErrInvalidAttribute, ev.Type, d.raw.Subject, bus.TypeTaskRequested)
+	}
+	if err := bus.ValidateToken("task id (the event id)", ev.ID); err != nil {
+		return err
+	}
+	if rt := ev.Ext(bus.ExtReplyTo); rt != "" && !validSubject(rt) {
+		return fmt.Errorf("%w: replyto %q is not a NATS subject a result can be published to", bus.ErrInvalidAttribute, rt)
+	}
+	return nil
 }
 
 // run validates and executes the task. It returns the result, or a non-nil
@@ -176,7 +183,7 @@ func (r *Runtime) run(d *delivery) (schemas.AgentResult, error) {
 	ctx = withScope(ctx, &taskScope{rt: r, taskID: ev.ID, events: r.progressSubject(ev), ext: correlation(ev)})
 
 	stopProgress := r.keepInProgress(d.msg)
-	r.observe(schemas.TaskStarted{TaskRef: r.taskRef(ev), Delivery: d.attempt, At: time.Now()})
+	r.observe(schemas.TaskStarted{TaskRef: r.taskRef(d), Delivery: d.attempt, At: time.Now()})
 	res, err := r.execute(ctx, schemas.ContextFromTask(r.cfg.registry, req))
 	stopProgress()
 
@@ -224,8 +231,12 @@ func (r *Runtime) execute(ctx context.Context, ec *schemas.ExecutionContext) (re
 }
 
 // keepInProgress tells the server every AckWait/3 that the task is still
-// being worked on, until the returned func is called.
+// being worked on, until the returned func is called. A direct call (no
+// stream message) has nothing to keep.
 func (r *Runtime) keepInProgress(msg jetstream.Msg) func() {
+	if msg == nil {
+		return func() {}
+	}
 	stop := make(chan struct{})
 	done := make(chan struct{})
 	go func() {
@@ -248,12 +259,7 @@ func (r *Runtime) keepInProgress(msg jetstream.Msg) func() {
 // When the result cannot be published the task is redelivered later and
 // finish reports false.
 func (r *Runtime) finish(d *delivery, res schemas.AgentResult) bool {
-	res.Agent = r.contract.Name
-	if res.Capability == "" {
-		res.Capability = r.contract.Capability
-	}
-	res.Metrics.DurationMS = time.Since(d.start).Milliseconds()
-	res.Metrics.Attempt = d.attempt
+	r.stamp(d, &res)
 	if err := r.publishResult(d.event, res); err != nil {
 		r.log.Error("publishing result", "task", d.event.ID, "err", err)
 		_ = d.msg.NakWithDelay(r.cfg.backoff[0])
@@ -269,22 +275,34 @@ func (r *Runtime) finish(d *delivery, res schemas.AgentResult) bool {
 	return true
 }
 
+// stamp fills in the result's bookkeeping: agent, capability, duration
+// from receipt, attempt.
+func (r *Runtime) stamp(d *delivery, res *schemas.AgentResult) {
+	res.Agent = r.contract.Name
+	if res.Capability == "" {
+		res.Capability = r.contract.Capability
+	}
+	res.Metrics.DurationMS = time.Since(d.start).Milliseconds()
+	res.Metrics.Attempt = d.attempt
+}
+
 // observe hands o to the runtime's observer.
 func (r *Runtime) observe(o schemas.Observation) { r.cfg.observer.Observe(context.Background(), o) }
 
 // finished reports the end of a delivery with outcome (schemas.Outcome*).
 func (r *Runtime) finished(d *delivery, outcome string, res schemas.AgentResult) {
-	f := schemas.TaskFinished{TaskRef: r.taskRef(d.event), Outcome: outcome, Duration: time.Since(d.start), Metrics: res.Metrics}
+	f := schemas.TaskFinished{TaskRef: r.taskRef(d), Outcome: outcome, Duration: time.Since(d.start), Metrics: res.Metrics}
 	if res.Error != nil {
 		f.Code, f.Error = res.Error.Code, res.Error.Message
 	}
 	r.observe(f)
 }
 
-// taskRef names the task of ev as its extension attributes say.
-func (r *Runtime) taskRef(ev bus.Event) schemas.TaskRef {
+// taskRef names the task of d as its event's extension attributes say.
+func (r *Runtime) taskRef(d *delivery) schemas.TaskRef {
+	ev := d.event
 	return schemas.TaskRef{Agent: r.contract.Name, TaskID: ev.ID, RunID: ev.Ext(bus.ExtRunID), StepID: ev.Ext(bus.ExtStepID),
-		ConversationID: ev.Ext(bus.ExtConversationID), TraceParent: ev.Ext(bus.ExtTraceParent)}
+		ConversationID: ev.Ext(bus.ExtConversationID), TraceParent: ev.Ext(bus.ExtTraceParent), Direct: d.msg == nil}
 }
 
 // publishResult sends the result event to the task's replyto, else to
@@ -292,28 +310,13 @@ func (r *Runtime) taskRef(ev bus.Event) schemas.TaskRef {
 // JetStream and a Nats-Msg-Id of result-<taskid>, so a second result of the
 // same task is dropped; other reply subjects (an inbox) get a core publish.
 func (r *Runtime) publishResult(task bus.Event, res schemas.AgentResult) error {
-	typ := bus.TypeTaskCompleted
-	if !res.Success {
-		typ = bus.TypeTaskFailed
-	}
-	ev, err := bus.NewEvent(typ, r.source, res)
-	if err != nil {
-		return err
-	}
-	ev.DataContentType = bus.ContentTypeJSON
-	for k, v := range correlation(task) {
-		ev.SetExt(k, v)
-	}
-	ev.SetExt(bus.ExtTaskID, task.ID)
 	subject := task.Ext(bus.ExtReplyTo)
 	if subject == "" || !validSubject(subject) {
 		subject = r.cfg.names.Result(task.ID)
 	}
-	msg, err := bus.Encode(subject, ev)
+	msg, err := r.resultMessage(subject, task, res)
 	if err != nil {
-		if msg, err = bus.EncodeStructured(subject, ev); err != nil {
-			return err
-		}
+		return err
 	}
 	if task.ID != "" {
 		msg.Header.Set(jetstream.MsgIDHeader, "result-"+task.ID)
@@ -325,6 +328,30 @@ func (r *Runtime) publishResult(task bus.Event, res schemas.AgentResult) error {
 		return err
 	}
 	return r.nc.PublishMsg(msg)
+}
+
+// resultMessage is the result event of task, task.completed or
+// task.failed, addressed to subject: binary mode, or structured when a
+// value cannot be a header.
+func (r *Runtime) resultMessage(subject string, task bus.Event, res schemas.AgentResult) (*nats.Msg, error) {
+	typ := bus.TypeTaskCompleted
+	if !res.Success {
+		typ = bus.TypeTaskFailed
+	}
+	ev, err := bus.NewEvent(typ, r.source, res)
+	if err != nil {
+		return nil, err
+	}
+	ev.DataContentType = bus.ContentTypeJSON
+	for k, v := range correlation(task) {
+		ev.SetExt(k, v)
+	}
+	ev.SetExt(bus.ExtTaskID, task.ID)
+	msg, err := bus.Encode(subject, ev)
+	if err != nil {
+		return bus.EncodeStructured(subject, ev)
+	}
+	return msg, nil
 }
 
 // rejectMalformed answers a task event that could not be read: with a

@@ -128,6 +128,15 @@ func (n Names) Control(agent string) (string, error) {
 	return n.subj("control", agent), nil
 }
 
+// Call returns mesh.call.<agent>, the subject of an agent's micro endpoint:
+// the direct call path (core request-reply, no stream).
+func (n Names) Call(agent string) (string, error) {
+	if err := ValidateAgentName(agent); err != nil {
+		return "", err
+	}
+	return n.subj("call", agent), nil
+}
+
 // Dead returns mesh.dead.<agent>.
 func (n Names) Dead(agent string) (string, error) {
 	if err := ValidateAgentName(agent); err != nil {

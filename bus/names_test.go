@@ -68,6 +68,7 @@ func TestNamesSubjects(t *testing.T) {
 		{n.ChatRequest(), "mesh.chat.request"},
 		{n.PipelineSubmit(), "mesh.pipeline.submit"},
 		{must(n.Control("search")), "mesh.control.search"},
+		{must(n.Call("search")), "mesh.call.search"},
 		{must(n.Dead("search")), "mesh.dead.search"},
 		{n.DeadAll(), "mesh.dead.>"},
 		{n.RequestsStream(), "MESH_REQUESTS"},

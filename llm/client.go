@@ -32,6 +32,12 @@ func (u Usage) Add(o Usage) Usage {
 	}
 }
 
+// Report is the usage as the mesh reports it (schemas.Usage): tokens,
+// cost, and the call's duration as model time.
+func (u Usage) Report() schemas.Usage {
+	return schemas.Usage{Tokens: u.Tokens, Cost: u.Cost, ModelMS: u.Duration.Milliseconds()}
+}
+
 // Client talks to one OpenAI-compatible endpoint. It is safe for concurrent
 // use and never changes after New: tools and messages travel per request.
 type Client struct {
@@ -104,9 +110,10 @@ func (c *Client) Chat(ctx context.Context, req openai.ChatCompletionRequest) (op
 	return openai.ChatCompletionResponse{}, usage, lastErr
 }
 
-// Complete sends a system and a user message and returns the answer's text.
+// Complete sends a system and a user message and returns the answer's text
+// and what the call used (tokens, cost from the price table, model time).
 // It satisfies the built-in agents' TextModel interface.
-func (c *Client) Complete(ctx context.Context, system, user string) (string, schemas.Tokens, error) {
+func (c *Client) Complete(ctx context.Context, system, user string) (string, schemas.Usage, error) {
 	var msgs []openai.ChatCompletionMessage
 	if system != "" {
 		msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleSystem, Content: system})
@@ -114,9 +121,9 @@ func (c *Client) Complete(ctx context.Context, system, user string) (string, sch
 	msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: user})
 	resp, usage, err := c.Chat(ctx, openai.ChatCompletionRequest{Messages: msgs})
 	if err != nil {
-		return "", usage.Tokens, err
+		return "", usage.Report(), err
 	}
-	return resp.Choices[0].Message.Content, usage.Tokens, nil
+	return resp.Choices[0].Message.Content, usage.Report(), nil
 }
 
 // classify turns a go-openai error into one of the package's sentinels with

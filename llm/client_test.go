@@ -50,13 +50,18 @@ func TestChatSendsToolsPerRequestAndAccountsCost(t *testing.T) {
 
 func TestCompleteReturnsTextAndTokens(t *testing.T) {
 	srv := llmtest.New(t, llmtest.Reply{Content: "two sunsets", Usage: openai.Usage{PromptTokens: 7, CompletionTokens: 3}})
-	c, err := llm.New(srv.Config())
+	cfg := srv.Config()
+	cfg.Prices = map[string]llm.Price{cfg.Model: {Prompt: 2, Completion: 4}}
+	c, err := llm.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	text, tokens, err := c.Complete(context.Background(), "be brief", "summarize")
-	if err != nil || text != "two sunsets" || tokens.Prompt != 7 || tokens.Completion != 3 {
-		t.Fatalf("Complete = %q %+v %v", text, tokens, err)
+	text, usage, err := c.Complete(context.Background(), "be brief", "summarize")
+	if err != nil || text != "two sunsets" || usage.Tokens.Prompt != 7 || usage.Tokens.Completion != 3 {
+		t.Fatalf("Complete = %q %+v %v", text, usage, err)
+	}
+	if want := (7*2 + 3*4) / 1e6; usage.Cost != want || usage.ModelMS < 0 {
+		t.Fatalf("cost %v, model time %dms; want %v from the price table", usage.Cost, usage.ModelMS, want)
 	}
 	msgs := srv.Requests()[0].Body.Messages
 	if len(msgs) != 2 || msgs[0].Role != "system" || msgs[0].Content != "be brief" || msgs[1].Content != "summarize" {

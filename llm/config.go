@@ -1,13 +1,13 @@
 package llm
 
 import (
-	"encoding/json"
 	"fmt"
-	"maps"
 	"os"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/agentmesh/agentmesh/llm/pricing"
 )
 
 // Environment variables read by ConfigFromEnv.
@@ -15,7 +15,7 @@ const (
 	EnvBaseURL    = "OPENAI_BASE_URL"
 	EnvAPIKey     = "OPENAI_API_KEY"
 	EnvModel      = "AGENTMESH_MODEL"
-	EnvPrices     = "AGENTMESH_PRICES"      // JSON: {"model": {"prompt": 0.15, "completion": 0.6}}, USD per million tokens
+	EnvPrices     = pricing.EnvPrices       // JSON: {"model": {"prompt": 0.15, "completion": 0.6}}, USD per million tokens
 	EnvTimeout    = "AGENTMESH_LLM_TIMEOUT" // Go duration, per attempt
 	EnvMaxRetries = "AGENTMESH_LLM_RETRIES"
 )
@@ -28,30 +28,14 @@ const (
 	DefaultMaxRetries = 3
 )
 
-// Price is what a model costs, in US dollars per million tokens.
-type Price struct {
-	Prompt     float64 `json:"prompt"`
-	Completion float64 `json:"completion"`
-}
+// Price is what a model costs, in US dollars per million tokens: the
+// shared table's type (package llm/pricing).
+type Price = pricing.Price
 
-// Cost returns the price of t tokens.
-func (p Price) Cost(prompt, completion int) float64 {
-	return (float64(prompt)*p.Prompt + float64(completion)*p.Completion) / 1e6
-}
-
-// DefaultPrices is the built-in price table. Models not in it (local models
-// served by Ollama, vLLM or llama.cpp) cost nothing unless the user prices
-// them in Config.Prices or AGENTMESH_PRICES.
-func DefaultPrices() map[string]Price {
-	return map[string]Price{
-		"gpt-4o":       {Prompt: 2.50, Completion: 10.00},
-		"gpt-4o-mini":  {Prompt: 0.15, Completion: 0.60},
-		"gpt-4.1":      {Prompt: 2.00, Completion: 8.00},
-		"gpt-4.1-mini": {Prompt: 0.40, Completion: 1.60},
-		"gpt-4.1-nano": {Prompt: 0.10, Completion: 0.40},
-		"o4-mini":      {Prompt: 1.10, Completion: 4.40},
-	}
-}
+// DefaultPrices is the built-in price table, pricing.Default. Models not in
+// it (local models served by Ollama, vLLM or llama.cpp) cost nothing unless
+// the user prices them in Config.Prices or AGENTMESH_PRICES.
+func DefaultPrices() pricing.Table { return pricing.Default() }
 
 // Config configures a Client. Zero fields take the defaults above; Prices
 // overrides or extends DefaultPrices entry by entry.
@@ -61,7 +45,7 @@ type Config struct {
 	Model      string
 	Timeout    time.Duration // per attempt; the caller's ctx bounds the whole call
 	MaxRetries int           // retries after the first attempt on 429, 5xx and connection errors; -1 for none
-	Prices     map[string]Price
+	Prices     pricing.Table
 }
 
 // Configured reports whether an LLM endpoint is set at all: an API key, a
@@ -78,9 +62,11 @@ func ConfigFromEnv() (Config, error) {
 		Model:   strings.TrimSpace(os.Getenv(EnvModel)),
 	}
 	if s := os.Getenv(EnvPrices); s != "" {
-		if err := json.Unmarshal([]byte(s), &c.Prices); err != nil {
-			return c, fmt.Errorf("%w: %s is not a JSON object of model to {\"prompt\": USD per 1M tokens, \"completion\": ...}: %v", ErrInvalidConfig, EnvPrices, err)
+		prices, err := pricing.Parse(s)
+		if err != nil {
+			return c, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 		}
+		c.Prices = prices
 	}
 	if s := os.Getenv(EnvTimeout); s != "" {
 		d, err := time.ParseDuration(s)
@@ -120,23 +106,9 @@ func (c Config) withDefaults() Config {
 	case c.MaxRetries < 0:
 		c.MaxRetries = 0
 	}
-	prices := DefaultPrices()
-	maps.Copy(prices, c.Prices)
-	c.Prices = prices
+	c.Prices = pricing.Default().With(c.Prices)
 	return c
 }
 
-// price finds the price of model: an exact entry, else the longest entry
-// that prefixes it ("gpt-4o-mini-2024-07-18" is priced as "gpt-4o-mini").
-func (c Config) price(model string) (Price, bool) {
-	if p, ok := c.Prices[model]; ok {
-		return p, true
-	}
-	best, found := "", false
-	for name := range c.Prices {
-		if strings.HasPrefix(model, name) && len(name) > len(best) {
-			best, found = name, true
-		}
-	}
-	return c.Prices[best], found
-}
+// price finds the price of model in the configured table (pricing.Table.Lookup).
+func (c Config) price(model string) (Price, bool) { return c.Prices.Lookup(model) }

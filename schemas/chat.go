@@ -24,6 +24,7 @@ type ToolCallRecord struct {
 	DurationMS int64  `json:"duration_ms"`
 	Error      string `json:"error,omitempty"`
 	Code       string `json:"code,omitempty"` // a failed call's error code
+	Usage             // what the agent reported: tokens, cost, model time; its duration as tool time
 }
 
 // ChatResponse is the data of io.agentmesh.chat.responded.
@@ -35,8 +36,9 @@ type ChatResponse struct {
 	DurationMS     int64            `json:"duration_ms"`
 	Planner        string           `json:"planner,omitempty"` // "llm" or "offline"
 	ToolCalls      []ToolCallRecord `json:"tool_calls,omitempty"`
-	Tokens         Tokens           `json:"tokens"`
-	Cost           float64          `json:"cost"`
 	Error          string           `json:"error,omitempty"`
 	Code           string           `json:"code,omitempty"` // with State failed: one of the Code constants
+	// Usage totals the turn: the orchestrator's own model calls and every
+	// agent call's tokens, cost, model time and tool time.
+	Usage
 }

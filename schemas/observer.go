@@ -77,6 +77,7 @@ type TaskRef struct {
 	StepID         string
 	ConversationID string
 	TraceParent    string
+	Direct         bool // taken from the agent's micro endpoint (mesh.call.<agent>), not from its stream
 }
 
 // Task outcomes in TaskFinished.Outcome.
@@ -138,6 +139,7 @@ type RunChanged struct {
 	Error    string
 	Steps    int
 	Duration time.Duration // 0 until it ends
+	Usage    Usage         // the sum over the run's steps; zero until it ends
 }
 
 // LLMCalled: one model call of a chat turn ended, with its tokens and

@@ -57,12 +57,45 @@ func (t Tokens) Add(o Tokens) Tokens {
 	return Tokens{Prompt: t.Prompt + o.Prompt, Completion: t.Completion + o.Completion}
 }
 
-// Metrics describe one execution.
+// Metrics describe one execution: its duration from receipt to result,
+// the delivery it was, and what the models it called consumed: tokens,
+// their cost in US dollars, and the time spent waiting for them.
 type Metrics struct {
 	DurationMS int64   `json:"duration_ms"`
 	Attempt    int     `json:"attempt,omitempty"`
 	Tokens     Tokens  `json:"tokens,omitzero"`
 	Cost       float64 `json:"cost,omitempty"`
+	ModelMS    int64   `json:"model_ms,omitempty"`
+}
+
+// Usage returns what the execution consumed as a Usage: its tokens, cost
+// and model time, and its duration as tool time.
+func (m Metrics) Usage() Usage {
+	return Usage{Tokens: m.Tokens, Cost: m.Cost, ModelMS: m.ModelMS, ToolMS: m.DurationMS}
+}
+
+// Usage is what work consumed: LLM tokens, their cost in US dollars (priced
+// by the shared table of package llm/pricing), the time spent waiting for
+// models (model_ms) and the time agents spent on tasks (tool_ms, as they
+// report it in metrics.duration_ms). Totals add these over every model
+// call and every agent task; times of work done in parallel add up too.
+type Usage struct {
+	Tokens  Tokens  `json:"tokens"`
+	Cost    float64 `json:"cost"`
+	ModelMS int64   `json:"model_ms"`
+	ToolMS  int64   `json:"tool_ms"`
+}
+
+// Add returns the sum of two usages.
+func (u Usage) Add(o Usage) Usage {
+	return Usage{Tokens: u.Tokens.Add(o.Tokens), Cost: u.Cost + o.Cost, ModelMS: u.ModelMS + o.ModelMS, ToolMS: u.ToolMS + o.ToolMS}
+}
+
+// Metrics returns the model half of u as an execution's metrics (tokens,
+// cost, model time), with its tool time as the duration: what an agent
+// whose model reported u puts in its result.
+func (u Usage) Metrics() Metrics {
+	return Metrics{Tokens: u.Tokens, Cost: u.Cost, ModelMS: u.ModelMS, DurationMS: u.ToolMS}
 }
 
 // AgentResult is the data of a task.completed or task.failed event.

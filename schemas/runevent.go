@@ -37,6 +37,9 @@ type StepEvent struct {
 	DurationMS int64                    `json:"duration_ms,omitempty"`
 	Outputs    map[string]OutputSummary `json:"outputs,omitempty"`
 	At         time.Time                `json:"at"`
+	// Usage is what the step's agent reported when it ended: tokens, cost,
+	// model time, and its duration as tool time; zero while it runs.
+	Usage
 }
 
 // OutputSummary describes one output without its value.
@@ -59,4 +62,5 @@ type RunEvent struct {
 	Skipped    int    `json:"skipped"`
 	Steps      int    `json:"steps"`
 	DurationMS int64  `json:"duration_ms"`
+	Usage             // the sum over the run's steps
 }

@@ -24,6 +24,8 @@ time; lower is better):
 
   codec round trip     the CloudEvents codec vs sdk-go structured JSON
   task round trip      a no-op task through MESH_TASKS and back vs core request-reply
+  direct call          a no-op task to the agent's micro endpoint (mesh.call.<agent>)
+                       vs core request-reply of the same event
   object store         resolver Store/Open vs nats.go ObjectStore Put/Get (1 MiB)
 
 Without --nats it starts an embedded server in a temporary directory. The

@@ -210,11 +210,18 @@ func printChatResponse(w io.Writer, r schemas.ChatResponse, views []valueView) {
 		}
 		fmt.Fprintf(w, "  %-20s %6d ms  %s\n", tc.Agent, tc.DurationMS, status)
 	}
-	fmt.Fprintf(w, "%s · %s planner · %s · %s · %d prompt + %d completion tokens · $%.4f · %s\n",
+	fmt.Fprintf(w, "%s · %s planner · %s · %s · %s · %s\n",
 		r.State, firstNonEmpty(r.Planner, "llm"), schemas.Plural(r.Steps, "step", "steps"), schemas.Plural(len(r.ToolCalls), "tool call", "tool calls"),
-		r.Tokens.Prompt, r.Tokens.Completion, r.Cost,
-		time.Duration(r.DurationMS)*time.Millisecond)
+		usageLine(r.Usage), time.Duration(r.DurationMS)*time.Millisecond)
 	fmt.Fprintf(w, "conversation %s (continue with --conversation %s)\n", r.ConversationID, r.ConversationID)
+}
+
+// usageLine writes a turn's or run's totals: "12 prompt + 3 completion
+// tokens · $0.0012 · model 340ms · agents 1.2s".
+func usageLine(u schemas.Usage) string {
+	return fmt.Sprintf("%d prompt + %d completion tokens · $%.4f · model %s · agents %s",
+		u.Tokens.Prompt, u.Tokens.Completion, u.Cost,
+		time.Duration(u.ModelMS)*time.Millisecond, time.Duration(u.ToolMS)*time.Millisecond)
 }
 
 func firstNonEmpty(s ...string) string {

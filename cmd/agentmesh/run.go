@@ -164,6 +164,7 @@ func printPipelineEvent(w io.Writer, ev bus.Event) {
 		_ = ev.DataAs(&re)
 		fmt.Fprintf(w, "run %s %s: %d completed, %d failed, %d skipped in %s\n", re.RunID, re.Status,
 			re.Completed, re.Failed, re.Skipped, time.Duration(re.DurationMS)*time.Millisecond)
+		fmt.Fprintf(w, "  totals: %s\n", usageLine(re.Usage))
 		return
 	}
 	if !strings.HasPrefix(ev.Type, bus.TypePipelineStepPrefix) {
@@ -178,6 +179,9 @@ func printPipelineEvent(w io.Writer, ev bus.Event) {
 	switch se.Status {
 	case schemas.StepCompleted:
 		line += fmt.Sprintf(" in %s", time.Duration(se.DurationMS)*time.Millisecond)
+		if se.Tokens != (schemas.Tokens{}) || se.Cost > 0 {
+			line += fmt.Sprintf(" (%d+%d tokens, $%.4f)", se.Tokens.Prompt, se.Tokens.Completion, se.Cost)
+		}
 		if se.Summary != "" {
 			line += ": " + se.Summary
 		}

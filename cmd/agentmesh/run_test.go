@@ -95,6 +95,7 @@ func TestRunStateShowAndWatch(t *testing.T) {
 		"wave 2  count        TextAgent            completed",
 		"counted 4 words",
 		"run cli-run completed: 2 completed, 0 failed, 0 skipped",
+		"  totals: 0 prompt + 0 completion tokens · $0.0000 · model 0s · agents ", // TextAgent calls no model
 		// what the steps produced, whole
 		`text (TEXT): "HELLO FROM THE CLI" · from TextAgent`,
 		`text (TEXT): "4" · from TextAgent`,

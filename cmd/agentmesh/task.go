@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 
 	"github.com/agentmesh/agentmesh/bus"
@@ -28,12 +30,19 @@ func newTaskCmd(a *app) *cobra.Command {
 		texts       []string
 		instruction string
 		timeout     time.Duration
+		direct      bool
 	)
 	cmd := &cobra.Command{
-		Use:   "task AGENT [--input name=ID,ID...] [--text name=TEXT] [--param k=v]...",
+		Use:   "task AGENT [--input name=ID,ID...] [--text name=TEXT] [--param k=v]... [--direct]",
 		Short: "Invoke one agent directly and print its result",
 		Long: `Publish one task to mesh.task.AGENT, wait for its result on mesh.result.<taskid>
 and print it. Exit status 1 when the task failed.
+
+With --direct the task goes to the agent's NATS micro endpoint mesh.call.AGENT
+instead, with core request-reply: no stream, so no retry and no dead letter,
+at most once, answered within --timeout or not at all; a live instance must be
+running. The durable path (the default) keeps the task until an instance takes
+it and retries it when a delivery fails.
 
 Inputs:
   --input name=ID,ID,...   FILE_IDS: stored file ids, comma-separated; the content
@@ -45,8 +54,9 @@ Inputs:
 Params:
   --param k=v              a JSON value (5, true, ["a"]) or else a string
 
-Example:
-  agentmesh task TextAgent --text text="hello mesh" --param op=title`,
+Examples:
+  agentmesh task TextAgent --text text="hello mesh" --param op=title
+  agentmesh task TextAgent --text text="hello mesh" --param op=title --direct`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			agent := args[0]
@@ -83,7 +93,7 @@ Example:
 				}
 				req.Inputs[name] = schemas.TextValue(s, "cli")
 			}
-			if !live {
+			if !live && !direct {
 				fmt.Fprintf(a.errOut, "agentmesh: no live instance of %s yet; the task waits in MESH_TASKS until one starts (or --timeout %s passes)\n", agent, timeout)
 			}
 
@@ -93,30 +103,13 @@ Example:
 			}
 			ev.DataContentType = bus.ContentTypeJSON
 			ev.SetExt(bus.ExtDeadline, time.Now().Add(timeout).UTC().Format(time.RFC3339Nano))
-			sub, err := m.NC.SubscribeSync(m.Names.Result(ev.ID))
+			send := sendDurable
+			if direct {
+				send = sendDirect
+			}
+			reply, err := send(cmd.Context(), m, agent, ev, timeout)
 			if err != nil {
 				return err
-			}
-			defer func() { _ = sub.Unsubscribe() }()
-			subj, err := m.Names.Task(agent)
-			if err != nil {
-				return err
-			}
-			msg, err := bus.Encode(subj, ev)
-			if err != nil {
-				return err
-			}
-			if _, err := m.JS.PublishMsg(ctx, msg); err != nil {
-				return fmt.Errorf("publishing the task to %s: %w", subj, err)
-			}
-			wait, stop := context.WithTimeout(cmd.Context(), timeout+2*time.Second)
-			defer stop()
-			reply, err := sub.NextMsgWithContext(wait)
-			if err != nil {
-				if cmd.Context().Err() != nil {
-					return exitError{code: 130, msg: "interrupted; the task " + ev.ID + " may still run"}
-				}
-				return exitError{code: 1, msg: fmt.Sprintf("no result for task %s within %s: is %s running? ('agentmesh agents')", ev.ID, timeout, agent)}
 			}
 			rev, err := bus.Decode(reply)
 			if err != nil {
@@ -150,7 +143,67 @@ Example:
 	f.StringArrayVar(&params, "param", nil, "parameter k=v (v as JSON when it parses, else a string); repeatable")
 	f.StringVar(&instruction, "instruction", "", "natural-language instruction for the agent")
 	f.DurationVar(&timeout, "timeout", 30*time.Second, "how long the agent may take; also the task's deadline")
+	f.BoolVar(&direct, "direct", false, "call the agent's micro endpoint mesh.call.AGENT (core request-reply: no stream, no retry) instead of MESH_TASKS")
 	return cmd
+}
+
+// sendDurable publishes the task to mesh.task.AGENT through JetStream and
+// waits for its result on mesh.result.<taskid>.
+func sendDurable(ctx context.Context, m *mesh, agent string, ev bus.Event, timeout time.Duration) (*nats.Msg, error) {
+	sub, err := m.NC.SubscribeSync(m.Names.Result(ev.ID))
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	subj, err := m.Names.Task(agent)
+	if err != nil {
+		return nil, err
+	}
+	msg, err := bus.Encode(subj, ev)
+	if err != nil {
+		return nil, err
+	}
+	pctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if _, err := m.JS.PublishMsg(pctx, msg); err != nil {
+		return nil, fmt.Errorf("publishing the task to %s: %w", subj, err)
+	}
+	wait, stop := context.WithTimeout(ctx, timeout+2*time.Second)
+	defer stop()
+	reply, err := sub.NextMsgWithContext(wait)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, exitError{code: 130, msg: "interrupted; the task " + ev.ID + " may still run"}
+		}
+		return nil, exitError{code: 1, msg: fmt.Sprintf("no result for task %s within %s: is %s running? ('agentmesh agents')", ev.ID, timeout, agent)}
+	}
+	return reply, nil
+}
+
+// sendDirect sends the task to the agent's micro endpoint mesh.call.AGENT
+// with core request-reply; the reply is the result event.
+func sendDirect(ctx context.Context, m *mesh, agent string, ev bus.Event, timeout time.Duration) (*nats.Msg, error) {
+	subj, err := m.Names.Call(agent)
+	if err != nil {
+		return nil, err
+	}
+	msg, err := bus.Encode(subj, ev)
+	if err != nil {
+		return nil, err
+	}
+	wait, stop := context.WithTimeout(ctx, timeout+2*time.Second)
+	defer stop()
+	reply, err := m.NC.RequestMsgWithContext(wait, msg)
+	switch {
+	case err == nil:
+		return reply, nil
+	case errors.Is(err, nats.ErrNoResponders):
+		return nil, exitError{code: 1, msg: fmt.Sprintf("no instance of %s answers %s: start one ('agentmesh agents' lists the live ones), or leave out --direct to queue the task in MESH_TASKS", agent, subj)}
+	case ctx.Err() != nil:
+		return nil, exitError{code: 130, msg: "interrupted; the call " + ev.ID + " may still run"}
+	default:
+		return nil, exitError{code: 1, msg: fmt.Sprintf("no answer from %s within %s (a direct call is not retried): %v", subj, timeout, err)}
+	}
 }
 
 // liveContract looks the agent up in the registry, briefly.
@@ -241,6 +294,9 @@ func printResult(a *app, v *viewer, taskID, source string, r schemas.AgentResult
 	}
 	if r.Error != nil {
 		fmt.Fprintf(a.out, "  error: %s: %s\n", r.Error.Code, r.Error.Message)
+	}
+	if m := r.Metrics; m.Tokens != (schemas.Tokens{}) || m.Cost > 0 {
+		fmt.Fprintf(a.out, "  used: %d prompt + %d completion tokens · $%.4f · model %s\n", m.Tokens.Prompt, m.Tokens.Completion, m.Cost, time.Duration(m.ModelMS)*time.Millisecond)
 	}
 	printViews(a.out, "  ", v.views(r.Outputs))
 }

@@ -9,10 +9,12 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
 
 	"github.com/agentmesh/agentmesh/agents"
 	"github.com/agentmesh/agentmesh/bus"
@@ -219,9 +221,9 @@ func check(ev bus.Event, msg *nats.Msg) error {
 		}
 		agent := lastToken(subject)
 		values(agent, req.Inputs)
-		task, dead := must(names.Task(agent)), must(names.Dead(agent))
+		task, dead, call := must(names.Task(agent)), must(names.Dead(agent)), must(names.Call(agent))
 		switch subject {
-		case task:
+		case task, call:
 		case dead:
 			for _, h := range []string{agents.HeaderDeadReason, agents.HeaderDeadAgent, agents.HeaderDeadInstance, agents.HeaderDeadDeliveries} {
 				if msg.Header.Get(h) == "" {
@@ -252,8 +254,16 @@ func check(ev bus.Event, msg *nats.Msg) error {
 		for _, id := range []string{ev.Ext(bus.ExtRunID), ev.Ext(bus.ExtConversationID)} {
 			ok = ok || (id != "" && subject == names.OrchestratorResult(id))
 		}
+		if direct := strings.HasPrefix(subject, "_INBOX."); direct {
+			// The reply to a direct call: a failure carries micro's error headers.
+			code, desc := msg.Header.Get(micro.ErrorCodeHeader), msg.Header.Get(micro.ErrorHeader)
+			if _, err := strconv.Atoi(code); !res.Success && (err != nil || res.Error == nil || !strings.HasPrefix(desc, res.Error.Code+": ")) {
+				fail("a failed direct reply carries %s (a number) and %s (\"<code>: <message>\"); got %q and %q", micro.ErrorCodeHeader, micro.ErrorHeader, code, desc)
+			}
+			ok = true
+		}
 		if !ok {
-			fail("subject %s is neither %s nor the orchestrator's result subject of the run or conversation", subject, names.Result(ev.Ext(bus.ExtTaskID)))
+			fail("subject %s is neither %s nor the orchestrator's result subject of the run or conversation, nor a direct call's inbox", subject, names.Result(ev.Ext(bus.ExtTaskID)))
 		}
 		if id := msg.Header.Get("Nats-Msg-Id"); id != "" && id != "result-"+ev.Ext(bus.ExtTaskID) {
 			fail("Nats-Msg-Id %s, want result-%s", id, ev.Ext(bus.ExtTaskID))

@@ -2,6 +2,7 @@ package benchsuite
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -54,9 +55,13 @@ func Pairs(ctx context.Context, env Env) ([]Pair, io.Closer, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	pairs := []Pair{Codec(), task}
+	direct, directCloser, err := DirectCall(ctx, env)
+	if err != nil {
+		return nil, nil, errors.Join(err, closer.Close())
+	}
+	pairs := []Pair{Codec(), task, direct}
 	pairs = append(pairs, ObjectStore(ctx, env, 1<<20)...)
-	return pairs, closer, nil
+	return pairs, closerFunc(func() error { return errors.Join(directCloser.Close(), closer.Close()) }), nil
 }
 
 // Measure runs both sides of p with testing.Benchmark, baseline first.

@@ -249,7 +249,7 @@ func (c *Chat) finish(ctx context.Context, s *session, state, output string, cau
 	resp := schemas.ChatResponse{
 		ConversationID: s.conv, Output: output, State: state, Steps: t.Steps,
 		DurationMS: time.Since(t.StartedAt).Milliseconds(), Planner: c.Planner(),
-		ToolCalls: t.ToolCalls, Tokens: t.Tokens, Cost: t.Cost,
+		ToolCalls: t.ToolCalls, Usage: t.Usage,
 	}
 	if cause != nil {
 		resp.Error = cause.Error()

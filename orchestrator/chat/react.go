@@ -48,8 +48,7 @@ func (c *Chat) runLLM(ctx context.Context, s *session) (schemas.ChatResponse, er
 		c.observer.Observe(ctx, schemas.LLMCalled{ConversationID: s.conv, Model: usage.Model, Tokens: usage.Tokens,
 			Cost: usage.Cost, Duration: usage.Duration, Err: err})
 		t.Steps++
-		t.Tokens = t.Tokens.Add(usage.Tokens)
-		t.Cost += usage.Cost
+		t.Usage = t.Usage.Add(usage.Report())
 		if err != nil {
 			if ctx.Err() != nil {
 				return schemas.ChatResponse{}, ctx.Err()
@@ -111,6 +110,7 @@ func (c *Chat) runCalls(ctx context.Context, s *session, calls []openai.ToolCall
 	for i, call := range calls {
 		t.Messages = append(t.Messages, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleTool, ToolCallID: call.ID, Name: call.Function.Name, Content: obs[i]})
 		t.ToolCalls = append(t.ToolCalls, recs[i])
+		t.Usage = t.Usage.Add(recs[i].Usage) // saved with the call, so counted once
 	}
 	return c.save(ctx, s)
 }
@@ -192,6 +192,7 @@ func (c *Chat) callAgent(ctx context.Context, s *session, taskID, agent, rawArgs
 	if result.Agent == "" {
 		result.Agent = agent
 	}
+	rec.Usage = result.Metrics.Usage()
 	if _, err := c.store.UpdateConversation(ctx, s.conv, func(st *schemas.ConversationState) error {
 		changed, err := c.router.Apply(ctx, st, contract, taskID, result)
 		if err == nil && !changed {

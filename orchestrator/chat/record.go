@@ -29,12 +29,13 @@ type chatTurn struct {
 	Messages  []openai.ChatCompletionMessage `json:"messages"`
 	Steps     int                            `json:"steps"`
 	ToolCalls []schemas.ToolCallRecord       `json:"tool_calls,omitempty"`
-	Tokens    schemas.Tokens                 `json:"tokens"`
-	Cost      float64                        `json:"cost"`
-	Plan      []PlanStep                     `json:"plan,omitempty"`  // offline planner only
-	Empty     []string                       `json:"empty,omitempty"` // task ids of calls whose every output held nothing
-	StartedAt time.Time                      `json:"started_at"`
-	UpdatedAt time.Time                      `json:"updated_at"`
+	// Usage totals the turn so far: the model calls' and every agent
+	// call's tokens, cost, model time and tool time.
+	schemas.Usage
+	Plan      []PlanStep `json:"plan,omitempty"`  // offline planner only
+	Empty     []string   `json:"empty,omitempty"` // task ids of calls whose every output held nothing
+	StartedAt time.Time  `json:"started_at"`
+	UpdatedAt time.Time  `json:"updated_at"`
 }
 
 type doneTurn struct {

@@ -16,7 +16,7 @@ import (
 // stepEvent describes how a step ended.
 func stepEvent(runID string, st *state.StepState, now time.Time) schemas.StepEvent {
 	e := schemas.StepEvent{RunID: runID, Step: st.ID, Agent: st.Agent, Status: st.Status, Wave: st.Wave, Attempt: st.Attempt,
-		TaskID: st.TaskID, Summary: st.Summary, Error: st.Error, Code: st.Code, Reason: st.Reason, At: now}
+		TaskID: st.TaskID, Summary: st.Summary, Error: st.Error, Code: st.Code, Reason: st.Reason, At: now, Usage: st.Metrics.Usage()}
 	if !st.DispatchedAt.IsZero() && !st.FinishedAt.IsZero() {
 		e.DurationMS = st.FinishedAt.Sub(st.DispatchedAt).Milliseconds()
 	}
@@ -40,7 +40,7 @@ func stepEvent(runID string, st *state.StepState, now time.Time) schemas.StepEve
 func runEvent(h *state.RunHeader, sd *state.RunSpec) schemas.RunEvent {
 	steps := len(sd.Spec.Steps)
 	e := schemas.RunEvent{RunID: h.ID, Name: h.Name, Status: h.Status, Error: h.Error, Code: h.Code, Steps: steps,
-		Failed: len(h.Failed), Skipped: len(h.Skipped), Completed: h.CompletedSteps(sd)}
+		Failed: len(h.Failed), Skipped: len(h.Skipped), Completed: h.CompletedSteps(sd), Usage: h.Usage}
 	if !h.FinishedAt.IsZero() {
 		e.DurationMS = h.FinishedAt.Sub(h.CreatedAt).Milliseconds()
 	}
@@ -60,7 +60,7 @@ func (s *Scheduler) emitStep(e schemas.StepEvent) {
 		typ = bus.TypeStepSkipped
 	}
 	s.observer.Observe(context.Background(), schemas.StepChanged{RunID: e.RunID, StepID: e.Step, Kind: KindAgent, Agent: e.Agent,
-		Status: e.Status, Wave: e.Wave, Error: e.Error, Duration: time.Duration(e.DurationMS) * time.Millisecond})
+		Status: e.Status, Wave: e.Wave, Error: e.Error, Duration: time.Duration(e.DurationMS) * time.Millisecond, Metrics: e.Usage.Metrics()})
 	ev, err := bus.NewEvent(typ, s.cfg.Source, e)
 	if err == nil {
 		ev.SetExt(bus.ExtRunID, e.RunID)
@@ -91,7 +91,7 @@ func (s *Scheduler) emitStarted(sd *state.RunSpec, h *state.RunHeader, id string
 func (s *Scheduler) emitRun(h *state.RunHeader, sd *state.RunSpec) {
 	e := runEvent(h, sd)
 	s.observer.Observe(context.Background(), schemas.RunChanged{RunID: e.RunID, Name: e.Name, Status: e.Status,
-		Error: e.Error, Steps: e.Steps, Duration: time.Duration(e.DurationMS) * time.Millisecond})
+		Error: e.Error, Steps: e.Steps, Duration: time.Duration(e.DurationMS) * time.Millisecond, Usage: e.Usage})
 	if h.Status == schemas.RunRunning {
 		return
 	}

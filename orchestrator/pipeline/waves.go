@@ -112,6 +112,7 @@ func end(h *state.RunHeader, sd *state.RunSpec, rec *state.StepState, now time.T
 		return false
 	}
 	h.WaveEnded = append(h.WaveEnded, rec.ID)
+	h.Usage = h.Usage.Add(rec.Metrics.Usage()) // once: the header learns of each end once
 	if rec.Status != schemas.StepCompleted {
 		if h.Failed == nil {
 			h.Failed = map[string]string{}

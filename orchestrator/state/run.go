@@ -185,6 +185,7 @@ type RunHeader struct {
 	WaveEnded     []string          `json:"wave_ended,omitempty"`  // steps of the wave in progress that ended
 	Failed        map[string]string `json:"failed,omitempty"`      // step -> error
 	Skipped       map[string]string `json:"skipped,omitempty"`     // step -> reason
+	Usage         schemas.Usage     `json:"usage,omitzero"`        // the sum over the steps that ended
 	CreatedAt     time.Time         `json:"created_at"`
 	UpdatedAt     time.Time         `json:"updated_at"`
 	FinishedAt    time.Time         `json:"finished_at,omitzero"`

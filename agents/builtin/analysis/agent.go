@@ -85,15 +85,15 @@ func (a *Agent) Execute(ctx context.Context, ec *schemas.ExecutionContext) (sche
 	res := schemas.AnalysisResult{Items: []schemas.AnalysisItem{}}
 	var (
 		byModel, byPixel int
-		tokens           schemas.Tokens
+		usage            schemas.Usage
 	)
 	err = t.EachFile(ctx, a.files, ids, func(i int, id string, f resolvers.File) {
-		item, usedModel, tok, err := a.analyse(ctx, f)
+		item, usedModel, used, err := a.analyse(ctx, f)
 		if err != nil {
 			t.Skip("%s (%s): %v", id, nameOf(f.Ref), err)
 			return
 		}
-		tokens = tokens.Add(tok)
+		usage = usage.Add(used)
 		if usedModel {
 			byModel++
 		} else {
@@ -136,35 +136,38 @@ func (a *Agent) Execute(ctx context.Context, ec *schemas.ExecutionContext) (sche
 	if len(cat.Categories) > 0 {
 		summary += ": " + fileagent.CountList(cat.Categories)
 	}
-	return t.Done(summary, map[string]schemas.TypedValue{"categories": catValue, "analysis": resValue}, tokens)
+	return t.Done(summary, map[string]schemas.TypedValue{"categories": catValue, "analysis": resValue}, usage)
 }
 
 // analyse decodes one image and describes it, by the vision model when one
 // is configured and answers, else by its features. The first label is the
-// category.
-func (a *Agent) analyse(ctx context.Context, f resolvers.File) (schemas.AnalysisItem, bool, schemas.Tokens, error) {
+// category. The usage is what the model call used, whether or not its
+// answer was kept.
+func (a *Agent) analyse(ctx context.Context, f resolvers.File) (schemas.AnalysisItem, bool, schemas.Usage, error) {
 	img, format, err := imagefeat.Decode(f.Content)
 	if err != nil {
 		if errors.Is(err, imagefeat.ErrNotImage) && f.Ref.MediaType != "" && !strings.HasPrefix(f.Ref.MediaType, "image/") {
-			return schemas.AnalysisItem{}, false, schemas.Tokens{}, fmt.Errorf("not an image but %s", f.Ref.MediaType)
+			return schemas.AnalysisItem{}, false, schemas.Usage{}, fmt.Errorf("not an image but %s", f.Ref.MediaType)
 		}
-		return schemas.AnalysisItem{}, false, schemas.Tokens{}, err
+		return schemas.AnalysisItem{}, false, schemas.Usage{}, err
 	}
 	feat := imagefeat.Extract(img)
 	item := schemas.AnalysisItem{ID: f.Ref.ID, Features: feat.Map()}
+	var used schemas.Usage
 	if a.vision != nil {
-		labels, caption, tok, err := a.vision.Describe(ctx, f.Content, imagefeat.MediaType(format))
+		labels, caption, u, err := a.vision.Describe(ctx, f.Content, imagefeat.MediaType(format))
+		used = u
 		if err == nil {
 			if labels = cleanLabels(labels); len(labels) > 0 {
 				item.Labels, item.Caption = labels, caption
-				return item, true, tok, nil
+				return item, true, used, nil
 			}
 		}
 		// The model failed or gave no label: the features still answer.
 	}
 	item.Labels = []string{feat.Category(), feat.HueName(), feat.Orientation()}
 	item.Caption = Caption(feat)
-	return item, false, schemas.Tokens{}, nil
+	return item, false, used, nil
 }
 
 // Caption describes features in one short sentence, such as "a warm,

@@ -165,15 +165,15 @@ func TestAnalysisBadInputs(t *testing.T) {
 func TestAnalysisWithVisionModel(t *testing.T) {
 	store, ids, _ := storeAll(t)
 	calls := 0
-	model := llmiface.VisionModelFunc(func(_ context.Context, image []byte, mediaType string) ([]string, string, schemas.Tokens, error) {
+	model := llmiface.VisionModelFunc(func(_ context.Context, image []byte, mediaType string) ([]string, string, schemas.Usage, error) {
 		calls++
 		if !strings.HasPrefix(mediaType, "image/") || len(image) == 0 {
 			t.Errorf("model got %d bytes of %q", len(image), mediaType)
 		}
 		if calls == 2 {
-			return nil, "", schemas.Tokens{}, errors.New("model overloaded")
+			return nil, "", schemas.Usage{}, errors.New("model overloaded")
 		}
-		return []string{" Golden Hour ", "sky"}, "a warm evening", schemas.Tokens{Prompt: 100, Completion: 10}, nil
+		return []string{" Golden Hour ", "sky"}, "a warm evening", schemas.Usage{Tokens: schemas.Tokens{Prompt: 100, Completion: 10}, Cost: 0.25, ModelMS: 7}, nil
 	})
 	a, _ := analysis.New(store, analysis.WithVisionModel(model))
 	res, cat, ar := execute(t, a, ids[0], ids[1], ids[5])
@@ -183,7 +183,8 @@ func TestAnalysisWithVisionModel(t *testing.T) {
 	if !slices.Equal(cat.Categories["golden hour"], []string{ids[0], ids[5]}) || !slices.Equal(cat.Categories["sunset"], []string{ids[1]}) {
 		t.Errorf("categories %v", cat.Categories)
 	}
-	if ar.Items[0].Caption != "a warm evening" || res.Metrics.Tokens != (schemas.Tokens{Prompt: 200, Completion: 20}) {
-		t.Errorf("item %+v, tokens %+v", ar.Items[0], res.Metrics.Tokens)
+	if ar.Items[0].Caption != "a warm evening" || res.Metrics.Tokens != (schemas.Tokens{Prompt: 200, Completion: 20}) ||
+		res.Metrics.Cost != 0.5 || res.Metrics.ModelMS != 14 {
+		t.Errorf("item %+v, metrics %+v; want 200+20 tokens, cost 0.5, model 14ms", ar.Items[0], res.Metrics)
 	}
 }

@@ -98,7 +98,7 @@ func (a *Agent) Execute(ctx context.Context, ec *schemas.ExecutionContext) (sche
 	if unreadable > 0 {
 		summary += "; " + schemas.Plural(unreadable, "document", "documents") + " could not be read and were matched by name only"
 	}
-	return t.Done(summary, outputs, schemas.Tokens{})
+	return t.Done(summary, outputs, schemas.Usage{})
 }
 
 // digest extracts a document's text and caches its keyword digest and

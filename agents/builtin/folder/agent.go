@@ -118,7 +118,7 @@ func (a *Agent) Execute(ctx context.Context, ec *schemas.ExecutionContext) (sche
 	if duplicates > 0 {
 		summary += "; " + schemas.Plural(duplicates, "file", "files") + " listed under several categories went to the first by name"
 	}
-	return t.Done(summary, map[string]schemas.TypedValue{"folders": out}, schemas.Tokens{})
+	return t.Done(summary, map[string]schemas.TypedValue{"folders": out}, schemas.Usage{})
 }
 
 // place sets one file's folder, writing only when it differs. It reports

@@ -127,7 +127,7 @@ func (a *Agent) Execute(ctx context.Context, ec *schemas.ExecutionContext) (sche
 	if undecodable > 0 {
 		summary += "; " + schemas.Plural(undecodable, "image", "images") + " could not be decoded and were matched by name only"
 	}
-	return t.Done(summary, outputs, schemas.Tokens{})
+	return t.Done(summary, outputs, schemas.Usage{})
 }
 
 // images returns the images to search: the scope's, else every stored

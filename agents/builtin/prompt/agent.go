@@ -79,7 +79,7 @@ func (a *Agent) Execute(ctx context.Context, ec *schemas.ExecutionContext) (sche
 	if err != nil {
 		return schemas.Failure(a.cfg.Name, schemas.CodeInvalidInput, err.Error(), false), nil
 	}
-	reply, tokens, err := a.model.Complete(ctx, a.cfg.SystemPrompt, user)
+	reply, usage, err := a.model.Complete(ctx, a.cfg.SystemPrompt, user)
 	if err != nil {
 		if ctx.Err() != nil {
 			return schemas.AgentResult{}, ctx.Err()
@@ -96,7 +96,7 @@ func (a *Agent) Execute(ctx context.Context, ec *schemas.ExecutionContext) (sche
 		Capability: a.cfg.Capability,
 		Summary:    a.cfg.Name + " answered in " + schemas.Plural(len([]rune(reply)), "character", "characters"),
 		Outputs:    map[string]schemas.TypedValue{out.Name: value},
-		Metrics:    schemas.Metrics{Tokens: tokens},
+		Metrics:    usage.Metrics(),
 	}, nil
 }
 

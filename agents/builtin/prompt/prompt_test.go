@@ -108,9 +108,9 @@ outputs:
 		t.Fatal(err)
 	}
 	var system, user string
-	model := llmiface.TextModelFunc(func(_ context.Context, s, u string) (string, schemas.Tokens, error) {
+	model := llmiface.TextModelFunc(func(_ context.Context, s, u string) (string, schemas.Usage, error) {
 		system, user = s, u
-		return " A quiet dusk. ", schemas.Tokens{Prompt: 30, Completion: 4}, nil
+		return " A quiet dusk. ", schemas.Usage{Tokens: schemas.Tokens{Prompt: 30, Completion: 4}, Cost: 0.125, ModelMS: 12}, nil
 	})
 	a, _ := prompt.New(cfg, model, prompt.WithResolver(store))
 
@@ -123,7 +123,7 @@ outputs:
 	if err != nil || !res.Success {
 		t.Fatalf("%+v, %v", res, err)
 	}
-	if text, _ := res.Outputs["caption"].Text(); text != "A quiet dusk." || res.Metrics.Tokens.Completion != 4 {
+	if text, _ := res.Outputs["caption"].Text(); text != "A quiet dusk." || res.Metrics.Tokens.Completion != 4 || res.Metrics.Cost != 0.125 || res.Metrics.ModelMS != 12 {
 		t.Errorf("output %q, metrics %+v", text, res.Metrics)
 	}
 	if system != "Be brief." {

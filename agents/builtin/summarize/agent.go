@@ -125,17 +125,17 @@ func (a *Agent) Execute(ctx context.Context, ec *schemas.ExecutionContext) (sche
 	var (
 		text   string
 		method = MethodExtractive
-		tokens schemas.Tokens
+		usage  schemas.Usage
 	)
 	if a.model != nil {
-		out, tok, err := a.model.Complete(ctx, SystemPrompt, userPrompt(docs))
+		out, used, err := a.model.Complete(ctx, SystemPrompt, userPrompt(docs))
 		if err != nil {
 			if ctx.Err() != nil {
 				return schemas.AgentResult{}, ctx.Err()
 			}
 			return schemas.AgentResult{}, agents.Retryable(fmt.Errorf("the LLM could not summarise: %w", err))
 		}
-		text, method, tokens = strings.TrimSpace(out), MethodLLM, tok
+		text, method, usage = strings.TrimSpace(out), MethodLLM, used
 	} else {
 		var b strings.Builder
 		for k, d := range docs {
@@ -151,7 +151,7 @@ func (a *Agent) Execute(ctx context.Context, ec *schemas.ExecutionContext) (sche
 	}
 
 	return t.Done(fmt.Sprintf("summarised %s (method: %s)", schemas.Plural(len(docs), "document", "documents"), method),
-		map[string]schemas.TypedValue{"summary": schemas.TextValue(text, Name)}, tokens)
+		map[string]schemas.TypedValue{"summary": schemas.TextValue(text, Name)}, usage)
 }
 
 // userPrompt lists the documents, each cut to its share of MaxPromptText.

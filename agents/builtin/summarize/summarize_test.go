@@ -120,22 +120,22 @@ func TestSummarizeExtractive(t *testing.T) {
 func TestSummarizeWithLLM(t *testing.T) {
 	store, ids := setup(t)
 	var gotSystem, gotUser string
-	model := llmiface.TextModelFunc(func(_ context.Context, system, user string) (string, schemas.Tokens, error) {
+	model := llmiface.TextModelFunc(func(_ context.Context, system, user string) (string, schemas.Usage, error) {
 		gotSystem, gotUser = system, user
-		return "  The mesh connects agents.  ", schemas.Tokens{Prompt: 50, Completion: 6}, nil
+		return "  The mesh connects agents.  ", schemas.Usage{Tokens: schemas.Tokens{Prompt: 50, Completion: 6}, Cost: 0.75}, nil
 	})
 	a, _ := summarize.New(store, summarize.WithTextModel(model))
 	res := run(t, a, nil, ids["mesh-overview.pdf"])
 	text, _ := res.Outputs["summary"].Text()
-	if text != "The mesh connects agents." || res.Summary != "summarised 1 document (method: llm)" || res.Metrics.Tokens.Prompt != 50 {
+	if text != "The mesh connects agents." || res.Summary != "summarised 1 document (method: llm)" || res.Metrics.Tokens.Prompt != 50 || res.Metrics.Cost != 0.75 {
 		t.Errorf("result %+v, text %q", res, text)
 	}
 	if gotSystem != summarize.SystemPrompt || !strings.Contains(gotUser, "## Document: mesh-overview.pdf\nAgent mesh overview") {
 		t.Errorf("prompt: %q / %q", gotSystem, gotUser)
 	}
 
-	failing := llmiface.TextModelFunc(func(context.Context, string, string) (string, schemas.Tokens, error) {
-		return "", schemas.Tokens{}, errors.New("503 overloaded")
+	failing := llmiface.TextModelFunc(func(context.Context, string, string) (string, schemas.Usage, error) {
+		return "", schemas.Usage{}, errors.New("503 overloaded")
 	})
 	a, _ = summarize.New(store, summarize.WithTextModel(failing))
 	ec := schemas.NewExecutionContext(nil)

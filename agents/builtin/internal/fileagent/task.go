@@ -68,8 +68,8 @@ func (t *Task) FailAll(code, what string) (schemas.AgentResult, error) {
 }
 
 // Done ends the task with success: the summary, followed by what was
-// skipped, the outputs, and the tokens a model used.
-func (t *Task) Done(summary string, outputs map[string]schemas.TypedValue, tokens schemas.Tokens) (schemas.AgentResult, error) {
+// skipped, the outputs, and what a model used (tokens, cost, model time).
+func (t *Task) Done(summary string, outputs map[string]schemas.TypedValue, usage schemas.Usage) (schemas.AgentResult, error) {
 	if n, why := t.Skipped(); n > 0 {
 		what := strconv.Itoa(n)
 		if t.Skipping != "" {
@@ -83,7 +83,7 @@ func (t *Task) Done(summary string, outputs map[string]schemas.TypedValue, token
 		Capability: t.contract.Capability,
 		Summary:    summary,
 		Outputs:    outputs,
-		Metrics:    schemas.Metrics{Tokens: tokens},
+		Metrics:    usage.Metrics(),
 	}, nil
 }
 

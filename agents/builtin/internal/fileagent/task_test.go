@@ -96,9 +96,9 @@ func TestDoneNamesWhatWasSkipped(t *testing.T) {
 		for _, s := range tt.skips {
 			task.Skip("%s", s)
 		}
-		res, err := task.Done("did it", nil, schemas.Tokens{Prompt: 3})
+		res, err := task.Done("did it", nil, schemas.Usage{Tokens: schemas.Tokens{Prompt: 3}, Cost: 0.5, ModelMS: 9})
 		if err != nil || !res.Success || res.Summary != tt.want || res.Agent != contract.Name ||
-			res.Capability != contract.Capability || res.Metrics.Tokens.Prompt != 3 {
+			res.Capability != contract.Capability || res.Metrics.Tokens.Prompt != 3 || res.Metrics.Cost != 0.5 || res.Metrics.ModelMS != 9 {
 			t.Errorf("Done with skips %q = %+v, %v; want summary %q", tt.skips, res, err, tt.want)
 		}
 	}

@@ -161,13 +161,21 @@ func (r *Runtime) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("agents: %s: agents bucket %s: %w (provision the mesh first, e.g. bus.Provision)", r.contract.Name, n.AgentsBucket(), err)
 	}
-	cons, err := r.js.CreateOrUpdateConsumer(ctx, n.TasksStream(), jetstream.ConsumerConfig{
-		Durable:       r.contract.Name,
-		Description:   "tasks of agent " + r.contract.Name + ", shared by its instances",
-		FilterSubject: r.taskSubj,
-		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       r.cfg.ackWait,
-		MaxDeliver:    r.cfg.maxDeliver,
+	// A cluster electing a leader, or busy placing the consumer's
+	// replicas, may not answer at once: try again for up to two minutes.
+	cons, err := bus.Retry(ctx, 2*time.Minute, func(err error) {
+		r.log.Warn("the server did not answer creating the consumer; trying again", "stream", n.TasksStream(), "err", err)
+	}, func() (jetstream.Consumer, error) {
+		cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		defer cancel()
+		return r.js.CreateOrUpdateConsumer(cctx, n.TasksStream(), jetstream.ConsumerConfig{
+			Durable:       r.contract.Name,
+			Description:   "tasks of agent " + r.contract.Name + ", shared by its instances",
+			FilterSubject: r.taskSubj,
+			AckPolicy:     jetstream.AckExplicitPolicy,
+			AckWait:       r.cfg.ackWait,
+			MaxDeliver:    r.cfg.maxDeliver,
+		})
 	})
 	if err != nil {
 		return fmt.Errorf("agents: %s: consumer on stream %s: %w", r.contract.Name, n.TasksStream(), err)

@@ -190,9 +190,7 @@ func (o *Orchestrator) RunReady(ctx context.Context, ready func()) error {
 	if o.ownsReg {
 		defer o.registry.Stop()
 	}
-	setup, cancel := context.WithTimeout(ctx, 15*time.Second)
-	defer cancel()
-	results, err := o.js.CreateOrUpdateConsumer(setup, o.names.ResultsStream(), jetstream.ConsumerConfig{
+	results, err := o.consumer(ctx, o.names.ResultsStream(), jetstream.ConsumerConfig{
 		Durable: DurableName, FilterSubject: o.names.OrchestratorResults(), AckPolicy: jetstream.AckExplicitPolicy,
 		AckWait: o.cfg.ackWait, MaxAckPending: o.cfg.maxPending, DeliverPolicy: jetstream.DeliverAllPolicy,
 		Description: "orchestrator replicas: results of tasks they dispatched",
@@ -200,7 +198,7 @@ func (o *Orchestrator) RunReady(ctx context.Context, ready func()) error {
 	if err != nil {
 		return fmt.Errorf("orchestrator: results consumer: %w", err)
 	}
-	requests, err := o.js.CreateOrUpdateConsumer(setup, o.names.RequestsStream(), jetstream.ConsumerConfig{
+	requests, err := o.consumer(ctx, o.names.RequestsStream(), jetstream.ConsumerConfig{
 		Durable: DurableName, AckPolicy: jetstream.AckExplicitPolicy, AckWait: o.cfg.ackWait,
 		MaxAckPending: o.cfg.maxPending, Description: "orchestrator replicas: chat requests and pipeline submissions",
 	})
@@ -330,6 +328,19 @@ func (o *Orchestrator) settleRefusal(m jetstream.Msg, err error) {
 		}
 	}
 	_ = m.TermWithReason("refused")
+}
+
+// consumer creates or binds the durable consumer cfg on stream, trying
+// again while the server cannot answer (a cluster electing a leader, or
+// busy creating the consumer's replicas) for up to two minutes.
+func (o *Orchestrator) consumer(ctx context.Context, stream string, cfg jetstream.ConsumerConfig) (jetstream.Consumer, error) {
+	return bus.Retry(ctx, 2*time.Minute, func(err error) {
+		o.log.Warn("orchestrator: the server did not answer creating a consumer; trying again", "stream", stream, "err", err)
+	}, func() (jetstream.Consumer, error) {
+		cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		defer cancel()
+		return o.js.CreateOrUpdateConsumer(cctx, stream, cfg)
+	})
 }
 
 // keepAlive tells JetStream a long handler is still working.

@@ -5,35 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
-	"github.com/nats-io/nats.go"
+	"github.com/agentmesh/agentmesh/bus"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// TransientWait bounds how long a KV call is tried again while the server
-// cannot answer it, as while a JetStream cluster elects a new leader after
-// a node left (a few seconds), or while the connection moves to another
-// node.
-const TransientWait = 30 * time.Second
-
-// Transient reports an error of a KV call that says nothing about the key,
-// only that the server did not answer in time: a timeout, no responders, a
-// cluster without a leader (503). ctx ending is not transient.
-func Transient(ctx context.Context, err error) bool {
-	if err == nil || ctx.Err() != nil {
-		return false
-	}
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) || errors.Is(err, nats.ErrNoResponders) ||
-		errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrConnectionReconnecting) {
-		return true
-	}
-	var api *jetstream.APIError
-	return errors.As(err, &api) && api.Code == 503
-}
-
-// retryKV tries the reads and writes of a bucket again for TransientWait
-// while they fail transiently. A write whose answer was lost may have been
+// retryKV tries the reads and writes of a bucket again for
+// bus.TransientWait while they fail transiently (bus.Transient). A write whose answer was lost may have been
 // stored: before writing again it reads the key, and a value equal to its
 // own at a newer revision is taken as its own write.
 type retryKV struct{ jetstream.KeyValue }
@@ -46,23 +24,9 @@ func retrying(kv jetstream.KeyValue) jetstream.KeyValue {
 	return retryKV{kv}
 }
 
-// retry calls op until it succeeds, fails for good, ctx ends or
-// TransientWait passed; between tries it waits 50 ms, doubling to 1 s.
+// retry is bus.Retry for TransientWait with no report.
 func retry[T any](ctx context.Context, op func() (T, error)) (T, error) {
-	deadline := time.Now().Add(TransientWait)
-	wait := 50 * time.Millisecond
-	for {
-		v, err := op()
-		if !Transient(ctx, err) || time.Now().After(deadline) {
-			return v, err
-		}
-		select {
-		case <-ctx.Done():
-			return v, fmt.Errorf("%w (the server did not answer: %v)", ctx.Err(), err)
-		case <-time.After(wait):
-		}
-		wait = min(2*wait, time.Second)
-	}
+	return bus.Retry(ctx, bus.TransientWait, nil, op)
 }
 
 func (k retryKV) Get(ctx context.Context, key string) (jetstream.KeyValueEntry, error) {

@@ -52,7 +52,7 @@ func WithMaxStateBytes(n int) Option { return func(s *Store) { s.maxBytes = n } 
 
 // New returns a store over the conversations and runs buckets
 // (bus.Resources.Conversations and .Runs). Reads and writes that fail
-// transiently are tried again for TransientWait (see Transient). Options:
+// transiently are tried again for bus.TransientWait (see bus.Transient). Options:
 // WithMaxHistory, WithMaxAppliedTasks, WithMaxStateBytes, WithPipelining.
 func New(conversations, runs jetstream.KeyValue, opts ...Option) *Store {
 	s := &Store{conversations: retrying(conversations), runs: retrying(runs),

@@ -1,0 +1,55 @@
+package bus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// TransientWait bounds how long Retry tries a call again while the server
+// cannot answer it, as while a JetStream cluster elects a new leader after
+// a node left (a few seconds) or the connection moves to another node.
+const TransientWait = 30 * time.Second
+
+// Transient reports an error of a NATS or JetStream call that says nothing
+// about the request, only that no server answered it in time: a timeout,
+// no responders, a reconnecting connection, a cluster without a leader
+// (503). ctx ending is not transient.
+func Transient(ctx context.Context, err error) bool {
+	if err == nil || ctx.Err() != nil {
+		return false
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) || errors.Is(err, nats.ErrNoResponders) ||
+		errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrConnectionReconnecting) {
+		return true
+	}
+	var api *jetstream.APIError
+	return errors.As(err, &api) && api.Code == 503
+}
+
+// Retry calls op until it succeeds, fails for good (not Transient), ctx
+// ends or wait passed; between tries it waits 50 ms, doubling to 1 s, and
+// tells onRetry (when not nil) why.
+func Retry[T any](ctx context.Context, wait time.Duration, onRetry func(error), op func() (T, error)) (T, error) {
+	deadline := time.Now().Add(wait)
+	pause := 50 * time.Millisecond
+	for {
+		v, err := op()
+		if !Transient(ctx, err) || time.Now().After(deadline) {
+			return v, err
+		}
+		if onRetry != nil {
+			onRetry(err)
+		}
+		select {
+		case <-ctx.Done():
+			return v, fmt.Errorf("%w (the server did not answer: %v)", ctx.Err(), err)
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, time.Second)
+	}
+}

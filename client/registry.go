@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -69,7 +70,7 @@ func NewRegistry(ctx context.Context, kv jetstream.KeyValue, opts ...RegistryOpt
 	if kv == nil {
 		return nil, fmt.Errorf("client: NewRegistry: nil agents bucket")
 	}
-	w, err := kv.WatchAll(context.Background())
+	w, err := bus.Retry(ctx, bus.TransientWait, nil, func() (jetstream.KeyWatcher, error) { return kv.WatchAll(context.Background()) })
 	if err != nil {
 		return nil, fmt.Errorf("client: watching agents bucket %s: %w", kv.Bucket(), err)
 	}

@@ -33,6 +33,14 @@ func (k retryKV) Get(ctx context.Context, key string) (jetstream.KeyValueEntry, 
 	return retry(ctx, func() (jetstream.KeyValueEntry, error) { return k.KeyValue.Get(ctx, key) })
 }
 
+func (k retryKV) Watch(ctx context.Context, keys string, opts ...jetstream.WatchOpt) (jetstream.KeyWatcher, error) {
+	return retry(ctx, func() (jetstream.KeyWatcher, error) { return k.KeyValue.Watch(ctx, keys, opts...) })
+}
+
+func (k retryKV) ListKeysFiltered(ctx context.Context, filters ...string) (jetstream.KeyLister, error) {
+	return retry(ctx, func() (jetstream.KeyLister, error) { return k.KeyValue.ListKeysFiltered(ctx, filters...) })
+}
+
 func (k retryKV) Put(ctx context.Context, key string, value []byte) (uint64, error) {
 	return retry(ctx, func() (uint64, error) { return k.KeyValue.Put(ctx, key, value) })
 }

@@ -324,7 +324,7 @@ func (r *Runtime) publishResult(task bus.Event, res schemas.AgentResult) error {
 	if strings.HasPrefix(subject, r.resultPrefix) {
 		ctx, cancel := context.WithTimeout(context.Background(), publishTimeout)
 		defer cancel()
-		_, err = r.js.PublishMsg(ctx, msg)
+		_, err = bus.Publish(ctx, r.js, msg)
 		return err
 	}
 	return r.nc.PublishMsg(msg)
@@ -403,7 +403,7 @@ func (r *Runtime) deadLetter(d *delivery, reason string) error {
 	m.Header.Set(HeaderDeadDeliveries, strconv.Itoa(d.attempt))
 	ctx, cancel := context.WithTimeout(context.Background(), publishTimeout)
 	defer cancel()
-	_, err := r.js.PublishMsg(ctx, m)
+	_, err := bus.Publish(ctx, r.js, m)
 	return err
 }
 

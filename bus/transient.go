@@ -53,3 +53,20 @@ func Retry[T any](ctx context.Context, wait time.Duration, onRetry func(error), 
 		pause = min(2*pause, time.Second)
 	}
 }
+
+// publishTry bounds one try of a JetStream publish: an acknowledgement
+// lost when the connection moved node never comes, and the next try is
+// stored once by the message id.
+const publishTry = 5 * time.Second
+
+// Publish publishes msg to a stream and waits for its acknowledgement,
+// trying again (each try at most 5 s) while no server answers, for
+// TransientWait. msg should carry a Nats-Msg-Id, so that a try whose
+// acknowledgement was lost is stored once.
+func Publish(ctx context.Context, js jetstream.JetStream, msg *nats.Msg, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
+	return Retry(ctx, TransientWait, nil, func() (*jetstream.PubAck, error) {
+		tctx, cancel := context.WithTimeout(ctx, publishTry)
+		defer cancel()
+		return js.PublishMsg(tctx, msg, opts...)
+	})
+}

@@ -60,7 +60,7 @@ func PublishChatRequest(ctx context.Context, js jetstream.JetStream, names bus.N
 		return err
 	}
 	msg.Header.Set(jetstream.MsgIDHeader, ev.ID)
-	if _, err := js.PublishMsg(ctx, msg); err != nil {
+	if _, err := bus.Publish(ctx, js, msg); err != nil {
 		return fmt.Errorf("chat: publishing the request on %s: %w (is NATS with JetStream running and provisioned?)", names.ChatRequest(), err)
 	}
 	return nil

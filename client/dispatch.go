@@ -85,7 +85,7 @@ func (d *Dispatcher) Dispatch(ctx context.Context, agent string, task schemas.Ta
 	if err != nil {
 		return "", err
 	}
-	if _, err := d.js.PublishMsg(ctx, msg); err != nil {
+	if _, err := bus.Publish(ctx, d.js, msg); err != nil {
 		return "", fmt.Errorf("dispatching task %s to %s: %w", meta.TaskID, agent, err)
 	}
 	return meta.TaskID, nil
@@ -251,7 +251,7 @@ func (d *Dispatcher) DeadLetter(ctx context.Context, agent string, m jetstream.M
 	if md, err := m.Metadata(); err == nil {
 		dead.Header.Set(jetstream.MsgIDHeader, fmt.Sprintf("dead-%s-%d", md.Stream, md.Sequence.Stream))
 	}
-	if _, err := d.js.PublishMsg(ctx, dead); err != nil {
+	if _, err := bus.Publish(ctx, d.js, dead); err != nil {
 		return fmt.Errorf("dead-lettering to %s: %w", subject, err)
 	}
 	return nil

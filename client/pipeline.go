@@ -120,7 +120,7 @@ func SubmitPipeline(ctx context.Context, js jetstream.JetStream, names bus.Names
 		return "", err
 	}
 	msg.Header.Set(jetstream.MsgIDHeader, "submit-"+runID)
-	if _, err := js.PublishMsg(ctx, msg); err != nil {
+	if _, err := bus.Publish(ctx, js, msg); err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
 			return "", fmt.Errorf("submitting pipeline: no JetStream ack (is the mesh provisioned?): %w", err)
 		}

@@ -38,7 +38,7 @@ func (o *Orchestrator) announceRefusal(ref client.Refusal) {
 	msg.Header.Set(nats.MsgIdHdr, fmt.Sprintf("refused-%s-%d", ref.Key, ref.Revision))
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if _, err := o.js.PublishMsg(ctx, msg); err != nil {
+	if _, err := bus.Publish(ctx, o.js, msg); err != nil {
 		o.log.Warn("publishing a refusal", "key", ref.Key, "err", err)
 	}
 }

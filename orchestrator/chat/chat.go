@@ -323,7 +323,7 @@ func (c *Chat) publish(ctx context.Context, conv, typ string, data any, msgID st
 	if msgID != "" {
 		msg.Header.Set(jetstream.MsgIDHeader, msgID)
 	}
-	if _, err := c.js.PublishMsg(ctx, msg); err != nil {
+	if _, err := bus.Publish(ctx, c.js, msg); err != nil {
 		return fmt.Errorf("publishing %s for conversation %s: %w", typ, conv, err)
 	}
 	return nil

@@ -64,7 +64,7 @@ func NewChatRequest(conversationID, message, source string) (bus.Event, string, 
 // stored once. An ev without a traceparent gets ctx's span's, when ctx has
 // one.
 func PublishChatRequest(ctx context.Context, js jetstream.JetStream, names bus.Names, ev bus.Event) error {
-	setTraceParent(ctx, &ev)
+	SetTraceParent(ctx, &ev)
 	msg, err := bus.Encode(names.ChatRequest(), ev)
 	if err != nil {
 		return err

@@ -28,9 +28,9 @@ type DispatchMeta struct {
 	TraceParent    string    // W3C traceparent; default the span of Dispatch's ctx, else a new trace
 }
 
-// setTraceParent puts the traceparent of ctx's span on ev when ev has none
+// SetTraceParent puts the traceparent of ctx's span on ev when ev has none
 // and ctx has one.
-func setTraceParent(ctx context.Context, ev *bus.Event) {
+func SetTraceParent(ctx context.Context, ev *bus.Event) {
 	if ev.Ext(bus.ExtTraceParent) != "" {
 		return
 	}

@@ -123,7 +123,7 @@ func SubmitPipeline(ctx context.Context, js jetstream.JetStream, names bus.Names
 	}
 	ev.SetExt(bus.ExtRunID, runID)
 	span.SetAttributes(telemetry.AttrRunID.String(runID))
-	setTraceParent(ctx, &ev)
+	SetTraceParent(ctx, &ev)
 	msg, err := bus.Encode(names.PipelineSubmit(), ev)
 	if err != nil {
 		return "", err

@@ -35,17 +35,26 @@ func ParseLogLevel(s string) (slog.Level, error) {
 // from level on, through Handler, so every line written with a context
 // carries its trace and the ids WithLogAttrs put there.
 func NewLogger(w io.Writer, format string, level slog.Level) (*slog.Logger, error) {
-	opts := &slog.HandlerOptions{Level: level}
-	var h slog.Handler
-	switch strings.ToLower(strings.TrimSpace(format)) {
-	case "text", "":
-		h = slog.NewTextHandler(w, opts)
-	case "json":
-		h = slog.NewJSONHandler(w, opts)
-	default:
-		return nil, fmt.Errorf("log format %q is not one of %s", format, strings.Join(LogFormats, ", "))
+	f, err := ParseLogFormat(format)
+	if err != nil {
+		return nil, err
 	}
-	return slog.New(Handler(h)), nil
+	opts := &slog.HandlerOptions{Level: level}
+	if f == "json" {
+		return slog.New(Handler(slog.NewJSONHandler(w, opts))), nil
+	}
+	return slog.New(Handler(slog.NewTextHandler(w, opts))), nil
+}
+
+// ParseLogFormat reads one of LogFormats ("" is text).
+func ParseLogFormat(s string) (string, error) {
+	switch f := strings.ToLower(strings.TrimSpace(s)); f {
+	case "text", "":
+		return "text", nil
+	case "json":
+		return f, nil
+	}
+	return "", fmt.Errorf("log format %q is not one of %s", s, strings.Join(LogFormats, ", "))
 }
 
 // Log attribute keys the Handler adds.

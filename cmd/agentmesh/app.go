@@ -22,6 +22,7 @@ type app struct {
 	replicas int
 	owner    bool // this process sets the mesh's retention (up, server --provision)
 	settings
+	obs observability // log flags and trace export (observe.go)
 
 	out    io.Writer
 	errOut io.Writer

@@ -34,6 +34,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	root.SetErr(stderr)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	defer a.obs.stop()
 	if err := root.ExecuteContext(ctx); err != nil {
 		var ee exitError
 		if errors.As(err, &ee) {
@@ -79,7 +80,13 @@ Every client command talks to the NATS server named by --nats (or NATS_URL).`,
 	f.BoolVar(&a.jsonOut, "json", false, "machine-readable JSON output")
 	f.IntVar(&a.replicas, "js-replicas", 0, "JetStream replica count for streams, buckets and the object store, 3 on a cluster (default: 1 for new ones; existing ones keep theirs)")
 	a.settings.register(f)
-	root.PersistentPreRunE = func(*cobra.Command, []string) error { return a.settings.check() }
+	a.obs.register(f)
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		if err := a.settings.check(); err != nil {
+			return err
+		}
+		return a.obs.start(cmd)
+	}
 	for _, c := range commands {
 		root.AddCommand(c(a))
 	}

@@ -11,10 +11,12 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/client"
 	"github.com/agentmesh/agentmesh/schemas"
+	"github.com/agentmesh/agentmesh/telemetry"
 )
 
 func init() { register(newTaskCmd) }
@@ -91,6 +93,10 @@ Example:
 			}
 			ev.DataContentType = bus.ContentTypeJSON
 			ev.SetExt(bus.ExtDeadline, time.Now().Add(timeout).UTC().Format(time.RFC3339Nano))
+			ctx, span := telemetry.Start(ctx, "task send "+agent, trace.WithSpanKind(trace.SpanKindClient),
+				trace.WithAttributes(telemetry.AttrAgent.String(agent), telemetry.AttrTaskID.String(ev.ID)))
+			defer span.End()
+			client.SetTraceParent(ctx, &ev)
 			sub, err := m.NC.SubscribeSync(m.Names.Result(ev.ID))
 			if err != nil {
 				return err

@@ -57,13 +57,14 @@ func defaultConfig() config {
 // WithObserver reports every task this instance takes to ob: received
 // from the bus, started, and finished with its outcome (completed, failed,
 // retry, dead_letter), code, duration and metrics (see schemas.Observer).
-// Metrics and tracing hang here.
+// Metrics and tracing hang here. Given more than once, every observer
+// sees every observation, in the order given.
 func WithObserver(ob schemas.Observer) Option {
 	return func(c *config) error {
 		if ob == nil {
 			return errorf(ErrInvalidOption, "WithObserver: nil observer")
 		}
-		c.observer = ob
+		c.observer = schemas.Observers(c.observer, ob)
 		return nil
 	}
 }

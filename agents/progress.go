@@ -44,10 +44,10 @@ func ReportProgress(ctx context.Context, message string, percent float64) {
 	ev.SetExt(bus.ExtTaskID, s.taskID)
 	msg, err := bus.Encode(s.events, ev)
 	if err != nil {
-		s.rt.log.Warn("progress event", "task", s.taskID, "err", err)
+		s.rt.log.WarnContext(ctx, "progress event", "err", err)
 		return
 	}
 	if err := s.rt.nc.PublishMsg(msg); err != nil {
-		s.rt.log.Warn("publishing progress", "task", s.taskID, "err", err)
+		s.rt.log.WarnContext(ctx, "publishing progress", "err", err)
 	}
 }

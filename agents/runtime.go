@@ -20,6 +20,7 @@ import (
 
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/schemas"
+	"github.com/agentmesh/agentmesh/telemetry"
 )
 
 // doneSetSize is how many finished task ids an instance remembers.
@@ -102,7 +103,7 @@ func NewRuntime(nc *nats.Conn, a Agent, opts ...Option) (*Runtime, error) {
 	}
 	r := &Runtime{
 		nc: nc, js: js, agent: a, contract: c, cfg: cfg,
-		log:     cfg.logger.With("agent", c.Name, "instance", cfg.instanceID),
+		log:     telemetry.Logger(cfg.logger).With("agent", c.Name, "instance", cfg.instanceID),
 		source:  "/agentmesh/agents/" + c.Name + "/" + cfg.instanceID,
 		ttl:     registryTTL(cfg.heartbeat),
 		kvKey:   c.Name + "." + cfg.instanceID,

@@ -11,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/resolvers"
@@ -35,6 +36,8 @@ type delivery struct {
 	event   bus.Event
 	attempt int
 	start   time.Time
+	ctx     context.Context // the task's span and log ids (startTask)
+	span    trace.Span
 }
 
 // handle runs one task message to its end: a published result and an ack,
@@ -63,14 +66,14 @@ func (r *Runtime) handle(msg jetstream.Msg) {
 	if retry != nil {
 		if d.attempt < r.cfg.maxDeliver {
 			delay := r.cfg.backoff[min(d.attempt-1, len(r.cfg.backoff)-1)]
-			r.log.Info("task will be retried", "task", taskID, "attempt", d.attempt, "delay", delay, "err", retry)
+			r.log.InfoContext(d.ctx, "task will be retried", "attempt", d.attempt, "delay", delay, "err", retry)
 			_ = msg.NakWithDelay(delay)
 			r.finished(d, schemas.OutcomeRetry, schemas.Failure(r.contract.Name, "", retry.Error(), true))
 			return
 		}
 		reason := fmt.Sprintf("gave up after %d deliveries: %v", d.attempt, retry)
 		if err := r.deadLetter(d, reason); err != nil {
-			r.log.Error("dead-lettering task", "task", taskID, "err", err)
+			r.log.ErrorContext(d.ctx, "dead-lettering task", "err", err)
 		}
 		res = schemas.Failure(r.contract.Name, schemas.CodeExhausted, reason, false)
 		if r.finish(d, res) {
@@ -94,7 +97,8 @@ func (r *Runtime) handle(msg jetstream.Msg) {
 func (r *Runtime) accept(d *delivery) error {
 	ev, err := bus.Decode(d.raw)
 	d.event = ev
-	r.observe(schemas.TaskReceived{TaskRef: r.taskRef(d), Delivery: d.attempt, At: d.start})
+	r.startTask(d)
+	r.observe(d.ctx, schemas.TaskReceived{TaskRef: r.taskRef(d), Delivery: d.attempt, At: d.start})
 	if err != nil {
 		return err
 	}
@@ -165,7 +169,7 @@ func (r *Runtime) run(d *delivery) (schemas.AgentResult, error) {
 		}
 	}
 
-	ctx, cancel := context.WithCancelCause(context.Background())
+	ctx, cancel := context.WithCancelCause(d.ctx)
 	defer cancel(nil)
 	if hasDeadline {
 		var stop context.CancelFunc
@@ -183,7 +187,7 @@ func (r *Runtime) run(d *delivery) (schemas.AgentResult, error) {
 	ctx = withScope(ctx, &taskScope{rt: r, taskID: ev.ID, events: r.progressSubject(ev), ext: correlation(ev)})
 
 	stopProgress := r.keepInProgress(d.msg)
-	r.observe(schemas.TaskStarted{TaskRef: r.taskRef(d), Delivery: d.attempt, At: time.Now()})
+	r.observe(d.ctx, schemas.TaskStarted{TaskRef: r.taskRef(d), Delivery: d.attempt, At: time.Now()})
 	res, err := r.execute(ctx, schemas.ContextFromTask(r.cfg.registry, req))
 	stopProgress()
 
@@ -223,7 +227,7 @@ func (r *Runtime) run(d *delivery) (schemas.AgentResult, error) {
 func (r *Runtime) execute(ctx context.Context, ec *schemas.ExecutionContext) (res schemas.AgentResult, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			r.log.Error("Execute panicked", "panic", p)
+			r.log.ErrorContext(ctx, "Execute panicked", "panic", p)
 			err = fmt.Errorf("panic in Execute: %v", p)
 		}
 	}()
@@ -261,7 +265,7 @@ func (r *Runtime) keepInProgress(msg jetstream.Msg) func() {
 func (r *Runtime) finish(d *delivery, res schemas.AgentResult) bool {
 	r.stamp(d, &res)
 	if err := r.publishResult(d.event, res); err != nil {
-		r.log.Error("publishing result", "task", d.event.ID, "err", err)
+		r.log.ErrorContext(d.ctx, "publishing result", "err", err)
 		_ = d.msg.NakWithDelay(r.cfg.backoff[0])
 		r.finished(d, schemas.OutcomeRetry, schemas.Failure(r.contract.Name, "", "publishing the result: "+err.Error(), true))
 		return false
@@ -270,7 +274,7 @@ func (r *Runtime) finish(d *delivery, res schemas.AgentResult) bool {
 		r.done.add(d.event.ID)
 	}
 	if err := d.msg.Ack(); err != nil {
-		r.log.Warn("acking task", "task", d.event.ID, "err", err)
+		r.log.WarnContext(d.ctx, "acking task", "err", err)
 	}
 	return true
 }
@@ -286,8 +290,9 @@ func (r *Runtime) stamp(d *delivery, res *schemas.AgentResult) {
 	res.Metrics.Attempt = d.attempt
 }
 
-// observe hands o to the runtime's observer.
-func (r *Runtime) observe(o schemas.Observation) { r.cfg.observer.Observe(context.Background(), o) }
+// observe hands o to the runtime's observer with the task's context (its
+// span and log ids).
+func (r *Runtime) observe(ctx context.Context, o schemas.Observation) { r.cfg.observer.Observe(ctx, o) }
 
 // finished reports the end of a delivery with outcome (schemas.Outcome*).
 func (r *Runtime) finished(d *delivery, outcome string, res schemas.AgentResult) {
@@ -295,7 +300,8 @@ func (r *Runtime) finished(d *delivery, outcome string, res schemas.AgentResult)
 	if res.Error != nil {
 		f.Code, f.Error = res.Error.Code, res.Error.Message
 	}
-	r.observe(f)
+	r.observe(d.ctx, f)
+	endTask(d, f)
 }
 
 // taskRef names the task of d as its event's extension attributes say.
@@ -360,7 +366,7 @@ func (r *Runtime) resultMessage(subject string, task bus.Event, res schemas.Agen
 // message with the reason. Either way the message is terminated.
 func (r *Runtime) rejectMalformed(d *delivery, cause error) {
 	reason := oneLine(cause)
-	r.log.Warn("malformed task", "subject", d.raw.Subject, "err", reason)
+	r.log.WarnContext(d.ctx, "malformed task", "subject", d.raw.Subject, "err", reason)
 	ev := d.event
 	replyTo := ev.Ext(bus.ExtReplyTo)
 	if !validSubject(replyTo) {
@@ -383,10 +389,10 @@ func (r *Runtime) rejectMalformed(d *delivery, cause error) {
 			r.finished(d, schemas.OutcomeFailed, res)
 			return
 		}
-		r.log.Error("answering malformed task", "err", err)
+		r.log.ErrorContext(d.ctx, "answering malformed task", "err", err)
 	}
 	if err := r.deadLetter(d, "malformed event: "+reason); err != nil {
-		r.log.Error("dead-lettering malformed task", "err", err)
+		r.log.ErrorContext(d.ctx, "dead-lettering malformed task", "err", err)
 		_ = d.msg.NakWithDelay(r.cfg.backoff[0])
 		r.finished(d, schemas.OutcomeRetry, schemas.Failure(r.contract.Name, schemas.CodeMalformedEvent, reason, true))
 		return

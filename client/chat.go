@@ -7,20 +7,28 @@ import (
 	"strings"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/schemas"
+	"github.com/agentmesh/agentmesh/telemetry"
 )
 
 // SendChat publishes an io.agentmesh.chat.requested event on
 // mesh.chat.request with a JetStream publish (the ack says an orchestrator
 // will take it) and returns the conversation id (conversationID, or the
 // event id for a new conversation) and the request's event id.
+//
+// It records a producer span "chat send" whose context the request
+// carries as its traceparent, so the turn's spans join its trace.
 func SendChat(ctx context.Context, js jetstream.JetStream, names bus.Names, conversationID, message, source string) (conv, requestID string, err error) {
+	ctx, span := telemetry.Start(ctx, "chat send", trace.WithSpanKind(trace.SpanKindProducer))
+	defer func() { telemetry.End(span, err) }()
 	ev, conv, err := NewChatRequest(conversationID, message, source)
 	if err != nil {
 		return "", "", err
 	}
+	span.SetAttributes(telemetry.AttrConversation.String(conv))
 	return conv, ev.ID, PublishChatRequest(ctx, js, names, ev)
 }
 
@@ -53,8 +61,10 @@ func NewChatRequest(conversationID, message, source string) (bus.Event, string, 
 
 // PublishChatRequest publishes ev on mesh.chat.request and waits for the
 // JetStream ack. The event id is the message id, so a retried publish is
-// stored once.
+// stored once. An ev without a traceparent gets ctx's span's, when ctx has
+// one.
 func PublishChatRequest(ctx context.Context, js jetstream.JetStream, names bus.Names, ev bus.Event) error {
+	SetTraceParent(ctx, &ev)
 	msg, err := bus.Encode(names.ChatRequest(), ev)
 	if err != nil {
 		return err
@@ -72,12 +82,19 @@ func PublishChatRequest(ctx context.Context, js jetstream.JetStream, names bus.N
 // not nil, with the conversation id once the request is stored. It follows only what
 // comes after the request, so earlier turns' answers are not mistaken for
 // this one's. The response carries the conversation id even on error.
-func Turn(ctx context.Context, js jetstream.JetStream, names bus.Names, conversation, message, source string, progress func(schemas.TaskProgress), accepted func(conv string)) (schemas.ChatResponse, bus.Event, error) {
+// The turn is a client span "chat" (the trace of the whole turn hangs
+// under it), ended when the answer comes.
+func Turn(ctx context.Context, js jetstream.JetStream, names bus.Names, conversation, message, source string, progress func(schemas.TaskProgress), accepted func(conv string)) (resp schemas.ChatResponse, answer bus.Event, err error) {
+	ctx, span := telemetry.Start(ctx, "chat", trace.WithSpanKind(trace.SpanKindClient))
+	defer func() {
+		span.SetAttributes(telemetry.AttrConversation.String(resp.ConversationID), telemetry.AttrStatus.String(resp.State))
+		telemetry.End(span, err)
+	}()
 	ev, conv, err := NewChatRequest(conversation, message, source)
 	if err != nil {
 		return schemas.ChatResponse{}, bus.Event{}, err
 	}
-	resp := schemas.ChatResponse{ConversationID: conv}
+	resp = schemas.ChatResponse{ConversationID: conv}
 	events, stop, err := Follow(ctx, js, names, names.Events(conv, "chat"), true)
 	if err != nil {
 		return resp, bus.Event{}, fmt.Errorf("following conversation %s: %w", conv, err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/schemas"
+	"github.com/agentmesh/agentmesh/telemetry"
 )
 
 // DispatchMeta carries the envelope of a task: which run or conversation it
@@ -24,28 +25,23 @@ type DispatchMeta struct {
 	ConversationID string    // conversationid extension
 	ReplyTo        string    // default mesh.result.orchestrator.<run or conversation>, else mesh.result.<task>
 	Deadline       time.Time // default now + the task's timeout
-	TraceParent    string    // W3C traceparent; default a new trace
+	TraceParent    string    // W3C traceparent; default the span of Dispatch's ctx, else a new trace
+}
+
+// SetTraceParent puts the traceparent of ctx's span on ev when ev has none
+// and ctx has one.
+func SetTraceParent(ctx context.Context, ev *bus.Event) {
+	if ev.Ext(bus.ExtTraceParent) != "" {
+		return
+	}
+	if tp := telemetry.TraceParent(ctx); tp != "" {
+		ev.SetExt(bus.ExtTraceParent, tp)
+	}
 }
 
 // NewTraceParent returns a fresh W3C traceparent (version 00, sampled).
 func NewTraceParent() string {
 	return fmt.Sprintf("00-%016x%016x-%016x-01", rand.Uint64(), rand.Uint64(), nonZero())
-}
-
-// TraceParentFor returns a W3C traceparent whose trace id is derived from
-// id (a run id), so every task of a run shares one trace; the span id is
-// fresh.
-func TraceParentFor(runID string) string {
-	return fmt.Sprintf("00-%016x%016x-%016x-01", fnv64(runID), fnv64(runID+"/trace"), nonZero())
-}
-
-func fnv64(s string) uint64 {
-	h := uint64(14695981039346656037)
-	for i := 0; i < len(s); i++ {
-		h ^= uint64(s[i])
-		h *= 1099511628211
-	}
-	return h
 }
 
 // nonZero returns a random span id (W3C forbids all zeroes).
@@ -81,6 +77,9 @@ func NewDispatcher(js jetstream.JetStream, names bus.Names, source string) *Disp
 // stored once. It sets the replyto, deadline (RFC 3339), traceparent and the
 // runid/stepid/conversationid extensions, and returns the task id.
 func (d *Dispatcher) Dispatch(ctx context.Context, agent string, task schemas.TaskRequest, meta DispatchMeta) (string, error) {
+	if meta.TraceParent == "" {
+		meta.TraceParent = telemetry.TraceParent(ctx) // the agent's span is a child of the caller's
+	}
 	msg, err := d.message(agent, task, &meta)
 	if err != nil {
 		return "", err

@@ -11,10 +11,13 @@ import (
 	"strings"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 	"gopkg.in/yaml.v3"
 
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/schemas"
+	"github.com/agentmesh/agentmesh/telemetry"
 )
 
 // LoadPipeline reads a pipeline spec from a YAML or JSON file (chosen by
@@ -100,8 +103,12 @@ func NormalizeSpec(spec schemas.PipelineSpec) (schemas.PipelineSpec, error) {
 // SubmitPipeline publishes spec as an io.agentmesh.pipeline.submitted event
 // on mesh.pipeline.submit with a JetStream publish (the ack says the request
 // was accepted) and returns the run id: runID, or the event id when runID
-// is empty.
-func SubmitPipeline(ctx context.Context, js jetstream.JetStream, names bus.Names, spec schemas.PipelineSpec, runID, source string) (string, error) {
+// is empty. It records a producer span "pipeline submit" whose context the
+// submission carries as its traceparent: the run's spans join its trace.
+func SubmitPipeline(ctx context.Context, js jetstream.JetStream, names bus.Names, spec schemas.PipelineSpec, runID, source string) (_ string, err error) {
+	ctx, span := telemetry.Start(ctx, "pipeline submit", trace.WithSpanKind(trace.SpanKindProducer),
+		trace.WithAttributes(attribute.String("agentmesh.pipeline.name", spec.Name)))
+	defer func() { telemetry.End(span, err) }()
 	if source == "" {
 		source = "agentmesh/client"
 	}
@@ -115,6 +122,8 @@ func SubmitPipeline(ctx context.Context, js jetstream.JetStream, names bus.Names
 		return "", err
 	}
 	ev.SetExt(bus.ExtRunID, runID)
+	span.SetAttributes(telemetry.AttrRunID.String(runID))
+	SetTraceParent(ctx, &ev)
 	msg, err := bus.Encode(names.PipelineSubmit(), ev)
 	if err != nil {
 		return "", err

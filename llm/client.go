@@ -68,10 +68,20 @@ func (c *Client) Endpoint() string { return c.cfg.BaseURL }
 // Chat sends one Chat Completions request, retrying on 429, 5xx and
 // connection errors (honouring Retry-After), each attempt under the
 // configured timeout. An empty req.Model means the configured model.
-func (c *Client) Chat(ctx context.Context, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, Usage, error) {
+//
+// The call is a client span "chat MODEL" with the GenAI semantic
+// conventions' attributes (operation, system, models, tokens), a child of
+// ctx's span.
+func (c *Client) Chat(ctx context.Context, req openai.ChatCompletionRequest) (resp openai.ChatCompletionResponse, usage Usage, err error) {
 	if req.Model == "" {
 		req.Model = c.cfg.Model
 	}
+	ctx, span := c.startSpan(ctx, req.Model)
+	defer func() { c.endSpan(span, resp, usage, err) }()
+	return c.chat(ctx, req)
+}
+
+func (c *Client) chat(ctx context.Context, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, Usage, error) {
 	start := time.Now()
 	usage := Usage{Model: req.Model}
 	var lastErr error

@@ -81,8 +81,12 @@ func WithStateOptions(o ...state.Option) Option {
 
 // WithObserver reports every task, step, run, model call and chat turn
 // transition the replica sees to ob (see schemas.Observer); chat loops
-// attached with AttachChat share it.
-func WithObserver(ob schemas.Observer) Option { return func(c *config) { c.observer = ob } }
+// attached with AttachChat share it. Given more than once, every observer
+// sees every observation, in the order given. The spans of pipeline runs
+// and steps (telemetry.Observer) are always recorded.
+func WithObserver(ob schemas.Observer) Option {
+	return func(c *config) { c.observer = schemas.Observers(c.observer, ob) }
+}
 
 // WithOrphanGrace sets how long a task for an agent that is not registered
 // and has never consumed tasks here waits before the replica answers it

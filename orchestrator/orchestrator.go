@@ -21,6 +21,7 @@ import (
 	"github.com/agentmesh/agentmesh/orchestrator/state"
 	"github.com/agentmesh/agentmesh/resolvers"
 	"github.com/agentmesh/agentmesh/schemas"
+	"github.com/agentmesh/agentmesh/telemetry"
 )
 
 // DurableName is the durable consumer all orchestrator replicas share, on
@@ -67,9 +68,8 @@ func New(nc *nats.Conn, opts ...Option) (*Orchestrator, error) {
 	if cfg.logger == nil {
 		cfg.logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	if cfg.observer == nil {
-		cfg.observer = schemas.NopObserver{}
-	}
+	cfg.logger = telemetry.Logger(cfg.logger)
+	cfg.observer = schemas.Observers(telemetry.Observer{}, cfg.observer)
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return nil, fmt.Errorf("orchestrator: jetstream: %w", err)
@@ -271,6 +271,7 @@ func (o *Orchestrator) handleRequest(ctx context.Context, m jetstream.Msg) {
 		o.settleRefusal(m, o.rejectRequest(ctx, m.Subject(), ev, schemas.CodeMalformedEvent, fmt.Errorf("malformed request: %w", err)))
 		return
 	}
+	ctx = telemetry.WithTraceParent(ctx, ev.Ext(bus.ExtTraceParent))
 	want := bus.TypeChatRequested
 	if m.Subject() == o.names.PipelineSubmit() {
 		want = bus.TypePipelineSubmitted
@@ -288,7 +289,7 @@ func (o *Orchestrator) handleRequest(ctx context.Context, m jetstream.Msg) {
 			return
 		}
 		if err != nil {
-			o.log.Warn("pipeline submission", "id", ev.ID, "err", err)
+			o.log.WarnContext(ctx, "pipeline submission", "id", ev.ID, "run", firstNonEmpty(ev.Ext(bus.ExtRunID), ev.ID), "err", err)
 			_ = m.NakWithDelay(time.Second)
 			return
 		}
@@ -306,7 +307,7 @@ func (o *Orchestrator) handleRequest(ctx context.Context, m jetstream.Msg) {
 			return
 		}
 		if err != nil {
-			o.log.Warn("chat request", "id", ev.ID, "err", err)
+			o.log.WarnContext(ctx, "chat request", "id", ev.ID, "conversation", ev.Ext(bus.ExtConversationID), "err", err)
 		}
 	}
 	_ = m.Ack()
@@ -416,21 +417,22 @@ func (o *Orchestrator) handleResult(ctx context.Context, m jetstream.Msg) {
 		return
 	}
 	taskID := ev.Ext(bus.ExtTaskID)
+	ctx = telemetry.WithLogAttrs(telemetry.WithTraceParent(ctx, ev.Ext(bus.ExtTraceParent)), "task", taskID, "run", ev.Ext(bus.ExtRunID))
 	if ev.Ext(bus.ExtRunID) == "" {
 		// Only pipeline steps reply here; chat tool calls reply on
 		// mesh.result.<task> to the replica running the turn.
-		o.log.Warn("result without a runid on the orchestrator's subject: not a pipeline step's, dropped", "subject", m.Subject(), "task", taskID)
+		o.log.WarnContext(ctx, "result without a runid on the orchestrator's subject: not a pipeline step's, dropped", "subject", m.Subject())
 		_ = m.Term()
 		return
 	}
 	err = o.pipelines.ApplyResult(ctx, ev.Ext(bus.ExtRunID), ev.Ext(bus.ExtStepID), taskID, res)
 	if errors.Is(err, pipeline.ErrEarly) {
-		o.log.Debug("result ahead of its wave: handled again shortly", "task", taskID, "err", err)
+		o.log.DebugContext(ctx, "result ahead of its wave: handled again shortly", "err", err)
 		_ = m.NakWithDelay(100 * time.Millisecond)
 		return
 	}
 	if err != nil && !errors.Is(err, state.ErrNotFound) {
-		o.log.Warn("applying result", "task", taskID, "err", err)
+		o.log.WarnContext(ctx, "applying result", "err", err)
 		_ = m.NakWithDelay(500 * time.Millisecond)
 		return
 	}

@@ -32,12 +32,13 @@ type ObserverFunc func(ctx context.Context, o Observation)
 // Observe calls f.
 func (f ObserverFunc) Observe(ctx context.Context, o Observation) { f(ctx, o) }
 
-// Observers fans one observation out to each of obs in order; nil entries
-// are skipped. With no observers it returns NopObserver.
+// Observers fans one observation out to each of obs in order; nil and
+// NopObserver entries are skipped. With no observers it returns
+// NopObserver.
 func Observers(obs ...Observer) Observer {
 	var list []Observer
 	for _, o := range obs {
-		if o != nil {
+		if _, nop := o.(NopObserver); o != nil && !nop {
 			list = append(list, o)
 		}
 	}

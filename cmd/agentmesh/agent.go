@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"log/slog"
 	"strings"
 	"time"
 
@@ -10,6 +9,7 @@ import (
 
 	"github.com/agentmesh/agentmesh/agents"
 	"github.com/agentmesh/agentmesh/resolvers"
+	"github.com/agentmesh/agentmesh/telemetry"
 )
 
 func init() { register(newAgentCmd) }
@@ -79,10 +79,7 @@ LLM: set OPENAI_API_KEY and/or OPENAI_BASE_URL, and AGENTMESH_MODEL.`,
 				return fmt.Errorf("building %s: %w", name, err)
 			}
 			name = ag.Contract().Name
-			level := slog.LevelWarn
-			if verbose {
-				level = slog.LevelInfo
-			}
+			log := a.logger(verbose)
 			opts := []agents.Option{
 				agents.WithNames(m.Names),
 				agents.WithConcurrency(concurrency),
@@ -90,7 +87,8 @@ LLM: set OPENAI_API_KEY and/or OPENAI_BASE_URL, and AGENTMESH_MODEL.`,
 				agents.WithAckWait(ackWait),
 				agents.WithMaxDeliver(maxDeliver),
 				agents.WithValueResolver(resolvers.NewCollections(m.Res.Files, 0)),
-				agents.WithLogger(slog.New(slog.NewTextHandler(a.errOut, &slog.HandlerOptions{Level: level}))),
+				agents.WithLogger(log),
+				agents.WithObserver(telemetry.LogObserver(log)),
 			}
 			if instance != "" {
 				opts = append(opts, agents.WithInstanceID(instance))

@@ -21,6 +21,7 @@ type app struct {
 	jsonOut bool
 	owner   bool // this process sets the mesh's retention (up, server --provision)
 	settings
+	obs observability // log flags and trace export (observe.go)
 
 	out    io.Writer
 	errOut io.Writer

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"strings"
 	"time"
@@ -51,7 +50,7 @@ func chatHandler(a *app, o *orchestrator.Orchestrator) error {
 		}
 		opts = append(opts, chat.WithMaxSteps(n))
 	}
-	opts = append(opts, chat.WithLogger(slog.New(slog.NewTextHandler(a.errOut, &slog.HandlerOptions{Level: slog.LevelWarn}))))
+	opts = append(opts, chat.WithLogger(a.logger(false)))
 	_, err = orchestrator.AttachChat(o, opts...)
 	return err
 }

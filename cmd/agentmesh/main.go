@@ -34,6 +34,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	root.SetErr(stderr)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	defer a.obs.stop()
 	if err := root.ExecuteContext(ctx); err != nil {
 		var ee exitError
 		if errors.As(err, &ee) {
@@ -78,7 +79,13 @@ Every client command talks to the NATS server named by --nats (or NATS_URL).`,
 	f.StringVar(&a.prefix, "prefix", envOr("AGENTMESH_PREFIX", "mesh"), "subject prefix of the mesh (env AGENTMESH_PREFIX)")
 	f.BoolVar(&a.jsonOut, "json", false, "machine-readable JSON output")
 	a.settings.register(f)
-	root.PersistentPreRunE = func(*cobra.Command, []string) error { return a.settings.check() }
+	a.obs.register(f)
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		if err := a.settings.check(); err != nil {
+			return err
+		}
+		return a.obs.start(cmd)
+	}
 	for _, c := range commands {
 		root.AddCommand(c(a))
 	}

@@ -2,13 +2,12 @@ package main
 
 import (
 	"fmt"
-	"log/slog"
-	"os"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/agentmesh/agentmesh/orchestrator"
+	"github.com/agentmesh/agentmesh/telemetry"
 )
 
 func init() { register(newOrchestratorCmd) }
@@ -36,15 +35,13 @@ many as you like; killing one loses nothing.`,
 				return err
 			}
 			defer m.Close()
-			level := slog.LevelWarn
-			if verbose {
-				level = slog.LevelInfo
-			}
+			log := a.logger(verbose)
 			opts := []orchestrator.Option{
 				orchestrator.WithNames(m.Names),
 				orchestrator.WithWorkers(workers),
 				orchestrator.WithAckWait(ackWait),
-				orchestrator.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))),
+				orchestrator.WithLogger(log),
+				orchestrator.WithObserver(telemetry.LogObserver(log)),
 			}
 			o, err := orchestrator.New(m.NC, opts...)
 			if err != nil {

@@ -13,10 +13,12 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/client"
 	"github.com/agentmesh/agentmesh/schemas"
+	"github.com/agentmesh/agentmesh/telemetry"
 )
 
 func init() { register(newTaskCmd) }
@@ -103,11 +105,15 @@ Examples:
 			}
 			ev.DataContentType = bus.ContentTypeJSON
 			ev.SetExt(bus.ExtDeadline, time.Now().Add(timeout).UTC().Format(time.RFC3339Nano))
+			ctx, span := telemetry.Start(cmd.Context(), "task send "+agent, trace.WithSpanKind(trace.SpanKindClient),
+				trace.WithAttributes(telemetry.AttrAgent.String(agent), telemetry.AttrTaskID.String(ev.ID)))
+			defer span.End()
+			client.SetTraceParent(ctx, &ev)
 			send := sendDurable
 			if direct {
 				send = sendDirect
 			}
-			reply, err := send(cmd.Context(), m, agent, ev, timeout)
+			reply, err := send(ctx, m, agent, ev, timeout)
 			if err != nil {
 				return err
 			}

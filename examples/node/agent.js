@@ -20,6 +20,7 @@ import { Kvm } from "@nats-io/kv";
 import { Objm } from "@nats-io/obj";
 
 import { names, types, toMsg, fromMsg, rawAttrs, newEvent, tokenRE, Schemas } from "./mesh.js";
+import { traceTask, shutdownTracing } from "./tracing.js";
 
 const contract = {
   name: process.env.AGENT_NAME || "NodeWordCount",
@@ -427,6 +428,15 @@ async function handle(msg) {
   } catch (err) {
     return rejectMalformed(msg, err, attempt);
   }
+  const span = traceTask(contract.name, task, msg.subject, start, attempt);
+  try {
+    await answer(msg, task, start, attempt, span);
+  } finally {
+    span.end();
+  }
+}
+
+async function answer(msg, task, start, attempt, span) {
   if (done.has(task.id)) {
     msg.ack(); // answered already; the redelivery only needs its ack
     return;
@@ -450,6 +460,7 @@ async function handle(msg) {
   res.metrics = { ...(res.metrics || {}), duration_ms: Date.now() - start, attempt };
   const problems = schemas.validate("result", res);
   if (problems.length) res = { ...failure("agent_error", `result fails result.schema.json: ${problems.join("; ")}`), metrics: res.metrics };
+  span.result(res);
   try {
     await publishResult(task, res);
   } catch (err) {
@@ -511,6 +522,7 @@ async function shutdown(signal) {
     log("departing:", err.message);
   }
   await nc.drain();
+  await shutdownTracing().catch((err) => log("flushing spans:", err.message));
   log("departed");
   process.exit(0);
 }

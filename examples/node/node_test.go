@@ -22,6 +22,7 @@ import (
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/bus/bustest"
 	"github.com/agentmesh/agentmesh/client"
+	"github.com/agentmesh/agentmesh/internal/nodetest"
 	"github.com/agentmesh/agentmesh/orchestrator"
 	"github.com/agentmesh/agentmesh/orchestrator/chat"
 	"github.com/agentmesh/agentmesh/orchestrator/route"
@@ -437,23 +438,8 @@ func startProcess(t *testing.T, node, script, natsURL string) *process {
 }
 
 // npmInstall installs the locked dependencies unless node_modules already
-// holds them (npm writes node_modules/.package-lock.json on install).
-func npmInstall(t *testing.T, npm string) {
-	t.Helper()
-	lock, err := os.Stat("package-lock.json")
-	if err != nil {
-		t.Fatalf("examples/node has no package-lock.json: %v", err)
-	}
-	if inst, err := os.Stat(filepath.Join("node_modules", ".package-lock.json")); err == nil && !inst.ModTime().Before(lock.ModTime()) {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, npm, "ci", "--no-audit", "--no-fund").CombinedOutput()
-	if err != nil {
-		t.Fatalf("npm ci in examples/node: %v\n%s", err, out)
-	}
-}
+// holds them.
+func npmInstall(t *testing.T, npm string) { nodetest.Install(t, npm, ".") }
 
 // buildAgentmesh builds the agentmesh binary from the module root.
 func buildAgentmesh(t *testing.T) string {

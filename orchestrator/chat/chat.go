@@ -17,6 +17,7 @@ import (
 	"github.com/agentmesh/agentmesh/orchestrator/route"
 	"github.com/agentmesh/agentmesh/orchestrator/state"
 	"github.com/agentmesh/agentmesh/schemas"
+	"github.com/agentmesh/agentmesh/telemetry"
 )
 
 // Planner names in ChatResponse.Planner.
@@ -126,6 +127,7 @@ func New(js jetstream.JetStream, names bus.Names, store *state.Store, registry A
 	for _, o := range opts {
 		o(c)
 	}
+	c.log = telemetry.Logger(c.log)
 	if c.router == nil {
 		c.router = route.NewRouter()
 	}
@@ -153,7 +155,10 @@ func (c *Chat) Planner() string {
 // republishes the same response; one whose turn is in progress resumes it.
 // A bad request is answered with a failed response, not an error (see
 // Refuse); the error is for failures the caller should log or retry.
-func (c *Chat) HandleEvent(ctx context.Context, ev bus.Event) (schemas.ChatResponse, error) {
+//
+// The turn is a span "chat turn", a child of the request's traceparent;
+// every log line of the turn carries the conversation and request ids.
+func (c *Chat) HandleEvent(ctx context.Context, ev bus.Event) (resp schemas.ChatResponse, err error) {
 	// The conversation id first: it says where the answer goes.
 	var req schemas.ChatRequest
 	_ = ev.DataAs(&req)
@@ -161,7 +166,8 @@ func (c *Chat) HandleEvent(ctx context.Context, ev bus.Event) (schemas.ChatRespo
 	if conv == "" {
 		conv = ev.ID
 	}
-	var err error
+	ctx, span := startTurn(ctx, ev, conv)
+	defer func() { endTurn(span, resp, err) }()
 	if verr := bus.ValidateToken("conversation id", conv); verr != nil {
 		err = withCode(schemas.CodeInvalidID, verr)
 	} else if derr := bus.DecodeData(ev, &req, func(b []byte) error { return schemas.ValidateJSON(schemas.SchemaChatRequest, b) }); derr != nil {
@@ -198,6 +204,7 @@ func (c *Chat) Refuse(ctx context.Context, requestID, conv string, cause error) 
 // (state that does not decode or does not fit, KV trouble) is closed as
 // failed, so the conversation's next turn does not wait for it.
 func (c *Chat) Handle(ctx context.Context, conv, requestID, message string) (schemas.ChatResponse, error) {
+	ctx = telemetry.WithLogAttrs(ctx, "conversation", conv, "request", requestID)
 	s, err := c.begin(ctx, conv, requestID, message)
 	if err == nil && s.turn == nil { // already answered
 		for _, d := range s.rec.Done {
@@ -215,7 +222,7 @@ func (c *Chat) Handle(ctx context.Context, conv, requestID, message string) (sch
 		resp, err = c.runOffline(ctx, s)
 	}
 	if errors.Is(err, errTakenOver) {
-		c.log.Info("chat turn taken over", "conversation", conv, "request", requestID)
+		c.log.InfoContext(ctx, "chat turn taken over")
 		return resp, nil
 	}
 	if err != nil && ctx.Err() == nil {
@@ -286,7 +293,7 @@ func (c *Chat) finish(ctx context.Context, s *session, state, output string, cau
 		st.History = append(st.History, schemas.HistoryEntry{At: time.Now().UTC(), Kind: "assistant", Text: output})
 		return nil
 	}); err != nil {
-		c.log.Warn("chat: noting the answer in history", "conversation", s.conv, "err", err)
+		c.log.WarnContext(ctx, "chat: noting the answer in history", "err", err)
 	}
 	return resp, c.answer(ctx, s.conv, t.RequestID, resp)
 }
@@ -304,7 +311,7 @@ func (c *Chat) answer(ctx context.Context, conv, requestID string, resp schemas.
 func (c *Chat) progress(ctx context.Context, conv, taskID, agent, message string) {
 	p := schemas.TaskProgress{TaskID: taskID, Agent: agent, Message: message}
 	if err := c.publish(ctx, conv, bus.TypeChatProgress, p, ""); err != nil {
-		c.log.Debug("chat progress", "conversation", conv, "err", err)
+		c.log.DebugContext(ctx, "chat progress", "err", err)
 	}
 }
 

@@ -101,7 +101,7 @@ func (c *Chat) runCalls(ctx context.Context, s *session, calls []openai.ToolCall
 	var wg sync.WaitGroup
 	for i, call := range calls {
 		taskID := fmt.Sprintf("%s-t%d-%s", s.conv, t.Number, taskToken(call.ID))
-		wg.Go(func() { obs[i], recs[i] = c.callAgent(ctx, s, taskID, call.Function.Name, call.Function.Arguments) })
+		wg.Go(func() { obs[i], recs[i] = c.callTool(ctx, s, taskID, call) })
 	}
 	wg.Wait()
 	if ctx.Err() != nil {
@@ -220,7 +220,7 @@ func (c *Chat) callAgent(ctx context.Context, s *session, taskID, agent, rawArgs
 func (c *Chat) undecodable(ctx context.Context, conv, agent string, bad *client.UndecodableResultError) string {
 	kept := "it was not kept"
 	if err := c.dispatch.DeadLetter(ctx, agent, bad.Msg, bad.Error()); err != nil {
-		c.log.Warn("chat: dead-lettering an undecodable result", "task", bad.TaskID, "err", err)
+		c.log.WarnContext(ctx, "chat: dead-lettering an undecodable result", "task", bad.TaskID, "err", err)
 	} else if subject, err := c.names.Dead(agent); err == nil {
 		kept = "it is kept on " + subject
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/orchestrator/state"
 	"github.com/agentmesh/agentmesh/schemas"
+	"github.com/agentmesh/agentmesh/telemetry"
 )
 
 // stepEvent describes how a step ended.
@@ -47,9 +48,16 @@ func runEvent(h *state.RunHeader, sd *state.RunSpec) schemas.RunEvent {
 	return e
 }
 
+// runContext is the context a run's observations are told with: it
+// carries the submission's trace (see telemetry.Observer) and the run id
+// for log lines.
+func runContext(sd *state.RunSpec) context.Context {
+	return telemetry.WithLogAttrs(telemetry.WithTraceParent(context.Background(), sd.TraceParent), "run", sd.ID)
+}
+
 // emitStep publishes a step's transition and tells the observer: every
 // step transition goes through here.
-func (s *Scheduler) emitStep(e schemas.StepEvent) {
+func (s *Scheduler) emitStep(sd *state.RunSpec, e schemas.StepEvent) {
 	typ := bus.TypeStepCompleted
 	switch e.Status {
 	case schemas.StepRunning:
@@ -59,7 +67,7 @@ func (s *Scheduler) emitStep(e schemas.StepEvent) {
 	case schemas.StepSkipped:
 		typ = bus.TypeStepSkipped
 	}
-	s.observer.Observe(context.Background(), schemas.StepChanged{RunID: e.RunID, StepID: e.Step, Kind: KindAgent, Agent: e.Agent,
+	s.observer.Observe(telemetry.WithLogAttrs(runContext(sd), "step", e.Step), schemas.StepChanged{RunID: e.RunID, StepID: e.Step, Kind: KindAgent, Agent: e.Agent,
 		Status: e.Status, Wave: e.Wave, Error: e.Error, Duration: time.Duration(e.DurationMS) * time.Millisecond, Metrics: e.Usage.Metrics()})
 	ev, err := bus.NewEvent(typ, s.cfg.Source, e)
 	if err == nil {
@@ -82,7 +90,7 @@ func (s *Scheduler) emitStep(e schemas.StepEvent) {
 // sent before the step's task, so it precedes everything the task leads to.
 func (s *Scheduler) emitStarted(sd *state.RunSpec, h *state.RunHeader, id string) {
 	step, _ := sd.Step(id)
-	s.emitStep(schemas.StepEvent{RunID: h.ID, Step: id, Agent: step.Agent, Status: schemas.StepRunning, Wave: h.Wave,
+	s.emitStep(sd, schemas.StepEvent{RunID: h.ID, Step: id, Agent: step.Agent, Status: schemas.StepRunning, Wave: h.Wave,
 		Attempt: 1, TaskID: schemas.StepTaskID(h.ID, id, 1), At: h.WaveStartedAt})
 }
 
@@ -90,7 +98,7 @@ func (s *Scheduler) emitStarted(sd *state.RunSpec, h *state.RunHeader, id string
 // told to the observer only (its first step events follow).
 func (s *Scheduler) emitRun(h *state.RunHeader, sd *state.RunSpec) {
 	e := runEvent(h, sd)
-	s.observer.Observe(context.Background(), schemas.RunChanged{RunID: e.RunID, Name: e.Name, Status: e.Status,
+	s.observer.Observe(runContext(sd), schemas.RunChanged{RunID: e.RunID, Name: e.Name, Status: e.Status,
 		Error: e.Error, Steps: e.Steps, Duration: time.Duration(e.DurationMS) * time.Millisecond, Usage: e.Usage})
 	if h.Status == schemas.RunRunning {
 		return

@@ -10,6 +10,7 @@ import (
 	"github.com/agentmesh/agentmesh/orchestrator/route"
 	"github.com/agentmesh/agentmesh/orchestrator/state"
 	"github.com/agentmesh/agentmesh/schemas"
+	"github.com/agentmesh/agentmesh/telemetry"
 )
 
 // agentKind runs a step as one task of its agent: the task goes to
@@ -73,7 +74,7 @@ func (s *Scheduler) stepTask(ctx context.Context, st stepStart) (string, schemas
 	timeout := sd.Timeout(id)
 	return step.Agent, schemas.TaskRequest{Inputs: inputs, Params: step.Params, TimeoutMS: timeout.Milliseconds()}, client.DispatchMeta{
 		TaskID: schemas.StepTaskID(sd.ID, id, 1), RunID: sd.ID, StepID: id, Deadline: h.WaveStartedAt.Add(timeout),
-		TraceParent: client.TraceParentFor(sd.ID),
+		TraceParent: telemetry.StepTraceParent(sd.TraceParent, sd.ID, id),
 	}, nil
 }
 

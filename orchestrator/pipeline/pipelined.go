@@ -107,12 +107,12 @@ func (s *Scheduler) commitPipelined(ctx context.Context, sd *state.RunSpec, b *s
 	for _, rec := range taken {
 		stored, err := s.store.StepRecord(ctx, sd.ID, rec.ID)
 		if err != nil {
-			s.log.Error("run header may not match a step record", "run", sd.ID, "step", rec.ID, "err", err)
+			s.log.ErrorContext(runContext(sd), "run header may not match a step record", "step", rec.ID, "err", err)
 			return nil, ch, false
 		}
 		if routes(stored) {
 			if err := s.routeState(ctx, sd, stored); err != nil {
-				s.log.Error("routing a step record", "run", sd.ID, "step", rec.ID, "err", err)
+				s.log.ErrorContext(runContext(sd), "routing a step record", "step", rec.ID, "err", err)
 				return nil, ch, false
 			}
 		}
@@ -131,7 +131,7 @@ func (s *Scheduler) commitPipelined(ctx context.Context, sd *state.RunSpec, b *s
 		end(fixed, sd, recs[rec.ID], now, &fch)
 	}
 	if nrev, err = s.store.PutHeader(ctx, fixed, nrev); err != nil {
-		s.log.Error("run header may not match a step record", "run", sd.ID, "err", err)
+		s.log.ErrorContext(runContext(sd), "run header may not match a step record", "err", err)
 		return nil, ch, false
 	}
 	s.cache.putHeader(fixed, nrev)

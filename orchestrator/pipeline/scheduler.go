@@ -18,6 +18,7 @@ import (
 	"github.com/agentmesh/agentmesh/orchestrator/route"
 	"github.com/agentmesh/agentmesh/orchestrator/state"
 	"github.com/agentmesh/agentmesh/schemas"
+	"github.com/agentmesh/agentmesh/telemetry"
 )
 
 // Config tunes a Scheduler. Zero fields take the defaults.
@@ -89,6 +90,7 @@ func New(nc *nats.Conn, names bus.Names, store *state.Store, router *route.Route
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
+	cfg.Logger = telemetry.Logger(cfg.Logger)
 	if cfg.Observer == nil {
 		cfg.Observer = schemas.NopObserver{}
 	}
@@ -179,7 +181,8 @@ func (s *Scheduler) Submit(ctx context.Context, ev bus.Event) error {
 		verr = fmt.Errorf("%w: %w", ErrInvalidPipeline, verr)
 	}
 	now := time.Now().UTC()
-	sd := (&state.RunSpec{ID: runID, Spec: spec, Contracts: contracts, Waves: waves, CreatedAt: now, Submission: ev.ID}).Init()
+	sd := (&state.RunSpec{ID: runID, Spec: spec, Contracts: contracts, Waves: waves, CreatedAt: now, Submission: ev.ID,
+		TraceParent: ev.Ext(bus.ExtTraceParent)}).Init()
 	var ch runChanges
 	h := newHeader(sd, spec.Name, verr, now, &ch)
 	st := schemas.NewConversationState(runID)

@@ -128,7 +128,7 @@ func (s *Scheduler) sweepRun(ctx context.Context, id string) bool {
 				deadline.UTC().Format(time.RFC3339), sd.Timeout(sid))
 			rec, err := s.store.RecordStep(ctx, id, failedRecord(sd, h, sid, schemas.CodeTimeout, msg, now))
 			if err != nil {
-				s.log.Warn("timing out", "run", id, "step", sid, "err", err)
+				s.log.WarnContext(runContext(sd), "timing out", "step", sid, "err", err)
 				continue
 			}
 			s.cache.putRecord(id, rec)
@@ -139,7 +139,7 @@ func (s *Scheduler) sweepRun(ctx context.Context, id string) bool {
 	}
 	if len(ended) > 0 {
 		if err := s.settle(ctx, sd, ended); err != nil {
-			s.log.Warn("sweep", "run", id, "err", err)
+			s.log.WarnContext(runContext(sd), "sweep", "err", err)
 		}
 	}
 	if len(again) == 0 {
@@ -167,7 +167,7 @@ func (s *Scheduler) sweepRun(ctx context.Context, id string) bool {
 	for _, sid := range again {
 		if next.Running(sd, sid) {
 			if _, err := s.start(ctx, stepStart{sd: sd, h: next, id: sid, confirm: true}); err != nil {
-				s.log.Warn("re-dispatch", "run", id, "step", sid, "err", err)
+				s.log.WarnContext(runContext(sd), "re-dispatch", "step", sid, "err", err)
 			}
 		}
 	}

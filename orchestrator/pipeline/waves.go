@@ -170,7 +170,7 @@ func failedRecord(sd *state.RunSpec, h *state.RunHeader, stepID, code, msg strin
 func (s *Scheduler) follow(ctx context.Context, sd *state.RunSpec, h *state.RunHeader, ch *runChanges) {
 	if ch.finished {
 		for _, e := range ch.events {
-			s.emitStep(e)
+			s.emitStep(sd, e)
 		}
 		s.emitRun(h, sd)
 		s.cache.drop(h.ID)
@@ -181,7 +181,7 @@ func (s *Scheduler) follow(ctx context.Context, sd *state.RunSpec, h *state.RunH
 	// completed event, on any replica) comes after. A task that went out
 	// ahead of h's write had its started event sent with it.
 	for _, e := range ch.events {
-		s.emitStep(e)
+		s.emitStep(sd, e)
 	}
 	var failed []*state.StepState // ended as they started
 	for _, id := range ch.dispatch {
@@ -193,7 +193,7 @@ func (s *Scheduler) follow(ctx context.Context, sd *state.RunSpec, h *state.RunH
 		if ended != nil {
 			rec, rerr := s.store.RecordStep(ctx, h.ID, ended)
 			if rerr != nil {
-				s.log.Warn("recording step", "run", h.ID, "step", id, "err", rerr)
+				s.log.WarnContext(runContext(sd), "recording step", "step", id, "err", rerr)
 				continue
 			}
 			failed = append(failed, rec)
@@ -201,14 +201,14 @@ func (s *Scheduler) follow(ctx context.Context, sd *state.RunSpec, h *state.RunH
 		}
 		if err != nil {
 			// Not published: the sweep publishes it again.
-			s.log.Warn("dispatch", "run", h.ID, "step", id, "err", err)
+			s.log.WarnContext(runContext(sd), "dispatch", "step", id, "err", err)
 		}
 	}
 	if len(failed) > 0 {
 		// Steps that ended as they started (inputs that could not be
 		// built) are settled, which may start the next wave.
 		if err := s.settle(ctx, sd, failed); err != nil {
-			s.log.Warn("failing steps", "run", h.ID, "err", err)
+			s.log.WarnContext(runContext(sd), "failing steps", "err", err)
 		}
 	}
 }

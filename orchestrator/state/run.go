@@ -114,6 +114,9 @@ type RunSpec struct {
 	// redelivery of it finds the run under way, another submission naming
 	// the same run id is refused.
 	Submission string `json:"submission,omitempty"`
+	// TraceParent is the submission's W3C traceparent: the run's spans
+	// belong to its trace (see telemetry.StepTraceParent).
+	TraceParent string `json:"traceparent,omitempty"`
 
 	index  map[string]int // step id -> index in Spec.Steps
 	waveOf map[string]int

@@ -1,0 +1,108 @@
+package metrics_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/agentmesh/agentmesh/agents"
+	"github.com/agentmesh/agentmesh/bus"
+	"github.com/agentmesh/agentmesh/bus/bustest"
+	"github.com/agentmesh/agentmesh/client"
+	"github.com/agentmesh/agentmesh/observe/metrics"
+	"github.com/agentmesh/agentmesh/observe/metrics/metricstest"
+	"github.com/agentmesh/agentmesh/schemas"
+)
+
+// The mesh collector reads, at each scrape, the live instances of each
+// agent in the registry and the backlog of each agent's durable consumer:
+// with the one instance stopped, published tasks wait in its consumer.
+func TestMeshCollector(t *testing.T) {
+	srv := bustest.Start(t)
+	res := srv.Provision(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	echo := agents.Func(schemas.AgentContract{Name: "Echo", Capability: schemas.CapAnalysis, Description: "answers"},
+		func(context.Context, *schemas.ExecutionContext) (schemas.AgentResult, error) {
+			return schemas.AgentResult{Success: true}, nil
+		})
+	rt, err := agents.NewRuntime(srv.Conn(t), echo, agents.WithHeartbeat(400*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- rt.Run(rctx) }()
+	<-rt.Ready()
+
+	reg, err := client.NewRegistry(ctx, res.Agents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reg.Stop()
+	if err := reg.Wait(ctx, "Echo", 1); err != nil {
+		t.Fatal(err)
+	}
+	js, err := jetstream.New(srv.Conn(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A consumer of the tasks stream that is not an agent's (its durable
+	// name is not the agent its filter names) is left out.
+	other, _ := srv.Names().Task("Other")
+	if _, err := js.CreateOrUpdateConsumer(ctx, srv.Names().TasksStream(), jetstream.ConsumerConfig{Durable: "watcher",
+		FilterSubject: other, AckPolicy: jetstream.AckExplicitPolicy}); err != nil {
+		t.Fatal(err)
+	}
+	pr := prometheus.NewRegistry()
+	pr.MustRegister(metrics.NewMeshCollector(reg, js, srv.Names()))
+	e, err := metrics.Serve("127.0.0.1:0", pr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+
+	fams := metricstest.Scrape(t, e.URL()+"/metrics")
+	if live := fams.Value("agentmesh_agents_live", "agent", "Echo"); live != 1 {
+		t.Errorf("agents live = %v, want 1\n%s", live, fams.Series("agentmesh_agents_live"))
+	}
+	if pending := fams.Value("agentmesh_consumer_pending", "agent", "Echo"); pending != 0 {
+		t.Errorf("pending with an instance serving = %v, want 0", pending)
+	}
+
+	stop()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	subj, _ := srv.Names().Task("Echo")
+	for range 3 {
+		ev, err := bus.NewEvent(bus.TypeTaskRequested, "/test", schemas.TaskRequest{Instruction: "hi"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		msg, err := bus.Encode(subj, ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := js.PublishMsg(ctx, msg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		fams = metricstest.Scrape(t, e.URL()+"/metrics")
+		if fams.Value("agentmesh_agents_live", "agent", "Echo") == 0 && fams.Value("agentmesh_consumer_pending", "agent", "Echo") == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after the instance left and 3 tasks were published:\n%s\n%s", fams.Series("agentmesh_agents_live"), fams.Series("agentmesh_consumer_pending"))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if got := fams.Series("agentmesh_consumer_pending"); got != `agentmesh_consumer_pending{agent="Echo"} 3` {
+		t.Errorf("consumer pending series:\n%s\nwant Echo's alone", got)
+	}
+}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentmesh/agentmesh/agents"
 	"github.com/agentmesh/agentmesh/resolvers"
+	"github.com/agentmesh/agentmesh/schemas"
 )
 
 func init() { register(newAgentCmd) }
@@ -24,6 +25,7 @@ func newAgentCmd(a *app) *cobra.Command {
 		verbose     bool
 		config      string
 		drain       time.Duration
+		mf          metricsFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "agent NAME | agent --config FILE",
@@ -65,13 +67,18 @@ LLM: set OPENAI_API_KEY and/or OPENAI_BASE_URL, and AGENTMESH_MODEL.`,
 				}
 				build = func() (agents.Agent, error) { return b.build(ctx, m) }
 			}
-			var err error
+			pm, err := mf.start(a, true, "runtime")
+			if err != nil {
+				return err
+			}
+			defer pm.Close()
 			a.waitForServer()
 			m, err = a.connect(ctx, "agentmesh agent "+name)
 			if err != nil {
 				return err
 			}
 			defer m.Close()
+			pm.setConn(m.NC)
 			ag, err := build()
 			if err != nil {
 				return fmt.Errorf("building %s: %w", name, err)
@@ -89,6 +96,7 @@ LLM: set OPENAI_API_KEY and/or OPENAI_BASE_URL, and AGENTMESH_MODEL.`,
 				agents.WithMaxDeliver(maxDeliver),
 				agents.WithValueResolver(resolvers.NewCollections(m.Res.Files, 0)),
 				agents.WithLogger(slog.New(slog.NewTextHandler(a.errOut, &slog.HandlerOptions{Level: level}))),
+				agents.WithObserver(schemas.Observers(pm.Observer())),
 			}
 			if instance != "" {
 				opts = append(opts, agents.WithInstanceID(instance))
@@ -101,6 +109,7 @@ LLM: set OPENAI_API_KEY and/or OPENAI_BASE_URL, and AGENTMESH_MODEL.`,
 			go func() { errc <- rt.Run(ctx) }()
 			select {
 			case <-rt.Ready():
+				pm.setRunning()
 				fmt.Fprintf(a.out, "agent %s instance %s ready (concurrency %d, heartbeat %s)\n", name, rt.InstanceID(), concurrency, heartbeat)
 			case err := <-errc:
 				return err
@@ -116,6 +125,7 @@ LLM: set OPENAI_API_KEY and/or OPENAI_BASE_URL, and AGENTMESH_MODEL.`,
 	f.IntVar(&maxDeliver, "max-deliver", agents.DefaultMaxDeliver, "deliveries of a task before it is dead-lettered")
 	f.BoolVarP(&verbose, "verbose", "v", false, "log every task event to stderr")
 	drainFlag(f, &drain)
+	mf.register(f)
 	f.StringVar(&config, "config", "", "run a PromptAgent declared in this YAML file instead of a built-in agent")
 	return cmd
 }

@@ -37,4 +37,3 @@ func histogram(t *testing.T, reg prometheus.Gatherer, name string) *dto.Histogra
 	t.Helper()
 	return single(t, reg, name).GetHistogram()
 }
-

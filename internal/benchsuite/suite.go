@@ -108,7 +108,15 @@ func recordP50(b *testing.B, durs []time.Duration) {
 	if len(durs) == 0 {
 		return
 	}
+	b.ReportMetric(float64(P50(durs)), "p50-ns")
+}
+
+// P50 returns the median of durs (0 for none).
+func P50(durs []time.Duration) time.Duration {
+	if len(durs) == 0 {
+		return 0
+	}
 	s := slices.Clone(durs)
 	slices.Sort(s)
-	b.ReportMetric(float64(s[len(s)/2]), "p50-ns")
+	return s[len(s)/2]
 }

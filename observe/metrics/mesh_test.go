@@ -2,6 +2,8 @@ package metrics_test
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -73,6 +75,34 @@ func TestMeshCollector(t *testing.T) {
 		t.Errorf("pending with an instance serving = %v, want 0", pending)
 	}
 
+	// Names lists exactly the families the observer and the collector
+	// export once each kind of observation was made.
+	o, err := metrics.New(pr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ob := range []schemas.Observation{
+		schemas.TaskReceived{TaskRef: schemas.TaskRef{Agent: "Echo"}, Delivery: 2},
+		schemas.TaskFinished{TaskRef: schemas.TaskRef{Agent: "Echo"}, Outcome: schemas.OutcomeDeadLetter, Metrics: schemas.Metrics{Tokens: schemas.Tokens{Prompt: 1}, Cost: 1}},
+		schemas.StepChanged{Agent: "Echo", Status: schemas.StepCompleted},
+		schemas.RunChanged{Status: schemas.RunCompleted},
+		schemas.LLMCalled{Model: "m", Tokens: schemas.Tokens{Prompt: 1}},
+		schemas.ChatTurnEnded{State: schemas.ChatCompleted},
+	} {
+		o.Observe(ctx, ob)
+	}
+	names := metricstest.Scrape(t, e.URL()+"/metrics")
+	var got []string
+	for name := range names {
+		if strings.HasPrefix(name, metrics.Namespace+"_") {
+			got = append(got, name)
+		}
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, metrics.Names()) {
+		t.Errorf("exported families:\n%s\nNames():\n%s", strings.Join(got, "\n"), strings.Join(metrics.Names(), "\n"))
+	}
+
 	stop()
 	if err := <-done; err != nil {
 		t.Fatal(err)
@@ -105,4 +135,5 @@ func TestMeshCollector(t *testing.T) {
 	if got := fams.Series("agentmesh_consumer_pending"); got != `agentmesh_consumer_pending{agent="Echo"} 3` {
 		t.Errorf("consumer pending series:\n%s\nwant Echo's alone", got)
 	}
+
 }

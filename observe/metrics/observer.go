@@ -25,6 +25,31 @@ const (
 	KindCompletion = "completion"
 )
 
+// Names lists every metric the package defines, sorted: what the
+// Observer feeds and what a MeshCollector reports.
+func Names() []string {
+	return []string{
+		"agentmesh_agents_live",
+		"agentmesh_chat_turn_duration_seconds",
+		"agentmesh_chat_turns_total",
+		"agentmesh_consumer_ack_pending",
+		"agentmesh_consumer_pending",
+		"agentmesh_dead_letters_total",
+		"agentmesh_llm_call_duration_seconds",
+		"agentmesh_llm_calls_total",
+		"agentmesh_llm_cost_usd_total",
+		"agentmesh_llm_tokens_total",
+		"agentmesh_pipeline_runs_total",
+		"agentmesh_pipeline_steps_total",
+		"agentmesh_task_cost_usd_total",
+		"agentmesh_task_duration_seconds",
+		"agentmesh_task_redeliveries_total",
+		"agentmesh_task_tokens_total",
+		"agentmesh_tasks_in_flight",
+		"agentmesh_tasks_total",
+	}
+}
+
 // Observer counts what the agent runtime and the orchestrator observe (see
 // schemas.Observer). Every metric it feeds is registered by New; an
 // observation updates a few counters and returns. It is safe for

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -101,4 +102,24 @@ func TestEndpointBadAddr(t *testing.T) {
 	if _, err := metrics.Serve(ln.Addr().String(), reg); err == nil || !strings.Contains(err.Error(), "cannot listen") {
 		t.Errorf("Serve on a taken port: err = %v", err)
 	}
+}
+
+// CheckAddr takes what an operator types: it never panics, and what it
+// accepts is a HOST:PORT the network package splits with a port in range.
+func FuzzCheckAddr(f *testing.F) {
+	for _, s := range []string{"127.0.0.1:9464", ":0", "[::1]:9464", "9464", "host:port", "a b:1", "127.0.0.1:70000", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, addr string) {
+		if metrics.CheckAddr(addr) != nil {
+			return
+		}
+		_, port, err := net.SplitHostPort(addr)
+		if err != nil {
+			t.Fatalf("CheckAddr(%q) accepted what SplitHostPort refuses: %v", addr, err)
+		}
+		if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+			t.Fatalf("CheckAddr(%q) accepted port %q", addr, port)
+		}
+	})
 }

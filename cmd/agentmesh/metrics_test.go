@@ -50,37 +50,44 @@ func waitReady(t *testing.T, addr string, logs fmt.Stringer) {
 	}
 }
 
-// The agent and orchestrator processes count what they did: after a known
-// workload (direct tasks, some failing; a pipeline; a chat turn whose model
-// calls have known tokens and a known price), their /metrics, read with the
-// Prometheus text parser, show exactly that work.
-func TestMetricsOfProcesses(t *testing.T) {
-	srv := bustest.Start(t)
+// metricsModel is the model the orchestrator of TestMetricsOfProcesses
+// calls, priced at $1000 a million prompt tokens and $2000 a million
+// completion tokens.
+const metricsModel = "metrics-model"
+
+// startMetricsProcesses starts a TextAgent process and an orchestrator
+// process, each serving metrics, against an embedded server; the
+// orchestrator's model is llmtest answering a turn with one TextAgent call.
+// It returns the server and the two metrics addresses once both are ready.
+func startMetricsProcesses(t *testing.T, ctx context.Context) (srv *bustest.Server, agentAddr, orchAddr string, orchErr fmt.Stringer) {
+	t.Helper()
+	srv = bustest.Start(t)
 	res := srv.Provision(t)
-	js := srv.JetStream(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	const model = "metrics-model"
-	model1 := llmtest.New(t,
+	model := llmtest.New(t,
 		llmtest.Calls(llmtest.Call("TextAgent", map[string]any{"text": "hello there", "op": "upper"})),
 		llmtest.Answer("It says HELLO THERE."))
-
-	agentAddr, orchAddr := freeAddr(t), freeAddr(t)
+	agentAddr, orchAddr = freeAddr(t), freeAddr(t)
 	agent := startAgentProc(t, srv.URL(), "--metrics-addr", agentAddr)
 	waitReady(t, agentAddr, agent.stderr)
 	orch := exec.Command(agentBinary(t), "--nats", srv.URL(), "orchestrator", "--metrics-addr", orchAddr)
-	orch.Env = append(os.Environ(), "OPENAI_BASE_URL="+model1.URL(), "OPENAI_API_KEY=test-key", "AGENTMESH_MODEL="+model,
-		`AGENTMESH_PRICES={"`+model+`": {"prompt": 1000, "completion": 2000}}`)
-	var orchErr bytes.Buffer
-	orch.Stderr = &orchErr
+	orch.Env = append(os.Environ(), "OPENAI_BASE_URL="+model.URL(), "OPENAI_API_KEY=test-key", "AGENTMESH_MODEL="+metricsModel,
+		`AGENTMESH_PRICES={"`+metricsModel+`": {"prompt": 1000, "completion": 2000}}`)
+	var errOut bytes.Buffer
+	orch.Stderr = &errOut
 	if err := orch.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = orch.Process.Kill(); _ = orch.Wait() })
-	waitReady(t, orchAddr, &orchErr)
+	waitReady(t, orchAddr, &errOut)
 	waitTextAgents(t, ctx, res, 1)
+	return srv, agentAddr, orchAddr, &errOut
+}
 
-	// 6 tasks that complete and 3 refused for an op TextAgent lacks.
+// metricsWorkload sends 6 TextAgent tasks that complete and 3 refused for
+// an op TextAgent lacks, runs a pipeline of 3 TextAgent steps, and a chat
+// turn of 2 model calls and 1 TextAgent task.
+func metricsWorkload(t *testing.T, ctx context.Context, srv *bustest.Server, orchErr fmt.Stringer) {
+	t.Helper()
 	results := collectResults(t, srv.Conn(t))
 	var evs []bus.Event
 	for i := range 6 {
@@ -89,9 +96,8 @@ func TestMetricsOfProcesses(t *testing.T) {
 	for range 3 {
 		evs = append(evs, textTask(t, "x", map[string]any{"op": "shout"}))
 	}
-	results.wait(t, publishTasks(t, ctx, js, evs), 30*time.Second)
+	results.wait(t, publishTasks(t, ctx, srv.JetStream(t), evs), 30*time.Second)
 
-	// A pipeline of 3 steps, and a chat turn of 2 model calls and 1 task.
 	file := pipelineFile(t, "three.yaml", `name: three
 steps:
   - {id: upper, agent: TextAgent, params: {op: upper}, inputs: {text: "text:one two three"}}
@@ -100,12 +106,23 @@ steps:
 `)
 	var out, errOut bytes.Buffer
 	if code := run([]string{"--nats", srv.URL(), "run", file}, &out, &errOut); code != 0 {
-		t.Fatalf("run: exit %d\n%s%s\norchestrator:\n%s", code, &out, &errOut, &orchErr)
+		t.Fatalf("run: exit %d\n%s%s\norchestrator:\n%s", code, &out, &errOut, orchErr)
 	}
-	out.Reset()
 	if code := run([]string{"--nats", srv.URL(), "chat", "--timeout", "30s", "shout hello there"}, &out, &errOut); code != 0 {
-		t.Fatalf("chat: exit %d\n%s%s\norchestrator:\n%s", code, &out, &errOut, &orchErr)
+		t.Fatalf("chat: exit %d\n%s%s\norchestrator:\n%s", code, &out, &errOut, orchErr)
 	}
+}
+
+// The agent and orchestrator processes count what they did: after a known
+// workload (direct tasks, some failing; a pipeline; a chat turn whose model
+// calls have known tokens and a known price), their /metrics, read with the
+// Prometheus text parser, show exactly that work.
+func TestMetricsOfProcesses(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	srv, agentAddr, orchAddr, orchErr := startMetricsProcesses(t, ctx)
+	metricsWorkload(t, ctx, srv, orchErr)
+	const model = metricsModel
 
 	// The agent ends a task after it published the result: poll until the
 	// last one is counted, then check every figure.

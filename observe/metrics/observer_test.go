@@ -3,6 +3,7 @@ package metrics_test
 import (
 	"context"
 	"errors"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -150,5 +151,18 @@ func TestObserverCombines(t *testing.T) {
 	ob.Observe(context.Background(), schemas.ChatTurnEnded{State: schemas.ChatCompleted})
 	if n := single(t, reg, "agentmesh_chat_turns_total").GetCounter().GetValue(); n != 1 || other != 1 {
 		t.Errorf("turns = %v, other observer saw %d; want 1 and 1", n, other)
+	}
+}
+
+// docs/observability.md describes every metric the package exports.
+func TestDocsNameEveryMetric(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/observability.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range metrics.Names() {
+		if !strings.Contains(string(doc), "| `"+name+"` |") {
+			t.Errorf("docs/observability.md has no row for %s", name)
+		}
 	}
 }

@@ -67,7 +67,7 @@ LLM: set OPENAI_API_KEY and/or OPENAI_BASE_URL, and AGENTMESH_MODEL.`,
 				}
 				build = func() (agents.Agent, error) { return b.build(ctx, m) }
 			}
-			pm, err := mf.start(a, true, "runtime")
+			pm, err := mf.start(a, procRole{running: "runtime", worker: true})
 			if err != nil {
 				return err
 			}

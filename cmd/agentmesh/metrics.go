@@ -46,18 +46,26 @@ type procMetrics struct {
 	running  atomic.Bool               // set once the process serves
 }
 
+// procRole says what a process's endpoint reports.
+type procRole struct {
+	running string // what /readyz waits for (setRunning), e.g. "consumers"
+	// worker: the process connects to NATS (setConn, checked by /readyz)
+	// and does the mesh's work, which the observer counts (orchestrator,
+	// agent); server and up only export the Go and process metrics.
+	worker bool
+}
+
 // start serves the endpoint when --metrics-addr is set, before the process
-// connects, so /healthz answers at once. /readyz answers 200 once the
-// process is connected to NATS (setConn; when conn) and once running
-// (setRunning), running naming what runs, e.g. "consumers". It returns a
-// procMetrics that does nothing when the flag is off.
-func (mf *metricsFlags) start(a *app, conn bool, running string) (*procMetrics, error) {
+// connects, so /healthz answers at once and /readyz once the role's
+// conditions hold. It returns a procMetrics that does nothing when the flag
+// is off.
+func (mf *metricsFlags) start(a *app, role procRole) (*procMetrics, error) {
 	pm := &procMetrics{}
 	var checks []metrics.Check
-	if conn {
+	if role.worker {
 		checks = append(checks, metrics.Check{Name: "nats", Func: pm.natsReady})
 	}
-	checks = append(checks, metrics.Check{Name: running, Func: func() error {
+	checks = append(checks, metrics.Check{Name: role.running, Func: func() error {
 		if !pm.running.Load() {
 			return errors.New("not running yet")
 		}
@@ -73,11 +81,14 @@ func (mf *metricsFlags) start(a *app, conn bool, running string) (*procMetrics, 
 		return nil, fmt.Errorf("--metrics-addr: %w", err)
 	}
 	pm.reg = metrics.NewRegistry()
-	obs, err := metrics.New(pm.reg)
-	if err != nil {
-		return nil, err
+	if role.worker {
+		obs, err := metrics.New(pm.reg)
+		if err != nil {
+			return nil, err
+		}
+		pm.observer = obs
 	}
-	pm.observer = obs
+	var err error
 	if pm.endpoint, err = metrics.Serve(mf.addr, pm.reg, metrics.WithReadiness(checks...), metrics.WithPprof(mf.pprof)); err != nil {
 		return nil, fmt.Errorf("--metrics-addr: %w", err)
 	}

@@ -33,7 +33,7 @@ many as you like; killing one loses nothing.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			pm, err := mf.start(a, true, "consumers")
+			pm, err := mf.start(a, procRole{running: "consumers", worker: true})
 			if err != nil {
 				return err
 			}

@@ -35,7 +35,7 @@ idempotently, so this is optional).
 				return err
 			}
 			opts.StoreDir = store
-			pm, err := mf.start(a, false, "nats-server")
+			pm, err := mf.start(a, procRole{running: "nats-server"})
 			if err != nil {
 				return err
 			}

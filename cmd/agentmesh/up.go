@@ -77,7 +77,7 @@ monitoring endpoint, the one prometheus-nats-exporter reads.`,
 			opts.replicas = r
 			a.owner = true
 			ctx := cmd.Context()
-			pm, err := opts.metrics.start(a, false, "mesh")
+			pm, err := opts.metrics.start(a, procRole{running: "mesh"})
 			if err != nil {
 				return err
 			}

@@ -23,6 +23,11 @@ type EmbeddedOptions struct {
 	// needs its own.
 	Name    string
 	Cluster ClusterOptions
+	// HTTPPort serves the server's own monitoring endpoint (/varz, /jsz,
+	// /connz, /healthz, ... what prometheus-nats-exporter and the nats CLI
+	// read) on Host:HTTPPort, as nats-server's --http_port does: 0 off, -1
+	// a free port.
+	HTTPPort int
 }
 
 const defaultServerName = "agentmesh"
@@ -39,6 +44,14 @@ func StartEmbedded(opts EmbeddedOptions) (*Embedded, error) {
 	host := opts.Host
 	if host == "" {
 		host = "127.0.0.1"
+	}
+	if opts.HTTPPort < -1 || opts.HTTPPort > 65535 {
+		return nil, fmt.Errorf("embedded NATS server: monitoring port %d: use 1 to 65535, -1 for a free port or 0 for none", opts.HTTPPort)
+	}
+	if opts.HTTPPort > 0 {
+		if err := checkPortFree(host, opts.HTTPPort); err != nil {
+			return nil, fmt.Errorf("monitoring port: %w", err)
+		}
 	}
 	port := opts.Port
 	if port < 0 {
@@ -72,6 +85,8 @@ func StartEmbedded(opts EmbeddedOptions) (*Embedded, error) {
 		StoreDir:   storeDir,
 		NoSigs:     true,
 		NoLog:      !opts.Logs,
+		HTTPHost:   host,
+		HTTPPort:   opts.HTTPPort,
 	}
 	if err := opts.Cluster.apply(sopts, opts.Name); err != nil {
 		e.removeTemp()
@@ -114,6 +129,15 @@ func checkPortFree(host string, port int) error {
 
 // URL returns the client URL, e.g. nats://127.0.0.1:4222.
 func (e *Embedded) URL() string { return e.srv.ClientURL() }
+
+// MonitorURL returns the base URL of the server's monitoring endpoint,
+// e.g. http://127.0.0.1:8222, or "" when EmbeddedOptions.HTTPPort was 0.
+func (e *Embedded) MonitorURL() string {
+	if a := e.srv.MonitorAddr(); a != nil {
+		return "http://" + a.String()
+	}
+	return ""
+}
 
 // Server returns the underlying server.
 func (e *Embedded) Server() *server.Server { return e.srv }

@@ -1,8 +1,10 @@
 package bus_test
 
 import (
+	"encoding/json"
 	"errors"
 	"net"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -56,5 +58,50 @@ func TestStartEmbeddedPortTaken(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), l.Addr().String()) {
 		t.Errorf("error %q does not name the address", err)
+	}
+}
+
+// With a monitoring port the server serves its own monitoring endpoint,
+// the one prometheus-nats-exporter reads; a bad or taken port is refused
+// up front with its value.
+func TestStartEmbeddedMonitoring(t *testing.T) {
+	e, err := bus.StartEmbedded(bus.EmbeddedOptions{StoreDir: t.TempDir(), HTTPPort: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Shutdown()
+	resp, err := http.Get(e.MonitorURL() + "/varz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var varz struct {
+		ServerName string `json:"server_name"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&varz)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != 200 || varz.ServerName != "agentmesh" {
+		t.Errorf("/varz: status %d, %+v, err %v", resp.StatusCode, varz, err)
+	}
+
+	off, err := bus.StartEmbedded(bus.EmbeddedOptions{StoreDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer off.Shutdown()
+	if off.MonitorURL() != "" {
+		t.Errorf("MonitorURL without a monitoring port = %q, want empty", off.MonitorURL())
+	}
+
+	if _, err := bus.StartEmbedded(bus.EmbeddedOptions{StoreDir: t.TempDir(), HTTPPort: -2}); err == nil || !strings.Contains(err.Error(), "-2") {
+		t.Errorf("HTTPPort -2: err = %v", err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	_, err = bus.StartEmbedded(bus.EmbeddedOptions{StoreDir: t.TempDir(), HTTPPort: l.Addr().(*net.TCPAddr).Port})
+	if !errors.Is(err, bus.ErrPortInUse) || !strings.Contains(err.Error(), "monitoring port") {
+		t.Errorf("taken monitoring port: err = %v", err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentmesh/agentmesh/agents"
 	"github.com/agentmesh/agentmesh/resolvers"
+	"github.com/agentmesh/agentmesh/schemas"
 	"github.com/agentmesh/agentmesh/telemetry"
 )
 
@@ -26,6 +27,7 @@ func newAgentCmd(a *app) *cobra.Command {
 		verbose     bool
 		config      string
 		drain       time.Duration
+		mf          metricsFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "agent NAME | agent --config FILE",
@@ -67,13 +69,18 @@ LLM: set OPENAI_API_KEY and/or OPENAI_BASE_URL, and AGENTMESH_MODEL.`,
 				}
 				build = func() (agents.Agent, error) { return b.build(ctx, m) }
 			}
-			var err error
+			pm, err := mf.start(a, procRole{running: "runtime", worker: true})
+			if err != nil {
+				return err
+			}
+			defer pm.Close()
 			a.waitForServer()
 			m, err = a.connect(ctx, "agentmesh agent "+name)
 			if err != nil {
 				return err
 			}
 			defer m.Close()
+			pm.setConn(m.NC)
 			ag, err := build()
 			if err != nil {
 				return fmt.Errorf("building %s: %w", name, err)
@@ -88,7 +95,7 @@ LLM: set OPENAI_API_KEY and/or OPENAI_BASE_URL, and AGENTMESH_MODEL.`,
 				agents.WithMaxDeliver(maxDeliver),
 				agents.WithValueResolver(resolvers.NewCollections(m.Res.Files, 0)),
 				agents.WithLogger(log),
-				agents.WithObserver(telemetry.LogObserver(log)),
+				agents.WithObserver(schemas.Observers(telemetry.LogObserver(log), pm.Observer())),
 			}
 			if instance != "" {
 				opts = append(opts, agents.WithInstanceID(instance))
@@ -101,6 +108,7 @@ LLM: set OPENAI_API_KEY and/or OPENAI_BASE_URL, and AGENTMESH_MODEL.`,
 			go func() { errc <- rt.Run(ctx) }()
 			select {
 			case <-rt.Ready():
+				pm.setRunning()
 				fmt.Fprintf(a.out, "agent %s instance %s ready (concurrency %d, heartbeat %s)\n", name, rt.InstanceID(), concurrency, heartbeat)
 			case err := <-errc:
 				return err
@@ -116,6 +124,7 @@ LLM: set OPENAI_API_KEY and/or OPENAI_BASE_URL, and AGENTMESH_MODEL.`,
 	f.IntVar(&maxDeliver, "max-deliver", agents.DefaultMaxDeliver, "deliveries of a task before it is dead-lettered")
 	f.BoolVarP(&verbose, "verbose", "v", false, "log every task event to stderr")
 	drainFlag(f, &drain)
+	mf.register(f)
 	f.StringVar(&config, "config", "", "run a PromptAgent declared in this YAML file instead of a built-in agent")
 	return cmd
 }

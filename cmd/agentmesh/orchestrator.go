@@ -6,7 +6,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/agentmesh/agentmesh/observe/metrics"
 	"github.com/agentmesh/agentmesh/orchestrator"
+	"github.com/agentmesh/agentmesh/schemas"
 	"github.com/agentmesh/agentmesh/telemetry"
 )
 
@@ -18,6 +20,7 @@ func newOrchestratorCmd(a *app) *cobra.Command {
 		ackWait time.Duration
 		verbose bool
 		drain   time.Duration
+		mf      metricsFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "orchestrator",
@@ -29,19 +32,25 @@ many as you like; killing one loses nothing.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
+			pm, err := mf.start(a, procRole{running: "consumers", worker: true})
+			if err != nil {
+				return err
+			}
+			defer pm.Close()
 			a.waitForServer()
 			m, err := a.connect(ctx, "agentmesh orchestrator")
 			if err != nil {
 				return err
 			}
 			defer m.Close()
+			pm.setConn(m.NC)
 			log := a.logger(verbose)
 			opts := []orchestrator.Option{
 				orchestrator.WithNames(m.Names),
 				orchestrator.WithWorkers(workers),
 				orchestrator.WithAckWait(ackWait),
 				orchestrator.WithLogger(log),
-				orchestrator.WithObserver(telemetry.LogObserver(log)),
+				orchestrator.WithObserver(schemas.Observers(telemetry.LogObserver(log), pm.Observer())),
 			}
 			o, err := orchestrator.New(m.NC, opts...)
 			if err != nil {
@@ -50,14 +59,18 @@ many as you like; killing one loses nothing.`,
 			if err := chatHandler(a, o); err != nil {
 				return err
 			}
+			if err := pm.register(metrics.NewMeshCollector(o.Registry(), m.JS, m.Names)); err != nil {
+				return err
+			}
 			errc := make(chan error, 1)
-			go func() { errc <- o.RunReady(ctx, func() { fmt.Fprintln(a.out, o.Ready()) }) }()
+			go func() { errc <- o.RunReady(ctx, func() { pm.setRunning(); fmt.Fprintln(a.out, o.Ready()) }) }()
 			return a.awaitDrain(ctx, "orchestrator", drain, errc)
 		},
 	}
 	cmd.Flags().IntVar(&workers, "workers", 32, "events handled at once")
 	cmd.Flags().DurationVar(&ackWait, "ack-wait", 5*time.Second, "how long a replica may hold a message before another replica gets it")
 	drainFlag(cmd.Flags(), &drain)
+	mf.register(cmd.Flags())
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "log every warning and info line to stderr")
 	return cmd
 }

@@ -13,7 +13,10 @@ func init() { register(newServerCmd) }
 
 func newServerCmd(a *app) *cobra.Command {
 	var opts bus.EmbeddedOptions
-	var provision bool
+	var (
+		provision bool
+		mf        metricsFlags
+	)
 	cmd := &cobra.Command{
 		Use:   "server",
 		Short: "Run the embedded NATS server alone (JetStream on)",
@@ -31,7 +34,11 @@ they share --cluster-name and route to each other:
 
 then provision once with three replicas (agentmesh --js-replicas 3 server
 --provision ..., or any command with --js-replicas 3). Commands without
---js-replicas never lower the replicas of what exists.`,
+--js-replicas never lower the replicas of what exists.
+
+--nats-http-port serves the server's own monitoring endpoint (/varz, /jsz,
+/connz, /healthz), the one prometheus-nats-exporter and the nats CLI read;
+--metrics-addr serves this process's /metrics, /healthz and /readyz.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			store, err := filepath.Abs(opts.StoreDir)
@@ -39,11 +46,18 @@ then provision once with three replicas (agentmesh --js-replicas 3 server
 				return err
 			}
 			opts.StoreDir = store
+			pm, err := mf.start(a, procRole{running: "nats-server"})
+			if err != nil {
+				return err
+			}
+			defer pm.Close()
 			srv, err := bus.StartEmbedded(opts)
 			if err != nil {
 				return err
 			}
 			defer srv.Shutdown()
+			pm.setRunning()
+			printMonitor(a.out, srv)
 			if provision {
 				a.natsURL = srv.URL()
 				a.owner = true
@@ -67,5 +81,7 @@ then provision once with three replicas (agentmesh --js-replicas 3 server
 	f.StringVar(&opts.Cluster.Name, "cluster-name", "", "form a cluster of this name with the servers of --routes")
 	f.StringVar(&opts.Cluster.Listen, "cluster-listen", "", "host:port to listen on for the other nodes' routes, e.g. 127.0.0.1:6222")
 	f.StringSliceVar(&opts.Cluster.Routes, "routes", nil, "the other nodes' route URLs (nats://host:port of their --cluster-listen), comma-separated")
+	natsHTTPPortFlag(f, &opts.HTTPPort)
+	mf.register(f)
 	return cmd
 }

@@ -28,6 +28,8 @@ type stackOptions struct {
 	port     int            // listen port; 0 picks a free one
 	replicas map[string]int // instances per built-in agent (default 1)
 	agents   []string       // which built-in agents; nil means all
+	httpPort int            // the embedded server's monitoring port (0 off, -1 a free one)
+	metrics  metricsFlags   // up's own endpoint; each child gets one of its own (childMetricsAddrs)
 }
 
 // stack is a running mesh: the embedded NATS server (unless --nats named an
@@ -55,7 +57,14 @@ again within 30s of starting (at most 30s); after 5 such quick exits in a row
 up leaves it down and says so. Ctrl-C (or SIGTERM) drains them all, agents
 first (in-flight tasks finish), and exits 0.
 
-With --nats, up uses that NATS server instead of starting one.`,
+With --nats, up uses that NATS server instead of starting one.
+
+With --metrics-addr HOST:PORT, up serves its own /metrics, /healthz and
+/readyz (ready once every agent announced) there and gives each child the
+next port: the orchestrator PORT+1, then the agents in the order of the
+table up prints (which shows each address). With port 0 every process gets
+a free port. --nats-http-port serves the embedded NATS server's own
+monitoring endpoint, the one prometheus-nats-exporter reads.`,
 		Example: `  agentmesh up
   agentmesh up --replicas AnalysisAgent=3 --replicas ImageSearchAgent=2
   agentmesh up --store /var/lib/agentmesh --port 4222`,
@@ -68,10 +77,16 @@ With --nats, up uses that NATS server instead of starting one.`,
 			opts.replicas = r
 			a.owner = true
 			ctx := cmd.Context()
+			pm, err := opts.metrics.start(a, procRole{running: "mesh"})
+			if err != nil {
+				return err
+			}
+			defer pm.Close()
 			st, err := a.startStack(ctx, opts, a.errOut)
 			if err != nil {
 				return err
 			}
+			pm.setRunning()
 			a.printStatus(a.out, st)
 			fmt.Fprintf(a.out, "\nmesh is up on %s; try in another terminal:\n  NATS_URL=%s agentmesh agents\n  NATS_URL=%s agentmesh chat \"Find sunset images and organize them into folders\"\nCtrl-C stops everything.\n", st.url, st.url, st.url)
 			select {
@@ -93,6 +108,8 @@ With --nats, up uses that NATS server instead of starting one.`,
 	f.StringVar(&opts.host, "host", "127.0.0.1", "listen address of the embedded server")
 	f.IntVar(&opts.port, "port", 4222, "listen port of the embedded server (0 picks a free port)")
 	f.StringArrayVar(&replicas, "replicas", nil, "instances of one agent as NAME=N (repeatable)")
+	natsHTTPPortFlag(f, &opts.httpPort)
+	opts.metrics.register(f)
 	return cmd
 }
 
@@ -128,18 +145,22 @@ func contains(list []string, s string) bool {
 func (a *app) startStack(ctx context.Context, opts stackOptions, log io.Writer) (*stack, error) {
 	st := &stack{counts: map[string]int{}}
 	st.url = a.natsURL
+	if st.url != "" && opts.httpPort != 0 {
+		return nil, fmt.Errorf("--nats-http-port %d is the embedded server's monitoring port, and with --nats up starts none: use that server's own --http_port", opts.httpPort)
+	}
 	if st.url == "" {
 		store, err := filepath.Abs(opts.store)
 		if err != nil {
 			return nil, err
 		}
-		srv, err := bus.StartEmbedded(bus.EmbeddedOptions{Host: opts.host, Port: opts.port, StoreDir: store})
+		srv, err := bus.StartEmbedded(bus.EmbeddedOptions{Host: opts.host, Port: opts.port, StoreDir: store, HTTPPort: opts.httpPort})
 		if err != nil {
 			return nil, err
 		}
 		st.srv = srv
 		st.url = srv.URL()
 		fmt.Fprintf(log, "embedded NATS with JetStream on %s (data in %s)\n", st.url, store)
+		printMonitor(log, srv)
 	}
 	a.natsURL = st.url
 	m, err := a.connect(ctx, "agentmesh up")
@@ -149,17 +170,14 @@ func (a *app) startStack(ctx context.Context, opts stackOptions, log io.Writer) 
 	}
 	defer m.Close()
 
-	sup, err := newSupervisor(log, os.Environ())
+	sup, err := newSupervisor(log, withoutEnv(os.Environ(), envMetricsAddr))
 	if err != nil {
 		st.shutdownServer()
 		return nil, err
 	}
 	st.sup = sup
 	common := []string{"--nats", st.url, "--prefix", a.prefix}
-	if err := sup.start(&child{Name: "orchestrator", Args: append([]string{"orchestrator"}, common...)}); err != nil {
-		_ = st.stop()
-		return nil, err
-	}
+	children := []*child{{Name: "orchestrator", Args: append([]string{"orchestrator"}, common...)}}
 	names := opts.agents
 	if names == nil {
 		names = builtinNames()
@@ -175,10 +193,17 @@ func (a *app) startStack(ctx context.Context, opts stackOptions, log io.Writer) 
 			if n > 1 {
 				label = fmt.Sprintf("%s#%d", name, i)
 			}
-			if err := sup.start(&child{Name: label, Args: append([]string{"agent", name}, common...)}); err != nil {
-				_ = st.stop()
-				return nil, err
-			}
+			children = append(children, &child{Name: label, Args: append([]string{"agent", name}, common...)})
+		}
+	}
+	if err := opts.metrics.addChildFlags(children); err != nil {
+		_ = st.stop()
+		return nil, err
+	}
+	for _, c := range children {
+		if err := sup.start(c); err != nil {
+			_ = st.stop()
+			return nil, err
 		}
 	}
 	if err := waitForAgents(ctx, m.Res.Agents, st.counts, 60*time.Second); err != nil {
@@ -227,15 +252,24 @@ func (st *stack) stop() error {
 // printStatus writes the table of running processes.
 func (a *app) printStatus(w io.Writer, st *stack) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "PROCESS\tPID\tSTATUS")
 	children := st.sup.running()
+	withMetrics := len(children) > 0 && flagValue(children[0].Args, "metrics-addr") != ""
+	head := "PROCESS\tPID\tSTATUS"
+	if withMetrics {
+		head += "\tMETRICS"
+	}
+	fmt.Fprintln(tw, head)
 	sort.SliceStable(children, func(i, j int) bool { return children[i].Args[0] > children[j].Args[0] })
 	for _, c := range children {
 		status := "running"
 		if !c.alive() {
 			status = "exited"
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\n", c.Name, c.pid(), status)
+		line := fmt.Sprintf("%s\t%d\t%s", c.Name, c.pid(), status)
+		if withMetrics {
+			line += "\thttp://" + flagValue(c.Args, "metrics-addr") + "/metrics"
+		}
+		fmt.Fprintln(tw, line)
 	}
 	_ = tw.Flush()
 }

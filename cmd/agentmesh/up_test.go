@@ -105,6 +105,7 @@ type upProc struct {
 	cmd      *exec.Cmd
 	url      string
 	children []int
+	metrics  map[string]string // child name -> metrics URL, with --metrics-addr
 	mu       sync.Mutex
 	buf      bytes.Buffer
 	done     chan error
@@ -127,8 +128,10 @@ func (u *upProc) wait(d time.Duration) error {
 }
 
 var (
-	upURL   = regexp.MustCompile(`mesh is up on (nats://\S+);`)
-	upChild = regexp.MustCompile(`^(\S+)\s+(\d+)\s+running$`)
+	upURL = regexp.MustCompile(`mesh is up on (nats://\S+);`)
+	// A row of the status table: name, pid, status and, with
+	// --metrics-addr, the child's metrics URL.
+	upChild = regexp.MustCompile(`^(\S+)\s+(\d+)\s+running(?:\s+(http://\S+/metrics))?$`)
 )
 
 // startUp runs `agentmesh up` on a free port in a temporary store and waits
@@ -141,7 +144,7 @@ func startUp(t *testing.T, bin string, args ...string) *upProc {
 	if err != nil {
 		t.Fatal(err)
 	}
-	up := &upProc{cmd: cmd, done: make(chan error, 1)}
+	up := &upProc{cmd: cmd, done: make(chan error, 1), metrics: map[string]string{}}
 	cmd.Stderr = &syncWriter{u: up}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -156,6 +159,9 @@ func startUp(t *testing.T, bin string, args ...string) *upProc {
 			if m := upChild.FindStringSubmatch(strings.TrimSpace(line)); m != nil {
 				pid, _ := strconv.Atoi(m[2])
 				up.children = append(up.children, pid)
+				if m[3] != "" {
+					up.metrics[m[1]] = m[3]
+				}
 			}
 			if m := upURL.FindStringSubmatch(line); m != nil {
 				up.url = m[1]

@@ -21,18 +21,16 @@ type closerFunc func() error
 
 func (f closerFunc) Close() error { return f() }
 
-// TaskRoundTrip compares one no-op task dispatched through MESH_TASKS and its
-// result received (the agent runtime in this process) with a core NATS
-// request-reply to an echo responder on the same server. Both report p50-ns.
-// The returned closer stops the agent and the responder.
-func TaskRoundTrip(ctx context.Context, env Env) (Pair, io.Closer, error) {
-	noop := agents.Func(schemas.AgentContract{Name: NoopAgentName, Capability: schemas.CapEvaluation, Description: "does nothing, for benchmarks"},
+// ServeNoop runs a no-op agent called name on env's connection with opts
+// until the returned closer is closed.
+func ServeNoop(ctx context.Context, env Env, name string, opts ...agents.Option) (io.Closer, error) {
+	noop := agents.Func(schemas.AgentContract{Name: name, Capability: schemas.CapEvaluation, Description: "does nothing, for benchmarks"},
 		func(context.Context, *schemas.ExecutionContext) (schemas.AgentResult, error) {
 			return schemas.AgentResult{Success: true}, nil
 		})
-	rt, err := agents.NewRuntime(env.NC, noop, agents.WithNames(env.Names))
+	rt, err := agents.NewRuntime(env.NC, noop, append([]agents.Option{agents.WithNames(env.Names)}, opts...)...)
 	if err != nil {
-		return Pair{}, nil, err
+		return nil, err
 	}
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
@@ -41,18 +39,57 @@ func TaskRoundTrip(ctx context.Context, env Env) (Pair, io.Closer, error) {
 	case <-rt.Ready():
 	case err := <-done:
 		stop()
+		return nil, err
+	}
+	return closerFunc(func() error { stop(); return <-done }), nil
+}
+
+// RoundTrip publishes one empty task for agent to MESH_TASKS and waits for
+// its result; it returns the time that took.
+func RoundTrip(ctx context.Context, env Env, agent string) (time.Duration, error) {
+	subj, err := env.Names.Task(agent)
+	if err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	ev, err := bus.NewEvent(bus.TypeTaskRequested, "/bench", []byte(`{}`))
+	if err != nil {
+		return 0, err
+	}
+	sub, err := env.NC.SubscribeSync(env.Names.Result(ev.ID))
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	msg, err := bus.Encode(subj, ev)
+	if err != nil {
+		return 0, err
+	}
+	if _, err := env.JS.PublishMsg(ctx, msg); err != nil {
+		return 0, err
+	}
+	if _, err := sub.NextMsg(10 * time.Second); err != nil {
+		return 0, err
+	}
+	return time.Since(start), nil
+}
+
+// TaskRoundTrip compares one no-op task dispatched through MESH_TASKS and its
+// result received (the agent runtime in this process) with a core NATS
+// request-reply to an echo responder on the same server. Both report p50-ns.
+// The returned closer stops the agent and the responder.
+func TaskRoundTrip(ctx context.Context, env Env) (Pair, io.Closer, error) {
+	agent, err := ServeNoop(ctx, env, NoopAgentName)
+	if err != nil {
 		return Pair{}, nil, err
 	}
 	echo, err := env.NC.Subscribe("bench.echo", func(m *nats.Msg) { _ = m.Respond(m.Data) })
 	if err != nil {
-		stop()
-		return Pair{}, nil, err
+		return Pair{}, nil, errors.Join(err, agent.Close())
 	}
 	closer := closerFunc(func() error {
-		stop()
-		return errors.Join(echo.Unsubscribe(), <-done)
+		return errors.Join(echo.Unsubscribe(), agent.Close())
 	})
-	subj, _ := env.Names.Task(NoopAgentName)
 	p := Pair{
 		Name: "task round trip (no-op agent)", Unit: "round trip", Baseliner: "nats.go core request-reply",
 		Baseline: func(b *testing.B) {
@@ -69,27 +106,11 @@ func TaskRoundTrip(ctx context.Context, env Env) (Pair, io.Closer, error) {
 		Mesh: func(b *testing.B) {
 			durs := make([]time.Duration, 0, b.N)
 			for b.Loop() {
-				start := time.Now()
-				ev, err := bus.NewEvent(bus.TypeTaskRequested, "/bench", []byte(`{}`))
+				d, err := RoundTrip(ctx, env, NoopAgentName)
 				if err != nil {
 					b.Fatal(err)
 				}
-				sub, err := env.NC.SubscribeSync(env.Names.Result(ev.ID))
-				if err != nil {
-					b.Fatal(err)
-				}
-				msg, err := bus.Encode(subj, ev)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if _, err := env.JS.PublishMsg(ctx, msg); err != nil {
-					b.Fatal(err)
-				}
-				if _, err := sub.NextMsg(10 * time.Second); err != nil {
-					b.Fatal(err)
-				}
-				_ = sub.Unsubscribe()
-				durs = append(durs, time.Since(start))
+				durs = append(durs, d)
 			}
 			recordP50(b, durs)
 		},

@@ -233,7 +233,7 @@ func startTracedOrchestrator(t *testing.T, bin, natsURL, modelURL string) *locke
 	t.Helper()
 	orch := exec.Command(bin, "--nats", natsURL, "orchestrator", "--log-format", "json", "--log-level", "info")
 	orch.Env = append(os.Environ(), "OPENAI_BASE_URL="+modelURL, "OPENAI_API_KEY=test", "AGENTMESH_MODEL="+tracedModel)
-	return waitReady(t, orch, "orchestrator ready")
+	return startUntilReady(t, orch, "orchestrator ready")
 }
 
 // waitLogLine waits for a JSON log line with message msg and the string
@@ -268,12 +268,12 @@ func startNodeAgent(t *testing.T, node, natsURL string) {
 	cmd := exec.Command(node, "agent.js")
 	cmd.Dir = filepath.Join("..", "..", "examples", "node")
 	cmd.Env = append(os.Environ(), "NATS_URL="+natsURL, "AGENT_HEARTBEAT_MS=1000")
-	waitReady(t, cmd, "ready")
+	startUntilReady(t, cmd, "ready")
 }
 
 // waitReady starts cmd and waits for a line of its stdout containing word;
 // the process is killed when the test ends. It returns cmd's stderr.
-func waitReady(t *testing.T, cmd *exec.Cmd, word string) *lockedWriter {
+func startUntilReady(t *testing.T, cmd *exec.Cmd, word string) *lockedWriter {
 	t.Helper()
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {

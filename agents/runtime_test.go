@@ -91,7 +91,7 @@ func TestRuntimeRoundTrip(t *testing.T) {
 	// The result is also in MESH_RESULTS, once.
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if _, err := m.res.Results.GetLastMsgForSubject(ctx, m.n.Result(ev.ID)); err != nil {
+	if _, err := m.res.Results.GetLastMsgForSubject(ctx, m.n.Result("Echo", ev.ID)); err != nil {
 		t.Errorf("result not in MESH_RESULTS: %v", err)
 	}
 
@@ -265,7 +265,7 @@ func TestRuntimeCancel(t *testing.T) {
 	started := make(chan string, 1)
 	m.serve(t, blocker("Slow", started))
 	ev := task(t, schemas.TaskRequest{Instruction: "wait"})
-	sub, err := m.nc.SubscribeSync(m.n.Result(ev.ID))
+	sub, err := m.nc.SubscribeSync(m.n.Result("Slow", ev.ID))
 	if err != nil {
 		t.Fatal(err)
 	}

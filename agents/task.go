@@ -61,8 +61,9 @@ func (r *Runtime) handle(msg jetstream.Msg) {
 		}
 	}
 	if err == nil {
-		if rt := ev.Ext(bus.ExtReplyTo); rt != "" && !validSubject(rt) {
-			err = fmt.Errorf("%w: replyto %q is not a NATS subject a result can be published to", bus.ErrInvalidAttribute, rt)
+		if rt := ev.Ext(bus.ExtReplyTo); rt != "" && !r.validReplyTo(rt) {
+			err = fmt.Errorf("%w: replyto %q is not one of this agent's result subjects: name a subject under %s> (or none, for %s)",
+				bus.ErrInvalidAttribute, rt, r.resultPrefix, r.cfg.names.Result(r.contract.Name, "<taskid>"))
 		}
 	}
 	if err != nil {
@@ -288,9 +289,11 @@ func (r *Runtime) taskRef(ev bus.Event) schemas.TaskRef {
 }
 
 // publishResult sends the result event to the task's replyto, else to
-// mesh.result.<taskid>. Subjects inside MESH_RESULTS are published with
-// JetStream and a Nats-Msg-Id of result-<taskid>, so a second result of the
-// same task is dropped; other reply subjects (an inbox) get a core publish.
+// mesh.result.<agent>.<taskid>, with a JetStream publish and a Nats-Msg-Id
+// of result-<taskid>, so a second result of the same task is dropped. A
+// replyto outside mesh.result.<agent>.> is never used: an agent publishes
+// only where results of its own tasks go, so a task cannot make it write
+// into a KV key or another agent's results (a confused deputy).
 func (r *Runtime) publishResult(task bus.Event, res schemas.AgentResult) error {
 	typ := bus.TypeTaskCompleted
 	if !res.Success {
@@ -306,8 +309,8 @@ func (r *Runtime) publishResult(task bus.Event, res schemas.AgentResult) error {
 	}
 	ev.SetExt(bus.ExtTaskID, task.ID)
 	subject := task.Ext(bus.ExtReplyTo)
-	if subject == "" || !validSubject(subject) {
-		subject = r.cfg.names.Result(task.ID)
+	if !r.validReplyTo(subject) {
+		subject = r.cfg.names.Result(r.contract.Name, task.ID)
 	}
 	msg, err := bus.Encode(subject, ev)
 	if err != nil {
@@ -318,25 +321,23 @@ func (r *Runtime) publishResult(task bus.Event, res schemas.AgentResult) error {
 	if task.ID != "" {
 		msg.Header.Set(jetstream.MsgIDHeader, "result-"+task.ID)
 	}
-	if strings.HasPrefix(subject, r.resultPrefix) {
-		ctx, cancel := context.WithTimeout(context.Background(), publishTimeout)
-		defer cancel()
-		_, err = r.js.PublishMsg(ctx, msg)
-		return err
-	}
-	return r.nc.PublishMsg(msg)
+	ctx, cancel := context.WithTimeout(context.Background(), publishTimeout)
+	defer cancel()
+	_, err = r.js.PublishMsg(ctx, msg)
+	return err
 }
 
 // rejectMalformed answers a task event that could not be read: with a
-// .failed result where a reply subject is known (its replyto, else
-// mesh.result.<id> when it has a usable id), otherwise by dead-lettering the
+// .failed result where a reply subject is known (its replyto when it is
+// one of the agent's result subjects, else mesh.result.<agent>.<id> when it
+// has a usable id), otherwise by dead-lettering the
 // message with the reason. Either way the message is terminated.
 func (r *Runtime) rejectMalformed(d *delivery, cause error) {
 	reason := oneLine(cause)
 	r.log.Warn("malformed task", "subject", d.raw.Subject, "err", reason)
 	ev := d.event
 	replyTo := ev.Ext(bus.ExtReplyTo)
-	if !validSubject(replyTo) {
+	if !r.validReplyTo(replyTo) {
 		replyTo = ""
 	}
 	idOK := ev.ID != "" && bus.ValidateToken("task id", ev.ID) == nil
@@ -399,6 +400,12 @@ func correlation(ev bus.Event) map[string]string {
 		}
 	}
 	return out
+}
+
+// validReplyTo reports whether s is a subject this agent may answer on: one
+// under mesh.result.<agent>. that can be published to.
+func (r *Runtime) validReplyTo(s string) bool {
+	return strings.HasPrefix(s, r.resultPrefix) && len(s) > len(r.resultPrefix) && validSubject(s)
 }
 
 // validSubject reports whether s can be published to: non-empty tokens, no

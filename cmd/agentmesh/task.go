@@ -91,7 +91,7 @@ Example:
 			}
 			ev.DataContentType = bus.ContentTypeJSON
 			ev.SetExt(bus.ExtDeadline, time.Now().Add(timeout).UTC().Format(time.RFC3339Nano))
-			sub, err := m.NC.SubscribeSync(m.Names.Result(ev.ID))
+			sub, err := m.NC.SubscribeSync(m.Names.Result(agent, ev.ID))
 			if err != nil {
 				return err
 			}

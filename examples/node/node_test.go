@@ -206,7 +206,7 @@ func TestNodeAgentAndClient(t *testing.T) {
 			}
 			actx, cancel := context.WithTimeout(ctx, 20*time.Second)
 			defer cancel()
-			r, err := d.Await(actx, names.Result(id), id)
+			r, err := d.Await(actx, names.Result(agentName, id), id)
 			if err != nil {
 				t.Fatalf("task %s: %v\nagent output:\n%s", id, err, agent.out.String())
 			}
@@ -220,7 +220,7 @@ func TestNodeAgentAndClient(t *testing.T) {
 		if err := r.Result.Outputs["counts"].Decode(&counts); err != nil || len(counts.Items) != 1 || counts.Items[0].Features["words"] != 3 {
 			t.Errorf("counts %+v (%v), want one item of 3 words", counts, err)
 		}
-		raw, err := res.Results.GetLastMsgForSubject(ctx, names.Result(id))
+		raw, err := res.Results.GetLastMsgForSubject(ctx, names.Result(agentName, id))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -230,7 +230,7 @@ func TestNodeAgentAndClient(t *testing.T) {
 
 		// A structured-mode task (what a plain `nats pub` sends) is read too.
 		meta := client.DispatchMeta{}
-		sev, err := d.Event(schemas.TaskRequest{Instruction: "four words right here"}, &meta)
+		sev, err := d.Event(agentName, schemas.TaskRequest{Instruction: "four words right here"}, &meta)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -236,12 +236,13 @@ func check(ev bus.Event, msg *nats.Msg) error {
 			fail("success %v in a %s event", res.Success, ev.Type)
 		}
 		need(bus.ExtTaskID)
-		ok := subject == names.Result(ev.Ext(bus.ExtTaskID))
+		agent := names.ResultAgent(subject)
+		ok := agent != "" && subject == names.Result(agent, ev.Ext(bus.ExtTaskID))
 		for _, id := range []string{ev.Ext(bus.ExtRunID), ev.Ext(bus.ExtConversationID)} {
-			ok = ok || (id != "" && subject == names.OrchestratorResult(id))
+			ok = ok || (agent != "" && id != "" && subject == names.OrchestratorResult(agent, id))
 		}
 		if !ok {
-			fail("subject %s is neither %s nor the orchestrator's result subject of the run or conversation", subject, names.Result(ev.Ext(bus.ExtTaskID)))
+			fail("subject %s is neither mesh.result.<agent>.%s nor the orchestrator's result subject of the run or conversation", subject, ev.Ext(bus.ExtTaskID))
 		}
 		if id := msg.Header.Get("Nats-Msg-Id"); id != "" && id != "result-"+ev.Ext(bus.ExtTaskID) {
 			fail("Nats-Msg-Id %s, want result-%s", id, ev.Ext(bus.ExtTaskID))

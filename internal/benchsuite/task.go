@@ -74,7 +74,7 @@ func TaskRoundTrip(ctx context.Context, env Env) (Pair, io.Closer, error) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				sub, err := env.NC.SubscribeSync(env.Names.Result(ev.ID))
+				sub, err := env.NC.SubscribeSync(env.Names.Result(NoopAgentName, ev.ID))
 				if err != nil {
 					b.Fatal(err)
 				}

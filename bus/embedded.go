@@ -19,6 +19,9 @@ type EmbeddedOptions struct {
 	Port     int    // 0 picks a free port
 	StoreDir string // JetStream data; default a temporary directory removed on Shutdown
 	Logs     bool   // log to stderr
+	// Configure, when set, adjusts the server's options before it starts
+	// (security.Server.Configure turns on authentication and TLS).
+	Configure func(*server.Options) error
 }
 
 // Embedded is a running in-process NATS server with JetStream.
@@ -62,6 +65,12 @@ func StartEmbedded(opts EmbeddedOptions) (*Embedded, error) {
 		StoreDir:   storeDir,
 		NoSigs:     true,
 		NoLog:      !opts.Logs,
+	}
+	if opts.Configure != nil {
+		if err := opts.Configure(sopts); err != nil {
+			e.removeTemp()
+			return nil, fmt.Errorf("embedded NATS server: %w", err)
+		}
 	}
 	srv, err := server.NewServer(sopts)
 	if err != nil {

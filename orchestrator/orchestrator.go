@@ -24,7 +24,7 @@ import (
 )
 
 // DurableName is the durable consumer all orchestrator replicas share, on
-// MESH_RESULTS (filtered on mesh.result.orchestrator.>) and on MESH_REQUESTS.
+// MESH_RESULTS (filtered on mesh.result.*.orchestrator.>) and on MESH_REQUESTS.
 const DurableName = "orchestrator"
 
 // ChatHandler handles one io.agentmesh.chat.requested event taken from

@@ -30,7 +30,7 @@ func newTaskCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "task AGENT [--input name=ID,ID...] [--text name=TEXT] [--param k=v]...",
 		Short: "Invoke one agent directly and print its result",
-		Long: `Publish one task to mesh.task.AGENT, wait for its result on mesh.result.<taskid>
+		Long: `Publish one task to mesh.task.AGENT, wait for its result on mesh.result.AGENT.<taskid>
 and print it. Exit status 1 when the task failed.
 
 Inputs:
@@ -91,7 +91,13 @@ Example:
 			}
 			ev.DataContentType = bus.ContentTypeJSON
 			ev.SetExt(bus.ExtDeadline, time.Now().Add(timeout).UTC().Format(time.RFC3339Nano))
-			sub, err := m.NC.SubscribeSync(m.Names.Result(agent, ev.ID))
+			replyTo := m.Names.Result(agent, ev.ID)
+			if m.ID.Role == bus.RoleClient {
+				// Where only this client may read it on a secure mesh.
+				replyTo = m.Names.ClientResult(agent, m.ID.Name, ev.ID)
+				ev.SetExt(bus.ExtReplyTo, replyTo)
+			}
+			sub, err := m.NC.SubscribeSync(replyTo)
 			if err != nil {
 				return err
 			}

@@ -14,13 +14,24 @@ func init() { register(newServerCmd) }
 func newServerCmd(a *app) *cobra.Command {
 	var opts bus.EmbeddedOptions
 	var provision bool
+	var sf secureFlags
 	cmd := &cobra.Command{
 		Use:   "server",
 		Short: "Run the embedded NATS server alone (JetStream on)",
 		Long: `server runs a NATS server with JetStream in this process, storing its data
 under --store, until Ctrl-C. With --provision it also creates the mesh's
 streams, buckets and object store (every other process creates them too,
-idempotently, so this is optional).`,
+idempotently, so this is optional).
+
+With --secure the server requires TLS and credentials: an operator, an
+account and its signing key (NATS JWT), a CA and a server certificate for
+127.0.0.1, localhost, this host and --host are made under STORE/secure on
+first start and reused after. The server provisions the mesh itself (as
+admin); 'agentmesh creds' issues credentials for agents, clients and the
+orchestrator without a restart. See docs/security.md.`,
+		Example: `  agentmesh server --store /var/lib/agentmesh
+  agentmesh server --secure --store .agentmesh
+  agentmesh creds client alice --store .agentmesh > alice.creds`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			store, err := filepath.Abs(opts.StoreDir)
@@ -28,12 +39,16 @@ idempotently, so this is optional).`,
 				return err
 			}
 			opts.StoreDir = store
+			sec, err := a.secureServer(&opts, sf)
+			if err != nil {
+				return err
+			}
 			srv, err := bus.StartEmbedded(opts)
 			if err != nil {
 				return err
 			}
 			defer srv.Shutdown()
-			if provision {
+			if provision || sec != nil {
 				a.natsURL = srv.URL()
 				a.owner = true
 				m, err := a.connect(cmd.Context(), "agentmesh server")
@@ -42,7 +57,10 @@ idempotently, so this is optional).`,
 				}
 				m.Close()
 			}
-			fmt.Fprintf(a.out, "NATS with JetStream listening on %s (data in %s); Ctrl-C stops it\n", srv.URL(), store)
+			fmt.Fprintf(a.out, "NATS with JetStream listening on %s (data in %s); Ctrl-C stops it\n", secureURL(srv.URL(), sec), store)
+			if sec != nil {
+				fmt.Fprintf(a.out, "secure: TLS (CA %s) and credentials required; admin credentials in %s; issue more with: agentmesh creds ROLE [NAME] --store %s\n", sec.TLS.CA, a.creds, store)
+			}
 			<-cmd.Context().Done()
 			return nil
 		},
@@ -51,6 +69,7 @@ idempotently, so this is optional).`,
 	f.StringVar(&opts.StoreDir, "store", ".agentmesh", "JetStream data directory")
 	f.StringVar(&opts.Host, "host", "127.0.0.1", "listen address")
 	f.IntVar(&opts.Port, "port", 4222, "listen port (0 picks a free one)")
-	f.BoolVar(&provision, "provision", false, "create the mesh's streams, buckets and object store")
+	f.BoolVar(&provision, "provision", false, "create the mesh's streams, buckets and object store (always done with --secure)")
+	sf.register(f)
 	return cmd
 }

@@ -297,21 +297,21 @@ func TestAttackDirectStateAccess(t *testing.T) {
 // No credentials, or no trust in the server's CA: no connection.
 func TestAttackNoAuthNoTLS(t *testing.T) {
 	m := startSecure(t)
-	_, err := bus.ConnectOptions{URL: m.srv.URL(), TLSCA: m.sec.TLS.CA}.Connect(context.Background())
+	_, err := bus.ConnectOptions{URL: m.URL(), TLSCA: m.CA()}.Connect(context.Background())
 	if !errors.Is(err, bus.ErrAuth) {
 		t.Fatalf("no credentials: %v, want an authorization error", err)
 	}
-	creds := m.creds(t, alice)
-	_, err = nats.Connect(m.srv.URL(), nats.UserCredentials(creds))
+	creds := m.Creds(t, alice)
+	_, err = nats.Connect(m.URL(), nats.UserCredentials(creds))
 	if err == nil || !strings.Contains(err.Error(), "certificate") {
 		t.Fatalf("no CA: %v, want a certificate error", err)
 	}
-	_, err = nats.Connect(m.srv.URL(), nats.UserCredentials(creds), nats.Secure(&tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: false, ServerName: "not-the-server"}), nats.RootCAs(m.sec.TLS.CA))
+	_, err = nats.Connect(m.URL(), nats.UserCredentials(creds), nats.Secure(&tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: false, ServerName: "not-the-server"}), nats.RootCAs(m.CA()))
 	if err == nil {
 		t.Fatal("a wrong server name was accepted")
 	}
 	// The legitimate path: credentials and the CA.
-	nc, err := bus.ConnectOptions{URL: m.srv.URL(), CredsFile: creds, TLSCA: m.sec.TLS.CA}.Connect(context.Background())
+	nc, err := bus.ConnectOptions{URL: m.URL(), CredsFile: creds, TLSCA: m.CA()}.Connect(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,8 +3,6 @@ package security_test
 import (
 	"context"
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,54 +13,21 @@ import (
 	"github.com/agentmesh/agentmesh/agents"
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/orchestrator"
-	"github.com/agentmesh/agentmesh/security"
+	"github.com/agentmesh/agentmesh/security/securetest"
 )
 
 // secureMesh is an embedded server started the way `agentmesh server
-// --secure` starts it: JWT authentication and TLS, provisioned as admin.
+// --secure` starts it, with connections that record permission errors.
 type secureMesh struct {
-	dir   string
-	sec   *security.Server
-	srv   *bus.Embedded
+	*securetest.Server
 	names bus.Names
-	admin *conn
 	res   *bus.Resources
 }
 
 func startSecure(t *testing.T) *secureMesh {
 	t.Helper()
-	dir := t.TempDir()
-	sec, err := security.Setup(dir, security.TLSFiles{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := bus.StartEmbedded(bus.EmbeddedOptions{StoreDir: dir, Configure: sec.Configure})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Shutdown)
-	m := &secureMesh{dir: dir, sec: sec, srv: srv, names: bus.MustNames("")}
-	m.admin = m.connect(t, bus.Identity{Role: bus.RoleAdmin})
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	if m.res, err = bus.Provision(ctx, m.admin.js, m.names, bus.ProvisionOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	return m
-}
-
-// creds writes a credentials file for id and returns its path.
-func (m *secureMesh) creds(t testing.TB, id bus.Identity) string {
-	t.Helper()
-	data, err := m.sec.Authority.Creds(id, m.names)
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), id.User()+".creds")
-	if err := os.WriteFile(path, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	s := securetest.Start(t)
+	return &secureMesh{Server: s, names: s.Names, res: s.Res}
 }
 
 // conn is a connection of one identity that records the server's
@@ -73,25 +38,18 @@ type conn struct {
 	errs chan error
 }
 
-// connect connects as id with bus.ConnectOptions (credentials file, CA,
-// the identity's inbox prefix), as every agentmesh process does.
+// connect connects as id and records its permission errors.
 func (m *secureMesh) connect(t testing.TB, id bus.Identity) *conn {
 	t.Helper()
-	c := &conn{errs: make(chan error, 64)}
-	opts := bus.ConnectOptions{URL: m.srv.URL(), CredsFile: m.creds(t, id), TLSCA: m.sec.TLS.CA, Name: id.User()}
-	nc, err := opts.Connect(context.Background())
-	if err != nil {
-		t.Fatalf("connecting as %s: %v", id.User(), err)
-	}
-	nc.SetErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+	c := &conn{errs: make(chan error, 64), Conn: m.Connect(t, id)}
+	c.SetErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
 		select {
 		case c.errs <- err:
 		default:
 		}
 	})
-	t.Cleanup(nc.Close)
-	c.Conn = nc
-	if c.js, err = jetstream.New(nc); err != nil {
+	var err error
+	if c.js, err = jetstream.New(c.Conn); err != nil {
 		t.Fatal(err)
 	}
 	return c

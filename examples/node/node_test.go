@@ -409,11 +409,11 @@ type process struct {
 	err    error         // its exit status, once exited is closed
 }
 
-func startProcess(t *testing.T, node, script, natsURL string) *process {
+func startProcess(t *testing.T, node, script, natsURL string, env ...string) *process {
 	t.Helper()
 	p := &process{out: &syncBuffer{}, exited: make(chan struct{})}
 	p.cmd = exec.Command(node, script)
-	p.cmd.Env = append(os.Environ(), "NATS_URL="+natsURL)
+	p.cmd.Env = append(append(os.Environ(), "NATS_URL="+natsURL), env...)
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
 	if err := p.cmd.Start(); err != nil {
 		t.Fatalf("starting node %s: %v", script, err)

@@ -30,7 +30,11 @@ func TaskRoundTrip(ctx context.Context, env Env) (Pair, io.Closer, error) {
 		func(context.Context, *schemas.ExecutionContext) (schemas.AgentResult, error) {
 			return schemas.AgentResult{Success: true}, nil
 		})
-	rt, err := agents.NewRuntime(env.NC, noop, agents.WithNames(env.Names))
+	agentNC := env.AgentNC
+	if agentNC == nil {
+		agentNC = env.NC
+	}
+	rt, err := agents.NewRuntime(agentNC, noop, agents.WithNames(env.Names))
 	if err != nil {
 		return Pair{}, nil, err
 	}
@@ -43,14 +47,22 @@ func TaskRoundTrip(ctx context.Context, env Env) (Pair, io.Closer, error) {
 		stop()
 		return Pair{}, nil, err
 	}
-	echo, err := env.NC.Subscribe("bench.echo", func(m *nats.Msg) { _ = m.Respond(m.Data) })
-	if err != nil {
-		stop()
-		return Pair{}, nil, err
+	// The baseline's responder; a client of a secure mesh (Client set) may
+	// not serve bench.echo, and only the mesh side is measured there.
+	var echo *nats.Subscription
+	if env.Client == "" {
+		if echo, err = env.NC.Subscribe("bench.echo", func(m *nats.Msg) { _ = m.Respond(m.Data) }); err != nil {
+			stop()
+			return Pair{}, nil, err
+		}
 	}
 	closer := closerFunc(func() error {
 		stop()
-		return errors.Join(echo.Unsubscribe(), <-done)
+		var uerr error
+		if echo != nil {
+			uerr = echo.Unsubscribe()
+		}
+		return errors.Join(uerr, <-done)
 	})
 	subj, _ := env.Names.Task(NoopAgentName)
 	p := Pair{
@@ -74,7 +86,12 @@ func TaskRoundTrip(ctx context.Context, env Env) (Pair, io.Closer, error) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				sub, err := env.NC.SubscribeSync(env.Names.Result(NoopAgentName, ev.ID))
+				replyTo := env.Names.Result(NoopAgentName, ev.ID)
+				if env.Client != "" {
+					replyTo = env.Names.ClientResult(NoopAgentName, env.Client, ev.ID)
+					ev.SetExt(bus.ExtReplyTo, replyTo)
+				}
+				sub, err := env.NC.SubscribeSync(replyTo)
 				if err != nil {
 					b.Fatal(err)
 				}

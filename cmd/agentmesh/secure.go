@@ -76,6 +76,19 @@ func (a *app) credsFile(sec *security.Server, id bus.Identity) (string, error) {
 	return path, os.WriteFile(path, creds, 0o600)
 }
 
+// childIdentity returns the flags a child of up runs as id with on a
+// secure mesh (its credentials file and the CA), none otherwise.
+func (a *app) childIdentity(sec *security.Server, id bus.Identity) ([]string, error) {
+	if sec == nil {
+		return nil, nil
+	}
+	creds, err := a.credsFile(sec, id)
+	if err != nil {
+		return nil, err
+	}
+	return []string{"--creds", creds, "--tls-ca", sec.TLS.CA}, nil
+}
+
 // secureURL shows a TLS server's URL with the tls scheme.
 func secureURL(url string, sec *security.Server) string {
 	if sec == nil {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/client"
+	"github.com/agentmesh/agentmesh/security"
 )
 
 func init() { register(newUpCmd) }
@@ -28,12 +29,14 @@ type stackOptions struct {
 	port     int            // listen port; 0 picks a free one
 	replicas map[string]int // instances per built-in agent (default 1)
 	agents   []string       // which built-in agents; nil means all
+	secure   secureFlags    // --secure: TLS and credentials on the embedded server
 }
 
 // stack is a running mesh: the embedded NATS server (unless --nats named an
 // existing one), the orchestrator and the built-in agents as child processes.
 type stack struct {
 	srv    *bus.Embedded
+	sec    *security.Server // the secure mode's keys and TLS files, or nil
 	sup    *supervisor
 	url    string
 	counts map[string]int
@@ -55,10 +58,16 @@ again within 30s of starting (at most 30s); after 5 such quick exits in a row
 up leaves it down and says so. Ctrl-C (or SIGTERM) drains them all, agents
 first (in-flight tasks finish), and exits 0.
 
-With --nats, up uses that NATS server instead of starting one.`,
+With --nats, up uses that NATS server instead of starting one.
+
+With --secure the embedded server requires TLS and credentials, as
+'agentmesh server --secure' does: each child runs as its own identity
+(credentials under STORE/secure/creds: orchestrator, agent-<name>), and up
+itself as admin. Clients need credentials from 'agentmesh creds'.`,
 		Example: `  agentmesh up
   agentmesh up --replicas AnalysisAgent=3 --replicas ImageSearchAgent=2
-  agentmesh up --store /var/lib/agentmesh --port 4222`,
+  agentmesh up --store /var/lib/agentmesh --port 4222
+  agentmesh up --secure && agentmesh creds client alice > alice.creds`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			r, err := parseReplicas(replicas)
@@ -73,7 +82,12 @@ With --nats, up uses that NATS server instead of starting one.`,
 				return err
 			}
 			a.printStatus(a.out, st)
-			fmt.Fprintf(a.out, "\nmesh is up on %s; try in another terminal:\n  NATS_URL=%s agentmesh agents\n  NATS_URL=%s agentmesh chat \"Find sunset images and organize them into folders\"\nCtrl-C stops everything.\n", st.url, st.url, st.url)
+			env := "NATS_URL=" + st.url
+			if st.sec != nil {
+				env += fmt.Sprintf(" NATS_CA=%s NATS_CREDS=alice.creds", st.sec.TLS.CA)
+				fmt.Fprintf(a.out, "\nsecure: make a client's credentials first: agentmesh creds client alice --store %s -o alice.creds", opts.store)
+			}
+			fmt.Fprintf(a.out, "\nmesh is up on %s; try in another terminal:\n  %s agentmesh agents\n  %s agentmesh chat \"Find sunset images and organize them into folders\"\nCtrl-C stops everything.\n", st.url, env, env)
 			select {
 			case <-ctx.Done():
 				fmt.Fprintln(a.errOut, "draining the mesh ...")
@@ -93,6 +107,7 @@ With --nats, up uses that NATS server instead of starting one.`,
 	f.StringVar(&opts.host, "host", "127.0.0.1", "listen address of the embedded server")
 	f.IntVar(&opts.port, "port", 4222, "listen port of the embedded server (0 picks a free port)")
 	f.StringArrayVar(&replicas, "replicas", nil, "instances of one agent as NAME=N (repeatable)")
+	opts.secure.register(f)
 	return cmd
 }
 
@@ -133,12 +148,17 @@ func (a *app) startStack(ctx context.Context, opts stackOptions, log io.Writer) 
 		if err != nil {
 			return nil, err
 		}
-		srv, err := bus.StartEmbedded(bus.EmbeddedOptions{Host: opts.host, Port: opts.port, StoreDir: store})
+		eopts := bus.EmbeddedOptions{Host: opts.host, Port: opts.port, StoreDir: store}
+		sec, err := a.secureServer(&eopts, opts.secure)
 		if err != nil {
 			return nil, err
 		}
-		st.srv = srv
-		st.url = srv.URL()
+		srv, err := bus.StartEmbedded(eopts)
+		if err != nil {
+			return nil, err
+		}
+		st.srv, st.sec = srv, sec
+		st.url = secureURL(srv.URL(), sec)
 		fmt.Fprintf(log, "embedded NATS with JetStream on %s (data in %s)\n", st.url, store)
 	}
 	a.natsURL = st.url
@@ -156,7 +176,12 @@ func (a *app) startStack(ctx context.Context, opts stackOptions, log io.Writer) 
 	}
 	st.sup = sup
 	common := []string{"--nats", st.url, "--prefix", a.prefix}
-	if err := sup.start(&child{Name: "orchestrator", Args: append([]string{"orchestrator"}, common...)}); err != nil {
+	orchArgs, err := a.childIdentity(st.sec, bus.Identity{Role: bus.RoleOrchestrator})
+	if err != nil {
+		_ = st.stop()
+		return nil, err
+	}
+	if err := sup.start(&child{Name: "orchestrator", Args: append(append([]string{"orchestrator"}, common...), orchArgs...)}); err != nil {
 		_ = st.stop()
 		return nil, err
 	}
@@ -175,7 +200,12 @@ func (a *app) startStack(ctx context.Context, opts stackOptions, log io.Writer) 
 			if n > 1 {
 				label = fmt.Sprintf("%s#%d", name, i)
 			}
-			if err := sup.start(&child{Name: label, Args: append([]string{"agent", name}, common...)}); err != nil {
+			idArgs, err := a.childIdentity(st.sec, bus.Identity{Role: bus.RoleAgent, Name: name})
+			if err != nil {
+				_ = st.stop()
+				return nil, err
+			}
+			if err := sup.start(&child{Name: label, Args: append(append([]string{"agent", name}, common...), idArgs...)}); err != nil {
 				_ = st.stop()
 				return nil, err
 			}

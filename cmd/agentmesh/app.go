@@ -19,6 +19,7 @@ type app struct {
 	natsURL  string
 	creds    string
 	tlsCA    string
+	credsDir string // a secure server's credentials directory (server, up)
 	prefix   string
 	jsonOut  bool
 	replicas int

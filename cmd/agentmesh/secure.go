@@ -21,12 +21,16 @@ func init() { register(newCredsCmd) }
 type secureFlags struct {
 	on        bool
 	cert, key string
+	credsDir  string   // where issued credentials go; default STORE/secure/creds
+	issue     []string // users to issue credentials for at start
 }
 
 func (s *secureFlags) register(f *pflag.FlagSet) {
 	f.BoolVar(&s.on, "secure", false, "require TLS and credentials (JWT); keys, CA and certificate are made under STORE/secure on first start and reused")
 	f.StringVar(&s.cert, "tls-cert", "", "with --secure: the server's TLS certificate (PEM) instead of a generated one; --tls-ca names its CA")
 	f.StringVar(&s.key, "tls-key", "", "with --secure: the key of --tls-cert")
+	f.StringVar(&s.credsDir, "creds-dir", "", "with --secure: where credentials files (USER.creds) and a copy of the CA (ca.pem) go (default STORE/secure/creds)")
+	f.StringArrayVar(&s.issue, "issue", nil, "with --secure: issue credentials for this user at start, e.g. orchestrator, agent-TextAgent, client-alice (repeatable)")
 }
 
 // secureServer sets opts up for the secure mode when asked: it makes or
@@ -44,6 +48,29 @@ func (a *app) secureServer(opts *bus.EmbeddedOptions, s secureFlags) (*security.
 		return nil, err
 	}
 	opts.Configure = sec.Configure
+	a.credsDir = s.credsDir
+	if a.credsDir == "" {
+		a.credsDir = filepath.Join(sec.Authority.Dir(), "creds")
+	}
+	if err := os.MkdirAll(a.credsDir, 0o700); err != nil {
+		return nil, err
+	}
+	ca, err := os.ReadFile(sec.TLS.CA)
+	if err == nil {
+		err = os.WriteFile(filepath.Join(a.credsDir, "ca.pem"), ca, 0o644)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("copying the CA to %s: %w", a.credsDir, err)
+	}
+	for _, user := range s.issue {
+		id, err := bus.ParseUser(user)
+		if err != nil {
+			return nil, fmt.Errorf("--issue: %w", err)
+		}
+		if _, err := a.credsFile(sec, id); err != nil {
+			return nil, err
+		}
+	}
 	admin, err := a.credsFile(sec, bus.Identity{Role: bus.RoleAdmin})
 	if err != nil {
 		return nil, err
@@ -52,14 +79,10 @@ func (a *app) secureServer(opts *bus.EmbeddedOptions, s secureFlags) (*security.
 	return sec, nil
 }
 
-// credsFile returns the credentials file of id under STORE/secure/creds,
-// issuing it the first time (0600).
+// credsFile returns the credentials file of id under the credentials
+// directory (--creds-dir), issuing it the first time (0600).
 func (a *app) credsFile(sec *security.Server, id bus.Identity) (string, error) {
-	dir := filepath.Join(sec.Authority.Dir(), "creds")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", err
-	}
-	path := filepath.Join(dir, id.User()+".creds")
+	path := filepath.Join(a.credsDir, id.User()+".creds")
 	if _, err := os.Stat(path); err == nil {
 		return path, nil
 	} else if !errors.Is(err, fs.ErrNotExist) {

@@ -112,12 +112,11 @@ func (a *app) childIdentity(sec *security.Server, id bus.Identity) ([]string, er
 	return []string{"--creds", creds, "--tls-ca", sec.TLS.CA}, nil
 }
 
-// secureURL shows a TLS server's URL with the tls scheme.
-func secureURL(url string, sec *security.Server) string {
-	if sec == nil {
-		return url
-	}
-	return strings.Replace(url, "nats://", "tls://", 1)
+// dialURL is a local server's URL as this host dials it: a server listening
+// on every address is reached on loopback, a name its certificate holds.
+func dialURL(url string) string {
+	url = strings.Replace(url, "://0.0.0.0:", "://127.0.0.1:", 1)
+	return strings.Replace(url, "://[::]:", "://[::1]:", 1)
 }
 
 func newCredsCmd(a *app) *cobra.Command {

@@ -49,7 +49,7 @@ orchestrator without a restart. See docs/security.md.`,
 			}
 			defer srv.Shutdown()
 			if provision || sec != nil {
-				a.natsURL = srv.URL()
+				a.natsURL = dialURL(srv.URL())
 				a.owner = true
 				m, err := a.connect(cmd.Context(), "agentmesh server")
 				if err != nil {
@@ -57,7 +57,7 @@ orchestrator without a restart. See docs/security.md.`,
 				}
 				m.Close()
 			}
-			fmt.Fprintf(a.out, "NATS with JetStream listening on %s (data in %s); Ctrl-C stops it\n", secureURL(srv.URL(), sec), store)
+			fmt.Fprintf(a.out, "NATS with JetStream listening on %s (data in %s); Ctrl-C stops it\n", srv.URL(), store)
 			if sec != nil {
 				fmt.Fprintf(a.out, "secure: TLS (CA %s) and credentials required; admin credentials in %s; issue more with: agentmesh creds ROLE [NAME] --store %s\n", sec.TLS.CA, a.creds, store)
 			}

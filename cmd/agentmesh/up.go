@@ -158,7 +158,7 @@ func (a *app) startStack(ctx context.Context, opts stackOptions, log io.Writer) 
 			return nil, err
 		}
 		st.srv, st.sec = srv, sec
-		st.url = secureURL(srv.URL(), sec)
+		st.url = dialURL(srv.URL())
 		fmt.Fprintf(log, "embedded NATS with JetStream on %s (data in %s)\n", st.url, store)
 	}
 	a.natsURL = st.url

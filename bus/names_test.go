@@ -169,3 +169,20 @@ func TestValidateToken(t *testing.T) {
 		}
 	}
 }
+
+func TestIdentityUsers(t *testing.T) {
+	for _, tt := range []struct {
+		user string
+		ok   bool
+	}{{"agent-TextAgent", true}, {"client-alice", true}, {"orchestrator", true}, {"admin", true},
+		{"agent", false}, {"admin-x", false}, {"client-a.b", false}, {"root", false}, {"agent-", false}} {
+		id, err := bus.ParseUser(tt.user)
+		if (err == nil) != tt.ok {
+			t.Errorf("ParseUser(%q) = %+v, %v", tt.user, id, err)
+			continue
+		}
+		if tt.ok && (id.User() != tt.user || id.InboxPrefix() != "_INBOX."+tt.user) {
+			t.Errorf("%q round trips to %q, inbox %q", tt.user, id.User(), id.InboxPrefix())
+		}
+	}
+}

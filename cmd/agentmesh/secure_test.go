@@ -21,10 +21,10 @@ import (
 
 // startSecureServer runs `agentmesh server --secure` as its own process
 // and returns its URL and store directory.
-func startSecureServer(t *testing.T) (url, store string) {
+func startSecureServer(t *testing.T, extra ...string) (url, store string) {
 	t.Helper()
 	store = t.TempDir()
-	cmd := exec.Command(agentBinary(t), "server", "--secure", "--store", store, "--port", "0")
+	cmd := exec.Command(agentBinary(t), append([]string{"server", "--secure", "--store", store, "--port", "0"}, extra...)...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -83,15 +83,15 @@ func issueCreds(t *testing.T, store string, args ...string) string {
 // credentials from `agentmesh creds` work; a client cannot write the
 // registry nor read state; generated keys and certificates are reused.
 func TestBinarySecureServer(t *testing.T) {
-	url, store := startSecureServer(t)
-	ca := filepath.Join(store, "secure", "ca.pem")
+	credsDir := t.TempDir()
+	url, store := startSecureServer(t, "--creds-dir", credsDir, "--issue", "agent-TextAgent")
+	ca := filepath.Join(credsDir, "ca.pem") // the copy beside the issued credentials
 	for _, f := range []string{"operator.nk", "account.nk", "account-signing.nk", "ca-key.pem", "server-key.pem"} {
 		if fi, err := os.Stat(filepath.Join(store, "secure", f)); err != nil || fi.Mode().Perm() != 0o600 {
 			t.Errorf("%s: %v, want a 0600 file", f, err)
 		}
 	}
-	agentCreds := issueCreds(t, store, "agent", "TextAgent")
-	startAgentProc(t, url, "--creds", agentCreds, "--tls-ca", ca)
+	startAgentProc(t, url, "--creds", filepath.Join(credsDir, "agent-TextAgent.creds"), "--tls-ca", ca)
 	alice := issueCreds(t, store, "client", "alice")
 
 	// The legitimate path: a direct call with the client's credentials.

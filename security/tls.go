@@ -83,31 +83,43 @@ func LoadOrCreateTLS(dir string, hosts ...string) (TLSFiles, error) {
 	if err != nil {
 		return f, fmt.Errorf("security: server certificate: %w", err)
 	}
-	for _, w := range []struct {
-		path, typ string
-		der       func() ([]byte, error)
-		secret    bool
-	}{
-		{caKeyFile, "EC PRIVATE KEY", func() ([]byte, error) { return x509.MarshalECPrivateKey(caKey) }, true},
-		{f.Key, "EC PRIVATE KEY", func() ([]byte, error) { return x509.MarshalECPrivateKey(srvKey) }, true},
-		{f.CA, "CERTIFICATE", func() ([]byte, error) { return caDER, nil }, false},
-		{f.Cert, "CERTIFICATE", func() ([]byte, error) { return srvDER, nil }, false},
-	} {
-		der, err := w.der()
-		if err != nil {
-			return f, err
-		}
-		data := pem.EncodeToMemory(&pem.Block{Type: w.typ, Bytes: der})
+	caKeyDER, err := x509.MarshalECPrivateKey(caKey)
+	if err != nil {
+		return f, err
+	}
+	srvKeyDER, err := x509.MarshalECPrivateKey(srvKey)
+	if err != nil {
+		return f, err
+	}
+	return f, writePEMs([]pemFile{
+		{caKeyFile, "EC PRIVATE KEY", caKeyDER, true},
+		{f.Key, "EC PRIVATE KEY", srvKeyDER, true},
+		{f.CA, "CERTIFICATE", caDER, false},
+		{f.Cert, "CERTIFICATE", srvDER, false},
+	})
+}
+
+// pemFile is one PEM block to write; secret ones are the owner's only.
+type pemFile struct {
+	path, typ string
+	der       []byte
+	secret    bool
+}
+
+func writePEMs(files []pemFile) error {
+	for _, w := range files {
+		data := pem.EncodeToMemory(&pem.Block{Type: w.typ, Bytes: w.der})
+		var err error
 		if w.secret {
 			err = writeSecret(w.path, data)
 		} else {
 			err = os.WriteFile(w.path, data, 0o644)
 		}
 		if err != nil {
-			return f, err
+			return err
 		}
 	}
-	return f, nil
+	return nil
 }
 
 // addSANs names the server: loopback, localhost, this host and hosts

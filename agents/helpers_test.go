@@ -129,7 +129,7 @@ type result struct {
 // its result.
 func (m *mesh) call(t testing.TB, agent string, ev bus.Event) result {
 	t.Helper()
-	sub, err := m.nc.SubscribeSync(m.n.Result(ev.ID))
+	sub, err := m.nc.SubscribeSync(m.n.Result(agent, ev.ID))
 	if err != nil {
 		t.Fatal(err)
 	}

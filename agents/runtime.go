@@ -124,7 +124,7 @@ func NewRuntime(nc *nats.Conn, a Agent, opts ...Option) (*Runtime, error) {
 	r.departSubj, _ = n.Depart(c.Name)
 	r.controlSubj, _ = n.Control(c.Name)
 	r.deadSubj, _ = n.Dead(c.Name)
-	r.resultPrefix = strings.TrimSuffix(n.Results(), ">")
+	r.resultPrefix = strings.TrimSuffix(n.AgentResults(c.Name), ">")
 	return r, nil
 }
 

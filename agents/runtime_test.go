@@ -91,7 +91,7 @@ func TestRuntimeRoundTrip(t *testing.T) {
 	// The result is also in MESH_RESULTS, once.
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if _, err := m.res.Results.GetLastMsgForSubject(ctx, m.n.Result(ev.ID)); err != nil {
+	if _, err := m.res.Results.GetLastMsgForSubject(ctx, m.n.Result("Echo", ev.ID)); err != nil {
 		t.Errorf("result not in MESH_RESULTS: %v", err)
 	}
 
@@ -158,7 +158,7 @@ func TestRuntimeMalformedEvents(t *testing.T) {
 	m := newMesh(t)
 	m.serve(t, echo("Echo"))
 	subj, _ := m.n.Task("Echo")
-	replies, err := m.nc.SubscribeSync("test.replies.>")
+	replies, err := m.nc.SubscribeSync("mesh.result.Echo.replies.>")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,15 +183,15 @@ func TestRuntimeMalformedEvents(t *testing.T) {
 	noType.Header.Set("ce-specversion", "1.0")
 	noType.Header.Set("ce-id", "t-notype")
 	noType.Header.Set("ce-source", "/test")
-	noType.Header.Set("ce-replyto", "test.replies.notype")
+	noType.Header.Set("ce-replyto", "mesh.result.Echo.replies.notype")
 	noType.Data = []byte(`{}`)
 	pub(noType)
-	pub(structured(`{"specversion":"0.3","id":"t-old","source":"/test","type":"io.agentmesh.task.requested","replyto":"test.replies.old","data":{}}`))
-	pub(structured(`{"specversion":"1.0","type":"io.agentmesh.task.requested","replyto":"test.replies.noid","data":{}}`))
+	pub(structured(`{"specversion":"0.3","id":"t-old","source":"/test","type":"io.agentmesh.task.requested","replyto":"mesh.result.Echo.replies.old","data":{}}`))
+	pub(structured(`{"specversion":"1.0","type":"io.agentmesh.task.requested","replyto":"mesh.result.Echo.replies.noid","data":{}}`))
 	want := map[string][]string{
-		"test.replies.notype": {"type"},
-		"test.replies.old":    {"specversion", "0.3"},
-		"test.replies.noid":   {"id", "source"},
+		"mesh.result.Echo.replies.notype": {"type"},
+		"mesh.result.Echo.replies.old":    {"specversion", "0.3"},
+		"mesh.result.Echo.replies.noid":   {"id", "source"},
 	}
 	for range want {
 		msg, err := replies.NextMsg(10 * time.Second)
@@ -265,7 +265,7 @@ func TestRuntimeCancel(t *testing.T) {
 	started := make(chan string, 1)
 	m.serve(t, blocker("Slow", started))
 	ev := task(t, schemas.TaskRequest{Instruction: "wait"})
-	sub, err := m.nc.SubscribeSync(m.n.Result(ev.ID))
+	sub, err := m.nc.SubscribeSync(m.n.Result("Slow", ev.ID))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -299,12 +299,12 @@ func TestRuntimeHandPublishedStructuredTask(t *testing.T) {
 	var raw *jetstream.RawStreamMsg
 	for {
 		var err error
-		raw, err = m.res.Results.GetLastMsgForSubject(ctx, "mesh.result.hand-1")
+		raw, err = m.res.Results.GetLastMsgForSubject(ctx, "mesh.result.Echo.hand-1")
 		if err == nil {
 			break
 		}
 		if !errors.Is(err, jetstream.ErrMsgNotFound) || ctx.Err() != nil {
-			t.Fatalf("reading mesh.result.hand-1 from MESH_RESULTS: %v", err)
+			t.Fatalf("reading mesh.result.Echo.hand-1 from MESH_RESULTS: %v", err)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -469,5 +469,29 @@ func TestRetryable(t *testing.T) {
 	}
 	if agents.IsRetryable(base) || agents.Retryable(nil) != nil {
 		t.Fatal("plain error retryable, or Retryable(nil) not nil")
+	}
+}
+
+// A task whose replyto is not one of the agent's result subjects (a KV key
+// of a conversation, another agent's results) is refused: the agent answers
+// malformed_event on its own result subject and writes nothing there.
+func TestRuntimeRefusesForeignReplyTo(t *testing.T) {
+	m := newMesh(t)
+	m.serve(t, echo("Echo"))
+	for _, to := range []string{"$KV.mesh_conversations.victim", "mesh.result.Other.t1", "mesh.result.Echo", "mesh.events.victim.chat"} {
+		ev := task(t, schemas.TaskRequest{Inputs: map[string]schemas.TypedValue{"text": schemas.TextValue("x", "t")}})
+		ev.SetExt(bus.ExtReplyTo, to)
+		wantFailure(t, m.call(t, "Echo", ev), schemas.CodeMalformedEvent, "replyto", to, "mesh.result.Echo.")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, subj := range []string{"mesh.result.Other.t1", "mesh.events.victim.chat"} {
+		s := m.res.Results
+		if subj == "mesh.events.victim.chat" {
+			s = m.res.Events
+		}
+		if msg, err := s.GetLastMsgForSubject(ctx, subj); err == nil {
+			t.Errorf("the agent published on %s: %s", subj, msg.Data)
+		}
 	}
 }

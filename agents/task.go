@@ -108,8 +108,9 @@ func (r *Runtime) accept(d *delivery) error {
 	if err := bus.ValidateToken("task id (the event id)", ev.ID); err != nil {
 		return err
 	}
-	if rt := ev.Ext(bus.ExtReplyTo); rt != "" && !validSubject(rt) {
-		return fmt.Errorf("%w: replyto %q is not a NATS subject a result can be published to", bus.ErrInvalidAttribute, rt)
+	if rt := ev.Ext(bus.ExtReplyTo); rt != "" && !r.validReplyTo(rt) {
+		return fmt.Errorf("%w: replyto %q is not one of this agent's result subjects: name a subject under %s> (or none, for %s)",
+			bus.ErrInvalidAttribute, rt, r.resultPrefix, r.cfg.names.Result(r.contract.Name, "<taskid>"))
 	}
 	return nil
 }
@@ -312,13 +313,15 @@ func (r *Runtime) taskRef(d *delivery) schemas.TaskRef {
 }
 
 // publishResult sends the result event to the task's replyto, else to
-// mesh.result.<taskid>. Subjects inside MESH_RESULTS are published with
-// JetStream and a Nats-Msg-Id of result-<taskid>, so a second result of the
-// same task is dropped; other reply subjects (an inbox) get a core publish.
+// mesh.result.<agent>.<taskid>, with a JetStream publish and a Nats-Msg-Id
+// of result-<taskid>, so a second result of the same task is dropped. A
+// replyto outside mesh.result.<agent>.> is never used: an agent publishes
+// only where results of its own tasks go, so a task cannot make it write
+// into a KV key or another agent's results (a confused deputy).
 func (r *Runtime) publishResult(task bus.Event, res schemas.AgentResult) error {
 	subject := task.Ext(bus.ExtReplyTo)
-	if subject == "" || !validSubject(subject) {
-		subject = r.cfg.names.Result(task.ID)
+	if !r.validReplyTo(subject) {
+		subject = r.cfg.names.Result(r.contract.Name, task.ID)
 	}
 	msg, err := r.resultMessage(subject, task, res)
 	if err != nil {
@@ -327,13 +330,10 @@ func (r *Runtime) publishResult(task bus.Event, res schemas.AgentResult) error {
 	if task.ID != "" {
 		msg.Header.Set(jetstream.MsgIDHeader, "result-"+task.ID)
 	}
-	if strings.HasPrefix(subject, r.resultPrefix) {
-		ctx, cancel := context.WithTimeout(context.Background(), publishTimeout)
-		defer cancel()
-		_, err = bus.Publish(ctx, r.js, msg)
-		return err
-	}
-	return r.nc.PublishMsg(msg)
+	ctx, cancel := context.WithTimeout(context.Background(), publishTimeout)
+	defer cancel()
+	_, err = bus.Publish(ctx, r.js, msg)
+	return err
 }
 
 // resultMessage is the result event of task, task.completed or
@@ -361,15 +361,16 @@ func (r *Runtime) resultMessage(subject string, task bus.Event, res schemas.Agen
 }
 
 // rejectMalformed answers a task event that could not be read: with a
-// .failed result where a reply subject is known (its replyto, else
-// mesh.result.<id> when it has a usable id), otherwise by dead-lettering the
+// .failed result where a reply subject is known (its replyto when it is
+// one of the agent's result subjects, else mesh.result.<agent>.<id> when it
+// has a usable id), otherwise by dead-lettering the
 // message with the reason. Either way the message is terminated.
 func (r *Runtime) rejectMalformed(d *delivery, cause error) {
 	reason := oneLine(cause)
 	r.log.WarnContext(d.ctx, "malformed task", "subject", d.raw.Subject, "err", reason)
 	ev := d.event
 	replyTo := ev.Ext(bus.ExtReplyTo)
-	if !validSubject(replyTo) {
+	if !r.validReplyTo(replyTo) {
 		replyTo = ""
 	}
 	idOK := ev.ID != "" && bus.ValidateToken("task id", ev.ID) == nil
@@ -432,6 +433,12 @@ func correlation(ev bus.Event) map[string]string {
 		}
 	}
 	return out
+}
+
+// validReplyTo reports whether s is a subject this agent may answer on: one
+// under mesh.result.<agent>. that can be published to.
+func (r *Runtime) validReplyTo(s string) bool {
+	return strings.HasPrefix(s, r.resultPrefix) && len(s) > len(r.resultPrefix) && validSubject(s)
 }
 
 // validSubject reports whether s can be published to: non-empty tokens, no

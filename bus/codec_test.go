@@ -35,7 +35,7 @@ func fullEvent(t *testing.T) bus.Event {
 	e.Time = time.Date(2026, 1, 2, 3, 4, 5, 123456789, time.UTC)
 	for _, x := range []struct{ k, v string }{
 		{bus.ExtConversationID, "c-1"}, {bus.ExtRunID, "r-1"}, {bus.ExtStepID, "s-1"},
-		{bus.ExtTaskID, "t-1"}, {bus.ExtReplyTo, "mesh.result.orchestrator.c-1"},
+		{bus.ExtTaskID, "t-1"}, {bus.ExtReplyTo, "mesh.result.TextAgent.orchestrator.c-1"},
 		{bus.ExtDeadline, "2026-01-02T03:05:05Z"}, {bus.ExtTraceParent, "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"},
 		{"custom1", "x y"},
 	} {
@@ -94,7 +94,7 @@ func TestBinaryRoundTrip(t *testing.T) {
 		"ce-specversion": "1.0", "ce-id": want.ID, "ce-source": want.Source, "ce-type": want.Type,
 		"ce-time": "2026-01-02T03:04:05.123456789Z", "ce-subject": "search",
 		"ce-dataschema": want.DataSchema, "Content-Type": "application/json",
-		"ce-replyto": "mesh.result.orchestrator.c-1", "ce-custom1": "x%20y", // percent-encoded space
+		"ce-replyto": "mesh.result.TextAgent.orchestrator.c-1", "ce-custom1": "x%20y", // percent-encoded space
 	} {
 		if got := msg.Header.Get(k); got != v {
 			t.Errorf("header %s = %q, want %q", k, got, v)

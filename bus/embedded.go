@@ -28,6 +28,9 @@ type EmbeddedOptions struct {
 	// read) on Host:HTTPPort, as nats-server's --http_port does: 0 off, -1
 	// a free port.
 	HTTPPort int
+	// Configure, when set, adjusts the server's options before it starts
+	// (security.Server.Configure turns on authentication and TLS).
+	Configure func(*server.Options) error
 }
 
 const defaultServerName = "agentmesh"
@@ -91,6 +94,12 @@ func StartEmbedded(opts EmbeddedOptions) (*Embedded, error) {
 	if err := opts.Cluster.apply(sopts, opts.Name); err != nil {
 		e.removeTemp()
 		return nil, err
+	}
+	if opts.Configure != nil {
+		if err := opts.Configure(sopts); err != nil {
+			e.removeTemp()
+			return nil, fmt.Errorf("embedded NATS server: %w", err)
+		}
 	}
 	srv, err := server.NewServer(sopts)
 	if err != nil {

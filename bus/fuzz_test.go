@@ -145,3 +145,20 @@ func FuzzDecodeHeaderValue(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseUser: a user name from a credentials file either names an
+// identity that round-trips, or is refused.
+func FuzzParseUser(f *testing.F) {
+	for _, s := range []string{"agent-TextAgent", "client-alice", "admin", "orchestrator", "agent-", "x-y-z", "client-a.b"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, user string) {
+		id, err := bus.ParseUser(user)
+		if err != nil {
+			return
+		}
+		if id.User() != user || id.Validate() != nil {
+			t.Fatalf("%q parsed to %+v, which is %q", user, id, id.User())
+		}
+	})
+}

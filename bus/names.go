@@ -64,21 +64,57 @@ func (n Names) Task(agent string) (string, error) {
 // Tasks returns the subject of every task: mesh.task.>.
 func (n Names) Tasks() string { return n.subj("task", ">") }
 
-// Result returns the subject a direct caller reads a task's result from:
-// mesh.result.<taskID>. Check the id with ValidateToken when it comes from outside.
-func (n Names) Result(taskID string) string { return n.subj("result", taskID) }
+// Result returns mesh.result.<agent>.<taskID>, where agent answers a task
+// sent to it without a replyto (a direct call, a chat tool call). Every
+// result subject starts with mesh.result.<agent>., the agent the task went
+// to: on a secure mesh only that agent's identity may publish there, so the
+// subject proves who answered. Check agent with ValidateAgentName and the id
+// with ValidateToken when they come from outside.
+func (n Names) Result(agent, taskID string) string { return n.subj("result", agent, taskID) }
+
+// AgentResults returns mesh.result.<agent>.>, every subject agent may
+// publish a result on. An agent refuses a task whose replyto is elsewhere.
+func (n Names) AgentResults(agent string) string { return n.subj("result", agent, ">") }
 
 // Results returns the subject of every result: mesh.result.>.
 func (n Names) Results() string { return n.subj("result", ">") }
 
-// OrchestratorResult returns mesh.result.orchestrator.<id>, where results for
-// the orchestrator go.
-func (n Names) OrchestratorResult(id string) string {
-	return n.subj("result", "orchestrator", id)
+// ClientResult returns mesh.result.<agent>.client.<client>.<taskID>, the
+// replyto a client names to read its direct call's result where only it
+// (and the agent, to publish) may.
+func (n Names) ClientResult(agent, client, taskID string) string {
+	return n.subj("result", agent, "client", client, taskID)
 }
 
-// OrchestratorResults returns mesh.result.orchestrator.>.
-func (n Names) OrchestratorResults() string { return n.subj("result", "orchestrator", ">") }
+// ClientResults returns mesh.result.*.client.<client>.>, every result of
+// client's direct calls.
+func (n Names) ClientResults(client string) string {
+	return n.subj("result", "*", "client", client, ">")
+}
+
+// OrchestratorResult returns mesh.result.<agent>.orchestrator.<id>, where
+// agent answers a task of pipeline run id for the orchestrator.
+func (n Names) OrchestratorResult(agent, id string) string {
+	return n.subj("result", agent, "orchestrator", id)
+}
+
+// OrchestratorResults returns mesh.result.*.orchestrator.>.
+func (n Names) OrchestratorResults() string { return n.subj("result", "*", "orchestrator", ">") }
+
+// ResultAgent returns the agent a result subject belongs to (its third
+// token: mesh.result.<agent>....), or "" when subject is not a result
+// subject of this prefix.
+func (n Names) ResultAgent(subject string) string {
+	rest, ok := strings.CutPrefix(subject, n.subj("result", ""))
+	if !ok {
+		return ""
+	}
+	agent, _, ok := strings.Cut(rest, ".")
+	if !ok || ValidateAgentName(agent) != nil {
+		return ""
+	}
+	return agent
+}
 
 // Events returns mesh.events.<id>.<kind>, where id names a conversation or run.
 func (n Names) Events(id, kind string) string { return n.subj("events", id, kind) }

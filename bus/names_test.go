@@ -53,10 +53,17 @@ func TestNamesSubjects(t *testing.T) {
 	tests := []struct{ got, want string }{
 		{must(n.Task("search")), "mesh.task.search"},
 		{n.Tasks(), "mesh.task.>"},
-		{n.Result("t1"), "mesh.result.t1"},
+		{n.Result("search", "t1"), "mesh.result.search.t1"},
+		{n.AgentResults("search"), "mesh.result.search.>"},
 		{n.Results(), "mesh.result.>"},
-		{n.OrchestratorResult("o1"), "mesh.result.orchestrator.o1"},
-		{n.OrchestratorResults(), "mesh.result.orchestrator.>"},
+		{n.ClientResult("search", "alice", "t1"), "mesh.result.search.client.alice.t1"},
+		{n.ClientResults("alice"), "mesh.result.*.client.alice.>"},
+		{n.OrchestratorResult("search", "o1"), "mesh.result.search.orchestrator.o1"},
+		{n.OrchestratorResults(), "mesh.result.*.orchestrator.>"},
+		{n.ResultAgent("mesh.result.search.orchestrator.o1"), "search"},
+		{n.ResultAgent("mesh.result.search.t1"), "search"},
+		{n.ResultAgent("mesh.result.t1"), ""},
+		{n.ResultAgent("other.result.search.t1"), ""},
 		{n.Events("c1", "chat"), "mesh.events.c1.chat"},
 		{n.EventsOf("c1"), "mesh.events.c1.>"},
 		{n.AllEvents(), "mesh.events.>"},
@@ -160,6 +167,23 @@ func TestValidateToken(t *testing.T) {
 		}
 		if err != nil && (!errors.Is(err, bus.ErrInvalidName) || !strings.Contains(err.Error(), "task id")) {
 			t.Errorf("ValidateToken(%q) = %v, want ErrInvalidName naming the kind", tt.value, err)
+		}
+	}
+}
+
+func TestIdentityUsers(t *testing.T) {
+	for _, tt := range []struct {
+		user string
+		ok   bool
+	}{{"agent-TextAgent", true}, {"client-alice", true}, {"orchestrator", true}, {"admin", true},
+		{"agent", false}, {"admin-x", false}, {"client-a.b", false}, {"root", false}, {"agent-", false}} {
+		id, err := bus.ParseUser(tt.user)
+		if (err == nil) != tt.ok {
+			t.Errorf("ParseUser(%q) = %+v, %v", tt.user, id, err)
+			continue
+		}
+		if tt.ok && (id.User() != tt.user || id.InboxPrefix() != "_INBOX."+tt.user) {
+			t.Errorf("%q round trips to %q, inbox %q", tt.user, id.User(), id.InboxPrefix())
 		}
 	}
 }

@@ -153,6 +153,11 @@ func (o ConnectOptions) natsOptions(ctx context.Context) ([]nats.Option, error) 
 			return nil, fmt.Errorf("credentials file (NATS_CREDS / --creds): %w", err)
 		}
 		opts = append(opts, nats.UserCredentials(o.CredsFile))
+		// An agentmesh identity reads replies only under its own inbox
+		// prefix on a secure mesh; other credentials keep the default.
+		if id, err := CredsIdentity(o.CredsFile); err == nil {
+			opts = append(opts, nats.CustomInboxPrefix(id.InboxPrefix()))
+		}
 	}
 	if o.NKeySeedFile != "" {
 		opt, err := nats.NkeyOptionFromSeed(o.NKeySeedFile)

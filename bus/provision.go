@@ -49,6 +49,11 @@ type ProvisionOptions struct {
 	ConversationsTTL time.Duration         // default DefaultConversationsTTL (7 days): conversation state
 	AgentTTL         time.Duration         // default 15s: agents bucket TTL and limit marker TTL
 	DuplicateWindow  time.Duration         // default 2m
+
+	// BindOnly looks the resources up and changes nothing: no creation,
+	// no update, no purge. Identities of a secure mesh other than admin
+	// may not change streams; the server provisions the mesh for them.
+	BindOnly bool
 }
 
 // setting is one tunable resolved from an option: the value a new resource
@@ -115,6 +120,9 @@ func Provision(ctx context.Context, js jetstream.JetStream, n Names, o Provision
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, defaultProvisionTimeout)
 		defer cancel()
+	}
+	if o.BindOnly {
+		return bind(ctx, js, n)
 	}
 	var (
 		r   Resources
@@ -314,4 +322,33 @@ func explainCreateStream(ctx context.Context, js jetstream.JetStream, want jetst
 		return fmt.Errorf("%w: creating stream %s: its subjects %s overlap an existing stream (%v): find it with `nats stream ls -a` and remove or change it, or use another --prefix", ErrConflict, want.Name, strings.Join(want.Subjects, ","), err)
 	}
 	return fmt.Errorf("creating stream %s: %w", want.Name, err)
+}
+
+// bind looks up every resource of the mesh, changing nothing.
+func bind(ctx context.Context, js jetstream.JetStream, n Names) (*Resources, error) {
+	var r Resources
+	missing := func(kind, name string, err error) error {
+		return fmt.Errorf("%s %s: %w: the mesh is not provisioned (or this identity may not see it); on a secure mesh the server provisions it (agentmesh server --secure), else run any agentmesh command once with admin credentials", kind, name, err)
+	}
+	var err error
+	for _, s := range []struct {
+		dst  *jetstream.Stream
+		name string
+	}{{&r.Requests, n.RequestsStream()}, {&r.Tasks, n.TasksStream()}, {&r.Results, n.ResultsStream()}, {&r.Events, n.EventsStream()}, {&r.Dead, n.DeadStream()}} {
+		if *s.dst, err = js.Stream(ctx, s.name); err != nil {
+			return nil, missing("stream", s.name, err)
+		}
+	}
+	for _, b := range []struct {
+		dst  *jetstream.KeyValue
+		name string
+	}{{&r.Agents, n.AgentsBucket()}, {&r.Conversations, n.ConversationsBucket()}, {&r.Runs, n.RunsBucket()}} {
+		if *b.dst, err = js.KeyValue(ctx, b.name); err != nil {
+			return nil, missing("bucket", b.name, err)
+		}
+	}
+	if r.Files, err = js.ObjectStore(ctx, n.FilesStore()); err != nil {
+		return nil, missing("object store", n.FilesStore(), err)
+	}
+	return &r, nil
 }

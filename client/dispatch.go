@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -23,7 +24,7 @@ type DispatchMeta struct {
 	RunID          string    // runid extension
 	StepID         string    // stepid extension
 	ConversationID string    // conversationid extension
-	ReplyTo        string    // default mesh.result.orchestrator.<run or conversation>, else mesh.result.<task>
+	ReplyTo        string    // default mesh.result.<agent>.orchestrator.<run or conversation>, else mesh.result.<agent>.<task>
 	Deadline       time.Time // default now + the task's timeout
 	TraceParent    string    // W3C traceparent; default the span of Dispatch's ctx, else a new trace
 }
@@ -111,7 +112,7 @@ func (d *Dispatcher) message(agent string, task schemas.TaskRequest, meta *Dispa
 	if err != nil {
 		return nil, err
 	}
-	ev, err := d.Event(task, meta)
+	ev, err := d.Event(agent, task, meta)
 	if err != nil {
 		return nil, err
 	}
@@ -123,9 +124,10 @@ func (d *Dispatcher) message(agent string, task schemas.TaskRequest, meta *Dispa
 	return msg, nil
 }
 
-// Event builds the task event Dispatch would publish, filling the defaults
-// of meta in place.
-func (d *Dispatcher) Event(task schemas.TaskRequest, meta *DispatchMeta) (bus.Event, error) {
+// Event builds the task event Dispatch would publish to agent, filling the
+// defaults of meta in place. A replyto must lie under
+// mesh.result.<agent>. (Names.AgentResults): agents refuse any other.
+func (d *Dispatcher) Event(agent string, task schemas.TaskRequest, meta *DispatchMeta) (bus.Event, error) {
 	ev, err := bus.NewEvent(bus.TypeTaskRequested, d.source, task)
 	if err != nil {
 		return ev, err
@@ -140,11 +142,11 @@ func (d *Dispatcher) Event(task schemas.TaskRequest, meta *DispatchMeta) (bus.Ev
 	if meta.ReplyTo == "" {
 		switch {
 		case meta.RunID != "":
-			meta.ReplyTo = d.names.OrchestratorResult(meta.RunID)
+			meta.ReplyTo = d.names.OrchestratorResult(agent, meta.RunID)
 		case meta.ConversationID != "":
-			meta.ReplyTo = d.names.OrchestratorResult(meta.ConversationID)
+			meta.ReplyTo = d.names.OrchestratorResult(agent, meta.ConversationID)
 		default:
-			meta.ReplyTo = d.names.Result(meta.TaskID)
+			meta.ReplyTo = d.names.Result(agent, meta.TaskID)
 		}
 	}
 	if meta.Deadline.IsZero() {
@@ -202,9 +204,10 @@ func (d *Dispatcher) Await(ctx context.Context, replyTo, taskID string) (Result,
 			return Result{}, fmt.Errorf("awaiting task %s: %w", taskID, err)
 		}
 		ev, err := bus.DecodeJS(msg)
-		// Everything on mesh.result.<task> is that task's; elsewhere a
-		// result is the task's when its taskid says so.
-		ours := replyTo == d.names.Result(taskID) || ev.Ext(bus.ExtTaskID) == taskID
+		// Everything on a subject ending in the task id
+		// (mesh.result.<agent>.<task>) is that task's; elsewhere a result
+		// is the task's when its taskid says so.
+		ours := strings.HasSuffix(replyTo, "."+taskID) || ev.Ext(bus.ExtTaskID) == taskID
 		if err != nil {
 			if ours {
 				return Result{Event: ev}, &UndecodableResultError{TaskID: taskID, Msg: msg, Err: err}

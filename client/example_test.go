@@ -53,7 +53,7 @@ func ExampleDispatcher() {
 		fmt.Println(err)
 		return
 	}
-	res, err := d.Await(ctx, names.Result(taskID), taskID)
+	res, err := d.Await(ctx, names.Result("Shout", taskID), taskID)
 	if err != nil {
 		fmt.Println(err)
 		return

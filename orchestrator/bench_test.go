@@ -148,9 +148,9 @@ func newRawPipeline(b *testing.B, m *meshtest.Mesh, name, agent string, width, d
 	names := m.Srv.Names()
 	js := m.Srv.JetStream(b)
 	prefix := "raw" + name
-	// Results come back outside mesh.result.orchestrator.>, so the
+	// Results come back outside mesh.result.*.orchestrator.>, so the
 	// orchestrator replica running alongside does no work for them.
-	replyTo := names.Result(prefix)
+	replyTo := names.Result(agent, prefix)
 	cons, err := js.CreateOrUpdateConsumer(context.Background(), names.ResultsStream(), jetstream.ConsumerConfig{
 		Durable: prefix, FilterSubject: replyTo + ".>", AckPolicy: jetstream.AckExplicitPolicy,
 	})

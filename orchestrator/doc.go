@@ -1,6 +1,6 @@
 // Package orchestrator is the thin wiring of one orchestrator replica: two
 // durable consumers shared by every replica (requests on MESH_REQUESTS,
-// step results on mesh.result.orchestrator.>), a pool of workers, and the
+// step results on mesh.result.*.orchestrator.>), a pool of workers, and the
 // hand-off of each message to the chat loop (package chat) or the pipeline
 // scheduler (package pipeline), with the state store (package state), the
 // router (package route) and the live registry (package client) they share.

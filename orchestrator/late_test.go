@@ -89,13 +89,13 @@ func TestLateResultAfterTimeoutChangesNothing(t *testing.T) {
 	ev.SetExt(bus.ExtTaskID, slow.TaskID)
 	ev.SetExt(bus.ExtRunID, id)
 	ev.SetExt(bus.ExtStepID, "slow")
-	msg, _ := bus.Encode(m.Srv.Names().OrchestratorResult(id), ev)
+	msg, _ := bus.Encode(m.Srv.Names().OrchestratorResult("SlowAgent", id), ev)
 	if _, err := m.Srv.JetStream(t).PublishMsg(context.Background(), msg); err != nil {
 		t.Fatal(err)
 	}
 	release <- struct{}{} // and the stuck agent's own, later still
 	pollUntil(t, "the stuck agent's late result", func() bool {
-		last, err := m.Res.Results.GetLastMsgForSubject(context.Background(), m.Srv.Names().OrchestratorResult(id))
+		last, err := m.Res.Results.GetLastMsgForSubject(context.Background(), m.Srv.Names().OrchestratorResult("SlowAgent", id))
 		return err == nil && last.Header.Get("ce-source") != "test"
 	})
 	drained(t, m)
@@ -167,7 +167,7 @@ func TestEarlyResultIsAppliedOnceItsWaveStarts(t *testing.T) {
 	ev.SetExt(bus.ExtTaskID, schemas.StepTaskID(id, "b", 1))
 	ev.SetExt(bus.ExtRunID, id)
 	ev.SetExt(bus.ExtStepID, "b")
-	msg, _ := bus.Encode(m.Srv.Names().OrchestratorResult(id), ev)
+	msg, _ := bus.Encode(m.Srv.Names().OrchestratorResult("AgentB", id), ev)
 	if _, err := m.Srv.JetStream(t).PublishMsg(context.Background(), msg); err != nil {
 		t.Fatal(err)
 	}

@@ -25,7 +25,7 @@ import (
 )
 
 // DurableName is the durable consumer all orchestrator replicas share, on
-// MESH_RESULTS (filtered on mesh.result.orchestrator.>) and on MESH_REQUESTS.
+// MESH_RESULTS (filtered on mesh.result.*.orchestrator.>) and on MESH_REQUESTS.
 const DurableName = "orchestrator"
 
 // ChatHandler handles one io.agentmesh.chat.requested event taken from
@@ -420,12 +420,17 @@ func (o *Orchestrator) handleResult(ctx context.Context, m jetstream.Msg) {
 	ctx = telemetry.WithLogAttrs(telemetry.WithTraceParent(ctx, ev.Ext(bus.ExtTraceParent)), "task", taskID, "run", ev.Ext(bus.ExtRunID))
 	if ev.Ext(bus.ExtRunID) == "" {
 		// Only pipeline steps reply here; chat tool calls reply on
-		// mesh.result.<task> to the replica running the turn.
-		o.log.WarnContext(ctx, "result without a runid on the orchestrator's subject: not a pipeline step's, dropped", "subject", m.Subject())
+		// mesh.result.<agent>.<task> to the replica running the turn.
+		o.log.WarnContext(ctx, "result without a runid on the orchestrator's subject: not a pipeline step's, dropped", "subject", m.Subject(), "task", taskID)
 		_ = m.Term()
 		return
 	}
-	err = o.pipelines.ApplyResult(ctx, ev.Ext(bus.ExtRunID), ev.Ext(bus.ExtStepID), taskID, res)
+	err = o.pipelines.ApplyResultFrom(ctx, o.names.ResultAgent(m.Subject()), ev.Ext(bus.ExtRunID), ev.Ext(bus.ExtStepID), taskID, res)
+	if errors.Is(err, pipeline.ErrWrongAgent) {
+		o.log.Warn("result dropped", "subject", m.Subject(), "task", taskID, "err", err)
+		_ = m.TermWithReason("wrong agent")
+		return
+	}
 	if errors.Is(err, pipeline.ErrEarly) {
 		o.log.DebugContext(ctx, "result ahead of its wave: handled again shortly", "err", err)
 		_ = m.NakWithDelay(100 * time.Millisecond)
@@ -445,12 +450,18 @@ func (o *Orchestrator) handleResult(ctx context.Context, m jetstream.Msg) {
 // decode error; the message goes to mesh.dead.<the step's agent>, or
 // mesh.dead.orchestrator when no step is named, and is terminated.
 func (o *Orchestrator) undecodableResult(ctx context.Context, m jetstream.Msg, ev bus.Event, cause error) {
+	from := o.names.ResultAgent(m.Subject())
 	runID := ev.Ext(bus.ExtRunID)
 	if runID == "" {
-		runID = strings.TrimPrefix(m.Subject(), o.names.OrchestratorResult(""))
+		runID = strings.TrimPrefix(m.Subject(), o.names.OrchestratorResult(from, ""))
 	}
 	taskID := ev.Ext(bus.ExtTaskID)
-	agent, err := o.pipelines.FailUndecodable(ctx, runID, ev.Ext(bus.ExtStepID), taskID, cause)
+	agent, err := o.pipelines.FailUndecodable(ctx, from, runID, ev.Ext(bus.ExtStepID), taskID, cause)
+	if errors.Is(err, pipeline.ErrWrongAgent) {
+		o.log.Warn("undecodable result dropped", "subject", m.Subject(), "err", err)
+		_ = m.TermWithReason("wrong agent")
+		return
+	}
 	if errors.Is(err, pipeline.ErrEarly) {
 		_ = m.NakWithDelay(100 * time.Millisecond)
 		return

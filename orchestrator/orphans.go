@@ -18,7 +18,8 @@ import (
 // is not registered and has never consumed tasks on this mesh (no durable
 // consumer named after it) would wait in the work queue for nobody. The
 // janitor answers each such task, once it is older than the grace, with a
-// failed result (code unknown_agent) on its replyto (or mesh.result.<task>)
+// failed result (code unknown_agent) on its replyto when that is one of the
+// agent's result subjects (else mesh.result.<agent>.<task>)
 // and removes it from MESH_TASKS. An agent that has run before keeps its
 // consumer, so its tasks wait for it to come back (bounded by the stream's
 // max age). Every replica runs the janitor; the one whose delete of the
@@ -134,18 +135,18 @@ func (o *Orchestrator) answerOrphan(ctx context.Context, m *jetstream.RawStreamM
 	for _, k := range []string{bus.ExtConversationID, bus.ExtRunID, bus.ExtStepID, bus.ExtTraceParent} {
 		ev.SetExt(k, task.Ext(k))
 	}
+	// Like an agent, the orchestrator answers only on the agent's result
+	// subjects, never where a task's replyto points elsewhere (a KV key of
+	// a conversation, say): it may write there, the sender may not.
 	to := task.Ext(bus.ExtReplyTo)
-	if to == "" {
-		to = o.names.Result(task.ID)
+	if !strings.HasPrefix(to, strings.TrimSuffix(o.names.AgentResults(agent), ">")) {
+		to = o.names.Result(agent, task.ID)
 	}
 	msg, err := bus.Encode(to, ev)
 	if err != nil {
 		return err
 	}
-	if strings.HasPrefix(to, strings.TrimSuffix(o.names.Results(), ">")) {
-		msg.Header.Set(jetstream.MsgIDHeader, "result-"+task.ID)
-		_, err = o.js.PublishMsg(ctx, msg)
-		return err
-	}
-	return o.nc.PublishMsg(msg)
+	msg.Header.Set(jetstream.MsgIDHeader, "result-"+task.ID)
+	_, err = o.js.PublishMsg(ctx, msg)
+	return err
 }

@@ -73,7 +73,7 @@ func TestUndecodableResultFailsStepAtOnce(t *testing.T) {
 			ev.SetExt(bus.ExtTaskID, taskID)
 			ev.SetExt(bus.ExtRunID, run)
 			ev.SetExt(bus.ExtStepID, "stuck")
-			msg, err := bus.Encode(names.OrchestratorResult(run), ev)
+			msg, err := bus.Encode(names.OrchestratorResult("StuckAgent", run), ev)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -11,15 +11,18 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/agentmesh/agentmesh/bus"
+	"github.com/agentmesh/agentmesh/orchestrator/state"
 )
 
 // app holds the global flags and the output streams shared by every command.
 type app struct {
-	natsURL string
-	creds   string
-	prefix  string
-	jsonOut bool
-	owner   bool // this process sets the mesh's retention (up, server --provision)
+	natsURL  string
+	creds    string
+	tlsCA    string
+	credsDir string // a secure server's credentials directory (server, up)
+	prefix   string
+	jsonOut  bool
+	owner    bool // this process sets the mesh's retention (up, server --provision)
 	settings
 	obs observability // log flags and trace export (observe.go)
 
@@ -33,6 +36,24 @@ type mesh struct {
 	JS    jetstream.JetStream
 	Names bus.Names
 	Res   *bus.Resources
+	ID    bus.Identity // the agentmesh identity of --creds; zero without one
+}
+
+// store returns the conversation and run state, or nil when this identity
+// may not read it (a client of a secure mesh).
+func (m *mesh) store() *state.Store {
+	if m.ID.Role == bus.RoleClient || m.ID.Role == bus.RoleAgent {
+		return nil
+	}
+	return state.New(m.Res.Conversations, m.Res.Runs)
+}
+
+// needStore is store for commands that show nothing without state.
+func (m *mesh) needStore() (*state.Store, error) {
+	if s := m.store(); s != nil {
+		return s, nil
+	}
+	return nil, fmt.Errorf("the credentials of %s may not read conversation and run state on a secure mesh: use admin or orchestrator credentials (agentmesh creds admin)", m.ID.User())
 }
 
 // Close drains the connection.
@@ -51,6 +72,13 @@ func (a *app) connect(ctx context.Context, name string) (*mesh, error) {
 	}
 	if a.creds != "" {
 		opts.CredsFile = a.creds
+	}
+	if a.tlsCA != "" {
+		opts.TLSCA = a.tlsCA
+	}
+	var id bus.Identity
+	if opts.CredsFile != "" {
+		id, _ = bus.CredsIdentity(opts.CredsFile) // other credentials: no agentmesh identity
 	}
 	opts.Name = name
 	opts.RetryFor = a.connectWait.v
@@ -71,12 +99,15 @@ func (a *app) connect(ctx context.Context, name string) (*mesh, error) {
 		nc.Close()
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}
-	res, err := bus.Provision(ctx, js, names, a.provisionOptions())
+	popts := a.provisionOptions()
+	// On a secure mesh only admin may change streams; the server made them.
+	popts.BindOnly = id.Role != "" && id.Role != bus.RoleAdmin
+	res, err := bus.Provision(ctx, js, names, popts)
 	if err != nil {
 		nc.Close()
 		return nil, err
 	}
-	return &mesh{NC: nc, JS: js, Names: names, Res: res}, nil
+	return &mesh{NC: nc, JS: js, Names: names, Res: res, ID: id}, nil
 }
 
 // printJSON writes v as indented JSON to the command's output.

@@ -83,12 +83,14 @@ produced under "views". The exit status is 1 when the turn did not complete.`,
 				return err
 			}
 			defer m.Close()
-			if err := checkConversationFlag(ctx, m, conversation, newConv); err != nil {
-				return err
+			store := m.store() // nil for a client of a secure mesh: no state to check or show
+			if store != nil {
+				if err := checkConversationFlag(ctx, m, conversation, newConv); err != nil {
+					return err
+				}
 			}
-			store := state.New(m.Res.Conversations, m.Res.Runs)
 			before := map[string]schemas.TypedValue{}
-			if conversation != "" {
+			if conversation != "" && store != nil {
 				if st, err := store.Conversation(ctx, conversation); err == nil {
 					before = st.Slots
 				}
@@ -167,6 +169,9 @@ func (a *app) chatTurnTo(ctx context.Context, m *mesh, conversation, message str
 // outputs of its tool calls that went to history because no slot takes
 // their type (FOLDER_RESULT, for one).
 func turnViews(ctx context.Context, store *state.Store, v *viewer, before map[string]schemas.TypedValue, r schemas.ChatResponse) []valueView {
+	if store == nil {
+		return nil // an identity that may not read state
+	}
 	st, err := store.Conversation(ctx, r.ConversationID)
 	if err != nil {
 		return nil

@@ -112,7 +112,11 @@ func (a *app) listState(ctx context.Context, name string, limit int, list func(c
 		return err
 	}
 	defer m.Close()
-	return list(ctx, state.New(m.Res.Conversations, m.Res.Runs))
+	store, err := m.needStore()
+	if err != nil {
+		return err
+	}
+	return list(ctx, store)
 }
 
 // stepCounts says how far a run got: "2/3", plus failed and skipped steps.

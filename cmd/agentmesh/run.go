@@ -116,7 +116,7 @@ type eventPrinter struct {
 }
 
 func newEventPrinter(ctx context.Context, a *app, m *mesh) *eventPrinter {
-	return &eventPrinter{a: a, store: state.New(m.Res.Conversations, m.Res.Runs), v: newViewer(ctx, m)}
+	return &eventPrinter{a: a, store: m.store(), v: newViewer(ctx, m)}
 }
 
 func (p *eventPrinter) print(ctx context.Context, ev bus.Event) {
@@ -136,7 +136,7 @@ func (p *eventPrinter) print(ctx context.Context, ev bus.Event) {
 // step's record (written before the event; a short wait covers a record
 // still in flight). Other events have none.
 func (p *eventPrinter) stepViews(ctx context.Context, ev bus.Event) []valueView {
-	if ev.Type != bus.TypeStepCompleted {
+	if ev.Type != bus.TypeStepCompleted || p.store == nil {
 		return nil
 	}
 	var se schemas.StepEvent

@@ -16,6 +16,7 @@ func newServerCmd(a *app) *cobra.Command {
 	var (
 		provision bool
 		mf        metricsFlags
+		sf        secureFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "server",
@@ -38,7 +39,17 @@ then provision once with three replicas (agentmesh --js-replicas 3 server
 
 --nats-http-port serves the server's own monitoring endpoint (/varz, /jsz,
 /connz, /healthz), the one prometheus-nats-exporter and the nats CLI read;
---metrics-addr serves this process's /metrics, /healthz and /readyz.`,
+--metrics-addr serves this process's /metrics, /healthz and /readyz.
+
+With --secure the server requires TLS and credentials: an operator, an
+account and its signing key (NATS JWT), a CA and a server certificate for
+127.0.0.1, localhost, this host and --host are made under STORE/secure on
+first start and reused after. The server provisions the mesh itself (as
+admin); 'agentmesh creds' issues credentials for agents, clients and the
+orchestrator without a restart. See docs/security.md.`,
+		Example: `  agentmesh server --store /var/lib/agentmesh
+  agentmesh server --secure --store .agentmesh
+  agentmesh creds client alice --store .agentmesh > alice.creds`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			store, err := filepath.Abs(opts.StoreDir)
@@ -51,6 +62,10 @@ then provision once with three replicas (agentmesh --js-replicas 3 server
 				return err
 			}
 			defer pm.Close()
+			sec, err := a.secureServer(&opts, sf)
+			if err != nil {
+				return err
+			}
 			srv, err := bus.StartEmbedded(opts)
 			if err != nil {
 				return err
@@ -58,8 +73,8 @@ then provision once with three replicas (agentmesh --js-replicas 3 server
 			defer srv.Shutdown()
 			pm.setRunning()
 			printMonitor(a.out, srv)
-			if provision {
-				a.natsURL = srv.URL()
+			if provision || sec != nil {
+				a.natsURL = dialURL(srv.URL())
 				a.owner = true
 				m, err := a.connect(cmd.Context(), "agentmesh server")
 				if err != nil {
@@ -68,6 +83,9 @@ then provision once with three replicas (agentmesh --js-replicas 3 server
 				m.Close()
 			}
 			fmt.Fprintf(a.out, "NATS with JetStream listening on %s (data in %s); Ctrl-C stops it\n", srv.URL(), store)
+			if sec != nil {
+				fmt.Fprintf(a.out, "secure: TLS (CA %s) and credentials required; admin credentials in %s; issue more with: agentmesh creds ROLE [NAME] --store %s\n", sec.TLS.CA, a.creds, store)
+			}
 			<-cmd.Context().Done()
 			return nil
 		},
@@ -76,12 +94,13 @@ then provision once with three replicas (agentmesh --js-replicas 3 server
 	f.StringVar(&opts.StoreDir, "store", ".agentmesh", "JetStream data directory")
 	f.StringVar(&opts.Host, "host", "127.0.0.1", "listen address")
 	f.IntVar(&opts.Port, "port", 4222, "listen port (0 picks a free one)")
-	f.BoolVar(&provision, "provision", false, "create the mesh's streams, buckets and object store")
+	f.BoolVar(&provision, "provision", false, "create the mesh's streams, buckets and object store (always done with --secure)")
 	f.StringVar(&opts.Name, "name", "", "this server's name (default agentmesh); each node of a cluster needs its own")
 	f.StringVar(&opts.Cluster.Name, "cluster-name", "", "form a cluster of this name with the servers of --routes")
 	f.StringVar(&opts.Cluster.Listen, "cluster-listen", "", "host:port to listen on for the other nodes' routes, e.g. 127.0.0.1:6222")
 	f.StringSliceVar(&opts.Cluster.Routes, "routes", nil, "the other nodes' route URLs (nats://host:port of their --cluster-listen), comma-separated")
 	natsHTTPPortFlag(f, &opts.HTTPPort)
 	mf.register(f)
+	sf.register(f)
 	return cmd
 }

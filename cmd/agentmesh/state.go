@@ -29,7 +29,10 @@ func newStateCmd(a *app) *cobra.Command {
 				return err
 			}
 			defer m.Close()
-			store := state.New(m.Res.Conversations, m.Res.Runs)
+			store, err := m.needStore()
+			if err != nil {
+				return err
+			}
 			id := args[0]
 			run, rerr := store.Run(ctx, id)
 			if rerr == nil {

@@ -37,7 +37,7 @@ func newTaskCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "task AGENT [--input name=ID,ID...] [--text name=TEXT] [--param k=v]... [--direct]",
 		Short: "Invoke one agent directly and print its result",
-		Long: `Publish one task to mesh.task.AGENT, wait for its result on mesh.result.<taskid>
+		Long: `Publish one task to mesh.task.AGENT, wait for its result on mesh.result.AGENT.<taskid>
 and print it. Exit status 1 when the task failed.
 
 With --direct the task goes to the agent's NATS micro endpoint mesh.call.AGENT
@@ -156,7 +156,13 @@ Examples:
 // sendDurable publishes the task to mesh.task.AGENT through JetStream and
 // waits for its result on mesh.result.<taskid>.
 func sendDurable(ctx context.Context, m *mesh, agent string, ev bus.Event, timeout time.Duration) (*nats.Msg, error) {
-	sub, err := m.NC.SubscribeSync(m.Names.Result(ev.ID))
+	replyTo := m.Names.Result(agent, ev.ID)
+	if m.ID.Role == bus.RoleClient {
+		// Where only this client may read it on a secure mesh.
+		replyTo = m.Names.ClientResult(agent, m.ID.Name, ev.ID)
+		ev.SetExt(bus.ExtReplyTo, replyTo)
+	}
+	sub, err := m.NC.SubscribeSync(replyTo)
 	if err != nil {
 		return nil, err
 	}

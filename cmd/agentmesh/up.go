@@ -17,6 +17,7 @@ import (
 
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/client"
+	"github.com/agentmesh/agentmesh/security"
 )
 
 func init() { register(newUpCmd) }
@@ -30,12 +31,14 @@ type stackOptions struct {
 	agents   []string       // which built-in agents; nil means all
 	httpPort int            // the embedded server's monitoring port (0 off, -1 a free one)
 	metrics  metricsFlags   // up's own endpoint; each child gets one of its own (childMetricsAddrs)
+	secure   secureFlags    // --secure: TLS and credentials on the embedded server
 }
 
 // stack is a running mesh: the embedded NATS server (unless --nats named an
 // existing one), the orchestrator and the built-in agents as child processes.
 type stack struct {
 	srv    *bus.Embedded
+	sec    *security.Server // the secure mode's keys and TLS files, or nil
 	sup    *supervisor
 	url    string
 	counts map[string]int
@@ -64,10 +67,16 @@ With --metrics-addr HOST:PORT, up serves its own /metrics, /healthz and
 next port: the orchestrator PORT+1, then the agents in the order of the
 table up prints (which shows each address). With port 0 every process gets
 a free port. --nats-http-port serves the embedded NATS server's own
-monitoring endpoint, the one prometheus-nats-exporter reads.`,
+monitoring endpoint, the one prometheus-nats-exporter reads.
+
+With --secure the embedded server requires TLS and credentials, as
+'agentmesh server --secure' does: each child runs as its own identity
+(credentials under STORE/secure/creds: orchestrator, agent-<name>), and up
+itself as admin. Clients need credentials from 'agentmesh creds'.`,
 		Example: `  agentmesh up
   agentmesh up --replicas AnalysisAgent=3 --replicas ImageSearchAgent=2
-  agentmesh up --store /var/lib/agentmesh --port 4222`,
+  agentmesh up --store /var/lib/agentmesh --port 4222
+  agentmesh up --secure && agentmesh creds client alice > alice.creds`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			r, err := parseReplicas(replicas)
@@ -88,7 +97,12 @@ monitoring endpoint, the one prometheus-nats-exporter reads.`,
 			}
 			pm.setRunning()
 			a.printStatus(a.out, st)
-			fmt.Fprintf(a.out, "\nmesh is up on %s; try in another terminal:\n  NATS_URL=%s agentmesh agents\n  NATS_URL=%s agentmesh chat \"Find sunset images and organize them into folders\"\nCtrl-C stops everything.\n", st.url, st.url, st.url)
+			env := "NATS_URL=" + st.url
+			if st.sec != nil {
+				env += fmt.Sprintf(" NATS_CA=%s NATS_CREDS=alice.creds", st.sec.TLS.CA)
+				fmt.Fprintf(a.out, "\nsecure: make a client's credentials first: agentmesh creds client alice --store %s -o alice.creds", opts.store)
+			}
+			fmt.Fprintf(a.out, "\nmesh is up on %s; try in another terminal:\n  %s agentmesh agents\n  %s agentmesh chat \"Find sunset images and organize them into folders\"\nCtrl-C stops everything.\n", st.url, env, env)
 			select {
 			case <-ctx.Done():
 				fmt.Fprintln(a.errOut, "draining the mesh ...")
@@ -110,6 +124,7 @@ monitoring endpoint, the one prometheus-nats-exporter reads.`,
 	f.StringArrayVar(&replicas, "replicas", nil, "instances of one agent as NAME=N (repeatable)")
 	natsHTTPPortFlag(f, &opts.httpPort)
 	opts.metrics.register(f)
+	opts.secure.register(f)
 	return cmd
 }
 
@@ -153,12 +168,17 @@ func (a *app) startStack(ctx context.Context, opts stackOptions, log io.Writer) 
 		if err != nil {
 			return nil, err
 		}
-		srv, err := bus.StartEmbedded(bus.EmbeddedOptions{Host: opts.host, Port: opts.port, StoreDir: store, HTTPPort: opts.httpPort})
+		eopts := bus.EmbeddedOptions{Host: opts.host, Port: opts.port, StoreDir: store, HTTPPort: opts.httpPort}
+		sec, err := a.secureServer(&eopts, opts.secure)
 		if err != nil {
 			return nil, err
 		}
-		st.srv = srv
-		st.url = srv.URL()
+		srv, err := bus.StartEmbedded(eopts)
+		if err != nil {
+			return nil, err
+		}
+		st.srv, st.sec = srv, sec
+		st.url = dialURL(srv.URL())
 		fmt.Fprintf(log, "embedded NATS with JetStream on %s (data in %s)\n", st.url, store)
 		printMonitor(log, srv)
 	}
@@ -177,7 +197,12 @@ func (a *app) startStack(ctx context.Context, opts stackOptions, log io.Writer) 
 	}
 	st.sup = sup
 	common := []string{"--nats", st.url, "--prefix", a.prefix}
-	children := []*child{{Name: "orchestrator", Args: append([]string{"orchestrator"}, common...)}}
+	orchArgs, err := a.childIdentity(st.sec, bus.Identity{Role: bus.RoleOrchestrator})
+	if err != nil {
+		_ = st.stop()
+		return nil, err
+	}
+	children := []*child{{Name: "orchestrator", Args: append(append([]string{"orchestrator"}, common...), orchArgs...)}}
 	names := opts.agents
 	if names == nil {
 		names = builtinNames()
@@ -193,7 +218,12 @@ func (a *app) startStack(ctx context.Context, opts stackOptions, log io.Writer) 
 			if n > 1 {
 				label = fmt.Sprintf("%s#%d", name, i)
 			}
-			children = append(children, &child{Name: label, Args: append([]string{"agent", name}, common...)})
+			idArgs, err := a.childIdentity(st.sec, bus.Identity{Role: bus.RoleAgent, Name: name})
+			if err != nil {
+				_ = st.stop()
+				return nil, err
+			}
+			children = append(children, &child{Name: label, Args: append(append([]string{"agent", name}, common...), idArgs...)})
 		}
 	}
 	if err := opts.metrics.addChildFlags(children); err != nil {

@@ -33,7 +33,7 @@ func TestExampleAgentServesATask(t *testing.T) {
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 
 	nc := srv.Conn(t)
-	results, err := nc.SubscribeSync("mesh.result.shout-1")
+	results, err := nc.SubscribeSync("mesh.result.ShoutAgent.shout-1")
 	if err != nil {
 		t.Fatal(err)
 	}

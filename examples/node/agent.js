@@ -6,10 +6,12 @@
 // takes its tasks from the durable pull consumer named after it on
 // MESH_TASKS, validates every task against the project's JSON Schemas and its
 // own contract, publishes the result to the task's replyto (else
-// mesh.result.<taskid>) and only then acks. SIGTERM drains: no new tasks,
+// mesh.result.<agent>.<taskid>) and only then acks. A replyto outside
+// mesh.result.<agent>. is refused: results go nowhere else. SIGTERM drains: no new tasks,
 // running ones finish, the departure is announced and the key deleted.
 //
 //   NATS_URL=nats://127.0.0.1:4222 node agent.js
+//   NATS_CREDS=agent.creds NATS_CA=ca.pem node agent.js    (a secure mesh)
 
 import { hostname } from "node:os";
 import { randomBytes } from "node:crypto";
@@ -19,7 +21,7 @@ import { jetstream, jetstreamManager, AckPolicy } from "@nats-io/jetstream";
 import { Kvm } from "@nats-io/kv";
 import { Objm } from "@nats-io/obj";
 
-import { names, types, toMsg, fromMsg, rawAttrs, newEvent, tokenRE, Schemas } from "./mesh.js";
+import { names, types, toMsg, fromMsg, rawAttrs, newEvent, tokenRE, Schemas, connectOptions } from "./mesh.js";
 import { traceTask, shutdownTracing } from "./tracing.js";
 
 const contract = {
@@ -103,7 +105,7 @@ const checkParams = schemas.compile(contract.params);
   }
 }
 
-const nc = await connect({ servers: process.env.NATS_URL || "nats://127.0.0.1:4222", name: contract.name });
+const nc = await connect(connectOptions(contract.name));
 const js = jetstream(nc);
 const jsm = await jetstreamManager(nc);
 const agentsKV = await new Kvm(nc).open(n.agentsBucket);
@@ -188,6 +190,13 @@ function validSubject(s) {
   return typeof s === "string" && s !== "" && !/\s/.test(s) && s.split(".").every((t) => t !== "" && t !== "*" && t !== ">");
 }
 
+// validReplyTo: the agent answers only on its own result subjects,
+// mesh.result.<agent>.>, never where a task points elsewhere (a KV key, say).
+function validReplyTo(s) {
+  const own = n.agentResults(contract.name);
+  return validSubject(s) && s.startsWith(own) && s.length > own.length;
+}
+
 // correlation: the extensions a result and a progress event copy from their task.
 function correlation(task) {
   const out = {};
@@ -199,15 +208,10 @@ async function publishResult(task, res) {
   const type = res.success ? types.taskCompleted : types.taskFailed;
   const ext = { ...correlation(task), taskid: task.id };
   const ev = newEvent(type, source, res, ext);
-  const subject = validSubject(task.replyto) ? task.replyto : n.result(task.id);
+  const subject = validReplyTo(task.replyto) ? task.replyto : n.result(contract.name, task.id);
   const m = toMsg(ev);
-  if (subject.startsWith(n.resultPrefix)) {
-    // Inside MESH_RESULTS: a JetStream publish, deduplicated by task id.
-    await js.publish(subject, m.data, { headers: m.headers, msgID: `result-${task.id}` });
-  } else {
-    m.headers.set("Nats-Msg-Id", `result-${task.id}`);
-    nc.publish(subject, m.data, { headers: m.headers });
-  }
+  // Inside MESH_RESULTS: a JetStream publish, deduplicated by task id.
+  await js.publish(subject, m.data, { headers: m.headers, msgID: `result-${task.id}` });
 }
 
 function progress(task, message, percent) {
@@ -402,11 +406,11 @@ async function rejectMalformed(msg, err, attempt) {
   log("malformed task:", reason);
   const { id, replyto } = rawAttrs(msg);
   const idOK = tokenRE.test(id);
-  if (idOK || validSubject(replyto)) {
+  if (idOK || validReplyTo(replyto)) {
     const res = failure("malformed_event", `task event on ${msg.subject}: ${reason}`);
     res.metrics = { duration_ms: 0, attempt };
     try {
-      await publishResult({ id: idOK ? id : "unknown", replyto: validSubject(replyto) ? replyto : "" }, res);
+      await publishResult({ id: idOK ? id : "unknown", replyto: validReplyTo(replyto) ? replyto : "" }, res);
       msg.term("malformed event");
       return;
     } catch (e) {
@@ -425,6 +429,9 @@ async function handle(msg) {
     task = fromMsg(msg);
     if (task.type !== types.taskRequested) throw new Error(`event type "${task.type}" on ${msg.subject}: a task is ${types.taskRequested}`);
     if (!tokenRE.test(task.id)) throw new Error(`task id (the event id) "${task.id}" must be 1 to 128 letters, digits, '-', '_' or '='`);
+    if (task.replyto && !validReplyTo(task.replyto)) {
+      throw new Error(`replyto "${task.replyto}" is not one of this agent's result subjects: name a subject under ${n.agentResults(contract.name)}> (or none)`);
+    }
   } catch (err) {
     return rejectMalformed(msg, err, attempt);
   }

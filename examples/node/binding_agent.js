@@ -11,12 +11,12 @@
 import { connect } from "@nats-io/transport-node";
 import { jetstream, jetstreamManager, AckPolicy } from "@nats-io/jetstream";
 
-import { names, types, newEvent } from "./mesh.js";
+import { names, types, newEvent, connectOptions } from "./mesh.js";
 import { toNatsMsg, fromNatsMsg, encodeEverything } from "./binding.js";
 
 const agent = process.env.AGENT_NAME || "NodeBinding";
 const n = names();
-const nc = await connect({ servers: process.env.NATS_URL || "nats://127.0.0.1:4222", name: agent });
+const nc = await connect(connectOptions(agent));
 const js = jetstream(nc);
 const jsm = await jetstreamManager(nc);
 await jsm.consumers.add(n.tasksStream, { durable_name: agent, filter_subject: n.task(agent), ack_policy: AckPolicy.Explicit });
@@ -43,7 +43,9 @@ for await (const m of tasks) {
     stepid: task.stepid,
   });
   const out = toNatsMsg(ev, encodeEverything);
-  await js.publish(task.replyto || n.result(task.id), out.data, { headers: out.headers, msgID: `result-${task.id}` });
+  const own = n.agentResults(agent);
+  const to = task.replyto && task.replyto.startsWith(own) ? task.replyto : n.result(agent, task.id);
+  await js.publish(to, out.data, { headers: out.headers, msgID: `result-${task.id}` });
   m.ack();
   console.log(`answered ${task.id}`);
 }

@@ -10,12 +10,12 @@
 import { connect } from "@nats-io/transport-node";
 import { jetstream } from "@nats-io/jetstream";
 
-import { names, types, newEvent } from "./mesh.js";
+import { names, types, newEvent, connectOptions } from "./mesh.js";
 import { toNatsMsg, fromNatsMsg, encodeEverything } from "./binding.js";
 
 const agent = process.env.AGENT || "Upper";
 const n = names();
-const nc = await connect({ servers: process.env.NATS_URL || "nats://127.0.0.1:4222", name: "binding client" });
+const nc = await connect(connectOptions("binding client"));
 const js = jetstream(nc);
 const timer = setTimeout(() => {
   console.error("no answer within 30s");
@@ -33,11 +33,11 @@ for (const c of cases) {
   });
   ev = ev.cloneWith({
     subject: c.subject,
-    replyto: n.result(ev.id),
+    replyto: n.result(agent, ev.id),
     conversationid: `conv-${c.name}`,
     traceparent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
   });
-  const sub = nc.subscribe(n.result(ev.id), { max: 1 });
+  const sub = nc.subscribe(n.result(agent, ev.id), { max: 1 });
   const m = toNatsMsg(ev, encodeEverything);
   if (c.header) m.headers.set(c.header[0], c.header[1]);
   await js.publish(n.task(agent), m.data, { headers: m.headers, msgID: ev.id });

@@ -63,7 +63,7 @@ func TestBindingNodeAgent(t *testing.T) {
 
 	d := client.NewDispatcher(js, names, "agentmesh/test")
 	meta := client.DispatchMeta{ConversationID: "conv-binding"}
-	ev, err := d.Event(schemas.TaskRequest{Instruction: "echo"}, &meta)
+	ev, err := d.Event("NodeBinding", schemas.TaskRequest{Instruction: "echo"}, &meta)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,7 @@
 import { connect } from "@nats-io/transport-node";
 import { jetstream, DeliverPolicy } from "@nats-io/jetstream";
 
-import { names, types, toMsg, fromMsg, newEvent, tokenRE, Schemas } from "./mesh.js";
+import { names, types, toMsg, fromMsg, newEvent, tokenRE, Schemas, connectOptions } from "./mesh.js";
 
 function usage(msg) {
   console.error(`client.js: ${msg}\nusage: node client.js [--conversation ID] [--timeout SECONDS] MESSAGE...`);
@@ -31,7 +31,7 @@ if (!(timeoutS > 0)) usage("--timeout must be a positive number of seconds");
 
 const n = names();
 const schemas = new Schemas();
-const nc = await connect({ servers: process.env.NATS_URL || "nats://127.0.0.1:4222", name: "agentmesh node client" }).catch((err) =>
+const nc = await connect(connectOptions("agentmesh node client")).catch((err) =>
   usage(`connecting to NATS: ${err.message}`),
 );
 const js = jetstream(nc);

@@ -6,7 +6,7 @@ import { readFileSync, readdirSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
-import { headers } from "@nats-io/transport-node";
+import { headers, credsAuthenticator } from "@nats-io/transport-node";
 import { CloudEvent, HTTP } from "cloudevents";
 import Ajv2020 from "ajv/dist/2020.js";
 import addFormats from "ajv-formats";
@@ -20,8 +20,10 @@ export function names(prefix = process.env.AGENTMESH_PREFIX || process.env.MESH_
   return {
     prefix,
     task: (agent) => `${prefix}.task.${agent}`,
-    result: (taskID) => `${prefix}.result.${taskID}`,
-    resultPrefix: `${prefix}.result.`,
+    // Every result subject starts with the agent the task went to; on a
+    // secure mesh only that agent may publish there.
+    result: (agent, taskID) => `${prefix}.result.${agent}.${taskID}`,
+    agentResults: (agent) => `${prefix}.result.${agent}.`,
     events: (id, kind) => `${prefix}.events.${id}.${kind}`,
     eventsOf: (id) => `${prefix}.events.${id}.>`,
     announce: (agent) => `${prefix}.registry.announce.${agent}`,
@@ -37,6 +39,30 @@ export function names(prefix = process.env.AGENTMESH_PREFIX || process.env.MESH_
     conversationsBucket: `${prefix}_conversations`,
     filesStore: `${prefix}_files`,
   };
+}
+
+// connectOptions are the options every process here connects with:
+// NATS_URL, and on a secure mesh (agentmesh server --secure) NATS_CREDS, a
+// credentials file from `agentmesh creds ...`, and NATS_CA, the CA
+// certificate to trust. A secure mesh lets an identity read replies only on
+// its own inbox prefix, _INBOX.<the name in its user JWT>.
+export function connectOptions(name) {
+  const opts = { servers: process.env.NATS_URL || "nats://127.0.0.1:4222", name };
+  if (process.env.NATS_CREDS) {
+    const creds = readFileSync(process.env.NATS_CREDS);
+    opts.authenticator = credsAuthenticator(creds);
+    opts.inboxPrefix = `_INBOX.${credsName(creds.toString())}`;
+  }
+  if (process.env.NATS_CA) opts.tls = { caFile: process.env.NATS_CA };
+  return opts;
+}
+
+// credsName returns the name in the user JWT of a credentials file.
+function credsName(text) {
+  const m = /-----BEGIN NATS USER JWT-----\s*([A-Za-z0-9_.-]+)\s*------END NATS USER JWT------/.exec(text);
+  if (!m) throw new Error("NATS_CREDS: no user JWT in the credentials file");
+  const claims = JSON.parse(Buffer.from(m[1].split(".")[1], "base64url").toString());
+  return claims.name;
 }
 
 // Event types of the wire contract.

@@ -207,7 +207,7 @@ func TestNodeAgentAndClient(t *testing.T) {
 			}
 			actx, cancel := context.WithTimeout(ctx, 20*time.Second)
 			defer cancel()
-			r, err := d.Await(actx, names.Result(id), id)
+			r, err := d.Await(actx, names.Result(agentName, id), id)
 			if err != nil {
 				t.Fatalf("task %s: %v\nagent output:\n%s", id, err, agent.out.String())
 			}
@@ -221,7 +221,7 @@ func TestNodeAgentAndClient(t *testing.T) {
 		if err := r.Result.Outputs["counts"].Decode(&counts); err != nil || len(counts.Items) != 1 || counts.Items[0].Features["words"] != 3 {
 			t.Errorf("counts %+v (%v), want one item of 3 words", counts, err)
 		}
-		raw, err := res.Results.GetLastMsgForSubject(ctx, names.Result(id))
+		raw, err := res.Results.GetLastMsgForSubject(ctx, names.Result(agentName, id))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -231,7 +231,7 @@ func TestNodeAgentAndClient(t *testing.T) {
 
 		// A structured-mode task (what a plain `nats pub` sends) is read too.
 		meta := client.DispatchMeta{}
-		sev, err := d.Event(schemas.TaskRequest{Instruction: "four words right here"}, &meta)
+		sev, err := d.Event(agentName, schemas.TaskRequest{Instruction: "four words right here"}, &meta)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -410,11 +410,11 @@ type process struct {
 	err    error         // its exit status, once exited is closed
 }
 
-func startProcess(t *testing.T, node, script, natsURL string) *process {
+func startProcess(t *testing.T, node, script, natsURL string, env ...string) *process {
 	t.Helper()
 	p := &process{out: &syncBuffer{}, exited: make(chan struct{})}
 	p.cmd = exec.Command(node, script)
-	p.cmd.Env = append(os.Environ(), "NATS_URL="+natsURL)
+	p.cmd.Env = append(append(os.Environ(), "NATS_URL="+natsURL), env...)
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
 	if err := p.cmd.Start(); err != nil {
 		t.Fatalf("starting node %s: %v", script, err)

@@ -250,9 +250,10 @@ func check(ev bus.Event, msg *nats.Msg) error {
 			fail("success %v in a %s event", res.Success, ev.Type)
 		}
 		need(bus.ExtTaskID)
-		ok := subject == names.Result(ev.Ext(bus.ExtTaskID))
+		agent := names.ResultAgent(subject)
+		ok := agent != "" && subject == names.Result(agent, ev.Ext(bus.ExtTaskID))
 		for _, id := range []string{ev.Ext(bus.ExtRunID), ev.Ext(bus.ExtConversationID)} {
-			ok = ok || (id != "" && subject == names.OrchestratorResult(id))
+			ok = ok || (agent != "" && id != "" && subject == names.OrchestratorResult(agent, id))
 		}
 		if direct := strings.HasPrefix(subject, "_INBOX."); direct {
 			// The reply to a direct call: a failure carries micro's error headers.
@@ -263,7 +264,7 @@ func check(ev bus.Event, msg *nats.Msg) error {
 			ok = true
 		}
 		if !ok {
-			fail("subject %s is neither %s nor the orchestrator's result subject of the run or conversation, nor a direct call's inbox", subject, names.Result(ev.Ext(bus.ExtTaskID)))
+			fail("subject %s is neither mesh.result.<agent>.%s nor the orchestrator's result subject of the run or conversation, nor a direct call's inbox", subject, ev.Ext(bus.ExtTaskID))
 		}
 		if id := msg.Header.Get("Nats-Msg-Id"); id != "" && id != "result-"+ev.Ext(bus.ExtTaskID) {
 			fail("Nats-Msg-Id %s, want result-%s", id, ev.Ext(bus.ExtTaskID))

@@ -52,7 +52,7 @@ func Codec() Pair {
 				ev.SetType(bus.TypeTaskRequested)
 				ev.SetTime(time.Now().UTC())
 				ev.SetExtension(bus.ExtConversationID, "c-1")
-				ev.SetExtension(bus.ExtReplyTo, "mesh.result.orchestrator.c-1")
+				ev.SetExtension(bus.ExtReplyTo, "mesh.result.TextAgent.orchestrator.c-1")
 				if err := ev.SetData(ce.ApplicationJSON, TaskData); err != nil {
 					b.Fatal(err)
 				}
@@ -79,7 +79,7 @@ func Codec() Pair {
 					b.Fatal(err)
 				}
 				e.SetExt(bus.ExtConversationID, "c-1")
-				e.SetExt(bus.ExtReplyTo, "mesh.result.orchestrator.c-1")
+				e.SetExt(bus.ExtReplyTo, "mesh.result.TextAgent.orchestrator.c-1")
 				msg, err := bus.Encode("mesh.task.search", e)
 				if err != nil {
 					b.Fatal(err)

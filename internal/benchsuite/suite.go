@@ -22,6 +22,12 @@ type Env struct {
 	JS    jetstream.JetStream
 	Names bus.Names
 	Res   *bus.Resources
+
+	// On a secure mesh the agent and its caller are different identities:
+	// AgentNC is the agent's connection (default NC), and Client the
+	// caller's client name, whose own result subject the task names.
+	AgentNC *nats.Conn
+	Client  string
 }
 
 // Pair is one comparison: the mesh's body and the baseline's body.

@@ -28,7 +28,11 @@ func ServeNoop(ctx context.Context, env Env, name string, opts ...agents.Option)
 		func(context.Context, *schemas.ExecutionContext) (schemas.AgentResult, error) {
 			return schemas.AgentResult{Success: true}, nil
 		})
-	rt, err := agents.NewRuntime(env.NC, noop, append([]agents.Option{agents.WithNames(env.Names)}, opts...)...)
+	agentNC := env.AgentNC
+	if agentNC == nil {
+		agentNC = env.NC
+	}
+	rt, err := agents.NewRuntime(agentNC, noop, append([]agents.Option{agents.WithNames(env.Names)}, opts...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -56,7 +60,13 @@ func RoundTrip(ctx context.Context, env Env, agent string) (time.Duration, error
 	if err != nil {
 		return 0, err
 	}
-	sub, err := env.NC.SubscribeSync(env.Names.Result(ev.ID))
+	replyTo := env.Names.Result(agent, ev.ID)
+	if env.Client != "" {
+		// A client of a secure mesh reads only its own result subjects.
+		replyTo = env.Names.ClientResult(agent, env.Client, ev.ID)
+		ev.SetExt(bus.ExtReplyTo, replyTo)
+	}
+	sub, err := env.NC.SubscribeSync(replyTo)
 	if err != nil {
 		return 0, err
 	}
@@ -83,12 +93,20 @@ func TaskRoundTrip(ctx context.Context, env Env) (Pair, io.Closer, error) {
 	if err != nil {
 		return Pair{}, nil, err
 	}
-	echo, err := env.NC.Subscribe("bench.echo", func(m *nats.Msg) { _ = m.Respond(m.Data) })
-	if err != nil {
-		return Pair{}, nil, errors.Join(err, agent.Close())
+	// The baseline's responder; a client of a secure mesh (Client set) may
+	// not serve bench.echo, and only the mesh side is measured there.
+	var echo *nats.Subscription
+	if env.Client == "" {
+		if echo, err = env.NC.Subscribe("bench.echo", func(m *nats.Msg) { _ = m.Respond(m.Data) }); err != nil {
+			return Pair{}, nil, errors.Join(err, agent.Close())
+		}
 	}
 	closer := closerFunc(func() error {
-		return errors.Join(echo.Unsubscribe(), agent.Close())
+		var uerr error
+		if echo != nil {
+			uerr = echo.Unsubscribe()
+		}
+		return errors.Join(uerr, agent.Close())
 	})
 	p := Pair{
 		Name: "task round trip (no-op agent)", Unit: "round trip", Baseliner: "nats.go core request-reply",

@@ -8,5 +8,5 @@
 // whose replica died is resumed by the replica that gets the redelivered
 // request; tool calls have deterministic task ids, so a resumed call runs
 // once. Results come back one way: to the replica running the turn, on
-// mesh.result.<task>, and are routed into the conversation by it.
+// mesh.result.<agent>.<task>, and are routed into the conversation by it.
 package chat

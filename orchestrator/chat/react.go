@@ -166,7 +166,7 @@ func (c *Chat) callAgent(ctx context.Context, s *session, taskID, agent, rawArgs
 		timeout = time.Duration(contract.TimeoutMS) * time.Millisecond
 	}
 	task := schemas.TaskRequest{Inputs: inputs, Params: args.Params, Instruction: s.turn.Message, TimeoutMS: timeout.Milliseconds()}
-	meta := client.DispatchMeta{TaskID: taskID, ConversationID: s.conv, ReplyTo: c.names.Result(taskID), Deadline: time.Now().Add(timeout)}
+	meta := client.DispatchMeta{TaskID: taskID, ConversationID: s.conv, ReplyTo: c.names.Result(agent, taskID), Deadline: time.Now().Add(timeout)}
 	c.progress(ctx, s.conv, taskID, agent, "calling "+agent)
 	if _, err := c.dispatch.Dispatch(ctx, agent, task, meta); err != nil {
 		return fail(fmt.Sprintf("%s could not be called: %v", agent, err))

@@ -286,13 +286,36 @@ func (s *Scheduler) ApplyResult(ctx context.Context, runID, stepID, taskID strin
 	return s.settleRecords(ctx, sd, []*state.StepState{rec}, nil, true)
 }
 
-// FailUndecodable ends a step whose result could not be decoded: the step
-// fails at once with code malformed_result and the decode error, as if the
-// agent had answered so, instead of waiting out its timeout. The step is
-// named by stepID, or else by taskID (<run>-<step>-1). It returns the
-// step's agent, "" when no step of the run is named, and the errors of
-// ApplyResult (ErrEarly: try again shortly).
-func (s *Scheduler) FailUndecodable(ctx context.Context, runID, stepID, taskID string, cause error) (agent string, err error) {
+// ApplyResultFrom is ApplyResult for a result that came from agent (the
+// agent token of its subject, which only that agent's identity may publish
+// on when the mesh is secure): a result for a step of another agent changes
+// nothing and is an error wrapping ErrWrongAgent.
+func (s *Scheduler) ApplyResultFrom(ctx context.Context, from, runID, stepID, taskID string, res schemas.AgentResult) error {
+	if bus.ValidateToken("run id", runID) != nil {
+		return nil
+	}
+	sd, err := s.loadSpec(ctx, runID)
+	if err != nil {
+		return err
+	}
+	if step, ok := sd.Step(stepID); ok && step.Agent != from {
+		return fmt.Errorf("%w: a result for step %q of run %s, which went to %s, came from %s", ErrWrongAgent, stepID, runID, step.Agent, from)
+	}
+	return s.ApplyResult(ctx, runID, stepID, taskID, res)
+}
+
+// ErrWrongAgent is a result from an agent other than the one its task went
+// to: it is dropped.
+var ErrWrongAgent = errors.New("result from the wrong agent")
+
+// FailUndecodable ends a step whose result, from agent from, could not be
+// decoded: the step fails at once with code malformed_result and the
+// decode error, as if the agent had answered so, instead of waiting out its
+// timeout. The step is named by stepID, or else by taskID (<run>-<step>-1).
+// It returns the step's agent, "" when no step of the run is named, an
+// error wrapping ErrWrongAgent when the step went to another agent than
+// from, and the errors of ApplyResult (ErrEarly: try again shortly).
+func (s *Scheduler) FailUndecodable(ctx context.Context, from, runID, stepID, taskID string, cause error) (agent string, err error) {
 	if bus.ValidateToken("run id", runID) != nil {
 		return "", nil
 	}
@@ -306,6 +329,9 @@ func (s *Scheduler) FailUndecodable(ctx context.Context, runID, stepID, taskID s
 	step, ok := sd.Step(stepID)
 	if !ok {
 		return "", nil
+	}
+	if step.Agent != from {
+		return "", fmt.Errorf("%w: an undecodable result for step %q of run %s, which went to %s, came from %s", ErrWrongAgent, stepID, runID, step.Agent, from)
 	}
 	taskID = schemas.StepTaskID(runID, stepID, 1)
 	res := schemas.Failure(step.Agent, schemas.CodeMalformedResult,

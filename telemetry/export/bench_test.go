@@ -47,7 +47,7 @@ func BenchmarkTaskRoundTripTracing(b *testing.B) {
 				b.Fatal(err)
 			}
 			client.SetTraceParent(ctx, &ev)
-			sub, err := nc.SubscribeSync(env.Names.Result(ev.ID))
+			sub, err := nc.SubscribeSync(env.Names.Result(benchsuite.NoopAgentName, ev.ID))
 			if err != nil {
 				b.Fatal(err)
 			}

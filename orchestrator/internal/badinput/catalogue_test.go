@@ -70,11 +70,11 @@ func (s *shared) runSent(msg *nats.Msg, answerID string) sent {
 		types: []string{bus.TypePipelineCompleted}, runIDs: []string{answerID}}
 }
 
-// task sends a task to agent; the result is read on mesh.result.<id>.
+// task sends a task to agent; the result is read on mesh.result.<agent>.<id>.
 func task(agent string, req any, ext map[string]string) func(*testing.T, *shared, string) sent {
 	return func(t *testing.T, s *shared, id string) sent {
 		subj := s.names.Tasks()[:len(s.names.Tasks())-1] + agent
-		return sent{msg: event(t, subj, bus.TypeTaskRequested, id, req, ext), stream: s.names.ResultsStream(), answer: s.names.Result(id)}
+		return sent{msg: event(t, subj, bus.TypeTaskRequested, id, req, ext), stream: s.names.ResultsStream(), answer: s.names.Result(agent, id)}
 	}
 }
 
@@ -253,26 +253,26 @@ func taskCases() []badCase {
 	cs = append(cs,
 		badCase{name: "task/agent that never ran here, replyto set", kind: "task", code: schemas.CodeUnknownAgent,
 			send: func(t *testing.T, s *shared, id string) sent {
-				out := task("NoSuchAgentEither", textTask("a", nil), map[string]string{bus.ExtReplyTo: s.names.Result("reply-" + id)})(t, s, id)
-				out.answer = s.names.Result("reply-" + id)
+				out := task("NoSuchAgentEither", textTask("a", nil), map[string]string{bus.ExtReplyTo: s.names.Result("NoSuchAgentEither", "reply-"+id)})(t, s, id)
+				out.answer = s.names.Result("NoSuchAgentEither", "reply-"+id)
 				return out
 			}},
 		badCase{name: "task/wrong event type", kind: "task", code: schemas.CodeMalformedEvent,
 			send: func(t *testing.T, s *shared, id string) sent {
 				subj, _ := s.names.Task(text.Name)
-				return sent{msg: event(t, subj, bus.TypeChatRequested, id, textTask("a", nil), nil), stream: s.names.ResultsStream(), answer: s.names.Result(id)}
+				return sent{msg: event(t, subj, bus.TypeChatRequested, id, textTask("a", nil), nil), stream: s.names.ResultsStream(), answer: s.names.Result(text.Name, id)}
 			}},
 		badCase{name: "task/body not JSON", kind: "task", code: schemas.CodeMalformedEvent,
 			send: func(t *testing.T, s *shared, id string) sent {
 				subj, _ := s.names.Task(text.Name)
 				msg := raw(subj, "{oops", "ce-specversion", "1.0", "ce-id", id, "ce-source", "x", "ce-type", bus.TypeTaskRequested, "Content-Type", "application/json")
-				return sent{msg: msg, stream: s.names.ResultsStream(), answer: s.names.Result(id)}
+				return sent{msg: msg, stream: s.names.ResultsStream(), answer: s.names.Result(text.Name, id)}
 			}},
 		badCase{name: "task/task id with dots, replyto set", kind: "task", code: schemas.CodeMalformedEvent,
 			send: func(t *testing.T, s *shared, id string) sent {
 				subj, _ := s.names.Task(text.Name)
-				msg := event(t, subj, bus.TypeTaskRequested, id+".x", textTask("a", nil), map[string]string{bus.ExtReplyTo: s.names.Result("reply-" + id)})
-				return sent{msg: msg, stream: s.names.ResultsStream(), answer: s.names.Result("reply-" + id)}
+				msg := event(t, subj, bus.TypeTaskRequested, id+".x", textTask("a", nil), map[string]string{bus.ExtReplyTo: s.names.Result(text.Name, "reply-"+id)})
+				return sent{msg: msg, stream: s.names.ResultsStream(), answer: s.names.Result(text.Name, "reply-"+id)}
 			}},
 	)
 	return cs

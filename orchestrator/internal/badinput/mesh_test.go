@@ -250,7 +250,7 @@ func (s *shared) good(t *testing.T, kind string) {
 		id := s.id("good-task")
 		subj, _ := s.names.Task(text.Name)
 		s.publish(t, event(t, subj, bus.TypeTaskRequested, id, schemas.TaskRequest{Inputs: map[string]schemas.TypedValue{"text": schemas.TextValue("hello", "t")}}, nil))
-		ev, _ := bus.Decode(s.final(t, s.names.ResultsStream(), s.names.Result(id), 20*time.Second))
+		ev, _ := bus.Decode(s.final(t, s.names.ResultsStream(), s.names.Result(text.Name, id), 20*time.Second))
 		var r schemas.AgentResult
 		if err := ev.DataAs(&r); err != nil || !r.Success {
 			t.Fatalf("the next good task was not served: %+v %v", r, err)

@@ -1,0 +1,132 @@
+package security
+
+import (
+	"time"
+
+	"github.com/nats-io/jwt/v2"
+
+	"github.com/agentmesh/agentmesh/bus"
+)
+
+// The permission table of docs/security.md, one subject a line. A subject
+// an identity does not get here it cannot publish or subscribe to: the
+// server refuses it with a permissions violation.
+
+// grants collects the subjects of one identity.
+type grants struct{ perm jwt.Permissions }
+
+func (g *grants) pub(subjects ...string)     { g.perm.Pub.Allow.Add(subjects...) }
+func (g *grants) sub(subjects ...string)     { g.perm.Sub.Allow.Add(subjects...) }
+func (g *grants) denyPub(subjects ...string) { g.perm.Pub.Deny.Add(subjects...) }
+
+// replies lets the identity answer requests it received (registry queries,
+// NATS micro PING/INFO/STATS, its endpoints) on their reply subjects only.
+func (g *grants) replies() {
+	g.perm.Resp = &jwt.ResponsePermission{MaxMsgs: 1, Expires: time.Minute}
+}
+
+// jsAPI is a JetStream API subject: $JS.API.<parts>.
+func jsAPI(parts ...string) string {
+	s := "$JS.API"
+	for _, p := range parts {
+		s += "." + p
+	}
+	return s
+}
+
+// readStream lets an identity read stream with consumers of its own (any
+// filter) and direct gets; nothing there is another identity's durable.
+func (g *grants) readStream(stream string) {
+	g.pub(
+		jsAPI("CONSUMER.CREATE", stream),
+		jsAPI("CONSUMER.CREATE", stream, ">"),
+		jsAPI("CONSUMER.INFO", stream, "*"),
+		jsAPI("CONSUMER.DELETE", stream, "*"),
+		jsAPI("CONSUMER.MSG.NEXT", stream, "*"),
+		jsAPI("DIRECT.GET", stream),
+		jsAPI("DIRECT.GET", stream, ">"),
+		jsAPI("STREAM.MSG.GET", stream),
+	)
+}
+
+// Permissions returns the permissions of id on a mesh under names. Admin
+// gets none, which a NATS user JWT reads as everything.
+func Permissions(id bus.Identity, n bus.Names) jwt.Permissions {
+	g := &grants{}
+	if id.Role == bus.RoleAdmin {
+		return g.perm
+	}
+	// Everyone: its own inbox, stream metadata (to bind to the mesh),
+	// flow-control replies of its consumers, and the shared file store.
+	g.sub(id.InboxPrefix() + ".>")
+	g.pub(jsAPI("INFO"), jsAPI("STREAM.INFO.*"), "$JS.FC.>")
+	files := "OBJ_" + n.FilesStore()
+	g.pub("$O."+n.FilesStore()+".>", jsAPI("STREAM.PURGE", files), jsAPI("CONSUMER.DURABLE.CREATE", files, "*"))
+	g.readStream(files)
+	switch id.Role {
+	case bus.RoleAgent:
+		agentGrants(g, id.Name, n)
+	case bus.RoleClient:
+		clientGrants(g, id.Name, n)
+	case bus.RoleOrchestrator:
+		orchestratorGrants(g, n)
+	}
+	return g.perm
+}
+
+// agentGrants: agent a takes its own tasks, answers under its own result
+// subjects, announces and keeps registry keys under its own name.
+func agentGrants(g *grants, a string, n bus.Names) {
+	task, _ := n.Task(a)
+	announce, _ := n.Announce(a)
+	depart, _ := n.Depart(a)
+	control, _ := n.Control(a)
+	dead, _ := n.Dead(a)
+	tasks := n.TasksStream()
+	// Its durable consumer, named after it and filtered on its subject:
+	// the subject form carries the filter, so no other filter passes.
+	g.pub(jsAPI("CONSUMER.CREATE", tasks, a, task))
+	g.pub(jsAPI("CONSUMER.INFO", tasks, a))
+	g.pub(jsAPI("CONSUMER.MSG.NEXT", tasks, a))
+	g.pub("$JS.ACK." + tasks + "." + a + ".>")
+	g.pub(n.AgentResults(a))                                 // results of its tasks, nowhere else
+	g.pub(n.Events("*", "task"))                             // progress of its tasks
+	g.pub(announce, depart, dead)                            // the registry events and dead letters of its name
+	g.pub(n.KVPut(n.AgentsBucket(), a+".>"))                 // its registry keys, <agent>.<instance>
+	g.sub(n.RegistryQuery(), control)                        // registry queries, cancellations
+	g.sub("$SRV.>")                                          // NATS micro discovery (PING, INFO, STATS)
+	g.sub(n.Prefix()+".call."+a, n.Prefix()+".call."+a+".>") // its NATS micro endpoint
+	g.replies()
+}
+
+// clientGrants: client c submits requests and direct calls, reads the
+// registry, events, and the results of its own direct calls.
+func clientGrants(g *grants, c string, n bus.Names) {
+	g.pub(n.ChatRequest(), n.PipelineSubmit())
+	g.pub(n.Prefix() + ".task.*") // direct calls; agents answer only on their result subjects
+	g.pub(n.RegistryQuery())
+	g.pub(n.Prefix()+".call.*", n.Prefix()+".call.*.>") // agents' NATS micro endpoints
+	g.pub("$SRV.>")                                     // NATS micro discovery
+	results := n.ResultsStream()
+	g.pub(jsAPI("CONSUMER.CREATE", results, "*", n.ClientResults(c)))
+	g.pub(jsAPI("CONSUMER.INFO", results, "*"), jsAPI("CONSUMER.DELETE", results, "*"), jsAPI("CONSUMER.MSG.NEXT", results, "*"))
+	g.sub(n.ClientResults(c))
+	g.readStream(n.EventsStream())
+	g.sub(n.AllEvents())
+	g.readStream("KV_" + n.AgentsBucket())
+	// The orchestrator's durables are never a client's to pull from.
+	for _, s := range []string{results, n.RequestsStream()} {
+		g.denyPub(jsAPI("CONSUMER.*", s, "orchestrator"), jsAPI("CONSUMER.*", s, "orchestrator", ">"), jsAPI("CONSUMER.MSG.NEXT", s, "orchestrator"))
+	}
+}
+
+// orchestratorGrants: the orchestrator reads every request and result,
+// sends every task, writes conversation and run state and events; it
+// cannot change the streams themselves (admin's job).
+func orchestratorGrants(g *grants, n bus.Names) {
+	g.pub(n.Prefix()+".>", "$JS.ACK.>")
+	g.sub(n.Prefix() + ".>")
+	g.pub(n.KVPut(n.ConversationsBucket(), ">"), n.KVPut(n.RunsBucket(), ">"))
+	g.pub(jsAPI(">"))
+	g.denyPub(jsAPI("STREAM.CREATE.>"), jsAPI("STREAM.UPDATE.>"), jsAPI("STREAM.DELETE.>"))
+}

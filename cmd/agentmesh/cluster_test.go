@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -29,25 +28,8 @@ import (
 type serverProc struct {
 	cmd    *exec.Cmd
 	url    string
-	out    *lockedBuffer
+	out    *lockedWriter
 	exited chan struct{}
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // startClusterProcs starts n `agentmesh server` processes that form the
@@ -64,7 +46,7 @@ func startClusterProcs(t *testing.T, n int) []*serverProc {
 		cmd := exec.Command(agentBinary(t), "server", "--name", fmt.Sprintf("n%d", i+1), "--port", fmt.Sprint(ports[i]),
 			"--store", filepath.Join(t.TempDir(), "store"), "--cluster-name", "mesh",
 			"--cluster-listen", fmt.Sprintf("127.0.0.1:%d", ports[n+i]), "--routes", strings.Join(routes, ","))
-		p := &serverProc{cmd: cmd, out: &lockedBuffer{}, exited: make(chan struct{})}
+		p := &serverProc{cmd: cmd, out: &lockedWriter{w: &bytes.Buffer{}}, exited: make(chan struct{})}
 		stdout, err := cmd.StdoutPipe()
 		if err != nil {
 			t.Fatal(err)
@@ -138,7 +120,7 @@ func TestClusterOfServerProcesses(t *testing.T) {
 	})
 	orch := exec.Command(agentBinary(t), "--nats", urls, "orchestrator")
 	orch.Env = append(os.Environ(), "OPENAI_BASE_URL="+model.URL(), "OPENAI_API_KEY=test")
-	orchOut := &lockedBuffer{}
+	orchOut := &lockedWriter{w: &bytes.Buffer{}}
 	orch.Stdout, orch.Stderr = orchOut, orchOut
 	if err := orch.Start(); err != nil {
 		t.Fatal(err)

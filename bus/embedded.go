@@ -44,6 +44,42 @@ type Embedded struct {
 
 // StartEmbedded starts the server and waits until it accepts connections.
 func StartEmbedded(opts EmbeddedOptions) (*Embedded, error) {
+	e := &Embedded{}
+	sopts, err := e.serverOptions(opts)
+	if err != nil {
+		e.removeTemp()
+		return nil, err
+	}
+	srv, err := server.NewServer(sopts)
+	if err != nil {
+		e.removeTemp()
+		return nil, fmt.Errorf("embedded NATS server: %w", err)
+	}
+	if opts.Logs {
+		srv.ConfigureLogger()
+	}
+	e.srv = srv
+	srv.Start()
+	if !srv.ReadyForConnections(embeddedReadyTimeout) {
+		e.Shutdown()
+		if opts.Port != 0 {
+			if err := checkPortFree(sopts.Host, sopts.Port); err != nil {
+				return nil, err
+			}
+		}
+		return nil, fmt.Errorf("%w: not accepting connections on %s after %s: run with logs on to see why", ErrServerNotReady, net.JoinHostPort(sopts.Host, strconv.Itoa(sopts.Port)), embeddedReadyTimeout)
+	}
+	if !srv.JetStreamEnabled() {
+		e.Shutdown()
+		return nil, fmt.Errorf("%w: JetStream did not start (store dir %s): check the directory is writable", ErrServerNotReady, sopts.StoreDir)
+	}
+	return e, nil
+}
+
+// serverOptions checks opts and turns them into the server's options,
+// making a temporary store directory (removed on Shutdown) when none is
+// given.
+func (e *Embedded) serverOptions(opts EmbeddedOptions) (*server.Options, error) {
 	host := opts.Host
 	if host == "" {
 		host = "127.0.0.1"
@@ -65,8 +101,6 @@ func StartEmbedded(opts EmbeddedOptions) (*Embedded, error) {
 	} else if err := checkPortFree(host, port); err != nil {
 		return nil, err
 	}
-
-	e := &Embedded{}
 	storeDir := opts.StoreDir
 	if storeDir == "" {
 		dir, err := os.MkdirTemp("", "agentmesh-nats-*")
@@ -75,56 +109,23 @@ func StartEmbedded(opts EmbeddedOptions) (*Embedded, error) {
 		}
 		storeDir, e.tempDir = dir, dir
 	}
-
 	name := opts.Name
 	if name == "" {
 		name = defaultServerName
 	}
 	sopts := &server.Options{
-		ServerName: name,
-		Host:       host,
-		Port:       port,
-		JetStream:  true,
-		StoreDir:   storeDir,
-		NoSigs:     true,
-		NoLog:      !opts.Logs,
-		HTTPHost:   host,
-		HTTPPort:   opts.HTTPPort,
+		ServerName: name, Host: host, Port: port, JetStream: true, StoreDir: storeDir,
+		NoSigs: true, NoLog: !opts.Logs, HTTPHost: host, HTTPPort: opts.HTTPPort,
 	}
 	if err := opts.Cluster.apply(sopts, opts.Name); err != nil {
-		e.removeTemp()
 		return nil, err
 	}
 	if opts.Configure != nil {
 		if err := opts.Configure(sopts); err != nil {
-			e.removeTemp()
 			return nil, fmt.Errorf("embedded NATS server: %w", err)
 		}
 	}
-	srv, err := server.NewServer(sopts)
-	if err != nil {
-		e.removeTemp()
-		return nil, fmt.Errorf("embedded NATS server: %w", err)
-	}
-	if opts.Logs {
-		srv.ConfigureLogger()
-	}
-	e.srv = srv
-	srv.Start()
-	if !srv.ReadyForConnections(embeddedReadyTimeout) {
-		e.Shutdown()
-		if opts.Port != 0 {
-			if err := checkPortFree(host, port); err != nil {
-				return nil, err
-			}
-		}
-		return nil, fmt.Errorf("%w: not accepting connections on %s after %s: run with logs on to see why", ErrServerNotReady, net.JoinHostPort(host, strconv.Itoa(port)), embeddedReadyTimeout)
-	}
-	if !srv.JetStreamEnabled() {
-		e.Shutdown()
-		return nil, fmt.Errorf("%w: JetStream did not start (store dir %s): check the directory is writable", ErrServerNotReady, storeDir)
-	}
-	return e, nil
+	return sopts, nil
 }
 
 func checkPortFree(host string, port int) error {

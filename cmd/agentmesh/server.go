@@ -11,6 +11,8 @@ import (
 
 func init() { register(newServerCmd) }
 
+// newServerCmd is the server command: long for its help text and flags
+// (clustering, security, metrics), which read best in one place.
 func newServerCmd(a *app) *cobra.Command {
 	var opts bus.EmbeddedOptions
 	var (

@@ -44,6 +44,8 @@ type stack struct {
 	counts map[string]int
 }
 
+// newUpCmd is the up command: long for its help text and flags, which read
+// best in one place.
 func newUpCmd(a *app) *cobra.Command {
 	var (
 		opts     stackOptions
@@ -157,6 +159,10 @@ func contains(list []string, s string) bool {
 
 // startStack starts the server (unless --nats was given), provisions the
 // mesh, starts the children and waits until every agent has announced.
+//
+// It is long because it is the start sequence, one step after another
+// (server, identities, children, the wait), each undoing the steps before
+// it on failure.
 func (a *app) startStack(ctx context.Context, opts stackOptions, log io.Writer) (*stack, error) {
 	st := &stack{counts: map[string]int{}}
 	st.url = a.natsURL

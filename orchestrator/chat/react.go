@@ -131,6 +131,10 @@ func taskToken(id string) string {
 
 // callAgent runs one agent call: arguments, inputs from state, dispatch,
 // await, routing. Every failure becomes the observation the model reads.
+//
+// It is long because it is one tool call from end to end (look up, build
+// inputs, dispatch, await, route, report), and every step may end it with
+// its own observation for the model.
 func (c *Chat) callAgent(ctx context.Context, s *session, taskID, agent, rawArgs string) (string, schemas.ToolCallRecord) {
 	start := time.Now()
 	rec := schemas.ToolCallRecord{Agent: agent, Arguments: rawArgs, TaskID: taskID}

@@ -175,7 +175,11 @@ func printPipelineEvent(w io.Writer, ev bus.Event) {
 	if err := ev.DataAs(&se); err != nil {
 		return
 	}
-	line := fmt.Sprintf("  wave %d  %-12s %-20s %s", se.Wave+1, se.Step, se.Agent, se.Status)
+	who := se.Agent
+	if who == "" && se.Kind != "" {
+		who = "(" + se.Kind + ")"
+	}
+	line := fmt.Sprintf("  wave %d  %-12s %-20s %s", se.Wave+1, se.Step, who, se.Status)
 	switch se.Status {
 	case schemas.StepCompleted:
 		line += fmt.Sprintf(" in %s", time.Duration(se.DurationMS)*time.Millisecond)

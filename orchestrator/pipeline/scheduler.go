@@ -36,7 +36,10 @@ type Config struct {
 	// of it for the header that starts its wave (default 5 s).
 	AckWait time.Duration
 	// Source is the CloudEvents source of the events it emits.
-	Source   string
+	Source string
+	// Model, when set, is asked by router steps to choose their branch;
+	// without one they follow their rules.
+	Model    Model
 	Logger   *slog.Logger
 	Observer schemas.Observer
 }
@@ -352,7 +355,8 @@ func early(sd *state.RunSpec, h *state.RunHeader, id string) bool {
 }
 
 // routes reports whether a step's record has outputs to route into the
-// run's state.
+// run's state. The outputs of a step that runs no agent (a router's
+// branch) stay in its record: no contract says where they go.
 func routes(rec *state.StepState) bool {
-	return rec.Status == schemas.StepCompleted && len(rec.Outputs) > 0
+	return rec.Status == schemas.StepCompleted && len(rec.Outputs) > 0 && rec.Agent != ""
 }

@@ -194,6 +194,12 @@ func ancestors(spec schemas.PipelineSpec, id string) []string {
 func checkConditions(spec schemas.PipelineSpec) []error {
 	errs := checkVars(spec.Vars)
 	for _, s := range spec.Steps {
+		if _, err := resolveParams(s.Params, spec.Vars); err != nil {
+			errs = append(errs, fmt.Errorf("step %q: %w", s.ID, err))
+		}
+		if s.When == "" && s.Router == nil {
+			continue // its ancestors are not walked: a long chain stays linear
+		}
 		anc := ancestors(spec, s.ID)
 		if s.When != "" {
 			if _, _, err := compileCondition(s.When, spec.Vars, anc); err != nil {
@@ -210,9 +216,6 @@ func checkConditions(spec schemas.PipelineSpec) []error {
 					errs = append(errs, fmt.Errorf("step %q: router.branches[%d].when: %w", s.ID, i, err))
 				}
 			}
-		}
-		if _, err := resolveParams(s.Params, spec.Vars); err != nil {
-			errs = append(errs, fmt.Errorf("step %q: %w", s.ID, err))
 		}
 	}
 	return errs

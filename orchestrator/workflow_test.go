@@ -120,7 +120,7 @@ func TestInvalidConditionsRejectedAtSubmit(t *testing.T) {
 		`variable "must" has no value`,
 		`step "a": when: bad condition "vars.n + \"x\" == \"3x\"": invalid operation: + (mismatched types float64 and string)`,
 		`step "b": when: bad condition "vars.nope > 1": variable "nope" is not declared (vars: must, n)`,
-		`step "b": unknown variable: params reference "${vars.missing}"`,
+		`step "b": unknown variable: "${vars.missing}" is not declared`,
 		`step "c": when: bad condition "steps.b.status == \"completed\"": step "b" does not run before this step`,
 		`step "d": when: bad condition "vars.n >"`,
 		`step "e": when: bad condition "vars.n"`,

@@ -207,6 +207,9 @@ func checkConditions(spec schemas.PipelineSpec) []error {
 			}
 		}
 		if s.Router != nil {
+			if _, err := resolveParams(map[string]any{"prompt": s.Router.Prompt}, spec.Vars); err != nil {
+				errs = append(errs, fmt.Errorf("step %q: router.prompt: %w", s.ID, err))
+			}
 			// A rule reads what the router reads: its own ancestors and itself excluded.
 			for i, b := range s.Router.Branches {
 				if b.When == "" {

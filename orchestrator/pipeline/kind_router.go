@@ -102,7 +102,8 @@ func (s *Scheduler) askModel(ctx context.Context, sd *state.RunSpec, step schema
 	defer cancel()
 	var b strings.Builder
 	if step.Router.Prompt != "" {
-		b.WriteString(step.Router.Prompt + "\n\n")
+		var unknown []string // reported at submit
+		b.WriteString(resolveValue(step.Router.Prompt, sd.Spec.Vars, &unknown).(string) + "\n\n")
 	}
 	b.WriteString("Branches:\n")
 	for _, br := range step.Router.Branches {

@@ -23,7 +23,7 @@ func resolveParams(params map[string]any, vars map[string]any) (map[string]any, 
 	var errs []string
 	out, _ := resolveValue(params, vars, &errs).(map[string]any)
 	if len(errs) > 0 {
-		return nil, fmt.Errorf("%w: params reference %s; declare it under vars (its vars: %s)",
+		return nil, fmt.Errorf("%w: %s is not declared; declare it under vars (its vars: %s)",
 			ErrUnknownVar, strings.Join(errs, ", "), orNone(slices.Sorted(maps.Keys(vars))))
 	}
 	return out, nil

@@ -1,0 +1,88 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/agentmesh/agentmesh/agents"
+	"github.com/agentmesh/agentmesh/agents/builtin/text"
+	"github.com/agentmesh/agentmesh/bus/bustest"
+	"github.com/agentmesh/agentmesh/orchestrator"
+)
+
+// TestWorkflowExamples runs examples/pipelines/conditions.yaml and
+// router.yaml with `agentmesh run FILE --var ...` against the built-in
+// TextAgent and an orchestrator without a model: the progress lines show
+// the steps a condition or the router skipped, with the reason.
+func TestWorkflowExamples(t *testing.T) {
+	srv := bustest.Start(t)
+	srv.Provision(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	var done []chan error
+	t.Cleanup(func() {
+		cancel()
+		for _, d := range done {
+			<-d
+		}
+	})
+	rt, err := agents.NewRuntime(srv.Conn(t), text.New())
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := orchestrator.New(srv.Conn(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ready := make(chan struct{})
+	dr, do := make(chan error, 1), make(chan error, 1)
+	done = append(done, dr, do)
+	go func() { dr <- rt.Run(ctx) }()
+	go func() { do <- o.RunReady(ctx, func() { close(ready) }) }()
+	<-rt.Ready()
+	<-ready
+	if err := o.Registry().Wait(ctx, text.Name, 1); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, tc := range []struct {
+		file string
+		args []string
+		want []string
+		code int
+	}{
+		{file: "conditions.yaml", want: []string{
+			"shout        TextAgent            completed", "HELLO BIG WORLD",
+			`whisper      TextAgent            skipped: condition "vars.mode == \"quiet\"" is false`,
+			`title        TextAgent            skipped: dependency "whisper" was skipped`,
+		}},
+		{file: "conditions.yaml", args: []string{"--var", "mode=quiet"}, want: []string{"hello big world", "Hello Big World", "shout        TextAgent            skipped"}},
+		{file: "conditions.yaml", args: []string{"--var", "min_words=many"}, code: 1,
+			want: []string{`--var min_words=many: "many" is not a number, and the variable's default 2 is`}},
+		{file: "conditions.yaml", args: []string{"--var", "colour=red"}, code: 1,
+			want: []string{`pipeline "moods" declares no variable "colour" (its vars: min_words, mode)`}},
+		{file: "router.yaml", want: []string{
+			`route        (router)             completed`, `chose "shout": vars.style == "shout" holds [branch TEXT]`,
+			"ROUTE ME SOMEWHERE", `reverse      TextAgent            skipped: router "route" chose "shout"`,
+			`count        TextAgent            skipped: dependency "reverse" was skipped`,
+		}},
+		{file: "router.yaml", args: []string{"--var", "style=reverse"}, want: []string{"erehwemos em etuoR", "counted 3 words"}},
+		{file: "router.yaml", args: []string{"--var", "style=other"}, want: []string{`chose "plain": the default`, "route me somewhere"}},
+	} {
+		t.Run(tc.file+strings.Join(tc.args, ""), func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			args := append([]string{"--nats", srv.URL(), "run", "../../examples/pipelines/" + tc.file}, tc.args...)
+			code := run(args, &out, &errOut)
+			all := out.String() + errOut.String()
+			if code != tc.code {
+				t.Fatalf("exit %d, want %d:\n%s", code, tc.code, all)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(all, w) {
+					t.Errorf("output lacks %q:\n%s", w, all)
+				}
+			}
+		})
+	}
+}

@@ -1,6 +1,10 @@
 package client
 
-import "github.com/agentmesh/agentmesh/schemas"
+import (
+	"strings"
+
+	"github.com/agentmesh/agentmesh/schemas"
+)
 
 // Var declares a workflow variable with its default value (nil: it must be
 // given at submit, see SetVars). Params read it as "${vars.<name>}",
@@ -39,5 +43,19 @@ func (b *PipelineBuilder) RouterPrompt(prompt string) *PipelineBuilder {
 	if s := b.current("RouterPrompt"); s != nil && s.Router != nil {
 		s.Router.Prompt = prompt
 	}
+	return b
+}
+
+// Evaluator adds a step that has the orchestrator's model score the value
+// at output ("<step>.<output>", "state.<slot>" or "seed.<name>") against
+// criteria, and makes it current; it depends on the step output names.
+// Conditions read the score as steps.<id>.outputs.evaluation.score.
+func (b *PipelineBuilder) Evaluator(id, output, criteria string) *PipelineBuilder {
+	step := schemas.PipelineStep{ID: id, Kind: schemas.StepKindEvaluator, Evaluate: &schemas.EvaluateSpec{Output: output, Criteria: criteria}}
+	if head, _, ok := strings.Cut(output, "."); ok && head != "seed" && head != "state" {
+		step.DependsOn = []string{head}
+	}
+	b.spec.Steps = append(b.spec.Steps, step)
+	b.cur = len(b.spec.Steps) - 1
 	return b
 }

@@ -228,3 +228,62 @@ func TestRouterModel(t *testing.T) {
 		t.Errorf("router summary %q", got)
 	}
 }
+
+// evaluatorSpec shouts its text, has the model judge it, and publishes it
+// when the score is high enough, else tones it down.
+func evaluatorSpec() schemas.PipelineSpec {
+	return client.NewPipeline("judged").
+		SeedValue("text", schemas.TypeText, "", "Hello there").
+		Var("pass", 0.7).
+		Step("draft", text.Name).Param("op", "upper").Input("text", "seed.text").
+		Evaluator("judge", "draft.text", "Is the text shouted, all in capitals?").
+		Then("publish", text.Name).Param("op", "reverse").Input("text", "draft.text").After("draft").
+		When(`steps.judge.outputs.evaluation.score >= vars.pass`).
+		Step("redo", text.Name).After("judge").Param("op", "lower").Input("text", "seed.text").
+		When(`steps.judge.outputs.evaluation.score < vars.pass`).
+		MustBuild()
+}
+
+// TestEvaluator: the scripted model's score is recorded as an EVALUATION
+// that later conditions read; without a model the pipeline is refused at
+// submit.
+func TestEvaluator(t *testing.T) {
+	srv := llmtest.New(t, llmtest.Answer("```json\n{\"score\": 0.9, \"reasoning\": \"every letter is a capital\"}\n```"))
+	model, err := llm.New(srv.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := meshtest.New(t)
+	m.Run(t, text.New())
+	o := m.Orchestrator(t, []string{text.Name}, orchestrator.WithModel(model))
+
+	r := meshtest.WaitRun(t, o.Store(), m.Submit(t, evaluatorSpec(), "judged"), 10*time.Second)
+	if r.Status != schemas.RunCompleted {
+		t.Fatalf("run %s: %s", r.Status, r.Error)
+	}
+	if got := textOut(t, r, "publish"); got != "EREHT OLLEH" {
+		t.Errorf("publish = %q", got)
+	}
+	wantSkipped(t, r, "redo", "is false")
+	ev := r.Steps["judge"].Outputs["evaluation"]
+	var e schemas.Evaluation
+	if ev.DataType != schemas.TypeEvaluation || json.Unmarshal(ev.Value, &e) != nil || e.Score != 0.9 || e.Reasoning != "every letter is a capital" {
+		t.Fatalf("judge output %s %s", ev.DataType, ev.Value)
+	}
+	if err := schemas.DefaultRegistry().Validate(ev.DataType, ev.Value); err != nil {
+		t.Errorf("the evaluation fails its data type's schema: %v", err)
+	}
+	user := srv.Requests()[0].MessagesOf("user")[0].Content
+	if !strings.Contains(user, "Is the text shouted, all in capitals?") || !strings.Contains(user, "HELLO THERE") {
+		t.Errorf("the model was not told the criteria and the output:\n%s", user)
+	}
+
+	// A second replica without a model refuses an evaluator at submit.
+	m2 := meshtest.New(t)
+	m2.Run(t, text.New())
+	o2 := m2.Orchestrator(t, []string{text.Name})
+	r = meshtest.WaitRun(t, o2.Store(), m2.Submit(t, evaluatorSpec(), "nomodel"), 10*time.Second)
+	if r.Status != schemas.RunFailed || !strings.Contains(r.Error, `step "judge": no model: an evaluator needs an LLM`) {
+		t.Fatalf("run without a model: %s %s", r.Status, r.Error)
+	}
+}

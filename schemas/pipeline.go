@@ -46,6 +46,8 @@ type PipelineStep struct {
 	When string `json:"when,omitempty" yaml:"when"`
 	// Router is the branches of a step of kind router.
 	Router *RouterSpec `json:"router,omitempty" yaml:"router"`
+	// Evaluate is what a step of kind evaluator scores.
+	Evaluate *EvaluateSpec `json:"evaluate,omitempty" yaml:"evaluate"`
 }
 
 // PipelineSeed holds what a run starts with: file IDs of images, documents
@@ -156,7 +158,7 @@ func (s PipelineSeed) validate() []error {
 const StepKindAgent = "agent"
 
 // StepKinds are the kinds a step may name.
-var StepKinds = []string{StepKindAgent, StepKindRouter}
+var StepKinds = []string{StepKindAgent, StepKindRouter, StepKindEvaluator}
 
 // DefaultTaskTimeout is the time budget of a task whose step, contract and
 // request name none.

@@ -10,6 +10,18 @@ import (
 // (steps that depend on it) and skips the others.
 const StepKindRouter = "router"
 
+// StepKindEvaluator is the kind of a step that has a model score an
+// earlier output against criteria, recording an EVALUATION.
+const StepKindEvaluator = "evaluator"
+
+// EvaluateSpec is what an evaluator step scores: the value at Output (a
+// source as step inputs name them: "<step>.<output>", "state.<slot>" or
+// "seed.<name>") against Criteria.
+type EvaluateSpec struct {
+	Output   string `json:"output" yaml:"output"`
+	Criteria string `json:"criteria" yaml:"criteria"`
+}
+
 // RouterSpec is what a router step chooses from. With a model the
 // orchestrator asks it to pick a branch by name (Prompt, the branches'
 // descriptions and the run's state); without one, or when the model names
@@ -55,6 +67,7 @@ func (p PipelineSpec) validateFlow(ids map[string]bool) []error {
 		deps[s.ID] = s.DependsOn
 	}
 	for _, s := range p.Steps {
+		errs = append(errs, s.validateEvaluate()...)
 		if s.Kind != StepKindRouter {
 			if s.Router != nil {
 				errs = append(errs, fmt.Errorf("step %q: router is set but the step's kind is %q; set kind: %s or remove router", s.ID, s.Kind, StepKindRouter))
@@ -83,6 +96,24 @@ func (p PipelineSpec) validateFlow(ids map[string]bool) []error {
 		if d := s.Router.Default; d != "" && !seen[d] {
 			errs = append(errs, fmt.Errorf("step %q: router.default %q is not one of its branches (%v)", s.ID, d, s.Router.Names()))
 		}
+	}
+	return errs
+}
+
+// validateEvaluate checks the shape of an evaluator step.
+func (s PipelineStep) validateEvaluate() []error {
+	if s.Kind != StepKindEvaluator {
+		if s.Evaluate != nil {
+			return []error{fmt.Errorf("step %q: evaluate is set but the step's kind is %q; set kind: %s or remove evaluate", s.ID, s.Kind, StepKindEvaluator)}
+		}
+		return nil
+	}
+	var errs []error
+	if s.Agent != "" {
+		errs = append(errs, fmt.Errorf("step %q: an evaluator runs no agent; remove agent %q", s.ID, s.Agent))
+	}
+	if s.Evaluate == nil || s.Evaluate.Output == "" || s.Evaluate.Criteria == "" {
+		errs = append(errs, fmt.Errorf("step %q: an evaluator needs evaluate.output (e.g. draft.text) and evaluate.criteria", s.ID))
 	}
 	return errs
 }

@@ -197,6 +197,9 @@ func checkConditions(spec schemas.PipelineSpec) []error {
 		if _, err := resolveParams(s.Params, spec.Vars); err != nil {
 			errs = append(errs, fmt.Errorf("step %q: %w", s.ID, err))
 		}
+		if err := checkEvaluate(spec, s); err != nil {
+			errs = append(errs, err)
+		}
 		if s.When == "" && s.Router == nil {
 			continue // its ancestors are not walked: a long chain stays linear
 		}

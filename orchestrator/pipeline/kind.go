@@ -28,7 +28,7 @@ type stepKind interface {
 }
 
 // kinds are the step kinds by name.
-var kinds = map[string]stepKind{KindAgent: agentKind{}, KindRouter: routerKind{}}
+var kinds = map[string]stepKind{KindAgent: agentKind{}, KindRouter: routerKind{}, KindEvaluator: evaluatorKind{}}
 
 // stepStart is one start of a step.
 type stepStart struct {

@@ -180,6 +180,15 @@ func (s *Scheduler) Submit(ctx context.Context, ev bus.Event) error {
 	)
 	if verr == nil {
 		contracts, waves, verr = Validate(spec, s.lookup, s.router)
+		if verr == nil && s.cfg.Model == nil {
+			for _, st := range spec.Steps {
+				if st.Kind == KindEvaluator {
+					verr = fmt.Errorf("%w %q: step %q: %w: an evaluator needs an LLM; configure one on the orchestrator (OPENAI_API_KEY or OPENAI_BASE_URL)",
+						ErrInvalidPipeline, spec.Name, st.ID, ErrNoModel)
+					break
+				}
+			}
+		}
 	} else {
 		verr = fmt.Errorf("%w: %w", ErrInvalidPipeline, verr)
 	}

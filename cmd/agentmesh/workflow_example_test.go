@@ -3,19 +3,23 @@ package main
 import (
 	"bytes"
 	"context"
+	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/agentmesh/agentmesh/agents"
 	"github.com/agentmesh/agentmesh/agents/builtin/text"
 	"github.com/agentmesh/agentmesh/bus/bustest"
+	"github.com/agentmesh/agentmesh/llm"
+	"github.com/agentmesh/agentmesh/llm/llmtest"
 	"github.com/agentmesh/agentmesh/orchestrator"
 )
 
 // TestWorkflowExamples runs examples/pipelines/conditions.yaml and
-// router.yaml with `agentmesh run FILE --var ...` against the built-in
-// TextAgent and an orchestrator without a model: the progress lines show
-// the steps a condition or the router skipped, with the reason.
+// router.yaml and evaluator.yaml with `agentmesh run FILE --var ...`
+// against the built-in TextAgent and an orchestrator with a scripted model:
+// the progress lines show the router's and the evaluator's outcome and the
+// steps a condition or the router skipped, with the reason.
 func TestWorkflowExamples(t *testing.T) {
 	srv := bustest.Start(t)
 	srv.Provision(t)
@@ -31,7 +35,24 @@ func TestWorkflowExamples(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o, err := orchestrator.New(srv.Conn(t))
+	// The model: routers are answered with the style the run's variables
+	// name, evaluators with a score of 0.9.
+	llmSrv := llmtest.New(t)
+	llmSrv.Handle(func(r llmtest.Request) llmtest.Reply {
+		user := r.MessagesOf("user")[0].Content
+		if strings.Contains(r.MessagesOf("system")[0].Content, "evaluate") {
+			return llmtest.Answer(`{"score": 0.9, "reasoning": "all capitals"}`)
+		}
+		if m := regexp.MustCompile(`"style":"(\w+)"`).FindStringSubmatch(user); m != nil && m[1] != "other" {
+			return llmtest.Answer(m[1])
+		}
+		return llmtest.Answer("none of them")
+	})
+	model, err := llm.New(llmSrv.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := orchestrator.New(srv.Conn(t), orchestrator.WithModel(model))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,12 +84,16 @@ func TestWorkflowExamples(t *testing.T) {
 		{file: "conditions.yaml", args: []string{"--var", "colour=red"}, code: 1,
 			want: []string{`pipeline "moods" declares no variable "colour" (its vars: min_words, mode)`}},
 		{file: "router.yaml", want: []string{
-			`route        (router)             completed`, `chose "shout": vars.style == "shout" holds [branch TEXT]`,
+			`route        (router)             completed`, `the model chose "shout" [branch TEXT]`,
 			"ROUTE ME SOMEWHERE", `reverse      TextAgent            skipped: router "route" chose "shout"`,
 			`count        TextAgent            skipped: dependency "reverse" was skipped`,
 		}},
 		{file: "router.yaml", args: []string{"--var", "style=reverse"}, want: []string{"erehwemos em etuoR", "counted 3 words"}},
-		{file: "router.yaml", args: []string{"--var", "style=other"}, want: []string{`chose "plain": the default`, "route me somewhere"}},
+		{file: "router.yaml", args: []string{"--var", "style=other"}, want: []string{
+			`the model answered "none of them", which is no branch; chose "plain": the default`, "route me somewhere"}},
+		{file: "evaluator.yaml", want: []string{"judge        (evaluator)          completed", "score 0.90: all capitals [evaluation EVALUATION]",
+			"EREHT OLLEH", "redo         TextAgent            skipped"}},
+		{file: "evaluator.yaml", args: []string{"--var", "pass=0.95"}, want: []string{"hello there", "publish      TextAgent            skipped"}},
 	} {
 		t.Run(tc.file+strings.Join(tc.args, ""), func(t *testing.T) {
 			var out, errOut bytes.Buffer

@@ -3,9 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
+	"os/exec"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentmesh/agentmesh/agents"
 	"github.com/agentmesh/agentmesh/agents/builtin/text"
@@ -109,5 +112,43 @@ func TestWorkflowExamples(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestRouterOrchestratorProcess runs router.yaml against `agentmesh agent
+// TextAgent` and `agentmesh orchestrator` processes, the orchestrator's LLM
+// (OPENAI_BASE_URL) a scripted server that picks "reverse" although the
+// rules would pick "shout": the command wires its model into routers.
+func TestRouterOrchestratorProcess(t *testing.T) {
+	srv := bustest.Start(t)
+	res := srv.Provision(t)
+	model := llmtest.New(t, llmtest.Answer("reverse"))
+	agentAddr, orchAddr := freeAddr(t), freeAddr(t)
+	agent := startAgentProc(t, srv.URL(), "--metrics-addr", agentAddr)
+	waitReady(t, agentAddr, agent.stderr)
+	orch := exec.Command(agentBinary(t), "--nats", srv.URL(), "orchestrator", "--metrics-addr", orchAddr)
+	orch.Env = append(os.Environ(), "OPENAI_BASE_URL="+model.URL(), "OPENAI_API_KEY=test-key")
+	var orchErr bytes.Buffer
+	orch.Stderr = &orchErr
+	if err := orch.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = orch.Process.Kill(); _ = orch.Wait() })
+	waitReady(t, orchAddr, &orchErr)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	waitTextAgents(t, ctx, res, 1)
+
+	var out, errOut bytes.Buffer
+	if code := run([]string{"--nats", srv.URL(), "run", "../../examples/pipelines/router.yaml"}, &out, &errOut); code != 0 {
+		t.Fatalf("run: exit %d\n%s%s\norchestrator:\n%s", code, &out, &errOut, &orchErr)
+	}
+	for _, want := range []string{`the model chose "reverse"`, "erehwemos em etuoR", `shout        TextAgent            skipped: router "route" chose "reverse"`} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, &out)
+		}
+	}
+	if n := len(model.Requests()); n != 1 {
+		t.Errorf("%d model calls, want 1", n)
 	}
 }

@@ -2,10 +2,12 @@ package orchestrator_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/agentmesh/agentmesh/agents"
 	"github.com/agentmesh/agentmesh/agents/builtin/text"
 	"github.com/agentmesh/agentmesh/client"
 	"github.com/agentmesh/agentmesh/llm"
@@ -285,5 +287,38 @@ func TestEvaluator(t *testing.T) {
 	r = meshtest.WaitRun(t, o2.Store(), m2.Submit(t, evaluatorSpec(), "nomodel"), 10*time.Second)
 	if r.Status != schemas.RunFailed || !strings.Contains(r.Error, `step "judge": no model: an evaluator needs an LLM`) {
 		t.Fatalf("run without a model: %s %s", r.Status, r.Error)
+	}
+}
+
+// TestWorkflowAcrossReplicas: with two replicas sharing the runs, routed
+// and conditional runs end the same way whichever replica starts which
+// step: the router's choice and the skips are read from the run's state.
+func TestWorkflowAcrossReplicas(t *testing.T) {
+	m := meshtest.New(t)
+	m.Run(t, text.New(), agents.WithConcurrency(4))
+	a := m.Orchestrator(t, []string{text.Name})
+	m.Orchestrator(t, []string{text.Name})
+	var ids []string
+	for i := range 6 {
+		spec := routerSpec()
+		if i%2 == 1 {
+			spec, _ = client.SetVars(spec, []string{"style=whisper"})
+		}
+		ids = append(ids, m.Submit(t, spec, fmt.Sprintf("r%d", i)))
+		ids = append(ids, m.Submit(t, conditionSpec(t), fmt.Sprintf("c%d", i)))
+	}
+	for i, id := range ids {
+		r := meshtest.WaitRun(t, a.Store(), id, 20*time.Second)
+		if r.Status != schemas.RunCompleted {
+			t.Fatalf("run %s %s: %s", id, r.Status, r.Error)
+		}
+		switch {
+		case i%2 == 1:
+			wantSkipped(t, r, "whisper", "is false")
+		case i%4 == 0:
+			wantSkipped(t, r, "quiet", `router "route" chose "loud"`)
+		default:
+			wantSkipped(t, r, "loud", `router "route" chose "quiet"`)
+		}
 	}
 }

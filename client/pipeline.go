@@ -82,6 +82,19 @@ func NormalizeSpec(spec schemas.PipelineSpec) (schemas.PipelineSpec, error) {
 		}
 		spec.Steps[i].Params = out
 	}
+	if len(spec.Vars) > 0 {
+		// As JSON has them (a YAML integer becomes a number), so a
+		// condition is checked against the types it runs with.
+		b, err := json.Marshal(spec.Vars)
+		if err != nil {
+			return spec, fmt.Errorf("%w: vars cannot be encoded as JSON: %w", ErrInvalidPipeline, err)
+		}
+		var out map[string]any
+		if err := json.Unmarshal(b, &out); err != nil {
+			return spec, err
+		}
+		spec.Vars = out
+	}
 	if len(spec.Seed.Values) > 0 {
 		vals := make(map[string]schemas.SeedValue, len(spec.Seed.Values))
 		for name, v := range spec.Seed.Values {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/client"
+	"github.com/agentmesh/agentmesh/orchestrator/pipeline"
 	"github.com/agentmesh/agentmesh/orchestrator/route"
 	"github.com/agentmesh/agentmesh/orchestrator/state"
 	"github.com/agentmesh/agentmesh/schemas"
@@ -33,7 +34,12 @@ type config struct {
 	maxPending int
 
 	orphanGrace time.Duration
+	model       pipeline.Model
 }
+
+// WithModel gives pipeline router steps a language model to choose their
+// branch with (an *llm.Client); without one they follow their rules.
+func WithModel(m pipeline.Model) Option { return func(c *config) { c.model = m } }
 
 // WithNames sets the subject and bucket names (default prefix "mesh").
 func WithNames(n bus.Names) Option { return func(c *config) { c.names, c.namesSet = n, true } }

@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// builtinTypes describes the six built-in data types; NewRegistry adds
+// builtinTypes describes the seven built-in data types; NewRegistry adds
 // their embedded schemas.
 func builtinTypes() []DataType {
 	return []DataType{
@@ -57,6 +57,7 @@ func builtinTypes() []DataType {
 			Count:       decodedCount(func(x CrossRef) int { return len(x.Links) }),
 			Unit:        [2]string{"link", "links"},
 		},
+		evaluationType(),
 	}
 }
 

@@ -10,7 +10,7 @@ import (
 
 func TestBuiltinTypes(t *testing.T) {
 	r := NewRegistry()
-	want := []string{TypeAnalysisResult, TypeCategorization, TypeCrossRef, TypeFileIDs, TypeFolderResult, TypeText}
+	want := []string{TypeAnalysisResult, TypeCategorization, TypeCrossRef, TypeEvaluation, TypeFileIDs, TypeFolderResult, TypeText}
 	if got := r.Names(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("Names = %v, want %v", got, want)
 	}

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -17,6 +18,11 @@ type PipelineSpec struct {
 	Name  string         `json:"name,omitempty" yaml:"name"`
 	Steps []PipelineStep `json:"steps" yaml:"steps"`
 	Seed  PipelineSeed   `json:"seed,omitzero" yaml:"seed"`
+	// Vars are the workflow's variables by name with their values: the
+	// spec's defaults, replaced at submit (see docs/workflows.md). Params
+	// read one as "${vars.<name>}", conditions as vars.<name>; a null value
+	// must be given at submit.
+	Vars map[string]any `json:"vars,omitempty" yaml:"vars"`
 }
 
 // PipelineStep is one node of a pipeline. Inputs maps an input name of the
@@ -34,6 +40,14 @@ type PipelineStep struct {
 	DependsOn []string          `json:"depends_on,omitempty" yaml:"depends_on"`
 	Inputs    map[string]string `json:"inputs,omitempty" yaml:"inputs"`
 	TimeoutMS int64             `json:"timeout_ms,omitempty" yaml:"timeout_ms"`
+	// When is a condition over the run's vars, slots and earlier steps
+	// (see docs/workflows.md): false when the step starts, the step and its
+	// dependants are skipped.
+	When string `json:"when,omitempty" yaml:"when"`
+	// Router is the branches of a step of kind router.
+	Router *RouterSpec `json:"router,omitempty" yaml:"router"`
+	// Evaluate is what a step of kind evaluator scores.
+	Evaluate *EvaluateSpec `json:"evaluate,omitempty" yaml:"evaluate"`
 }
 
 // PipelineSeed holds what a run starts with: file IDs of images, documents
@@ -87,17 +101,20 @@ func (p PipelineSpec) Validate() error {
 			errs = append(errs, fmt.Errorf("steps[%d]: duplicate step id %q", i, s.ID))
 		}
 		ids[s.ID] = true
-		if s.Kind != "" && s.Kind != StepKindAgent {
-			errs = append(errs, fmt.Errorf("step %q: unknown kind %q; the kinds are: %s (the default)", s.ID, s.Kind, StepKindAgent))
+		if s.Kind != "" && !slices.Contains(StepKinds, s.Kind) {
+			errs = append(errs, fmt.Errorf("step %q: unknown kind %q; the kinds are: %s (the default)", s.ID, s.Kind, strings.Join(StepKinds, ", ")))
 		}
-		if err := ValidateAgentName(s.Agent); err != nil {
-			errs = append(errs, fmt.Errorf("step %q: %w", s.ID, err))
+		if s.Kind == "" || s.Kind == StepKindAgent {
+			if err := ValidateAgentName(s.Agent); err != nil {
+				errs = append(errs, fmt.Errorf("step %q: %w", s.ID, err))
+			}
 		}
 		if s.TimeoutMS < 0 {
 			errs = append(errs, fmt.Errorf("step %q: timeout_ms %d is negative", s.ID, s.TimeoutMS))
 		}
 	}
 	errs = append(errs, p.Seed.validate()...)
+	errs = append(errs, p.validateFlow(ids)...)
 	for _, s := range p.Steps {
 		for _, d := range s.DependsOn {
 			if !ids[d] {
@@ -139,6 +156,9 @@ func (s PipelineSeed) validate() []error {
 
 // StepKindAgent is the kind of a step that runs one task of its agent.
 const StepKindAgent = "agent"
+
+// StepKinds are the kinds a step may name.
+var StepKinds = []string{StepKindAgent, StepKindRouter, StepKindEvaluator}
 
 // DefaultTaskTimeout is the time budget of a task whose step, contract and
 // request name none.

@@ -26,6 +26,7 @@ type StepEvent struct {
 	RunID      string                   `json:"runid"`
 	Step       string                   `json:"step"`
 	Agent      string                   `json:"agent"`
+	Kind       string                   `json:"kind,omitempty"` // the step's kind (agent, router, ...)
 	Status     string                   `json:"status"`
 	Wave       int                      `json:"wave"`
 	Attempt    int                      `json:"attempt,omitempty"`

@@ -52,6 +52,12 @@ many as you like; killing one loses nothing.`,
 				orchestrator.WithLogger(log),
 				orchestrator.WithObserver(schemas.Observers(telemetry.LogObserver(log), pm.Observer())),
 			}
+			// Pipeline routers ask the configured LLM, if any; else they follow their rules.
+			if model, err := textModelFromEnv(); err != nil {
+				return err
+			} else if model != nil {
+				opts = append(opts, orchestrator.WithModel(model))
+			}
 			o, err := orchestrator.New(m.NC, opts...)
 			if err != nil {
 				return err

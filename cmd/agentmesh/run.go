@@ -20,7 +20,10 @@ import (
 func init() { register(newRunCmd) }
 
 func newRunCmd(a *app) *cobra.Command {
-	var runID string
+	var (
+		runID string
+		vars  []string
+	)
 	cmd := &cobra.Command{
 		Use:   "run FILE",
 		Short: "Submit a pipeline (YAML or JSON) and follow it to the end",
@@ -30,10 +33,18 @@ the run ends, with what each completed step produced: text whole (up to 4000
 characters), collections as counts and their first file names, categories and
 folders as trees. With --json it writes JSON Lines instead: one event per line,
 as 'agentmesh watch --json' does (see the README). The exit status is 0 when
-every step completed, 1 otherwise.`,
+every step completed, 1 otherwise (a step skipped by its condition or a
+router does not count as a failure).
+
+--var name=value sets a workflow variable the file declares under vars
+(repeat it for more); the value takes the type of the variable's default.
+See docs/workflows.md.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			spec, err := client.LoadPipeline(args[0])
+			if err == nil {
+				spec, err = client.SetVars(spec, vars)
+			}
 			if err == nil {
 				err = spec.Validate()
 			}
@@ -85,6 +96,7 @@ every step completed, 1 otherwise.`,
 		},
 	}
 	cmd.Flags().StringVar(&runID, "run-id", "", "name the run (default: the pipeline name and a timestamp)")
+	cmd.Flags().StringArrayVar(&vars, "var", nil, "set a workflow variable: name=value (repeatable)")
 	return cmd
 }
 
@@ -175,7 +187,11 @@ func printPipelineEvent(w io.Writer, ev bus.Event) {
 	if err := ev.DataAs(&se); err != nil {
 		return
 	}
-	line := fmt.Sprintf("  wave %d  %-12s %-20s %s", se.Wave+1, se.Step, se.Agent, se.Status)
+	who := se.Agent
+	if who == "" && se.Kind != "" {
+		who = "(" + se.Kind + ")"
+	}
+	line := fmt.Sprintf("  wave %d  %-12s %-20s %s", se.Wave+1, se.Step, who, se.Status)
 	switch se.Status {
 	case schemas.StepCompleted:
 		line += fmt.Sprintf(" in %s", time.Duration(se.DurationMS)*time.Millisecond)

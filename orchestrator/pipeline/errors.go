@@ -27,6 +27,12 @@ var (
 	// ErrBadInputSource reports a step input mapped to a source that does
 	// not exist.
 	ErrBadInputSource = errors.New("bad input source")
+	// ErrUnknownVar reports a reference to a workflow variable the spec
+	// does not declare, or a variable left without a value.
+	ErrUnknownVar = errors.New("unknown variable")
+	// ErrBadCondition reports a condition (when) that does not compile,
+	// names what does not exist or is not a boolean.
+	ErrBadCondition = errors.New("bad condition")
 )
 
 // failureCode is the code (schemas.Code*) a run or step that failed with

@@ -67,7 +67,13 @@ func (s *Scheduler) emitStep(sd *state.RunSpec, e schemas.StepEvent) {
 	case schemas.StepSkipped:
 		typ = bus.TypeStepSkipped
 	}
-	s.observer.Observe(telemetry.WithLogAttrs(runContext(sd), "step", e.Step), schemas.StepChanged{RunID: e.RunID, StepID: e.Step, Kind: KindAgent, Agent: e.Agent,
+	if step, ok := sd.Step(e.Step); ok && e.Kind == "" {
+		e.Kind = step.Kind
+		if e.Kind == "" {
+			e.Kind = KindAgent
+		}
+	}
+	s.observer.Observe(telemetry.WithLogAttrs(runContext(sd), "step", e.Step), schemas.StepChanged{RunID: e.RunID, StepID: e.Step, Kind: e.Kind, Agent: e.Agent,
 		Status: e.Status, Wave: e.Wave, Error: e.Error, Duration: time.Duration(e.DurationMS) * time.Millisecond, Metrics: e.Usage.Metrics()})
 	ev, err := bus.NewEvent(typ, s.cfg.Source, e)
 	if err == nil {

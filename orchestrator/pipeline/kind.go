@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/agentmesh/agentmesh/orchestrator/state"
 	"github.com/agentmesh/agentmesh/schemas"
@@ -27,7 +28,7 @@ type stepKind interface {
 }
 
 // kinds are the step kinds by name.
-var kinds = map[string]stepKind{KindAgent: agentKind{}}
+var kinds = map[string]stepKind{KindAgent: agentKind{}, KindRouter: routerKind{}, KindEvaluator: evaluatorKind{}}
 
 // stepStart is one start of a step.
 type stepStart struct {
@@ -42,6 +43,8 @@ type stepStart struct {
 	// of pending are not routed into them yet.
 	noSlots bool
 	confirm bool // wait for the stream to confirm what is published (the sweep)
+	// announce emits the step's started event once its gate lets it start.
+	announce bool
 }
 
 func (st stepStart) ahead() bool { return st.pending != nil }
@@ -52,6 +55,15 @@ func (s *Scheduler) start(ctx context.Context, st stepStart) (*state.StepState, 
 	k, err := kindOf(step)
 	if err != nil {
 		return failedRecord(st.sd, st.h, st.id, schemas.CodeInvalidPipeline, err.Error(), st.h.WaveStartedAt), err
+	}
+	if st.ahead() && gated(st.sd, step) {
+		return nil, errNotAhead
+	}
+	if rec, err := s.gate(ctx, st, step); rec != nil || err != nil {
+		return rec, err
+	}
+	if st.announce {
+		s.emitStarted(st.sd, st.h, st.id)
 	}
 	return k.start(ctx, s, st)
 }
@@ -64,7 +76,7 @@ func kindOf(step schemas.PipelineStep) (stepKind, error) {
 	}
 	k, ok := kinds[name]
 	if !ok {
-		return nil, fmt.Errorf("step %q: unknown kind %q (known: %s)", step.ID, name, KindAgent)
+		return nil, fmt.Errorf("step %q: unknown kind %q (known: %s)", step.ID, name, strings.Join(schemas.StepKinds, ", "))
 	}
 	return k, nil
 }

@@ -71,8 +71,12 @@ func (s *Scheduler) stepTask(ctx context.Context, st stepStart) (string, schemas
 	if err != nil {
 		return "", schemas.TaskRequest{}, client.DispatchMeta{}, fmt.Errorf("step %q (%s): %w", id, step.Agent, err)
 	}
+	params, err := resolveParams(step.Params, sd.Spec.Vars)
+	if err != nil {
+		return "", schemas.TaskRequest{}, client.DispatchMeta{}, fmt.Errorf("step %q (%s): %w", id, step.Agent, err)
+	}
 	timeout := sd.Timeout(id)
-	return step.Agent, schemas.TaskRequest{Inputs: inputs, Params: step.Params, TimeoutMS: timeout.Milliseconds()}, client.DispatchMeta{
+	return step.Agent, schemas.TaskRequest{Inputs: inputs, Params: params, TimeoutMS: timeout.Milliseconds()}, client.DispatchMeta{
 		TaskID: schemas.StepTaskID(sd.ID, id, 1), RunID: sd.ID, StepID: id, Deadline: h.WaveStartedAt.Add(timeout),
 		TraceParent: telemetry.StepTraceParent(sd.TraceParent, sd.ID, id),
 	}, nil

@@ -179,8 +179,7 @@ func (s *Scheduler) dispatchAhead(ctx context.Context, sd *state.RunSpec, next *
 		// Its started event before its task (see follow); should the task
 		// not go out, follow sends both again and the events stream keeps
 		// the event once (emitStep's message id).
-		s.emitStarted(sd, next, id)
-		_, err := s.start(ctx, stepStart{sd: sd, h: next, id: id, pending: mine, noSlots: !withSlots})
+		_, err := s.start(ctx, stepStart{sd: sd, h: next, id: id, pending: mine, noSlots: !withSlots, announce: true})
 		if err == nil {
 			sent = append(sent, id)
 		}

@@ -36,7 +36,10 @@ type Config struct {
 	// of it for the header that starts its wave (default 5 s).
 	AckWait time.Duration
 	// Source is the CloudEvents source of the events it emits.
-	Source   string
+	Source string
+	// Model, when set, is asked by router steps to choose their branch;
+	// without one they follow their rules.
+	Model    Model
 	Logger   *slog.Logger
 	Observer schemas.Observer
 }
@@ -177,6 +180,15 @@ func (s *Scheduler) Submit(ctx context.Context, ev bus.Event) error {
 	)
 	if verr == nil {
 		contracts, waves, verr = Validate(spec, s.lookup, s.router)
+		if verr == nil && s.cfg.Model == nil {
+			for _, st := range spec.Steps {
+				if st.Kind == KindEvaluator {
+					verr = fmt.Errorf("%w %q: step %q: %w: an evaluator needs an LLM; configure one on the orchestrator (OPENAI_API_KEY or OPENAI_BASE_URL)",
+						ErrInvalidPipeline, spec.Name, st.ID, ErrNoModel)
+					break
+				}
+			}
+		}
 	} else {
 		verr = fmt.Errorf("%w: %w", ErrInvalidPipeline, verr)
 	}
@@ -352,7 +364,8 @@ func early(sd *state.RunSpec, h *state.RunHeader, id string) bool {
 }
 
 // routes reports whether a step's record has outputs to route into the
-// run's state.
+// run's state. The outputs of a step that runs no agent (a router's
+// branch) stay in its record: no contract says where they go.
 func routes(rec *state.StepState) bool {
-	return rec.Status == schemas.StepCompleted && len(rec.Outputs) > 0
+	return rec.Status == schemas.StepCompleted && len(rec.Outputs) > 0 && rec.Agent != ""
 }

@@ -164,11 +164,25 @@ func (s *Scheduler) sweepRun(ctx context.Context, id string) bool {
 	if err != nil {
 		return false
 	}
+	var atOnce []*state.StepState // steps that ended as they started (a gate, a router)
 	for _, sid := range again {
 		if next.Running(sd, sid) {
-			if _, err := s.start(ctx, stepStart{sd: sd, h: next, id: sid, confirm: true}); err != nil {
-				s.log.WarnContext(runContext(sd), "re-dispatch", "step", sid, "err", err)
+			ended, err := s.start(ctx, stepStart{sd: sd, h: next, id: sid, confirm: true})
+			if ended != nil {
+				ended, err = s.store.RecordStep(ctx, id, ended)
 			}
+			if err != nil {
+				s.log.WarnContext(runContext(sd), "re-dispatch", "step", sid, "err", err)
+				continue
+			}
+			if ended != nil {
+				atOnce = append(atOnce, ended)
+			}
+		}
+	}
+	if len(atOnce) > 0 {
+		if err := s.settle(ctx, sd, atOnce); err != nil {
+			s.log.WarnContext(runContext(sd), "sweep", "err", err)
 		}
 	}
 	return false

@@ -69,8 +69,12 @@ func Validate(spec schemas.PipelineSpec, lookup ContractLookup, router *route.Ro
 		}
 	}
 	errs = append(errs, checkSeed(spec.Seed, router)...)
+	errs = append(errs, checkConditions(spec)...)
 	for _, s := range spec.Steps {
 		if c, ok := contracts[s.Agent]; ok {
+			if p, err := resolveParams(s.Params, spec.Vars); err == nil {
+				s.Params = p // as the agent will get them (checkConditions reports the error)
+			}
 			errs = append(errs, checkParams(s, c)...)
 		}
 	}

@@ -96,7 +96,9 @@ func finish(h *state.RunHeader, sd *state.RunSpec, now time.Time, ch *runChanges
 		}
 	}
 	h.Status = schemas.RunCompleted
-	if len(failed) > 0 {
+	// Skips alone (conditions, routers) do not fail the run; a step that
+	// failed does, and the steps skipped because of it are told too.
+	if len(h.Failed) > 0 {
 		h.Status = schemas.RunFailed
 		h.Error, h.Code = strings.Join(failed, "; "), schemas.CodeStepFailed
 	}
@@ -113,7 +115,14 @@ func end(h *state.RunHeader, sd *state.RunSpec, rec *state.StepState, now time.T
 	}
 	h.WaveEnded = append(h.WaveEnded, rec.ID)
 	h.Usage = h.Usage.Add(rec.Metrics.Usage()) // once: the header learns of each end once
-	if rec.Status != schemas.StepCompleted {
+	switch rec.Status {
+	case schemas.StepCompleted:
+	case schemas.StepSkipped: // by its gate
+		if h.Skipped == nil {
+			h.Skipped = map[string]string{}
+		}
+		h.Skipped[rec.ID] = rec.Reason
+	default:
 		if h.Failed == nil {
 			h.Failed = map[string]string{}
 		}
@@ -188,8 +197,7 @@ func (s *Scheduler) follow(ctx context.Context, sd *state.RunSpec, h *state.RunH
 		if s.cache.takeAhead(h.ID, id) {
 			continue
 		}
-		s.emitStarted(sd, h, id)
-		ended, err := s.start(ctx, stepStart{sd: sd, h: h, id: id})
+		ended, err := s.start(ctx, stepStart{sd: sd, h: h, id: id, announce: true})
 		if ended != nil {
 			rec, rerr := s.store.RecordStep(ctx, h.ID, ended)
 			if rerr != nil {

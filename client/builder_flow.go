@@ -1,0 +1,61 @@
+package client
+
+import (
+	"strings"
+
+	"github.com/agentmesh/agentmesh/schemas"
+)
+
+// Var declares a workflow variable with its default value (nil: it must be
+// given at submit, see SetVars). Params read it as "${vars.<name>}",
+// conditions as vars.<name>.
+func (b *PipelineBuilder) Var(name string, value any) *PipelineBuilder {
+	if b.spec.Vars == nil {
+		b.spec.Vars = map[string]any{}
+	}
+	b.spec.Vars[name] = value
+	return b
+}
+
+// When sets the current step's condition: an expr-lang expression over
+// vars, slots and earlier steps that, false when the step starts, skips the
+// step and its dependants (see docs/workflows.md).
+func (b *PipelineBuilder) When(condition string) *PipelineBuilder {
+	if s := b.current("When"); s != nil {
+		s.When = condition
+	}
+	return b
+}
+
+// Router adds a router step with no parents and makes it current: it
+// chooses one of branches (steps that must depend on it), falling back to
+// def ("" for none), and the others are skipped.
+func (b *PipelineBuilder) Router(id, def string, branches ...schemas.RouterBranch) *PipelineBuilder {
+	b.spec.Steps = append(b.spec.Steps, schemas.PipelineStep{ID: id, Kind: schemas.StepKindRouter,
+		Router: &schemas.RouterSpec{Branches: branches, Default: def}})
+	b.cur = len(b.spec.Steps) - 1
+	return b
+}
+
+// RouterPrompt sets what the model is asked when the current router step
+// chooses its branch with a model.
+func (b *PipelineBuilder) RouterPrompt(prompt string) *PipelineBuilder {
+	if s := b.current("RouterPrompt"); s != nil && s.Router != nil {
+		s.Router.Prompt = prompt
+	}
+	return b
+}
+
+// Evaluator adds a step that has the orchestrator's model score the value
+// at output ("<step>.<output>", "state.<slot>" or "seed.<name>") against
+// criteria, and makes it current; it depends on the step output names.
+// Conditions read the score as steps.<id>.outputs.evaluation.score.
+func (b *PipelineBuilder) Evaluator(id, output, criteria string) *PipelineBuilder {
+	step := schemas.PipelineStep{ID: id, Kind: schemas.StepKindEvaluator, Evaluate: &schemas.EvaluateSpec{Output: output, Criteria: criteria}}
+	if head, _, ok := strings.Cut(output, "."); ok && head != "seed" && head != "state" {
+		step.DependsOn = []string{head}
+	}
+	b.spec.Steps = append(b.spec.Steps, step)
+	b.cur = len(b.spec.Steps) - 1
+	return b
+}

@@ -1,0 +1,133 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/agentmesh/agentmesh/orchestrator/state"
+	"github.com/agentmesh/agentmesh/schemas"
+)
+
+// KindRouter is the kind of a step that chooses one of its branches.
+const KindRouter = schemas.StepKindRouter
+
+// Model is the language model a router asks (an *llm.Client satisfies it).
+type Model interface {
+	Complete(ctx context.Context, system, user string) (string, schemas.Usage, error)
+}
+
+// routerOutput is the output of a router's record that names the branch it
+// chose (TEXT; empty when none): conditions read it as
+// steps.<router>.outputs.branch.
+const routerOutput = "branch"
+
+// routerKind chooses a branch as the step starts and ends at once: with
+// the scheduler's model, the branch the model names; otherwise, or when
+// the model names none, the first branch whose rule holds, else the
+// default. The chosen branch starts with the next wave; the gate skips the
+// others.
+type routerKind struct{}
+
+func (routerKind) start(ctx context.Context, s *Scheduler, st stepStart) (*state.StepState, error) {
+	step, _ := st.sd.Step(st.id)
+	began := time.Now()
+	choice, why, usage, err := s.chooseBranch(ctx, st.sd, step)
+	now := time.Now().UTC()
+	if errors.Is(err, ErrBadCondition) {
+		return failedRecord(st.sd, st.h, st.id, schemas.CodeInvalidInput, err.Error(), now), nil
+	}
+	if err != nil {
+		return nil, err // I/O: the sweep starts it again
+	}
+	rec := &state.StepState{ID: st.id, Wave: waveOf(st.sd, st.id), Status: schemas.StepCompleted, Attempt: 1,
+		DispatchedAt: st.h.WaveStartedAt, FinishedAt: now, Summary: why,
+		Outputs: map[string]schemas.TypedValue{routerOutput: schemas.TextValue(choice, st.id)},
+		Metrics: schemas.Metrics{DurationMS: now.Sub(began).Milliseconds(), Tokens: usage.Tokens, Cost: usage.Cost, ModelMS: usage.ModelMS}}
+	return rec, nil
+}
+
+// routerChoice is the branch a router's record chose ("" for none).
+func routerChoice(rec *state.StepState) string {
+	var s string
+	if tv, ok := rec.Outputs[routerOutput]; ok {
+		_ = json.Unmarshal(tv.Value, &s)
+	}
+	return s
+}
+
+// chooseBranch picks step's branch and says why.
+func (s *Scheduler) chooseBranch(ctx context.Context, sd *state.RunSpec, step schemas.PipelineStep) (choice, why string, usage schemas.Usage, err error) {
+	r := step.Router
+	var asked string
+	if s.cfg.Model != nil {
+		reply, u, merr := s.askModel(ctx, sd, step)
+		usage = u
+		if merr == nil {
+			for _, name := range r.Names() {
+				if strings.EqualFold(reply, name) {
+					return name, fmt.Sprintf("the model chose %q", name), usage, nil
+				}
+			}
+			asked = fmt.Sprintf("the model answered %q, which is no branch; ", clip(reply, 60))
+		} else {
+			asked = fmt.Sprintf("the model failed (%v); ", merr)
+		}
+	}
+	for i, b := range r.Branches {
+		if b.When == "" {
+			continue
+		}
+		ok, err := s.holds(ctx, sd, step.ID, b.When)
+		if err != nil {
+			return "", "", usage, fmt.Errorf("router.branches[%d].when: %w", i, err)
+		}
+		if ok {
+			return b.Step, fmt.Sprintf("%schose %q: %s holds", asked, b.Step, b.When), usage, nil
+		}
+	}
+	if r.Default != "" {
+		return r.Default, fmt.Sprintf("%schose %q: the default (no rule holds)", asked, r.Default), usage, nil
+	}
+	return "", asked + "chose no branch: no rule holds and there is no default", usage, nil
+}
+
+// askModel asks the model to name a branch, telling it the prompt, the
+// branches and the run's variables and slots.
+func (s *Scheduler) askModel(ctx context.Context, sd *state.RunSpec, step schemas.PipelineStep) (string, schemas.Usage, error) {
+	ctx, cancel := context.WithTimeout(ctx, sd.Timeout(step.ID))
+	defer cancel()
+	var b strings.Builder
+	if step.Router.Prompt != "" {
+		var unknown []string // reported at submit
+		b.WriteString(resolveValue(step.Router.Prompt, sd.Spec.Vars, &unknown).(string) + "\n\n")
+	}
+	b.WriteString("Branches:\n")
+	for _, br := range step.Router.Branches {
+		fmt.Fprintf(&b, "- %s: %s\n", br.Step, br.Description)
+	}
+	if len(sd.Spec.Vars) > 0 {
+		v, _ := json.Marshal(sd.Spec.Vars)
+		fmt.Fprintf(&b, "\nVariables: %s\n", v)
+	}
+	if slots, err := s.store.RunSlots(ctx, sd.ID); err == nil && len(slots) > 0 {
+		vals := map[string]any{}
+		for name, tv := range slots {
+			vals[name] = jsonValue(tv)
+		}
+		v, _ := json.Marshal(vals)
+		fmt.Fprintf(&b, "\nState: %s\n", clip(string(v), 4000))
+	}
+	reply, usage, err := s.cfg.Model.Complete(ctx, "You route a workflow to one of its branches. Answer with the name of exactly one branch and nothing else.", b.String())
+	return strings.Trim(strings.TrimSpace(reply), "\"'`."), usage, err
+}
+
+func clip(s string, n int) string {
+	if len(s) > n {
+		return s[:n-3] + "..."
+	}
+	return s
+}

@@ -84,6 +84,7 @@ See docs/workflows.md.`,
 				case ev := <-events:
 					p.print(ctx, ev)
 					if ev.Type == bus.TypePipelineCompleted {
+						p.drain(ctx, events)
 						var re schemas.RunEvent
 						_ = ev.DataAs(&re)
 						if re.Status != schemas.RunCompleted {
@@ -98,6 +99,29 @@ See docs/workflows.md.`,
 	cmd.Flags().StringVar(&runID, "run-id", "", "name the run (default: the pipeline name and a timestamp)")
 	cmd.Flags().StringArrayVar(&vars, "var", nil, "set a workflow variable: name=value (repeatable)")
 	return cmd
+}
+
+// drainQuiet is how long run reads on after the run's end for events
+// stored after it: a step's completed event can trail the run's end when
+// the next wave's tasks went out ahead of it (docs/protocol.md).
+const drainQuiet = 300 * time.Millisecond
+
+// drain prints the run's events that arrive within drainQuiet of each
+// other after its end, for at most two seconds.
+func (p *eventPrinter) drain(ctx context.Context, events <-chan bus.Event) {
+	limit := time.After(2 * time.Second)
+	for {
+		select {
+		case ev := <-events:
+			p.print(ctx, ev)
+		case <-time.After(drainQuiet):
+			return
+		case <-limit:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 // oneLine joins the lines of a multi-line error message with "; ".

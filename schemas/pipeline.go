@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -26,14 +27,16 @@ type PipelineSpec struct {
 // filled from the parents' outputs by data type and content hint.
 type PipelineStep struct {
 	ID string `json:"id" yaml:"id"`
-	// Kind says how the step runs; empty is "agent", one task of Agent
-	// (the only kind so far).
+	// Kind says how the step runs; empty is "agent", one task of Agent.
+	// "approval" and "input" wait for a person (see Human).
 	Kind      string            `json:"kind,omitempty" yaml:"kind"`
 	Agent     string            `json:"agent" yaml:"agent"`
 	Params    map[string]any    `json:"params,omitempty" yaml:"params"`
 	DependsOn []string          `json:"depends_on,omitempty" yaml:"depends_on"`
 	Inputs    map[string]string `json:"inputs,omitempty" yaml:"inputs"`
 	TimeoutMS int64             `json:"timeout_ms,omitempty" yaml:"timeout_ms"`
+	// Human is what a step of kind approval or input asks a person.
+	Human *HumanStep `json:"human,omitempty" yaml:"human"`
 }
 
 // PipelineSeed holds what a run starts with: file IDs of images, documents
@@ -87,10 +90,12 @@ func (p PipelineSpec) Validate() error {
 			errs = append(errs, fmt.Errorf("steps[%d]: duplicate step id %q", i, s.ID))
 		}
 		ids[s.ID] = true
-		if s.Kind != "" && s.Kind != StepKindAgent {
-			errs = append(errs, fmt.Errorf("step %q: unknown kind %q; the kinds are: %s (the default)", s.ID, s.Kind, StepKindAgent))
+		if s.Kind != "" && !slices.Contains(StepKinds, s.Kind) {
+			errs = append(errs, fmt.Errorf("step %q: unknown kind %q; the kinds are: %s (the default)", s.ID, s.Kind, strings.Join(StepKinds, ", ")))
 		}
-		if err := ValidateAgentName(s.Agent); err != nil {
+		if IsHumanKind(s.Kind) {
+			errs = append(errs, s.validateHuman()...)
+		} else if err := ValidateAgentName(s.Agent); err != nil {
 			errs = append(errs, fmt.Errorf("step %q: %w", s.ID, err))
 		}
 		if s.TimeoutMS < 0 {
@@ -139,6 +144,9 @@ func (s PipelineSeed) validate() []error {
 
 // StepKindAgent is the kind of a step that runs one task of its agent.
 const StepKindAgent = "agent"
+
+// StepKinds are the step kinds, the default first.
+var StepKinds = []string{StepKindAgent, StepKindApproval, StepKindInput}
 
 // DefaultTaskTimeout is the time budget of a task whose step, contract and
 // request name none.

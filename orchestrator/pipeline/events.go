@@ -66,8 +66,14 @@ func (s *Scheduler) emitStep(sd *state.RunSpec, e schemas.StepEvent) {
 		typ = bus.TypeStepFailed
 	case schemas.StepSkipped:
 		typ = bus.TypeStepSkipped
+	case schemas.StepWaiting:
+		typ = bus.TypeStepWaiting
 	}
-	s.observer.Observe(telemetry.WithLogAttrs(runContext(sd), "step", e.Step), schemas.StepChanged{RunID: e.RunID, StepID: e.Step, Kind: KindAgent, Agent: e.Agent,
+	kind := KindAgent
+	if step, _ := sd.Step(e.Step); step.Kind != "" {
+		kind = step.Kind
+	}
+	s.observer.Observe(telemetry.WithLogAttrs(runContext(sd), "step", e.Step), schemas.StepChanged{RunID: e.RunID, StepID: e.Step, Kind: kind, Agent: e.Agent,
 		Status: e.Status, Wave: e.Wave, Error: e.Error, Duration: time.Duration(e.DurationMS) * time.Millisecond, Metrics: e.Usage.Metrics()})
 	ev, err := bus.NewEvent(typ, s.cfg.Source, e)
 	if err == nil {

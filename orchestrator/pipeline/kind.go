@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/agentmesh/agentmesh/orchestrator/state"
 	"github.com/agentmesh/agentmesh/schemas"
@@ -27,7 +28,8 @@ type stepKind interface {
 }
 
 // kinds are the step kinds by name.
-var kinds = map[string]stepKind{KindAgent: agentKind{}}
+var kinds = map[string]stepKind{KindAgent: agentKind{},
+	schemas.StepKindApproval: humanKind{}, schemas.StepKindInput: humanKind{}}
 
 // stepStart is one start of a step.
 type stepStart struct {
@@ -64,7 +66,7 @@ func kindOf(step schemas.PipelineStep) (stepKind, error) {
 	}
 	k, ok := kinds[name]
 	if !ok {
-		return nil, fmt.Errorf("step %q: unknown kind %q (known: %s)", step.ID, name, KindAgent)
+		return nil, fmt.Errorf("step %q: unknown kind %q (known: %s)", step.ID, name, strings.Join(schemas.StepKinds, ", "))
 	}
 	return k, nil
 }

@@ -30,7 +30,7 @@ type PipelineStep struct {
 	// Kind says how the step runs; empty is "agent", one task of Agent.
 	// "approval" and "input" wait for a person (see Human).
 	Kind      string            `json:"kind,omitempty" yaml:"kind"`
-	Agent     string            `json:"agent" yaml:"agent"`
+	Agent     string            `json:"agent,omitempty" yaml:"agent"`
 	Params    map[string]any    `json:"params,omitempty" yaml:"params"`
 	DependsOn []string          `json:"depends_on,omitempty" yaml:"depends_on"`
 	Inputs    map[string]string `json:"inputs,omitempty" yaml:"inputs"`

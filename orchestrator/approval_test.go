@@ -2,7 +2,7 @@ package orchestrator_test
 
 import (
 	"context"
-		"strings"
+	"strings"
 	"testing"
 	"time"
 

@@ -21,12 +21,20 @@ import (
 // with create, so the first of them decides.
 type humanKind struct{}
 
+// start says the step waits. Never ahead of the header that starts its
+// wave (see dispatchAhead): a person told it waits must find it waiting.
 func (humanKind) start(_ context.Context, s *Scheduler, st stepStart) (*state.StepState, error) {
+	if st.ahead() {
+		return nil, errWaitsForHeader
+	}
 	step, _ := st.sd.Step(st.id)
 	s.emitStep(st.sd, schemas.StepEvent{RunID: st.h.ID, Step: st.id, Status: schemas.StepWaiting, Wave: st.h.Wave,
 		Attempt: 1, TaskID: schemas.StepTaskID(st.h.ID, st.id, 1), Reason: waitingFor(step), At: st.h.WaveStartedAt})
 	return nil, nil
 }
+
+// errWaitsForHeader refuses to start a human step ahead of its header.
+var errWaitsForHeader = errors.New("a step that waits for a person starts with its wave's header")
 
 // waitingFor says what a human step waits for: "approval: <prompt>" or
 // "input (TEXT): <prompt>".

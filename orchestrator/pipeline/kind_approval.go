@@ -69,8 +69,12 @@ func unmarkWaiting(h *state.RunHeader, id string) {
 // its agent's, or for an input step one output "value" of its data type.
 func stepContract(contracts map[string]schemas.AgentContract, step schemas.PipelineStep) (schemas.AgentContract, bool) {
 	if step.Kind == schemas.StepKindInput {
+		var hint string
+		if step.Human != nil { // nil in a spec that fails validation
+			hint = step.Human.ContentTypeHint
+		}
 		return schemas.AgentContract{Name: step.ID, Outputs: []schemas.TypedOutput{{Name: schemas.HumanOutput,
-			DataType: step.Human.InputType(), ContentTypeHint: step.Human.ContentTypeHint}}}, true
+			DataType: step.Human.InputType(), ContentTypeHint: hint}}}, true
 	}
 	c, ok := contracts[step.Agent]
 	return c, ok

@@ -80,6 +80,11 @@ func TestApprovalSurvivesAKilledReplica(t *testing.T) {
 		}
 	}
 	waiting("review")
+	cmd := exec.Command(bin, "--nats", srv.URL(), "runs")
+	cmd.Env = env
+	if out, errOut, code := runBinary(t, cmd); code != 0 || !strings.Contains(out, "review waiting for approval: Publish the draft?") {
+		t.Errorf("agentmesh runs: exit %d, stdout %q does not show the waiting step (stderr %q)", code, out, errOut)
+	}
 	if err := first.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}

@@ -199,8 +199,9 @@ func TestInputTypedValue(t *testing.T) {
 	refusal(t, events, wrongKind, schemas.CodeInvalidInput, "is an input")
 	noStep := resolve(t, m, schemas.Resolution{RunID: "inp", Step: "say", Value: "x"})
 	refusal(t, events, noStep, schemas.CodeNotWaiting, "no approval or input step")
+	nope := subscribeEvents(t, m, "nope")
 	noRun := resolve(t, m, schemas.Resolution{RunID: "nope", Step: "when", Value: "x"})
-	refusal(t, subscribeEvents(t, m, "nope"), noRun, schemas.CodeNotWaiting, `no run "nope"`)
+	refusal(t, nope, noRun, schemas.CodeNotWaiting, `no run "nope"`)
 
 	resolve(t, m, schemas.Resolution{RunID: "inp", Step: "when", Value: map[string]any{"categories": map[string]any{"cats": []string{"f1"}}}})
 	resolve(t, m, schemas.Resolution{RunID: "inp", Step: "text", Value: "hello"})

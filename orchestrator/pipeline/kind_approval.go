@@ -192,7 +192,13 @@ func (s *Scheduler) Resolve(ctx context.Context, ev bus.Event) error {
 	if err != nil {
 		err = &refusal{code: schemas.CodeMalformedEvent, err: err}
 	} else {
-		err = s.resolve(ctx, r)
+		// The record's end time is the request's, so a redelivered request
+		// writes the same record and is known as the same answer.
+		at := ev.Time.UTC()
+		if at.IsZero() {
+			at = time.Now().UTC()
+		}
+		err = s.resolve(ctx, r, at)
 	}
 	var ref *refusal
 	if !errors.As(err, &ref) {
@@ -224,7 +230,7 @@ func (s *Scheduler) refuseResolve(id string, r schemas.Resolution, code string, 
 }
 
 // resolve checks r against the run and writes the step's record; see Resolve.
-func (s *Scheduler) resolve(ctx context.Context, r schemas.Resolution) error {
+func (s *Scheduler) resolve(ctx context.Context, r schemas.Resolution, at time.Time) error {
 	sd, err := s.loadSpec(ctx, r.RunID)
 	if errors.Is(err, state.ErrNotFound) {
 		return refuse(schemas.CodeNotWaiting, "%w: there is no run %q; check the id with agentmesh runs", ErrNotWaiting, r.RunID)
@@ -260,7 +266,7 @@ func (s *Scheduler) resolve(ctx context.Context, r schemas.Resolution) error {
 	if by == "" {
 		by = "someone"
 	}
-	rec := humanRecord(sd, h, step, r.Decision, value, by, r.Comment, time.Now().UTC())
+	rec := humanRecord(sd, h, step, r.Decision, value, by, r.Comment, at)
 	stored, err := s.store.RecordStep(ctx, r.RunID, rec)
 	if err != nil {
 		return err

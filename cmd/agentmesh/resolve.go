@@ -24,8 +24,8 @@ func newApproveCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "approve RUN STEP",
 		Short: "Approve (or --reject) an approval step that waits for a person",
-		Long: `Answers step STEP of run RUN, a step of kind approval that waits (agentmesh runs
-RUN shows it as waiting), on mesh.pipeline.resolve; any orchestrator replica
+		Long: `Answers step STEP of run RUN, a step of kind approval that waits ('agentmesh runs'
+and 'agentmesh state show RUN' show it as waiting), on mesh.pipeline.resolve; any orchestrator replica
 applies it. Approved, the step completes and its dependants run; rejected
 (--reject), it fails with code rejected and its dependants are skipped. It
 waits up to --wait for the outcome and prints it; the exit status is 0 when

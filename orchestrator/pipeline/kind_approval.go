@@ -240,7 +240,7 @@ func (s *Scheduler) resolve(ctx context.Context, r schemas.Resolution, at time.T
 	}
 	step, ok := sd.Step(r.Step)
 	if !ok || !schemas.IsHumanKind(step.Kind) {
-		return refuse(schemas.CodeNotWaiting, "%w: run %s has no approval or input step %q; agentmesh runs %s lists its steps", ErrNotWaiting, r.RunID, r.Step, r.RunID)
+		return refuse(schemas.CodeNotWaiting, "%w: run %s has no approval or input step %q; agentmesh state show %s lists its steps", ErrNotWaiting, r.RunID, r.Step, r.RunID)
 	}
 	var value *schemas.TypedValue
 	switch {

@@ -37,6 +37,13 @@ const (
 	TypeStepCompleted = TypePipelineStepPrefix + "completed"
 	TypeStepFailed    = TypePipelineStepPrefix + "failed"
 	TypeStepSkipped   = TypePipelineStepPrefix + "skipped"
+	// TypeStepWaiting: an approval or input step waits for a person.
+	TypeStepWaiting = TypePipelineStepPrefix + "waiting"
+	// TypeResolveRequested answers a step that waits, on
+	// mesh.pipeline.resolve; TypeResolveRefused, on
+	// mesh.events.<run>.pipeline, says why one changed nothing.
+	TypeResolveRequested = "io.agentmesh.pipeline.resolve.requested"
+	TypeResolveRefused   = "io.agentmesh.pipeline.resolve.refused"
 	// TypeChatProgress is a chat turn's progress ("thinking", "calling
 	// ImageSearch", "ImageSearch returned 12 images") on
 	// mesh.events.<conversation>.chat, next to the final chat.responded.

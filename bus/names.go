@@ -156,6 +156,10 @@ func (n Names) ChatRequest() string { return n.subj("chat", "request") }
 // PipelineSubmit returns mesh.pipeline.submit.
 func (n Names) PipelineSubmit() string { return n.subj("pipeline", "submit") }
 
+// PipelineResolve returns mesh.pipeline.resolve, where a person's answer
+// to an approval or input step goes.
+func (n Names) PipelineResolve() string { return n.subj("pipeline", "resolve") }
+
 // Control returns mesh.control.<agent>, the subject of cancellations.
 func (n Names) Control(agent string) (string, error) {
 	if err := ValidateAgentName(agent); err != nil {

@@ -133,7 +133,7 @@ func Provision(ctx context.Context, js jetstream.JetStream, n Names, o Provision
 		dst *jetstream.Stream
 		spec
 	}{
-		{&r.Requests, streamSpec(n.RequestsStream(), "agentmesh chat requests and pipeline submissions", jetstream.WorkQueuePolicy, none, o, n.ChatRequest(), n.PipelineSubmit())},
+		{&r.Requests, streamSpec(n.RequestsStream(), "agentmesh chat requests, pipeline submissions and resolutions", jetstream.WorkQueuePolicy, none, o, n.ChatRequest(), n.PipelineSubmit(), n.PipelineResolve())},
 		{&r.Tasks, streamSpec(n.TasksStream(), "agentmesh tasks, one subject per agent", jetstream.WorkQueuePolicy, age(o.TasksMaxAge, DefaultTasksMaxAge), o, n.Tasks())},
 		{&r.Results, streamSpec(n.ResultsStream(), "agentmesh task results", jetstream.LimitsPolicy, age(o.ResultsMaxAge, DefaultResultsMaxAge), o, n.Results())},
 		{&r.Events, streamSpec(n.EventsStream(), "agentmesh progress events of conversations and runs", jetstream.LimitsPolicy, age(o.EventsMaxAge, DefaultEventsMaxAge), o, n.AllEvents())},
@@ -232,6 +232,9 @@ func clampDuplicates(c *jetstream.StreamConfig) {
 func (s spec) update(have jetstream.StreamConfig) jetstream.StreamConfig {
 	upd := have
 	upd.Description = s.cfg.Description
+	// Subjects a newer mesh added (mesh.pipeline.resolve) are added; a
+	// stream holding others is a conflict (streamConflicts).
+	upd.Subjects = s.cfg.Subjects
 	if s.maxAge {
 		upd.MaxAge = s.cfg.MaxAge
 	}
@@ -284,7 +287,7 @@ func streamConflicts(have, want jetstream.StreamConfig) error {
 	if have.Storage != want.Storage {
 		errs = append(errs, conflict("stream", want.Name, "storage", have.Storage, want.Storage, fix))
 	}
-	if !sameSet(have.Subjects, want.Subjects) {
+	if !subset(have.Subjects, want.Subjects) {
 		errs = append(errs, conflict("stream", want.Name, "subjects", strings.Join(have.Subjects, ","), strings.Join(want.Subjects, ","), fix))
 	}
 	return errors.Join(errs...)
@@ -296,7 +299,17 @@ func conflict(kind, name, field string, have, want any, fix string) error {
 
 func streamTunablesEqual(have, want jetstream.StreamConfig) bool {
 	return have.MaxAge == want.MaxAge && have.Duplicates == want.Duplicates &&
-		have.Replicas == want.Replicas && have.Description == want.Description
+		have.Replicas == want.Replicas && have.Description == want.Description && sameSet(have.Subjects, want.Subjects)
+}
+
+// subset reports whether every subject of a is in b.
+func subset(a, b []string) bool {
+	for _, x := range a {
+		if !slices.Contains(b, x) {
+			return false
+		}
+	}
+	return true
 }
 
 func sameSet(a, b []string) bool {

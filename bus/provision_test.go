@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -51,7 +52,7 @@ func TestProvisionIdempotent(t *testing.T) {
 			t.Errorf("%s: retention %v subjects %v replicas %d storage %v", name, c.Retention, c.Subjects, c.Replicas, c.Storage)
 		}
 	}
-	check("MESH_REQUESTS", jetstream.WorkQueuePolicy, "mesh.chat.request", "mesh.pipeline.submit")
+	check("MESH_REQUESTS", jetstream.WorkQueuePolicy, "mesh.chat.request", "mesh.pipeline.submit", "mesh.pipeline.resolve")
 	check("MESH_TASKS", jetstream.WorkQueuePolicy, "mesh.task.>")
 	check("MESH_RESULTS", jetstream.LimitsPolicy, "mesh.result.>")
 	check("MESH_EVENTS", jetstream.LimitsPolicy, "mesh.events.>")
@@ -197,5 +198,32 @@ func TestPutTTLRejectsBadInput(t *testing.T) {
 	}
 	if _, err := bus.PutTTL(ctx, js, "mesh_agents", "a", nil, time.Millisecond); !errors.Is(err, bus.ErrInvalidName) {
 		t.Errorf("short ttl: %v", err)
+	}
+}
+
+// A requests stream of a mesh provisioned before mesh.pipeline.resolve
+// existed gains the subject; one holding a foreign subject is a conflict.
+func TestProvisionAddsNewSubjects(t *testing.T) {
+	srv := bustest.Start(t)
+	js := srv.JetStream(t)
+	ctx := context.Background()
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "MESH_REQUESTS", Subjects: []string{"mesh.chat.request", "mesh.pipeline.submit"},
+		Retention: jetstream.WorkQueuePolicy}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := bus.Provision(ctx, js, srv.Names(), bus.ProvisionOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := r.Requests.CachedInfo().Config.Subjects; !slices.Contains(got, "mesh.pipeline.resolve") {
+		t.Errorf("subjects after provisioning = %v, want mesh.pipeline.resolve among them", got)
+	}
+	cfg := r.Requests.CachedInfo().Config
+	cfg.Subjects = append(cfg.Subjects, "mesh.other")
+	if _, err := js.UpdateStream(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bus.Provision(ctx, js, srv.Names(), bus.ProvisionOptions{}); !errors.Is(err, bus.ErrConflict) {
+		t.Fatalf("a stream with a foreign subject: err = %v, want ErrConflict", err)
 	}
 }

@@ -273,8 +273,11 @@ func (o *Orchestrator) handleRequest(ctx context.Context, m jetstream.Msg) {
 	}
 	ctx = telemetry.WithTraceParent(ctx, ev.Ext(bus.ExtTraceParent))
 	want := bus.TypeChatRequested
-	if m.Subject() == o.names.PipelineSubmit() {
+	switch m.Subject() {
+	case o.names.PipelineSubmit():
 		want = bus.TypePipelineSubmitted
+	case o.names.PipelineResolve():
+		want = bus.TypeResolveRequested
 	}
 	if ev.Type != want {
 		o.settleRefusal(m, o.rejectRequest(ctx, m.Subject(), ev, schemas.CodeMalformedEvent,
@@ -290,6 +293,17 @@ func (o *Orchestrator) handleRequest(ctx context.Context, m jetstream.Msg) {
 		}
 		if err != nil {
 			o.log.WarnContext(ctx, "pipeline submission", "id", ev.ID, "run", firstNonEmpty(ev.Ext(bus.ExtRunID), ev.ID), "err", err)
+			_ = m.NakWithDelay(time.Second)
+			return
+		}
+	case bus.TypeResolveRequested:
+		err := o.pipelines.Resolve(ctx, ev)
+		if errors.Is(err, bus.ErrNoReplySubject) {
+			o.settleRefusal(m, err)
+			return
+		}
+		if err != nil {
+			o.log.WarnContext(ctx, "resolution", "id", ev.ID, "err", err)
 			_ = m.NakWithDelay(time.Second)
 			return
 		}
@@ -369,6 +383,9 @@ func keepAlive(m jetstream.Msg, every time.Duration) (stop func()) {
 // the event id's subject. It returns an error wrapping bus.ErrNoReplySubject
 // when no id can be.
 func (o *Orchestrator) rejectRequest(ctx context.Context, subject string, ev bus.Event, code string, cause error) error {
+	if subject == o.names.PipelineResolve() {
+		return o.pipelines.RefuseResolve(ev, code, cause)
+	}
 	if subject != o.names.PipelineSubmit() {
 		var req schemas.ChatRequest
 		_ = ev.DataAs(&req)

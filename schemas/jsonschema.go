@@ -42,6 +42,8 @@ const (
 	SchemaChatResponse   = "chat-response"
 	SchemaStepEvent      = "step-event"
 	SchemaRunEvent       = "run-event"
+	SchemaResolve        = "resolve"
+	SchemaResolveRefusal = "resolve-refusal"
 )
 
 // Problem is one reason a document failed its schema: the JSON pointer of

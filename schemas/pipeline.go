@@ -32,10 +32,10 @@ type PipelineSpec struct {
 // filled from the parents' outputs by data type and content hint.
 type PipelineStep struct {
 	ID string `json:"id" yaml:"id"`
-	// Kind says how the step runs; empty is "agent", one task of Agent
-	// (the only kind so far).
+	// Kind says how the step runs; empty is "agent", one task of Agent.
+	// "approval" and "input" wait for a person (see Human).
 	Kind      string            `json:"kind,omitempty" yaml:"kind"`
-	Agent     string            `json:"agent" yaml:"agent"`
+	Agent     string            `json:"agent,omitempty" yaml:"agent"`
 	Params    map[string]any    `json:"params,omitempty" yaml:"params"`
 	DependsOn []string          `json:"depends_on,omitempty" yaml:"depends_on"`
 	Inputs    map[string]string `json:"inputs,omitempty" yaml:"inputs"`
@@ -48,6 +48,8 @@ type PipelineStep struct {
 	Router *RouterSpec `json:"router,omitempty" yaml:"router"`
 	// Evaluate is what a step of kind evaluator scores.
 	Evaluate *EvaluateSpec `json:"evaluate,omitempty" yaml:"evaluate"`
+	// Human is what a step of kind approval or input asks a person.
+	Human *HumanStep `json:"human,omitempty" yaml:"human"`
 }
 
 // PipelineSeed holds what a run starts with: file IDs of images, documents
@@ -104,7 +106,10 @@ func (p PipelineSpec) Validate() error {
 		if s.Kind != "" && !slices.Contains(StepKinds, s.Kind) {
 			errs = append(errs, fmt.Errorf("step %q: unknown kind %q; the kinds are: %s (the default)", s.ID, s.Kind, strings.Join(StepKinds, ", ")))
 		}
-		if s.Kind == "" || s.Kind == StepKindAgent {
+		switch {
+		case IsHumanKind(s.Kind):
+			errs = append(errs, s.validateHuman()...)
+		case s.Kind == "" || s.Kind == StepKindAgent:
 			if err := ValidateAgentName(s.Agent); err != nil {
 				errs = append(errs, fmt.Errorf("step %q: %w", s.ID, err))
 			}
@@ -157,8 +162,8 @@ func (s PipelineSeed) validate() []error {
 // StepKindAgent is the kind of a step that runs one task of its agent.
 const StepKindAgent = "agent"
 
-// StepKinds are the kinds a step may name.
-var StepKinds = []string{StepKindAgent, StepKindRouter, StepKindEvaluator}
+// StepKinds are the kinds a step may name, the default first.
+var StepKinds = []string{StepKindAgent, StepKindRouter, StepKindEvaluator, StepKindApproval, StepKindInput}
 
 // DefaultTaskTimeout is the time budget of a task whose step, contract and
 // request name none.

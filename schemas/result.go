@@ -28,6 +28,8 @@ const (
 	CodeStepFailed      = "step_failed"      // a pipeline run ended because some of its steps failed or were skipped
 	CodeInvalidContract = "invalid_contract" // an announcement the registry left out: its contract fails validation or names another agent
 	CodeInternal        = "internal"         // the mesh itself failed (KV or stream trouble); send the request again
+	CodeNotWaiting      = "not_waiting"      // a resolve names a run or step that is not waiting for a person
+	CodeRejected        = "rejected"         // a person (or an approval's default on timeout) rejected an approval step
 )
 
 // ResultError is the error half of a failed AgentResult. It crosses the bus,

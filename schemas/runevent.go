@@ -15,6 +15,7 @@ const (
 const (
 	StepPending   = "pending"
 	StepRunning   = "running"
+	StepWaiting   = "waiting" // an approval or input step waits for a person
 	StepCompleted = "completed"
 	StepFailed    = "failed"
 	StepSkipped   = "skipped"

@@ -103,6 +103,7 @@ func agentGrants(g *grants, a string, n bus.Names) {
 // registry, events, and the results of its own direct calls.
 func clientGrants(g *grants, c string, n bus.Names) {
 	g.pub(n.ChatRequest(), n.PipelineSubmit())
+	g.pub(n.PipelineResolve())    // answers to approval and input steps
 	g.pub(n.Prefix() + ".task.*") // direct calls; agents answer only on their result subjects
 	g.pub(n.RegistryQuery())
 	g.pub(n.Prefix()+".call.*", n.Prefix()+".call.*.>") // agents' NATS micro endpoints

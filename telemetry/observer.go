@@ -24,7 +24,7 @@ type Observer struct{}
 func (Observer) Observe(ctx context.Context, o schemas.Observation) {
 	switch o := o.(type) {
 	case schemas.StepChanged:
-		if o.Status == schemas.StepRunning || o.Status == schemas.StepPending {
+		if o.Status == schemas.StepRunning || o.Status == schemas.StepPending || o.Status == schemas.StepWaiting {
 			return
 		}
 		run := runSpanContext(trace.SpanContextFromContext(ctx), o.RunID)

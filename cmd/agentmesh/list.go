@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"text/tabwriter"
 	"time"
 
@@ -127,6 +129,9 @@ func stepCounts(r state.RunSummary) string {
 	}
 	if r.Skipped > 0 {
 		s += fmt.Sprintf(", %d skipped", r.Skipped)
+	}
+	for _, id := range slices.Sorted(maps.Keys(r.Waiting)) {
+		s += fmt.Sprintf(", %s waiting for %s", id, r.Waiting[id])
 	}
 	return s
 }

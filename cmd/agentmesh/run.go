@@ -203,6 +203,12 @@ func printPipelineEvent(w io.Writer, ev bus.Event) {
 		fmt.Fprintf(w, "  totals: %s\n", usageLine(re.Usage))
 		return
 	}
+	if ev.Type == bus.TypeResolveRefused {
+		var rr schemas.ResolveRefusal
+		_ = ev.DataAs(&rr)
+		fmt.Fprintf(w, "  resolution of step %s refused (%s): %s\n", rr.Step, rr.Code, rr.Error)
+		return
+	}
 	if !strings.HasPrefix(ev.Type, bus.TypePipelineStepPrefix) {
 		fmt.Fprintf(w, "  %s %s\n", ev.Type, ev.Data)
 		return
@@ -237,6 +243,8 @@ func printPipelineEvent(w io.Writer, ev bus.Event) {
 		line += ": " + se.Error
 	case schemas.StepSkipped:
 		line += ": " + se.Reason
+	case schemas.StepWaiting:
+		line += ": " + se.Reason + resolveHint(se)
 	}
 	fmt.Fprintln(w, line)
 }

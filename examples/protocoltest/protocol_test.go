@@ -312,7 +312,26 @@ func check(ev bus.Event, msg *nats.Msg) error {
 		if subject != names.PipelineSubmit() {
 			fail("subject %s, want %s", subject, names.PipelineSubmit())
 		}
-	case bus.TypeStepStarted, bus.TypeStepCompleted, bus.TypeStepFailed, bus.TypeStepSkipped:
+	case bus.TypeResolveRequested:
+		schema(schemas.SchemaResolve)
+		var r schemas.Resolution
+		if err := strict(ev.Data, &r); err != nil {
+			fail("data does not decode into schemas.Resolution: %v", err)
+		}
+		if subject != names.PipelineResolve() {
+			fail("subject %s, want %s", subject, names.PipelineResolve())
+		}
+	case bus.TypeResolveRefused:
+		schema(schemas.SchemaResolveRefusal)
+		var r schemas.ResolveRefusal
+		if err := strict(ev.Data, &r); err != nil {
+			fail("data does not decode into schemas.ResolveRefusal: %v", err)
+		}
+		need(bus.ExtRunID)
+		if want := names.Events(r.RunID, "pipeline"); subject != want {
+			fail("subject %s, want %s", subject, want)
+		}
+	case bus.TypeStepStarted, bus.TypeStepCompleted, bus.TypeStepFailed, bus.TypeStepSkipped, bus.TypeStepWaiting:
 		schema(schemas.SchemaStepEvent)
 		var s schemas.StepEvent
 		if err := strict(ev.Data, &s); err != nil {
@@ -349,6 +368,7 @@ var eventTypes = []string{
 	bus.TypeChatRequested, bus.TypeChatProgress, bus.TypeChatResponded,
 	bus.TypePipelineSubmitted, bus.TypeStepStarted, bus.TypeStepCompleted,
 	bus.TypeStepFailed, bus.TypeStepSkipped, bus.TypePipelineCompleted,
+	bus.TypeStepWaiting, bus.TypeResolveRequested, bus.TypeResolveRefused,
 }
 
 func TestEventExamples(t *testing.T) {
@@ -505,7 +525,7 @@ func TestDocumentNamesEverything(t *testing.T) {
 	want := []string{
 		names.RequestsStream(), names.TasksStream(), names.ResultsStream(), names.EventsStream(), names.DeadStream(),
 		names.AgentsBucket(), names.ConversationsBucket(), names.RunsBucket(), names.FilesStore(),
-		names.RegistryQuery(), names.ChatRequest(), names.PipelineSubmit(), names.OrchestratorResults(),
+		names.RegistryQuery(), names.ChatRequest(), names.PipelineSubmit(), names.PipelineResolve(), names.OrchestratorResults(),
 		bus.ExtConversationID, bus.ExtRunID, bus.ExtStepID, bus.ExtTaskID, bus.ExtReplyTo, bus.ExtDeadline, bus.ExtTraceParent,
 		schemas.CodeInvalidInput, schemas.CodeInvalidParams, schemas.CodeMalformedEvent, schemas.CodeTimeout,
 		schemas.CodeCancelled, schemas.CodeAgentError, schemas.CodeNotFound, schemas.CodeUnavailable, schemas.CodeExhausted,

@@ -66,6 +66,8 @@ func (s *Scheduler) emitStep(sd *state.RunSpec, e schemas.StepEvent) {
 		typ = bus.TypeStepFailed
 	case schemas.StepSkipped:
 		typ = bus.TypeStepSkipped
+	case schemas.StepWaiting:
+		typ = bus.TypeStepWaiting
 	}
 	if step, ok := sd.Step(e.Step); ok && e.Kind == "" {
 		e.Kind = step.Kind

@@ -54,7 +54,8 @@ func stepInputs(ctx context.Context, router *route.Router, sd *state.RunSpec, st
 			if err != nil {
 				return nil, err
 			}
-			pc := sd.Contracts[ps.Agent]
+			pstep, _ := sd.Step(p)
+			pc, _ := stepContract(sd.Contracts, pstep)
 			for _, name := range slices.Sorted(maps.Keys(ps.Outputs)) {
 				v := ps.Outputs[name]
 				if route.Feeds(v.DataType, v.ContentTypeHint, in) {

@@ -28,7 +28,8 @@ type stepKind interface {
 }
 
 // kinds are the step kinds by name.
-var kinds = map[string]stepKind{KindAgent: agentKind{}, KindRouter: routerKind{}, KindEvaluator: evaluatorKind{}}
+var kinds = map[string]stepKind{KindAgent: agentKind{}, KindRouter: routerKind{}, KindEvaluator: evaluatorKind{},
+	schemas.StepKindApproval: humanKind{}, schemas.StepKindInput: humanKind{}}
 
 // stepStart is one start of a step.
 type stepStart struct {

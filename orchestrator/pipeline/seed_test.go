@@ -179,6 +179,8 @@ func FuzzValidatePipeline(f *testing.F) {
 	f.Add(jsonSeeded)
 	f.Add(`{"steps":[{"id":"s","agent":"Shout","params":{"times":"x","y":1},"inputs":{"text":"seed.nope"}}],"seed":{"values":{"n":{"data_type":"NOPE","value":null}}}}`)
 	f.Add(`{"steps":[{"id":"o","agent":"Organize","inputs":{"images":"seed.images"}}],"seed":{"images":["a"],"values":{"c":{"data_type":"CATEGORIZATION","value":{"categories":{}}}}}}`)
+	f.Add(`{"steps":[{"id":"a","kind":"approval","timeout_ms":5,"human":{"prompt":"ok?","default":"approve"}},{"id":"i","kind":"input","timeout_ms":5,"depends_on":["a"],"human":{"prompt":"n?","data_type":"CATEGORIZATION","default":{"categories":{}}}}]}`)
+	f.Add(`{"steps":[{"id":"i","kind":"input","agent":"Shout","human":{"prompt":"","default":[1]}},{"id":"s","agent":"Shout","depends_on":["i"],"inputs":{"text":"i.value"}}]}`)
 	f.Fuzz(func(t *testing.T, doc string) {
 		spec, err := client.ParsePipeline([]byte(doc), "json")
 		if err != nil {

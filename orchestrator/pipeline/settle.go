@@ -132,7 +132,8 @@ func (s *Scheduler) routeState(ctx context.Context, sd *state.RunSpec, rec *stat
 
 // routing is the state change routing rec's outputs makes.
 func (s *Scheduler) routing(ctx context.Context, sd *state.RunSpec, rec *state.StepState) func(*schemas.ConversationState) error {
-	contract := sd.Contracts[rec.Agent]
+	step, _ := sd.Step(rec.ID)
+	contract, _ := stepContract(sd.Contracts, step)
 	res := schemas.AgentResult{Success: true, Agent: rec.Agent, Summary: rec.Summary, Outputs: rec.Outputs}
 	return func(st *schemas.ConversationState) error {
 		changed, err := s.router.Apply(ctx, st, contract, rec.TaskID, res)

@@ -63,6 +63,17 @@ func (s *Scheduler) sweepLoop(ctx context.Context, w jetstream.KeyWatcher) {
 	}
 }
 
+// overdueRecord is the record of a step whose deadline passed: an agent
+// step fails with code timeout; an approval or input step takes its default.
+func overdueRecord(sd *state.RunSpec, h *state.RunHeader, sid string, deadline, now time.Time) *state.StepState {
+	if step, _ := sd.Step(sid); schemas.IsHumanKind(step.Kind) {
+		return defaultRecord(sd, h, step, now)
+	}
+	msg := fmt.Sprintf("%s: no result by the deadline %s (timeout %s)", schemas.CodeTimeout,
+		deadline.UTC().Format(time.RFC3339), sd.Timeout(sid))
+	return failedRecord(sd, h, sid, schemas.CodeTimeout, msg, now)
+}
+
 func (s *Scheduler) sweep(ctx context.Context) {
 	s.mu.Lock()
 	for id := range s.dirty {
@@ -124,9 +135,7 @@ func (s *Scheduler) sweepRun(ctx context.Context, id string) bool {
 		deadline := h.WaveStartedAt.Add(sd.Timeout(sid))
 		switch {
 		case now.After(deadline.Add(s.cfg.Grace)):
-			msg := fmt.Sprintf("%s: no result by the deadline %s (timeout %s)", schemas.CodeTimeout,
-				deadline.UTC().Format(time.RFC3339), sd.Timeout(sid))
-			rec, err := s.store.RecordStep(ctx, id, failedRecord(sd, h, sid, schemas.CodeTimeout, msg, now))
+			rec, err := s.store.RecordStep(ctx, id, overdueRecord(sd, h, sid, deadline, now))
 			if err != nil {
 				s.log.WarnContext(runContext(sd), "timing out", "step", sid, "err", err)
 				continue

@@ -70,6 +70,7 @@ func Validate(spec schemas.PipelineSpec, lookup ContractLookup, router *route.Ro
 	}
 	errs = append(errs, checkSeed(spec.Seed, router)...)
 	errs = append(errs, checkConditions(spec)...)
+	errs = append(errs, checkHuman(spec, router)...)
 	for _, s := range spec.Steps {
 		if c, ok := contracts[s.Agent]; ok {
 			if p, err := resolveParams(s.Params, spec.Vars); err == nil {
@@ -214,7 +215,8 @@ func checkInputs(spec schemas.PipelineSpec, waves [][]string, contracts map[stri
 			}
 			avail := maps.Clone(seed)
 			maps.Copy(avail, up)
-			for _, o := range contracts[step.Agent].Outputs {
+			sc, _ := stepContract(contracts, step)
+			for _, o := range sc.Outputs {
 				if slot, ok := router.SlotFor(o.DataType, o.ContentTypeHint); ok {
 					up[slot] = schemas.TypedValue{DataType: o.DataType, ContentTypeHint: o.ContentTypeHint}
 				}
@@ -238,7 +240,7 @@ func checkInputs(spec schemas.PipelineSpec, waves [][]string, contracts map[stri
 				var feeders []string
 				outs := map[string]schemas.TypedOutput{}
 				for _, p := range step.DependsOn {
-					pc, ok := contracts[g.steps[p].Agent]
+					pc, ok := stepContract(contracts, g.steps[p])
 					if !ok {
 						continue
 					}
@@ -323,7 +325,7 @@ func checkSource(spec schemas.PipelineSpec, g graph, contracts map[string]schema
 	if !g.ancestor(head, id) {
 		return fmt.Errorf("%w: input %q maps to %s, but step %q does not run before this step; add it to depends_on", ErrBadInputSource, name, src, head)
 	}
-	pc, ok := contracts[parent.Agent]
+	pc, ok := stepContract(contracts, parent)
 	if !ok {
 		return nil // unknown agent, already reported
 	}

@@ -64,6 +64,7 @@ func advance(h *state.RunHeader, sd *state.RunSpec, now time.Time, ch *runChange
 				continue
 			}
 			ch.dispatch = append(ch.dispatch, id)
+			markWaiting(h, sd, id)
 		}
 	}
 }
@@ -114,6 +115,7 @@ func end(h *state.RunHeader, sd *state.RunSpec, rec *state.StepState, now time.T
 		return false
 	}
 	h.WaveEnded = append(h.WaveEnded, rec.ID)
+	unmarkWaiting(h, rec.ID)
 	h.Usage = h.Usage.Add(rec.Metrics.Usage()) // once: the header learns of each end once
 	switch rec.Status {
 	case schemas.StepCompleted:

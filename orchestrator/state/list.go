@@ -19,17 +19,19 @@ import (
 
 // RunSummary is one line of a list of runs.
 type RunSummary struct {
-	ID         string    `json:"id"`
-	Name       string    `json:"name,omitempty"`
-	Status     string    `json:"status"`
-	Error      string    `json:"error,omitempty"`
-	Steps      int       `json:"steps"`
-	Completed  int       `json:"completed"`
-	Failed     int       `json:"failed"`
-	Skipped    int       `json:"skipped"`
-	CreatedAt  time.Time `json:"created_at"`
-	UpdatedAt  time.Time `json:"updated_at"`
-	FinishedAt time.Time `json:"finished_at,omitzero"`
+	ID        string `json:"id"`
+	Name      string `json:"name,omitempty"`
+	Status    string `json:"status"`
+	Error     string `json:"error,omitempty"`
+	Steps     int    `json:"steps"`
+	Completed int    `json:"completed"`
+	Failed    int    `json:"failed"`
+	Skipped   int    `json:"skipped"`
+	// Waiting are the steps waiting for a person: step -> what for.
+	Waiting    map[string]string `json:"waiting,omitempty"`
+	CreatedAt  time.Time         `json:"created_at"`
+	UpdatedAt  time.Time         `json:"updated_at"`
+	FinishedAt time.Time         `json:"finished_at,omitzero"`
 }
 
 // ConversationSummary is one line of a list of conversations.
@@ -90,7 +92,7 @@ func (s *Store) RecentRuns(ctx context.Context, limit int) ([]RunSummary, int, e
 		sd.Init()
 		out = append(out, RunSummary{ID: id, Name: h.Name, Status: h.Status, Error: h.Error, Steps: len(sd.Spec.Steps),
 			Completed: h.CompletedSteps(&sd), Failed: len(h.Failed), Skipped: len(h.Skipped),
-			CreatedAt: h.CreatedAt, UpdatedAt: h.UpdatedAt, FinishedAt: h.FinishedAt})
+			Waiting: h.Waiting, CreatedAt: h.CreatedAt, UpdatedAt: h.UpdatedAt, FinishedAt: h.FinishedAt})
 	}
 	return out, total, nil
 }

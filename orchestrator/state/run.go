@@ -80,7 +80,7 @@ type StepState struct {
 	Summary      string                        `json:"summary,omitempty"`
 	Error        string                        `json:"error,omitempty"`
 	Code         string                        `json:"code,omitempty"`   // failed: the error code (schemas.Code*)
-	Reason       string                        `json:"reason,omitempty"` // why it was skipped
+	Reason       string                        `json:"reason,omitempty"` // why it was skipped, or what it waits for
 	Outputs      map[string]schemas.TypedValue `json:"outputs,omitempty"`
 	Metrics      schemas.Metrics               `json:"metrics,omitzero"`
 }
@@ -188,10 +188,13 @@ type RunHeader struct {
 	WaveEnded     []string          `json:"wave_ended,omitempty"`  // steps of the wave in progress that ended
 	Failed        map[string]string `json:"failed,omitempty"`      // step -> error
 	Skipped       map[string]string `json:"skipped,omitempty"`     // step -> reason
-	Usage         schemas.Usage     `json:"usage,omitzero"`        // the sum over the steps that ended
-	CreatedAt     time.Time         `json:"created_at"`
-	UpdatedAt     time.Time         `json:"updated_at"`
-	FinishedAt    time.Time         `json:"finished_at,omitzero"`
+	// Waiting are the approval and input steps of the wave in progress
+	// that wait for a person: step -> what for ("approval: <prompt>").
+	Waiting    map[string]string `json:"waiting,omitempty"`
+	Usage      schemas.Usage     `json:"usage,omitzero"` // the sum over the steps that ended
+	CreatedAt  time.Time         `json:"created_at"`
+	UpdatedAt  time.Time         `json:"updated_at"`
+	FinishedAt time.Time         `json:"finished_at,omitzero"`
 }
 
 // Clone returns a copy that shares nothing mutable with h.
@@ -200,6 +203,7 @@ func (h *RunHeader) Clone() *RunHeader {
 	c.WaveEnded = slices.Clone(h.WaveEnded)
 	c.Failed = maps.Clone(h.Failed)
 	c.Skipped = maps.Clone(h.Skipped)
+	c.Waiting = maps.Clone(h.Waiting)
 	return &c
 }
 
@@ -265,6 +269,9 @@ func (s *Store) Run(ctx context.Context, id string) (*RunState, error) {
 			case errors.Is(err, ErrNotFound):
 				if h.Running(&sd, step.ID) {
 					st.Status, st.Attempt, st.TaskID = schemas.StepRunning, 1, schemas.StepTaskID(id, step.ID, 1)
+					if w, ok := h.Waiting[step.ID]; ok {
+						st.Status, st.Reason = schemas.StepWaiting, w
+					}
 					st.DispatchedAt, st.Deadline = h.WaveStartedAt, h.WaveStartedAt.Add(sd.Timeout(step.ID))
 				}
 			default:

@@ -1,0 +1,296 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/agentmesh/agentmesh/bus"
+	"github.com/agentmesh/agentmesh/orchestrator/route"
+	"github.com/agentmesh/agentmesh/orchestrator/state"
+	"github.com/agentmesh/agentmesh/schemas"
+)
+
+// humanKind runs a step of kind approval or input: it waits for a person.
+// Its wave's header lists it under Waiting (see markWaiting) and a
+// step.waiting event says what for; it ends when a resolution arrives on
+// mesh.pipeline.resolve (Resolve, on any replica) or, at its deadline, with
+// its default (the sweep's overdueRecord). Both write the step's record
+// with create, so the first of them decides.
+type humanKind struct{}
+
+// start says the step waits. Never ahead of the header that starts its
+// wave (see dispatchAhead): a person told it waits must find it waiting.
+func (humanKind) start(_ context.Context, s *Scheduler, st stepStart) (*state.StepState, error) {
+	if st.ahead() {
+		return nil, errWaitsForHeader
+	}
+	step, _ := st.sd.Step(st.id)
+	s.emitStep(st.sd, schemas.StepEvent{RunID: st.h.ID, Step: st.id, Status: schemas.StepWaiting, Wave: st.h.Wave,
+		Attempt: 1, TaskID: schemas.StepTaskID(st.h.ID, st.id, 1), Reason: waitingFor(step), At: st.h.WaveStartedAt})
+	return nil, nil
+}
+
+// errWaitsForHeader refuses to start a human step ahead of its header.
+var errWaitsForHeader = errors.New("a step that waits for a person starts with its wave's header")
+
+// waitingFor says what a human step waits for: "approval: <prompt>" or
+// "input (TEXT): <prompt>".
+func waitingFor(step schemas.PipelineStep) string {
+	if step.Kind == schemas.StepKindInput {
+		return fmt.Sprintf("input (%s): %s", step.Human.InputType(), step.Human.Prompt)
+	}
+	return "approval: " + step.Human.Prompt
+}
+
+// markWaiting lists step id in the header's Waiting when it waits for a
+// person; unmarkWaiting takes it out when it ends.
+func markWaiting(h *state.RunHeader, sd *state.RunSpec, id string) {
+	step, _ := sd.Step(id)
+	if !schemas.IsHumanKind(step.Kind) || step.Human == nil {
+		return
+	}
+	if h.Waiting == nil {
+		h.Waiting = map[string]string{}
+	}
+	h.Waiting[id] = waitingFor(step)
+}
+
+func unmarkWaiting(h *state.RunHeader, id string) {
+	delete(h.Waiting, id)
+	if len(h.Waiting) == 0 {
+		h.Waiting = nil
+	}
+}
+
+// stepContract is the contract a step's outputs are read and routed with:
+// its agent's, or for an input step one output "value" of its data type.
+func stepContract(contracts map[string]schemas.AgentContract, step schemas.PipelineStep) (schemas.AgentContract, bool) {
+	if step.Kind == schemas.StepKindInput {
+		var hint string
+		if step.Human != nil { // nil in a spec that fails validation
+			hint = step.Human.ContentTypeHint
+		}
+		return schemas.AgentContract{Name: step.ID, Outputs: []schemas.TypedOutput{{Name: schemas.HumanOutput,
+			DataType: step.Human.InputType(), ContentTypeHint: hint}}}, true
+	}
+	c, ok := contracts[step.Agent]
+	return c, ok
+}
+
+// checkHuman checks what the structural checks cannot: an input step's
+// data type is registered and its default is a value of it.
+func checkHuman(spec schemas.PipelineSpec, router *route.Router) []error {
+	var errs []error
+	reg := router.DataTypes()
+	for _, s := range spec.Steps {
+		if s.Kind != schemas.StepKindInput || s.Human == nil || s.Human.Default == nil {
+			continue
+		}
+		if _, err := inputValue(reg, s, s.Human.Default, "default"); err != nil {
+			errs = append(errs, fmt.Errorf("step %q: human.default: %w", s.ID, err))
+		}
+	}
+	return errs
+}
+
+// inputValue is v as an input step's typed value, checked against the
+// step's data type.
+func inputValue(reg *schemas.DataTypeRegistry, step schemas.PipelineStep, v any, source string) (schemas.TypedValue, error) {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return schemas.TypedValue{}, fmt.Errorf("%w: the value cannot be encoded as JSON: %v", schemas.ErrInvalidValue, err)
+	}
+	tv := schemas.TypedValue{DataType: step.Human.InputType(), ContentTypeHint: step.Human.ContentTypeHint, Value: raw, Source: source}
+	if err := reg.Validate(tv.DataType, tv.Value); err != nil {
+		return schemas.TypedValue{}, fmt.Errorf("%w; give a value of data type %s", err, tv.DataType)
+	}
+	return tv, nil
+}
+
+// humanRecord is the record of a human step ended by an answer (by whom,
+// with comment) or its default: approved, it completed; rejected, it failed
+// with code rejected; an input completed with its value as output "value".
+func humanRecord(sd *state.RunSpec, h *state.RunHeader, step schemas.PipelineStep, decision string, value *schemas.TypedValue, by, comment string, now time.Time) *state.StepState {
+	rec := &state.StepState{ID: step.ID, Wave: waveOf(sd, step.ID), Status: schemas.StepCompleted, Attempt: 1,
+		TaskID: schemas.StepTaskID(h.ID, step.ID, 1), DispatchedAt: h.WaveStartedAt, Deadline: h.WaveStartedAt.Add(sd.Timeout(step.ID)),
+		FinishedAt: now}
+	what := "approved"
+	switch {
+	case value != nil:
+		what = "answered"
+		v := *value
+		v.ProducedAt = now
+		rec.Outputs = map[string]schemas.TypedValue{schemas.HumanOutput: v}
+	case decision == schemas.DecisionReject:
+		what = "rejected"
+	}
+	msg := what + " by " + by
+	if comment != "" {
+		msg += ": " + comment
+	}
+	if what == "rejected" {
+		rec.Status, rec.Code, rec.Error = schemas.StepFailed, schemas.CodeRejected, msg
+	} else {
+		rec.Summary = msg
+	}
+	return rec
+}
+
+// defaultRecord is the record of a human step nobody answered in time: an
+// approval takes its default decision (reject when it names none), an
+// input its default value, or fails with code timeout when it has none.
+func defaultRecord(sd *state.RunSpec, h *state.RunHeader, step schemas.PipelineStep, now time.Time) *state.StepState {
+	by := fmt.Sprintf("default (no answer within %s)", sd.Timeout(step.ID))
+	if step.Kind == schemas.StepKindApproval {
+		d, _ := step.Human.Default.(string)
+		if d == "" {
+			d = schemas.DecisionReject
+		}
+		return humanRecord(sd, h, step, d, nil, by, "", now)
+	}
+	if step.Human.Default == nil {
+		return failedRecord(sd, h, step.ID, schemas.CodeTimeout,
+			fmt.Sprintf("%s: nobody answered input step %q within %s and it has no default", schemas.CodeTimeout, step.ID, sd.Timeout(step.ID)), now)
+	}
+	raw, _ := json.Marshal(step.Human.Default) // checked at submit
+	v := schemas.TypedValue{DataType: step.Human.InputType(), ContentTypeHint: step.Human.ContentTypeHint, Value: raw, Source: "default"}
+	return humanRecord(sd, h, step, "", &v, by, "", now)
+}
+
+// refusal is a resolution that changes nothing, with its code.
+type refusal struct {
+	code string
+	err  error
+}
+
+func (r *refusal) Error() string { return r.err.Error() }
+func (r *refusal) Unwrap() error { return r.err }
+
+func refuse(code, format string, args ...any) error {
+	return &refusal{code: code, err: fmt.Errorf(format, args...)}
+}
+
+// ErrNotWaiting is a resolution for a run or step that does not wait for
+// a person.
+var ErrNotWaiting = errors.New("not waiting")
+
+// Resolve applies a person's answer (io.agentmesh.pipeline.resolve.requested)
+// to an approval or input step that waits: the step ends as the answer
+// says and the run goes on, on whichever replica takes the request. An
+// answer that cannot apply (the run or step does not exist or does not
+// wait, the decision or value does not fit the step) changes nothing and
+// is refused with io.agentmesh.pipeline.resolve.refused on
+// mesh.events.<run>.pipeline; when neither the run id nor the event id
+// can be a subject token the error wraps bus.ErrNoReplySubject. Other
+// errors (KV trouble) mean: try again.
+func (s *Scheduler) Resolve(ctx context.Context, ev bus.Event) error {
+	var r schemas.Resolution
+	err := bus.DecodeData(ev, &r, func(b []byte) error { return schemas.ValidateJSON(schemas.SchemaResolve, b) })
+	if err != nil {
+		err = &refusal{code: schemas.CodeMalformedEvent, err: err}
+	} else {
+		// The record's end time is the request's, so a redelivered request
+		// writes the same record and is known as the same answer.
+		at := ev.Time.UTC()
+		if at.IsZero() {
+			at = time.Now().UTC()
+		}
+		err = s.resolve(ctx, r, at)
+	}
+	var ref *refusal
+	if !errors.As(err, &ref) {
+		return err
+	}
+	return s.refuseResolve(ev.ID, r, ref.code, ref.err)
+}
+
+// RefuseResolve refuses a resolve request that could not be read (ev may
+// be partly decoded): see Resolve.
+func (s *Scheduler) RefuseResolve(ev bus.Event, code string, cause error) error {
+	var r schemas.Resolution
+	_ = ev.DataAs(&r)
+	if bus.ValidateToken("run id", r.RunID) != nil {
+		r.RunID = ev.Ext(bus.ExtRunID)
+	}
+	return s.refuseResolve(ev.ID, r, code, cause)
+}
+
+func (s *Scheduler) refuseResolve(id string, r schemas.Resolution, code string, cause error) error {
+	to := bus.ReplyToken(r.RunID, id)
+	if to == "" {
+		return fmt.Errorf("%w: %w", bus.ErrNoReplySubject, cause)
+	}
+	s.emit(s.names.Events(to, "pipeline"), bus.TypeResolveRefused,
+		schemas.ResolveRefusal{RunID: to, Step: r.Step, Request: id, Code: code, Error: cause.Error(), At: time.Now().UTC()},
+		func(e *bus.Event) { e.SetExt(bus.ExtRunID, to) })
+	return nil
+}
+
+// resolve checks r against the run and writes the step's record; see Resolve.
+func (s *Scheduler) resolve(ctx context.Context, r schemas.Resolution, at time.Time) error {
+	sd, err := s.loadSpec(ctx, r.RunID)
+	if errors.Is(err, state.ErrNotFound) {
+		return refuse(schemas.CodeNotWaiting, "%w: there is no run %q; check the id with agentmesh runs", ErrNotWaiting, r.RunID)
+	}
+	if err != nil {
+		return err
+	}
+	step, ok := sd.Step(r.Step)
+	if !ok || !schemas.IsHumanKind(step.Kind) {
+		return refuse(schemas.CodeNotWaiting, "%w: run %s has no approval or input step %q; agentmesh state show %s lists its steps", ErrNotWaiting, r.RunID, r.Step, r.RunID)
+	}
+	var value *schemas.TypedValue
+	switch {
+	case step.Kind == schemas.StepKindApproval && (r.Decision == "" || r.Value != nil):
+		return refuse(schemas.CodeInvalidInput, "step %q of run %s is an approval: answer it with a decision (approve or reject) and no value", r.Step, r.RunID)
+	case step.Kind == schemas.StepKindInput && (r.Value == nil || r.Decision != ""):
+		return refuse(schemas.CodeInvalidInput, "step %q of run %s is an input: answer it with a value of data type %s and no decision", r.Step, r.RunID, step.Human.InputType())
+	case step.Kind == schemas.StepKindInput:
+		v, err := inputValue(s.router.DataTypes(), step, r.Value, "input")
+		if err != nil {
+			return refuse(schemas.CodeInvalidInput, "step %q of run %s: %v", r.Step, r.RunID, err)
+		}
+		value = &v
+	}
+	h, err := s.loadHeader(ctx, r.RunID, true)
+	if err != nil {
+		return err
+	}
+	if !h.Running(sd, r.Step) {
+		return refuse(schemas.CodeNotWaiting, "%w: step %q of run %s does not wait for a person: %s", ErrNotWaiting, r.Step, r.RunID, notWaitingWhy(sd, h, r.Step))
+	}
+	by := r.By
+	if by == "" {
+		by = "someone"
+	}
+	rec := humanRecord(sd, h, step, r.Decision, value, by, r.Comment, at)
+	stored, err := s.store.RecordStep(ctx, r.RunID, rec)
+	if err != nil {
+		return err
+	}
+	s.cache.putRecord(r.RunID, stored)
+	if !stored.FinishedAt.Equal(rec.FinishedAt) || stored.Status != rec.Status || stored.Summary != rec.Summary {
+		// The sweep's default, or another answer, came first; settle it
+		// in case its writer died before telling the header.
+		_ = s.settle(ctx, sd, []*state.StepState{stored})
+		return refuse(schemas.CodeNotWaiting, "%w: step %q of run %s ended already (%s %s)", ErrNotWaiting, r.Step, r.RunID, stored.Status, stored.Summary+stored.Error)
+	}
+	return s.settle(ctx, sd, []*state.StepState{stored})
+}
+
+// notWaitingWhy says why step id, known to the run, does not wait.
+func notWaitingWhy(sd *state.RunSpec, h *state.RunHeader, id string) string {
+	switch {
+	case h.Done():
+		return "the run has ended (" + h.Status + ")"
+	case h.Skipped[id] != "":
+		return "it was skipped: " + h.Skipped[id]
+	case waveOf(sd, id) > h.Wave:
+		return fmt.Sprintf("it has not started (it runs in wave %d, the run is in wave %d)", waveOf(sd, id), h.Wave)
+	default:
+		return "it has ended"
+	}
+}

@@ -12,7 +12,9 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
 
+	"github.com/agentmesh/agentmesh/agents"
 	"github.com/agentmesh/agentmesh/agents/builtin/text"
 	"github.com/agentmesh/agentmesh/bus"
 )
@@ -112,15 +114,19 @@ func (w *rawWorker) task(reply string, data []byte) *nats.Msg {
 // hop sends one task through the hand-written hop the way RoundTripData
 // sends one through the mesh: subscribe to the reply subject, publish the
 // task to the stream, wait for the reply.
-func (w *rawWorker) hop(ctx context.Context, nc *nats.Conn, id string, task []byte) (time.Duration, []byte, error) {
+func (w *rawWorker) hop(ctx context.Context, env Env, id string, task []byte) (time.Duration, []byte, error) {
+	js, err := callerJS(env)
+	if err != nil {
+		return 0, nil, err
+	}
 	start := time.Now()
 	reply := w.replyPrefix + id
-	sub, err := nc.SubscribeSync(reply)
+	sub, err := env.NC.SubscribeSync(reply)
 	if err != nil {
 		return 0, nil, err
 	}
 	defer func() { _ = sub.Unsubscribe() }()
-	if _, err := w.js.PublishMsg(ctx, w.task(reply, task)); err != nil {
+	if _, err := js.PublishMsg(ctx, w.task(reply, task)); err != nil {
 		return 0, nil, err
 	}
 	res, err := sub.NextMsg(10 * time.Second)
@@ -157,22 +163,43 @@ func upperText(task []byte) ([]byte, error) {
 // pull worker publishes the reply to a second stream). Both report p50-ns
 // and p99-ns. The returned closer stops the agent and the worker.
 func DurableHop(ctx context.Context, env Env) (Pair, io.Closer, error) {
-	agent, err := Serve(ctx, env, text.New())
+	return AgentHop(ctx, env, Hop{
+		ID: "durable-hop", Name: "durable hop (TextAgent)", Agent: text.New(), Task: TextTaskData,
+		Work: upperText, Want: "HELLO DURABLE HOP",
+	})
+}
+
+// Hop is a durable-hop scenario: a task for an agent, and what the
+// hand-written worker of the baseline does with the same task.
+type Hop struct {
+	ID, Name string
+	Agent    agents.Agent
+	Task     []byte                            // the task.requested payload
+	Work     func(task []byte) ([]byte, error) // the baseline worker's work
+	Want     string                            // what the baseline's reply contains
+}
+
+// AgentHop compares h.Task through h.Agent (served by the runtime in this
+// process) with the same hop written by hand with JetStream, the worker
+// doing h.Work. The returned closer stops the agent and the worker.
+func AgentHop(ctx context.Context, env Env, h Hop) (Pair, io.Closer, error) {
+	agent, err := Serve(ctx, env, h.Agent)
 	if err != nil {
 		return Pair{}, nil, err
 	}
-	w, err := startRawWorker(ctx, env, "hop", 1, upperText)
+	w, err := startRawWorker(ctx, env, strings.ReplaceAll(h.ID, "-", ""), 1, h.Work)
 	if err != nil {
 		return Pair{}, nil, errors.Join(err, agent.Close())
 	}
 	closer := closerFunc(func() error { return errors.Join(w.Close(), agent.Close()) })
+	name := h.Agent.Contract().Name
 	p := Pair{
-		ID: "durable-hop", Name: "durable hop (TextAgent)", Unit: "task", Baseliner: "nats.go JetStream work queue + pull worker + reply stream",
+		ID: h.ID, Name: h.Name, Unit: "task", Baseliner: "nats.go JetStream work queue + pull worker + reply stream",
 		Baseline: func(b *testing.B) {
 			durs := make([]time.Duration, 0, b.N)
-			for i := 0; b.Loop(); i++ {
-				d, out, err := w.hop(ctx, env.NC, fmt.Sprint(i), TextTaskData)
-				if err != nil || !strings.Contains(string(out), "HELLO DURABLE HOP") {
+			for b.Loop() {
+				d, out, err := w.hop(ctx, env, nuid.Next(), h.Task)
+				if err != nil || !strings.Contains(string(out), h.Want) {
 					b.Fatalf("baseline hop: %s, %v", out, err)
 				}
 				durs = append(durs, d)
@@ -182,12 +209,12 @@ func DurableHop(ctx context.Context, env Env) (Pair, io.Closer, error) {
 		Mesh: func(b *testing.B) {
 			durs := make([]time.Duration, 0, b.N)
 			for b.Loop() {
-				d, res, err := RoundTripData(ctx, env, text.Name, TextTaskData)
+				d, res, err := RoundTripData(ctx, env, name, h.Task)
 				if err != nil {
 					b.Fatal(err)
 				}
 				if typ := res.Header.Get("ce-type"); typ != bus.TypeTaskCompleted {
-					b.Fatalf("TextAgent answered %s: %s", typ, res.Data)
+					b.Fatalf("%s answered %s: %s", name, typ, res.Data)
 				}
 				durs = append(durs, d)
 			}

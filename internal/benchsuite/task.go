@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/agentmesh/agentmesh/agents"
 	"github.com/agentmesh/agentmesh/bus"
@@ -69,6 +70,10 @@ func RoundTripData(ctx context.Context, env Env, agent string, data []byte) (tim
 	if err != nil {
 		return 0, nil, err
 	}
+	js, err := callerJS(env)
+	if err != nil {
+		return 0, nil, err
+	}
 	start := time.Now()
 	ev, err := bus.NewEvent(bus.TypeTaskRequested, "/bench", data)
 	if err != nil {
@@ -89,7 +94,7 @@ func RoundTripData(ctx context.Context, env Env, agent string, data []byte) (tim
 	if err != nil {
 		return 0, nil, err
 	}
-	if _, err := env.JS.PublishMsg(ctx, msg); err != nil {
+	if _, err := js.PublishMsg(ctx, msg); err != nil {
 		return 0, nil, err
 	}
 	res, err := sub.NextMsg(10 * time.Second)
@@ -97,6 +102,16 @@ func RoundTripData(ctx context.Context, env Env, agent string, data []byte) (tim
 		return 0, nil, err
 	}
 	return time.Since(start), res, nil
+}
+
+// callerJS is a JetStream context on env.NC, the connection results are
+// awaited on: a task published on another connection could reach the
+// server before the subscription to its result, and the result be lost.
+func callerJS(env Env) (jetstream.JetStream, error) {
+	if env.JS != nil && env.JS.Conn() == env.NC {
+		return env.JS, nil
+	}
+	return jetstream.New(env.NC)
 }
 
 // TaskRoundTrip compares one no-op task dispatched through MESH_TASKS and its

@@ -69,10 +69,12 @@ func (r *Runtime) serveCall(req micro.Request) {
 	if !res.Success {
 		outcome = schemas.OutcomeFailed
 	}
+	// Observed before the reply goes out, so that an observer has seen
+	// the end of the task by the time its caller has the result.
+	r.finished(d, outcome, res)
 	if err := r.respondCall(req, d, res); err != nil {
 		r.log.Error("answering a direct call", "task", d.event.ID, "err", err)
 	}
-	r.finished(d, outcome, res)
 }
 
 // unretried turns a failure the durable path would retry into a retryable

@@ -124,7 +124,7 @@ func (r *Runtime) run(d *delivery) (schemas.AgentResult, error) {
 	}
 	var req schemas.TaskRequest
 	if len(ev.Data) > 0 {
-		if err := bus.DecodeData(ev, &req, func(b []byte) error { return schemas.ValidateJSON(schemas.SchemaTask, b) }); err != nil {
+		if err := bus.DecodeData(ev, &req, schemas.ValidateTask); err != nil {
 			return fail(schemas.CodeMalformedEvent, "task %s: %v", ev.ID, err)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"maps"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -60,6 +61,7 @@ func WithParallelism(n int) Option {
 type ObjectStore struct {
 	obs      jetstream.ObjectStore
 	parallel int
+	index    atomic.Pointer[fileIndex] // set by Index while it watches
 }
 
 var _ Catalog = (*ObjectStore)(nil)
@@ -121,6 +123,7 @@ func (o *ObjectStore) Store(ctx context.Context, content io.Reader, mediaType st
 			fmt.Errorf("store %s: the object store recorded %d bytes and digest %q for %d bytes read", id, ref.Size, info.Digest, body.n),
 			o.obs.Delete(ctx, id))
 	}
+	o.index.Load().set(id, &ref) // this process reads its own writes at once
 	return ref, nil
 }
 
@@ -186,8 +189,12 @@ func (o *ObjectStore) ResolveMetadata(ctx context.Context, id string) (schemas.F
 }
 
 // List yields every file's reference in the store's order, skipping spilled
-// collections.
+// collections; while Index watches the store, it yields them from the index
+// in the order of their ids.
 func (o *ObjectStore) List(ctx context.Context) iter.Seq2[schemas.FileRef, error] {
+	if x := o.index.Load(); x != nil {
+		return x.list()
+	}
 	return func(yield func(schemas.FileRef, error) bool) {
 		infos, err := o.obs.List(ctx)
 		if errors.Is(err, jetstream.ErrNoObjectsFound) {
@@ -234,7 +241,9 @@ func (o *ObjectStore) UpdateMetadata(ctx context.Context, id string, update func
 		return schemas.FileRef{}, o.wrap(id, err)
 	}
 	info.Metadata = meta
-	return refFromInfo(info), nil
+	ref := refFromInfo(info)
+	o.index.Load().set(id, &ref)
+	return ref, nil
 }
 
 // Delete removes a file and its content.
@@ -248,6 +257,7 @@ func (o *ObjectStore) Delete(ctx context.Context, id string) error {
 	if err := o.obs.Delete(ctx, id); err != nil {
 		return o.wrap(id, err)
 	}
+	o.index.Load().set(id, nil)
 	return nil
 }
 

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"os"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -14,7 +13,10 @@ import (
 func init() { register(newBenchCmd) }
 
 func newBenchCmd(a *app) *cobra.Command {
-	var only string
+	var (
+		only   []string
+		rounds int
+	)
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Run the benchmark suite, side by side with raw NATS baselines",
@@ -22,18 +24,32 @@ func newBenchCmd(a *app) *cobra.Command {
 same server in the same run, and prints the ratio (mesh time over baseline
 time; lower is better):
 
-  codec round trip     the CloudEvents codec vs sdk-go structured JSON
-  task round trip      a no-op task through MESH_TASKS and back vs core request-reply
-  direct call          a no-op task to the agent's micro endpoint (mesh.call.<agent>)
-                       vs core request-reply of the same event
-  object store         resolver Store/Open vs nats.go ObjectStore Put/Get (1 MiB)
+  codec                 the CloudEvents codec vs sdk-go structured JSON
+  task-round-trip       a no-op task through MESH_TASKS and back vs core request-reply
+  direct-call           a no-op task to the agent's micro endpoint (mesh.call.<agent>)
+                        vs core request-reply of the same event
+  durable-hop           a structured task through TextAgent (MESH_TASKS, result on
+                        mesh.result.TextAgent.<id>) vs the same hop written with
+                        JetStream: a work-queue stream, a pull worker, a reply stream
+  throughput            no-op tasks/s through 2 agent instances vs 2 hand-written
+                        JetStream pull workers
+  objectstore-put-1MiB  resolver Store vs nats.go ObjectStore Put
+  objectstore-get-1MiB  resolver Open vs nats.go ObjectStore Get
 
+Each side runs --rounds times (default 3), alternating with the other, and each figure is the
+median of its rounds. RATIO is the mesh's p50 over the baseline's (time per
+operation where there is no p50; lower is better); THROUGHPUT RATIO is the
+mesh's operations per second over the baseline's (higher is better).
 Without --nats it starts an embedded server in a temporary directory. The
 machine's other load shows in the figures: compare ratios, not absolutes.
-Deeper benchmarks (pipelines, throughput) run with 'go test -bench . ./...'.`,
+The same scenarios run with 'go test -bench Suite ./internal/benchsuite/'.
+docs/benchmarks.md explains the figures.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
+			if rounds < 1 {
+				return fmt.Errorf("--rounds %d: use 1 or more", rounds)
+			}
 			if a.natsURL == "" || !cmd.Flag("nats").Changed {
 				dir, err := os.MkdirTemp("", "agentmesh-bench-")
 				if err != nil {
@@ -52,20 +68,17 @@ Deeper benchmarks (pipelines, throughput) run with 'go test -bench . ./...'.`,
 				return err
 			}
 			defer m.Close()
-			pairs, closer, err := benchsuite.Pairs(ctx, benchsuite.Env{NC: m.NC, JS: m.JS, Names: m.Names, Res: m.Res})
+			pairs, closer, err := benchsuite.Pairs(ctx, benchsuite.Env{NC: m.NC, JS: m.JS, Names: m.Names, Res: m.Res}, only...)
 			if err != nil {
 				return err
 			}
 			defer closer.Close()
 			var results []benchsuite.Comparison
 			for _, p := range pairs {
-				if only != "" && !strings.Contains(strings.ToLower(p.Name), strings.ToLower(only)) {
-					continue
-				}
 				if !a.jsonOut {
 					fmt.Fprintf(a.errOut, "measuring %s ...\n", p.Name)
 				}
-				results = append(results, benchsuite.Measure(p))
+				results = append(results, benchsuite.MeasureRounds(p, rounds))
 			}
 			if a.jsonOut {
 				return a.printJSON(results)
@@ -74,6 +87,7 @@ Deeper benchmarks (pipelines, throughput) run with 'go test -bench . ./...'.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&only, "only", "", "run only the benchmarks whose name contains this text")
+	cmd.Flags().IntVar(&rounds, "rounds", benchsuite.Rounds, "how many times each side runs, alternating; figures are the medians")
+	cmd.Flags().StringSliceVar(&only, "only", nil, "run only the scenarios of these exact names, e.g. --only durable-hop,throughput")
 	return cmd
 }

@@ -17,11 +17,16 @@ import (
 // the object store resolver on the mesh's mesh_files store. SummarizeAgent
 // and PromptAgent use the LLM configured by OPENAI_API_KEY, OPENAI_BASE_URL
 // and AGENTMESH_MODEL; without one, SummarizeAgent writes an extractive
-// summary. AnalysisAgent categorises by pixel features.
+// summary. AnalysisAgent categorises by pixel features. The search agents keep
+// an index of the store's metadata, updated by watching the store.
 func init() {
 	registerBuiltin(imagesearch.Name, "SEARCH: finds stored images by name, tags, folder and what the pixels show",
-		func(_ context.Context, m *mesh) (agents.Agent, error) {
-			return imagesearch.New(resolvers.NewObjectStore(m.Res.Files))
+		func(ctx context.Context, m *mesh) (agents.Agent, error) {
+			store, err := indexedStore(ctx, m)
+			if err != nil {
+				return nil, err
+			}
+			return imagesearch.New(store)
 		})
 	registerBuiltin(analysis.Name, "ANALYSIS: categorises images (sunset, forest, seascape, night, snow, ...)",
 		func(_ context.Context, m *mesh) (agents.Agent, error) {
@@ -32,8 +37,12 @@ func init() {
 			return folder.New(resolvers.NewObjectStore(m.Res.Files))
 		})
 	registerBuiltin(docsearch.Name, "SEARCH: finds stored documents (text, Markdown, HTML, PDF) by name and content",
-		func(_ context.Context, m *mesh) (agents.Agent, error) {
-			return docsearch.New(resolvers.NewObjectStore(m.Res.Files))
+		func(ctx context.Context, m *mesh) (agents.Agent, error) {
+			store, err := indexedStore(ctx, m)
+			if err != nil {
+				return nil, err
+			}
+			return docsearch.New(store)
 		})
 	registerBuiltin(summarize.Name, "GENERATION: summarises documents (LLM, or extractive without one)",
 		func(_ context.Context, m *mesh) (agents.Agent, error) {
@@ -43,6 +52,17 @@ func init() {
 			}
 			return summarize.New(resolvers.NewObjectStore(m.Res.Files), summarize.WithTextModel(model))
 		})
+}
+
+// indexedStore is the mesh's file store with its metadata indexed in
+// memory (resolvers.ObjectStore.Index) for as long as ctx lives, so that a
+// search agent does not list the store on every task.
+func indexedStore(ctx context.Context, m *mesh) (*resolvers.ObjectStore, error) {
+	store := resolvers.NewObjectStore(m.Res.Files)
+	if err := store.Index(ctx); err != nil {
+		return nil, err
+	}
+	return store, nil
 }
 
 // promptAgentFromConfig builds the PromptAgent a YAML file declares, for

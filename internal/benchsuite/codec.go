@@ -42,7 +42,7 @@ func Codec() Pair {
 		}
 	}
 	return Pair{
-		Name: "codec round trip (task, 5 IDs)", Unit: "round trip", Baseliner: "sdk-go structured json.Marshal/Unmarshal",
+		ID: "codec", Name: "codec round trip (task, 5 IDs)", Unit: "round trip", Baseliner: "sdk-go structured json.Marshal/Unmarshal",
 		Baseline: func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {

@@ -62,7 +62,7 @@ func DirectCall(ctx context.Context, env Env) (Pair, io.Closer, error) {
 		return msg
 	}
 	p := Pair{
-		Name: "direct call (no-op agent, micro endpoint)", Unit: "call", Baseliner: "nats.go core request-reply of the same event",
+		ID: "direct-call", Name: "direct call (no-op agent, micro endpoint)", Unit: "call", Baseliner: "nats.go core request-reply of the same event",
 		Baseline: func(b *testing.B) {
 			msg := event(b, "bench.echo.direct")
 			durs := make([]time.Duration, 0, b.N)
@@ -73,7 +73,7 @@ func DirectCall(ctx context.Context, env Env) (Pair, io.Closer, error) {
 				}
 				durs = append(durs, time.Since(start))
 			}
-			recordP50(b, durs)
+			recordLatency(b, durs)
 		},
 		Mesh: func(b *testing.B) {
 			durs := make([]time.Duration, 0, b.N)
@@ -93,7 +93,7 @@ func DirectCall(ctx context.Context, env Env) (Pair, io.Closer, error) {
 				}
 				durs = append(durs, time.Since(start))
 			}
-			recordP50(b, durs)
+			recordLatency(b, durs)
 		},
 	}
 	return p, closer, nil

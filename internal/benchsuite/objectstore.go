@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -26,7 +27,7 @@ func ObjectStore(ctx context.Context, env Env, size int) []Pair {
 	label := fmt.Sprintf("%d MiB", size>>20)
 	var stored string
 	put := Pair{
-		Name: "object store put " + label, Unit: "file", Baseliner: "nats.go ObjectStore.Put",
+		ID: "objectstore-put-" + strings.ReplaceAll(label, " ", ""), Name: "object store put " + label, Unit: "file", Baseliner: "nats.go ObjectStore.Put",
 		Baseline: func(b *testing.B) {
 			b.SetBytes(int64(size))
 			for b.Loop() {
@@ -63,7 +64,7 @@ func ObjectStore(ctx context.Context, env Env, size int) []Pair {
 		return stored
 	}
 	get := Pair{
-		Name: "object store get " + label, Unit: "file", Baseliner: "nats.go ObjectStore.Get",
+		ID: "objectstore-get-" + strings.ReplaceAll(label, " ", ""), Name: "object store get " + label, Unit: "file", Baseliner: "nats.go ObjectStore.Get",
 		Baseline: func(b *testing.B) {
 			id := ensure(b)
 			b.SetBytes(int64(size))

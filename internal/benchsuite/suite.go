@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"testing"
 	"text/tabwriter"
 	"time"
@@ -32,6 +33,7 @@ type Env struct {
 
 // Pair is one comparison: the mesh's body and the baseline's body.
 type Pair struct {
+	ID        string // the scenario's name for --only and go test -bench, e.g. "durable-hop"
 	Name      string
 	Unit      string // what one iteration is, e.g. "round trip"
 	Mesh      func(b *testing.B)
@@ -39,87 +41,211 @@ type Pair struct {
 	Baseliner string // what the baseline is, e.g. "nats.go core request-reply"
 }
 
+// Side is one side of a comparison, each figure the median of its rounds.
+type Side struct {
+	NsPerOp float64 `json:"ns_per_op"`
+	P50     float64 `json:"p50_ns,omitempty"`
+	P99     float64 `json:"p99_ns,omitempty"`
+	PerSec  float64 `json:"per_s"` // units (Pair.Unit) per second
+	MBs     float64 `json:"mb_per_s,omitempty"`
+	Allocs  int64   `json:"allocs_per_op"`
+}
+
 // Comparison is a measured pair.
 type Comparison struct {
-	Name      string  `json:"name"`
-	Baseline  string  `json:"baseline"`
-	MeshNs    float64 `json:"mesh_ns_per_op"`
-	BaseNs    float64 `json:"baseline_ns_per_op"`
-	MeshP50   float64 `json:"mesh_p50_ns,omitempty"`
-	BaseP50   float64 `json:"baseline_p50_ns,omitempty"`
-	MeshMBs   float64 `json:"mesh_mb_per_s,omitempty"`
-	BaseMBs   float64 `json:"baseline_mb_per_s,omitempty"`
-	Ratio     float64 `json:"ratio"` // mesh time over baseline time; lower is better
-	MeshAlloc int64   `json:"mesh_allocs_per_op"`
-	BaseAlloc int64   `json:"baseline_allocs_per_op"`
+	ID       string  `json:"id"`
+	Name     string  `json:"name"`
+	Unit     string  `json:"unit"`
+	Baseline string  `json:"baseline"`
+	Rounds   int     `json:"rounds"`
+	Mesh     Side    `json:"agentmesh"`
+	Base     Side    `json:"baseline_figures"`
+	Ratio    float64 `json:"ratio"` // mesh p50 (else time per op) over the baseline's; lower is better
+	// ThroughputRatio is the mesh's units per second over the baseline's;
+	// higher is better.
+	ThroughputRatio float64 `json:"throughput_ratio"`
 }
 
-// Pairs returns the suite against env. Call Close on the returned closer
-// when done.
-func Pairs(ctx context.Context, env Env) ([]Pair, io.Closer, error) {
-	task, closer, err := TaskRoundTrip(ctx, env)
-	if err != nil {
-		return nil, nil, err
-	}
-	direct, directCloser, err := DirectCall(ctx, env)
-	if err != nil {
-		return nil, nil, errors.Join(err, closer.Close())
-	}
-	pairs := []Pair{Codec(), task, direct}
-	pairs = append(pairs, ObjectStore(ctx, env, 1<<20)...)
-	return pairs, closerFunc(func() error { return errors.Join(directCloser.Close(), closer.Close()) }), nil
+// scenario makes the pairs of one or more scenarios.
+type scenario struct {
+	ids  []string
+	make func(context.Context, Env) ([]Pair, io.Closer, error)
 }
 
-// Measure runs both sides of p with testing.Benchmark, baseline first.
-func Measure(p Pair) Comparison {
-	base := testing.Benchmark(p.Baseline)
-	mesh := testing.Benchmark(p.Mesh)
-	c := Comparison{
-		Name: p.Name, Baseline: p.Baseliner,
-		MeshNs: float64(mesh.NsPerOp()), BaseNs: float64(base.NsPerOp()),
-		MeshP50: mesh.Extra["p50-ns"], BaseP50: base.Extra["p50-ns"],
-		MeshAlloc: mesh.AllocsPerOp(), BaseAlloc: base.AllocsPerOp(),
+// one adapts a maker of one pair.
+func one(id string, mk func(context.Context, Env) (Pair, io.Closer, error)) scenario {
+	return scenario{ids: []string{id}, make: func(ctx context.Context, env Env) ([]Pair, io.Closer, error) {
+		p, c, err := mk(ctx, env)
+		return []Pair{p}, c, err
+	}}
+}
+
+var scenarios = []scenario{
+	{ids: []string{"codec"}, make: func(context.Context, Env) ([]Pair, io.Closer, error) {
+		return []Pair{Codec()}, closerFunc(func() error { return nil }), nil
+	}},
+	one("task-round-trip", TaskRoundTrip),
+	one("direct-call", DirectCall),
+	one("durable-hop", DurableHop),
+	one("throughput", Throughput),
+	{ids: []string{"objectstore-put-1MiB", "objectstore-get-1MiB"}, make: func(ctx context.Context, env Env) ([]Pair, io.Closer, error) {
+		return ObjectStore(ctx, env, 1<<20), closerFunc(func() error { return nil }), nil
+	}},
+}
+
+// IDs lists the suite's scenario names, in the order Pairs returns them.
+func IDs() []string {
+	var ids []string
+	for _, s := range scenarios {
+		ids = append(ids, s.ids...)
 	}
-	if mesh.Bytes > 0 && mesh.T > 0 {
-		c.MeshMBs = float64(mesh.Bytes) * float64(mesh.N) / 1e6 / mesh.T.Seconds()
-		c.BaseMBs = float64(base.Bytes) * float64(base.N) / 1e6 / base.T.Seconds()
+	return ids
+}
+
+// Pairs returns the suite against env: the scenarios named by only (their
+// IDs, exactly), or all when only is empty; only those are set up. A name
+// that is no scenario is an error naming the scenarios. Call Close on the
+// returned closer when done.
+func Pairs(ctx context.Context, env Env, only ...string) ([]Pair, io.Closer, error) {
+	all := IDs()
+	for _, name := range only {
+		if !slices.Contains(all, name) {
+			return nil, nil, fmt.Errorf("benchmark scenario %q does not exist: use one of %s", name, strings.Join(all, ", "))
+		}
 	}
+	var (
+		pairs   []Pair
+		closers []io.Closer
+	)
+	closeAll := closerFunc(func() error {
+		var errs []error
+		for i := len(closers) - 1; i >= 0; i-- {
+			errs = append(errs, closers[i].Close())
+		}
+		return errors.Join(errs...)
+	})
+	for _, s := range scenarios {
+		if len(only) > 0 && !slices.ContainsFunc(s.ids, func(id string) bool { return slices.Contains(only, id) }) {
+			continue
+		}
+		ps, c, err := s.make(ctx, env)
+		if err != nil {
+			return nil, nil, errors.Join(err, closeAll.Close())
+		}
+		closers = append(closers, c)
+		for _, p := range ps {
+			if len(only) == 0 || slices.Contains(only, p.ID) {
+				pairs = append(pairs, p)
+			}
+		}
+	}
+	return pairs, closeAll, nil
+}
+
+// Rounds is how many times Measure runs each side, alternating baseline
+// and mesh, so that a slow spell of a shared machine hits both.
+const Rounds = 3
+
+// Measure runs both sides of p with testing.Benchmark, Rounds times each,
+// alternating, baseline first; each figure is the median of the rounds.
+func Measure(p Pair) Comparison { return MeasureRounds(p, Rounds) }
+
+// MeasureRounds is Measure with rounds rounds (at least 1).
+func MeasureRounds(p Pair, rounds int) Comparison {
+	rounds = max(rounds, 1)
+	var base, mesh []testing.BenchmarkResult
+	for range rounds {
+		base = append(base, testing.Benchmark(p.Baseline))
+		mesh = append(mesh, testing.Benchmark(p.Mesh))
+	}
+	c := Comparison{ID: p.ID, Name: p.Name, Unit: p.Unit, Baseline: p.Baseliner, Rounds: rounds, Mesh: summarize(mesh), Base: summarize(base)}
 	switch {
-	case c.MeshP50 > 0 && c.BaseP50 > 0:
-		c.Ratio = c.MeshP50 / c.BaseP50
-	case c.BaseNs > 0:
-		c.Ratio = c.MeshNs / c.BaseNs
+	case c.Mesh.P50 > 0 && c.Base.P50 > 0:
+		c.Ratio = c.Mesh.P50 / c.Base.P50
+	case c.Base.NsPerOp > 0:
+		c.Ratio = c.Mesh.NsPerOp / c.Base.NsPerOp
+	}
+	if c.Base.PerSec > 0 {
+		c.ThroughputRatio = c.Mesh.PerSec / c.Base.PerSec
 	}
 	return c
 }
 
+// summarize is the median of each figure over rs.
+func summarize(rs []testing.BenchmarkResult) Side {
+	med := func(f func(r testing.BenchmarkResult) float64) float64 {
+		v := make([]float64, len(rs))
+		for i, r := range rs {
+			v[i] = f(r)
+		}
+		slices.Sort(v)
+		return v[len(v)/2]
+	}
+	s := Side{
+		NsPerOp: med(func(r testing.BenchmarkResult) float64 { return float64(r.NsPerOp()) }),
+		P50:     med(func(r testing.BenchmarkResult) float64 { return r.Extra["p50-ns"] }),
+		P99:     med(func(r testing.BenchmarkResult) float64 { return r.Extra["p99-ns"] }),
+		Allocs:  int64(med(func(r testing.BenchmarkResult) float64 { return float64(r.AllocsPerOp()) })),
+		PerSec: med(func(r testing.BenchmarkResult) float64 {
+			if v := r.Extra[PerSecMetric]; v > 0 {
+				return v
+			}
+			if r.T <= 0 {
+				return 0
+			}
+			return float64(r.N) / r.T.Seconds()
+		}),
+	}
+	s.MBs = med(func(r testing.BenchmarkResult) float64 {
+		if r.Bytes <= 0 || r.T <= 0 {
+			return 0
+		}
+		return float64(r.Bytes) * float64(r.N) / 1e6 / r.T.Seconds()
+	})
+	return s
+}
+
+// PerSecMetric is the metric a throughput body reports its units per
+// second as (a sequential body's rate is N over its time).
+const PerSecMetric = "units/s"
+
 // Print writes comparisons as a table.
 func Print(w io.Writer, cs []Comparison) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "BENCHMARK\tAGENTMESH\tBASELINE\tRATIO\tBASELINE IS")
+	fmt.Fprintln(tw, "SCENARIO\tAGENTMESH\tBASELINE\tRATIO\tTHROUGHPUT RATIO\tBASELINE IS")
 	for _, c := range cs {
-		mesh, base := fmtNs(c.MeshNs), fmtNs(c.BaseNs)
-		if c.MeshP50 > 0 {
-			mesh, base = "p50 "+fmtNs(c.MeshP50), "p50 "+fmtNs(c.BaseP50)
-		}
-		if c.MeshMBs > 0 {
-			mesh, base = fmt.Sprintf("%.0f MB/s", c.MeshMBs), fmt.Sprintf("%.0f MB/s", c.BaseMBs)
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%.2fx\t%s\n", c.Name, mesh, base, c.Ratio, c.Baseline)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%.2fx\t%.2fx\t%s\n", c.ID, c.Mesh.format(c.Unit), c.Base.format(c.Unit), c.Ratio, c.ThroughputRatio, c.Baseline)
 	}
 	_ = tw.Flush()
+}
+
+// format is the side's figures in one cell.
+func (s Side) format(unit string) string {
+	rate := fmt.Sprintf("%.0f %s/s", s.PerSec, unit)
+	switch {
+	case s.MBs > 0:
+		return fmt.Sprintf("%.0f MB/s", s.MBs)
+	case s.P50 > 0:
+		return fmt.Sprintf("p50 %s p99 %s, %s", fmtNs(s.P50), fmtNs(s.P99), rate)
+	case unit == "" || s.NsPerOp < 1000:
+		return fmtNs(s.NsPerOp) + "/op"
+	}
+	return fmtNs(s.NsPerOp) + "/op, " + rate
 }
 
 func fmtNs(ns float64) string {
 	return time.Duration(ns).Round(100 * time.Nanosecond).String()
 }
 
-// recordP50 reports the median of durs as the p50-ns metric.
-func recordP50(b *testing.B, durs []time.Duration) {
+// recordLatency reports the p50-ns and p99-ns of durs.
+func recordLatency(b *testing.B, durs []time.Duration) {
 	if len(durs) == 0 {
 		return
 	}
-	b.ReportMetric(float64(P50(durs)), "p50-ns")
+	s := slices.Clone(durs)
+	slices.Sort(s)
+	b.ReportMetric(float64(s[len(s)/2]), "p50-ns")
+	b.ReportMetric(float64(s[min(len(s)-1, len(s)*99/100)]), "p99-ns")
 }
 
 // P50 is the median of durs (0 for none).

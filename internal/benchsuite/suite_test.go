@@ -22,8 +22,8 @@ func BenchmarkSuite(b *testing.B) {
 	}
 	defer closer.Close()
 	for _, p := range pairs {
-		b.Run(p.Name+"/baseline", p.Baseline)
-		b.Run(p.Name+"/agentmesh", p.Mesh)
+		b.Run(p.ID+"/baseline", p.Baseline)
+		b.Run(p.ID+"/agentmesh", p.Mesh)
 	}
 }
 
@@ -33,8 +33,8 @@ func TestMeasureComparesBothSides(t *testing.T) {
 	if testing.Short() {
 		t.Skip("measures for about two seconds")
 	}
-	c := Measure(Codec())
-	if c.MeshNs <= 0 || c.BaseNs <= 0 || c.Ratio <= 0 {
+	c := MeasureRounds(Codec(), 1)
+	if c.Mesh.NsPerOp <= 0 || c.Base.NsPerOp <= 0 || c.Ratio <= 0 || c.ThroughputRatio <= 0 {
 		t.Fatalf("incomplete comparison: %+v", c)
 	}
 }

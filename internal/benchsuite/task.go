@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/agentmesh/agentmesh/agents"
 	"github.com/agentmesh/agentmesh/bus"
@@ -28,11 +29,17 @@ func ServeNoop(ctx context.Context, env Env, name string, opts ...agents.Option)
 		func(context.Context, *schemas.ExecutionContext) (schemas.AgentResult, error) {
 			return schemas.AgentResult{Success: true}, nil
 		})
+	return Serve(ctx, env, noop, opts...)
+}
+
+// Serve runs agent a on env's agent connection with opts until the
+// returned closer is closed; it returns once the agent is ready.
+func Serve(ctx context.Context, env Env, a agents.Agent, opts ...agents.Option) (io.Closer, error) {
 	agentNC := env.AgentNC
 	if agentNC == nil {
 		agentNC = env.NC
 	}
-	rt, err := agents.NewRuntime(agentNC, noop, append([]agents.Option{agents.WithNames(env.Names)}, opts...)...)
+	rt, err := agents.NewRuntime(agentNC, a, append([]agents.Option{agents.WithNames(env.Names)}, opts...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -51,14 +58,26 @@ func ServeNoop(ctx context.Context, env Env, name string, opts ...agents.Option)
 // RoundTrip publishes one empty task for agent to MESH_TASKS and waits for
 // its result; it returns the time that took.
 func RoundTrip(ctx context.Context, env Env, agent string) (time.Duration, error) {
+	d, _, err := RoundTripData(ctx, env, agent, []byte(`{}`))
+	return d, err
+}
+
+// RoundTripData publishes one task for agent with data (a task.requested
+// payload) to MESH_TASKS and waits for its result on the result subject;
+// it returns the time that took and the result message.
+func RoundTripData(ctx context.Context, env Env, agent string, data []byte) (time.Duration, *nats.Msg, error) {
 	subj, err := env.Names.Task(agent)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
+	}
+	js, err := callerJS(env)
+	if err != nil {
+		return 0, nil, err
 	}
 	start := time.Now()
-	ev, err := bus.NewEvent(bus.TypeTaskRequested, "/bench", []byte(`{}`))
+	ev, err := bus.NewEvent(bus.TypeTaskRequested, "/bench", data)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	replyTo := env.Names.Result(agent, ev.ID)
 	if env.Client != "" {
@@ -68,20 +87,31 @@ func RoundTrip(ctx context.Context, env Env, agent string) (time.Duration, error
 	}
 	sub, err := env.NC.SubscribeSync(replyTo)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	defer func() { _ = sub.Unsubscribe() }()
 	msg, err := bus.Encode(subj, ev)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
-	if _, err := env.JS.PublishMsg(ctx, msg); err != nil {
-		return 0, err
+	if _, err := js.PublishMsg(ctx, msg); err != nil {
+		return 0, nil, err
 	}
-	if _, err := sub.NextMsg(10 * time.Second); err != nil {
-		return 0, err
+	res, err := sub.NextMsg(10 * time.Second)
+	if err != nil {
+		return 0, nil, err
 	}
-	return time.Since(start), nil
+	return time.Since(start), res, nil
+}
+
+// callerJS is a JetStream context on env.NC, the connection results are
+// awaited on: a task published on another connection could reach the
+// server before the subscription to its result, and the result be lost.
+func callerJS(env Env) (jetstream.JetStream, error) {
+	if env.JS != nil && env.JS.Conn() == env.NC {
+		return env.JS, nil
+	}
+	return jetstream.New(env.NC)
 }
 
 // TaskRoundTrip compares one no-op task dispatched through MESH_TASKS and its
@@ -109,7 +139,7 @@ func TaskRoundTrip(ctx context.Context, env Env) (Pair, io.Closer, error) {
 		return errors.Join(uerr, agent.Close())
 	})
 	p := Pair{
-		Name: "task round trip (no-op agent)", Unit: "round trip", Baseliner: "nats.go core request-reply",
+		ID: "task-round-trip", Name: "task round trip (no-op agent)", Unit: "round trip", Baseliner: "nats.go core request-reply",
 		Baseline: func(b *testing.B) {
 			durs := make([]time.Duration, 0, b.N)
 			for b.Loop() {
@@ -119,7 +149,7 @@ func TaskRoundTrip(ctx context.Context, env Env) (Pair, io.Closer, error) {
 				}
 				durs = append(durs, time.Since(start))
 			}
-			recordP50(b, durs)
+			recordLatency(b, durs)
 		},
 		Mesh: func(b *testing.B) {
 			durs := make([]time.Duration, 0, b.N)
@@ -130,7 +160,7 @@ func TaskRoundTrip(ctx context.Context, env Env) (Pair, io.Closer, error) {
 				}
 				durs = append(durs, d)
 			}
-			recordP50(b, durs)
+			recordLatency(b, durs)
 		},
 	}
 	return p, closer, nil

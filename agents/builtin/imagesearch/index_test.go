@@ -1,0 +1,86 @@
+package imagesearch_test
+
+import (
+	"bytes"
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/agentmesh/agentmesh/agents/builtin/imagesearch"
+	"github.com/agentmesh/agentmesh/agents/builtin/samples"
+	"github.com/agentmesh/agentmesh/bus/bustest"
+	"github.com/agentmesh/agentmesh/resolvers"
+)
+
+// eventually polls cond for up to ten seconds: the index learns of another
+// process's writes through the store's watch, a moment after the write.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("after 10s: %s", what)
+		}
+	}
+}
+
+// With an indexed store the agent answers from the index: the same images
+// as a listing finds, an image another process puts after the agent started
+// is found, and a deleted one is not.
+func TestIndexedStoreSeesPutsAndDeletes(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	files := bustest.Start(t).Provision(t).Files
+	writer := resolvers.NewObjectStore(files) // another process's view
+	img := samples.Images()[0]
+	if _, err := writer.Store(ctx, bytes.NewReader(img.Content), img.MediaType, map[string]string{"filename": "kestrel.jpg"}); err != nil {
+		t.Fatal(err)
+	}
+
+	indexed := resolvers.NewObjectStore(files)
+	if err := indexed.Index(ctx); err != nil {
+		t.Fatal(err)
+	}
+	a, err := imagesearch.New(indexed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	listing, err := imagesearch.New(writer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	query := map[string]any{"query": "kestrel"}
+	_, fromIndex := run(t, a, query)
+	_, fromList := run(t, listing, query)
+	if len(fromIndex) != 1 || !slices.Equal(fromIndex, fromList) {
+		t.Fatalf("indexed search found %v, listing found %v", fromIndex, fromList)
+	}
+
+	ref, err := writer.Store(ctx, bytes.NewReader(img.Content), img.MediaType, map[string]string{"filename": "pelican.jpg"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := map[string]any{"query": "pelican"}
+	eventually(t, "the image put after the agent started is not found", func() bool {
+		_, got := run(t, a, after)
+		return slices.Equal(got, []string{ref.ID})
+	})
+
+	if err := writer.Delete(ctx, ref.ID); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the deleted image is still found", func() bool {
+		res, got := run(t, a, after)
+		return res.Success && len(got) == 0
+	})
+
+	// Once the index's context ends, List asks the store again.
+	cancel()
+	if _, err := writer.Store(context.Background(), bytes.NewReader(img.Content), img.MediaType, map[string]string{"filename": "heron.jpg"}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "after the index stopped, a new image is not found", func() bool {
+		_, got := run(t, a, map[string]any{"query": "heron"})
+		return len(got) == 1
+	})
+}

@@ -143,7 +143,9 @@ func (r *Runtime) Announcement() schemas.Announcement {
 // Run serves the agent until ctx ends, then drains: it stops fetching tasks,
 // lets the running ones finish and publish their results, announces its
 // departure and deletes its registry entry. It returns nil after a clean
-// drain, and an error when the agent could not start.
+// drain, and an error when the agent could not start. It is long because
+// it is the instance's life in order (bind, announce, serve, drain,
+// depart), each step undoing the ones before it when it fails.
 func (r *Runtime) Run(ctx context.Context) error {
 	if !r.started.CompareAndSwap(false, true) {
 		return ErrAlreadyRunning

@@ -116,7 +116,9 @@ func (r *Runtime) accept(d *delivery) error {
 }
 
 // run validates and executes the task. It returns the result, or a non-nil
-// retry error when the failure should be retried.
+// retry error when the failure should be retried. It is long because the
+// checks a task passes before it runs come in one order, each answering
+// with its own code, and the outcome of Execute maps to one result.
 func (r *Runtime) run(d *delivery) (schemas.AgentResult, error) {
 	ev, c := d.event, r.contract
 	fail := func(code, format string, args ...any) (schemas.AgentResult, error) {

@@ -19,6 +19,8 @@ import (
 
 func init() { register(newRunCmd) }
 
+// newRunCmd is the run command: long for its help text, flags and the
+// follow loop, which read best in one place.
 func newRunCmd(a *app) *cobra.Command {
 	var (
 		runID string

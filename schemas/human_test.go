@@ -21,7 +21,7 @@ func TestHumanStepValidation(t *testing.T) {
 	}
 	for _, want := range []string{`step "a": a step of kind approval has no agent (it names "X")`, `step "a": a step of kind approval needs timeout_ms`,
 		`human.default maybe: an approval's default is "approve" or "reject"`, `only an input step has a data type`,
-		`step "i": a step of kind input needs human.prompt`, `unknown kind "loop"; the kinds are: agent, approval, input`} {
+		`step "i": a step of kind input needs human.prompt`, `unknown kind "loop"; the kinds are: agent, router, evaluator, approval, input`} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q:\n%v", want, err)
 		}

@@ -1,6 +1,7 @@
 package client
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -42,6 +43,7 @@ type Registry struct {
 type registryEntry struct {
 	ann      schemas.Announcement
 	revision uint64
+	raw      []byte // the value it was read from: a heartbeat repeating it is not checked again
 }
 
 // Refusal is an announcement the registry left out: the key it was put
@@ -122,8 +124,13 @@ func (r *Registry) apply(e jetstream.KeyValueEntry) {
 	var ann schemas.Announcement
 	live := e.Operation() == jetstream.KeyValuePut
 	if live {
+		r.mu.RLock()
+		old, had := r.agents[agent][instance]
+		r.mu.RUnlock()
 		var err error
-		if ann, err = readAnnouncement(agent, instance, e.Value()); err != nil {
+		if had && bytes.Equal(old.raw, e.Value()) {
+			ann = old.ann // a heartbeat of the announcement checked before
+		} else if ann, err = readAnnouncement(agent, instance, e.Value()); err != nil {
 			r.refuse(e, agent, err)
 			live = false
 		} else {
@@ -136,7 +143,7 @@ func (r *Registry) apply(e jetstream.KeyValueEntry) {
 			r.agents[agent] = map[string]registryEntry{}
 		}
 		old, had := r.agents[agent][instance]
-		r.agents[agent][instance] = registryEntry{ann: ann, revision: e.Revision()}
+		r.agents[agent][instance] = registryEntry{ann: ann, revision: e.Revision(), raw: e.Value()}
 		if had && sameAnnouncement(old.ann, ann) {
 			r.mu.Unlock()
 			return // a heartbeat: nothing a reader can see changed

@@ -3,6 +3,7 @@ package benchsuite
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"testing"
 	"time"
@@ -65,35 +66,28 @@ func DirectCall(ctx context.Context, env Env) (Pair, io.Closer, error) {
 		ID: "direct-call", Name: "direct call (no-op agent, micro endpoint)", Unit: "call", Baseliner: "nats.go core request-reply of the same event",
 		Baseline: func(b *testing.B) {
 			msg := event(b, "bench.echo.direct")
-			durs := make([]time.Duration, 0, b.N)
-			for b.Loop() {
-				start := time.Now()
-				if _, err := env.NC.RequestMsg(msg, 5*time.Second); err != nil {
-					b.Fatal(err)
-				}
-				durs = append(durs, time.Since(start))
-			}
-			recordLatency(b, durs)
+			measure(b, func() (time.Duration, error) {
+				return timed(func() error { _, err := env.NC.RequestMsg(msg, 5*time.Second); return err })
+			})
 		},
 		Mesh: func(b *testing.B) {
-			durs := make([]time.Duration, 0, b.N)
-			for b.Loop() {
-				start := time.Now()
-				reply, err := env.NC.RequestMsg(event(b, subj), 5*time.Second)
-				if err != nil {
-					b.Fatal(err)
-				}
-				rev, err := bus.Decode(reply)
-				if err != nil {
-					b.Fatal(err)
-				}
-				var res schemas.AgentResult
-				if err := rev.DataAs(&res); err != nil || !res.Success {
-					b.Fatalf("result %+v, %v", res, err)
-				}
-				durs = append(durs, time.Since(start))
-			}
-			recordLatency(b, durs)
+			measure(b, func() (time.Duration, error) {
+				return timed(func() error {
+					reply, err := env.NC.RequestMsg(event(b, subj), 5*time.Second)
+					if err != nil {
+						return err
+					}
+					rev, err := bus.Decode(reply)
+					if err != nil {
+						return err
+					}
+					var res schemas.AgentResult
+					if err := rev.DataAs(&res); err != nil || !res.Success {
+						return fmt.Errorf("result %+v, %v", res, err)
+					}
+					return nil
+				})
+			})
 		},
 	}
 	return p, closer, nil

@@ -196,29 +196,22 @@ func AgentHop(ctx context.Context, env Env, h Hop) (Pair, io.Closer, error) {
 	p := Pair{
 		ID: h.ID, Name: h.Name, Unit: "task", Baseliner: "nats.go JetStream work queue + pull worker + reply stream",
 		Baseline: func(b *testing.B) {
-			durs := make([]time.Duration, 0, b.N)
-			for b.Loop() {
+			measure(b, func() (time.Duration, error) {
 				d, out, err := w.hop(ctx, env, nuid.Next(), h.Task)
-				if err != nil || !strings.Contains(string(out), h.Want) {
-					b.Fatalf("baseline hop: %s, %v", out, err)
+				if err == nil && !strings.Contains(string(out), h.Want) {
+					err = fmt.Errorf("baseline hop answered %s, want %q in it", out, h.Want)
 				}
-				durs = append(durs, d)
-			}
-			recordLatency(b, durs)
+				return d, err
+			})
 		},
 		Mesh: func(b *testing.B) {
-			durs := make([]time.Duration, 0, b.N)
-			for b.Loop() {
+			measure(b, func() (time.Duration, error) {
 				d, res, err := RoundTripData(ctx, env, name, h.Task)
-				if err != nil {
-					b.Fatal(err)
+				if err == nil && res.Header.Get("ce-type") != bus.TypeTaskCompleted {
+					err = fmt.Errorf("%s answered %s: %s", name, res.Header.Get("ce-type"), res.Data)
 				}
-				if typ := res.Header.Get("ce-type"); typ != bus.TypeTaskCompleted {
-					b.Fatalf("%s answered %s: %s", name, typ, res.Data)
-				}
-				durs = append(durs, d)
-			}
-			recordLatency(b, durs)
+				return d, err
+			})
 		},
 	}
 	return p, closer, nil

@@ -238,6 +238,27 @@ func fmtNs(ns float64) string {
 }
 
 // recordLatency reports the p50-ns and p99-ns of durs.
+// measure runs op once per iteration of b.Loop, failing b on its error,
+// and reports the p50 and p99 of the durations it returned.
+func measure(b *testing.B, op func() (time.Duration, error)) {
+	durs := make([]time.Duration, 0, b.N)
+	for b.Loop() {
+		d, err := op()
+		if err != nil {
+			b.Fatal(err)
+		}
+		durs = append(durs, d)
+	}
+	recordLatency(b, durs)
+}
+
+// timed returns how long f took, and its error.
+func timed(f func() error) (time.Duration, error) {
+	start := time.Now()
+	err := f()
+	return time.Since(start), err
+}
+
 func recordLatency(b *testing.B, durs []time.Duration) {
 	if len(durs) == 0 {
 		return

@@ -141,26 +141,12 @@ func TaskRoundTrip(ctx context.Context, env Env) (Pair, io.Closer, error) {
 	p := Pair{
 		ID: "task-round-trip", Name: "task round trip (no-op agent)", Unit: "round trip", Baseliner: "nats.go core request-reply",
 		Baseline: func(b *testing.B) {
-			durs := make([]time.Duration, 0, b.N)
-			for b.Loop() {
-				start := time.Now()
-				if _, err := env.NC.Request("bench.echo", []byte(`{}`), 5*time.Second); err != nil {
-					b.Fatal(err)
-				}
-				durs = append(durs, time.Since(start))
-			}
-			recordLatency(b, durs)
+			measure(b, func() (time.Duration, error) {
+				return timed(func() error { _, err := env.NC.Request("bench.echo", []byte(`{}`), 5*time.Second); return err })
+			})
 		},
 		Mesh: func(b *testing.B) {
-			durs := make([]time.Duration, 0, b.N)
-			for b.Loop() {
-				d, err := RoundTrip(ctx, env, NoopAgentName)
-				if err != nil {
-					b.Fatal(err)
-				}
-				durs = append(durs, d)
-			}
-			recordLatency(b, durs)
+			measure(b, func() (time.Duration, error) { return RoundTrip(ctx, env, NoopAgentName) })
 		},
 	}
 	return p, closer, nil

@@ -190,14 +190,14 @@ type RunHeader struct {
 	Skipped       map[string]string `json:"skipped,omitempty"`     // step -> reason
 	// Waiting are the approval and input steps of the wave in progress
 	// that wait for a person: step -> what for ("approval: <prompt>").
-	Waiting    map[string]string `json:"waiting,omitempty"`
+	Waiting map[string]string `json:"waiting,omitempty"`
 	// Usage is a cache of the sum of the ended steps' usage (their records
 	// hold each), so the run's end needs no read of every record; it is
 	// added to once per step end, by the header update that learns of it.
-	Usage      schemas.Usage     `json:"usage,omitzero"`
-	CreatedAt  time.Time         `json:"created_at"`
-	UpdatedAt  time.Time         `json:"updated_at"`
-	FinishedAt time.Time         `json:"finished_at,omitzero"`
+	Usage      schemas.Usage `json:"usage,omitzero"`
+	CreatedAt  time.Time     `json:"created_at"`
+	UpdatedAt  time.Time     `json:"updated_at"`
+	FinishedAt time.Time     `json:"finished_at,omitzero"`
 }
 
 // Clone returns a copy that shares nothing mutable with h.

@@ -30,6 +30,8 @@ const (
 	CodeInternal        = "internal"         // the mesh itself failed (KV or stream trouble); send the request again
 	CodeNotWaiting      = "not_waiting"      // a resolve names a run or step that is not waiting for a person
 	CodeRejected        = "rejected"         // a person (or an approval's default on timeout) rejected an approval step
+	CodeCallDepth       = "call_depth"       // an agent-to-agent call would go deeper than the chain's depth limit
+	CodeCallFanout      = "call_fanout"      // a task made more agent-to-agent calls than its fan-out limit
 )
 
 // ResultError is the error half of a failed AgentResult. It crosses the bus,

@@ -54,6 +54,7 @@ func TestCallChainDeadlineReportedAtTop(t *testing.T) {
 	deadline := start.Add(2 * time.Second)
 	ev := task(t, schemas.TaskRequest{Inputs: textIn("x")}, bus.ExtDeadline, deadline.UTC().Format(time.RFC3339Nano))
 	r := m.call(t, "ChainA", ev)
+	t.Log(r.Result.Error.Message)
 	wantFailure(t, r, schemas.CodeTimeout, "ChainA calling ChainB", "ChainB calling ChainC", "for ChainC did not finish")
 	if cCalls.Load() != 1 {
 		t.Errorf("ChainC ran %d times; want 1", cCalls.Load())

@@ -78,19 +78,20 @@ func (s *Scheduler) awaitApproval(ctx context.Context, sd *state.RunSpec, stepID
 // resolveAgent applies a person's decision to an agent step that waits
 // for approval: see the top of this file.
 func (s *Scheduler) resolveAgent(ctx context.Context, sd *state.RunSpec, step schemas.PipelineStep, r schemas.Resolution, at time.Time) error {
-	if r.Decision == "" || r.Value != nil {
-		return refuse(schemas.CodeInvalidInput, "step %q of run %s is an agent step: answer its request for approval with a decision (approve or reject) and no value", r.Step, r.RunID)
-	}
 	h, err := s.loadHeader(ctx, r.RunID, true)
 	if err != nil {
 		return err
 	}
 	if !h.Running(sd, r.Step) || h.Waiting[r.Step] == "" {
-		why := "its agent (" + step.Agent + ") did not ask for approval"
+		why := "its agent did not ask for approval"
 		if !h.Running(sd, r.Step) {
 			why = notWaitingWhy(sd, h, r.Step)
 		}
-		return refuse(schemas.CodeNotWaiting, "%w: step %q of run %s does not wait for a person: %s", ErrNotWaiting, r.Step, r.RunID, why)
+		return refuse(schemas.CodeNotWaiting, "%w: run %s has no approval or input step %q waiting for a person: it is a step of agent %s, and %s",
+			ErrNotWaiting, r.RunID, r.Step, step.Agent, why)
+	}
+	if r.Decision == "" || r.Value != nil {
+		return refuse(schemas.CodeInvalidInput, "step %q of run %s waits for its agent's request for approval: answer it with a decision (approve or reject) and no value", r.Step, r.RunID)
 	}
 	by := r.By
 	if by == "" {

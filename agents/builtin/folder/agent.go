@@ -70,7 +70,9 @@ const paramsSchema = `{
 }`
 
 // Execute sets each file's folder to its category. A file listed under
-// several categories goes to the first by name. Files that do not exist are
+// several categories goes to the first by name. With the param
+// require_approval (and not approved) it only answers approval_required
+// with what it would move, unless nothing would. Files that do not exist are
 // skipped and named in the summary; a category that cannot be a folder name
 // (a path separator, "..", control characters, too long) fails the task
 // before anything is changed.
@@ -93,7 +95,9 @@ func (a *Agent) Execute(ctx context.Context, ec *schemas.ExecutionContext) (sche
 	}
 	slices.Sort(names)
 	if ec.Params()["require_approval"] == true && ec.Params()["approved"] != true {
-		return a.plan(ctx, c, names)
+		if res, ask := a.plan(ctx, c, names); ask {
+			return res, nil
+		}
 	}
 
 	result := schemas.FolderResult{Folders: map[string][]string{}}
@@ -140,8 +144,9 @@ func (a *Agent) Execute(ctx context.Context, ec *schemas.ExecutionContext) (sche
 
 // plan answers a task that must be approved first: code
 // approval_required, and what it would do as the message. Nothing is
-// written.
-func (a *Agent) plan(ctx context.Context, c schemas.Categorization, names []string) (schemas.AgentResult, error) {
+// written. When nothing would move there is nothing to approve: ask is
+// false and the task goes on.
+func (a *Agent) plan(ctx context.Context, c schemas.Categorization, names []string) (res schemas.AgentResult, ask bool) {
 	into := map[string][]string{}
 	seen := map[string]bool{}
 	stay, missing := 0, 0
@@ -166,6 +171,9 @@ func (a *Agent) plan(ctx context.Context, c schemas.Categorization, names []stri
 	for _, ids := range into {
 		moves += len(ids)
 	}
+	if moves == 0 {
+		return schemas.AgentResult{}, false
+	}
 	msg := fmt.Sprintf("move %s into %s", schemas.Plural(moves, "file", "files"), schemas.Plural(len(into), "folder", "folders"))
 	if len(into) > 0 {
 		msg += " (" + fileagent.CountList(into) + ")"
@@ -176,9 +184,9 @@ func (a *Agent) plan(ctx context.Context, c schemas.Categorization, names []stri
 	if missing > 0 {
 		msg += fmt.Sprintf("; %d not found", missing)
 	}
-	res := schemas.Failure(Name, schemas.CodeApprovalRequired, msg+"?", false)
+	res = schemas.Failure(Name, schemas.CodeApprovalRequired, msg+"?", false)
 	res.Summary = "waiting for approval: " + msg
-	return res, nil
+	return res, true
 }
 
 // place sets one file's folder, writing only when it differs. It reports

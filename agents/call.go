@@ -72,7 +72,7 @@ func (s *semSlot) release() {
 }
 
 func (s *semSlot) acquire() {
-	if s.held || s.pending != nil {
+	if s.pending != nil || s.held { // pending first: its goroutine may write held
 		return
 	}
 	select {

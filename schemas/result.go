@@ -19,17 +19,22 @@ const (
 	CodeUnavailable     = "unavailable"       // no agent can take the task
 	CodeExhausted       = "retries_exhausted" // every delivery failed with a retryable error
 
-	CodeInvalidRequest   = "invalid_request"   // a chat request the mesh cannot serve (an empty or oversized message)
-	CodeInvalidID        = "invalid_id"        // a conversation, run or task id that cannot be a subject token
-	CodeInvalidPipeline  = "invalid_pipeline"  // a pipeline spec that fails validation
-	CodeUnknownAgent     = "unknown_agent"     // no agent of that name is registered, nor has one ever consumed tasks
-	CodeTooLarge         = "too_large"         // the request or the state it leads to exceeds a size limit
-	CodeCorruptState     = "corrupt_state"     // a stored conversation or run value does not decode
-	CodeStepFailed       = "step_failed"       // a pipeline run ended because some of its steps failed or were skipped
-	CodeInvalidContract  = "invalid_contract"  // an announcement the registry left out: its contract fails validation or names another agent
-	CodeInternal         = "internal"          // the mesh itself failed (KV or stream trouble); send the request again
-	CodeNotWaiting       = "not_waiting"       // a resolve names a run or step that is not waiting for a person
-	CodeRejected         = "rejected"          // a person (or an approval's default on timeout) rejected an approval step
+	CodeInvalidRequest  = "invalid_request"  // a chat request the mesh cannot serve (an empty or oversized message)
+	CodeInvalidID       = "invalid_id"       // a conversation, run or task id that cannot be a subject token
+	CodeInvalidPipeline = "invalid_pipeline" // a pipeline spec that fails validation
+	CodeUnknownAgent    = "unknown_agent"    // no agent of that name is registered, nor has one ever consumed tasks
+	CodeTooLarge        = "too_large"        // the request or the state it leads to exceeds a size limit
+	CodeCorruptState    = "corrupt_state"    // a stored conversation or run value does not decode
+	CodeStepFailed      = "step_failed"      // a pipeline run ended because some of its steps failed or were skipped
+	CodeInvalidContract = "invalid_contract" // an announcement the registry left out: its contract fails validation or names another agent
+	CodeInternal        = "internal"         // the mesh itself failed (KV or stream trouble); send the request again
+	CodeNotWaiting      = "not_waiting"      // a resolve names a run or step that is not waiting for a person
+	CodeRejected        = "rejected"         // a person (or an approval's default on timeout) rejected an approval step
+)
+
+// Codes of agent-to-agent calls and of agents that ask a person (a
+// separate block, so the one above keeps its alignment).
+const (
 	CodeCallDepth        = "call_depth"        // an agent-to-agent call would go deeper than the chain's depth limit
 	CodeCallFanout       = "call_fanout"       // a task made more agent-to-agent calls than its fan-out limit
 	CodeInputRequired    = "input_required"    // the agent needs more from the user; the message is its question (a chat turn ends input_required)

@@ -141,8 +141,8 @@ func (r *Runtime) newCaller(d *delivery) (*caller, error) {
 	return c, nil
 }
 
-// Call implements schemas.Caller. It is long because a call is one
-// sequence: limits, target, envelope, publish, wait, account.
+// Call implements schemas.Caller: limits, target, deadline, publish, wait
+// without the slot, account.
 func (c *caller) Call(ctx context.Context, target schemas.CallTarget, task schemas.TaskRequest) (schemas.AgentResult, error) {
 	me := c.r.contract.Name
 	refuse := func(code, format string, args ...any) (schemas.AgentResult, error) {

@@ -49,7 +49,7 @@ func (r *Runtime) serveCall(req micro.Request) {
 		_ = req.Error("400", "a direct call needs a reply subject", nil) // counted as an error by micro
 		return
 	}
-	d := &delivery{raw: &nats.Msg{Subject: req.Subject(), Header: nats.Header(req.Headers()), Data: req.Data()}, attempt: 1, start: time.Now()}
+	d := &delivery{raw: &nats.Msg{Subject: req.Subject(), Header: nats.Header(req.Headers()), Data: req.Data()}, attempt: 1, start: time.Now(), slot: noSlot{}}
 	r.directGate.RLock()
 	defer r.directGate.RUnlock()
 	var res schemas.AgentResult

@@ -37,6 +37,8 @@ type config struct {
 	version     string
 	fetchWait   time.Duration
 	observer    schemas.Observer
+
+	maxCallDepth, maxCallFanout int
 }
 
 func defaultConfig() config {
@@ -51,6 +53,9 @@ func defaultConfig() config {
 		logger:      slog.New(slog.DiscardHandler),
 		fetchWait:   time.Second,
 		observer:    schemas.NopObserver{},
+
+		maxCallDepth:  DefaultMaxCallDepth,
+		maxCallFanout: DefaultMaxCallFanout,
 	}
 }
 
@@ -197,6 +202,22 @@ func WithLogger(l *slog.Logger) Option {
 func WithVersion(v string) Option {
 	return func(c *config) error {
 		c.version = v
+		return nil
+	}
+}
+
+// WithCallLimits sets the limits of the agent-to-agent calls this agent's
+// tasks make (ExecutionContext.Call): depth, how many calls deep a chain
+// that starts at one of its tasks may go (carried down the chain as the
+// maxcalldepth extension; a task that arrives with one keeps it), and
+// fanout, how many calls one task may make. Defaults DefaultMaxCallDepth
+// and DefaultMaxCallFanout.
+func WithCallLimits(depth, fanout int) Option {
+	return func(c *config) error {
+		if depth < 0 || fanout < 0 {
+			return errorf(ErrInvalidOption, "WithCallLimits(%d, %d): limits are 0 (no calls) or more", depth, fanout)
+		}
+		c.maxCallDepth, c.maxCallFanout = depth, fanout
 		return nil
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/nats-io/nats.go/micro"
 
 	"github.com/agentmesh/agentmesh/bus"
+	"github.com/agentmesh/agentmesh/client"
 	"github.com/agentmesh/agentmesh/schemas"
 	"github.com/agentmesh/agentmesh/telemetry"
 )
@@ -48,6 +49,7 @@ type Runtime struct {
 	taskSubj, callSubj, announceSubj, departSubj, controlSubj, deadSubj string
 	kvKey                                                               string
 	resultPrefix                                                        string
+	dispatcher                                                          *client.Dispatcher // agent-to-agent calls (call.go)
 
 	done    *doneSet
 	mu      sync.Mutex
@@ -66,7 +68,8 @@ type Runtime struct {
 // contract against the data type registry and the agent name against the
 // subject rules. Options: WithNames, WithConcurrency, WithHeartbeat,
 // WithInstanceID, WithRegistry, WithValueResolver, WithMaxDeliver,
-// WithBackoff, WithAckWait, WithLogger, WithVersion, WithObserver.
+// WithBackoff, WithAckWait, WithLogger, WithVersion, WithObserver,
+// WithCallLimits.
 func NewRuntime(nc *nats.Conn, a Agent, opts ...Option) (*Runtime, error) {
 	if nc == nil {
 		return nil, errorf(ErrInvalidOption, "NewRuntime: nil NATS connection")
@@ -125,6 +128,7 @@ func NewRuntime(nc *nats.Conn, a Agent, opts ...Option) (*Runtime, error) {
 	r.controlSubj, _ = n.Control(c.Name)
 	r.deadSubj, _ = n.Dead(c.Name)
 	r.resultPrefix = strings.TrimSuffix(n.AgentResults(c.Name), ">")
+	r.dispatcher = client.NewDispatcher(js, n, r.source)
 	return r, nil
 }
 
@@ -347,8 +351,9 @@ func (r *Runtime) consume(ctx context.Context, cons jetstream.Consumer) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				defer func() { <-sem }()
-				r.handle(msg)
+				s := newSemSlot(sem)
+				defer s.release()
+				r.handle(msg, s)
 			}()
 		}
 		for range free - got {

@@ -38,13 +38,16 @@ type delivery struct {
 	start   time.Time
 	ctx     context.Context // the task's span and log ids (startTask)
 	span    trace.Span
+	slot    slot    // the concurrency slot it holds (call.go)
+	caller  *caller // its agent-to-agent calls, once it runs
 }
 
 // handle runs one task message to its end: a published result and an ack,
 // a delayed nak for a retry, or a dead letter.
-func (r *Runtime) handle(msg jetstream.Msg) {
+func (r *Runtime) handle(msg jetstream.Msg, s slot) {
 	d := &delivery{
 		msg:     msg,
+		slot:    s,
 		raw:     &nats.Msg{Subject: msg.Subject(), Header: msg.Headers(), Data: msg.Data()},
 		attempt: 1,
 		start:   time.Now(),
@@ -172,6 +175,13 @@ func (r *Runtime) run(d *delivery) (schemas.AgentResult, error) {
 		}
 	}
 
+	if d.caller, err = r.newCaller(d); err != nil {
+		code := schemas.CodeMalformedEvent
+		if re, ok := errors.AsType[*schemas.ResultError](err); ok {
+			code = re.Code
+		}
+		return fail(code, "task %s: %v", ev.ID, err)
+	}
 	ctx, cancel := context.WithCancelCause(d.ctx)
 	defer cancel(nil)
 	if hasDeadline {
@@ -191,7 +201,10 @@ func (r *Runtime) run(d *delivery) (schemas.AgentResult, error) {
 
 	stopProgress := r.keepInProgress(d.msg)
 	r.observe(d.ctx, schemas.TaskStarted{TaskRef: r.taskRef(d), Delivery: d.attempt, At: time.Now()})
-	res, err := r.execute(ctx, schemas.ContextFromTask(r.cfg.registry, req))
+	ec := schemas.ContextFromTask(r.cfg.registry, req)
+	ec.SetCaller(d.caller)
+	res, err := r.execute(ctx, ec)
+	d.caller.close()
 	stopProgress()
 
 	switch cause := context.Cause(ctx); {
@@ -202,7 +215,9 @@ func (r *Runtime) run(d *delivery) (schemas.AgentResult, error) {
 	case err != nil && IsRetryable(err):
 		return schemas.AgentResult{}, err
 	case err != nil:
-		return fail(schemas.CodeAgentError, "%s: %v", c.Name, err)
+		// A callee's failure keeps its code: a timeout at the bottom of a
+		// chain of calls is a timeout at the top.
+		return fail(callCode(err), "%s: %v", c.Name, err)
 	case !res.Success && res.Error != nil && res.Error.Retryable:
 		return schemas.AgentResult{}, res.Error
 	case !res.Success:
@@ -291,6 +306,12 @@ func (r *Runtime) stamp(d *delivery, res *schemas.AgentResult) {
 	}
 	res.Metrics.DurationMS = time.Since(d.start).Milliseconds()
 	res.Metrics.Attempt = d.attempt
+	if d.caller != nil { // what its callees used is the caller's cost too
+		u := d.caller.usage()
+		res.Metrics.Tokens = res.Metrics.Tokens.Add(u.Tokens)
+		res.Metrics.Cost += u.Cost
+		res.Metrics.ModelMS += u.ModelMS
+	}
 }
 
 // observe hands o to the runtime's observer with the task's context (its

@@ -60,6 +60,11 @@ const (
 	ExtReplyTo        = "replyto"
 	ExtDeadline       = "deadline" // RFC 3339; later hops inherit it
 	ExtTraceParent    = "traceparent"
+	// ExtCallDepth is how many agent-to-agent calls deep a task is (absent:
+	// 0, a task nobody's Execute sent); ExtMaxCallDepth is the deepest the
+	// chain may go, set by its first call and carried down unchanged.
+	ExtCallDepth    = "calldepth"
+	ExtMaxCallDepth = "maxcalldepth"
 )
 
 const maxExtNameLen = 20

@@ -92,6 +92,19 @@ func (n Names) ClientResults(client string) string {
 	return n.subj("result", "*", "client", client, ">")
 }
 
+// CallResult returns mesh.result.<callee>.agent.<caller>.<taskID>, the
+// replyto of an agent-to-agent call: callee answers there and only agent
+// caller (on a secure mesh) may read it.
+func (n Names) CallResult(callee, caller, taskID string) string {
+	return n.subj("result", callee, "agent", caller, taskID)
+}
+
+// CallResults returns mesh.result.*.agent.<caller>.>, every result of
+// agent caller's calls.
+func (n Names) CallResults(caller string) string {
+	return n.subj("result", "*", "agent", caller, ">")
+}
+
 // OrchestratorResult returns mesh.result.<agent>.orchestrator.<id>, where
 // agent answers a task of pipeline run id for the orchestrator.
 func (n Names) OrchestratorResult(agent, id string) string {

@@ -5,6 +5,10 @@ const (
 	ChatCompleted        = "completed"
 	ChatStepLimitReached = "step_limit_reached"
 	ChatFailed           = "failed"
+	// ChatInputRequired: the turn asks the user a question (A2A's
+	// input-required); the conversation's next message answers it and
+	// continues the turn's work.
+	ChatInputRequired = "input_required"
 )
 
 // ChatRequest is the data of io.agentmesh.chat.requested. Without a
@@ -38,6 +42,11 @@ type ChatResponse struct {
 	ToolCalls      []ToolCallRecord `json:"tool_calls,omitempty"`
 	Error          string           `json:"error,omitempty"`
 	Code           string           `json:"code,omitempty"` // with State failed: one of the Code constants
+	// Question is what a turn that ended input_required asks (also its
+	// Output); AskedBy is "" when the model asked, else the agent whose
+	// result asked (codes input_required, approval_required).
+	Question string `json:"question,omitempty"`
+	AskedBy  string `json:"asked_by,omitempty"`
 	// Usage totals the turn: the orchestrator's own model calls and every
 	// agent call's tokens, cost, model time and tool time.
 	Usage

@@ -23,8 +23,12 @@ type ConversationState struct {
 	History      []HistoryEntry        `json:"history,omitempty"`
 	AppliedTasks []string              `json:"applied_tasks,omitempty"`
 	Turns        int                   `json:"turns"`
-	CreatedAt    time.Time             `json:"created_at"`
-	UpdatedAt    time.Time             `json:"updated_at"`
+	// InputRequired is the question the last turn ended with (state
+	// input_required), waiting for the conversation's next message; the
+	// next turn clears it.
+	InputRequired string    `json:"input_required,omitempty"`
+	CreatedAt     time.Time `json:"created_at"`
+	UpdatedAt     time.Time `json:"updated_at"`
 }
 
 // NewConversationState returns an empty state for id.

@@ -24,6 +24,7 @@ type ExecutionContext struct {
 	params      map[string]any
 	instruction string
 	registry    *DataTypeRegistry
+	caller      Caller // agent-to-agent calls (call.go); set by the runtime
 }
 
 // NewExecutionContext returns an empty context validating against reg (the

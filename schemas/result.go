@@ -32,6 +32,15 @@ const (
 	CodeRejected        = "rejected"         // a person (or an approval's default on timeout) rejected an approval step
 )
 
+// Codes of agent-to-agent calls and of agents that ask a person (a
+// separate block, so the one above keeps its alignment).
+const (
+	CodeCallDepth        = "call_depth"        // an agent-to-agent call would go deeper than the chain's depth limit
+	CodeCallFanout       = "call_fanout"       // a task made more agent-to-agent calls than its fan-out limit
+	CodeInputRequired    = "input_required"    // the agent needs more from the user; the message is its question (a chat turn ends input_required)
+	CodeApprovalRequired = "approval_required" // the agent asks a person to approve before a side effect; the message says what it would do
+)
+
 // ResultError is the error half of a failed AgentResult. It crosses the bus,
 // so errors.Is matches on the code: errors.Is(err, &ResultError{Code: CodeTimeout}).
 type ResultError struct {

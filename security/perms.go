@@ -97,6 +97,24 @@ func agentGrants(g *grants, a string, n bus.Names) {
 	g.sub("$SRV.>")                                          // NATS micro discovery (PING, INFO, STATS)
 	g.sub(n.Prefix()+".call."+a, n.Prefix()+".call."+a+".>") // its NATS micro endpoint
 	g.replies()
+	// Agent-to-agent calls (ExecutionContext.Call): send a task to any
+	// agent, read the results of its own calls only, and the registry to
+	// find an agent by what it offers.
+	g.pub(n.Prefix() + ".task.*")
+	results := n.ResultsStream()
+	g.pub(jsAPI("CONSUMER.CREATE", results, "*", n.CallResults(a)))
+	g.pub(jsAPI("CONSUMER.INFO", results, "*"), jsAPI("CONSUMER.DELETE", results, "*"), jsAPI("CONSUMER.MSG.NEXT", results, "*"))
+	g.sub(n.CallResults(a))
+	g.readStream("KV_" + n.AgentsBucket())
+	g.denyOrchestratorDurables(n)
+}
+
+// denyOrchestratorDurables: the orchestrator's durables are never a
+// client's or an agent's to pull from.
+func (g *grants) denyOrchestratorDurables(n bus.Names) {
+	for _, s := range []string{n.ResultsStream(), n.RequestsStream()} {
+		g.denyPub(jsAPI("CONSUMER.*", s, "orchestrator"), jsAPI("CONSUMER.*", s, "orchestrator", ">"), jsAPI("CONSUMER.MSG.NEXT", s, "orchestrator"))
+	}
 }
 
 // clientGrants: client c submits requests and direct calls, reads the
@@ -115,10 +133,7 @@ func clientGrants(g *grants, c string, n bus.Names) {
 	g.readStream(n.EventsStream())
 	g.sub(n.AllEvents())
 	g.readStream("KV_" + n.AgentsBucket())
-	// The orchestrator's durables are never a client's to pull from.
-	for _, s := range []string{results, n.RequestsStream()} {
-		g.denyPub(jsAPI("CONSUMER.*", s, "orchestrator"), jsAPI("CONSUMER.*", s, "orchestrator", ">"), jsAPI("CONSUMER.MSG.NEXT", s, "orchestrator"))
-	}
+	g.denyOrchestratorDurables(n)
 }
 
 // orchestratorGrants: the orchestrator reads every request and result,

@@ -73,7 +73,9 @@ folders as trees), its steps, tokens and cost. Without
 continue it and use its results. --conversation with an id the mesh does not
 know is an error, unless --new asks for a new conversation with that id. With
 --json the final chat.responded event is printed instead, with what the turn
-produced under "views". The exit status is 1 when the turn did not complete.`,
+produced under "views". A turn that asks a question (state input_required)
+prints it; answer with another turn in the same conversation, which continues
+where it stopped. The exit status is 1 when the turn did not complete or ask.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
@@ -108,6 +110,10 @@ produced under "views". The exit status is 1 when the turn did not complete.`,
 				_ = a.printJSON(withViews(eventJSON(final), views))
 			} else {
 				printChatResponse(a.out, resp, views)
+			}
+			if resp.State == schemas.ChatInputRequired {
+				fmt.Fprintf(a.errOut, "the turn waits for your answer: agentmesh chat --conversation %s ANSWER\n", resp.ConversationID)
+				return nil
 			}
 			if resp.State != schemas.ChatCompleted {
 				return exitError{code: 1, msg: fmt.Sprintf("the turn ended %s: %s", resp.State, firstNonEmpty(resp.Error, resp.Output))}

@@ -39,7 +39,7 @@ const (
 // DefaultSystemPrompt tells the model how the mesh works.
 const DefaultSystemPrompt = `You are the orchestrator of agentmesh, a mesh of independent agents. Fulfil the user's request by calling agents, which are your tools.
 Each agent reads its inputs from the conversation state automatically (by data type) and its outputs are stored back into state slots; the current state is shown to you as ¶state. To use a particular slot as an input, pass "†state.<slot>" as the argument.
-Call agents one after another when one needs another's output, or several at once when they are independent. If a call fails, read the observation and recover or explain.
+Call agents one after another when one needs another's output, or several at once when they are independent. If a call fails, read the observation and recover or explain. If you cannot go on without something only the user can tell you, call ask_user with your question.
 When the request is done, answer in one or two plain sentences with counts. Never list file IDs.`
 
 // AgentLister is the live view of agents the chat loop offers as tools
@@ -261,6 +261,10 @@ func (c *Chat) finish(ctx context.Context, s *session, state, output string, cau
 	if cause != nil {
 		resp.Error = cause.Error()
 	}
+	asked := state == schemas.ChatInputRequired && s.rec.Asked != nil
+	if asked {
+		resp.Question, resp.AskedBy = s.rec.Asked.Question, s.rec.Asked.AskedBy
+	}
 	if state == schemas.ChatFailed {
 		resp.Code = failureCode(cause)
 		if resp.Code == "" {
@@ -271,7 +275,9 @@ func (c *Chat) finish(ctx context.Context, s *session, state, output string, cau
 	if last := turnMsgs[len(turnMsgs)-1]; last.Role != openai.ChatMessageRoleAssistant || len(last.ToolCalls) > 0 {
 		turnMsgs = append(turnMsgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant, Content: output})
 	}
-	s.rec.Turns = append(s.rec.Turns, turnMsgs)
+	if !asked { // an asked turn goes on in the next one, which carries its messages
+		s.rec.Turns = append(s.rec.Turns, turnMsgs)
+	}
 	if len(s.rec.Turns) > maxRememberedTurns {
 		s.rec.Turns = s.rec.Turns[len(s.rec.Turns)-maxRememberedTurns:]
 	}
@@ -291,6 +297,9 @@ func (c *Chat) finish(ctx context.Context, s *session, state, output string, cau
 	}
 	if _, err := c.store.UpdateConversation(ctx, s.conv, func(st *schemas.ConversationState) error {
 		st.History = append(st.History, schemas.HistoryEntry{At: time.Now().UTC(), Kind: "assistant", Text: output})
+		if asked {
+			st.InputRequired = output
+		}
 		return nil
 	}); err != nil {
 		c.log.WarnContext(ctx, "chat: noting the answer in history", "err", err)

@@ -52,8 +52,8 @@ func TestChatSeedScenarioOverThreeIterations(t *testing.T) {
 		t.Fatalf("model saw %d requests, want 4", len(reqs))
 	}
 	for i, r := range reqs {
-		if got := r.ToolNames(); !slices.Equal(got, []string{"FolderOrganizer", "ImageAnalysis", "ImageSearch"}) {
-			t.Errorf("request %d tools = %v, want one per live agent", i, got)
+		if got := r.ToolNames(); !slices.Equal(got, []string{"FolderOrganizer", "ImageAnalysis", "ImageSearch", chat.AskUserTool}) {
+			t.Errorf("request %d tools = %v, want one per live agent and %s", i, got, chat.AskUserTool)
 		}
 		data := dataMessage(t, r)
 		if !strings.Contains(data, "```json") || !strings.Contains(data, "Schema for ¶state:") {

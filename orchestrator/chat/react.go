@@ -21,10 +21,20 @@ func (c *Chat) runLLM(ctx context.Context, s *session) (schemas.ChatResponse, er
 	t := s.turn
 	for {
 		if calls := pendingCalls(t.Messages); len(calls) > 0 {
-			if err := c.runCalls(ctx, s, calls); err != nil {
-				return schemas.ChatResponse{}, err
+			ask, calls := c.askCall(calls)
+			if len(calls) > 0 {
+				done := len(t.ToolCalls)
+				if err := c.runCalls(ctx, s, calls); err != nil {
+					return schemas.ChatResponse{}, err
+				}
+				if rec, q, ok := agentAsked(t.ToolCalls[done:]); ok && ask == nil {
+					return c.ask(ctx, s, "", q, rec.Agent)
+				}
+				continue
 			}
-			continue
+			if ask != nil {
+				return c.ask(ctx, s, ask.ID, question(*ask), "")
+			}
 		}
 		if last := t.Messages[len(t.Messages)-1]; last.Role == openai.ChatMessageRoleAssistant {
 			out := strings.TrimSpace(last.Content)
@@ -42,7 +52,7 @@ func (c *Chat) runLLM(ctx context.Context, s *session) (schemas.ChatResponse, er
 			return schemas.ChatResponse{}, err
 		}
 		contracts := c.contracts()
-		req := openai.ChatCompletionRequest{Messages: c.prompt(s, st), Tools: Tools(contracts, c.router)}
+		req := openai.ChatCompletionRequest{Messages: c.prompt(s, st), Tools: c.tools(contracts)}
 		c.progress(ctx, s.conv, "", "", "thinking")
 		resp, usage, err := c.llm.Chat(ctx, req)
 		c.observer.Observe(ctx, schemas.LLMCalled{ConversationID: s.conv, Model: usage.Model, Tokens: usage.Tokens,

@@ -18,7 +18,8 @@ import (
 type chatRecord struct {
 	Turns   [][]openai.ChatCompletionMessage `json:"turns,omitempty"` // finished turns, oldest first
 	Current *chatTurn                        `json:"current,omitempty"`
-	Done    []doneTurn                       `json:"done,omitempty"` // the last responses, by request
+	Done    []doneTurn                       `json:"done,omitempty"`  // the last responses, by request
+	Asked   *askedTurn                       `json:"asked,omitempty"` // a turn that ended input_required, until the next message continues it
 }
 
 // chatTurn is the turn in progress.
@@ -32,8 +33,9 @@ type chatTurn struct {
 	// Usage totals the turn so far: the model calls' and every agent
 	// call's tokens, cost, model time and tool time.
 	schemas.Usage
-	Plan      []PlanStep `json:"plan,omitempty"`  // offline planner only
-	Empty     []string   `json:"empty,omitempty"` // task ids of calls whose every output held nothing
+	Plan      []PlanStep `json:"plan,omitempty"`      // offline planner only
+	Empty     []string   `json:"empty,omitempty"`     // task ids of calls whose every output held nothing
+	Continues string     `json:"continues,omitempty"` // the request whose turn asked the question this one answers
 	StartedAt time.Time  `json:"started_at"`
 	UpdatedAt time.Time  `json:"updated_at"`
 }
@@ -93,6 +95,10 @@ func (c *Chat) begin(ctx context.Context, conv, requestID, message string) (*ses
 		}
 		s.turn = &chatTurn{RequestID: requestID, Message: message, StartedAt: time.Now().UTC(),
 			Messages: []openai.ChatCompletionMessage{{Role: openai.ChatMessageRoleUser, Content: message}}}
+		if a := s.rec.Asked; a != nil && c.llm != nil { // this message answers the question the last turn asked
+			s.turn.Messages, s.turn.Continues = continueAsked(a, message), a.RequestID
+		}
+		s.rec.Asked = nil
 		s.rec.Current = s.turn
 		err := c.put(ctx, s)
 		if state.IsConflict(err) {
@@ -129,6 +135,7 @@ func (c *Chat) count(ctx context.Context, s *session) error {
 			return state.ErrUnchanged
 		}
 		st.Turns = t.Number
+		st.InputRequired = "" // this message answers it
 		st.History = append(st.History, schemas.HistoryEntry{At: time.Now().UTC(), Kind: "user", Text: t.Message})
 		return nil
 	})

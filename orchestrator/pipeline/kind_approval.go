@@ -239,6 +239,9 @@ func (s *Scheduler) resolve(ctx context.Context, r schemas.Resolution, at time.T
 		return err
 	}
 	step, ok := sd.Step(r.Step)
+	if ok && isAgentStep(step) {
+		return s.resolveAgent(ctx, sd, step, r, at)
+	}
 	if !ok || !schemas.IsHumanKind(step.Kind) {
 		return refuse(schemas.CodeNotWaiting, "%w: run %s has no approval or input step %q; agentmesh state show %s lists its steps", ErrNotWaiting, r.RunID, r.Step, r.RunID)
 	}
@@ -266,7 +269,12 @@ func (s *Scheduler) resolve(ctx context.Context, r schemas.Resolution, at time.T
 	if by == "" {
 		by = "someone"
 	}
-	rec := humanRecord(sd, h, step, r.Decision, value, by, r.Comment, at)
+	return s.recordResolution(ctx, sd, r, humanRecord(sd, h, step, r.Decision, value, by, r.Comment, at))
+}
+
+// recordResolution writes the record of a step a person ended and settles
+// it; when another outcome came first it is refused.
+func (s *Scheduler) recordResolution(ctx context.Context, sd *state.RunSpec, r schemas.Resolution, rec *state.StepState) error {
 	stored, err := s.store.RecordStep(ctx, r.RunID, rec)
 	if err != nil {
 		return err

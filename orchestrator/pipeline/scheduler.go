@@ -243,7 +243,7 @@ func (s *Scheduler) ApplyResult(ctx context.Context, runID, stepID, taskID strin
 	if err != nil {
 		return err
 	}
-	if !sd.Has(stepID) || taskID != schemas.StepTaskID(runID, stepID, 1) {
+	if !sd.Has(stepID) || !stepTaskOf(sd, stepID, taskID) {
 		return nil
 	}
 	h, err := s.loadHeader(ctx, runID, false)
@@ -277,6 +277,9 @@ func (s *Scheduler) ApplyResult(ctx context.Context, runID, stepID, taskID strin
 		if !h.Running(sd, stepID) {
 			return nil // a duplicate, or late: the step has ended
 		}
+	}
+	if asksApproval(sd, stepID, taskID, res) {
+		return s.awaitApproval(ctx, sd, stepID, res)
 	}
 	rec := resultRecord(sd, h, stepID, taskID, res, time.Now().UTC())
 	if !routes(rec) {

@@ -66,8 +66,12 @@ func (s *Scheduler) sweepLoop(ctx context.Context, w jetstream.KeyWatcher) {
 // overdueRecord is the record of a step whose deadline passed: an agent
 // step fails with code timeout; an approval or input step takes its default.
 func overdueRecord(sd *state.RunSpec, h *state.RunHeader, sid string, deadline, now time.Time) *state.StepState {
-	if step, _ := sd.Step(sid); schemas.IsHumanKind(step.Kind) {
+	step, _ := sd.Step(sid)
+	if schemas.IsHumanKind(step.Kind) {
 		return defaultRecord(sd, h, step, now)
+	}
+	if w := h.Waiting[sid]; w != "" { // its agent asked for approval: nobody gave it
+		return failedRecord(sd, h, sid, schemas.CodeRejected, fmt.Sprintf("rejected by default (no answer within %s) to %s", sd.Timeout(sid), w), now)
 	}
 	msg := fmt.Sprintf("%s: no result by the deadline %s (timeout %s)", schemas.CodeTimeout,
 		deadline.UTC().Format(time.RFC3339), sd.Timeout(sid))

@@ -45,7 +45,7 @@ func advance(h *state.RunHeader, sd *state.RunSpec, now time.Time, ch *runChange
 			return // busy
 		}
 		h.Wave++
-		h.WaveEnded, h.Republished = nil, false
+		h.WaveEnded, h.Republished, h.Approved = nil, false, nil
 		if h.Wave >= len(sd.Waves) {
 			finish(h, sd, now, ch)
 			return
@@ -140,7 +140,10 @@ func resultRecord(sd *state.RunSpec, h *state.RunHeader, stepID, taskID string, 
 	s, _ := sd.Step(stepID)
 	rec := &state.StepState{ID: stepID, Agent: s.Agent, Wave: waveOf(sd, stepID), Attempt: 1, TaskID: taskID,
 		DispatchedAt: h.WaveStartedAt, Deadline: h.WaveStartedAt.Add(sd.Timeout(stepID)), FinishedAt: now,
-		Summary: res.Summary, Metrics: res.Metrics}
+		Summary: approvedSummary(h, stepID, res.Summary), Metrics: res.Metrics}
+	if taskID == schemas.StepTaskID(sd.ID, stepID, approvalAttempt) {
+		rec.Attempt = approvalAttempt
+	}
 	if !res.Success {
 		rec.Status, rec.Error, rec.Code = schemas.StepFailed, res.Err().Error(), failureCode(res.Err())
 		return rec

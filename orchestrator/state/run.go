@@ -191,6 +191,11 @@ type RunHeader struct {
 	// Waiting are the approval and input steps of the wave in progress
 	// that wait for a person: step -> what for ("approval: <prompt>").
 	Waiting map[string]string `json:"waiting,omitempty"`
+	// Approved are the agent steps of the wave in progress whose agent
+	// asked for approval (code approval_required) and a person gave it:
+	// step -> "approved by <who>[: comment]". Their task went out again as
+	// attempt 2.
+	Approved map[string]string `json:"approved,omitempty"`
 	// Usage is a cache of the sum of the ended steps' usage (their records
 	// hold each), so the run's end needs no read of every record; it is
 	// added to once per step end, by the header update that learns of it.
@@ -207,6 +212,7 @@ func (h *RunHeader) Clone() *RunHeader {
 	c.Failed = maps.Clone(h.Failed)
 	c.Skipped = maps.Clone(h.Skipped)
 	c.Waiting = maps.Clone(h.Waiting)
+	c.Approved = maps.Clone(h.Approved)
 	return &c
 }
 

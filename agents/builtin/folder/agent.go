@@ -2,6 +2,7 @@ package folder
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -51,12 +52,27 @@ func (a *Agent) Contract() schemas.AgentContract {
 			Name: "folders", DataType: schemas.TypeFolderResult,
 			Description: "which files are in which folder, and how many were moved",
 		}},
+		Params:    json.RawMessage(paramsSchema),
 		TimeoutMS: 120_000,
 	}
 }
 
+// paramsSchema: require_approval asks a person before anything moves (the
+// task answers approval_required with the plan, and a pipeline step waits
+// for `agentmesh approve`); approved is what the pipeline sets when it
+// sends the task again after the approval.
+const paramsSchema = `{
+  "type": "object",
+  "properties": {
+    "require_approval": {"type": "boolean", "description": "ask for approval (code approval_required, with the plan) before moving or creating folders"},
+    "approved": {"type": "boolean", "description": "a person approved the plan: go ahead"}
+  }
+}`
+
 // Execute sets each file's folder to its category. A file listed under
-// several categories goes to the first by name. Files that do not exist are
+// several categories goes to the first by name. With the param
+// require_approval (and not approved) it only answers approval_required
+// with what it would move, unless nothing would. Files that do not exist are
 // skipped and named in the summary; a category that cannot be a folder name
 // (a path separator, "..", control characters, too long) fails the task
 // before anything is changed.
@@ -78,6 +94,11 @@ func (a *Agent) Execute(ctx context.Context, ec *schemas.ExecutionContext) (sche
 		return t.Fail(schemas.CodeInvalidInput, "%v", errors.Join(bad...))
 	}
 	slices.Sort(names)
+	if ec.Params()["require_approval"] == true && ec.Params()["approved"] != true {
+		if res, ask := a.plan(ctx, c, names); ask {
+			return res, nil
+		}
+	}
 
 	result := schemas.FolderResult{Folders: map[string][]string{}}
 	placed := map[string]string{}
@@ -119,6 +140,53 @@ func (a *Agent) Execute(ctx context.Context, ec *schemas.ExecutionContext) (sche
 		summary += "; " + schemas.Plural(duplicates, "file", "files") + " listed under several categories went to the first by name"
 	}
 	return t.Done(summary, map[string]schemas.TypedValue{"folders": out}, schemas.Usage{})
+}
+
+// plan answers a task that must be approved first: code
+// approval_required, and what it would do as the message. Nothing is
+// written. When nothing would move there is nothing to approve: ask is
+// false and the task goes on.
+func (a *Agent) plan(ctx context.Context, c schemas.Categorization, names []string) (res schemas.AgentResult, ask bool) {
+	into := map[string][]string{}
+	seen := map[string]bool{}
+	stay, missing := 0, 0
+	for _, folder := range names {
+		for _, id := range c.Categories[folder] {
+			if seen[id] {
+				continue
+			}
+			seen[id] = true
+			ref, err := a.cat.ResolveMetadata(ctx, id)
+			switch {
+			case err != nil:
+				missing++
+			case ref.Metadata[resolvers.MetaFolder] == folder:
+				stay++
+			default:
+				into[folder] = append(into[folder], id)
+			}
+		}
+	}
+	moves := 0
+	for _, ids := range into {
+		moves += len(ids)
+	}
+	if moves == 0 {
+		return schemas.AgentResult{}, false
+	}
+	msg := fmt.Sprintf("move %s into %s", schemas.Plural(moves, "file", "files"), schemas.Plural(len(into), "folder", "folders"))
+	if len(into) > 0 {
+		msg += " (" + fileagent.CountList(into) + ")"
+	}
+	if stay > 0 {
+		msg += fmt.Sprintf("; %d already in place", stay)
+	}
+	if missing > 0 {
+		msg += fmt.Sprintf("; %d not found", missing)
+	}
+	res = schemas.Failure(Name, schemas.CodeApprovalRequired, msg+"?", false)
+	res.Summary = "waiting for approval: " + msg
+	return res, true
 }
 
 // place sets one file's folder, writing only when it differs. It reports

@@ -134,3 +134,45 @@ func TestCheckFolderName(t *testing.T) {
 		}
 	}
 }
+
+// With require_approval the agent answers approval_required with its plan
+// and changes nothing; with approved too it files as usual.
+func TestFolderAsksForApproval(t *testing.T) {
+	store, ids := setup(t, 3)
+	a, err := folder.New(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Contract().ValidateParams(map[string]any{"require_approval": "yes"}); err == nil {
+		t.Error("require_approval \"yes\" passed the params schema; want a boolean")
+	}
+	cats := map[string][]string{"sky": {ids[0], ids[1]}, "sea": {ids[2]}}
+	run := func(params map[string]any) schemas.AgentResult {
+		ec := schemas.NewExecutionContext(nil)
+		if err := ec.Write("categories", schemas.Categorization{Categories: cats, Method: "test"}, schemas.TypeCategorization, "test"); err != nil {
+			t.Fatal(err)
+		}
+		ec.SetParams(params)
+		res, err := a.Execute(context.Background(), ec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	res := run(map[string]any{"require_approval": true})
+	if res.Success || res.Error.Code != schemas.CodeApprovalRequired || res.Error.Message != "move 3 files into 2 folders (sea 1, sky 2)?" {
+		t.Fatalf("result %+v %+v; want approval_required with the plan", res, res.Error)
+	}
+	for _, id := range ids {
+		if ref, _ := store.ResolveMetadata(context.Background(), id); ref.Metadata[resolvers.MetaFolder] != "" {
+			t.Fatalf("%s moved to %q before the approval", id, ref.Metadata[resolvers.MetaFolder])
+		}
+	}
+	if res := run(map[string]any{"require_approval": true, "approved": true}); !res.Success || !strings.Contains(res.Summary, "moved 3") {
+		t.Fatalf("approved: %+v", res)
+	}
+	// Once filed, nothing would move: nothing to approve.
+	if res := run(map[string]any{"require_approval": true}); !res.Success || !strings.Contains(res.Summary, "moved 0") {
+		t.Errorf("asked again with nothing to move: %+v %+v", res, res.Error)
+	}
+}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/nats-io/nats.go"
 
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/client"
@@ -87,32 +88,69 @@ func (s *Server) cancelTask(agent, taskID string) {
 
 // forwardTaskProgress follows the task's progress events
 // (mesh.events.<taskid>.task) and sends each as a progress notification
-// until the returned stop is called.
-func (s *Server) forwardTaskProgress(ctx context.Context, p *progress, taskID string) func() {
-	fctx, cancel := context.WithCancel(ctx)
-	events, stop, err := client.Follow(fctx, s.js, s.cfg.names, s.cfg.names.Events(taskID, "task"), false)
+// until the returned stop is called. Stop first forwards what the stream
+// already holds (progress travels apart from the result, so it can arrive
+// after it), for at most a second: no notification may follow the answer.
+func (s *Server) forwardTaskProgress(ctx context.Context, p *progress, taskID string) (stop func()) {
+	subject := s.cfg.names.Events(taskID, "task")
+	events, stopFollow, err := client.Follow(ctx, s.js, s.cfg.names, subject, false)
 	if err != nil {
-		cancel()
 		s.cfg.log.Warn("following task progress", "task", taskID, "err", err)
 		return func() {}
 	}
+	last := make(chan string, 1) // the id of the last event stored, once the task ended
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
+		var until string
+		var limit <-chan time.Time
+		seen := map[string]bool{}
 		for {
 			select {
-			case <-fctx.Done():
+			case <-ctx.Done():
+				return
+			case until = <-last:
+				if until == "" || seen[until] {
+					return
+				}
+				limit = time.After(time.Second)
+			case <-limit:
 				return
 			case ev := <-events:
+				seen[ev.ID] = true
 				var tp schemas.TaskProgress
-				if ev.Type != bus.TypeTaskProgress || ev.DataAs(&tp) != nil {
-					continue
+				if ev.Type == bus.TypeTaskProgress && ev.DataAs(&tp) == nil {
+					p.send(ctx, progressMessage(tp))
 				}
-				p.send(fctx, progressMessage(tp))
+				if until != "" && ev.ID == until {
+					return
+				}
 			}
 		}
 	}()
-	return func() { cancel(); stop(); <-done }
+	return func() {
+		last <- s.lastEventID(ctx, subject)
+		<-done
+		stopFollow()
+	}
+}
+
+// lastEventID is the id of the last event stored on subject in the events
+// stream, or "" when there is none.
+func (s *Server) lastEventID(ctx context.Context, subject string) string {
+	st, err := s.js.Stream(ctx, s.cfg.names.EventsStream())
+	if err != nil {
+		return ""
+	}
+	raw, err := st.GetLastMsgForSubject(ctx, subject)
+	if err != nil {
+		return ""
+	}
+	ev, err := bus.Decode(&nats.Msg{Subject: raw.Subject, Header: raw.Header, Data: raw.Data})
+	if err != nil {
+		return ""
+	}
+	return ev.ID
 }
 
 func progressMessage(tp schemas.TaskProgress) string {

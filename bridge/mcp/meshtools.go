@@ -72,7 +72,7 @@ func (s *Server) chat(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallT
 	tctx, cancel := context.WithTimeout(ctx, s.cfg.timeout)
 	defer cancel()
 	resp, _, err := client.Turn(tctx, s.js, s.cfg.names, args.ConversationID, args.Message, s.cfg.source,
-		func(tp schemas.TaskProgress) { p.send(ctx, progressMessage(tp)) }, nil)
+		func(tp schemas.TaskProgress) { p.send(ctx, tp.Message) }, nil)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()

@@ -16,6 +16,10 @@ import (
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/bus/bustest"
 	"github.com/agentmesh/agentmesh/client"
+	"github.com/agentmesh/agentmesh/llm"
+	"github.com/agentmesh/agentmesh/llm/llmtest"
+	"github.com/agentmesh/agentmesh/orchestrator/chat"
+	"github.com/agentmesh/agentmesh/orchestrator"
 	"github.com/agentmesh/agentmesh/resolvers"
 	"github.com/agentmesh/agentmesh/schemas"
 )
@@ -280,5 +284,103 @@ func TestServerFilesAreResources(t *testing.T) {
 	}
 	if _, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: meshmcp.FileURIPrefix + "f-nosuchfile0000000000"}); err == nil {
 		t.Fatal("reading a missing file succeeded")
+	}
+}
+
+// orchestrate runs an orchestrator replica with a chat loop (opts) until
+// the test ends.
+func (m *testMesh) orchestrate(t *testing.T, opts ...chat.Option) {
+	t.Helper()
+	o, err := orchestrator.New(m.srv.Conn(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := orchestrator.AttachChat(o, opts...); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ready, done := make(chan struct{}), make(chan error, 1)
+	go func() { done <- o.RunReady(ctx, func() { close(ready) }) }()
+	t.Cleanup(func() { cancel(); <-done })
+	select {
+	case <-ready:
+	case err := <-done:
+		t.Fatalf("orchestrator: %v", err)
+	}
+}
+
+func TestServerRunsPipelinesAndChats(t *testing.T) {
+	m := startMesh(t)
+	m.runAgent(t, shout("ShoutAgent"))
+	model := llmtest.New(t,
+		llmtest.Calls(llmtest.Call("ShoutAgent", map[string]any{"text": "hi there"})),
+		llmtest.Answer("ShoutAgent says HI THERE."),
+	)
+	llmc, err := llm.New(model.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.orchestrate(t, chat.WithLLM(llmc))
+	var mu sync.Mutex
+	var notes []string
+	cs := connect(t, m.mcp, &mcp.ClientOptions{ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
+		mu.Lock()
+		defer mu.Unlock()
+		notes = append(notes, r.Params.Message)
+	}})
+	ctx := context.Background()
+
+	spec := `
+name: shout
+seed:
+  values:
+    note: {data_type: TEXT, value: "sunsets over the sea"}
+steps:
+  - {id: loud, agent: ShoutAgent, params: {suffix: "${vars.end}"}, inputs: {text: seed.note}}
+vars: {end: "?"}
+`
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_pipeline", Arguments: map[string]any{"pipeline": spec, "vars": map[string]any{"end": "!"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.IsError {
+		t.Fatalf("run_pipeline failed: %s", res.Content[0].(*mcp.TextContent).Text)
+	}
+	if got := res.Content[len(res.Content)-1].(*mcp.TextContent).Text; got != "loud.text: SUNSETS OVER THE SEA!" {
+		t.Fatalf("last content = %q, want the step's TEXT output", got)
+	}
+
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_pipeline", Arguments: map[string]any{"pipeline": map[string]any{
+		"name": "bad", "steps": []any{map[string]any{"id": "x", "agent": "NoSuchAgent"}},
+	}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sc, _ := res.StructuredContent.(map[string]any); !res.IsError || sc["code"] != schemas.CodeInvalidPipeline {
+		t.Fatalf("a pipeline naming an unknown agent: isError %v, structured %v; want invalid_pipeline", res.IsError, res.StructuredContent)
+	}
+
+	params := &mcp.CallToolParams{Name: "chat", Arguments: map[string]any{"message": "shout hi there"}}
+	params.SetProgressToken(7)
+	res, err = cs.CallTool(ctx, params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, _ := res.StructuredContent.(map[string]any)
+	if res.IsError || sc["conversation_id"] == "" || sc["state"] != schemas.ChatCompleted || res.Content[0].(*mcp.TextContent).Text != "ShoutAgent says HI THERE." {
+		t.Fatalf("chat: isError %v, %v", res.IsError, res.StructuredContent)
+	}
+	mu.Lock()
+	if len(notes) == 0 {
+		t.Errorf("a chat turn that called an agent sent no progress notification")
+	}
+	t.Logf("chat progress: %q", notes)
+	mu.Unlock()
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "chat", Arguments: map[string]any{"message": "  "}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sc, _ := res.StructuredContent.(map[string]any); !res.IsError || sc["code"] != schemas.CodeInvalidRequest {
+		t.Fatalf("an empty chat message: %v", res.StructuredContent)
 	}
 }

@@ -64,23 +64,24 @@ func ToolAgentName(prefix, name string) (string, error) {
 //   - outputs: text (TEXT, the result's text content) and, when the tool
 //     declares an output schema, json (JSON, its structured content).
 //
-// It returns the contract and the text argument ("" when there is none).
-func ToolContract(tool *mcp.Tool, prefix string) (schemas.AgentContract, string, error) {
+// It returns the contract and how the TEXT input maps to an argument.
+func ToolContract(tool *mcp.Tool, prefix string) (schemas.AgentContract, TextMapping, error) {
 	name, err := ToolAgentName(prefix, tool.Name)
 	if err != nil {
-		return schemas.AgentContract{}, "", err
+		return schemas.AgentContract{}, TextMapping{}, err
 	}
 	schema := map[string]any{}
 	if tool.InputSchema != nil {
 		raw, err := json.Marshal(tool.InputSchema)
 		if err != nil || json.Unmarshal(raw, &schema) != nil {
-			return schemas.AgentContract{}, "", fmt.Errorf("MCP tool %q: its input schema is not a JSON object", tool.Name)
+			return schemas.AgentContract{}, TextMapping{}, fmt.Errorf("MCP tool %q: its input schema is not a JSON object", tool.Name)
 		}
 	}
 	if schema["type"] == nil {
 		schema["type"] = "object"
 	}
 	textArg := textArgument(schema)
+	mapping := TextMapping{Argument: textArg, Required: textArg != "" && slices.Contains(requiredOf(schema), textArg)}
 	c := schemas.AgentContract{
 		Name:        name,
 		Version:     "1.0.0",
@@ -109,12 +110,20 @@ func ToolContract(tool *mcp.Tool, prefix string) (schemas.AgentContract, string,
 		c.DataTypes = []schemas.DataTypeDefinition{jsonType}
 	}
 	if c.Params, err = json.Marshal(schema); err != nil {
-		return schemas.AgentContract{}, "", err
+		return schemas.AgentContract{}, TextMapping{}, err
 	}
 	if err := c.Validate(); err != nil {
-		return schemas.AgentContract{}, "", fmt.Errorf("MCP tool %q: %w", tool.Name, err)
+		return schemas.AgentContract{}, TextMapping{}, fmt.Errorf("MCP tool %q: %w", tool.Name, err)
 	}
-	return c, textArg, nil
+	return c, mapping, nil
+}
+
+// TextMapping says which argument of a tool the TEXT input of its agent
+// fills, and whether the tool requires that argument (given as a param or
+// as the input).
+type TextMapping struct {
+	Argument string // "" when the tool has no text argument
+	Required bool
 }
 
 // textArgument picks the argument a TEXT input fills: the first required

@@ -103,12 +103,12 @@ func (r *Remote) Agents(ctx context.Context) ([]agents.Agent, error) {
 		if err != nil {
 			return nil, fmt.Errorf("listing the MCP server's tools: %w", err)
 		}
-		c, textArg, err := ToolContract(tool, r.prefix)
+		c, text, err := ToolContract(tool, r.prefix)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		out = append(out, &toolAgent{remote: r, tool: tool.Name, contract: c, textArg: textArg})
+		out = append(out, &toolAgent{remote: r, tool: tool.Name, contract: c, text: text})
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
@@ -142,7 +142,7 @@ type toolAgent struct {
 	remote   *Remote
 	tool     string
 	contract schemas.AgentContract
-	textArg  string
+	text     TextMapping
 }
 
 func (a *toolAgent) Contract() schemas.AgentContract { return a.contract }
@@ -157,13 +157,18 @@ func (a *toolAgent) Execute(ctx context.Context, ec *schemas.ExecutionContext) (
 	if args == nil {
 		args = map[string]any{}
 	}
-	if a.textArg != "" && ec.Has(a.textArg) {
-		if _, given := args[a.textArg]; !given {
-			text, err := ec.Text(a.textArg)
+	if arg := a.text.Argument; arg != "" {
+		_, given := args[arg]
+		switch {
+		case !given && ec.Has(arg):
+			text, err := ec.Text(arg)
 			if err != nil {
 				return schemas.Failure(a.contract.Name, schemas.CodeInvalidInput, err.Error(), false), nil
 			}
-			args[a.textArg] = text
+			args[arg] = text
+		case !given && a.text.Required:
+			return schemas.Failure(a.contract.Name, schemas.CodeInvalidInput, fmt.Sprintf(
+				"MCP tool %s needs its argument %q: give the TEXT input %q or the param %q", a.tool, arg, arg, arg), false), nil
 		}
 	}
 	token := "am-" + uuid.NewString()

@@ -1,0 +1,212 @@
+package mcp_test
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	meshmcp "github.com/agentmesh/agentmesh/bridge/mcp"
+	"github.com/agentmesh/agentmesh/client"
+	"github.com/agentmesh/agentmesh/internal/nodetest"
+	"github.com/agentmesh/agentmesh/orchestrator/state"
+	"github.com/agentmesh/agentmesh/schemas"
+)
+
+// exampleServer is the TypeScript SDK server of examples/mcp, its npm
+// packages installed; the test skips when node is missing.
+func exampleServer(t *testing.T) string {
+	t.Helper()
+	_, npm, err := nodetest.Tools()
+	if err != nil {
+		t.Skip(err)
+	}
+	dir, err := filepath.Abs("../../examples/mcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodetest.Install(t, npm, dir)
+	return filepath.Join(dir, "server.mjs")
+}
+
+// dialExample starts the example server over stdio.
+func dialExample(t *testing.T, opts ...meshmcp.RemoteOption) *meshmcp.Remote {
+	t.Helper()
+	tr, err := meshmcp.CommandTransport("node '" + exampleServer(t) + "'")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	r, err := meshmcp.Dial(ctx, tr, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.Close() })
+	return r
+}
+
+func TestRemoteToolsBecomeContracts(t *testing.T) {
+	r := dialExample(t, meshmcp.WithPrefix("ts_"))
+	ags, err := r.Agents(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]schemas.AgentContract{}
+	for _, a := range ags {
+		byName[a.Contract().Name] = a.Contract()
+	}
+	if got := slices.Sorted(func(yield func(string) bool) {
+		for k := range byName {
+			if !yield(k) {
+				return
+			}
+		}
+	}); !slices.Equal(got, []string{"ts_fail", "ts_reverse", "ts_word_count"}) {
+		t.Fatalf("agents = %v", got)
+	}
+	wc := byName["ts_word_count"]
+	if len(wc.Inputs) != 1 || wc.Inputs[0].Name != "text" || wc.Inputs[0].DataType != schemas.TypeText || wc.Inputs[0].Required {
+		t.Errorf("inputs = %+v, want one optional TEXT input text", wc.Inputs)
+	}
+	if len(wc.Outputs) != 2 || wc.Outputs[0].DataType != schemas.TypeText || wc.Outputs[1].DataType != meshmcp.TypeJSON {
+		t.Errorf("outputs = %+v, want text (TEXT) and json (JSON)", wc.Outputs)
+	}
+	var params map[string]any
+	if err := json.Unmarshal(wc.Params, &params); err != nil {
+		t.Fatal(err)
+	}
+	if _, req := params["required"]; req || params["properties"].(map[string]any)["top"] == nil {
+		t.Errorf("params = %s: want the tool's schema with text no longer required", wc.Params)
+	}
+	if rv := byName["ts_reverse"]; len(rv.Outputs) != 1 || len(rv.DataTypes) != 0 {
+		t.Errorf("reverse declares no output schema, yet outputs %+v", rv.Outputs)
+	}
+	if !strings.Contains(wc.Description, "Counts the words") || wc.Capability != meshmcp.Capability {
+		t.Errorf("description %q capability %q", wc.Description, wc.Capability)
+	}
+}
+
+// TestRemoteAgentsThroughTheMesh runs the TypeScript server's tools as mesh
+// agents and calls them with the MCP Go SDK client through the mesh's own
+// MCP server: MCP -> mesh -> MCP, with progress relayed both ways.
+func TestRemoteAgentsThroughTheMesh(t *testing.T) {
+	m := startMesh(t)
+	r := dialExample(t)
+	ags, err := r.Agents(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range ags {
+		m.runAgent(t, a)
+	}
+	m.mcp.Sync()
+	var mu sync.Mutex
+	var notes []string
+	cs := connect(t, m.mcp, &mcp.ClientOptions{ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
+		mu.Lock()
+		defer mu.Unlock()
+		notes = append(notes, r.Params.Message)
+	}})
+	ctx := context.Background()
+	params := &mcp.CallToolParams{Name: "word_count", Arguments: map[string]any{"text": "the sea, the sky and the sun", "top": 1}}
+	params.SetProgressToken("wc")
+	res, err := cs.CallTool(ctx, params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.IsError {
+		t.Fatalf("word_count failed: %s", res.Content[0].(*mcp.TextContent).Text)
+	}
+	sc := res.StructuredContent.(map[string]any)["outputs"].(map[string]any)
+	js, _ := json.Marshal(sc["json"])
+	if !strings.Contains(string(js), `"value":{"top":["the"],"words":7}`) {
+		t.Errorf("json output = %s", js)
+	}
+	mu.Lock()
+	if !slices.Contains(notes, "word_count: counting (50%)") {
+		t.Errorf("progress = %q: want the TypeScript server's progress, relayed", notes)
+	}
+	mu.Unlock()
+
+	cases := []struct {
+		tool string
+		args map[string]any
+		code string
+		text string
+	}{
+		{"word_count", map[string]any{"text": "x", "top": 50}, schemas.CodeInvalidParams, "maximum"},
+		{"fail", map[string]any{"reason": "testing"}, schemas.CodeAgentError, "failed on purpose: testing"},
+		{"reverse", map[string]any{}, schemas.CodeInvalidInput, `give the TEXT input "text" or the param "text"`},
+	}
+	for _, tc := range cases {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tc.tool, Arguments: tc.args})
+		if err != nil {
+			t.Fatal(err)
+		}
+		txt := res.Content[0].(*mcp.TextContent).Text
+		if !res.IsError || !strings.HasPrefix(txt, tc.code+": ") || !strings.Contains(txt, tc.text) {
+			t.Errorf("%s %v: isError %v, %q; want %s mentioning %q", tc.tool, tc.args, res.IsError, txt, tc.code, tc.text)
+		}
+	}
+}
+
+// TestRemoteAgentsInAPipeline chains two tools of the TypeScript server in
+// a pipeline: the TEXT output of one fills the TEXT input of the next.
+func TestRemoteAgentsInAPipeline(t *testing.T) {
+	m := startMesh(t)
+	r := dialExample(t)
+	ags, err := r.Agents(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range ags {
+		m.runAgent(t, a)
+	}
+	m.orchestrate(t)
+	spec, err := client.NewPipeline("words").
+		SeedValue("note", schemas.TypeText, "", "red sky at night").
+		Step("count", "word_count").Param("top", 2).Input("text", "seed.note").
+		Then("rev", "reverse").
+		Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	id, err := client.SubmitPipeline(ctx, m.srv.JetStream(t), m.srv.Names(), spec, "", "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := waitRun(t, m, id)
+	if run.Status != schemas.RunCompleted {
+		t.Fatalf("run %s: %+v", run.Status, run.Steps)
+	}
+	got, _ := run.Steps["rev"].Outputs["text"].Text()
+	if got != "night at, frequent: most words; 4" {
+		t.Fatalf("rev output = %q (count said %q)", got, mustText(run.Steps["count"].Outputs["text"]))
+	}
+}
+
+func mustText(v schemas.TypedValue) string { s, _ := v.Text(); return s }
+
+// waitRun polls the run until it ends.
+func waitRun(t *testing.T, m *testMesh, id string) *state.RunState {
+	t.Helper()
+	store := state.New(m.res.Conversations, m.res.Runs)
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if r, err := store.Run(context.Background(), id); err == nil && r.Done() {
+			return r
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("run %s did not end within 30s", id)
+	return nil
+}

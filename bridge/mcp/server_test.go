@@ -11,15 +11,15 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	meshmcp "github.com/agentmesh/agentmesh/bridge/mcp"
 	"github.com/agentmesh/agentmesh/agents"
+	meshmcp "github.com/agentmesh/agentmesh/bridge/mcp"
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/bus/bustest"
 	"github.com/agentmesh/agentmesh/client"
 	"github.com/agentmesh/agentmesh/llm"
 	"github.com/agentmesh/agentmesh/llm/llmtest"
-	"github.com/agentmesh/agentmesh/orchestrator/chat"
 	"github.com/agentmesh/agentmesh/orchestrator"
+	"github.com/agentmesh/agentmesh/orchestrator/chat"
 	"github.com/agentmesh/agentmesh/resolvers"
 	"github.com/agentmesh/agentmesh/schemas"
 )

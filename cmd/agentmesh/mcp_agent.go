@@ -8,8 +8,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	meshmcp "github.com/agentmesh/agentmesh/bridge/mcp"
 	"github.com/agentmesh/agentmesh/agents"
+	meshmcp "github.com/agentmesh/agentmesh/bridge/mcp"
 	"github.com/agentmesh/agentmesh/resolvers"
 )
 

@@ -244,12 +244,15 @@ func SplitCommand(line string) ([]string, error) {
 	var words []string
 	var cur strings.Builder
 	inWord := false
-	var quote rune
+	var quote byte
 	escaped := false
-	for _, r := range line {
+	// Byte by byte: every special character is ASCII, so other bytes
+	// (UTF-8 or not) pass through unchanged.
+	for i := 0; i < len(line); i++ {
+		r := line[i]
 		switch {
 		case escaped:
-			cur.WriteRune(r)
+			cur.WriteByte(r)
 			escaped = false
 		case r == '\\' && quote != '\'':
 			escaped, inWord = true, true
@@ -257,7 +260,7 @@ func SplitCommand(line string) ([]string, error) {
 			if r == quote {
 				quote = 0
 			} else {
-				cur.WriteRune(r)
+				cur.WriteByte(r)
 			}
 		case r == '\'' || r == '"':
 			quote, inWord = r, true
@@ -268,7 +271,7 @@ func SplitCommand(line string) ([]string, error) {
 				inWord = false
 			}
 		default:
-			cur.WriteRune(r)
+			cur.WriteByte(r)
 			inWord = true
 		}
 	}

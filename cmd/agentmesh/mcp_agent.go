@@ -7,10 +7,14 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/agentmesh/agentmesh/agents"
+	"github.com/agentmesh/agentmesh/agents/builtin/prompt"
 	meshmcp "github.com/agentmesh/agentmesh/bridge/mcp"
+	"github.com/agentmesh/agentmesh/llm"
 	"github.com/agentmesh/agentmesh/resolvers"
+	"github.com/agentmesh/agentmesh/schemas"
 )
 
 // mcpAgentFlags are the agent command's settings for --mcp and --mcp-url.
@@ -88,4 +92,60 @@ func runMCPAgents(ctx context.Context, a *app, f mcpAgentFlags) error {
 		all <- errors.Join(errs...)
 	}()
 	return a.awaitDrain(ctx, "the MCP agents", f.drain, all)
+}
+
+// promptMCPTools connects to the MCP servers of a PromptAgent's config
+// (its mcp: list) and gives their tools to the agent's model. The
+// sessions last as long as the process; a server started on stdio ends
+// with it.
+func promptMCPTools(ctx context.Context, cfg prompt.Config) (prompt.Option, error) {
+	var tools []prompt.Tool
+	for i, s := range cfg.MCP {
+		t := meshmcp.HTTPTransport(s.URL)
+		what := s.URL
+		if s.Command != "" {
+			var err error
+			if t, err = meshmcp.CommandTransport(s.Command); err != nil {
+				return nil, fmt.Errorf("%s: mcp[%d]: %w", cfg.Name, i, err)
+			}
+			what = s.Command
+		}
+		dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		remote, err := meshmcp.Dial(dctx, t)
+		if err != nil {
+			cancel()
+			return nil, fmt.Errorf("%s: MCP server %q: %w", cfg.Name, what, err)
+		}
+		rts, err := remote.Tools(dctx, s.Tools...)
+		cancel()
+		if err != nil {
+			_ = remote.Close()
+			return nil, fmt.Errorf("%s: MCP server %q: %w", cfg.Name, what, err)
+		}
+		for _, rt := range rts {
+			tools = append(tools, rt)
+		}
+	}
+	model, err := toolModelFromEnv()
+	if err != nil {
+		return nil, err
+	}
+	return prompt.WithTools(model, tools...), nil
+}
+
+// toolModelFromEnv is the configured LLM as a prompt.ToolModel, or nil
+// without one (the agent then says how to configure it).
+func toolModelFromEnv() (prompt.ToolModel, error) {
+	cfg, err := llm.ConfigFromEnv()
+	if err != nil || !cfg.Configured() {
+		return nil, err
+	}
+	c, err := llm.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return prompt.ToolModelFunc(func(ctx context.Context, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, schemas.Usage, error) {
+		resp, u, err := c.Chat(ctx, req)
+		return resp, u.Report(), err
+	}), nil
 }

@@ -3,6 +3,8 @@ package mcp_test
 import (
 	"context"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/agentmesh/agentmesh/agents"
 	meshmcp "github.com/agentmesh/agentmesh/bridge/mcp"
 	"github.com/agentmesh/agentmesh/client"
 	"github.com/agentmesh/agentmesh/internal/nodetest"
@@ -209,4 +212,56 @@ func waitRun(t *testing.T, m *testMesh, id string) *state.RunState {
 	}
 	t.Fatalf("run %s did not end within 30s", id)
 	return nil
+}
+
+// TestRemoteOverStreamableHTTP uses the mesh's own MCP server, served as
+// streamable HTTP, as the remote: its ShoutAgent tool becomes the agent
+// via_ShoutAgent, whose TEXT input fills the tool's text argument.
+func TestRemoteOverStreamableHTTP(t *testing.T) {
+	m := startMesh(t)
+	m.runAgent(t, shout("ShoutAgent"))
+	m.mcp.Sync()
+	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return m.mcp.MCP() }, nil))
+	t.Cleanup(hs.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	r, err := meshmcp.Dial(ctx, meshmcp.HTTPTransport(hs.URL), meshmcp.WithPrefix("via_"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.Close() })
+	ags, err := r.Agents(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var via agents.Agent
+	for _, a := range ags {
+		if a.Contract().Name == "via_ShoutAgent" {
+			via = a
+		}
+	}
+	if via == nil || len(ags) != 3 {
+		t.Fatalf("agents %d, via_ShoutAgent %v", len(ags), via)
+	}
+	if in := via.Contract().Inputs; len(in) != 1 || in[0].Name != "text" {
+		t.Fatalf("inputs %+v", in)
+	}
+	ec := schemas.ContextFromTask(schemas.DefaultRegistry(), schemas.TaskRequest{
+		Inputs: map[string]schemas.TypedValue{"text": schemas.TextValue("over http", "test")},
+		Params: map[string]any{"suffix": "!"},
+	})
+	res, err := via.Execute(ctx, ec)
+	if err != nil || !res.Success {
+		t.Fatalf("execute: %v %+v", err, res.Error)
+	}
+	if got, _ := res.Outputs["text"].Text(); got != "shouted\nOVER HTTP!" {
+		t.Fatalf("text output %q", got)
+	}
+	res, err = via.Execute(ctx, schemas.ContextFromTask(schemas.DefaultRegistry(), schemas.TaskRequest{
+		Inputs: map[string]schemas.TypedValue{"text": schemas.TextValue("x", "test")},
+		Params: map[string]any{"suffix": "toolong"},
+	}))
+	if err != nil || res.Success || res.Error.Code != schemas.CodeAgentError || !strings.Contains(res.Error.Message, "invalid_params: ") {
+		t.Fatalf("a tool error across two bridges: %v %+v", err, res.Error)
+	}
 }

@@ -210,6 +210,9 @@ func TestServerToolErrorsCarryTheMeshCode(t *testing.T) {
 		{"required input missing", map[string]any{}, schemas.CodeInvalidInput},
 		{"input of the wrong shape", map[string]any{"text": 5}, schemas.CodeInvalidInput},
 	}
+	if _, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "NoSuchAgent"}); err == nil {
+		t.Error("calling an unknown tool is not a protocol error")
+	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "ShoutAgent", Arguments: tc.args})

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/agentmesh/agentmesh/bus/bustest"
 	"github.com/agentmesh/agentmesh/client"
 	"github.com/agentmesh/agentmesh/internal/nodetest"
@@ -192,5 +194,73 @@ func TestMCPAgentProcessInPipeline(t *testing.T) {
 			t.Fatalf("run %s did not end: %v", id, err)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestMCPServerOverHTTP starts `agentmesh mcp --http` as a process and
+// lists its tools with the MCP Go SDK client over streamable HTTP.
+func TestMCPServerOverHTTP(t *testing.T) {
+	srv := bustest.Start(t)
+	srv.Provision(t)
+	startAgentProc(t, srv.URL())
+	cmd := exec.Command(agentBinary(t), "mcp", "--http", "127.0.0.1:0", "--nats", srv.URL())
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() { _ = cmd.Process.Kill(); <-exited })
+	url := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			if _, u, ok := strings.Cut(sc.Text(), "streamable HTTP on "); ok {
+				url <- u
+			}
+		}
+	}()
+	var endpoint string
+	select {
+	case endpoint = <-url:
+	case <-exited:
+		t.Fatal("agentmesh mcp --http exited")
+	case <-time.After(30 * time.Second):
+		t.Fatal("agentmesh mcp --http did not say where it listens")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoint}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		res, err := cs.ListTools(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, tl := range res.Tools {
+			names = append(names, tl.Name)
+		}
+		if slices.Contains(names, "TextAgent") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("tools = %v, want TextAgent among them", names)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "TextAgent", Arguments: map[string]any{"text": "over http", "op": "title"}})
+	if err != nil || res.IsError {
+		t.Fatalf("call: %v %+v", err, res)
+	}
+	if got := res.Content[len(res.Content)-1].(*mcp.TextContent).Text; got != "Over Http" {
+		t.Fatalf("output %q", got)
 	}
 }

@@ -31,6 +31,8 @@ type testMesh struct {
 	res *bus.Resources
 	reg *client.Registry
 	mcp *meshmcp.Server
+
+	stops []func() // of the agents runAgent started
 }
 
 func startMesh(t *testing.T) *testMesh {
@@ -56,7 +58,8 @@ func startMesh(t *testing.T) *testMesh {
 }
 
 // runAgent runs a on the runtime until the returned stop is called (or the
-// test ends) and waits until the registry sees it.
+// test ends) and waits until the registry sees it. Agents still running at
+// the end are stopped together: each takes a while to drain.
 func (m *testMesh) runAgent(t *testing.T, a agents.Agent) (stop func()) {
 	t.Helper()
 	rt, err := agents.NewRuntime(m.srv.Conn(t), a, agents.WithHeartbeat(time.Second))
@@ -68,7 +71,16 @@ func (m *testMesh) runAgent(t *testing.T, a agents.Agent) (stop func()) {
 	go func() { done <- rt.Run(ctx) }()
 	var once sync.Once
 	stop = func() { once.Do(func() { cancel(); <-done }) }
-	t.Cleanup(stop)
+	if len(m.stops) == 0 {
+		t.Cleanup(func() {
+			var wg sync.WaitGroup
+			for _, s := range m.stops {
+				wg.Go(s)
+			}
+			wg.Wait()
+		})
+	}
+	m.stops = append(m.stops, stop)
 	select {
 	case <-rt.Ready():
 	case err := <-done:

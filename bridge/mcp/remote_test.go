@@ -24,7 +24,7 @@ import (
 
 // exampleServer is the TypeScript SDK server of examples/mcp, its npm
 // packages installed; the test skips when node is missing.
-func exampleServer(t *testing.T) string {
+func exampleServer(t testing.TB) string {
 	t.Helper()
 	_, npm, err := nodetest.Tools()
 	if err != nil {
@@ -39,7 +39,7 @@ func exampleServer(t *testing.T) string {
 }
 
 // dialExample starts the example server over stdio.
-func dialExample(t *testing.T, opts ...meshmcp.RemoteOption) *meshmcp.Remote {
+func dialExample(t testing.TB, opts ...meshmcp.RemoteOption) *meshmcp.Remote {
 	t.Helper()
 	tr, err := meshmcp.CommandTransport("node '" + exampleServer(t) + "'")
 	if err != nil {

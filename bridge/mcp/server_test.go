@@ -35,7 +35,7 @@ type testMesh struct {
 	stops []func() // of the agents runAgent started
 }
 
-func startMesh(t *testing.T) *testMesh {
+func startMesh(t testing.TB) *testMesh {
 	t.Helper()
 	srv := bustest.Start(t)
 	res := srv.Provision(t)
@@ -60,7 +60,7 @@ func startMesh(t *testing.T) *testMesh {
 // runAgent runs a on the runtime until the returned stop is called (or the
 // test ends) and waits until the registry sees it. Agents still running at
 // the end are stopped together: each takes a while to drain.
-func (m *testMesh) runAgent(t *testing.T, a agents.Agent) (stop func()) {
+func (m *testMesh) runAgent(t testing.TB, a agents.Agent) (stop func()) {
 	t.Helper()
 	rt, err := agents.NewRuntime(m.srv.Conn(t), a, agents.WithHeartbeat(time.Second))
 	if err != nil {
@@ -116,7 +116,7 @@ func shout(name string) agents.Agent {
 
 // connect is an MCP Go SDK client session on the server, over in-memory
 // transports; changed receives a value at each tools/list_changed.
-func connect(t *testing.T, s *meshmcp.Server, opts *mcp.ClientOptions) *mcp.ClientSession {
+func connect(t testing.TB, s *meshmcp.Server, opts *mcp.ClientOptions) *mcp.ClientSession {
 	t.Helper()
 	ct, st := mcp.NewInMemoryTransports()
 	ctx := context.Background()
@@ -304,7 +304,7 @@ func TestServerFilesAreResources(t *testing.T) {
 
 // orchestrate runs an orchestrator replica with a chat loop (opts) until
 // the test ends.
-func (m *testMesh) orchestrate(t *testing.T, opts ...chat.Option) {
+func (m *testMesh) orchestrate(t testing.TB, opts ...chat.Option) {
 	t.Helper()
 	o, err := orchestrator.New(m.srv.Conn(t))
 	if err != nil {

@@ -70,17 +70,30 @@ func runMCPAgents(ctx context.Context, a *app, f mcpAgentFlags) error {
 		agents.WithLogger(log),
 	}
 	errc := make(chan error, len(tools))
+	rctx, stopAll := context.WithCancel(ctx)
+	defer stopAll()
+	started := 0
+	// A tool whose agent cannot start stops those already started, so they
+	// depart instead of lingering in the registry until their TTL.
+	fail := func(err error) error {
+		stopAll()
+		for range started {
+			<-errc
+		}
+		return err
+	}
 	for _, ag := range tools {
 		rt, err := agents.NewRuntime(m.NC, ag, opts...)
 		if err != nil {
-			return fmt.Errorf("agent %s: %w", ag.Contract().Name, err)
+			return fail(fmt.Errorf("agent %s: %w", ag.Contract().Name, err))
 		}
-		go func() { errc <- rt.Run(ctx) }()
+		go func() { errc <- rt.Run(rctx) }()
 		select {
 		case <-rt.Ready():
+			started++
 			fmt.Fprintf(a.out, "agent %s (MCP tool of %s) instance %s ready\n", ag.Contract().Name, remote.ServerName(), rt.InstanceID())
 		case err := <-errc:
-			return fmt.Errorf("agent %s: %w", ag.Contract().Name, err)
+			return fail(fmt.Errorf("agent %s: %w", ag.Contract().Name, err))
 		}
 	}
 	all := make(chan error, 1)

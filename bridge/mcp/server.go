@@ -120,7 +120,9 @@ func NewServer(nc *nats.Conn, res *bus.Resources, reg *client.Registry, opts ...
 			"plus chat (one chat turn with the mesh's orchestrator) and run_pipeline (run a declared pipeline). " +
 			"Stored files are resources agentmesh://files/<id>; pass their ids to FILE_IDS inputs.",
 		Logger:       cfg.log,
-		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
+		// Tools follow the registry and say so; the file list is read
+		// afresh at each resources/list, with no list_changed.
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}, Resources: &mcp.ResourceCapabilities{}},
 	})
 	s.addMeshTools()
 	s.addResources()

@@ -254,6 +254,10 @@ func TestServerToolListFollowsTheRegistry(t *testing.T) {
 	if got := toolNames(t, cs); !slices.Equal(got, []string{"chat", "run_pipeline"}) {
 		t.Fatalf("tools = %v before any agent", got)
 	}
+	caps := cs.InitializeResult().Capabilities
+	if caps.Tools == nil || !caps.Tools.ListChanged || caps.Resources == nil || caps.Resources.ListChanged {
+		t.Fatalf("capabilities tools %+v resources %+v: want tools.listChanged only", caps.Tools, caps.Resources)
+	}
 	waitTools := func(want []string) {
 		t.Helper()
 		deadline := time.After(10 * time.Second)

@@ -100,7 +100,11 @@ func serveMCPHTTP(ctx context.Context, a *app, s *meshmcp.Server, addr string) e
 		return fmt.Errorf("--http %s: %w", addr, err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.MCP() }, nil))
+	// The SDK refuses a localhost request with a foreign Host (DNS
+	// rebinding); cross-origin protection refuses browsers' cross-site
+	// requests, as the transport's security notes ask for Origin checks.
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.MCP() }, nil)
+	mux.Handle("/mcp", http.NewCrossOriginProtection().Handler(h))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	fmt.Fprintf(a.errOut, "agentmesh mcp: streamable HTTP on http://%s/mcp\n", ln.Addr())
 	errc := make(chan error, 1)

@@ -28,7 +28,8 @@ type Remote struct {
 	prefix  string
 	log     *slog.Logger
 
-	progress sync.Map // progress token -> context.Context of the task calling
+	progress sync.Map      // progress token -> context.Context of the task calling
+	changed  chan struct{} // a tools/list_changed came (buffered 1)
 }
 
 // RemoteOption configures a Remote.
@@ -65,7 +66,7 @@ func HTTPTransport(url string) mcp.Transport {
 // Dial opens a session with the MCP server on t. Options: WithPrefix,
 // WithRemoteLogger.
 func Dial(ctx context.Context, t mcp.Transport, opts ...RemoteOption) (*Remote, error) {
-	r := &Remote{log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	r := &Remote{log: slog.New(slog.NewTextHandler(io.Discard, nil)), changed: make(chan struct{}, 1)}
 	for _, o := range opts {
 		o(r)
 	}
@@ -73,6 +74,12 @@ func Dial(ctx context.Context, t mcp.Transport, opts ...RemoteOption) (*Remote, 
 		Logger:                      r.log,
 		Capabilities:                &mcp.ClientCapabilities{},
 		ProgressNotificationHandler: r.onProgress,
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+			select {
+			case r.changed <- struct{}{}:
+			default:
+			}
+		},
 	})
 	s, err := c.Connect(ctx, t, nil)
 	if err != nil {

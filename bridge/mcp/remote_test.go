@@ -71,7 +71,7 @@ func TestRemoteToolsBecomeContracts(t *testing.T) {
 				return
 			}
 		}
-	}); !slices.Equal(got, []string{"ts_fail", "ts_reverse", "ts_word_count"}) {
+	}); !slices.Equal(got, []string{"ts_fail", "ts_reverse", "ts_toggle_echo", "ts_word_count"}) {
 		t.Fatalf("agents = %v", got)
 	}
 	wc := byName["ts_word_count"]
@@ -263,5 +263,61 @@ func TestRemoteOverStreamableHTTP(t *testing.T) {
 	}))
 	if err != nil || res.Success || res.Error.Code != schemas.CodeAgentError || !strings.Contains(res.Error.Message, "invalid_params: ") {
 		t.Fatalf("a tool error across two bridges: %v %+v", err, res.Error)
+	}
+}
+
+// TestRemoteFollowsToolListChanges follows the TypeScript server's tools:
+// its toggle_echo tool adds and removes a tool, and the agent echo starts
+// and stops with it.
+func TestRemoteFollowsToolListChanges(t *testing.T) {
+	m := startMesh(t)
+	r := dialExample(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	followed := make(chan error, 1)
+	go func() {
+		followed <- r.Follow(ctx, func(_ context.Context, a agents.Agent) (func(), error) { return m.runAgent(t, a), nil })
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-followed; err != nil {
+			t.Errorf("Follow: %v", err)
+		}
+	})
+	wctx, wcancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer wcancel()
+	if err := m.reg.Wait(wctx, "toggle_echo", 1); err != nil {
+		t.Fatal(err)
+	}
+	m.mcp.Sync()
+	cs := connect(t, m.mcp, nil)
+	call := func(tool string, args map[string]any) string {
+		t.Helper()
+		res, err := cs.CallTool(wctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+		if err != nil || res.IsError {
+			t.Fatalf("%s: %v %+v", tool, err, res)
+		}
+		return res.Content[len(res.Content)-1].(*mcp.TextContent).Text
+	}
+	if got := call("toggle_echo", nil); got != "echo added" {
+		t.Fatalf("toggle_echo: %q", got)
+	}
+	if err := m.reg.Wait(wctx, "echo", 1); err != nil {
+		t.Fatalf("the agent of the added tool did not start: %v", err)
+	}
+	m.mcp.Sync()
+	if got := call("echo", map[string]any{"text": "hi"}); got != "echo: hi" {
+		t.Fatalf("echo: %q", got)
+	}
+	if got := call("toggle_echo", nil); got != "echo removed" {
+		t.Fatalf("toggle_echo: %q", got)
+	}
+	for {
+		if _, live := m.reg.Lookup("echo"); !live {
+			break
+		}
+		if wctx.Err() != nil {
+			t.Fatal("the agent of the removed tool is still live")
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -119,7 +119,7 @@ func NewServer(nc *nats.Conn, res *bus.Resources, reg *client.Registry, opts ...
 		Instructions: "The tools are the live agents of an agentmesh (each takes its contract's inputs and params), " +
 			"plus chat (one chat turn with the mesh's orchestrator) and run_pipeline (run a declared pipeline). " +
 			"Stored files are resources agentmesh://files/<id>; pass their ids to FILE_IDS inputs.",
-		Logger:       cfg.log,
+		Logger: cfg.log,
 		// Tools follow the registry and say so; the file list is read
 		// afresh at each resources/list, with no list_changed.
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}, Resources: &mcp.ResourceCapabilities{}},

@@ -47,8 +47,8 @@ With --mcp 'COMMAND ARGS' (an MCP server on stdio, started here) or --mcp-url
 URL (streamable HTTP), run one agent per tool of that MCP server: the agent is
 named after the tool (after --mcp-prefix), its params are the tool's input
 schema, an optional TEXT input fills the tool's text argument, and its outputs
-are text (TEXT) and, for tools with an output schema, json (JSON). See
-docs/bridges.md.`,
+are text (TEXT) and, for tools with an output schema, json (JSON). Agents
+start and stop as the server's tool list changes. See docs/bridges.md.`,
 		Example: `  agentmesh agent AnalysisAgent
   agentmesh agent AnalysisAgent --concurrency 8      # run this line twice to get two instances
   agentmesh agent --config agents/builtin/prompt/testdata/haiku.yaml

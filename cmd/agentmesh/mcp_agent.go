@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -29,7 +28,8 @@ type mcpAgentFlags struct {
 
 // runMCPAgents connects to the MCP server --mcp starts (or --mcp-url
 // names) and runs one mesh agent per tool it lists, on one NATS
-// connection, until ctx ends; then drains them all.
+// connection, following the server's tools/list_changed, until ctx ends;
+// then drains them all.
 func runMCPAgents(ctx context.Context, a *app, f mcpAgentFlags) error {
 	var t mcp.Transport
 	what := f.url
@@ -50,8 +50,7 @@ func runMCPAgents(ctx context.Context, a *app, f mcpAgentFlags) error {
 		return fmt.Errorf("MCP server %q: %w", what, err)
 	}
 	defer remote.Close()
-	tools, err := remote.Agents(dctx)
-	if err != nil {
+	if _, err := remote.Agents(dctx); err != nil {
 		return fmt.Errorf("MCP server %q: %w", what, err)
 	}
 	a.waitForServer()
@@ -69,42 +68,32 @@ func runMCPAgents(ctx context.Context, a *app, f mcpAgentFlags) error {
 		agents.WithValueResolver(resolvers.NewCollections(m.Res.Files, 0)),
 		agents.WithLogger(log),
 	}
-	errc := make(chan error, len(tools))
-	rctx, stopAll := context.WithCancel(ctx)
-	defer stopAll()
-	started := 0
-	// A tool whose agent cannot start stops those already started, so they
-	// depart instead of lingering in the registry until their TTL.
-	fail := func(err error) error {
-		stopAll()
-		for range started {
-			<-errc
-		}
-		return err
-	}
-	for _, ag := range tools {
+	// start runs one tool's agent until its stop (or ctx) ends it.
+	start := func(ctx context.Context, ag agents.Agent) (func(), error) {
 		rt, err := agents.NewRuntime(m.NC, ag, opts...)
 		if err != nil {
-			return fail(fmt.Errorf("agent %s: %w", ag.Contract().Name, err))
+			return nil, fmt.Errorf("agent %s: %w", ag.Contract().Name, err)
 		}
-		go func() { errc <- rt.Run(rctx) }()
+		rctx, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { done <- rt.Run(rctx) }()
 		select {
 		case <-rt.Ready():
-			started++
 			fmt.Fprintf(a.out, "agent %s (MCP tool of %s) instance %s ready\n", ag.Contract().Name, remote.ServerName(), rt.InstanceID())
-		case err := <-errc:
-			return fail(fmt.Errorf("agent %s: %w", ag.Contract().Name, err))
+		case err := <-done:
+			cancel()
+			return nil, fmt.Errorf("agent %s: %w", ag.Contract().Name, err)
 		}
+		return func() {
+			cancel()
+			if err := <-done; err != nil {
+				log.Error("agent of an MCP tool stopped", "agent", ag.Contract().Name, "err", err)
+			}
+		}, nil
 	}
-	all := make(chan error, 1)
-	go func() {
-		var errs []error
-		for range tools {
-			errs = append(errs, <-errc)
-		}
-		all <- errors.Join(errs...)
-	}()
-	return a.awaitDrain(ctx, "the MCP agents", f.drain, all)
+	errc := make(chan error, 1)
+	go func() { errc <- remote.Follow(ctx, start) }()
+	return a.awaitDrain(ctx, "the MCP agents", f.drain, errc)
 }
 
 // promptMCPTools connects to the MCP servers of a PromptAgent's config

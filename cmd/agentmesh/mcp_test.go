@@ -141,7 +141,7 @@ func TestMCPAgentProcessInPipeline(t *testing.T) {
 		}
 	}()
 	var agentsReady []string
-	for len(agentsReady) < 3 {
+	for len(agentsReady) < 4 {
 		select {
 		case a := <-ready:
 			agentsReady = append(agentsReady, a)
@@ -152,7 +152,7 @@ func TestMCPAgentProcessInPipeline(t *testing.T) {
 		}
 	}
 	slices.Sort(agentsReady)
-	if !slices.Equal(agentsReady, []string{"ts_fail", "ts_reverse", "ts_word_count"}) {
+	if !slices.Equal(agentsReady, []string{"ts_fail", "ts_reverse", "ts_toggle_echo", "ts_word_count"}) {
 		t.Fatalf("agents = %v", agentsReady)
 	}
 

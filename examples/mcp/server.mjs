@@ -5,6 +5,8 @@
 //   word_count  counts the words of a text (structured result, progress)
 //   reverse     reverses a text, word by word
 //   fail        always answers with a tool error (isError)
+//   toggle_echo adds the tool echo, or removes it when it is there: the
+//               server then sends notifications/tools/list_changed
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import { z } from "zod";
@@ -55,6 +57,28 @@ server.registerTool(
     inputSchema: { reason: z.string().optional() },
   },
   async ({ reason }) => ({ isError: true, content: [{ type: "text", text: `failed on purpose: ${reason ?? "no reason"}` }] }),
+);
+
+let echo = null;
+server.registerTool(
+  "toggle_echo",
+  {
+    description: "Adds the tool echo, or removes it when it is there.",
+    inputSchema: {},
+  },
+  async () => {
+    if (echo) {
+      echo.remove();
+      echo = null;
+      return { content: [{ type: "text", text: "echo removed" }] };
+    }
+    echo = server.registerTool(
+      "echo",
+      { description: "Answers with its text.", inputSchema: { text: z.string() } },
+      async ({ text }) => ({ content: [{ type: "text", text: `echo: ${text}` }] }),
+    );
+    return { content: [{ type: "text", text: "echo added" }] };
+  },
 );
 
 await server.connect(new StdioServerTransport());

@@ -117,40 +117,7 @@ func TestMCPAgentProcessInPipeline(t *testing.T) {
 	node, dir := mcpExample(t)
 	srv := bustest.Start(t)
 	res := srv.Provision(t)
-	cmd := exec.Command(agentBinary(t), "agent", "--mcp", node+" '"+filepath.Join(dir, "server.mjs")+"'",
-		"--mcp-prefix", "ts_", "--nats", srv.URL(), "--heartbeat", agentTestHeartbeat.String())
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() { _ = cmd.Process.Kill(); <-exited })
-	ready := make(chan string, 8)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if f := strings.Fields(sc.Text()); len(f) > 2 && f[0] == "agent" && strings.HasSuffix(sc.Text(), "ready") {
-				ready <- f[1]
-			}
-		}
-	}()
-	var agentsReady []string
-	for len(agentsReady) < 4 {
-		select {
-		case a := <-ready:
-			agentsReady = append(agentsReady, a)
-		case <-exited:
-			t.Fatalf("agent --mcp exited: %s", stderr.String())
-		case <-time.After(30 * time.Second):
-			t.Fatalf("agents ready: %v; stderr:\n%s", agentsReady, stderr.String())
-		}
-	}
+	agentsReady := startMCPAgentProc(t, node, dir, srv.URL(), 4)
 	slices.Sort(agentsReady)
 	if !slices.Equal(agentsReady, []string{"ts_fail", "ts_reverse", "ts_toggle_echo", "ts_word_count"}) {
 		t.Fatalf("agents = %v", agentsReady)
@@ -263,4 +230,46 @@ func TestMCPServerOverHTTP(t *testing.T) {
 	if got := res.Content[len(res.Content)-1].(*mcp.TextContent).Text; got != "Over Http" {
 		t.Fatalf("output %q", got)
 	}
+}
+
+// startMCPAgentProc runs `agentmesh agent --mcp` on examples/mcp's server
+// (prefix ts_) as its own process until the test ends and returns the
+// names of the first n agents it says are ready.
+func startMCPAgentProc(t *testing.T, node, dir, url string, n int) []string {
+	t.Helper()
+	cmd := exec.Command(agentBinary(t), "agent", "--mcp", node+" '"+filepath.Join(dir, "server.mjs")+"'",
+		"--mcp-prefix", "ts_", "--nats", url, "--heartbeat", agentTestHeartbeat.String())
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() { _ = cmd.Process.Kill(); <-exited })
+	ready := make(chan string, 8)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if f := strings.Fields(sc.Text()); len(f) > 2 && f[0] == "agent" && strings.HasSuffix(sc.Text(), "ready") {
+				ready <- f[1]
+			}
+		}
+	}()
+	var agentsReady []string
+	for len(agentsReady) < n {
+		select {
+		case a := <-ready:
+			agentsReady = append(agentsReady, a)
+		case <-exited:
+			t.Fatalf("agent --mcp exited: %s", stderr.String())
+		case <-time.After(30 * time.Second):
+			t.Fatalf("agents ready: %v; stderr:\n%s", agentsReady, stderr.String())
+		}
+	}
+	return agentsReady
 }

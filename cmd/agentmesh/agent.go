@@ -28,9 +28,10 @@ func newAgentCmd(a *app) *cobra.Command {
 		config      string
 		drain       time.Duration
 		mf          metricsFlags
+		mcpFlags    mcpAgentFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "agent NAME | agent --config FILE",
+		Use:   "agent NAME | agent --config FILE | agent --mcp 'COMMAND ARGS' | agent --mcp-url URL",
 		Short: "Run one instance of a built-in agent",
 		Long: `Run one instance of a built-in agent until SIGTERM or SIGINT, then drain:
 stop taking tasks, finish the running ones, announce the departure, exit 0.
@@ -40,12 +41,21 @@ Built-in agents: ` + strings.Join(builtinNames(), ", ") + `.
 
 With --config FILE, run a PromptAgent: an LLM agent declared in YAML (name,
 description, capability, system_prompt, inputs, outputs, params). It needs an
-LLM: set OPENAI_API_KEY and/or OPENAI_BASE_URL, and AGENTMESH_MODEL.`,
+LLM: set OPENAI_API_KEY and/or OPENAI_BASE_URL, and AGENTMESH_MODEL.
+
+With --mcp 'COMMAND ARGS' (an MCP server on stdio, started here) or --mcp-url
+URL (streamable HTTP), run one agent per tool of that MCP server: the agent is
+named after the tool (after --mcp-prefix), its params are the tool's input
+schema, an optional TEXT input fills the tool's text argument, and its outputs
+are text (TEXT) and, for tools with an output schema, json (JSON). Agents
+start and stop as the server's tool list changes. See docs/bridges.md.`,
 		Example: `  agentmesh agent AnalysisAgent
   agentmesh agent AnalysisAgent --concurrency 8      # run this line twice to get two instances
-  agentmesh agent --config agents/builtin/prompt/testdata/haiku.yaml`,
+  agentmesh agent --config agents/builtin/prompt/testdata/haiku.yaml
+  agentmesh agent --mcp 'node examples/mcp/server.mjs'
+  agentmesh agent --mcp-url http://127.0.0.1:3001/mcp --mcp-prefix Docs_`,
 		Args: func(cmd *cobra.Command, args []string) error {
-			if config != "" {
+			if config != "" || mcpFlags.command != "" || mcpFlags.url != "" {
 				return cobra.NoArgs(cmd, args)
 			}
 			if len(args) != 1 {
@@ -55,6 +65,14 @@ LLM: set OPENAI_API_KEY and/or OPENAI_BASE_URL, and AGENTMESH_MODEL.`,
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
+			if mcpFlags.command != "" || mcpFlags.url != "" {
+				if config != "" || (mcpFlags.command != "" && mcpFlags.url != "") {
+					return fmt.Errorf("give one of --config, --mcp and --mcp-url")
+				}
+				mcpFlags.concurrency, mcpFlags.heartbeat, mcpFlags.ackWait = concurrency, heartbeat, ackWait
+				mcpFlags.maxDeliver, mcpFlags.drain, mcpFlags.verbose = maxDeliver, drain, verbose
+				return runMCPAgents(ctx, a, mcpFlags)
+			}
 			var build func() (agents.Agent, error)
 			var name string
 			var m *mesh
@@ -126,6 +144,9 @@ LLM: set OPENAI_API_KEY and/or OPENAI_BASE_URL, and AGENTMESH_MODEL.`,
 	drainFlag(f, &drain)
 	mf.register(f)
 	f.StringVar(&config, "config", "", "run a PromptAgent declared in this YAML file instead of a built-in agent")
+	f.StringVar(&mcpFlags.command, "mcp", "", "start this MCP server command (stdio) and run one agent per tool it offers")
+	f.StringVar(&mcpFlags.url, "mcp-url", "", "connect to this MCP server (streamable HTTP) and run one agent per tool it offers")
+	f.StringVar(&mcpFlags.prefix, "mcp-prefix", "", "put this before each MCP tool's name to name its agent")
 	return cmd
 }
 

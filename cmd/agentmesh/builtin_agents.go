@@ -69,7 +69,7 @@ func indexedStore(ctx context.Context, m *mesh) (*resolvers.ObjectStore, error) 
 // `agentmesh agent --config FILE`. FILE_IDS inputs are described to the
 // model through the object store. Without a configured LLM the agent answers
 // every task with an error saying how to configure one.
-func promptAgentFromConfig(_ context.Context, m *mesh, path string) (agents.Agent, error) {
+func promptAgentFromConfig(ctx context.Context, m *mesh, path string) (agents.Agent, error) {
 	cfg, err := prompt.Load(path)
 	if err != nil {
 		return nil, err
@@ -78,5 +78,13 @@ func promptAgentFromConfig(_ context.Context, m *mesh, path string) (agents.Agen
 	if err != nil {
 		return nil, err
 	}
-	return prompt.New(cfg, model, prompt.WithResolver(resolvers.NewObjectStore(m.Res.Files)))
+	opts := []prompt.Option{prompt.WithResolver(resolvers.NewObjectStore(m.Res.Files))}
+	if len(cfg.MCP) > 0 {
+		tools, err := promptMCPTools(ctx, cfg)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, tools)
+	}
+	return prompt.New(cfg, model, opts...)
 }

@@ -3,6 +3,7 @@ package prompt
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -38,13 +39,16 @@ type Agent struct {
 	contract schemas.AgentContract
 	model    llmiface.TextModel
 	files    resolvers.FileResolver
+
+	toolModel ToolModel // with tools: runs the tool loop (WithTools)
+	tools     []Tool
 }
 
 var _ agents.Agent = (*Agent)(nil)
 
 // New returns the agent a validated config declares. model answers its
 // tasks; a nil model makes every task fail with an error saying how to
-// configure an LLM. Options: WithResolver.
+// configure an LLM. Options: WithResolver, WithTools.
 func New(cfg Config, model llmiface.TextModel, opts ...Option) (*Agent, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -65,7 +69,7 @@ func (a *Agent) Config() Config { return a.cfg }
 // Execute renders the inputs and params into one user message, sends it with
 // the system prompt to the model and returns the reply as the first output.
 func (a *Agent) Execute(ctx context.Context, ec *schemas.ExecutionContext) (schemas.AgentResult, error) {
-	if a.model == nil {
+	if a.model == nil && (len(a.tools) == 0 || a.toolModel == nil) {
 		return schemas.Failure(a.cfg.Name, schemas.CodeUnavailable, fmt.Sprintf(
 			"PromptAgent %s needs an LLM: set OPENAI_API_KEY/OPENAI_BASE_URL (and AGENTMESH_MODEL or the config's model) and restart it",
 			a.cfg.Name), false), nil
@@ -79,7 +83,16 @@ func (a *Agent) Execute(ctx context.Context, ec *schemas.ExecutionContext) (sche
 	if err != nil {
 		return schemas.Failure(a.cfg.Name, schemas.CodeInvalidInput, err.Error(), false), nil
 	}
-	reply, usage, err := a.model.Complete(ctx, a.cfg.SystemPrompt, user)
+	var reply string
+	var usage schemas.Usage
+	if len(a.tools) > 0 && a.toolModel != nil {
+		reply, usage, err = a.runTools(ctx, user)
+		if errors.Is(err, ErrToolSteps) {
+			return schemas.Failure(a.cfg.Name, schemas.CodeAgentError, err.Error(), false), nil
+		}
+	} else {
+		reply, usage, err = a.model.Complete(ctx, a.cfg.SystemPrompt, user)
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return schemas.AgentResult{}, ctx.Err()

@@ -49,6 +49,10 @@ type Output struct {
 //	  - {name: haiku, data_type: TEXT}
 //	params: {type: object, properties: {mood: {type: string}}}
 //	model: gpt-4o-mini   # optional: overrides AGENTMESH_MODEL for this agent
+//	mcp:                 # optional: MCP servers whose tools the model may call
+//	  - {command: "node server.mjs", tools: [word_count]}
+//	  - {url: "http://127.0.0.1:3001/mcp"}
+//	max_tool_steps: 8    # optional: model calls per task when it has tools
 type Config struct {
 	Name         string         `yaml:"name" json:"name"`
 	Description  string         `yaml:"description" json:"description"`
@@ -60,6 +64,17 @@ type Config struct {
 	Params       map[string]any `yaml:"params" json:"params,omitempty"`
 	Model        string         `yaml:"model" json:"model,omitempty"`
 	TimeoutMS    int64          `yaml:"timeout_ms" json:"timeout_ms,omitempty"`
+	MCP          []MCPServer    `yaml:"mcp" json:"mcp,omitempty"`
+	MaxToolSteps int            `yaml:"max_tool_steps" json:"max_tool_steps,omitempty"`
+}
+
+// MCPServer is an MCP server whose tools a PromptAgent's model may call:
+// a command started with stdio, or the URL of a streamable HTTP endpoint;
+// Tools, when set, keeps only the tools named.
+type MCPServer struct {
+	Command string   `yaml:"command" json:"command,omitempty"`
+	URL     string   `yaml:"url" json:"url,omitempty"`
+	Tools   []string `yaml:"tools" json:"tools,omitempty"`
 }
 
 // Load reads and validates a config file. Unknown keys are errors, so a
@@ -107,6 +122,14 @@ func (c Config) Validate() error {
 		add("outputs: none declared; declare at least one TEXT output to receive the reply")
 	} else if c.Outputs[0].DataType != schemas.TypeText {
 		add("outputs[0] %q is %s; the first output receives the model's reply and must be TEXT", c.Outputs[0].Name, orEmpty(c.Outputs[0].DataType))
+	}
+	for i, m := range c.MCP {
+		if (m.Command == "") == (m.URL == "") {
+			add("mcp[%d]: give exactly one of command (an MCP server started on stdio) and url (a streamable HTTP endpoint)", i)
+		}
+	}
+	if c.MaxToolSteps < 0 {
+		add("max_tool_steps is %d: give a positive number, or leave it out for %d", c.MaxToolSteps, DefaultMaxToolSteps)
 	}
 	contract, err := c.contract()
 	if err != nil {

@@ -79,8 +79,13 @@ func (s *Scheduler) gate(ctx context.Context, st stepStart, step schemas.Pipelin
 // holds evaluates src, a condition of step id (its when or one of its
 // rules), against the run's vars, slots and id's ancestors' records.
 func (s *Scheduler) holds(ctx context.Context, sd *state.RunSpec, id, src string) (bool, error) {
+	return s.holdsWith(ctx, sd, id, src, nil)
+}
+
+// holdsWith is holds for a condition that also reads the names of extra.
+func (s *Scheduler) holdsWith(ctx context.Context, sd *state.RunSpec, id, src string, extra map[string]any) (bool, error) {
 	anc := ancestors(sd.Spec, id)
-	read, env, err := compileCondition(src, sd.Spec.Vars, anc)
+	read, env, err := compileConditionWith(src, sd.Spec.Vars, anc, extra)
 	if err != nil {
 		return false, err
 	}

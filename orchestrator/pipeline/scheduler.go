@@ -62,6 +62,7 @@ type Scheduler struct {
 
 	locks keyedMutex // serialises this replica's header updates of one run
 	cache runCache
+	loops loopCache
 
 	batchMu sync.Mutex
 	batches map[string]*settleBatch // per run: records waiting for the header update
@@ -243,12 +244,22 @@ func (s *Scheduler) ApplyResult(ctx context.Context, runID, stepID, taskID strin
 	if err != nil {
 		return err
 	}
-	if !sd.Has(stepID) || taskID != schemas.StepTaskID(runID, stepID, 1) {
+	step, ok := sd.Step(stepID)
+	loop := ok && schemas.IsLoopKind(step.Kind)
+	if !ok || (!loop && taskID != schemas.StepTaskID(runID, stepID, 1)) {
 		return nil
 	}
 	h, err := s.loadHeader(ctx, runID, false)
 	if err != nil {
 		return err
+	}
+	if loop {
+		if !h.Running(sd, stepID) {
+			if h, err = s.loadHeader(ctx, runID, true); err != nil || !h.Running(sd, stepID) {
+				return err // nil: a late item
+			}
+		}
+		return s.applyItem(ctx, sd, h, stepID, taskID, res)
 	}
 	if early(sd, h, stepID) {
 		// The task went out ahead of the header that starts its wave
@@ -345,7 +356,9 @@ func (s *Scheduler) FailUndecodable(ctx context.Context, from, runID, stepID, ta
 	if step.Agent != from {
 		return "", fmt.Errorf("%w: an undecodable result for step %q of run %s, which went to %s, came from %s", ErrWrongAgent, stepID, runID, step.Agent, from)
 	}
-	taskID = schemas.StepTaskID(runID, stepID, 1)
+	if _, item := schemas.LoopItem(runID, stepID, taskID); !item || !schemas.IsLoopKind(step.Kind) {
+		taskID = schemas.StepTaskID(runID, stepID, 1)
+	}
 	res := schemas.Failure(step.Agent, schemas.CodeMalformedResult,
 		fmt.Sprintf("the result of task %s could not be decoded: %v", taskID, cause), false)
 	return step.Agent, s.ApplyResult(ctx, runID, stepID, taskID, res)

@@ -133,6 +133,9 @@ func (s *Scheduler) sweepRun(ctx context.Context, id string) bool {
 			continue
 		}
 		deadline := h.WaveStartedAt.Add(sd.Timeout(sid))
+		if step, _ := sd.Step(sid); schemas.IsLoopKind(step.Kind) && !now.After(deadline.Add(s.cfg.Grace)) {
+			s.sweepLoopStep(ctx, sd, h, sid, now)
+		}
 		switch {
 		case now.After(deadline.Add(s.cfg.Grace)):
 			rec, err := s.store.RecordStep(ctx, id, overdueRecord(sd, h, sid, deadline, now))

@@ -79,8 +79,10 @@ func Validate(spec schemas.PipelineSpec, lookup ContractLookup, router *route.Ro
 			errs = append(errs, checkParams(s, c)...)
 		}
 	}
+	view, lerrs := checkLoops(spec, contracts)
+	errs = append(errs, lerrs...)
 	if werr == nil {
-		errs = append(errs, checkInputs(spec, waves, contracts, router)...)
+		errs = append(errs, checkInputs(view, waves, contracts, router)...)
 	}
 	if len(errs) > 0 {
 		name := spec.Name

@@ -59,3 +59,35 @@ func (b *PipelineBuilder) Evaluator(id, output, criteria string) *PipelineBuilde
 	b.cur = len(b.spec.Steps) - 1
 	return b
 }
+
+// ForEach makes the current step a for_each: its agent runs once per item
+// of items ("seed.<name>", "state.<slot>", "<step>.<output>" or
+// "vars.<name>"), parallel at a time (0: the default), and the items'
+// outputs are merged (see docs/workflows.md). The items go to the agent's
+// one required input, or to the one ItemInput names.
+func (b *PipelineBuilder) ForEach(items string, parallel int) *PipelineBuilder {
+	if s := b.current("ForEach"); s != nil {
+		s.Kind, s.ForEach = schemas.StepKindForEach, &schemas.ForEachSpec{Items: items, Parallel: parallel}
+	}
+	return b
+}
+
+// ItemInput names the input of the current for_each step's agent that
+// each item is given as.
+func (b *PipelineBuilder) ItemInput(name string) *PipelineBuilder {
+	if s := b.current("ItemInput"); s != nil && s.ForEach != nil {
+		s.ForEach.Input = name
+	}
+	return b
+}
+
+// RepeatUntil makes the current step a repeat: its agent runs again, fed
+// its previous outputs, until the condition until holds (it reads
+// output.<name> and iteration besides what when reads) or max iterations
+// ran.
+func (b *PipelineBuilder) RepeatUntil(until string, max int) *PipelineBuilder {
+	if s := b.current("RepeatUntil"); s != nil {
+		s.Kind, s.Repeat = schemas.StepKindRepeat, &schemas.RepeatSpec{Until: until, MaxIterations: max}
+	}
+	return b
+}

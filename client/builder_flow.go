@@ -91,3 +91,46 @@ func (b *PipelineBuilder) RepeatUntil(until string, max int) *PipelineBuilder {
 	}
 	return b
 }
+
+// Pipeline adds a step with no parents that runs the pipeline the
+// orchestrator finds by name in its pipelines directory, and makes it
+// current; MapIn and MapOut map its inputs and outputs.
+func (b *PipelineBuilder) Pipeline(id, name string) *PipelineBuilder {
+	return b.sub(id, &schemas.SubPipeline{Name: name})
+}
+
+// SubPipeline adds a step with no parents that runs spec as a child run,
+// and makes it current; MapIn and MapOut map its inputs and outputs.
+func (b *PipelineBuilder) SubPipeline(id string, spec schemas.PipelineSpec) *PipelineBuilder {
+	return b.sub(id, &schemas.SubPipeline{Spec: &spec})
+}
+
+func (b *PipelineBuilder) sub(id string, p *schemas.SubPipeline) *PipelineBuilder {
+	b.spec.Steps = append(b.spec.Steps, schemas.PipelineStep{ID: id, Kind: schemas.StepKindPipeline, Pipeline: p})
+	b.cur = len(b.spec.Steps) - 1
+	return b
+}
+
+// MapIn gives the current pipeline step's child the value at source (as
+// step inputs name sources) as its seed value seed.
+func (b *PipelineBuilder) MapIn(seed, source string) *PipelineBuilder {
+	if s := b.current("MapIn"); s != nil && s.Pipeline != nil {
+		if s.Pipeline.Inputs == nil {
+			s.Pipeline.Inputs = map[string]string{}
+		}
+		s.Pipeline.Inputs[seed] = source
+	}
+	return b
+}
+
+// MapOut makes output "<child step>.<output>" of the current pipeline
+// step's child the step's output name.
+func (b *PipelineBuilder) MapOut(name, childOutput string) *PipelineBuilder {
+	if s := b.current("MapOut"); s != nil && s.Pipeline != nil {
+		if s.Pipeline.Outputs == nil {
+			s.Pipeline.Outputs = map[string]string{}
+		}
+		s.Pipeline.Outputs[name] = childOutput
+	}
+	return b
+}

@@ -54,6 +54,8 @@ type PipelineStep struct {
 	ForEach *ForEachSpec `json:"for_each,omitempty" yaml:"for_each"`
 	// Repeat is how a step of kind repeat ends.
 	Repeat *RepeatSpec `json:"repeat,omitempty" yaml:"repeat"`
+	// Pipeline is the pipeline a step of kind pipeline runs.
+	Pipeline *SubPipeline `json:"pipeline,omitempty" yaml:"pipeline"`
 }
 
 // PipelineSeed holds what a run starts with: file IDs of images, documents
@@ -119,6 +121,7 @@ func (p PipelineSpec) Validate() error {
 			}
 		}
 		errs = append(errs, s.validateLoop()...)
+		errs = append(errs, s.validateSub()...)
 		if s.TimeoutMS < 0 {
 			errs = append(errs, fmt.Errorf("step %q: timeout_ms %d is negative", s.ID, s.TimeoutMS))
 		}
@@ -168,7 +171,7 @@ func (s PipelineSeed) validate() []error {
 const StepKindAgent = "agent"
 
 // StepKinds are the kinds a step may name, the default first.
-var StepKinds = []string{StepKindAgent, StepKindRouter, StepKindEvaluator, StepKindApproval, StepKindInput, StepKindForEach, StepKindRepeat}
+var StepKinds = []string{StepKindAgent, StepKindRouter, StepKindEvaluator, StepKindApproval, StepKindInput, StepKindForEach, StepKindRepeat, StepKindPipeline}
 
 // DefaultTaskTimeout is the time budget of a task whose step, contract and
 // request name none.

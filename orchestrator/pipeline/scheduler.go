@@ -39,9 +39,12 @@ type Config struct {
 	Source string
 	// Model, when set, is asked by router steps to choose their branch;
 	// without one they follow their rules.
-	Model    Model
-	Logger   *slog.Logger
-	Observer schemas.Observer
+	Model Model
+	// Pipelines, when set, returns the spec of a pipeline by name, for the
+	// steps of kind pipeline that name one (see resolveSubs).
+	Pipelines func(name string) (schemas.PipelineSpec, error)
+	Logger    *slog.Logger
+	Observer  schemas.Observer
 }
 
 // Scheduler runs pipelines on one replica: it accepts submissions, applies
@@ -180,7 +183,15 @@ func (s *Scheduler) Submit(ctx context.Context, ev bus.Event) error {
 		waves     [][]string
 	)
 	if verr == nil {
+		var rerr error // names that do not resolve, reported with the rest
+		spec, rerr = resolveSubs(spec, s.cfg.Pipelines, []string{spec.Name})
 		contracts, waves, verr = Validate(spec, s.lookup, s.router)
+		switch {
+		case rerr != nil && verr == nil:
+			verr = fmt.Errorf("%w %q: %w", ErrInvalidPipeline, spec.Name, rerr)
+		case rerr != nil:
+			verr = errors.Join(verr, rerr)
+		}
 		if verr == nil && s.cfg.Model == nil {
 			for _, st := range spec.Steps {
 				if st.Kind == KindEvaluator {

@@ -79,6 +79,7 @@ func Validate(spec schemas.PipelineSpec, lookup ContractLookup, router *route.Ro
 			errs = append(errs, checkParams(s, c)...)
 		}
 	}
+	errs = append(errs, checkSubs(spec, lookup, router)...)
 	view, lerrs := checkLoops(spec, contracts)
 	errs = append(errs, lerrs...)
 	if werr == nil {

@@ -117,9 +117,18 @@ type RunSpec struct {
 	// TraceParent is the submission's W3C traceparent: the run's spans
 	// belong to its trace (see telemetry.StepTraceParent).
 	TraceParent string `json:"traceparent,omitempty"`
+	// Parent is the run and step that started this run as a sub-pipeline;
+	// its end ends that step.
+	Parent *RunParent `json:"parent,omitempty"`
 
 	index  map[string]int // step id -> index in Spec.Steps
 	waveOf map[string]int
+}
+
+// RunParent names the step of kind pipeline a child run runs for.
+type RunParent struct {
+	Run  string `json:"run"`
+	Step string `json:"step"`
 }
 
 func (sd *RunSpec) Init() *RunSpec {

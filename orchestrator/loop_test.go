@@ -17,7 +17,10 @@ import (
 
 // filer turns its TEXT input (a file id) into a FILE_IDS of that one id,
 // counting how many of its tasks run at once.
-type filer struct{ running, most atomic.Int64 }
+type filer struct {
+	running, most, done atomic.Int64
+	delay               time.Duration // per task; default 2 ms
+}
 
 const filerName = "Filer"
 
@@ -41,7 +44,12 @@ func (f *filer) execute(ctx context.Context, ec *schemas.ExecutionContext) (sche
 	if id == "bad" {
 		return schemas.AgentResult{}, fmt.Errorf("file id %q is not one", id)
 	}
-	time.Sleep(2 * time.Millisecond)
+	d := f.delay
+	if d == 0 {
+		d = 2 * time.Millisecond
+	}
+	time.Sleep(d)
+	f.done.Add(1)
 	return meshtest.OK(filerName, "one file", map[string]schemas.TypedValue{"files": meshtest.Files(schemas.ContentDocuments, id)}), nil
 }
 

@@ -264,8 +264,12 @@ func checkSubs(spec schemas.PipelineSpec, lookup ContractLookup, router *route.R
 			if _, ok := p.Spec.Seed.Values[name]; !ok {
 				errs = append(errs, fmt.Errorf("step %q: pipeline.inputs.%s: pipeline %s declares no seed value %q; declare it under its seed.values (with a default)", st.ID, name, p.Ref(), name))
 			}
-			if head, _, _ := strings.Cut(p.Inputs[name], "."); head != "seed" && head != "state" && !slices.Contains(ancestors(spec, st.ID), head) {
-				errs = append(errs, fmt.Errorf("step %q: pipeline.inputs.%s: %s is not a seed, a slot or an output of a step this one depends on", st.ID, name, p.Inputs[name]))
+			src := p.Inputs[name]
+			if _, lit := textLiteral(src); lit {
+				continue
+			}
+			if head, _, _ := strings.Cut(src, "."); head != "seed" && head != "state" && !slices.Contains(ancestors(spec, st.ID), head) {
+				errs = append(errs, fmt.Errorf("step %q: pipeline.inputs.%s: %s is not a seed, a slot, an output of a step this one depends on or a text: literal", st.ID, name, src))
 			}
 		}
 		ids := map[string]bool{}

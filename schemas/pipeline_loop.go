@@ -109,11 +109,12 @@ func LoopTaskID(runID, stepID string, i int) string {
 	return fmt.Sprintf("%s-%d", StepTaskID(runID, stepID, 1), i)
 }
 
-// LoopItem returns the item a loop step's task id names.
+// LoopItem returns the item a loop step's task id names: true only for an
+// id LoopTaskID makes.
 func LoopItem(runID, stepID, taskID string) (int, bool) {
 	rest, ok := strings.CutPrefix(taskID, StepTaskID(runID, stepID, 1)+"-")
-	if !ok || rest == "" || len(rest) > 6 {
-		return 0, false
+	if !ok || rest == "" || len(rest) > 6 || len(rest) > 1 && rest[0] == '0' {
+		return 0, false // one spelling per item: no leading zeros
 	}
 	n := 0
 	for _, c := range rest {

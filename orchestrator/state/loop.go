@@ -112,6 +112,15 @@ func (p *LoopProgress) Over() bool {
 	return p.Low == p.Next && (p.Stop != "" || p.Next >= p.N)
 }
 
+// Describe says how far the loop got: "12 of 1000 ended, 8 running".
+func (p *LoopProgress) Describe() string {
+	out := fmt.Sprintf("%d of %d ended, %d running", p.Low+len(p.Ended), p.N, len(p.Running()))
+	if p.Stop != "" {
+		out += "; " + p.Stop
+	}
+	return out
+}
+
 // StartLoop stores a loop's items and progress unless they are stored
 // (a loop started again by the sweep, or by another replica), and returns
 // the stored ones with the progress's revision.

@@ -284,10 +284,10 @@ func (s *Store) Run(ctx context.Context, id string) (*RunState, error) {
 					if w, ok := h.Waiting[step.ID]; ok {
 						st.Status, st.Reason = schemas.StepWaiting, w
 					}
-					if !schemas.IsLoopKind(step.Kind) {
-						// no progress of its own
-					} else if p, _, err := s.LoopProgress(ctx, id, step.ID); err == nil {
-						st.Reason = p.Describe()
+					if schemas.IsLoopKind(step.Kind) {
+						if p, _, err := s.LoopProgress(ctx, id, step.ID); err == nil {
+							st.Reason = p.Describe()
+						}
 					}
 					st.DispatchedAt, st.Deadline = h.WaveStartedAt, h.WaveStartedAt.Add(sd.Timeout(step.ID))
 				}

@@ -2,6 +2,7 @@ package orchestrator_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -80,6 +81,45 @@ func TestSubPipeline(t *testing.T) {
 	}
 }
 
+// TestForEachSubPipeline: a for_each runs a pipeline once per item, two
+// at a time, each item the child's seed value, and merges the children's
+// mapped outputs in item order.
+func TestForEachSubPipeline(t *testing.T) {
+	m := meshtest.New(t)
+	m.Run(t, text.New())
+	o := m.Orchestrator(t, []string{text.Name})
+	spec := client.NewPipeline("each-child").
+		Var("words", []any{"ab", "cd", "ef", "gh"}).
+		SubPipeline("each", shoutBack()).MapOut("out", "back.text").ForEach("vars.words", 2).
+		Step("after", text.Name).After("each").Param("op", "lower").Input("text", "each.out").
+		MustBuild()
+	id := m.Submit(t, spec, "")
+	r := meshtest.WaitRun(t, o.Store(), id, 20*time.Second)
+	if r.Status != schemas.RunCompleted {
+		t.Fatalf("run %s: %s", r.Status, r.Error)
+	}
+	if got := textOut(t, r, "after"); got != "ba\ndc\nfe\nhg" {
+		t.Errorf("after = %q", got)
+	}
+	for i := range 4 {
+		child, err := o.Store().Run(context.Background(), fmt.Sprintf("%s-each-%d", id, i))
+		if err != nil || child.Status != schemas.RunCompleted {
+			t.Fatalf("child run %d: %v %+v", i, err, child)
+		}
+	}
+
+	// An item's child that fails fails the step.
+	bad := shoutBack()
+	bad.Steps[0].Params = map[string]any{"op": "upper", "delay_ms": 5000}
+	bad.Steps[0].TimeoutMS = 200
+	spec = client.NewPipeline("each-bad").Var("words", []any{"ab"}).
+		SubPipeline("each", bad).ForEach("vars.words", 2).MustBuild()
+	r = meshtest.WaitRun(t, o.Store(), m.Submit(t, spec, ""), 20*time.Second)
+	if st := r.Steps["each"]; r.Status != schemas.RunFailed || !strings.Contains(st.Error, "item 1 of 1") || !strings.Contains(st.Error, "timeout") {
+		t.Fatalf("run %s: step %+v", r.Status, st)
+	}
+}
+
 // TestSubPipelineRefusedAtSubmit: a pipeline that runs itself by name,
 // a name with no file, and mappings the child does not declare are
 // refused before anything runs.
@@ -99,6 +139,7 @@ func TestSubPipelineRefusedAtSubmit(t *testing.T) {
 		Pipeline("cyc", "loop-b").
 		Pipeline("nofile", "nowhere").
 		SubPipeline("badmap", shoutBack()).MapIn("nope", "seed.text").MapOut("x", "missing.text").
+		SubPipeline("badeach", shoutBack()).ForEach("seed.text", 2).ItemInput("nope").
 		SeedValue("text", schemas.TypeText, "", "hi").
 		MustBuild()
 	r := meshtest.WaitRun(t, o.Store(), m.Submit(t, spec, ""), 20*time.Second)
@@ -110,6 +151,7 @@ func TestSubPipelineRefusedAtSubmit(t *testing.T) {
 		`no pipeline "nowhere" in`,
 		`pipeline.inputs.nope: pipeline shout-back declares no seed value "nope"`,
 		`pipeline.outputs.x: pipeline shout-back has no step "missing"`,
+		`step "badeach": for_each.input "nope" is not a seed value of pipeline shout-back (its seed values: text)`,
 	} {
 		if !strings.Contains(r.Error, want) {
 			t.Errorf("error lacks %q:\n%s", want, r.Error)

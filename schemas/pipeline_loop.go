@@ -36,7 +36,9 @@ const DefaultLoopParallel = 4
 // A FILE_IDS value gives one item a file id, a TEXT value one item a
 // non-empty line, a list variable one TEXT item an element. Each item is
 // given to the agent as input Input (default: the agent's one required
-// input); the other inputs are built once, as for any step.
+// input); the other inputs are built once, as for any step. A for_each
+// that names a Pipeline instead of an agent runs that pipeline once per
+// item, the item its seed value Input (default: its one seed value).
 type ForEachSpec struct {
 	Items    string `json:"items" yaml:"items"`
 	Input    string `json:"input,omitempty" yaml:"input"`
@@ -96,6 +98,9 @@ func (s PipelineStep) validateLoop() []error {
 		}
 	default:
 		return errs
+	}
+	if s.Kind == StepKindForEach && s.Pipeline != nil {
+		return errs // runs a pipeline per item (validateSub)
 	}
 	if err := ValidateAgentName(s.Agent); err != nil {
 		errs = append(errs, fmt.Errorf("step %q: a %s runs an agent: %w", s.ID, s.Kind, err))

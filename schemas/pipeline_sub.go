@@ -41,18 +41,20 @@ func (p *SubPipeline) Ref() string {
 	return "(inline)"
 }
 
-// validateSub checks the shape of a step of kind pipeline; an inline
-// child's own shape is checked too.
+// validateSub checks the shape of a step of kind pipeline, or of a
+// for_each that runs a pipeline per item; an inline child's own shape is
+// checked too.
 func (s PipelineStep) validateSub() []error {
-	if s.Kind != StepKindPipeline {
+	forEach := s.Kind == StepKindForEach && s.Pipeline != nil // runs the pipeline per item
+	if s.Kind != StepKindPipeline && !forEach {
 		if s.Pipeline != nil {
-			return []error{fmt.Errorf("step %q: pipeline is set but the step's kind is %q; set kind: %s or remove pipeline", s.ID, s.Kind, StepKindPipeline)}
+			return []error{fmt.Errorf("step %q: pipeline is set but the step's kind is %q; set kind: %s (or %s) or remove pipeline", s.ID, s.Kind, StepKindPipeline, StepKindForEach)}
 		}
 		return nil
 	}
 	var errs []error
 	if s.Agent != "" {
-		errs = append(errs, fmt.Errorf("step %q: a step of kind pipeline runs no agent; remove agent %q", s.ID, s.Agent))
+		errs = append(errs, fmt.Errorf("step %q: a step that runs a pipeline runs no agent; remove agent %q or pipeline", s.ID, s.Agent))
 	}
 	p := s.Pipeline
 	if p == nil || p.Name == "" && p.File == "" && p.Spec == nil {

@@ -16,12 +16,13 @@ import (
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
-// forEach runs its agent once per item of for_each.items, up to
-// for_each.parallel at a time. The first item that fails fails the step
-// (no more items start). Once every item ended, the items' outputs are
-// merged output by output, in item order: by their data type's merge, TEXT
-// (which has none) one item a line; an output of another type with no
-// merge is left out, and the summary says so.
+// forEach runs its agent (or its pipeline, a child run per item) once
+// per item of for_each.items, up to for_each.parallel at a time. The first
+// item that fails fails the step (no more items start). Once every item
+// ended, the items' outputs are merged output by output, in item order: by
+// their data type's merge, TEXT (which has none) one item a line; an
+// output of another type with no merge is left out, and the summary says
+// so.
 type forEach struct{}
 
 // varsPrefix starts a for_each.items naming a list variable.
@@ -82,6 +83,9 @@ func itemsView(spec schemas.PipelineSpec, id, input string) schemas.PipelineSpec
 func (forEach) prepare(ctx context.Context, s *Scheduler, st stepStart) (*state.LoopItems, *state.LoopProgress, error) {
 	sd, id := st.sd, st.id
 	step, _ := sd.Step(id)
+	if step.Pipeline != nil {
+		return s.pipelineItems(ctx, sd, step)
+	}
 	in, err := itemInput(step, sd.Contracts[step.Agent])
 	if err != nil {
 		return nil, nil, err
@@ -111,6 +115,42 @@ func (forEach) prepare(ctx context.Context, s *Scheduler, st stepStart) (*state.
 		return nil, nil, fmt.Errorf("for_each.items %s holds %d items, over the bound of %d; split the collection", step.ForEach.Items, len(items.Values), schemas.MaxLoopItems)
 	}
 	items.Input, items.Base = in.Name, inputs
+	return items, &state.LoopProgress{N: len(items.Values), Parallel: step.ForEach.Limit()}, nil
+}
+
+// pipelineItems are the items of a for_each that runs a pipeline per
+// item: each is given as the child's seed value itemSeed names, which
+// must be of the items' data type.
+func (s *Scheduler) pipelineItems(ctx context.Context, sd *state.RunSpec, step schemas.PipelineStep) (*state.LoopItems, *state.LoopProgress, error) {
+	name, err := itemSeed(step)
+	if err != nil {
+		return nil, nil, err
+	}
+	src := step.ForEach.Items
+	var items *state.LoopItems
+	if v, ok := strings.CutPrefix(src, varsPrefix); ok {
+		items, err = listItems(sd.Spec.Vars[v], src)
+	} else {
+		coll, found, serr := source(sd, src, func(p string) (*state.StepState, error) { return s.loadRecord(ctx, sd.ID, p) },
+			func() (map[string]schemas.TypedValue, error) { return s.store.RunSlots(ctx, sd.ID) })
+		switch {
+		case serr != nil:
+			return nil, nil, serr
+		case !found:
+			return nil, nil, fmt.Errorf("%w: for_each.items %s holds nothing", route.ErrMissingInput, src)
+		}
+		items, err = splitItems(coll, src)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	if want := step.Pipeline.Spec.Seed.Values[name].DataType; want != items.DataType {
+		return nil, nil, fmt.Errorf("for_each.items %s holds %s items but seed value %s of pipeline %s is %s", src, items.DataType, name, step.Pipeline.Ref(), want)
+	}
+	if len(items.Values) > schemas.MaxLoopItems {
+		return nil, nil, fmt.Errorf("for_each.items %s holds %d items, over the bound of %d; split the collection", src, len(items.Values), schemas.MaxLoopItems)
+	}
+	items.Input = name
 	return items, &state.LoopProgress{N: len(items.Values), Parallel: step.ForEach.Limit()}, nil
 }
 

@@ -49,36 +49,103 @@ func (subKind) start(ctx context.Context, s *Scheduler, st stepStart) (*state.St
 	if err != nil {
 		return failedRecord(sd, st.h, id, schemas.CodeInvalidInput, fmt.Sprintf("step %q (pipeline %s): %v", id, step.Pipeline.Ref(), err), now), nil
 	}
-	contracts, waves, verr := Validate(spec, s.lookup, s.router)
-	if verr != nil {
-		return failedRecord(sd, st.h, id, schemas.CodeInvalidPipeline, fmt.Sprintf("step %q (pipeline %s): %v", id, step.Pipeline.Ref(), verr), now), nil
-	}
-	child := (&state.RunSpec{ID: childID, Spec: spec, Contracts: contracts, Waves: waves, CreatedAt: now,
-		TraceParent: sd.TraceParent, Parent: &state.RunParent{Run: sd.ID, Step: id}}).Init()
-	var ch runChanges
-	h := newHeader(child, spec.Name, nil, now, &ch)
-	cst := schemas.NewConversationState(childID)
-	maps.Copy(cst.Slots, seedSlots(spec.Seed, s.router))
-	rev, err := s.store.CreateRun(ctx, child, h, cst)
-	if errors.Is(err, state.ErrExists) {
-		return nil, nil // another replica started it
-	}
-	if errors.Is(err, state.ErrTooLarge) {
-		return failedRecord(sd, st.h, id, schemas.CodeTooLarge, fmt.Sprintf("step %q (pipeline %s): %v", id, step.Pipeline.Ref(), err), now), nil
-	}
-	if err != nil {
+	if err := s.runChild(ctx, sd, st.h, childID, spec, state.RunParent{Run: sd.ID, Step: id}); err != nil {
+		var bad *childRefused
+		if errors.As(err, &bad) {
+			return failedRecord(sd, st.h, id, bad.code, fmt.Sprintf("step %q (pipeline %s): %v", id, step.Pipeline.Ref(), bad.err), now), nil
+		}
 		return nil, err
 	}
-	s.cache.putSpec(child)
-	s.cache.putHeader(h, rev)
-	s.track(childID)
-	s.emitStep(sd, schemas.StepEvent{RunID: sd.ID, Step: id, Status: schemas.StepRunning, Wave: st.h.Wave, Attempt: 1,
-		TaskID: childID, Reason: fmt.Sprintf("runs pipeline %s as run %s", step.Pipeline.Ref(), childID), At: now})
-	if h.Status == schemas.RunRunning {
-		s.emitRun(h, child)
-	}
-	s.follow(ctx, child, h, &ch)
 	return nil, nil
+}
+
+// childRefused is a child spec that cannot run, with its code.
+type childRefused struct {
+	code string
+	err  error
+}
+
+func (c *childRefused) Error() string { return c.err.Error() }
+
+// runChild validates spec and starts it as run childID for parent; a run
+// with that id is taken as the child, started before. A spec that cannot
+// run is a *childRefused, and nothing starts.
+func (s *Scheduler) runChild(ctx context.Context, sd *state.RunSpec, h *state.RunHeader, childID string, spec schemas.PipelineSpec, parent state.RunParent) error {
+	step, _ := sd.Step(parent.Step)
+	contracts, waves, verr := Validate(spec, s.lookup, s.router)
+	if verr != nil {
+		return &childRefused{code: schemas.CodeInvalidPipeline, err: verr}
+	}
+	now := time.Now().UTC()
+	child := (&state.RunSpec{ID: childID, Spec: spec, Contracts: contracts, Waves: waves, CreatedAt: now,
+		TraceParent: sd.TraceParent, Parent: &parent}).Init()
+	var ch runChanges
+	ch0 := newHeader(child, spec.Name, nil, now, &ch)
+	cst := schemas.NewConversationState(childID)
+	maps.Copy(cst.Slots, seedSlots(spec.Seed, s.router))
+	rev, err := s.store.CreateRun(ctx, child, ch0, cst)
+	switch {
+	case errors.Is(err, state.ErrExists):
+		return nil // another replica started it
+	case errors.Is(err, state.ErrTooLarge):
+		return &childRefused{code: schemas.CodeTooLarge, err: err}
+	case err != nil:
+		return err
+	}
+	s.cache.putSpec(child)
+	s.cache.putHeader(ch0, rev)
+	s.track(childID)
+	e := schemas.StepEvent{RunID: sd.ID, Step: parent.Step, Status: schemas.StepRunning, Wave: h.Wave, Attempt: 1,
+		TaskID: childID, Reason: fmt.Sprintf("runs pipeline %s as run %s", step.Pipeline.Ref(), childID), At: now}
+	if parent.Item == nil || *parent.Item < 3 { // of a for_each, the first few
+		s.emitStep(sd, e)
+	}
+	if ch0.Status == schemas.RunRunning {
+		s.emitRun(ch0, child)
+	}
+	s.follow(ctx, child, ch0, &ch)
+	return nil
+}
+
+// itemRunID is the id of the child run of item i of for_each step id.
+func itemRunID(run, id string, i int) string { return fmt.Sprintf("%s-%s-%d", run, id, i) }
+
+// startItemRun starts the child run of item i of for_each step id, with
+// the item as the child's seed value items.Input; an item whose child ran
+// before (the sweep re-publishes the running items) is applied if the
+// child ended.
+func (s *Scheduler) startItemRun(ctx context.Context, k loopKind, sd *state.RunSpec, h *state.RunHeader, id string, items *state.LoopItems, i int) error {
+	step, _ := sd.Step(id)
+	childID := itemRunID(sd.ID, id, i)
+	if ch, _, err := s.store.Header(ctx, childID); err == nil {
+		if !ch.Done() {
+			return nil
+		}
+		csd, err := s.loadSpec(ctx, childID)
+		if err != nil {
+			return err
+		}
+		return s.endSub(ctx, csd, ch)
+	} else if !errors.Is(err, state.ErrNotFound) {
+		return err
+	}
+	spec := *step.Pipeline.Spec
+	spec.Seed.Values = maps.Clone(spec.Seed.Values)
+	item := items.Item(i, "for_each")
+	var val any
+	if err := json.Unmarshal(item.Value, &val); err != nil {
+		return err
+	}
+	spec.Seed.Values[items.Input] = schemas.SeedValue{DataType: item.DataType, ContentTypeHint: item.ContentTypeHint, Value: val}
+	item0 := i
+	err := s.runChild(ctx, sd, h, childID, spec, state.RunParent{Run: sd.ID, Step: id, Item: &item0})
+	var bad *childRefused
+	if errors.As(err, &bad) {
+		rec := failedRecord(sd, h, id, bad.code, fmt.Sprintf("pipeline %s (run %s): %v", step.Pipeline.Ref(), childID, bad.err), time.Now().UTC())
+		rec.TaskID = schemas.LoopTaskID(sd.ID, id, i)
+		return s.applyItemRecord(ctx, k, sd, h, id, i, rec)
+	}
+	return err
 }
 
 // childSpec is the child spec of step with the values its inputs map
@@ -174,7 +241,16 @@ func (s *Scheduler) endSub(ctx context.Context, child *state.RunSpec, h *state.R
 	if !ph.Running(sd, p.Step) {
 		return nil
 	}
-	stored, err := s.store.RecordStep(ctx, sd.ID, s.subRecord(ctx, sd, ph, p.Step, child, h))
+	rec := s.subRecord(ctx, sd, ph, p.Step, child, h)
+	if p.Item != nil { // an item of a for_each
+		k, ok := loopOf(sd, p.Step)
+		if !ok {
+			return nil
+		}
+		rec.TaskID = schemas.LoopTaskID(sd.ID, p.Step, *p.Item)
+		return s.applyItemRecord(ctx, k, sd, ph, p.Step, *p.Item, rec)
+	}
+	stored, err := s.store.RecordStep(ctx, sd.ID, rec)
 	if err != nil {
 		return err
 	}
@@ -207,7 +283,7 @@ func resolveSubs(spec schemas.PipelineSpec, lookup func(string) (schemas.Pipelin
 	var errs []error
 	spec.Steps = slices.Clone(spec.Steps)
 	for i, st := range spec.Steps {
-		if st.Kind != KindPipeline || st.Pipeline == nil {
+		if st.Pipeline == nil {
 			continue
 		}
 		p := *st.Pipeline
@@ -256,10 +332,15 @@ func resolveSubs(spec schemas.PipelineSpec, lookup func(string) (schemas.Pipelin
 func checkSubs(spec schemas.PipelineSpec, lookup ContractLookup, router *route.Router) []error {
 	var errs []error
 	for _, st := range spec.Steps {
-		if st.Kind != KindPipeline || st.Pipeline == nil || st.Pipeline.Spec == nil {
+		if st.Pipeline == nil || st.Pipeline.Spec == nil {
 			continue
 		}
 		p := st.Pipeline
+		if st.Kind == schemas.StepKindForEach {
+			if _, err := itemSeed(st); err != nil {
+				errs = append(errs, fmt.Errorf("step %q: %w", st.ID, err))
+			}
+		}
 		for _, name := range slices.Sorted(maps.Keys(p.Inputs)) {
 			if _, ok := p.Spec.Seed.Values[name]; !ok {
 				errs = append(errs, fmt.Errorf("step %q: pipeline.inputs.%s: pipeline %s declares no seed value %q; declare it under its seed.values (with a default)", st.ID, name, p.Ref(), name))
@@ -286,4 +367,21 @@ func checkSubs(spec schemas.PipelineSpec, lookup ContractLookup, router *route.R
 		}
 	}
 	return errs
+}
+
+// itemSeed is the seed value of a for_each step's child that each item is
+// given as: for_each.input, else the child's one seed value.
+func itemSeed(step schemas.PipelineStep) (string, error) {
+	vals := step.Pipeline.Spec.Seed.Values
+	names := slices.Sorted(maps.Keys(vals))
+	if name := step.ForEach.Input; name != "" {
+		if _, ok := vals[name]; !ok {
+			return "", fmt.Errorf("for_each.input %q is not a seed value of pipeline %s (its seed values: %s)", name, step.Pipeline.Ref(), orNone(names))
+		}
+		return name, nil
+	}
+	if len(names) != 1 {
+		return "", fmt.Errorf("pipeline %s has %d seed values (%s): name the one the items go to with for_each.input", step.Pipeline.Ref(), len(names), orNone(names))
+	}
+	return names[0], nil
 }

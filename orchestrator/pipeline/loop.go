@@ -84,12 +84,18 @@ func loopFailure(sd *state.RunSpec, h *state.RunHeader, id string, err error) *s
 // sendItems publishes the tasks of items of loop step id.
 func (s *Scheduler) sendItems(ctx context.Context, k loopKind, sd *state.RunSpec, h *state.RunHeader, id string, items *state.LoopItems, which []int, confirm bool) error {
 	step, _ := sd.Step(id)
+	var errs []error
+	if step.Pipeline != nil { // a child run per item
+		for _, i := range which {
+			errs = append(errs, s.startItemRun(ctx, k, sd, h, id, items, i))
+		}
+		return errors.Join(errs...)
+	}
 	params, err := resolveParams(step.Params, sd.Spec.Vars)
 	if err != nil {
 		return err // checked at submit
 	}
 	timeout := sd.Timeout(id)
-	var errs []error
 	for _, i := range which {
 		inputs, err := k.d.inputs(ctx, s, sd, id, items, i)
 		if err != nil {
@@ -119,8 +125,12 @@ func (s *Scheduler) applyItem(ctx context.Context, sd *state.RunSpec, h *state.R
 	if !ok || !isItem {
 		return nil
 	}
-	now := time.Now().UTC()
-	rec := resultRecord(sd, h, id, taskID, res, now)
+	return s.applyItemRecord(ctx, k, sd, h, id, i, resultRecord(sd, h, id, taskID, res, time.Now().UTC()))
+}
+
+// applyItemRecord is applyItem for item i ended as rec says (an agent's
+// result, or a child run's end).
+func (s *Scheduler) applyItemRecord(ctx context.Context, k loopKind, sd *state.RunSpec, h *state.RunHeader, id string, i int, rec *state.StepState) error {
 	rec, err := s.store.RecordItem(ctx, sd.ID, id, i, rec)
 	if err != nil {
 		return err

@@ -129,6 +129,9 @@ type RunSpec struct {
 type RunParent struct {
 	Run  string `json:"run"`
 	Step string `json:"step"`
+	// Item is the item of a for_each step the run runs for (nil for a
+	// step of kind pipeline).
+	Item *int `json:"item,omitempty"`
 }
 
 func (sd *RunSpec) Init() *RunSpec {

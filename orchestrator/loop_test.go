@@ -104,7 +104,8 @@ func TestForEachThousandItems(t *testing.T) {
 }
 
 // TestForEachItemFails: the first item that fails fails the step with the
-// item and its error, and the run fails.
+// item and its error, and the run fails; a for_each with no items
+// completes.
 func TestForEachItemFails(t *testing.T) {
 	m := meshtest.New(t)
 	f := &filer{}
@@ -119,6 +120,14 @@ func TestForEachItemFails(t *testing.T) {
 	if r.Status != schemas.RunFailed || st.Status != schemas.StepFailed ||
 		!strings.Contains(st.Error, `item 3 of 4`) || !strings.Contains(st.Error, `file id "bad" is not one`) {
 		t.Fatalf("run %s, step %+v", r.Status, st)
+	}
+
+	// No items: the step completes at once, with no outputs.
+	spec = client.NewPipeline("none").Var("ids", []any{}).
+		Step("each", filerName).ForEach("vars.ids", 2).MustBuild()
+	r = meshtest.WaitRun(t, o.Store(), m.Submit(t, spec, ""), 20*time.Second)
+	if st := r.Steps["each"]; r.Status != schemas.RunCompleted || st.Summary != "0 items, 2 at a time" || len(st.Outputs) != 0 {
+		t.Fatalf("run %s (%s), step %+v", r.Status, r.Error, st)
 	}
 }
 

@@ -25,6 +25,20 @@ import (
 // so.
 type forEach struct{}
 
+// errBadItems marks a loop that cannot start for what its spec and its
+// inputs hold (it fails), as against the store's trouble (tried again).
+var errBadItems = errors.New("bad items")
+
+func badItems(format string, args ...any) error {
+	return &itemsError{fmt.Errorf(format, args...)}
+}
+
+// itemsError is an error of errBadItems that prints as its cause.
+type itemsError struct{ err error }
+
+func (e *itemsError) Error() string   { return e.err.Error() }
+func (e *itemsError) Unwrap() []error { return []error{e.err, errBadItems} }
+
 // varsPrefix starts a for_each.items naming a list variable.
 const varsPrefix = "vars."
 
@@ -33,7 +47,7 @@ func itemInput(step schemas.PipelineStep, c schemas.AgentContract) (schemas.Type
 	if name := step.ForEach.Input; name != "" {
 		in, ok := c.Input(name)
 		if !ok {
-			return in, fmt.Errorf("for_each.input %q is not an input of agent %s (its inputs: %s)", name, c.Name, inputNames(c))
+			return in, badItems("for_each.input %q is not an input of agent %s (its inputs: %s)", name, c.Name, inputNames(c))
 		}
 		return in, nil
 	}
@@ -44,7 +58,7 @@ func itemInput(step schemas.PipelineStep, c schemas.AgentContract) (schemas.Type
 		}
 	}
 	if len(req) != 1 {
-		return schemas.TypedInput{}, fmt.Errorf("agent %s has %d required inputs (%s): name the one the items go to with for_each.input", c.Name, len(req), inputNames(c))
+		return schemas.TypedInput{}, badItems("agent %s has %d required inputs (%s): name the one the items go to with for_each.input", c.Name, len(req), inputNames(c))
 	}
 	return req[0], nil
 }
@@ -109,10 +123,10 @@ func (forEach) prepare(ctx context.Context, s *Scheduler, st stepStart) (*state.
 		return nil, nil, err
 	}
 	if !route.Feeds(items.DataType, items.Hint, in) {
-		return nil, nil, fmt.Errorf("for_each.items %s holds %s items but input %q takes %s%s", step.ForEach.Items, items.DataType, in.Name, in.DataType, route.HintSuffix(in.ContentTypeHint))
+		return nil, nil, badItems("for_each.items %s holds %s items but input %q takes %s%s", step.ForEach.Items, items.DataType, in.Name, in.DataType, route.HintSuffix(in.ContentTypeHint))
 	}
 	if len(items.Values) > schemas.MaxLoopItems {
-		return nil, nil, fmt.Errorf("for_each.items %s holds %d items, over the bound of %d; split the collection", step.ForEach.Items, len(items.Values), schemas.MaxLoopItems)
+		return nil, nil, badItems("for_each.items %s holds %d items, over the bound of %d; split the collection", step.ForEach.Items, len(items.Values), schemas.MaxLoopItems)
 	}
 	items.Input, items.Base = in.Name, inputs
 	return items, &state.LoopProgress{N: len(items.Values), Parallel: step.ForEach.Limit()}, nil
@@ -137,7 +151,7 @@ func (s *Scheduler) pipelineItems(ctx context.Context, sd *state.RunSpec, step s
 		case serr != nil:
 			return nil, nil, serr
 		case !found:
-			return nil, nil, fmt.Errorf("%w: for_each.items %s holds nothing", route.ErrMissingInput, src)
+			return nil, nil, badItems("%w: for_each.items %s holds nothing", route.ErrMissingInput, src)
 		}
 		items, err = splitItems(coll, src)
 	}
@@ -145,10 +159,10 @@ func (s *Scheduler) pipelineItems(ctx context.Context, sd *state.RunSpec, step s
 		return nil, nil, err
 	}
 	if want := step.Pipeline.Spec.Seed.Values[name].DataType; want != items.DataType {
-		return nil, nil, fmt.Errorf("for_each.items %s holds %s items but seed value %s of pipeline %s is %s", src, items.DataType, name, step.Pipeline.Ref(), want)
+		return nil, nil, badItems("for_each.items %s holds %s items but seed value %s of pipeline %s is %s", src, items.DataType, name, step.Pipeline.Ref(), want)
 	}
 	if len(items.Values) > schemas.MaxLoopItems {
-		return nil, nil, fmt.Errorf("for_each.items %s holds %d items, over the bound of %d; split the collection", src, len(items.Values), schemas.MaxLoopItems)
+		return nil, nil, badItems("for_each.items %s holds %d items, over the bound of %d; split the collection", src, len(items.Values), schemas.MaxLoopItems)
 	}
 	items.Input = name
 	return items, &state.LoopProgress{N: len(items.Values), Parallel: step.ForEach.Limit()}, nil
@@ -162,10 +176,10 @@ func splitItems(tv schemas.TypedValue, src string) (*state.LoopItems, error) {
 	case schemas.TypeFileIDs:
 		fc, err := tv.Files()
 		if err != nil {
-			return nil, fmt.Errorf("for_each.items %s: %w", src, err)
+			return nil, badItems("for_each.items %s: %w", src, err)
 		}
 		if fc.Spilled() {
-			return nil, fmt.Errorf("for_each.items %s is a collection of %d file ids kept in the object store; a for_each takes at most %d ids held in place", src, fc.Count(), schemas.MaxLoopItems)
+			return nil, badItems("for_each.items %s is a collection of %d file ids kept in the object store; a for_each takes at most %d ids held in place", src, fc.Count(), schemas.MaxLoopItems)
 		}
 		for _, fid := range fc.IDs() {
 			b, _ := json.Marshal(schemas.FromIDs(fc.ContentType(), fid))
@@ -174,11 +188,11 @@ func splitItems(tv schemas.TypedValue, src string) (*state.LoopItems, error) {
 	case schemas.TypeText:
 		text, err := tv.Text()
 		if err != nil {
-			return nil, fmt.Errorf("for_each.items %s: %w", src, err)
+			return nil, badItems("for_each.items %s: %w", src, err)
 		}
 		out.Values = textItems(strings.Split(text, "\n"))
 	default:
-		return nil, fmt.Errorf("for_each.items %s is %s, which cannot be split into items; give FILE_IDS (an item a file id), TEXT (an item a line) or a list variable", src, tv.DataType)
+		return nil, badItems("for_each.items %s is %s, which cannot be split into items; give FILE_IDS (an item a file id), TEXT (an item a line) or a list variable", src, tv.DataType)
 	}
 	return out, nil
 }
@@ -197,14 +211,14 @@ func listItems(v any, src string) (*state.LoopItems, error) {
 			}
 			b, err := json.Marshal(e)
 			if err != nil {
-				return nil, fmt.Errorf("for_each.items %s: %w", src, err)
+				return nil, badItems("for_each.items %s: %w", src, err)
 			}
 			texts = append(texts, string(b))
 		}
 	case string:
 		texts = strings.Split(v, "\n")
 	default:
-		return nil, fmt.Errorf("for_each.items %s is a %T, not a list; give the variable a list value, e.g. --var 'items=[\"a\",\"b\"]'", src, v)
+		return nil, badItems("for_each.items %s is a %T, not a list; give the variable a list value, e.g. --var 'items=[\"a\",\"b\"]'", src, v)
 	}
 	return &state.LoopItems{DataType: schemas.TypeText, Values: textItems(texts)}, nil
 }

@@ -376,12 +376,12 @@ func itemSeed(step schemas.PipelineStep) (string, error) {
 	names := slices.Sorted(maps.Keys(vals))
 	if name := step.ForEach.Input; name != "" {
 		if _, ok := vals[name]; !ok {
-			return "", fmt.Errorf("for_each.input %q is not a seed value of pipeline %s (its seed values: %s)", name, step.Pipeline.Ref(), orNone(names))
+			return "", badItems("for_each.input %q is not a seed value of pipeline %s (its seed values: %s)", name, step.Pipeline.Ref(), orNone(names))
 		}
 		return name, nil
 	}
 	if len(names) != 1 {
-		return "", fmt.Errorf("pipeline %s has %d seed values (%s): name the one the items go to with for_each.input", step.Pipeline.Ref(), len(names), orNone(names))
+		return "", badItems("pipeline %s has %d seed values (%s): name the one the items go to with for_each.input", step.Pipeline.Ref(), len(names), orNone(names))
 	}
 	return names[0], nil
 }

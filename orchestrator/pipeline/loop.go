@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agentmesh/agentmesh/client"
+	"github.com/agentmesh/agentmesh/orchestrator/route"
 	"github.com/agentmesh/agentmesh/orchestrator/state"
 	"github.com/agentmesh/agentmesh/schemas"
 	"github.com/agentmesh/agentmesh/telemetry"
@@ -50,8 +51,11 @@ func (k loopKind) start(ctx context.Context, s *Scheduler, st stepStart) (*state
 	if errors.Is(err, state.ErrNotFound) {
 		var prep *state.LoopProgress
 		items, prep, err = k.d.prepare(ctx, s, st)
-		if err != nil {
+		if errors.Is(err, errBadItems) || errors.Is(err, route.ErrMissingInput) || errors.Is(err, schemas.ErrInvalidValue) {
 			return loopFailure(sd, st.h, id, err), nil
+		}
+		if err != nil {
+			return nil, err // the store's trouble: the sweep starts it again
 		}
 		prep.Fill()
 		items, p, rev, err = s.store.StartLoop(ctx, sd.ID, id, items, prep)

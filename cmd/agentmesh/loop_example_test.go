@@ -3,8 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentmesh/agentmesh/agents"
 	"github.com/agentmesh/agentmesh/agents/builtin/text"
@@ -75,5 +79,54 @@ func TestLoopExamples(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestPipelinesDirOrchestratorProcess runs a pipeline whose step runs
+// shout-back by name against `agentmesh orchestrator --pipelines DIR` and
+// `agentmesh agent TextAgent` processes: the flag reaches the replica, which
+// finds the child in DIR.
+func TestPipelinesDirOrchestratorProcess(t *testing.T) {
+	srv := bustest.Start(t)
+	res := srv.Provision(t)
+	dir := t.TempDir()
+	b, err := os.ReadFile("../../examples/pipelines/shout-back.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "shout-back.yaml"), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	parent := filepath.Join(t.TempDir(), "by-name.yaml")
+	if err := os.WriteFile(parent, []byte(`name: by-name
+steps:
+  - {id: shout, kind: pipeline, pipeline: {name: shout-back, inputs: {text: "text:by name"}, outputs: {out: back.text}}}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	agentAddr, orchAddr := freeAddr(t), freeAddr(t)
+	agent := startAgentProc(t, srv.URL(), "--metrics-addr", agentAddr)
+	waitReady(t, agentAddr, agent.stderr)
+	orch := exec.Command(agentBinary(t), "--nats", srv.URL(), "orchestrator", "--metrics-addr", orchAddr, "--pipelines", dir)
+	orch.Env = append(os.Environ(), "OPENAI_API_KEY=", "OPENAI_BASE_URL=")
+	var orchErr bytes.Buffer
+	orch.Stderr = &orchErr
+	if err := orch.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = orch.Process.Kill(); _ = orch.Wait() })
+	waitReady(t, orchAddr, &orchErr)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	waitTextAgents(t, ctx, res, 1)
+
+	var out, errOut bytes.Buffer
+	if code := run([]string{"--nats", srv.URL(), "run", parent}, &out, &errOut); code != 0 {
+		t.Fatalf("run: exit %d\n%s%s\norchestrator:\n%s", code, &out, &errOut, &orchErr)
+	}
+	for _, want := range []string{"runs pipeline shout-back as run ", "pipeline shout-back (run ", "EMAN YB"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, &out)
+		}
 	}
 }

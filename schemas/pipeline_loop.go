@@ -3,6 +3,7 @@ package schemas
 import (
 	"fmt"
 	"strings"
+	"time"
 )
 
 // Step kinds that run their agent more than once (see docs/workflows.md).
@@ -26,6 +27,10 @@ const (
 	MaxLoopItems      = 10_000
 	MaxLoopIterations = 100
 )
+
+// DefaultFlowTimeout is the time budget of a for_each, repeat or pipeline
+// step that names no timeout_ms: the whole loop, or the whole child run.
+const DefaultFlowTimeout = time.Hour
 
 // DefaultLoopParallel is the parallelism of a for-each that names none.
 const DefaultLoopParallel = 4

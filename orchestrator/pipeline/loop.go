@@ -99,7 +99,8 @@ func (s *Scheduler) sendItems(ctx context.Context, k loopKind, sd *state.RunSpec
 	if err != nil {
 		return err // checked at submit
 	}
-	timeout := sd.Timeout(id)
+	// Each task has its agent's time, within what is left of the loop's.
+	timeout, end := sd.TaskTimeout(id), h.WaveStartedAt.Add(sd.Timeout(id))
 	for _, i := range which {
 		inputs, err := k.d.inputs(ctx, s, sd, id, items, i)
 		if err != nil {
@@ -107,7 +108,11 @@ func (s *Scheduler) sendItems(ctx context.Context, k loopKind, sd *state.RunSpec
 			continue
 		}
 		task := schemas.TaskRequest{Inputs: inputs, Params: params, TimeoutMS: timeout.Milliseconds()}
-		meta := dispatchMeta(sd, h, id, schemas.LoopTaskID(sd.ID, id, i), timeout)
+		deadline := time.Now().Add(timeout)
+		if deadline.After(end) {
+			deadline = end
+		}
+		meta := dispatchMeta(sd, id, schemas.LoopTaskID(sd.ID, id, i), deadline)
 		if confirm {
 			_, err = s.dispatcher.Dispatch(ctx, step.Agent, task, meta)
 		} else {
@@ -242,8 +247,8 @@ func loopOf(sd *state.RunSpec, id string) (loopKind, bool) {
 }
 
 // dispatchMeta is the dispatch metadata of a task of step id.
-func dispatchMeta(sd *state.RunSpec, h *state.RunHeader, id, taskID string, timeout time.Duration) client.DispatchMeta {
-	return client.DispatchMeta{TaskID: taskID, RunID: sd.ID, StepID: id, Deadline: h.WaveStartedAt.Add(timeout),
+func dispatchMeta(sd *state.RunSpec, id, taskID string, deadline time.Time) client.DispatchMeta {
+	return client.DispatchMeta{TaskID: taskID, RunID: sd.ID, StepID: id, Deadline: deadline,
 		TraceParent: telemetry.StepTraceParent(sd.TraceParent, sd.ID, id)}
 }
 

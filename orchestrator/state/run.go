@@ -171,17 +171,33 @@ func (sd *RunSpec) WaveOf(id string) (int, bool) {
 	return w, ok
 }
 
-// Timeout is the time budget of a step: its own, else its agent's, else
-// schemas.DefaultTaskTimeout.
+// Timeout is the time budget of a step: its own, else for a loop or a
+// sub-pipeline schemas.DefaultFlowTimeout (the whole loop or child run),
+// else its agent's, else schemas.DefaultTaskTimeout.
 func (sd *RunSpec) Timeout(id string) time.Duration {
 	s, _ := sd.Step(id)
 	if s.TimeoutMS > 0 {
 		return time.Duration(s.TimeoutMS) * time.Millisecond
 	}
-	if c, ok := sd.Contracts[s.Agent]; ok && c.TimeoutMS > 0 {
-		return time.Duration(c.TimeoutMS) * time.Millisecond
+	if schemas.IsLoopKind(s.Kind) || s.Kind == schemas.StepKindPipeline {
+		return schemas.DefaultFlowTimeout
 	}
-	return schemas.DefaultTaskTimeout
+	return sd.TaskTimeout(id)
+}
+
+// TaskTimeout is the time budget of one task of step id's agent (an item
+// of a loop): its agent's, else schemas.DefaultTaskTimeout, and never over
+// the step's own timeout_ms.
+func (sd *RunSpec) TaskTimeout(id string) time.Duration {
+	s, _ := sd.Step(id)
+	t := schemas.DefaultTaskTimeout
+	if c, ok := sd.Contracts[s.Agent]; ok && c.TimeoutMS > 0 {
+		t = time.Duration(c.TimeoutMS) * time.Millisecond
+	}
+	if own := time.Duration(s.TimeoutMS) * time.Millisecond; own > 0 && own < t {
+		t = own
+	}
+	return t
 }
 
 // RunHeader is the mutable, small part of a run (<run>). Its size grows

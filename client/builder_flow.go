@@ -59,3 +59,78 @@ func (b *PipelineBuilder) Evaluator(id, output, criteria string) *PipelineBuilde
 	b.cur = len(b.spec.Steps) - 1
 	return b
 }
+
+// ForEach makes the current step a for_each: its agent runs once per item
+// of items ("seed.<name>", "state.<slot>", "<step>.<output>" or
+// "vars.<name>"), parallel at a time (0: the default), and the items'
+// outputs are merged (see docs/workflows.md). The items go to the agent's
+// one required input, or to the one ItemInput names.
+func (b *PipelineBuilder) ForEach(items string, parallel int) *PipelineBuilder {
+	if s := b.current("ForEach"); s != nil {
+		s.Kind, s.ForEach = schemas.StepKindForEach, &schemas.ForEachSpec{Items: items, Parallel: parallel}
+	}
+	return b
+}
+
+// ItemInput names the input of the current for_each step's agent that
+// each item is given as.
+func (b *PipelineBuilder) ItemInput(name string) *PipelineBuilder {
+	if s := b.current("ItemInput"); s != nil && s.ForEach != nil {
+		s.ForEach.Input = name
+	}
+	return b
+}
+
+// RepeatUntil makes the current step a repeat: its agent runs again, fed
+// its previous outputs, until the condition until holds (it reads
+// output.<name> and iteration besides what when reads) or max iterations
+// ran.
+func (b *PipelineBuilder) RepeatUntil(until string, max int) *PipelineBuilder {
+	if s := b.current("RepeatUntil"); s != nil {
+		s.Kind, s.Repeat = schemas.StepKindRepeat, &schemas.RepeatSpec{Until: until, MaxIterations: max}
+	}
+	return b
+}
+
+// Pipeline adds a step with no parents that runs the pipeline the
+// orchestrator finds by name in its pipelines directory, and makes it
+// current; MapIn and MapOut map its inputs and outputs.
+func (b *PipelineBuilder) Pipeline(id, name string) *PipelineBuilder {
+	return b.sub(id, &schemas.SubPipeline{Name: name})
+}
+
+// SubPipeline adds a step with no parents that runs spec as a child run,
+// and makes it current; MapIn and MapOut map its inputs and outputs.
+func (b *PipelineBuilder) SubPipeline(id string, spec schemas.PipelineSpec) *PipelineBuilder {
+	return b.sub(id, &schemas.SubPipeline{Spec: &spec})
+}
+
+func (b *PipelineBuilder) sub(id string, p *schemas.SubPipeline) *PipelineBuilder {
+	b.spec.Steps = append(b.spec.Steps, schemas.PipelineStep{ID: id, Kind: schemas.StepKindPipeline, Pipeline: p})
+	b.cur = len(b.spec.Steps) - 1
+	return b
+}
+
+// MapIn gives the current pipeline step's child the value at source (as
+// step inputs name sources) as its seed value seed.
+func (b *PipelineBuilder) MapIn(seed, source string) *PipelineBuilder {
+	if s := b.current("MapIn"); s != nil && s.Pipeline != nil {
+		if s.Pipeline.Inputs == nil {
+			s.Pipeline.Inputs = map[string]string{}
+		}
+		s.Pipeline.Inputs[seed] = source
+	}
+	return b
+}
+
+// MapOut makes output "<child step>.<output>" of the current pipeline
+// step's child the step's output name.
+func (b *PipelineBuilder) MapOut(name, childOutput string) *PipelineBuilder {
+	if s := b.current("MapOut"); s != nil && s.Pipeline != nil {
+		if s.Pipeline.Outputs == nil {
+			s.Pipeline.Outputs = map[string]string{}
+		}
+		s.Pipeline.Outputs[name] = childOutput
+	}
+	return b
+}

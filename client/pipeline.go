@@ -21,8 +21,15 @@ import (
 )
 
 // LoadPipeline reads a pipeline spec from a YAML or JSON file (chosen by
-// the .json extension; anything else is read as YAML).
+// the .json extension; anything else is read as YAML). A step of kind
+// pipeline that names a file gets that file's spec, read the same way
+// with the path relative to the file naming it; a file that runs itself,
+// directly or not, is an error.
 func LoadPipeline(path string) (schemas.PipelineSpec, error) {
+	return loadPipeline(path, nil)
+}
+
+func loadPipeline(path string, stack []string) (schemas.PipelineSpec, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return schemas.PipelineSpec{}, fmt.Errorf("reading pipeline: %w", err)
@@ -35,7 +42,11 @@ func LoadPipeline(path string) (schemas.PipelineSpec, error) {
 	if err != nil {
 		return spec, fmt.Errorf("%s: %w", path, err)
 	}
-	return spec, nil
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return spec, fmt.Errorf("reading pipeline: %w", err)
+	}
+	return readSubFiles(spec, abs, stack)
 }
 
 // ParsePipeline decodes a pipeline spec written as "yaml" or "json".
@@ -109,6 +120,18 @@ func NormalizeSpec(spec schemas.PipelineSpec) (schemas.PipelineSpec, error) {
 			vals[name] = v
 		}
 		spec.Seed.Values = vals
+	}
+	for i, st := range spec.Steps {
+		if st.Pipeline == nil || st.Pipeline.Spec == nil {
+			continue
+		}
+		child, err := NormalizeSpec(*st.Pipeline.Spec)
+		if err != nil {
+			return spec, fmt.Errorf("step %q: pipeline.spec: %w", st.ID, err)
+		}
+		p := *st.Pipeline
+		p.Spec = &child
+		spec.Steps[i].Pipeline = &p
 	}
 	return spec, nil
 }

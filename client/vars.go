@@ -1,6 +1,7 @@
 package client
 
 import (
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -62,6 +63,20 @@ func varValue(def any, raw string) (any, error) {
 			return nil, fmt.Errorf("%q is not true or false, and the variable's default %v is", raw, def)
 		}
 		return b, nil
+	case []any:
+		// A list: a JSON array, or else items separated by commas.
+		if strings.HasPrefix(strings.TrimSpace(raw), "[") {
+			var list []any
+			if err := json.Unmarshal([]byte(raw), &list); err != nil {
+				return nil, fmt.Errorf("%q is not a JSON list (%v), and the variable's default is a list; write [\"a\",\"b\"] or a,b", raw, err)
+			}
+			return list, nil
+		}
+		var list []any
+		for _, item := range strings.Split(raw, ",") {
+			list = append(list, strings.TrimSpace(item))
+		}
+		return list, nil
 	}
 	return raw, nil
 }

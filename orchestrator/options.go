@@ -35,7 +35,13 @@ type config struct {
 
 	orphanGrace time.Duration
 	model       pipeline.Model
+	pipelines   string
 }
+
+// WithPipelinesDir names the directory of the pipelines a step of kind
+// pipeline may run by name: pipeline.name N runs the spec in N.yaml (or
+// N.yml, N.json) there, read when a run that names it is submitted.
+func WithPipelinesDir(dir string) Option { return func(c *config) { c.pipelines = dir } }
 
 // WithModel gives pipeline router steps a language model to choose their
 // branch with (an *llm.Client); without one they follow their rules.

@@ -122,7 +122,7 @@ func New(nc *nats.Conn, opts ...Option) (*Orchestrator, error) {
 	}
 	o.pipelines = pipeline.New(nc, cfg.names, o.store, o.router, o.dispatcher, o.Lookup, pipeline.Config{
 		Sweep: cfg.sweep, Grace: cfg.grace, Republish: cfg.republish, AckWait: cfg.ackWait,
-		Source: cfg.source, Logger: cfg.logger, Observer: cfg.observer, Model: cfg.model})
+		Source: cfg.source, Logger: cfg.logger, Observer: cfg.observer, Model: cfg.model, Pipelines: pipelinesIn(cfg.pipelines)})
 	return o, nil
 }
 

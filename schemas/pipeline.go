@@ -50,6 +50,12 @@ type PipelineStep struct {
 	Evaluate *EvaluateSpec `json:"evaluate,omitempty" yaml:"evaluate"`
 	// Human is what a step of kind approval or input asks a person.
 	Human *HumanStep `json:"human,omitempty" yaml:"human"`
+	// ForEach is what a step of kind for_each iterates over.
+	ForEach *ForEachSpec `json:"for_each,omitempty" yaml:"for_each"`
+	// Repeat is how a step of kind repeat ends.
+	Repeat *RepeatSpec `json:"repeat,omitempty" yaml:"repeat"`
+	// Pipeline is the pipeline a step of kind pipeline runs.
+	Pipeline *SubPipeline `json:"pipeline,omitempty" yaml:"pipeline"`
 }
 
 // PipelineSeed holds what a run starts with: file IDs of images, documents
@@ -114,6 +120,8 @@ func (p PipelineSpec) Validate() error {
 				errs = append(errs, fmt.Errorf("step %q: %w", s.ID, err))
 			}
 		}
+		errs = append(errs, s.validateLoop()...)
+		errs = append(errs, s.validateSub()...)
 		if s.TimeoutMS < 0 {
 			errs = append(errs, fmt.Errorf("step %q: timeout_ms %d is negative", s.ID, s.TimeoutMS))
 		}
@@ -163,7 +171,7 @@ func (s PipelineSeed) validate() []error {
 const StepKindAgent = "agent"
 
 // StepKinds are the kinds a step may name, the default first.
-var StepKinds = []string{StepKindAgent, StepKindRouter, StepKindEvaluator, StepKindApproval, StepKindInput}
+var StepKinds = []string{StepKindAgent, StepKindRouter, StepKindEvaluator, StepKindApproval, StepKindInput, StepKindForEach, StepKindRepeat, StepKindPipeline}
 
 // DefaultTaskTimeout is the time budget of a task whose step, contract and
 // request name none.

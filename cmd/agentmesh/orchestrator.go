@@ -18,6 +18,7 @@ func newOrchestratorCmd(a *app) *cobra.Command {
 	var (
 		workers int
 		ackWait time.Duration
+		pipes   string
 		verbose bool
 		drain   time.Duration
 		mf      metricsFlags
@@ -51,6 +52,7 @@ many as you like; killing one loses nothing.`,
 				orchestrator.WithAckWait(ackWait),
 				orchestrator.WithLogger(log),
 				orchestrator.WithObserver(schemas.Observers(telemetry.LogObserver(log), pm.Observer())),
+				orchestrator.WithPipelinesDir(pipes),
 			}
 			// Pipeline routers ask the configured LLM, if any; else they follow their rules.
 			if model, err := textModelFromEnv(); err != nil {
@@ -75,6 +77,7 @@ many as you like; killing one loses nothing.`,
 	}
 	cmd.Flags().IntVar(&workers, "workers", 32, "events handled at once")
 	cmd.Flags().DurationVar(&ackWait, "ack-wait", 5*time.Second, "how long a replica may hold a message before another replica gets it")
+	cmd.Flags().StringVar(&pipes, "pipelines", "", "directory of the pipelines a step of kind pipeline runs by name (pipeline.name N: N.yaml there)")
 	drainFlag(cmd.Flags(), &drain)
 	mf.register(cmd.Flags())
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "log every warning and info line to stderr")

@@ -247,6 +247,10 @@ func printPipelineEvent(w io.Writer, ev bus.Event) {
 		line += ": " + se.Reason
 	case schemas.StepWaiting:
 		line += ": " + se.Reason + resolveHint(se)
+	case schemas.StepRunning:
+		if se.Reason != "" { // a loop's progress, a sub-pipeline's child run
+			line += ": " + se.Reason
+		}
 	}
 	fmt.Fprintln(w, line)
 }

@@ -40,10 +40,17 @@ type condEnv struct {
 	vars  reflect.Value // a struct with one field per variable
 	steps reflect.Value // a struct with one stepView per ancestor
 	slots map[string]any
+	// extra are the names only some conditions read (a repeat's until:
+	// output and iteration).
+	extra map[string]any
 }
 
 func (e condEnv) env() map[string]any {
-	return map[string]any{"vars": e.vars.Interface(), "steps": e.steps.Interface(), "slots": e.slots}
+	m := map[string]any{"vars": e.vars.Interface(), "steps": e.steps.Interface(), "slots": e.slots}
+	for k, v := range e.extra {
+		m[k] = v
+	}
+	return m
 }
 
 var anyType = reflect.TypeOf((*any)(nil)).Elem()
@@ -119,6 +126,12 @@ func (r *condRefs) Visit(n *ast.Node) {
 // every step and variable it names exists and can be read, and it is a
 // boolean. It returns the ancestors it reads.
 func compileCondition(src string, vars map[string]any, ancestors []string) ([]string, condEnv, error) {
+	return compileConditionWith(src, vars, ancestors, nil)
+}
+
+// compileConditionWith is compileCondition for a condition that also reads
+// the names of extra (their values give their types).
+func compileConditionWith(src string, vars map[string]any, ancestors []string, extra map[string]any) ([]string, condEnv, error) {
 	tree, err := parser.Parse(src)
 	if err != nil {
 		return nil, condEnv{}, fmt.Errorf("%w %q: %v", ErrBadCondition, src, oneLine(err))
@@ -143,6 +156,7 @@ func compileCondition(src string, vars map[string]any, ancestors []string) ([]st
 		return nil, condEnv{}, fmt.Errorf("%w %q: %s", ErrBadCondition, src, strings.Join(errs, "; "))
 	}
 	env := newCondEnv(vars, ancestors)
+	env.extra = extra
 	if _, err := expr.Compile(src, expr.Env(env.env()), expr.AsBool()); err != nil {
 		return nil, condEnv{}, fmt.Errorf("%w %q: %v", ErrBadCondition, src, oneLine(err))
 	}

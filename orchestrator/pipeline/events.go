@@ -85,7 +85,11 @@ func (s *Scheduler) emitStep(sd *state.RunSpec, e schemas.StepEvent) {
 		if msg, err = bus.Encode(s.names.Events(e.RunID, "pipeline"), ev); err == nil {
 			// One transition is stored once, whichever replica or path
 			// sends it (inside the stream's duplicate window).
-			msg.Header.Set(jetstream.MsgIDHeader, "step-"+e.RunID+"-"+e.Step+"-"+e.Status)
+			id := "step-" + e.RunID + "-" + e.Step + "-" + e.Status
+			if e.TaskID != "" && e.TaskID != schemas.StepTaskID(e.RunID, e.Step, 1) {
+				id += "-" + e.TaskID // a loop's item, a sub-pipeline's run
+			}
+			msg.Header.Set(jetstream.MsgIDHeader, id)
 			err = s.nc.PublishMsg(msg)
 		}
 	}

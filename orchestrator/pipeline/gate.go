@@ -22,6 +22,10 @@ import (
 // or it ends at once with a record, which only follow settles.
 var errNotAhead = errors.New("step is not started ahead of its wave")
 
+// routerSkipPrefix starts the skip reason of a branch its router did not
+// choose (see offPath).
+const routerSkipPrefix = "router "
+
 // gated reports whether step's start may end it at once: it has a
 // condition, is a branch of a router, or is not of kind agent.
 func gated(sd *state.RunSpec, step schemas.PipelineStep) bool {
@@ -53,9 +57,9 @@ func (s *Scheduler) gate(ctx context.Context, st stepStart, step schemas.Pipelin
 			return nil, err
 		}
 		if chosen := routerChoice(rec); chosen != step.ID {
-			why := fmt.Sprintf("router %q chose %q", r, chosen)
+			why := fmt.Sprintf(routerSkipPrefix+"%q chose %q", r, chosen)
 			if chosen == "" {
-				why = fmt.Sprintf("router %q chose no branch", r)
+				why = fmt.Sprintf(routerSkipPrefix+"%q chose no branch", r)
 			}
 			return skippedRecord(st.sd, st.h, st.id, why, time.Now().UTC()), nil
 		}
@@ -79,8 +83,13 @@ func (s *Scheduler) gate(ctx context.Context, st stepStart, step schemas.Pipelin
 // holds evaluates src, a condition of step id (its when or one of its
 // rules), against the run's vars, slots and id's ancestors' records.
 func (s *Scheduler) holds(ctx context.Context, sd *state.RunSpec, id, src string) (bool, error) {
+	return s.holdsWith(ctx, sd, id, src, nil)
+}
+
+// holdsWith is holds for a condition that also reads the names of extra.
+func (s *Scheduler) holdsWith(ctx context.Context, sd *state.RunSpec, id, src string, extra map[string]any) (bool, error) {
 	anc := ancestors(sd.Spec, id)
-	read, env, err := compileCondition(src, sd.Spec.Vars, anc)
+	read, env, err := compileConditionWith(src, sd.Spec.Vars, anc, extra)
 	if err != nil {
 		return false, err
 	}

@@ -29,7 +29,8 @@ type stepKind interface {
 
 // kinds are the step kinds by name.
 var kinds = map[string]stepKind{KindAgent: agentKind{}, KindRouter: routerKind{}, KindEvaluator: evaluatorKind{},
-	schemas.StepKindApproval: humanKind{}, schemas.StepKindInput: humanKind{}}
+	schemas.StepKindApproval: humanKind{}, schemas.StepKindInput: humanKind{},
+	schemas.StepKindForEach: loopKind{forEach{}}, schemas.StepKindRepeat: loopKind{repeat{}}, KindPipeline: subKind{}}
 
 // stepStart is one start of a step.
 type stepStart struct {

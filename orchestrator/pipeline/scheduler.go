@@ -39,9 +39,12 @@ type Config struct {
 	Source string
 	// Model, when set, is asked by router steps to choose their branch;
 	// without one they follow their rules.
-	Model    Model
-	Logger   *slog.Logger
-	Observer schemas.Observer
+	Model Model
+	// Pipelines, when set, returns the spec of a pipeline by name, for the
+	// steps of kind pipeline that name one (see resolveSubs).
+	Pipelines func(name string) (schemas.PipelineSpec, error)
+	Logger    *slog.Logger
+	Observer  schemas.Observer
 }
 
 // Scheduler runs pipelines on one replica: it accepts submissions, applies
@@ -62,6 +65,7 @@ type Scheduler struct {
 
 	locks keyedMutex // serialises this replica's header updates of one run
 	cache runCache
+	loops loopCache
 
 	batchMu sync.Mutex
 	batches map[string]*settleBatch // per run: records waiting for the header update
@@ -179,7 +183,15 @@ func (s *Scheduler) Submit(ctx context.Context, ev bus.Event) error {
 		waves     [][]string
 	)
 	if verr == nil {
+		var rerr error // names that do not resolve, reported with the rest
+		spec, rerr = resolveSubs(spec, s.cfg.Pipelines, []string{spec.Name})
 		contracts, waves, verr = Validate(spec, s.lookup, s.router)
+		switch {
+		case rerr != nil && verr == nil:
+			verr = fmt.Errorf("%w %q: %w", ErrInvalidPipeline, spec.Name, rerr)
+		case rerr != nil:
+			verr = errors.Join(verr, rerr)
+		}
 		if verr == nil && s.cfg.Model == nil {
 			for _, st := range spec.Steps {
 				if st.Kind == KindEvaluator {
@@ -243,12 +255,22 @@ func (s *Scheduler) ApplyResult(ctx context.Context, runID, stepID, taskID strin
 	if err != nil {
 		return err
 	}
-	if !sd.Has(stepID) || !stepTaskOf(sd, stepID, taskID) {
+	step, ok := sd.Step(stepID)
+	loop := ok && schemas.IsLoopKind(step.Kind)
+	if !ok || (!loop && !stepTaskOf(sd, stepID, taskID)) {
 		return nil
 	}
 	h, err := s.loadHeader(ctx, runID, false)
 	if err != nil {
 		return err
+	}
+	if loop {
+		if !h.Running(sd, stepID) {
+			if h, err = s.loadHeader(ctx, runID, true); err != nil || !h.Running(sd, stepID) {
+				return err // nil: a late item
+			}
+		}
+		return s.applyItem(ctx, sd, h, stepID, taskID, res)
 	}
 	if early(sd, h, stepID) {
 		// The task went out ahead of the header that starts its wave
@@ -348,7 +370,9 @@ func (s *Scheduler) FailUndecodable(ctx context.Context, from, runID, stepID, ta
 	if step.Agent != from {
 		return "", fmt.Errorf("%w: an undecodable result for step %q of run %s, which went to %s, came from %s", ErrWrongAgent, stepID, runID, step.Agent, from)
 	}
-	taskID = schemas.StepTaskID(runID, stepID, 1)
+	if _, item := schemas.LoopItem(runID, stepID, taskID); !item || !schemas.IsLoopKind(step.Kind) {
+		taskID = schemas.StepTaskID(runID, stepID, 1)
+	}
 	res := schemas.Failure(step.Agent, schemas.CodeMalformedResult,
 		fmt.Sprintf("the result of task %s could not be decoded: %v", taskID, cause), false)
 	return step.Agent, s.ApplyResult(ctx, runID, stepID, taskID, res)

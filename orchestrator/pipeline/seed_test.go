@@ -181,6 +181,8 @@ func FuzzValidatePipeline(f *testing.F) {
 	f.Add(`{"steps":[{"id":"o","agent":"Organize","inputs":{"images":"seed.images"}}],"seed":{"images":["a"],"values":{"c":{"data_type":"CATEGORIZATION","value":{"categories":{}}}}}}`)
 	f.Add(`{"steps":[{"id":"a","kind":"approval","timeout_ms":5,"human":{"prompt":"ok?","default":"approve"}},{"id":"i","kind":"input","timeout_ms":5,"depends_on":["a"],"human":{"prompt":"n?","data_type":"CATEGORIZATION","default":{"categories":{}}}}]}`)
 	f.Add(`{"steps":[{"id":"i","kind":"input","agent":"Shout","human":{"prompt":"","default":[1]}},{"id":"s","agent":"Shout","depends_on":["i"],"inputs":{"text":"i.value"}}]}`)
+	f.Add(`{"steps":[{"id":"e","kind":"for_each","agent":"Shout","for_each":{"items":"vars.w","parallel":2}},{"id":"r","kind":"repeat","agent":"Shout","depends_on":["e"],"repeat":{"until":"iteration > 2 && output.text == \"x\"","max_iterations":3}}],"vars":{"w":["a","b"]}}`)
+	f.Add(`{"steps":[{"id":"p","kind":"pipeline","pipeline":{"spec":{"steps":[{"id":"s","agent":"Shout","inputs":{"text":"seed.t"}}],"seed":{"values":{"t":{"data_type":"TEXT","value":"x"}}}},"inputs":{"t":"text:y"},"outputs":{"o":"s.text"}}}]}`)
 	f.Fuzz(func(t *testing.T, doc string) {
 		spec, err := client.ParsePipeline([]byte(doc), "json")
 		if err != nil {

@@ -137,6 +137,14 @@ func (s *Scheduler) sweepRun(ctx context.Context, id string) bool {
 			continue
 		}
 		deadline := h.WaveStartedAt.Add(sd.Timeout(sid))
+		if step, _ := sd.Step(sid); !now.After(deadline.Add(s.cfg.Grace)) {
+			switch {
+			case schemas.IsLoopKind(step.Kind):
+				s.sweepLoopStep(ctx, sd, h, sid, now)
+			case step.Kind == KindPipeline:
+				s.sweepSub(ctx, sd, sid)
+			}
+		}
 		switch {
 		case now.After(deadline.Add(s.cfg.Grace)):
 			rec, err := s.store.RecordStep(ctx, id, overdueRecord(sd, h, sid, deadline, now))

@@ -79,8 +79,11 @@ func Validate(spec schemas.PipelineSpec, lookup ContractLookup, router *route.Ro
 			errs = append(errs, checkParams(s, c)...)
 		}
 	}
+	errs = append(errs, checkSubs(spec, lookup, router)...)
+	view, lerrs := checkLoops(spec, contracts)
+	errs = append(errs, lerrs...)
 	if werr == nil {
-		errs = append(errs, checkInputs(spec, waves, contracts, router)...)
+		errs = append(errs, checkInputs(view, waves, contracts, router)...)
 	}
 	if len(errs) > 0 {
 		name := spec.Name
@@ -160,6 +163,38 @@ func (g graph) ancestor(a, id string) bool {
 		}
 	}
 	return false
+}
+
+// exclusive reports whether at most one of steps can run in a run: each
+// two of them are on different branches of one router (a branch or a step
+// after it), so a step after them joins them with no fan-in to merge.
+func (g graph) exclusive(steps []string) bool {
+	branch := func(r schemas.PipelineStep, id string) int {
+		for i, b := range r.Router.Branches {
+			if b.Step == id || g.ancestor(b.Step, id) {
+				return i
+			}
+		}
+		return -1
+	}
+	for i, a := range steps {
+		for _, b := range steps[i+1:] {
+			apart := false
+			for _, r := range g.steps {
+				if r.Router == nil {
+					continue
+				}
+				if ba, bb := branch(r, a), branch(r, b); ba >= 0 && bb >= 0 && ba != bb {
+					apart = true
+					break
+				}
+			}
+			if !apart {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // parallel keeps the feeders that are not an ancestor of another feeder:
@@ -255,7 +290,7 @@ func checkInputs(spec schemas.PipelineSpec, waves [][]string, contracts map[stri
 						}
 					}
 				}
-				if par := g.parallel(feeders); len(par) > 1 {
+				if par := g.parallel(feeders); len(par) > 1 && !g.exclusive(par) {
 					mergeable := reg.Mergeable(in.DataType)
 					var unmerge []string
 					for _, p := range par {

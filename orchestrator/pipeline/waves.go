@@ -69,10 +69,15 @@ func advance(h *state.RunHeader, sd *state.RunSpec, now time.Time, ch *runChange
 	}
 }
 
-// blocked returns why step id cannot run ("" when every dependency
-// completed). Dependencies are in earlier waves, which have ended.
+// blocked returns why step id cannot run ("" when it can).
+// Dependencies are in earlier waves, which have ended. A step runs when
+// every dependency completed, or when some did and the others are off the
+// path a router chose (a branch it did not choose, or a step after one):
+// that is how steps after several branches of a router join.
 func blocked(h *state.RunHeader, sd *state.RunSpec, id string) string {
 	s, _ := sd.Step(id)
+	var off string // a dependency off the chosen path
+	completed := false
 	for _, d := range s.DependsOn {
 		if !sd.Has(d) {
 			return fmt.Sprintf("dependency %q does not exist", d)
@@ -80,11 +85,32 @@ func blocked(h *state.RunHeader, sd *state.RunSpec, id string) string {
 		if msg, failed := h.Failed[d]; failed {
 			return fmt.Sprintf("dependency %q failed: %s", d, msg)
 		}
-		if _, skipped := h.Skipped[d]; skipped {
+		reason, skipped := h.Skipped[d]
+		switch {
+		case !skipped:
+			completed = true
+		case offPath(reason):
+			if off == "" {
+				off = d
+			}
+		default:
 			return fmt.Sprintf("dependency %q was skipped", d)
 		}
 	}
+	if off != "" && !completed {
+		return fmt.Sprintf("dependency %q was skipped%s", off, notTaken)
+	}
 	return ""
+}
+
+// notTaken ends the skip reason of a step after a branch its router did
+// not choose.
+const notTaken = " (its branch was not taken)"
+
+// offPath reports whether a skip reason says the step is off the path a
+// router chose: a branch it did not choose, or a step after one.
+func offPath(reason string) bool {
+	return strings.HasPrefix(reason, routerSkipPrefix) || strings.HasSuffix(reason, notTaken)
 }
 
 func finish(h *state.RunHeader, sd *state.RunSpec, now time.Time, ch *runChanges) {
@@ -188,6 +214,12 @@ func (s *Scheduler) follow(ctx context.Context, sd *state.RunSpec, h *state.RunH
 		}
 		s.emitRun(h, sd)
 		s.cache.drop(h.ID)
+		if sd.Parent != nil {
+			if err := s.endSub(ctx, sd, h); err != nil {
+				// The sweep of the parent run ends the step.
+				s.log.WarnContext(runContext(sd), "ending the parent's step", "parent", sd.Parent.Run, "step", sd.Parent.Step, "err", err)
+			}
+		}
 		return
 	}
 	// The events of the steps that ended, then each started step's event

@@ -117,9 +117,21 @@ type RunSpec struct {
 	// TraceParent is the submission's W3C traceparent: the run's spans
 	// belong to its trace (see telemetry.StepTraceParent).
 	TraceParent string `json:"traceparent,omitempty"`
+	// Parent is the run and step that started this run as a sub-pipeline;
+	// its end ends that step.
+	Parent *RunParent `json:"parent,omitempty"`
 
 	index  map[string]int // step id -> index in Spec.Steps
 	waveOf map[string]int
+}
+
+// RunParent names the step of kind pipeline a child run runs for.
+type RunParent struct {
+	Run  string `json:"run"`
+	Step string `json:"step"`
+	// Item is the item of a for_each step the run runs for (nil for a
+	// step of kind pipeline).
+	Item *int `json:"item,omitempty"`
 }
 
 func (sd *RunSpec) Init() *RunSpec {
@@ -159,17 +171,33 @@ func (sd *RunSpec) WaveOf(id string) (int, bool) {
 	return w, ok
 }
 
-// Timeout is the time budget of a step: its own, else its agent's, else
-// schemas.DefaultTaskTimeout.
+// Timeout is the time budget of a step: its own, else for a loop or a
+// sub-pipeline schemas.DefaultFlowTimeout (the whole loop or child run),
+// else its agent's, else schemas.DefaultTaskTimeout.
 func (sd *RunSpec) Timeout(id string) time.Duration {
 	s, _ := sd.Step(id)
 	if s.TimeoutMS > 0 {
 		return time.Duration(s.TimeoutMS) * time.Millisecond
 	}
-	if c, ok := sd.Contracts[s.Agent]; ok && c.TimeoutMS > 0 {
-		return time.Duration(c.TimeoutMS) * time.Millisecond
+	if schemas.IsLoopKind(s.Kind) || s.Kind == schemas.StepKindPipeline {
+		return schemas.DefaultFlowTimeout
 	}
-	return schemas.DefaultTaskTimeout
+	return sd.TaskTimeout(id)
+}
+
+// TaskTimeout is the time budget of one task of step id's agent (an item
+// of a loop): its agent's, else schemas.DefaultTaskTimeout, and never over
+// the step's own timeout_ms.
+func (sd *RunSpec) TaskTimeout(id string) time.Duration {
+	s, _ := sd.Step(id)
+	t := schemas.DefaultTaskTimeout
+	if c, ok := sd.Contracts[s.Agent]; ok && c.TimeoutMS > 0 {
+		t = time.Duration(c.TimeoutMS) * time.Millisecond
+	}
+	if own := time.Duration(s.TimeoutMS) * time.Millisecond; own > 0 && own < t {
+		t = own
+	}
+	return t
 }
 
 // RunHeader is the mutable, small part of a run (<run>). Its size grows
@@ -280,6 +308,11 @@ func (s *Store) Run(ctx context.Context, id string) (*RunState, error) {
 					st.Status, st.Attempt, st.TaskID = schemas.StepRunning, 1, schemas.StepTaskID(id, step.ID, 1)
 					if w, ok := h.Waiting[step.ID]; ok {
 						st.Status, st.Reason = schemas.StepWaiting, w
+					}
+					if schemas.IsLoopKind(step.Kind) {
+						if p, _, err := s.LoopProgress(ctx, id, step.ID); err == nil {
+							st.Reason = p.Describe()
+						}
 					}
 					st.DispatchedAt, st.Deadline = h.WaveStartedAt, h.WaveStartedAt.Add(sd.Timeout(step.ID))
 				}

@@ -1,0 +1,45 @@
+package client
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/agentmesh/agentmesh/schemas"
+)
+
+// readSubFiles reads the file of every step of kind pipeline of spec (read
+// from the file at path) that names one, into the step's spec.
+func readSubFiles(spec schemas.PipelineSpec, path string, stack []string) (schemas.PipelineSpec, error) {
+	stack = append(slices.Clone(stack), path)
+	var errs []error
+	for i, st := range spec.Steps {
+		if st.Pipeline == nil || st.Pipeline.File == "" || st.Pipeline.Spec != nil {
+			continue
+		}
+		file := st.Pipeline.File
+		if !filepath.IsAbs(file) {
+			file = filepath.Join(filepath.Dir(path), file)
+		}
+		if slices.Contains(stack, file) {
+			errs = append(errs, fmt.Errorf("%w: step %q: pipeline.file %s runs a pipeline it is part of (%s -> %s): %w",
+				ErrInvalidPipeline, st.ID, st.Pipeline.File, strings.Join(stack, " -> "), file, schemas.ErrCycle))
+			continue
+		}
+		if len(stack) > schemas.MaxPipelineDepth {
+			errs = append(errs, fmt.Errorf("%w: step %q: sub-pipelines nest more than %d deep", ErrInvalidPipeline, st.ID, schemas.MaxPipelineDepth))
+			continue
+		}
+		child, err := loadPipeline(file, stack)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("step %q: pipeline.file: %w", st.ID, err))
+			continue
+		}
+		p := *st.Pipeline
+		p.Spec = &child
+		spec.Steps[i].Pipeline = &p
+	}
+	return spec, errors.Join(errs...)
+}

@@ -1,0 +1,337 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/agentmesh/agentmesh/client"
+	"github.com/agentmesh/agentmesh/orchestrator/route"
+	"github.com/agentmesh/agentmesh/orchestrator/state"
+	"github.com/agentmesh/agentmesh/schemas"
+	"github.com/agentmesh/agentmesh/telemetry"
+)
+
+// The loop engine runs the steps that run their agent more than once:
+// for_each (kind_foreach.go) and repeat (kind_repeat.go). A loop keeps its
+// items, its progress and each item's end in keys of their own (see
+// state/loop.go), so an item's end reads and writes a few small values
+// whatever the number of items, and any replica carries on where another
+// stopped: an item's result is applied by whichever replica takes it, and
+// the sweep re-publishes the running items of a loop that stalled.
+
+// loopDriver is what differs between the loop kinds.
+type loopDriver interface {
+	// prepare builds the loop's items and shared inputs and its progress
+	// (N and Parallel set) as the step starts.
+	prepare(ctx context.Context, s *Scheduler, st stepStart) (*state.LoopItems, *state.LoopProgress, error)
+	// inputs are the inputs of item i's task.
+	inputs(ctx context.Context, s *Scheduler, sd *state.RunSpec, id string, items *state.LoopItems, i int) (map[string]schemas.TypedValue, error)
+	// decide is called with the record of item i before its end is
+	// written to the progress: it returns why the loop stops ("" to go on).
+	// and, when that fails the step, its error code.
+	decide(ctx context.Context, s *Scheduler, sd *state.RunSpec, id string, p *state.LoopProgress, i int, rec *state.StepState) (stop, code string, err error)
+	// finish is the step's record once the loop is over.
+	finish(ctx context.Context, s *Scheduler, sd *state.RunSpec, h *state.RunHeader, id string, p *state.LoopProgress) (*state.StepState, error)
+}
+
+// loopKind adapts a loopDriver to stepKind.
+type loopKind struct{ d loopDriver }
+
+// start stores the loop's items and progress (or reads them: the sweep
+// starts a step again) and publishes its running items; a loop with no
+// items, or one that is over, ends at once.
+func (k loopKind) start(ctx context.Context, s *Scheduler, st stepStart) (*state.StepState, error) {
+	sd, id := st.sd, st.id
+	items, err := s.store.LoopItems(ctx, sd.ID, id)
+	var p *state.LoopProgress
+	var rev uint64
+	if errors.Is(err, state.ErrNotFound) {
+		var prep *state.LoopProgress
+		items, prep, err = k.d.prepare(ctx, s, st)
+		if errors.Is(err, errBadItems) || errors.Is(err, route.ErrMissingInput) || errors.Is(err, schemas.ErrInvalidValue) {
+			return loopFailure(sd, st.h, id, err), nil
+		}
+		if err != nil {
+			return nil, err // the store's trouble: the sweep starts it again
+		}
+		prep.Fill()
+		items, p, rev, err = s.store.StartLoop(ctx, sd.ID, id, items, prep)
+		if errors.Is(err, state.ErrTooLarge) {
+			return loopFailure(sd, st.h, id, err), nil
+		}
+	} else if err == nil {
+		p, rev, err = s.store.LoopProgress(ctx, sd.ID, id)
+	}
+	if err != nil {
+		return nil, err // the sweep starts it again
+	}
+	s.loops.put(sd.ID, id, items, p, rev)
+	if p.Over() || p.Stop != "" && len(p.Running()) == 0 {
+		return k.d.finish(ctx, s, sd, st.h, id, p)
+	}
+	return nil, s.sendItems(ctx, k, sd, st.h, id, items, p.Running(), st.confirm)
+}
+
+// loopFailure is the record of a loop step that could not start.
+func loopFailure(sd *state.RunSpec, h *state.RunHeader, id string, err error) *state.StepState {
+	code := schemas.CodeInvalidInput
+	if c := failureCode(err); errors.Is(err, state.ErrTooLarge) {
+		code = c
+	}
+	step, _ := sd.Step(id)
+	return failedRecord(sd, h, id, code, fmt.Sprintf("step %q (%s): %v", id, step.Agent, err), time.Now().UTC())
+}
+
+// sendItems publishes the tasks of items of loop step id.
+func (s *Scheduler) sendItems(ctx context.Context, k loopKind, sd *state.RunSpec, h *state.RunHeader, id string, items *state.LoopItems, which []int, confirm bool) error {
+	step, _ := sd.Step(id)
+	var errs []error
+	if step.Pipeline != nil { // a child run per item
+		for _, i := range which {
+			errs = append(errs, s.startItemRun(ctx, k, sd, h, id, items, i))
+		}
+		return errors.Join(errs...)
+	}
+	params, err := resolveParams(step.Params, sd.Spec.Vars)
+	if err != nil {
+		return err // checked at submit
+	}
+	// Each task has its agent's time, within what is left of the loop's.
+	timeout, end := sd.TaskTimeout(id), h.WaveStartedAt.Add(sd.Timeout(id))
+	for _, i := range which {
+		inputs, err := k.d.inputs(ctx, s, sd, id, items, i)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		task := schemas.TaskRequest{Inputs: inputs, Params: params, TimeoutMS: timeout.Milliseconds()}
+		deadline := time.Now().Add(timeout)
+		if deadline.After(end) {
+			deadline = end
+		}
+		meta := dispatchMeta(sd, id, schemas.LoopTaskID(sd.ID, id, i), deadline)
+		if confirm {
+			_, err = s.dispatcher.Dispatch(ctx, step.Agent, task, meta)
+		} else {
+			err = s.dispatcher.Send(step.Agent, task, meta)
+		}
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// applyItem applies the result of one item of loop step id: the item's
+// record, then the progress (which may start more items), then, when the
+// loop is over, the step's record. A duplicate changes nothing but
+// re-publishes the running items (their ids make that harmless), for a
+// replica that died between the progress and the publish.
+func (s *Scheduler) applyItem(ctx context.Context, sd *state.RunSpec, h *state.RunHeader, id, taskID string, res schemas.AgentResult) error {
+	k, ok := loopOf(sd, id)
+	i, isItem := schemas.LoopItem(sd.ID, id, taskID)
+	if !ok || !isItem {
+		return nil
+	}
+	return s.applyItemRecord(ctx, k, sd, h, id, i, resultRecord(sd, h, id, taskID, res, time.Now().UTC()))
+}
+
+// applyItemRecord is applyItem for item i ended as rec says (an agent's
+// result, or a child run's end).
+func (s *Scheduler) applyItemRecord(ctx context.Context, k loopKind, sd *state.RunSpec, h *state.RunHeader, id string, i int, rec *state.StepState) error {
+	rec, err := s.store.RecordItem(ctx, sd.ID, id, i, rec)
+	if err != nil {
+		return err
+	}
+	items, p, rev := s.loops.get(sd.ID, id)
+	if items == nil {
+		if items, err = s.store.LoopItems(ctx, sd.ID, id); err != nil {
+			return err
+		}
+	}
+	if p != nil && (i >= p.N || p.HasEnded(i)) {
+		p = nil // maybe behind: decide on the stored one
+	}
+	if p == nil {
+		if p, rev, err = s.store.LoopProgress(ctx, sd.ID, id); err != nil {
+			return err
+		}
+	}
+	if i >= p.N {
+		return nil
+	}
+	stop, code, err := k.d.decide(ctx, s, sd, id, p, i, rec)
+	if err != nil {
+		return err
+	}
+	var started []int
+	unlock := s.locks.lock(sd.ID + "\x00" + id)
+	next, nrev, err := s.store.UpdateLoop(ctx, sd.ID, id, p, rev, func(p *state.LoopProgress) error {
+		if !p.End(i) {
+			return state.ErrUnchanged
+		}
+		if p.Stop == "" {
+			p.Stop, p.Code = stop, code
+		}
+		started = p.Fill()
+		return nil
+	})
+	unlock()
+	switch {
+	case errors.Is(err, state.ErrUnchanged):
+		started = next.Running()
+	case err != nil:
+		return err
+	default:
+		s.loops.put(sd.ID, id, items, next, nrev)
+		s.emitLoopProgress(sd, h, id, next, i)
+	}
+	if next.Over() || next.Stop != "" && len(next.Running()) == 0 {
+		return s.endLoop(ctx, k, sd, h, id, next)
+	}
+	return s.sendItems(ctx, k, sd, h, id, items, started, false)
+}
+
+// endLoop writes the record of a loop that is over and settles it.
+func (s *Scheduler) endLoop(ctx context.Context, k loopKind, sd *state.RunSpec, h *state.RunHeader, id string, p *state.LoopProgress) error {
+	rec, err := k.d.finish(ctx, s, sd, h, id, p)
+	if err != nil {
+		return err
+	}
+	stored, err := s.store.RecordStep(ctx, sd.ID, rec)
+	if err != nil {
+		return err
+	}
+	s.cache.putRecord(sd.ID, stored)
+	s.loops.drop(sd.ID, id)
+	return s.settle(ctx, sd, []*state.StepState{stored})
+}
+
+// sweepLoopStep looks at loop step id of the wave in progress, which has no
+// record: a loop that is over but was not ended (its replica died) ends; a
+// loop whose progress stood still for the republish interval has its
+// running items published again, once per progress revision.
+func (s *Scheduler) sweepLoopStep(ctx context.Context, sd *state.RunSpec, h *state.RunHeader, id string, now time.Time) {
+	k, ok := loopOf(sd, id)
+	if !ok {
+		return
+	}
+	p, rev, err := s.store.LoopProgress(ctx, sd.ID, id)
+	if err != nil {
+		return // not started yet: the sweep's republish starts it
+	}
+	if p.Over() || p.Stop != "" && len(p.Running()) == 0 {
+		if err := s.endLoop(ctx, k, sd, h, id, p); err != nil {
+			s.log.WarnContext(runContext(sd), "ending loop", "step", id, "err", err)
+		}
+		return
+	}
+	if now.Sub(p.UpdatedAt) < s.cfg.Republish || !s.loops.resend(sd.ID, id, rev) {
+		return
+	}
+	items, err := s.store.LoopItems(ctx, sd.ID, id)
+	if err == nil {
+		err = s.sendItems(ctx, k, sd, h, id, items, p.Running(), true)
+	}
+	if err != nil {
+		s.log.WarnContext(runContext(sd), "re-publishing loop items", "step", id, "err", err)
+	}
+}
+
+// loopOf returns the loop kind of step id.
+func loopOf(sd *state.RunSpec, id string) (loopKind, bool) {
+	step, _ := sd.Step(id)
+	k, ok := kinds[step.Kind].(loopKind)
+	return k, ok
+}
+
+// dispatchMeta is the dispatch metadata of a task of step id.
+func dispatchMeta(sd *state.RunSpec, id, taskID string, deadline time.Time) client.DispatchMeta {
+	return client.DispatchMeta{TaskID: taskID, RunID: sd.ID, StepID: id, Deadline: deadline,
+		TraceParent: telemetry.StepTraceParent(sd.TraceParent, sd.ID, id)}
+}
+
+// emitLoopProgress tells watchers how a loop goes: for a repeat each
+// iteration, for a for_each every tenth of its items.
+func (s *Scheduler) emitLoopProgress(sd *state.RunSpec, h *state.RunHeader, id string, p *state.LoopProgress, i int) {
+	step, _ := sd.Step(id)
+	ended := p.Low + len(p.Ended)
+	var why string
+	switch {
+	case step.Kind == schemas.StepKindRepeat && p.Stop == "" && p.Next > i+1:
+		why = fmt.Sprintf("iteration %d of at most %d: the condition did not hold after iteration %d", i+2, p.N, i+1)
+	case step.Kind == schemas.StepKindForEach && p.N > 0 && (ended*10/p.N != (ended-1)*10/p.N):
+		why = fmt.Sprintf("%d of %d items ended, %d running", ended, p.N, len(p.Running()))
+	default:
+		return
+	}
+	s.emitStep(sd, schemas.StepEvent{RunID: sd.ID, Step: id, Agent: step.Agent, Status: schemas.StepRunning, Wave: h.Wave,
+		Attempt: 1, TaskID: schemas.LoopTaskID(sd.ID, id, i), Reason: why, At: time.Now().UTC()})
+}
+
+// loopCache keeps, per loop this replica touched, its items and the
+// progress it last read or wrote, and the progress revision its sweep
+// last re-published.
+type loopCache struct {
+	mu sync.Mutex
+	m  map[string]*cachedLoop
+}
+
+type cachedLoop struct {
+	items  *state.LoopItems
+	p      *state.LoopProgress
+	rev    uint64
+	resent uint64
+}
+
+func (c *loopCache) get(run, id string) (*state.LoopItems, *state.LoopProgress, uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if l := c.m[run+"\x00"+id]; l != nil {
+		return l.items, l.p, l.rev
+	}
+	return nil, nil, 0
+}
+
+func (c *loopCache) put(run, id string, items *state.LoopItems, p *state.LoopProgress, rev uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[string]*cachedLoop{}
+	}
+	l := c.m[run+"\x00"+id]
+	if l == nil {
+		l = &cachedLoop{}
+		c.m[run+"\x00"+id] = l
+	}
+	if l.p == nil || rev > l.rev {
+		l.items, l.p, l.rev = items, p, rev
+	}
+}
+
+// resend reports whether the items of progress revision rev were not
+// re-published yet, and marks them so.
+func (c *loopCache) resend(run, id string, rev uint64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[string]*cachedLoop{}
+	}
+	l := c.m[run+"\x00"+id]
+	if l == nil {
+		l = &cachedLoop{}
+		c.m[run+"\x00"+id] = l
+	}
+	if l.resent == rev {
+		return false
+	}
+	l.resent = rev
+	return true
+}
+
+func (c *loopCache) drop(run, id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.m, run+"\x00"+id)
+}

@@ -1,0 +1,33 @@
+package orchestrator
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/agentmesh/agentmesh/client"
+	"github.com/agentmesh/agentmesh/schemas"
+)
+
+// pipelinesIn returns the lookup of named pipelines in dir (nil for no
+// dir): name N is the first of N.yaml, N.yml and N.json there.
+func pipelinesIn(dir string) func(string) (schemas.PipelineSpec, error) {
+	if dir == "" {
+		return nil
+	}
+	return func(name string) (schemas.PipelineSpec, error) {
+		if err := schemas.ValidateAgentName(name); err != nil { // no path in a name
+			return schemas.PipelineSpec{}, fmt.Errorf("pipeline name %q: %w", name, err)
+		}
+		for _, ext := range []string{".yaml", ".yml", ".json"} {
+			path := filepath.Join(dir, name+ext)
+			if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			return client.LoadPipeline(path)
+		}
+		return schemas.PipelineSpec{}, fmt.Errorf("no pipeline %q in %s (looked for %s.yaml, .yml and .json); add the file or fix the name", name, dir, name)
+	}
+}

@@ -69,6 +69,9 @@ func (r chatRunner) start(ctx context.Context, msg *Message) (*taskEntry, error)
 	select {
 	case c = <-accepted:
 	case err := <-failed:
+		if err == nil {
+			err = fmt.Errorf("chat: the turn ended before its request was stored")
+		}
 		return nil, err
 	}
 	if cont != nil {

@@ -26,6 +26,8 @@ func newAgentCmd(a *app) *cobra.Command {
 		maxDeliver  int
 		verbose     bool
 		config      string
+		a2aURL      string // --a2a: a remote A2A agent (a2a.go)
+		a2aName     string
 		drain       time.Duration
 		mf          metricsFlags
 	)
@@ -40,12 +42,18 @@ Built-in agents: ` + strings.Join(builtinNames(), ", ") + `.
 
 With --config FILE, run a PromptAgent: an LLM agent declared in YAML (name,
 description, capability, system_prompt, inputs, outputs, params). It needs an
-LLM: set OPENAI_API_KEY and/or OPENAI_BASE_URL, and AGENTMESH_MODEL.`,
+LLM: set OPENAI_API_KEY and/or OPENAI_BASE_URL, and AGENTMESH_MODEL.
+
+With --a2a URL, announce a remote A2A agent (protocol 1.0): its card, at URL
+or URL/.well-known/agent-card.json, gives the contract (one TEXT input and
+output named text, the skills in the description), and each task is sent
+to it with SendMessage.`,
 		Example: `  agentmesh agent AnalysisAgent
   agentmesh agent AnalysisAgent --concurrency 8      # run this line twice to get two instances
-  agentmesh agent --config agents/builtin/prompt/testdata/haiku.yaml`,
+  agentmesh agent --config agents/builtin/prompt/testdata/haiku.yaml
+  agentmesh agent --a2a http://127.0.0.1:9999/ --a2a-name Translator`,
 		Args: func(cmd *cobra.Command, args []string) error {
-			if config != "" {
+			if config != "" || a2aURL != "" {
 				return cobra.NoArgs(cmd, args)
 			}
 			if len(args) != 1 {
@@ -58,7 +66,10 @@ LLM: set OPENAI_API_KEY and/or OPENAI_BASE_URL, and AGENTMESH_MODEL.`,
 			var build func() (agents.Agent, error)
 			var name string
 			var m *mesh
-			if config != "" {
+			if a2aURL != "" {
+				name = a2aURL
+				build = func() (agents.Agent, error) { return remoteA2AAgent(ctx, a2aURL, a2aName) }
+			} else if config != "" {
 				name = config
 				build = func() (agents.Agent, error) { return promptAgentFromConfig(ctx, m, config) }
 			} else {
@@ -126,6 +137,8 @@ LLM: set OPENAI_API_KEY and/or OPENAI_BASE_URL, and AGENTMESH_MODEL.`,
 	drainFlag(f, &drain)
 	mf.register(f)
 	f.StringVar(&config, "config", "", "run a PromptAgent declared in this YAML file instead of a built-in agent")
+	f.StringVar(&a2aURL, "a2a", "", "announce the remote A2A agent whose card is at this URL (or below it, at .well-known/agent-card.json)")
+	f.StringVar(&a2aName, "a2a-name", "", "with --a2a: the agent's name on the mesh (default: the card's name without spaces)")
 	return cmd
 }
 

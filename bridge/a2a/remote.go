@@ -1,0 +1,195 @@
+package a2a
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/agentmesh/agentmesh/schemas"
+)
+
+// RemoteOption configures a Remote.
+type RemoteOption func(*remoteConfig)
+
+type remoteConfig struct {
+	name       string
+	capability string
+	timeout    time.Duration
+	hc         *http.Client
+	poll       time.Duration
+}
+
+// WithRemoteName names the mesh agent (default: the card's name without
+// the characters an agent name may not hold).
+func WithRemoteName(n string) RemoteOption { return func(c *remoteConfig) { c.name = n } }
+
+// WithRemoteCapability sets the contract's capability (default GENERATION).
+func WithRemoteCapability(capability string) RemoteOption {
+	return func(c *remoteConfig) { c.capability = capability }
+}
+
+// WithRemoteTimeout sets the contract's time budget of a task (default 5m).
+func WithRemoteTimeout(d time.Duration) RemoteOption { return func(c *remoteConfig) { c.timeout = d } }
+
+// WithHTTPClient calls the remote agent with hc.
+func WithHTTPClient(hc *http.Client) RemoteOption { return func(c *remoteConfig) { c.hc = hc } }
+
+// Remote is a remote A2A agent as a mesh agent (agents.Agent): its
+// contract comes from the agent card, and each task is forwarded with
+// SendMessage.
+type Remote struct {
+	client   *Client
+	contract schemas.AgentContract
+	poll     time.Duration
+}
+
+var notNameChar = regexp.MustCompile(`[^A-Za-z0-9_-]+`)
+var semver = regexp.MustCompile(`^\d+\.\d+\.\d+$`)
+
+// NewRemote fetches the card at u (the agent's base URL or its card's URL)
+// and returns the mesh agent that forwards to it. The contract has one
+// optional TEXT input "text" (a task without it sends its instruction) and
+// one TEXT output "text"; the description lists the card's skills.
+// Options: WithRemoteName, WithRemoteCapability, WithRemoteTimeout,
+// WithHTTPClient.
+func NewRemote(ctx context.Context, u string, opts ...RemoteOption) (*Remote, error) {
+	cfg := remoteConfig{capability: schemas.CapGeneration, timeout: 5 * time.Minute, poll: 500 * time.Millisecond}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	cl, err := Dial(ctx, cfg.hc, u)
+	if err != nil {
+		return nil, err
+	}
+	c := ContractFromCard(cl.Card(), cfg.name, cfg.capability)
+	c.TimeoutMS = cfg.timeout.Milliseconds()
+	if err := c.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: the contract made from the card at %s: %w (name the agent with --name)", ErrNoCard, u, err)
+	}
+	return &Remote{client: cl, contract: c, poll: cfg.poll}, nil
+}
+
+// ContractFromCard derives a mesh contract from an agent card: name (or the
+// card's name cleaned up), capability, and a description that carries the
+// card's skills.
+func ContractFromCard(card AgentCard, name, capability string) schemas.AgentContract {
+	if name == "" {
+		name = notNameChar.ReplaceAllString(card.Name, "")
+	}
+	var b strings.Builder
+	b.WriteString(strings.TrimSpace(card.Description))
+	if b.Len() == 0 {
+		b.WriteString("A remote A2A agent.")
+	}
+	for _, s := range card.Skills {
+		fmt.Fprintf(&b, "\nSkill %s: %s", s.Name, strings.TrimSpace(s.Description))
+		if len(s.Examples) > 0 {
+			fmt.Fprintf(&b, " (e.g. %q)", s.Examples[0])
+		}
+	}
+	c := schemas.AgentContract{
+		Name:        name,
+		Capability:  capability,
+		Description: b.String(),
+		Inputs:      []schemas.TypedInput{{Name: "text", DataType: schemas.TypeText, Description: "the message to send (default: the task's instruction)"}},
+		Outputs:     []schemas.TypedOutput{{Name: "text", DataType: schemas.TypeText, Description: "the text of the agent's answer and artifacts"}},
+	}
+	if semver.MatchString(card.Version) {
+		c.Version = card.Version
+	}
+	return c
+}
+
+// Contract returns the contract derived from the card.
+func (r *Remote) Contract() schemas.AgentContract { return r.contract }
+
+// Client returns the client of the remote agent.
+func (r *Remote) Client() *Client { return r.client }
+
+// Execute sends the task's text as a message and waits for the remote task
+// to end, asking the agent to cancel it when ctx ends first.
+func (r *Remote) Execute(ctx context.Context, ec *schemas.ExecutionContext) (schemas.AgentResult, error) {
+	text := ec.Instruction()
+	if ec.Has("text") {
+		t, err := ec.Text("text")
+		if err != nil {
+			return schemas.AgentResult{}, err
+		}
+		text = t
+	}
+	if strings.TrimSpace(text) == "" {
+		return schemas.AgentResult{}, fmt.Errorf("%s: no text to send: give the task a text input or an instruction", r.contract.Name)
+	}
+	msg := &Message{MessageID: uuid.NewString(), Role: RoleUser, Parts: []Part{TextPart(text)}}
+	res, err := r.client.SendMessage(ctx, SendMessageRequest{Message: msg})
+	if err != nil {
+		return schemas.AgentResult{}, err
+	}
+	var answer string
+	if res.Message != nil {
+		answer = partsText(res.Message.Parts)
+	} else if answer, err = r.settle(ctx, *res.Task); err != nil {
+		return schemas.AgentResult{}, err
+	}
+	return schemas.AgentResult{
+		Success: true,
+		Summary: schemas.Clip(answer, 200),
+		Outputs: map[string]schemas.TypedValue{"text": schemas.TextValue(answer, r.contract.Name)},
+	}, nil
+}
+
+// settle waits for t to end and returns its answer: the text of its
+// artifacts, else of its status message.
+func (r *Remote) settle(ctx context.Context, t Task) (string, error) {
+	for !t.Status.State.Terminal() && !t.Status.State.Interrupted() {
+		select {
+		case <-ctx.Done():
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			_, cerr := r.client.CancelTask(cctx, t.ID)
+			cancel()
+			return "", errors.Join(context.Cause(ctx), cerr)
+		case <-time.After(r.poll):
+		}
+		var err error
+		if t, err = r.client.GetTask(ctx, t.ID); err != nil {
+			return "", err
+		}
+	}
+	var status string
+	if t.Status.Message != nil {
+		status = partsText(t.Status.Message.Parts)
+	}
+	if t.Status.State != StateCompleted {
+		return "", fmt.Errorf("%w: task %s ended %s: %s", ErrRemote, t.ID, t.Status.State, status)
+	}
+	var texts []string
+	for _, a := range t.Artifacts {
+		if s := partsText(a.Parts); s != "" {
+			texts = append(texts, s)
+		}
+	}
+	if len(texts) == 0 {
+		return status, nil
+	}
+	return strings.Join(texts, "\n"), nil
+}
+
+// partsText joins the text of text parts and the JSON of data parts.
+func partsText(parts []Part) string {
+	var out []string
+	for _, p := range parts {
+		switch {
+		case p.Text != nil:
+			out = append(out, *p.Text)
+		case p.Data != nil:
+			out = append(out, string(p.Data))
+		}
+	}
+	return strings.Join(out, "\n")
+}

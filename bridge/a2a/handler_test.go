@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/uuid"
 
@@ -192,17 +191,10 @@ func TestCancelStopsTheAgent(t *testing.T) {
 	if res.Task.Status.State != a2a.StateSubmitted {
 		t.Fatalf("returnImmediately: state %s", res.Task.Status.State)
 	}
-	// The agent must hold the task before a cancel can reach it.
-	var task a2a.Task
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		task, err = cl.CancelTask(ctx, res.Task.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if task.Status.State == a2a.StateCanceled || time.Now().After(deadline) {
-			break
-		}
+	// One CancelTask is enough, even if the agent has not taken the task yet.
+	task, err := cl.CancelTask(ctx, res.Task.ID)
+	if err != nil {
+		t.Fatal(err)
 	}
 	if task.Status.State != a2a.StateCanceled {
 		t.Fatalf("after CancelTask: %s", task.Status.State)

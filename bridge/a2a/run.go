@@ -123,8 +123,12 @@ func (r agentRunner) follow(e *taskEntry, c schemas.AgentContract, replyTo strin
 	}
 }
 
-// cancelTask asks the agent running a task to stop it and waits a little
-// for the task to end.
+// cancelWait bounds how long CancelTask waits for the task to end.
+const cancelWait = 10 * time.Second
+
+// cancelTask asks the agent running a task to stop it and waits (at most
+// cancelWait) for the task to end; a task no instance has taken yet stays
+// as it is.
 func (h *Handler) cancelTask(ctx context.Context, req Request) (Task, error) {
 	var p CancelTaskRequest
 	if err := decodeParams(req, &p); err != nil {
@@ -145,11 +149,21 @@ func (h *Handler) cancelTask(ctx context.Context, req Request) (Task, error) {
 		return Task{}, err
 	}
 	body, _ := json.Marshal(map[string]string{"taskid": p.ID})
-	if err := h.nc.Publish(subj, body); err != nil {
-		return Task{}, fmt.Errorf("asking %s to cancel task %s: %w", e.agent, p.ID, err)
-	}
-	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	wctx, cancel := context.WithTimeout(ctx, cancelWait)
 	defer cancel()
+	// Only the instance running the task answers; one still queued (or
+	// just being taken) hears nothing, so ask again until one answers.
+	for !e.settled() {
+		rctx, rcancel := context.WithTimeout(wctx, 250*time.Millisecond)
+		_, err := h.nc.RequestWithContext(rctx, subj, body)
+		rcancel()
+		if err == nil {
+			break
+		}
+		if wctx.Err() != nil {
+			return e.snapshot(nil), nil // not running anywhere yet: the state says so
+		}
+	}
 	e.wait(wctx)
 	return e.snapshot(nil), nil
 }

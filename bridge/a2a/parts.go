@@ -47,67 +47,22 @@ type fileBatch struct {
 // stores nothing.
 func taskFromMessage(ctx context.Context, c schemas.AgentContract, msg *Message, files FileStore) (schemas.TaskRequest, error) {
 	task := schemas.TaskRequest{Inputs: map[string]schemas.TypedValue{}, TimeoutMS: c.TimeoutMS}
-	var texts []string
-	batches := map[string]*fileBatch{}
-	var loose []Part // raw parts for the one FILE_IDS input left
+	pl := plan{c: c, task: &task, batches: map[string]*fileBatch{}}
 	for i, p := range msg.Parts {
-		kind, err := p.kind()
-		if err != nil {
-			return task, fmt.Errorf("%w: parts[%d]: %v", ErrInvalidParams, i, err)
-		}
-		name, _ := p.Metadata[MetaInput].(string)
-		var in schemas.TypedInput
-		if name != "" {
-			var ok bool
-			if in, ok = c.Input(name); !ok {
-				return task, fmt.Errorf("%w: parts[%d]: metadata %s names input %q, which %s does not have (inputs: %s)",
-					ErrInvalidParams, i, MetaInput, name, c.Name, inputNames(c))
-			}
-		}
-		switch kind {
-		case "url":
-			return task, fmt.Errorf("%w: parts[%d]: a file by URL (%s) is not fetched by the bridge: send its bytes as a raw part", ErrContentType, i, clip(p.URL))
-		case "raw":
-			if name == "" {
-				loose = append(loose, p)
-				continue
-			}
-			if in.DataType != schemas.TypeFileIDs {
-				return task, fmt.Errorf("%w: parts[%d]: input %q is %s, not FILE_IDS: file bytes cannot fill it", ErrInvalidParams, i, name, in.DataType)
-			}
-			if batches[name] == nil {
-				batches[name] = &fileBatch{input: in}
-			}
-			batches[name].parts = append(batches[name].parts, p)
-		case "text":
-			if name == "" {
-				texts = append(texts, *p.Text)
-				continue
-			}
-			if err := setInput(&task, in, textValue(in, *p.Text)); err != nil {
-				return task, fmt.Errorf("parts[%d]: %w", i, err)
-			}
-		case "data":
-			if name != "" {
-				if err := setInput(&task, in, p.Data); err != nil {
-					return task, fmt.Errorf("parts[%d]: %w", i, err)
-				}
-				continue
-			}
-			if err := applyData(&task, c, p.Data); err != nil {
-				return task, fmt.Errorf("parts[%d]: %w", i, err)
-			}
+		if err := pl.add(i, p); err != nil {
+			return task, err
 		}
 	}
-	if err := placeTexts(&task, c, texts); err != nil {
+	if err := placeTexts(&task, c, pl.texts); err != nil {
 		return task, err
 	}
-	if len(loose) > 0 {
+	batches := pl.batches
+	if len(pl.loose) > 0 {
 		in, ok := emptyInput(task, c, schemas.TypeFileIDs)
 		if !ok {
 			return task, fmt.Errorf("%w: the message has file parts but %s has no FILE_IDS input left to fill (inputs: %s)", ErrInvalidParams, c.Name, inputNames(c))
 		}
-		batches[in.Name] = &fileBatch{input: in, parts: loose}
+		batches[in.Name] = &fileBatch{input: in, parts: pl.loose}
 	}
 	for name := range batches {
 		if _, dup := task.Inputs[name]; dup {
@@ -128,6 +83,59 @@ func taskFromMessage(ctx context.Context, c schemas.AgentContract, msg *Message,
 		task.Inputs[name] = v
 	}
 	return task, nil
+}
+
+// plan sorts a message's parts: values go into the task at once, plain
+// texts and file bytes wait until every part is seen.
+type plan struct {
+	c       schemas.AgentContract
+	task    *schemas.TaskRequest
+	texts   []string
+	batches map[string]*fileBatch // file parts that name their input
+	loose   []Part                // file parts for the one FILE_IDS input left
+}
+
+// add takes part i.
+func (pl *plan) add(i int, p Part) error {
+	kind, err := p.kind()
+	if err != nil {
+		return fmt.Errorf("%w: parts[%d]: %v", ErrInvalidParams, i, err)
+	}
+	name, _ := p.Metadata[MetaInput].(string)
+	var in schemas.TypedInput
+	if name != "" {
+		var ok bool
+		if in, ok = pl.c.Input(name); !ok {
+			return fmt.Errorf("%w: parts[%d]: metadata %s names input %q, which %s does not have (inputs: %s)",
+				ErrInvalidParams, i, MetaInput, name, pl.c.Name, inputNames(pl.c))
+		}
+	}
+	switch {
+	case kind == "url":
+		return fmt.Errorf("%w: parts[%d]: a file by URL (%s) is not fetched by the bridge: send its bytes as a raw part", ErrContentType, i, clip(p.URL))
+	case kind == "raw" && name == "":
+		pl.loose = append(pl.loose, p)
+	case kind == "raw":
+		if in.DataType != schemas.TypeFileIDs {
+			return fmt.Errorf("%w: parts[%d]: input %q is %s, not FILE_IDS: file bytes cannot fill it", ErrInvalidParams, i, name, in.DataType)
+		}
+		if pl.batches[name] == nil {
+			pl.batches[name] = &fileBatch{input: in}
+		}
+		pl.batches[name].parts = append(pl.batches[name].parts, p)
+	case kind == "text" && name == "":
+		pl.texts = append(pl.texts, *p.Text)
+	case kind == "text":
+		err = setInput(pl.task, in, textValue(in, *p.Text))
+	case kind == "data" && name == "":
+		err = applyData(pl.task, pl.c, p.Data)
+	case kind == "data":
+		err = setInput(pl.task, in, p.Data)
+	}
+	if err != nil {
+		return fmt.Errorf("parts[%d]: %w", i, err)
+	}
+	return nil
 }
 
 // applyData reads a data part holding {"<input>": value, "params": {...},

@@ -127,7 +127,8 @@ func (r *Remote) Execute(ctx context.Context, ec *schemas.ExecutionContext) (sch
 		return schemas.AgentResult{}, fmt.Errorf("%s: no text to send: give the task a text input or an instruction", r.contract.Name)
 	}
 	msg := &Message{MessageID: uuid.NewString(), Role: RoleUser, Parts: []Part{TextPart(text)}}
-	res, err := r.client.SendMessage(ctx, SendMessageRequest{Message: msg})
+	// Return at once and poll, so that a cancel can always name the task.
+	res, err := r.client.SendMessage(ctx, SendMessageRequest{Message: msg, Configuration: &SendMessageConfiguration{ReturnImmediately: true}})
 	if err != nil {
 		return schemas.AgentResult{}, err
 	}
@@ -144,9 +145,11 @@ func (r *Remote) Execute(ctx context.Context, ec *schemas.ExecutionContext) (sch
 	}, nil
 }
 
-// settle waits for t to end and returns its answer: the text of its
-// artifacts, else of its status message.
+// settle waits for t to end, polling at growing intervals up to r.poll,
+// and returns its answer: the text of its artifacts, else of its status
+// message.
 func (r *Remote) settle(ctx context.Context, t Task) (string, error) {
+	wait := 20 * time.Millisecond
 	for !t.Status.State.Terminal() && !t.Status.State.Interrupted() {
 		select {
 		case <-ctx.Done():
@@ -154,8 +157,9 @@ func (r *Remote) settle(ctx context.Context, t Task) (string, error) {
 			_, cerr := r.client.CancelTask(cctx, t.ID)
 			cancel()
 			return "", errors.Join(context.Cause(ctx), cerr)
-		case <-time.After(r.poll):
+		case <-time.After(wait):
 		}
+		wait = min(2*wait, r.poll)
 		var err error
 		if t, err = r.client.GetTask(ctx, t.ID); err != nil {
 			return "", err

@@ -13,6 +13,7 @@ import (
 	"github.com/agentmesh/agentmesh/agents"
 	"github.com/agentmesh/agentmesh/bridge/a2a"
 	"github.com/agentmesh/agentmesh/llm/llmtest"
+	"github.com/agentmesh/agentmesh/orchestrator/chat"
 	"github.com/agentmesh/agentmesh/resolvers"
 	"github.com/agentmesh/agentmesh/schemas"
 )
@@ -251,7 +252,7 @@ func TestFilePartsAreStoredAndPassedByID(t *testing.T) {
 
 func TestChatTurnIsATaskInItsConversation(t *testing.T) {
 	r := newRig(t)
-	r.withChat(t, llmtest.Answer("All done: nothing to do."), llmtest.Answer("Still nothing."))
+	r.withChat(t, nil, llmtest.Answer("All done: nothing to do."), llmtest.Answer("Still nothing."))
 	cl, err := a2a.Dial(context.Background(), nil, r.http.URL)
 	if err != nil {
 		t.Fatal(err)
@@ -277,5 +278,74 @@ func TestChatTurnIsATaskInItsConversation(t *testing.T) {
 	rep, _ := post(t, r.http.URL+a2a.PathChat, "1.0", rpcBody(a2a.MethodSendMessage, a2a.SendMessageRequest{Message: userMsg(dataPart(map[string]any{"x": 1}))}))
 	if rep.Error == nil || rep.Error.Code != a2a.CodeContentType {
 		t.Fatalf("a data part to the chat: %+v", rep)
+	}
+}
+
+// A turn that stops at its step limit waits for input; the next message
+// naming the task goes on in the same conversation, as the same task.
+func TestChatStepLimitAsksForInput(t *testing.T) {
+	r := newRig(t)
+	r.withChat(t, []chat.Option{chat.WithMaxSteps(1)},
+		llmtest.Calls(llmtest.Call("TextAgent", map[string]any{"text": "hi"})),
+		llmtest.Answer("Finished now."))
+	cl, err := a2a.Dial(context.Background(), nil, r.http.URL+a2a.PathChat+"/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	res, err := cl.SendMessage(ctx, a2a.SendMessageRequest{Message: userMsg(a2a.TextPart("shout hi"))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	task := res.Task
+	if task.Status.State != a2a.StateInputRequired || task.Status.Message == nil || !strings.Contains(*task.Status.Message.Parts[0].Text, "step limit") {
+		t.Fatalf("after the step limit: %+v", task.Status)
+	}
+	next := userMsg(a2a.TextPart("go on"))
+	next.TaskID = task.ID
+	res, err = cl.SendMessage(ctx, a2a.SendMessageRequest{Message: next})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Task.ID != task.ID || res.Task.ContextID != task.ContextID || res.Task.Status.State != a2a.StateCompleted ||
+		artifactText(t, *res.Task, "answer") != "Finished now." || len(res.Task.History) != 4 {
+		t.Fatalf("the continued task: %+v", res.Task)
+	}
+	_, err = cl.SendMessage(ctx, a2a.SendMessageRequest{Message: next})
+	if !errorsIs(err, a2a.ErrUnsupported) {
+		t.Fatalf("a message to the completed task: %v", err)
+	}
+}
+
+// A remote A2A agent (here: the mesh's own TextAgent through the bridge)
+// works as a mesh agent, and a refusal of the remote keeps its code.
+func TestRemoteAgentForwardsOverA2A(t *testing.T) {
+	r := newRigWithFiles(t)
+	ctx := context.Background()
+	rem, err := a2a.NewRemote(ctx, r.agentURL("TextAgent"), a2a.WithRemoteName("Shouter"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := rem.Contract(); c.Name != "Shouter" || c.Version != "1.0.0" || !strings.Contains(c.Description, "Transforms text") {
+		t.Fatalf("contract %+v", c)
+	}
+	ec := schemas.ContextFromTask(schemas.DefaultRegistry(), schemas.TaskRequest{Inputs: map[string]schemas.TypedValue{"text": schemas.TextValue("quiet words", "test")}})
+	res, err := rem.Execute(ctx, ec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := res.Outputs["text"].Text(); !res.Success || got != "QUIET WORDS" {
+		t.Fatalf("result %+v", res)
+	}
+	files, err := a2a.NewRemote(ctx, r.agentURL("FileReader")+"/.well-known/agent-card.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = files.Execute(ctx, ec)
+	if !errorsIs(err, a2a.ErrRemote) || !errorsIs(err, a2a.ErrInvalidParams) || !strings.Contains(err.Error(), "needs input files") {
+		t.Fatalf("a remote refusal: %v", err)
+	}
+	if _, err := a2a.NewRemote(ctx, r.http.URL+"/nowhere/"); !errorsIs(err, a2a.ErrNoCard) || !strings.Contains(err.Error(), "404") {
+		t.Fatalf("no card: %v", err)
 	}
 }

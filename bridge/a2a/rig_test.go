@@ -80,7 +80,7 @@ func newRig(t *testing.T, extraFns ...func(*bus.Resources) agents.Agent) *rig {
 }
 
 // withChat runs an orchestrator replica whose chat asks the scripted LLM.
-func (r *rig) withChat(t *testing.T, replies ...llmtest.Reply) *llmtest.Server {
+func (r *rig) withChat(t *testing.T, opts []chat.Option, replies ...llmtest.Reply) *llmtest.Server {
 	t.Helper()
 	ls := llmtest.New(t, replies...)
 	lc, err := llm.New(ls.Config())
@@ -91,7 +91,7 @@ func (r *rig) withChat(t *testing.T, replies ...llmtest.Reply) *llmtest.Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := orchestrator.AttachChat(o, chat.WithLLM(lc)); err != nil {
+	if _, err := orchestrator.AttachChat(o, append(opts, chat.WithLLM(lc))...); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

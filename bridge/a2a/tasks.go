@@ -63,8 +63,9 @@ func (e *taskEntry) notifyLocked() {
 	e.changed = make(chan struct{})
 }
 
-// setStatus moves the task to state with an optional agent message; a
-// message also joins the history.
+// setStatus moves the task to state with an optional agent message; the
+// message of a settling state (the agent's answer) also joins the history,
+// progress messages do not.
 func (e *taskEntry) setStatus(state TaskState, msg *Message) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -73,7 +74,7 @@ func (e *taskEntry) setStatus(state TaskState, msg *Message) {
 	}
 	st := TaskStatus{State: state, Message: msg, Timestamp: now()}
 	e.task.Status = st
-	if msg != nil {
+	if msg != nil && (state.Terminal() || state.Interrupted()) {
 		e.task.History = append(e.task.History, *msg)
 	}
 	e.events = append(e.events, StreamResponse{StatusUpdate: &TaskStatusUpdateEvent{TaskID: e.task.ID, ContextID: e.task.ContextID, Status: st}})
@@ -96,6 +97,7 @@ func (e *taskEntry) addArtifact(a Artifact) {
 func (e *taskEntry) addUserMessage(m Message) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	m.ContextID = e.task.ContextID
 	e.task.History = append(e.task.History, m)
 }
 

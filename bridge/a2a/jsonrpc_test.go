@@ -72,3 +72,26 @@ func FuzzDecodeRequest(f *testing.F) {
 		_ = json.Unmarshal(req.Params, &p) // must not panic
 	})
 }
+
+// The ProtoJSON forms a reader must take: enums by number, bytes in any
+// base64 alphabet, padded or not.
+func TestProtoJSONForms(t *testing.T) {
+	var m Message
+	if err := json.Unmarshal([]byte(`{"messageId":"m","role":1,"parts":[{"raw":"_-8"},{"raw":"/+8="}]}`), &m); err != nil {
+		t.Fatal(err)
+	}
+	if m.Role != RoleUser || string(m.Parts[0].Raw) != "\xff\xef" || string(m.Parts[1].Raw) != "\xff\xef" {
+		t.Fatalf("decoded %+v", m)
+	}
+	var st TaskStatus
+	if err := json.Unmarshal([]byte(`{"state":6}`), &st); err != nil || st.State != StateInputRequired {
+		t.Fatalf("state %q, %v", st.State, err)
+	}
+	if err := json.Unmarshal([]byte(`{"state":42}`), &st); err == nil {
+		t.Fatal("an unknown enum number decoded")
+	}
+	b, _ := json.Marshal(Part{Raw: Bytes("\xff\xef")})
+	if string(b) != `{"raw":"/+8="}` {
+		t.Fatalf("encoded %s", b)
+	}
+}

@@ -102,7 +102,7 @@ type AgentSkill struct {
 // value).
 type Part struct {
 	Text      *string         `json:"text,omitempty"`
-	Raw       []byte          `json:"raw,omitempty"`
+	Raw       Bytes           `json:"raw,omitempty"`
 	URL       string          `json:"url,omitempty"`
 	Data      json.RawMessage `json:"data,omitempty"`
 	Metadata  map[string]any  `json:"metadata,omitempty"`

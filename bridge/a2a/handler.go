@@ -35,8 +35,11 @@ const (
 // maxBody bounds a JSON-RPC request (file parts travel inside it).
 const maxBody = 32 << 20
 
-// Handler serves the mesh over A2A. It is an http.Handler; Close stops
-// what it started.
+// Handler serves the mesh over A2A. It is an http.Handler for the paths
+// above: mount it at "/" (or on "/.well-known/agent-card.json" and
+// "/a2a/") next to other routes. It checks no credentials: put it behind
+// the gateway's authentication, or serve it where only trusted clients
+// reach it. Close stops what it started.
 type Handler struct {
 	nc       *nats.Conn
 	js       jetstream.JetStream

@@ -34,7 +34,7 @@ type rig struct {
 
 // newRig starts the mesh with TextAgent and the extra agents (made once
 // the mesh is provisioned), and serves the handler once it sees them all.
-func newRig(t *testing.T, extraFns ...func(*bus.Resources) agents.Agent) *rig {
+func newRig(t testing.TB, extraFns ...func(*bus.Resources) agents.Agent) *rig {
 	t.Helper()
 	srv := bustest.Start(t)
 	res := srv.Provision(t)
@@ -104,7 +104,7 @@ func (r *rig) withChat(t *testing.T, opts []chat.Option, replies ...llmtest.Repl
 }
 
 // waitCard polls until the agent's card is served.
-func (r *rig) waitCard(t *testing.T, agent string) {
+func (r *rig) waitCard(t testing.TB, agent string) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {

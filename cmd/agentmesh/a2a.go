@@ -41,7 +41,10 @@ the mesh's chat (the orchestrator) gets one too:
   POST /a2a/agents/AGENT                                the agent (SendMessage, SendStreamingMessage, GetTask, CancelTask)
 
 An A2A client pointed at http://ADDR/a2a/agents/AGENT/ (mind the trailing
-slash) finds the card. docs/bridges.md says how parts map onto inputs.`,
+slash) finds the card. docs/bridges.md says how parts map onto inputs.
+
+The server checks no credentials: anyone who reaches ADDR can run tasks on
+the mesh. Listen on 127.0.0.1, or put it behind a proxy that authenticates.`,
 		Example: `  agentmesh a2a --http 127.0.0.1:8041
   agentmesh a2a --http :8041 --base-url https://mesh.example.com`,
 		Args: cobra.NoArgs,

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -177,174 +176,11 @@ func (h *Handler) serveAgent(w http.ResponseWriter, r *http.Request) {
 		h.noAgent(w, name)
 		return
 	}
-	h.serveRPC(w, r, func() taskRunner { return agentRunner{h: h, agent: name} })
+	h.serveRPC(w, r, agentRunner{h: h, agent: name})
 }
 
 func (h *Handler) serveChat(w http.ResponseWriter, r *http.Request) {
-	h.serveRPC(w, r, func() taskRunner { return chatRunner{h: h} })
-}
-
-// taskRunner starts a task of one endpoint (an agent or the chat) for a
-// message.
-type taskRunner interface {
-	start(ctx context.Context, msg *Message) (*taskEntry, error)
-}
-
-// serveRPC decodes one JSON-RPC request and answers it: with one JSON
-// response, or an SSE stream of them for SendStreamingMessage.
-func (h *Handler) serveRPC(w http.ResponseWriter, r *http.Request, runner func() taskRunner) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
-	if err != nil {
-		writeRPC(w, nullID, nil, newRPCError(CodeInvalidRequest, fmt.Sprintf("reading the request: %v (at most %d MiB)", err, maxBody>>20)))
-		return
-	}
-	req, rerr := DecodeRequest(body)
-	if rerr != nil {
-		writeRPC(w, req.ID, nil, rerr)
-		return
-	}
-	if v := r.Header.Get(HeaderVersion); v != ProtocolVersion {
-		if v == "" {
-			v = "0.3 (no " + HeaderVersion + " header)"
-		}
-		writeRPC(w, req.ID, nil, newRPCError(CodeVersionNotSupported, fmt.Sprintf("A2A version %s is not supported: send %s: %s", v, HeaderVersion, ProtocolVersion)))
-		return
-	}
-	ctx := r.Context()
-	switch req.Method {
-	case MethodSendMessage:
-		res, err := h.sendMessage(ctx, req, runner())
-		writeRPC(w, req.ID, res, errOrNil(err))
-	case MethodSendStreamingMessage:
-		h.sendStreaming(w, r, req, runner())
-	case MethodGetTask:
-		res, err := h.getTask(req)
-		writeRPC(w, req.ID, res, errOrNil(err))
-	case MethodCancelTask:
-		res, err := h.cancelTask(ctx, req)
-		writeRPC(w, req.ID, res, errOrNil(err))
-	default:
-		writeRPC(w, req.ID, nil, newRPCError(CodeMethodNotFound, fmt.Sprintf("method %q is not served here: use %s, %s, %s or %s (A2A %s)",
-			clip(req.Method), MethodSendMessage, MethodSendStreamingMessage, MethodGetTask, MethodCancelTask, ProtocolVersion)))
-	}
-}
-
-func errOrNil(err error) *RPCError {
-	if err == nil {
-		return nil
-	}
-	return rpcErrorOf(err)
-}
-
-// decodeSend reads SendMessage params and checks the message.
-func decodeSend(req Request) (SendMessageRequest, error) {
-	var p SendMessageRequest
-	if err := decodeParams(req, &p); err != nil {
-		return p, err
-	}
-	if p.Message == nil {
-		return p, fmt.Errorf("%w: params.message is missing", ErrInvalidParams)
-	}
-	if p.Message.MessageID == "" {
-		return p, fmt.Errorf("%w: message.messageId is empty: the sender names each message", ErrInvalidParams)
-	}
-	if p.Message.Role != RoleUser {
-		return p, fmt.Errorf("%w: message.role is %q: a client sends %s", ErrInvalidParams, p.Message.Role, RoleUser)
-	}
-	if len(p.Message.Parts) == 0 {
-		return p, fmt.Errorf("%w: the message has no parts", ErrInvalidParams)
-	}
-	return p, nil
-}
-
-// sendMessage starts a task and, unless returnImmediately is set, waits
-// until it ends or waits for input.
-func (h *Handler) sendMessage(ctx context.Context, req Request, run taskRunner) (SendMessageResponse, error) {
-	p, err := decodeSend(req)
-	if err != nil {
-		return SendMessageResponse{}, err
-	}
-	e, err := run.start(ctx, p.Message)
-	if err != nil {
-		return SendMessageResponse{}, err
-	}
-	var hl *int
-	if p.Configuration != nil {
-		hl = p.Configuration.HistoryLength
-		if p.Configuration.ReturnImmediately {
-			t := e.snapshot(hl)
-			return SendMessageResponse{Task: &t}, nil
-		}
-	}
-	e.wait(ctx)
-	t := e.snapshot(hl)
-	return SendMessageResponse{Task: &t}, nil
-}
-
-// sendStreaming starts a task and streams it as server-sent events: the
-// task first, then each status and artifact update, until it settles.
-func (h *Handler) sendStreaming(w http.ResponseWriter, r *http.Request, req Request, run taskRunner) {
-	p, err := decodeSend(req)
-	if err != nil {
-		writeRPC(w, req.ID, nil, rpcErrorOf(err))
-		return
-	}
-	e, err := run.start(r.Context(), p.Message)
-	if err != nil {
-		writeRPC(w, req.ID, nil, rpcErrorOf(err))
-		return
-	}
-	from := e.mark()
-	first := e.snapshot(nil)
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.WriteHeader(http.StatusOK)
-	flusher, _ := w.(http.Flusher)
-	send := func(sr StreamResponse) bool {
-		b, err := json.Marshal(Response{JSONRPC: "2.0", ID: req.ID, Result: sr})
-		if err != nil {
-			return false
-		}
-		if _, err := fmt.Fprintf(w, "data: %s\n\n", b); err != nil {
-			return false
-		}
-		if flusher != nil {
-			flusher.Flush()
-		}
-		return true
-	}
-	if !send(StreamResponse{Task: &first}) {
-		return
-	}
-	for {
-		evs, settled, ch := e.next(from)
-		for _, ev := range evs {
-			if !send(ev) {
-				return
-			}
-		}
-		from += len(evs)
-		if settled {
-			return // everything up to the settling change is sent
-		}
-		select {
-		case <-ch:
-		case <-r.Context().Done():
-			return
-		}
-	}
-}
-
-func (h *Handler) getTask(req Request) (Task, error) {
-	var p GetTaskRequest
-	if err := decodeParams(req, &p); err != nil {
-		return Task{}, err
-	}
-	e, ok := h.tasks.get(p.ID)
-	if !ok {
-		return Task{}, fmt.Errorf("%w: no task %q here (tasks are kept by the bridge that started them, the last %d)", ErrTaskNotFound, p.ID, h.maxTasks)
-	}
-	return e.snapshot(p.HistoryLength), nil
+	h.serveRPC(w, r, chatRunner{h: h})
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

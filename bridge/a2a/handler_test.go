@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -347,5 +348,67 @@ func TestRemoteAgentForwardsOverA2A(t *testing.T) {
 	}
 	if _, err := a2a.NewRemote(ctx, r.http.URL+"/nowhere/"); !errorsIs(err, a2a.ErrNoCard) || !strings.Contains(err.Error(), "404") {
 		t.Fatalf("no card: %v", err)
+	}
+}
+
+func TestListTasksAndSubscribe(t *testing.T) {
+	r := newRig(t)
+	url := r.agentURL("TextAgent")
+	cl, err := a2a.Dial(context.Background(), nil, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, s := range []string{"one", "two"} {
+		if _, err := cl.SendMessage(ctx, a2a.SendMessageRequest{Message: userMsg(a2a.TextPart(s))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	slow, err := cl.SendMessage(ctx, a2a.SendMessageRequest{
+		Message:       userMsg(a2a.TextPart("slow"), dataPart(map[string]any{"params": map[string]any{"delay_ms": 60000}})),
+		Configuration: &a2a.SendMessageConfiguration{ReturnImmediately: true},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	list := func(params map[string]any) a2a.ListTasksResponse {
+		t.Helper()
+		rep, _ := post(t, url, "1.0", rpcBody(a2a.MethodListTasks, params))
+		if rep.Error != nil {
+			t.Fatalf("ListTasks %v: %v", params, rep.Error)
+		}
+		var res a2a.ListTasksResponse
+		if err := json.Unmarshal(rep.Result, &res); err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	page := list(map[string]any{"pageSize": 2})
+	if page.TotalSize != 3 || len(page.Tasks) != 2 || page.NextPageToken == "" || page.Tasks[0].ID != slow.Task.ID || page.Tasks[0].Artifacts != nil {
+		t.Fatalf("first page: %+v", page)
+	}
+	rest := list(map[string]any{"pageSize": 2, "pageToken": page.NextPageToken})
+	if len(rest.Tasks) != 1 || rest.NextPageToken != "" {
+		t.Fatalf("second page: %+v", rest)
+	}
+	done := list(map[string]any{"status": "TASK_STATE_COMPLETED", "includeArtifacts": true})
+	if done.TotalSize != 2 || len(done.Tasks[0].Artifacts) != 1 {
+		t.Fatalf("completed: %+v", done)
+	}
+	if rep, _ := post(t, r.http.URL+a2a.PathChat, "1.0", rpcBody(a2a.MethodGetTask, map[string]any{"id": slow.Task.ID})); rep.Error == nil || rep.Error.Code != a2a.CodeTaskNotFound {
+		t.Fatalf("an agent's task at the chat's endpoint: %+v", rep)
+	}
+	if rep, _ := post(t, url, "1.0", rpcBody(a2a.MethodSubscribeToTask, map[string]any{"id": done.Tasks[0].ID})); rep.Error == nil || rep.Error.Code != a2a.CodeUnsupported {
+		t.Fatalf("subscribing to an ended task: %+v", rep)
+	}
+	// Subscribe to the slow task, then cancel it: the stream ends with it.
+	go func() {
+		time.Sleep(200 * time.Millisecond)
+		_, _ = cl.CancelTask(context.Background(), slow.Task.ID)
+	}()
+	evs := streamMethod(t, url, a2a.MethodSubscribeToTask, map[string]any{"id": slow.Task.ID})
+	last := evs[len(evs)-1]
+	if evs[0].Task == nil || evs[0].Task.ID != slow.Task.ID || last.StatusUpdate == nil || last.StatusUpdate.Status.State != a2a.StateCanceled {
+		t.Fatalf("subscription events: %+v", evs)
 	}
 }

@@ -166,7 +166,14 @@ func rpcBody(method string, params any) string {
 // events in order.
 func stream(t *testing.T, url string, params any) []a2a.StreamResponse {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader([]byte(rpcBody(a2a.MethodSendStreamingMessage, params))))
+	return streamMethod(t, url, a2a.MethodSendStreamingMessage, params)
+}
+
+// streamMethod posts a streaming method and returns the results of its
+// events in order.
+func streamMethod(t *testing.T, url, method string, params any) []a2a.StreamResponse {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader([]byte(rpcBody(method, params))))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "text/event-stream")
 	req.Header.Set(a2a.HeaderVersion, a2a.ProtocolVersion)

@@ -129,14 +129,14 @@ const cancelWait = 10 * time.Second
 // cancelTask asks the agent running a task to stop it and waits (at most
 // cancelWait) for the task to end; a task no instance has taken yet stays
 // as it is.
-func (h *Handler) cancelTask(ctx context.Context, req Request) (Task, error) {
+func (h *Handler) cancelTask(ctx context.Context, req Request, run taskRunner) (Task, error) {
 	var p CancelTaskRequest
 	if err := decodeParams(req, &p); err != nil {
 		return Task{}, err
 	}
-	e, ok := h.tasks.get(p.ID)
-	if !ok {
-		return Task{}, fmt.Errorf("%w: no task %q here", ErrTaskNotFound, p.ID)
+	e, err := h.lookup(p.ID, run)
+	if err != nil {
+		return Task{}, err
 	}
 	if s := e.state(); s.Terminal() {
 		return Task{}, fmt.Errorf("%w: task %q has ended (%s)", ErrTaskNotCancelable, p.ID, s)

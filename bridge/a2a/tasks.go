@@ -179,3 +179,14 @@ func (s *taskStore) remove(id string) {
 }
 
 func now() string { return time.Now().UTC().Format(time.RFC3339Nano) }
+
+// all returns every task kept, oldest first.
+func (s *taskStore) all() []*taskEntry {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]*taskEntry, 0, len(s.order))
+	for _, id := range s.order {
+		out = append(out, s.byID[id])
+	}
+	return out
+}

@@ -35,10 +35,13 @@ Every live agent gets an agent card whose skill comes from its contract, and
 the mesh's chat (the orchestrator) gets one too:
 
   GET  /.well-known/agent-card.json                     the chat's card
-  POST /a2a/chat                                        the chat (SendMessage, SendStreamingMessage, GetTask)
+  POST /a2a/chat                                        the chat's JSON-RPC endpoint
   GET  /a2a/agents                                      every live agent's card
   GET  /a2a/agents/AGENT/.well-known/agent-card.json    one agent's card
-  POST /a2a/agents/AGENT                                the agent (SendMessage, SendStreamingMessage, GetTask, CancelTask)
+  POST /a2a/agents/AGENT                                the agent's JSON-RPC endpoint
+
+Methods: SendMessage, SendStreamingMessage, GetTask, ListTasks, CancelTask,
+SubscribeToTask; requests carry the header A2A-Version: 1.0.
 
 An A2A client pointed at http://ADDR/a2a/agents/AGENT/ (mind the trailing
 slash) finds the card. docs/bridges.md says how parts map onto inputs.

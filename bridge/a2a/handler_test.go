@@ -338,9 +338,25 @@ func TestRemoteAgentForwardsOverA2A(t *testing.T) {
 	if got, _ := res.Outputs["text"].Text(); !res.Success || got != "QUIET WORDS" {
 		t.Fatalf("result %+v", res)
 	}
-	files, err := a2a.NewRemote(ctx, r.agentURL("FileReader")+"/.well-known/agent-card.json")
+	// With files: the task's files go as raw parts, and the bridge on the
+	// other side stores them again for FileReader.
+	store := resolvers.NewObjectStore(r.res.Files)
+	ref, err := store.Store(ctx, strings.NewReader("remote bytes"), "text/plain", nil)
 	if err != nil {
 		t.Fatal(err)
+	}
+	files, err := a2a.NewRemote(ctx, r.agentURL("FileReader")+"/.well-known/agent-card.json", a2a.WithRemoteFiles(store))
+	if err != nil {
+		t.Fatal(err)
+	}
+	withFiles := schemas.ContextFromTask(schemas.DefaultRegistry(), schemas.TaskRequest{Inputs: map[string]schemas.TypedValue{
+		"files": schemas.FilesValue(schemas.FromIDs("", ref.ID), "test")}})
+	res, err = files.Execute(ctx, withFiles)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := res.Outputs["text"].Text(); got != "1 files, first: remote bytes" {
+		t.Fatalf("FileReader through the remote: %q", got)
 	}
 	_, err = files.Execute(ctx, ec)
 	if !errorsIs(err, a2a.ErrRemote) || !errorsIs(err, a2a.ErrInvalidParams) || !strings.Contains(err.Error(), "needs input files") {

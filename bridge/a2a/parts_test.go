@@ -25,6 +25,35 @@ func (m *memFiles) Store(_ context.Context, r io.Reader, mediaType string, meta 
 	return schemas.FileRef{ID: id, MediaType: mediaType, Filename: meta[metaFilename], Size: int64(len(b))}, nil
 }
 
+func (m *memFiles) Open(_ context.Context, id string) (io.ReadCloser, schemas.FileRef, error) {
+	var n int
+	if _, err := fmt.Sscanf(id, "f-%d", &n); err != nil || n < 1 || n > len(m.stored) {
+		return nil, schemas.FileRef{}, fmt.Errorf("no file %s", id)
+	}
+	return io.NopCloser(strings.NewReader(m.stored[n-1])), schemas.FileRef{ID: id}, nil
+}
+
+func TestRemoteAnswerOntoOutputs(t *testing.T) {
+	mem := &memFiles{}
+	r := &Remote{contract: schemas.AgentContract{Name: "R"}, files: mem}
+	out, summary, err := r.outputs(context.Background(), []Part{
+		TextPart("a"), {Raw: []byte("x"), Filename: "f.txt"}, {URL: "http://u/g", Filename: "g"}, {Data: []byte(`{"k":1}`)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, _ := out["text"].Text()
+	fc, _ := out["files"].Files()
+	if text != "a\n[file \"g\" at http://u/g]\n{\"k\":1}" || fc.Count() != 1 || mem.stored[0] != "x" || !strings.HasSuffix(summary, "(1 files)") {
+		t.Fatalf("text %q, files %v, summary %q", text, fc.IDs(), summary)
+	}
+	r.files = nil // without a store, file bytes are named in the text
+	out, _, _ = r.outputs(context.Background(), []Part{{Raw: []byte("xy"), Filename: "f.txt", MediaType: "text/plain"}})
+	if text, _ := out["text"].Text(); text != `[file "f.txt", text/plain, 2 bytes]` || out["files"].Value != nil {
+		t.Fatalf("without files: %+v", out)
+	}
+}
+
 var twoInputs = schemas.AgentContract{
 	Name: "Mixer", Capability: schemas.CapTransformation, Description: "mixes",
 	Inputs: []schemas.TypedInput{

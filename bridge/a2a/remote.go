@@ -23,6 +23,7 @@ type remoteConfig struct {
 	timeout    time.Duration
 	hc         *http.Client
 	poll       time.Duration
+	files      RemoteFiles
 }
 
 // WithRemoteName names the mesh agent (default: the card's name without
@@ -47,6 +48,7 @@ type Remote struct {
 	client   *Client
 	contract schemas.AgentContract
 	poll     time.Duration
+	files    RemoteFiles // nil: no file input or output
 }
 
 var notNameChar = regexp.MustCompile(`[^A-Za-z0-9_-]+`)
@@ -57,7 +59,7 @@ var semver = regexp.MustCompile(`^\d+\.\d+\.\d+$`)
 // optional TEXT input "text" (a task without it sends its instruction) and
 // one TEXT output "text"; the description lists the card's skills.
 // Options: WithRemoteName, WithRemoteCapability, WithRemoteTimeout,
-// WithHTTPClient.
+// WithHTTPClient, WithRemoteFiles.
 func NewRemote(ctx context.Context, u string, opts ...RemoteOption) (*Remote, error) {
 	cfg := remoteConfig{capability: schemas.CapGeneration, timeout: 5 * time.Minute, poll: 500 * time.Millisecond}
 	for _, o := range opts {
@@ -69,10 +71,13 @@ func NewRemote(ctx context.Context, u string, opts ...RemoteOption) (*Remote, er
 	}
 	c := ContractFromCard(cl.Card(), cfg.name, cfg.capability)
 	c.TimeoutMS = cfg.timeout.Milliseconds()
+	if cfg.files != nil {
+		c = withFiles(c)
+	}
 	if err := c.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: the contract made from the card at %s: %w (name the agent with --name)", ErrNoCard, u, err)
 	}
-	return &Remote{client: cl, contract: c, poll: cfg.poll}, nil
+	return &Remote{client: cl, contract: c, poll: cfg.poll, files: cfg.files}, nil
 }
 
 // ContractFromCard derives a mesh contract from an agent card: name (or the
@@ -112,8 +117,8 @@ func (r *Remote) Contract() schemas.AgentContract { return r.contract }
 // Client returns the client of the remote agent.
 func (r *Remote) Client() *Client { return r.client }
 
-// Execute sends the task's text as a message and waits for the remote task
-// to end, asking the agent to cancel it when ctx ends first.
+// Execute sends the task's text (and files) as a message and waits for the
+// remote task to end, asking the agent to cancel it when ctx ends first.
 func (r *Remote) Execute(ctx context.Context, ec *schemas.ExecutionContext) (schemas.AgentResult, error) {
 	text := ec.Instruction()
 	if ec.Has("text") {
@@ -123,32 +128,42 @@ func (r *Remote) Execute(ctx context.Context, ec *schemas.ExecutionContext) (sch
 		}
 		text = t
 	}
-	if strings.TrimSpace(text) == "" {
-		return schemas.AgentResult{}, fmt.Errorf("%s: no text to send: give the task a text input or an instruction", r.contract.Name)
+	var parts []Part
+	if strings.TrimSpace(text) != "" {
+		parts = append(parts, TextPart(text))
 	}
-	msg := &Message{MessageID: uuid.NewString(), Role: RoleUser, Parts: []Part{TextPart(text)}}
+	files, err := r.fileParts(ctx, ec)
+	if err != nil {
+		return schemas.AgentResult{}, err
+	}
+	parts = append(parts, files...)
+	if len(parts) == 0 {
+		return schemas.AgentResult{}, fmt.Errorf("%s: nothing to send: give the task a text input, files or an instruction", r.contract.Name)
+	}
+	msg := &Message{MessageID: uuid.NewString(), Role: RoleUser, Parts: parts}
 	// Return at once and poll, so that a cancel can always name the task.
 	res, err := r.client.SendMessage(ctx, SendMessageRequest{Message: msg, Configuration: &SendMessageConfiguration{ReturnImmediately: true}})
 	if err != nil {
 		return schemas.AgentResult{}, err
 	}
-	var answer string
-	if res.Message != nil {
-		answer = partsText(res.Message.Parts)
-	} else if answer, err = r.settle(ctx, *res.Task); err != nil {
+	answer := res.Message
+	if res.Task != nil {
+		t, err := r.settle(ctx, *res.Task)
+		if err != nil {
+			return schemas.AgentResult{}, err
+		}
+		answer = &Message{Parts: answerParts(t)}
+	}
+	outputs, summary, err := r.outputs(ctx, answer.Parts)
+	if err != nil {
 		return schemas.AgentResult{}, err
 	}
-	return schemas.AgentResult{
-		Success: true,
-		Summary: schemas.Clip(answer, 200),
-		Outputs: map[string]schemas.TypedValue{"text": schemas.TextValue(answer, r.contract.Name)},
-	}, nil
+	return schemas.AgentResult{Success: true, Summary: summary, Outputs: outputs}, nil
 }
 
 // settle waits for t to end, polling at growing intervals up to r.poll,
-// and returns its answer: the text of its artifacts, else of its status
-// message.
-func (r *Remote) settle(ctx context.Context, t Task) (string, error) {
+// and returns it; a task that did not complete is an error.
+func (r *Remote) settle(ctx context.Context, t Task) (Task, error) {
 	wait := 20 * time.Millisecond
 	for !t.Status.State.Terminal() && !t.Status.State.Interrupted() {
 		select {
@@ -156,32 +171,36 @@ func (r *Remote) settle(ctx context.Context, t Task) (string, error) {
 			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 			_, cerr := r.client.CancelTask(cctx, t.ID)
 			cancel()
-			return "", errors.Join(context.Cause(ctx), cerr)
+			return t, errors.Join(context.Cause(ctx), cerr)
 		case <-time.After(wait):
 		}
 		wait = min(2*wait, r.poll)
 		var err error
 		if t, err = r.client.GetTask(ctx, t.ID); err != nil {
-			return "", err
+			return t, err
 		}
-	}
-	var status string
-	if t.Status.Message != nil {
-		status = partsText(t.Status.Message.Parts)
 	}
 	if t.Status.State != StateCompleted {
-		return "", fmt.Errorf("%w: task %s ended %s: %s", ErrRemote, t.ID, t.Status.State, status)
-	}
-	var texts []string
-	for _, a := range t.Artifacts {
-		if s := partsText(a.Parts); s != "" {
-			texts = append(texts, s)
+		var status string
+		if t.Status.Message != nil {
+			status = partsText(t.Status.Message.Parts)
 		}
+		return t, fmt.Errorf("%w: task %s ended %s: %s", ErrRemote, t.ID, t.Status.State, status)
 	}
-	if len(texts) == 0 {
-		return status, nil
+	return t, nil
+}
+
+// answerParts is what a completed task answered: its artifacts' parts,
+// else its status message's.
+func answerParts(t Task) []Part {
+	var parts []Part
+	for _, a := range t.Artifacts {
+		parts = append(parts, a.Parts...)
 	}
-	return strings.Join(texts, "\n"), nil
+	if len(parts) == 0 && t.Status.Message != nil {
+		parts = t.Status.Message.Parts
+	}
+	return parts
 }
 
 // partsText joins the text of text parts and the JSON of data parts.

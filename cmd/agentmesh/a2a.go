@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentmesh/agentmesh/agents"
 	"github.com/agentmesh/agentmesh/bridge/a2a"
+	"github.com/agentmesh/agentmesh/resolvers"
 )
 
 func init() { register(newA2ACmd) }
@@ -101,9 +102,10 @@ the mesh. Listen on 127.0.0.1, or put it behind a proxy that authenticates.`,
 }
 
 // remoteA2AAgent is the agent of 'agentmesh agent --a2a URL': the remote
-// A2A agent whose card is at (or below) url.
-func remoteA2AAgent(ctx context.Context, url, name string) (agents.Agent, error) {
-	var opts []a2a.RemoteOption
+// A2A agent whose card is at (or below) url, its files kept in the mesh's
+// object store.
+func remoteA2AAgent(ctx context.Context, m *mesh, url, name string) (agents.Agent, error) {
+	opts := []a2a.RemoteOption{a2a.WithRemoteFiles(resolvers.NewObjectStore(m.Res.Files))}
 	if name != "" {
 		opts = append(opts, a2a.WithRemoteName(name))
 	}

@@ -45,9 +45,9 @@ description, capability, system_prompt, inputs, outputs, params). It needs an
 LLM: set OPENAI_API_KEY and/or OPENAI_BASE_URL, and AGENTMESH_MODEL.
 
 With --a2a URL, announce a remote A2A agent (protocol 1.0): its card, at URL
-or URL/.well-known/agent-card.json, gives the contract (one TEXT input and
-output named text, the skills in the description), and each task is sent
-to it with SendMessage.`,
+or URL/.well-known/agent-card.json, gives the contract (TEXT input and output
+"text", FILE_IDS input and output "files", the skills in the description),
+and each task is sent to it with SendMessage.`,
 		Example: `  agentmesh agent AnalysisAgent
   agentmesh agent AnalysisAgent --concurrency 8      # run this line twice to get two instances
   agentmesh agent --config agents/builtin/prompt/testdata/haiku.yaml
@@ -68,7 +68,7 @@ to it with SendMessage.`,
 			var m *mesh
 			if a2aURL != "" {
 				name = a2aURL
-				build = func() (agents.Agent, error) { return remoteA2AAgent(ctx, a2aURL, a2aName) }
+				build = func() (agents.Agent, error) { return remoteA2AAgent(ctx, m, a2aURL, a2aName) }
 			} else if config != "" {
 				name = config
 				build = func() (agents.Agent, error) { return promptAgentFromConfig(ctx, m, config) }

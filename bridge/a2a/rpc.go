@@ -158,8 +158,7 @@ func (h *Handler) subscribe(w http.ResponseWriter, r *http.Request, req Request,
 // the task as it is now, then each status and artifact update, until it
 // settles or the client goes away.
 func streamTask(w http.ResponseWriter, r *http.Request, id json.RawMessage, e *taskEntry) {
-	from := e.mark()
-	first := e.snapshot(nil)
+	first, from := e.start()
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)

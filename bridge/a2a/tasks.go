@@ -37,6 +37,10 @@ func newEntry(kind taskKind, agent string, t Task) *taskEntry {
 func (e *taskEntry) snapshot(historyLength *int) Task {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	return e.snapshotLocked(historyLength)
+}
+
+func (e *taskEntry) snapshotLocked(historyLength *int) Task {
 	t := e.task
 	t.Artifacts = slices.Clone(t.Artifacts)
 	t.History = slices.Clone(t.History)
@@ -110,12 +114,12 @@ func (e *taskEntry) next(from int) ([]StreamResponse, bool, <-chan struct{}) {
 	return slices.Clone(e.events[min(from, len(e.events)):]), s.Terminal() || s.Interrupted(), e.changed
 }
 
-// mark returns the number of changes so far: a stream starting now reads
-// from there.
-func (e *taskEntry) mark() int {
+// start returns the task as it is now and the number of changes so far,
+// together: a stream sends the task, then the changes from there.
+func (e *taskEntry) start() (Task, int) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return len(e.events)
+	return e.snapshotLocked(nil), len(e.events)
 }
 
 // wait blocks until the task settles or ctx ends.

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -13,7 +14,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentmesh/agentmesh/agents"
+	"github.com/agentmesh/agentmesh/agents/builtin/text"
+	"github.com/agentmesh/agentmesh/bus/bustest"
 	"github.com/agentmesh/agentmesh/internal/nodetest"
+	"github.com/agentmesh/agentmesh/llm"
+	"github.com/agentmesh/agentmesh/llm/llmtest"
+	"github.com/agentmesh/agentmesh/orchestrator"
+	"github.com/agentmesh/agentmesh/orchestrator/chat"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -70,7 +78,7 @@ func TestA2ABridgeWithTheJavaScriptSDK(t *testing.T) {
 		t.Skip(err)
 	}
 	nodetest.Install(t, npm, a2aJSDir)
-	url := pipelineMesh(t)
+	url := chatMesh(t)
 	bin := agentBinary(t)
 
 	base := startLineProc(t, exec.Command(bin, "a2a", "--http", "127.0.0.1:0", "--nats", url),
@@ -81,14 +89,7 @@ func TestA2ABridgeWithTheJavaScriptSDK(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the SDK client failed: %v\n%s", err, out)
 	}
-	steps := map[string]map[string]any{}
-	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		var m map[string]any
-		if err := json.Unmarshal([]byte(l), &m); err != nil {
-			t.Fatalf("client line %q: %v", l, err)
-		}
-		steps[m["step"].(string)] = m
-	}
+	steps := clientSteps(t, out)
 	if c := steps["card"]; c["name"] != "TextAgent" || c["url"] != base+"/a2a/agents/TextAgent" || c["streaming"] != true {
 		t.Errorf("card as the SDK read it: %v", c)
 	}
@@ -104,6 +105,26 @@ func TestA2ABridgeWithTheJavaScriptSDK(t *testing.T) {
 	kinds, _ := json.Marshal(steps["stream"]["kinds"])
 	if string(kinds) != `["task:TASK_STATE_SUBMITTED","artifact:HELLO MESH","status:TASK_STATE_COMPLETED"]` {
 		t.Errorf("stream events as the SDK saw them: %s", kinds)
+	}
+
+	// The chat: the orchestrator's card at the root, a turn per message.
+	out, err = exec.Command(node, filepath.Join(a2aJSDir, "client.mjs"), base, "say hello").CombinedOutput()
+	if err != nil {
+		t.Fatalf("the SDK client failed on the chat: %v\n%s", err, out)
+	}
+	chat := clientSteps(t, out)
+	if c := chat["card"]; c["name"] != "agentmesh" || c["url"] != base+"/a2a/chat" {
+		t.Errorf("chat card: %v", c)
+	}
+	if s := chat["send"]; s["state"] != "TASK_STATE_COMPLETED" || s["status"] != "Hello from the mesh." {
+		t.Errorf("chat turn: %v", s)
+	}
+	// The turn's first progress ("thinking") may come before the stream
+	// starts (the task is then WORKING at once) or after (a status update).
+	kinds, _ = json.Marshal(chat["stream"]["kinds"])
+	if k := string(kinds); k != `["task:TASK_STATE_SUBMITTED","status:TASK_STATE_WORKING","artifact:Hello from the mesh.","status:TASK_STATE_COMPLETED"]` &&
+		k != `["task:TASK_STATE_WORKING","artifact:Hello from the mesh.","status:TASK_STATE_COMPLETED"]` {
+		t.Errorf("chat stream as the SDK saw it: %s", kinds)
 	}
 
 	// A remote A2A agent, built with the SDK, as a pipeline step.
@@ -133,6 +154,56 @@ steps:
 	if got != "THREE TWO ONE" {
 		t.Fatalf("the remote step answered %q\n%s", got, &stdout)
 	}
+}
+
+// chatMesh starts an embedded server with TextAgent and an orchestrator
+// whose chat asks a scripted LLM, which answers "Hello from the mesh." to
+// everything; it returns the server's URL.
+func chatMesh(t *testing.T) string {
+	t.Helper()
+	srv := bustest.Start(t)
+	srv.Provision(t)
+	ls := llmtest.New(t)
+	ls.Handle(func(llmtest.Request) llmtest.Reply { return llmtest.Answer("Hello from the mesh.") })
+	lc, err := llm.New(ls.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	rt, err := agents.NewRuntime(srv.Conn(t), text.New(), agents.WithHeartbeat(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	agentDone := make(chan error, 1)
+	go func() { agentDone <- rt.Run(ctx) }()
+	o, err := orchestrator.New(srv.Conn(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := orchestrator.AttachChat(o, chat.WithLLM(lc)); err != nil {
+		t.Fatal(err)
+	}
+	ready := make(chan struct{})
+	orchDone := make(chan error, 1)
+	go func() { orchDone <- o.RunReady(ctx, func() { close(ready) }) }()
+	t.Cleanup(func() { cancel(); <-orchDone; <-agentDone })
+	<-rt.Ready()
+	<-ready
+	return srv.URL()
+}
+
+// clientSteps reads client.mjs's JSON lines by step.
+func clientSteps(t *testing.T, out []byte) map[string]map[string]any {
+	t.Helper()
+	steps := map[string]map[string]any{}
+	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("client line %q: %v", l, err)
+		}
+		steps[m["step"].(string)] = m
+	}
+	return steps
 }
 
 // waitHTTP polls url until it answers 200.

@@ -18,7 +18,8 @@ import (
 func init() { register(newA2ACmd) }
 
 // newA2ACmd serves the mesh over A2A on its own HTTP listener (the gateway
-// mounts the same handler next to its own routes).
+// mounts the same handler next to its own routes). It is long for its help
+// text, which reads best in one place.
 func newA2ACmd(a *app) *cobra.Command {
 	var (
 		addr    string

@@ -127,7 +127,13 @@ func TestA2ABridgeWithTheJavaScriptSDK(t *testing.T) {
 		t.Errorf("chat stream as the SDK saw it: %s", kinds)
 	}
 
-	// A remote A2A agent, built with the SDK, as a pipeline step.
+	remotePipelineStep(t, node, bin, url)
+}
+
+// remotePipelineStep runs an A2A server built with the SDK, announces it
+// with 'agentmesh agent --a2a', and runs a pipeline with it as a step.
+func remotePipelineStep(t *testing.T, node, bin, url string) {
+	t.Helper()
 	remote := startLineProc(t, exec.Command(node, filepath.Join(a2aJSDir, "server.mjs"), "0"), regexp.MustCompile(`"url":"([^"]+)"`))
 	startLineProc(t, exec.Command(bin, "agent", "--a2a", remote, "--nats", url, "--heartbeat", agentTestHeartbeat.String()),
 		regexp.MustCompile(`^agent (WordReverser) instance \S+ ready`))

@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentmesh/agentmesh/agents"
 	"github.com/agentmesh/agentmesh/bridge/a2a"
+	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/llm/llmtest"
 	"github.com/agentmesh/agentmesh/orchestrator/chat"
 	"github.com/agentmesh/agentmesh/resolvers"
@@ -159,6 +160,8 @@ func TestRefusedRequestsSayWhy(t *testing.T) {
 		{"two contents in a part", "1.0", send(userMsg(a2a.Part{URL: "u", Data: []byte(`{}`)})), a2a.CodeInvalidParams, "exactly one"},
 		{"agent role", "1.0", send(agentRole), a2a.CodeInvalidParams, "ROLE_USER"},
 		{"no parts", "1.0", send(userMsg()), a2a.CodeInvalidParams, "no parts"},
+		{"push config", "1.0", rpcBody("CreateTaskPushNotificationConfig", map[string]any{}), a2a.CodePushNotSupported, "not offered"},
+		{"extended card", "1.0", rpcBody("GetExtendedAgentCard", map[string]any{}), a2a.CodeExtendedCard, "no extended agent card"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -426,5 +429,32 @@ func TestListTasksAndSubscribe(t *testing.T) {
 	last := evs[len(evs)-1]
 	if evs[0].Task == nil || evs[0].Task.ID != slow.Task.ID || last.StatusUpdate == nil || last.StatusUpdate.Status.State != a2a.StateCanceled {
 		t.Fatalf("subscription events: %+v", evs)
+	}
+}
+
+// A task that runs past its time budget fails, with the mesh's code.
+func TestTimeoutFailsTheTask(t *testing.T) {
+	slow := func(*bus.Resources) agents.Agent {
+		return agents.Func(schemas.AgentContract{
+			Name: "Sleeper", Version: "1.0.0", Capability: schemas.CapGeneration, Description: "Sleeps.", TimeoutMS: 300,
+			Inputs:  []schemas.TypedInput{{Name: "text", DataType: schemas.TypeText}},
+			Outputs: []schemas.TypedOutput{{Name: "text", DataType: schemas.TypeText}},
+		}, func(ctx context.Context, _ *schemas.ExecutionContext) (schemas.AgentResult, error) {
+			<-ctx.Done()
+			return schemas.AgentResult{}, context.Cause(ctx)
+		})
+	}
+	r := newRig(t, slow)
+	cl, err := a2a.Dial(context.Background(), nil, r.agentURL("Sleeper"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := cl.SendMessage(context.Background(), a2a.SendMessageRequest{Message: userMsg(a2a.TextPart("zzz"))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := res.Task.Status
+	if st.State != a2a.StateFailed || st.Message == nil || st.Message.Metadata["code"] != schemas.CodeTimeout {
+		t.Fatalf("status %+v", st)
 	}
 }

@@ -21,6 +21,7 @@ const (
 	CodeUnsupported         = -32004
 	CodeContentType         = -32005
 	CodeInvalidAgentReply   = -32006
+	CodeExtendedCard        = -32007
 	CodeVersionNotSupported = -32009
 )
 
@@ -88,6 +89,7 @@ var reasons = map[int]string{
 	CodePushNotSupported:    "PUSH_NOTIFICATION_NOT_SUPPORTED",
 	CodeUnsupported:         "UNSUPPORTED_OPERATION",
 	CodeContentType:         "CONTENT_TYPE_NOT_SUPPORTED",
+	CodeExtendedCard:        "EXTENDED_AGENT_CARD_NOT_CONFIGURED",
 	CodeVersionNotSupported: "VERSION_NOT_SUPPORTED",
 }
 

@@ -63,6 +63,12 @@ func (h *Handler) serveRPC(w http.ResponseWriter, r *http.Request, run taskRunne
 		res, err = h.listTasks(req, run)
 	case MethodCancelTask:
 		res, err = h.cancelTask(ctx, req, run)
+	case "CreateTaskPushNotificationConfig", "GetTaskPushNotificationConfig", "ListTaskPushNotificationConfigs", "DeleteTaskPushNotificationConfig":
+		writeRPC(w, req.ID, nil, newRPCError(CodePushNotSupported, fmt.Sprintf("%s: push notifications are not offered (the card says pushNotifications: false): stream with %s or poll with %s", req.Method, MethodSendStreamingMessage, MethodGetTask)))
+		return
+	case "GetExtendedAgentCard":
+		writeRPC(w, req.ID, nil, newRPCError(CodeExtendedCard, "there is no extended agent card (the card says extendedAgentCard: false): the public card is all there is"))
+		return
 	default:
 		writeRPC(w, req.ID, nil, newRPCError(CodeMethodNotFound, fmt.Sprintf("method %q is not served here: use one of %v (A2A %s)", clip(req.Method), methods, ProtocolVersion)))
 		return

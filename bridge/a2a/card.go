@@ -17,6 +17,15 @@ const (
 	modeAny  = "application/octet-stream"
 )
 
+// interfaces are the card's: JSON-RPC at endpoint, in 1.0 (preferred) and
+// in 0.3.
+func interfaces(endpoint string) []AgentInterface {
+	return []AgentInterface{
+		{URL: endpoint, ProtocolBinding: BindingJSONRPC, ProtocolVersion: ProtocolVersion},
+		{URL: endpoint, ProtocolBinding: BindingJSONRPC, ProtocolVersion: LegacyVersion},
+	}
+}
+
 // provider is the card's provider entry for agents served by this bridge.
 var provider = &AgentProvider{Organization: "agentmesh", URL: "https://github.com/agentmesh/agentmesh"}
 
@@ -33,7 +42,7 @@ func CardFor(c schemas.AgentContract, endpoint string) AgentCard {
 	return AgentCard{
 		Name:                c.Name,
 		Description:         c.Description,
-		SupportedInterfaces: []AgentInterface{{URL: endpoint, ProtocolBinding: BindingJSONRPC, ProtocolVersion: ProtocolVersion}},
+		SupportedInterfaces: interfaces(endpoint),
 		Provider:            provider,
 		Version:             version,
 		Capabilities:        AgentCapabilities{Streaming: true},
@@ -71,7 +80,7 @@ func ChatCard(name, endpoint string, live []client.AgentInfo) AgentCard {
 	return AgentCard{
 		Name:                name,
 		Description:         "An agent mesh: an orchestrator that turns a request into tasks for the mesh's agents and answers in text.",
-		SupportedInterfaces: []AgentInterface{{URL: endpoint, ProtocolBinding: BindingJSONRPC, ProtocolVersion: ProtocolVersion}},
+		SupportedInterfaces: interfaces(endpoint),
 		Provider:            provider,
 		Version:             "1.0.0",
 		Capabilities:        AgentCapabilities{Streaming: true},

@@ -141,7 +141,18 @@ func (h *Handler) base(r *http.Request) string {
 }
 
 func (h *Handler) serveChatCard(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, ChatCard(h.chatName, h.base(r)+PathChat, h.registry.Agents()))
+	writeCard(w, r, ChatCard(h.chatName, h.base(r)+PathChat, h.registry.Agents()))
+}
+
+// writeCard answers with card, in 0.3 form for a request that asks for
+// 0.3 (or names no version, which means 0.3).
+func writeCard(w http.ResponseWriter, r *http.Request, card AgentCard) {
+	w.Header().Set("Vary", HeaderVersion)
+	if isLegacy(r.Header.Get(HeaderVersion)) {
+		writeJSON(w, http.StatusOK, legacyCard(card))
+		return
+	}
+	writeJSON(w, http.StatusOK, card)
 }
 
 func (h *Handler) serveAgentCard(w http.ResponseWriter, r *http.Request) {
@@ -151,7 +162,7 @@ func (h *Handler) serveAgentCard(w http.ResponseWriter, r *http.Request) {
 		h.noAgent(w, name)
 		return
 	}
-	writeJSON(w, http.StatusOK, CardFor(info.Contract, h.base(r)+PathAgents+"/"+name))
+	writeCard(w, r, CardFor(info.Contract, h.base(r)+PathAgents+"/"+name))
 }
 
 func (h *Handler) serveAgentList(w http.ResponseWriter, r *http.Request) {

@@ -146,8 +146,9 @@ func TestRefusedRequestsSayWhy(t *testing.T) {
 		code                int
 		says                string
 	}{
-		{"no version header", "", textOnly, a2a.CodeVersionNotSupported, "A2A-Version: 1.0"},
-		{"version 0.3", "0.3", textOnly, a2a.CodeVersionNotSupported, "0.3"},
+		{"1.0 method without a version header (so 0.3)", "", textOnly, a2a.CodeMethodNotFound, "A2A-Version: 1.0"},
+		{"1.0 method in 0.3", "0.3", textOnly, a2a.CodeMethodNotFound, "message/send"},
+		{"version 2.0", "2.0", textOnly, a2a.CodeVersionNotSupported, `"2.0"`},
 		{"v0.3 method", "1.0", rpcBody("message/send", map[string]any{}), a2a.CodeMethodNotFound, "SendMessage"},
 		{"not JSON", "1.0", "{", a2a.CodeParseError, "not JSON"},
 		{"not 2.0", "1.0", `{"jsonrpc":"1.0","id":1,"method":"GetTask","params":{}}`, a2a.CodeInvalidRequest, `"2.0"`},

@@ -79,6 +79,7 @@ var sentinelCodes = map[error]int{
 	ErrUnsupported:       CodeUnsupported,
 	ErrVersion:           CodeVersionNotSupported,
 	ErrContentType:       CodeContentType,
+	errMethod:            CodeMethodNotFound,
 }
 
 // reasons are the ErrorInfo reasons of the A2A codes.

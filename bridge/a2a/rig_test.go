@@ -206,3 +206,32 @@ func streamMethod(t *testing.T, url, method string, params any) []a2a.StreamResp
 	}
 	return out
 }
+
+// legacyStream posts an A2A 0.3 message/stream (no version header) and
+// returns its events.
+func legacyStream(t *testing.T, url string, params any) []map[string]any {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(rpcBody("message/stream", params)))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out []map[string]any
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		line, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok {
+			continue
+		}
+		var ev struct {
+			Result map[string]any `json:"result"`
+		}
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			t.Fatalf("event %q: %v", line, err)
+		}
+		out = append(out, ev.Result)
+	}
+	return out
+}

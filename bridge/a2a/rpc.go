@@ -39,12 +39,21 @@ func (h *Handler) serveRPC(w http.ResponseWriter, r *http.Request, run taskRunne
 		writeRPC(w, req.ID, nil, rerr)
 		return
 	}
-	if v := r.Header.Get(HeaderVersion); v != ProtocolVersion {
-		if v == "" {
-			v = "0.3 (no " + HeaderVersion + " header)"
+	v := r.Header.Get(HeaderVersion)
+	legacy := isLegacy(v)
+	switch {
+	case legacy:
+		if req, err = fromLegacy(req); err != nil {
+			writeRPC(w, req.ID, nil, rpcErrorOf(err))
+			return
 		}
-		writeRPC(w, req.ID, nil, newRPCError(CodeVersionNotSupported, fmt.Sprintf("A2A version %s is not supported: send %s: %s", v, HeaderVersion, ProtocolVersion)))
+	case v != ProtocolVersion:
+		writeRPC(w, req.ID, nil, newRPCError(CodeVersionNotSupported, fmt.Sprintf("A2A version %q is not supported: send %s: %s (or %s)", clip(v), HeaderVersion, ProtocolVersion, LegacyVersion)))
 		return
+	}
+	enc := func(sr StreamResponse, _ bool) any { return sr }
+	if legacy {
+		enc = legacyEvent
 	}
 	ctx := r.Context()
 	var res any
@@ -52,10 +61,10 @@ func (h *Handler) serveRPC(w http.ResponseWriter, r *http.Request, run taskRunne
 	case MethodSendMessage:
 		res, err = h.sendMessage(ctx, req, run)
 	case MethodSendStreamingMessage:
-		h.sendStreaming(w, r, req, run)
+		h.sendStreaming(w, r, req, run, enc)
 		return
 	case MethodSubscribeToTask:
-		h.subscribe(w, r, req, run)
+		h.subscribe(w, r, req, run, enc)
 		return
 	case MethodGetTask:
 		res, err = h.getTask(req, run)
@@ -77,8 +86,15 @@ func (h *Handler) serveRPC(w http.ResponseWriter, r *http.Request, run taskRunne
 		writeRPC(w, req.ID, nil, rpcErrorOf(err))
 		return
 	}
+	if legacy {
+		res = toLegacy(res)
+	}
 	writeRPC(w, req.ID, res, nil)
 }
+
+// encoder writes a stream event in the request's version; last marks the
+// event after which the stream ends.
+type encoder func(sr StreamResponse, last bool) any
 
 // decodeSend reads SendMessage params and checks the message.
 func decodeSend(req Request) (SendMessageRequest, error) {
@@ -126,7 +142,7 @@ func (h *Handler) sendMessage(ctx context.Context, req Request, run taskRunner) 
 }
 
 // sendStreaming starts a task and streams it.
-func (h *Handler) sendStreaming(w http.ResponseWriter, r *http.Request, req Request, run taskRunner) {
+func (h *Handler) sendStreaming(w http.ResponseWriter, r *http.Request, req Request, run taskRunner, enc encoder) {
 	p, err := decodeSend(req)
 	if err != nil {
 		writeRPC(w, req.ID, nil, rpcErrorOf(err))
@@ -137,11 +153,11 @@ func (h *Handler) sendStreaming(w http.ResponseWriter, r *http.Request, req Requ
 		writeRPC(w, req.ID, nil, rpcErrorOf(err))
 		return
 	}
-	streamTask(w, r, req.ID, e)
+	streamTask(w, r, req.ID, e, enc)
 }
 
 // subscribe streams a task that has not ended, from its current state on.
-func (h *Handler) subscribe(w http.ResponseWriter, r *http.Request, req Request, run taskRunner) {
+func (h *Handler) subscribe(w http.ResponseWriter, r *http.Request, req Request, run taskRunner, enc encoder) {
 	var p struct {
 		ID string `json:"id"`
 	}
@@ -157,20 +173,20 @@ func (h *Handler) subscribe(w http.ResponseWriter, r *http.Request, req Request,
 		writeRPC(w, req.ID, nil, rpcErrorOf(err))
 		return
 	}
-	streamTask(w, r, req.ID, e)
+	streamTask(w, r, req.ID, e, enc)
 }
 
 // streamTask writes server-sent events, each a JSON-RPC response with id:
 // the task as it is now, then each status and artifact update, until it
 // settles or the client goes away.
-func streamTask(w http.ResponseWriter, r *http.Request, id json.RawMessage, e *taskEntry) {
+func streamTask(w http.ResponseWriter, r *http.Request, id json.RawMessage, e *taskEntry, enc encoder) {
 	first, from := e.start()
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
 	flusher, _ := w.(http.Flusher)
-	send := func(sr StreamResponse) bool {
-		b, err := json.Marshal(Response{JSONRPC: "2.0", ID: id, Result: sr})
+	send := func(sr StreamResponse, last bool) bool {
+		b, err := json.Marshal(Response{JSONRPC: "2.0", ID: id, Result: enc(sr, last)})
 		if err != nil {
 			return false
 		}
@@ -182,13 +198,14 @@ func streamTask(w http.ResponseWriter, r *http.Request, id json.RawMessage, e *t
 		}
 		return true
 	}
-	if !send(StreamResponse{Task: &first}) || first.Status.State.Terminal() {
+	done := first.Status.State.Terminal()
+	if !send(StreamResponse{Task: &first}, done) || done {
 		return
 	}
 	for {
 		evs, settled, ch := e.next(from)
-		for _, ev := range evs {
-			if !send(ev) {
+		for i, ev := range evs {
+			if !send(ev, settled && i == len(evs)-1) {
 				return
 			}
 		}

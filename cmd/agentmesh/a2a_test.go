@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -90,6 +91,9 @@ func TestA2ABridgeWithTheJavaScriptSDK(t *testing.T) {
 		t.Fatalf("the SDK client failed: %v\n%s", err, out)
 	}
 	steps := clientSteps(t, out)
+	if steps["version"]["version"] != "1.0" {
+		t.Errorf("the client spoke %v", steps["version"])
+	}
 	if c := steps["card"]; c["name"] != "TextAgent" || c["url"] != base+"/a2a/agents/TextAgent" || c["streaming"] != true {
 		t.Errorf("card as the SDK read it: %v", c)
 	}
@@ -105,6 +109,22 @@ func TestA2ABridgeWithTheJavaScriptSDK(t *testing.T) {
 	kinds, _ := json.Marshal(steps["stream"]["kinds"])
 	if string(kinds) != `["task:TASK_STATE_SUBMITTED","artifact:HELLO MESH","status:TASK_STATE_COMPLETED"]` {
 		t.Errorf("stream events as the SDK saw them: %s", kinds)
+	}
+
+	// The same through the SDK's A2A 0.3 compatibility layer.
+	legacy := exec.Command(node, filepath.Join(a2aJSDir, "client.mjs"), base+"/a2a/agents/TextAgent/", "hello mesh", `{"params":{"op":"upper"}}`)
+	legacy.Env = append(os.Environ(), "A2A_LEGACY=1")
+	if out, err = legacy.CombinedOutput(); err != nil {
+		t.Fatalf("the SDK client failed in 0.3: %v\n%s", err, out)
+	}
+	steps = clientSteps(t, out)
+	if steps["version"]["version"] != "0.3" {
+		t.Errorf("the legacy client spoke %v", steps["version"])
+	}
+	wantDone("send")
+	wantDone("get")
+	if kinds, _ := json.Marshal(steps["stream"]["kinds"]); string(kinds) != `["task:TASK_STATE_SUBMITTED","artifact:HELLO MESH","status:TASK_STATE_COMPLETED"]` {
+		t.Errorf("0.3 stream events as the SDK saw them: %s", kinds)
 	}
 
 	// The chat: the orchestrator's card at the root, a turn per message.

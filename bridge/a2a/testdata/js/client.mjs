@@ -1,8 +1,12 @@
 // Drives an A2A agent with the official SDK's client: fetch its card from
-// the base URL in argv[2], send argv[3] with SendMessage, then again with
-// SendStreamingMessage, then GetTask. Prints one JSON line per step for
-// the Go test to check; exits 1 on any error, printing it.
-import { ClientFactory } from '@a2a-js/sdk/client';
+// the base URL in argv[2], send argv[3] (and argv[4], JSON, as a data
+// part) with SendMessage, then again with SendStreamingMessage, then
+// GetTask. With A2A_LEGACY=1 it speaks A2A 0.3 through the SDK's
+// compatibility layer: it reads the card a 0.3 client reads (no A2A-Version
+// header) and calls message/send, message/stream and tasks/get. Prints one
+// JSON line per step for the Go test to check; exits 1 on any error,
+// printing it.
+import { ClientFactory, DefaultAgentCardResolver, JsonRpcTransportFactory } from '@a2a-js/sdk/client';
 import { Role, TaskState } from '@a2a-js/sdk';
 import { randomUUID } from 'node:crypto';
 
@@ -28,7 +32,16 @@ const summary = (t) => ({
 });
 
 try {
-  const client = await new ClientFactory().createFromUrl(base);
+  let client;
+  if (process.env.A2A_LEGACY === '1') {
+    const legacyCompat = { enabled: true };
+    const factory = new ClientFactory({ transports: [new JsonRpcTransportFactory({ legacyCompat })], cardResolver: new DefaultAgentCardResolver({ legacyCompat }) });
+    const res = await fetch(new URL('.well-known/agent-card.json', base));
+    client = await factory.createFromAgentCard(await res.json());
+  } else {
+    client = await new ClientFactory().createFromUrl(base);
+  }
+  out({ step: 'version', version: client.protocolVersion });
   const card = client.agentCard;
   out({ step: 'card', name: card.name, skills: card.skills.map((s) => s.id), streaming: card.capabilities?.streaming, url: card.supportedInterfaces[0]?.url });
 

@@ -12,11 +12,13 @@ import (
 	"sync/atomic"
 )
 
-// Client calls one remote A2A agent over the JSON-RPC binding of A2A 1.0.
+// Client calls one remote A2A agent over the JSON-RPC binding of A2A 1.0,
+// or of 0.3 when that is all the agent offers.
 type Client struct {
 	hc       *http.Client
 	endpoint string
 	card     AgentCard
+	legacy   bool // the agent speaks A2A 0.3 only
 	nextID   atomic.Int64
 }
 
@@ -65,20 +67,9 @@ func Dial(ctx context.Context, hc *http.Client, u string) (*Client, error) {
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("%w: GET %s: %s: %s", ErrNoCard, cu, resp.Status, clip(strings.TrimSpace(string(body))))
 	}
-	var card AgentCard
-	if err := json.Unmarshal(body, &card); err != nil {
-		return nil, fmt.Errorf("%w: %s is not an agent card: %v", ErrNoCard, cu, err)
-	}
-	var endpoint string
-	var seen []string
-	for _, in := range card.SupportedInterfaces {
-		seen = append(seen, in.ProtocolBinding+" "+in.ProtocolVersion)
-		if strings.EqualFold(in.ProtocolBinding, BindingJSONRPC) && in.ProtocolVersion == ProtocolVersion && endpoint == "" {
-			endpoint = in.URL
-		}
-	}
-	if endpoint == "" {
-		return nil, fmt.Errorf("%w: the card at %s offers no %s interface of A2A %s (it offers %v)", ErrNoCard, cu, BindingJSONRPC, ProtocolVersion, seen)
+	card, endpoint, legacy, err := parseCard(body)
+	if err != nil {
+		return nil, fmt.Errorf("%w: the card at %s: %v", ErrNoCard, cu, err)
 	}
 	ep, err := url.Parse(endpoint)
 	if err != nil {
@@ -88,7 +79,58 @@ func Dial(ctx context.Context, hc *http.Client, u string) (*Client, error) {
 		base, _ := url.Parse(cu)
 		endpoint = base.ResolveReference(ep).String()
 	}
-	return &Client{hc: hc, endpoint: endpoint, card: card}, nil
+	return &Client{hc: hc, endpoint: endpoint, card: card, legacy: legacy}, nil
+}
+
+// parseCard reads an agent card and picks its JSON-RPC interface: of A2A
+// 1.0 when it has one, else of 0.3 (legacy). A card in 0.3 form (url and
+// preferredTransport instead of supportedInterfaces) is read too, and
+// returned in 1.0 form.
+func parseCard(body []byte) (card AgentCard, endpoint string, legacy bool, err error) {
+	var shape struct {
+		SupportedInterfaces  []AgentInterface `json:"supportedInterfaces"`
+		URL                  string           `json:"url"`
+		PreferredTransport   string           `json:"preferredTransport"`
+		AdditionalInterfaces []iface03        `json:"additionalInterfaces"`
+	}
+	if err := json.Unmarshal(body, &shape); err != nil {
+		return card, "", false, fmt.Errorf("not an agent card: %v", err)
+	}
+	if err := json.Unmarshal(body, &card); err != nil && len(shape.SupportedInterfaces) > 0 {
+		return card, "", false, fmt.Errorf("not an agent card: %v", err)
+	}
+	if len(shape.SupportedInterfaces) == 0 && shape.URL != "" { // 0.3 form
+		var c03 card03
+		if err := json.Unmarshal(body, &c03); err != nil {
+			return card, "", false, fmt.Errorf("not an A2A 0.3 agent card: %v", err)
+		}
+		card = AgentCard{Name: c03.Name, Description: c03.Description, Version: c03.Version, Provider: c03.Provider,
+			Capabilities: AgentCapabilities{Streaming: c03.Capabilities.Streaming}, DefaultInputModes: c03.DefaultInputModes,
+			DefaultOutputModes: c03.DefaultOutputModes, Skills: c03.Skills}
+		if t := shape.PreferredTransport; t == "" || strings.EqualFold(t, BindingJSONRPC) {
+			card.SupportedInterfaces = append(card.SupportedInterfaces, AgentInterface{URL: shape.URL, ProtocolBinding: BindingJSONRPC, ProtocolVersion: LegacyVersion})
+		}
+		for _, in := range shape.AdditionalInterfaces {
+			card.SupportedInterfaces = append(card.SupportedInterfaces, AgentInterface{URL: in.URL, ProtocolBinding: in.Transport, ProtocolVersion: LegacyVersion})
+		}
+	}
+	var seen []string
+	for _, in := range card.SupportedInterfaces {
+		seen = append(seen, in.ProtocolBinding+" "+in.ProtocolVersion)
+		if !strings.EqualFold(in.ProtocolBinding, BindingJSONRPC) {
+			continue
+		}
+		switch {
+		case in.ProtocolVersion == ProtocolVersion && (endpoint == "" || legacy):
+			endpoint, legacy = in.URL, false
+		case isLegacy(in.ProtocolVersion) && endpoint == "":
+			endpoint, legacy = in.URL, true
+		}
+	}
+	if endpoint == "" {
+		return card, "", false, fmt.Errorf("no %s interface of A2A %s or %s (it offers %v)", BindingJSONRPC, ProtocolVersion, LegacyVersion, seen)
+	}
+	return card, endpoint, legacy, nil
 }
 
 // Card returns the agent card the client was made from.
@@ -96,6 +138,14 @@ func (c *Client) Card() AgentCard { return c.card }
 
 // Endpoint returns the JSON-RPC URL the client calls.
 func (c *Client) Endpoint() string { return c.endpoint }
+
+// Version returns the A2A version the client speaks to the agent.
+func (c *Client) Version() string {
+	if c.legacy {
+		return LegacyVersion
+	}
+	return ProtocolVersion
+}
 
 // SendMessage sends a message and returns the task or message answered.
 func (c *Client) SendMessage(ctx context.Context, p SendMessageRequest) (SendMessageResponse, error) {
@@ -121,6 +171,14 @@ func (c *Client) CancelTask(ctx context.Context, id string) (Task, error) {
 
 // call makes one JSON-RPC call; an error answer is an *RPCError.
 func (c *Client) call(ctx context.Context, method string, params, result any) error {
+	if c.legacy {
+		return c.callLegacy(ctx, method, params, result)
+	}
+	return c.roundTrip(ctx, ProtocolVersion, method, params, result)
+}
+
+// roundTrip posts one JSON-RPC request in version and decodes its result.
+func (c *Client) roundTrip(ctx context.Context, version, method string, params, result any) error {
 	id := c.nextID.Add(1)
 	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
 	if err != nil {
@@ -132,7 +190,7 @@ func (c *Client) call(ctx context.Context, method string, params, result any) er
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
-	req.Header.Set(HeaderVersion, ProtocolVersion)
+	req.Header.Set(HeaderVersion, version)
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		return fmt.Errorf("%w: %s %s: %v", ErrRemote, method, c.endpoint, err)

@@ -2,6 +2,7 @@ package a2a
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -324,3 +325,120 @@ func legacyCard(c AgentCard) card03 {
 		Capabilities: capabilities03{Streaming: c.Capabilities.Streaming}, DefaultInputModes: c.DefaultInputModes,
 		DefaultOutputModes: c.DefaultOutputModes, Skills: c.Skills}
 }
+
+// callLegacy makes a 1.0 call of the client's methods to an agent that
+// speaks 0.3 only, translating the params and the result.
+func (c *Client) callLegacy(ctx context.Context, method string, params, result any) error {
+	var lm string
+	var lp any
+	switch p := params.(type) {
+	case SendMessageRequest:
+		blocking := p.Configuration == nil || !p.Configuration.ReturnImmediately
+		lm, lp = "message/send", map[string]any{"message": legacyMessage(p.Message), "configuration": map[string]any{"blocking": blocking}, "metadata": p.Metadata}
+	case GetTaskRequest:
+		lm, lp = "tasks/get", map[string]any{"id": p.ID, "historyLength": p.HistoryLength}
+	case CancelTaskRequest:
+		lm, lp = "tasks/cancel", map[string]any{"id": p.ID}
+	default:
+		return fmt.Errorf("%w: %s has no A2A 0.3 form", ErrUnsupported, method)
+	}
+	var raw json.RawMessage
+	if err := c.roundTrip(ctx, LegacyVersion, lm, lp, &raw); err != nil {
+		return err
+	}
+	var kind struct {
+		Kind string `json:"kind"`
+	}
+	_ = json.Unmarshal(raw, &kind)
+	var core any
+	switch kind.Kind {
+	case "task":
+		var t task03
+		if err := json.Unmarshal(raw, &t); err != nil {
+			return fmt.Errorf("%w: %s: the task does not decode: %v", ErrRemote, lm, err)
+		}
+		task, err := t.core()
+		if err != nil {
+			return fmt.Errorf("%w: %s: %v", ErrRemote, lm, err)
+		}
+		core = task
+	case "message":
+		var m message03
+		if err := json.Unmarshal(raw, &m); err != nil {
+			return fmt.Errorf("%w: %s: the message does not decode: %v", ErrRemote, lm, err)
+		}
+		msg, err := m.core()
+		if err != nil {
+			return fmt.Errorf("%w: %s: %v", ErrRemote, lm, err)
+		}
+		core = msg
+	default:
+		return fmt.Errorf("%w: %s answered kind %q, not a task or message", ErrRemote, lm, kind.Kind)
+	}
+	switch dst := result.(type) {
+	case *SendMessageResponse:
+		switch v := core.(type) {
+		case Task:
+			dst.Task = &v
+		case Message:
+			dst.Message = &v
+		}
+	case *Task:
+		t, ok := core.(Task)
+		if !ok {
+			return fmt.Errorf("%w: %s answered a message, not a task", ErrRemote, lm)
+		}
+		*dst = t
+	}
+	return nil
+}
+
+// core is t in 1.0 form.
+func (t task03) core() (Task, error) {
+	out := Task{ID: t.ID, ContextID: t.ContextID, Metadata: t.Metadata}
+	st, err := t.Status.core()
+	if err != nil {
+		return out, err
+	}
+	out.Status = st
+	for _, a := range t.Artifacts {
+		ca := Artifact{ArtifactID: a.ArtifactID, Name: a.Name, Description: a.Description, Metadata: a.Metadata}
+		m, err := message03{Parts: a.Parts}.core()
+		if err != nil {
+			return out, err
+		}
+		ca.Parts = m.Parts
+		out.Artifacts = append(out.Artifacts, ca)
+	}
+	for _, h := range t.History {
+		m, err := h.core()
+		if err != nil {
+			return out, err
+		}
+		out.History = append(out.History, m)
+	}
+	return out, nil
+}
+
+func (s status03) core() (TaskStatus, error) {
+	out := TaskStatus{State: TaskState("TASK_STATE_" + strings.ToUpper(strings.ReplaceAll(s.State, "-", "_"))), Timestamp: s.Timestamp}
+	if _, known := stateNames[out.State]; !known {
+		return out, fmt.Errorf("task state %q is not one of A2A 0.3's", s.State)
+	}
+	if s.Message != nil {
+		m, err := s.Message.core()
+		if err != nil {
+			return out, err
+		}
+		out.Message = &m
+	}
+	return out, nil
+}
+
+var stateNames = func() map[TaskState]bool {
+	m := map[TaskState]bool{}
+	for _, s := range stateNumbers {
+		m[s] = true
+	}
+	return m
+}()

@@ -3,6 +3,7 @@ package a2a
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
 )
 
@@ -70,6 +71,35 @@ func FuzzDecodeRequest(f *testing.F) {
 		}
 		var p SendMessageRequest
 		_ = json.Unmarshal(req.Params, &p) // must not panic
+		if lr, err := fromLegacy(req); err == nil && lr.Params != nil && !json.Valid(lr.Params) {
+			t.Fatalf("the 0.3 request became invalid params %q", lr.Params)
+		}
+	})
+}
+
+// FuzzParseCard checks that a remote card either yields an endpoint of a
+// version the client speaks, or an error.
+func FuzzParseCard(f *testing.F) {
+	v1, _ := json.Marshal(CardFor(twoInputs, "http://h/a"))
+	old, _ := json.Marshal(legacyCard(CardFor(twoInputs, "http://h/a")))
+	for _, s := range [][]byte{v1, old, []byte(`{"url":"x"}`), []byte(`{"supportedInterfaces":[{}]}`), []byte(`[]`)} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		card, ep, legacy, err := parseCard(body)
+		if err != nil {
+			return
+		}
+		if ep == "" {
+			t.Fatalf("no error and no endpoint for %s", body)
+		}
+		found := false
+		for _, in := range card.SupportedInterfaces {
+			found = found || (in.URL == ep && (in.ProtocolVersion == ProtocolVersion) != legacy)
+		}
+		if !found {
+			t.Fatalf("endpoint %q (legacy %v) is not among %+v", ep, legacy, card.SupportedInterfaces)
+		}
 	})
 }
 
@@ -93,5 +123,26 @@ func TestProtoJSONForms(t *testing.T) {
 	b, _ := json.Marshal(Part{Raw: Bytes("\xff\xef")})
 	if string(b) != `{"raw":"/+8="}` {
 		t.Fatalf("encoded %s", b)
+	}
+}
+
+func TestParseCardPicksAnInterface(t *testing.T) {
+	v1 := CardFor(twoInputs, "http://h/a2a/agents/Mixer")
+	b, _ := json.Marshal(v1)
+	if _, ep, legacy, err := parseCard(b); err != nil || legacy || ep != "http://h/a2a/agents/Mixer" {
+		t.Fatalf("1.0 card: %q legacy=%v %v", ep, legacy, err)
+	}
+	b, _ = json.Marshal(legacyCard(v1))
+	card, ep, legacy, err := parseCard(b)
+	if err != nil || !legacy || ep != "http://h/a2a/agents/Mixer" || card.Name != "Mixer" || len(card.Skills) != 1 {
+		t.Fatalf("0.3 card: %+v %q legacy=%v %v", card, ep, legacy, err)
+	}
+	only03 := `{"name":"X","description":"d","version":"1","supportedInterfaces":[{"url":"http://o","protocolBinding":"JSONRPC","protocolVersion":"0.3"}]}`
+	if _, ep, legacy, err := parseCard([]byte(only03)); err != nil || !legacy || ep != "http://o" {
+		t.Fatalf("1.0 form, 0.3 interface: %q %v %v", ep, legacy, err)
+	}
+	grpc := `{"name":"X","supportedInterfaces":[{"url":"http://g","protocolBinding":"GRPC","protocolVersion":"1.0"}]}`
+	if _, _, _, err := parseCard([]byte(grpc)); err == nil || !strings.Contains(err.Error(), "GRPC 1.0") {
+		t.Fatalf("a gRPC-only card: %v", err)
 	}
 }

@@ -157,28 +157,33 @@ func remotePipelineStep(t *testing.T, node, bin, url string) {
 	remote := startLineProc(t, exec.Command(node, filepath.Join(a2aJSDir, "server.mjs"), "0"), regexp.MustCompile(`"url":"([^"]+)"`))
 	startLineProc(t, exec.Command(bin, "agent", "--a2a", remote, "--nats", url, "--heartbeat", agentTestHeartbeat.String()),
 		regexp.MustCompile(`^agent (WordReverser) instance \S+ ready`))
+	// The same server speaking A2A 0.3 only, under another name.
+	old := startLineProc(t, exec.Command(node, filepath.Join(a2aJSDir, "server.mjs"), "0", "legacy"), regexp.MustCompile(`"url":"([^"]+)"`))
+	startLineProc(t, exec.Command(bin, "agent", "--a2a", old, "--a2a-name", "OldReverser", "--nats", url, "--heartbeat", agentTestHeartbeat.String()),
+		regexp.MustCompile(`^agent (OldReverser) instance \S+ ready`))
 	file := pipelineFile(t, "remote.yaml", `name: remote
 steps:
   - {id: lower, agent: TextAgent, params: {op: lower}, inputs: {text: "text:One Two Three"}}
   - {id: reverse, agent: WordReverser, depends_on: [lower]}
+  - {id: back, agent: OldReverser, depends_on: [reverse]}
 `)
 	var stdout, stderr bytes.Buffer
 	if code := run([]string{"--nats", url, "--json", "run", file}, &stdout, &stderr); code != 0 {
 		t.Fatalf("run: exit %d\n%s\n%s", code, &stdout, &stderr)
 	}
-	var got string
+	got := map[string]string{}
 	for _, l := range strings.Split(strings.TrimSpace(stdout.String()), "\n") {
 		var ev struct {
 			Type  string            `json:"type"`
 			Data  schemas.StepEvent `json:"data"`
 			Views []valueView       `json:"views"`
 		}
-		if json.Unmarshal([]byte(l), &ev) == nil && ev.Type == "io.agentmesh.pipeline.step.completed" && ev.Data.Step == "reverse" && len(ev.Views) == 1 {
-			got = ev.Views[0].Text
+		if json.Unmarshal([]byte(l), &ev) == nil && ev.Type == "io.agentmesh.pipeline.step.completed" && len(ev.Views) == 1 {
+			got[ev.Data.Step] = ev.Views[0].Text
 		}
 	}
-	if got != "THREE TWO ONE" {
-		t.Fatalf("the remote step answered %q\n%s", got, &stdout)
+	if got["reverse"] != "THREE TWO ONE" || got["back"] != "ONE TWO THREE" {
+		t.Fatalf("the remote steps answered %q\n%s", got, &stdout)
 	}
 }
 

@@ -1,7 +1,8 @@
 // A small A2A 1.0 agent built with the official SDK: it answers a text
 // with the text's words reversed, upper-cased, as a task with one artifact.
 // It prints {"url": "<base URL>"} once it listens (on the port in argv[2],
-// 0 for any).
+// 0 for any). With argv[3] "legacy" it speaks A2A 0.3 only, through the
+// SDK's compatibility layer.
 import express from 'express';
 import { randomUUID } from 'node:crypto';
 import { AgentEvent, DefaultRequestHandler, InMemoryTaskStore } from '@a2a-js/sdk/server';
@@ -36,13 +37,15 @@ const executor = {
   async cancelTask() {},
 };
 
+const legacy = process.argv[3] === 'legacy';
+const legacyCompat = { enabled: legacy };
 const app = express();
 const server = app.listen(Number(process.argv[2] ?? 0), '127.0.0.1', () => {
   const url = `http://127.0.0.1:${server.address().port}`;
   const card = {
     name: 'Word Reverser',
     description: 'Reverses the order of the words of a text and shouts them.',
-    supportedInterfaces: [{ url: `${url}/a2a/jsonrpc`, protocolBinding: 'JSONRPC', tenant: '', protocolVersion: '1.0' }],
+    supportedInterfaces: [{ url: `${url}/a2a/jsonrpc`, protocolBinding: 'JSONRPC', tenant: '', protocolVersion: legacy ? '0.3' : '1.0' }],
     provider: { organization: 'agentmesh tests', url: 'https://github.com/agentmesh/agentmesh' },
     version: '1.2.0',
     capabilities: { streaming: true, pushNotifications: false, extensions: [], extendedAgentCard: false },
@@ -54,8 +57,8 @@ const server = app.listen(Number(process.argv[2] ?? 0), '127.0.0.1', () => {
     signatures: [],
   };
   const handler = new DefaultRequestHandler(card, new InMemoryTaskStore(), executor);
-  app.use('/.well-known/agent-card.json', agentCardHandler({ agentCardProvider: handler }));
-  app.use('/a2a/jsonrpc', jsonRpcHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication }));
+  app.use('/.well-known/agent-card.json', agentCardHandler({ agentCardProvider: handler, legacyCompat }));
+  app.use('/a2a/jsonrpc', jsonRpcHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication, legacyCompat }));
   console.log(JSON.stringify({ url }));
 });
 process.on('SIGTERM', () => server.close(() => process.exit(0)));

@@ -31,7 +31,8 @@ func newA2ACmd(a *app) *cobra.Command {
 		Use:   "a2a --http ADDR",
 		Short: "Serve the mesh's agents and chat over the A2A protocol (agent cards, JSON-RPC)",
 		Long: `Serve the mesh over the Agent2Agent protocol, version 1.0 (JSON-RPC binding),
-until SIGTERM or SIGINT.
+until SIGTERM or SIGINT. Clients of version 0.3 (no A2A-Version header) are
+answered in 0.3.
 
 Every live agent gets an agent card whose skill comes from its contract, and
 the mesh's chat (the orchestrator) gets one too:
@@ -58,6 +59,11 @@ the mesh. Listen on 127.0.0.1, or put it behind a proxy that authenticates.`,
 				return exitError{code: 2, msg: "a2a: give --http ADDR, the address to listen on (e.g. 127.0.0.1:8041)"}
 			}
 			ctx := cmd.Context()
+			ln, err := net.Listen("tcp", addr) // a bad address is told before anything else
+			if err != nil {
+				return fmt.Errorf("a2a: --http %s: %w", addr, err)
+			}
+			defer ln.Close()
 			a.waitForServer()
 			m, err := a.connect(ctx, "agentmesh a2a")
 			if err != nil {
@@ -73,10 +79,6 @@ the mesh. Listen on 127.0.0.1, or put it behind a proxy that authenticates.`,
 				return err
 			}
 			defer h.Close()
-			ln, err := net.Listen("tcp", addr)
-			if err != nil {
-				return fmt.Errorf("a2a: --http %s: %w", addr, err)
-			}
 			srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 			errc := make(chan error, 1)
 			go func() { errc <- srv.Serve(ln) }()

@@ -44,7 +44,7 @@ With --config FILE, run a PromptAgent: an LLM agent declared in YAML (name,
 description, capability, system_prompt, inputs, outputs, params). It needs an
 LLM: set OPENAI_API_KEY and/or OPENAI_BASE_URL, and AGENTMESH_MODEL.
 
-With --a2a URL, announce a remote A2A agent (protocol 1.0): its card, at URL
+With --a2a URL, announce a remote A2A agent (protocol 1.0 or 0.3): its card, at URL
 or URL/.well-known/agent-card.json, gives the contract (TEXT input and output
 "text", FILE_IDS input and output "files", the skills in the description),
 and each task is sent to it with SendMessage.`,

@@ -61,7 +61,7 @@ the mesh. Listen on 127.0.0.1, or put it behind a proxy that authenticates.`,
 			ctx := cmd.Context()
 			ln, err := net.Listen("tcp", addr) // a bad address is told before anything else
 			if err != nil {
-				return fmt.Errorf("a2a: --http %s: %w", addr, err)
+				return fmt.Errorf("a2a: --http %s: %w (give HOST:PORT, e.g. 127.0.0.1:8041, with a port that is free)", addr, err)
 			}
 			defer ln.Close()
 			a.waitForServer()

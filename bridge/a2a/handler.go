@@ -49,6 +49,7 @@ type Handler struct {
 	files    FileStore
 	baseURL  string
 	chatName string
+	client   string // the client identity on a secure mesh, if any
 	maxTasks int
 	log      *slog.Logger
 
@@ -65,7 +66,7 @@ type Handler struct {
 // watches the agents bucket (unless WithRegistry gives a registry) and
 // keeps file parts in the object store (unless WithFiles says otherwise).
 // Options: WithNames, WithRegistry, WithFiles, WithBaseURL, WithChatName,
-// WithMaxTasks, WithLogger.
+// WithMaxTasks, WithClient, WithLogger.
 func NewHandler(ctx context.Context, nc *nats.Conn, opts ...Option) (*Handler, error) {
 	h := &Handler{nc: nc, names: bus.MustNames(bus.DefaultPrefix), chatName: "agentmesh", maxTasks: 10000, log: slog.Default()}
 	for _, o := range opts {

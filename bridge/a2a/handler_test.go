@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -457,5 +458,35 @@ func TestTimeoutFailsTheTask(t *testing.T) {
 	st := res.Task.Status
 	if st.State != a2a.StateFailed || st.Message == nil || st.Message.Metadata["code"] != schemas.CodeTimeout {
 		t.Fatalf("status %+v", st)
+	}
+}
+
+// As a client of a secure mesh, the bridge has results sent where a
+// client may read them.
+func TestClientIdentityGetsResultsOnItsSubjects(t *testing.T) {
+	r := newRig(t)
+	ctx := context.Background()
+	h, err := a2a.NewHandler(ctx, r.srv.Conn(t), a2a.WithClient("alice"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(h.Close)
+	hs := httptest.NewServer(h)
+	t.Cleanup(hs.Close)
+	cl, err := a2a.Dial(ctx, nil, hs.URL+a2a.PathAgents+"/TextAgent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := cl.SendMessage(ctx, a2a.SendMessageRequest{Message: userMsg(a2a.TextPart("for alice"))})
+	if err != nil || res.Task.Status.State != a2a.StateCompleted {
+		t.Fatalf("%v %+v", err, res.Task)
+	}
+	js := r.srv.JetStream(t)
+	st, err := js.Stream(ctx, r.srv.Names().ResultsStream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.GetLastMsgForSubject(ctx, r.srv.Names().ClientResult("TextAgent", "alice", res.Task.ID)); err != nil {
+		t.Fatalf("no result on alice's subject: %v", err)
 	}
 }

@@ -35,3 +35,8 @@ func WithMaxTasks(n int) Option { return func(h *Handler) { h.maxTasks = n } }
 
 // WithLogger logs with l (default slog.Default()).
 func WithLogger(l *slog.Logger) Option { return func(h *Handler) { h.log = l } }
+
+// WithClient names the client identity the handler runs as on a secure
+// mesh: its tasks' results then go to mesh.result.<agent>.client.<name>.<task>,
+// the subjects a client may read (docs/security.md).
+func WithClient(name string) Option { return func(h *Handler) { h.client = name } }

@@ -53,7 +53,10 @@ func (r agentRunner) start(ctx context.Context, msg *Message) (*taskEntry, error
 	if err != nil {
 		return nil, fmt.Errorf("following task %s: %w", id, err)
 	}
-	meta := client.DispatchMeta{TaskID: id}
+	meta := client.DispatchMeta{TaskID: id, ReplyTo: h.names.Result(r.agent, id)}
+	if h.client != "" {
+		meta.ReplyTo = h.names.ClientResult(r.agent, h.client, id)
+	}
 	if _, err := h.disp.Dispatch(ctx, r.agent, task, meta); err != nil {
 		stop()
 		return nil, err
@@ -67,7 +70,7 @@ func (r agentRunner) start(ctx context.Context, msg *Message) (*taskEntry, error
 	go func() {
 		defer h.wg.Done()
 		defer stop()
-		r.follow(e, info.Contract, h.names.Result(r.agent, id), progress, timeout+awaitSlack)
+		r.follow(e, info.Contract, meta.ReplyTo, progress, timeout+awaitSlack)
 	}()
 	return e, nil
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentmesh/agentmesh/agents"
 	"github.com/agentmesh/agentmesh/bridge/a2a"
+	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/resolvers"
 )
 
@@ -73,6 +74,9 @@ the mesh. Listen on 127.0.0.1, or put it behind a proxy that authenticates.`,
 			opts := []a2a.Option{a2a.WithNames(m.Names), a2a.WithLogger(a.logger(verbose)), a2a.WithChatName(name)}
 			if baseURL != "" {
 				opts = append(opts, a2a.WithBaseURL(baseURL))
+			}
+			if m.ID.Role == bus.RoleClient {
+				opts = append(opts, a2a.WithClient(m.ID.Name))
 			}
 			h, err := a2a.NewHandler(ctx, m.NC, opts...)
 			if err != nil {

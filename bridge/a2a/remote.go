@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/agentmesh/agentmesh/agents"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -175,9 +176,13 @@ func (r *Remote) settle(ctx context.Context, t Task) (Task, error) {
 		case <-time.After(wait):
 		}
 		wait = min(2*wait, r.poll)
+		prev := t.Status
 		var err error
 		if t, err = r.client.GetTask(ctx, t.ID); err != nil {
 			return t, err
+		}
+		if t.Status.Message != nil && t.Status.Timestamp != prev.Timestamp { // the remote's progress is the task's
+			agents.ReportProgress(ctx, schemas.Clip(partsText(t.Status.Message.Parts), 200), 0)
 		}
 	}
 	if t.Status.State != StateCompleted {

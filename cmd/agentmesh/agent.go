@@ -26,6 +26,8 @@ func newAgentCmd(a *app) *cobra.Command {
 		maxDeliver  int
 		verbose     bool
 		config      string
+		a2aURL      string // --a2a: a remote A2A agent (a2a.go)
+		a2aName     string
 		drain       time.Duration
 		mf          metricsFlags
 		mcpFlags    mcpAgentFlags
@@ -48,14 +50,20 @@ URL (streamable HTTP), run one agent per tool of that MCP server: the agent is
 named after the tool (after --mcp-prefix), its params are the tool's input
 schema, an optional TEXT input fills the tool's text argument, and its outputs
 are text (TEXT) and, for tools with an output schema, json (JSON). Agents
-start and stop as the server's tool list changes. See docs/bridges.md.`,
+start and stop as the server's tool list changes. See docs/bridges.md.
+
+With --a2a URL, announce a remote A2A agent (protocol 1.0 or 0.3): its card, at URL
+or URL/.well-known/agent-card.json, gives the contract (TEXT input and output
+"text", FILE_IDS input and output "files", the skills in the description),
+and each task is sent to it with SendMessage.`,
 		Example: `  agentmesh agent AnalysisAgent
   agentmesh agent AnalysisAgent --concurrency 8      # run this line twice to get two instances
   agentmesh agent --config agents/builtin/prompt/testdata/haiku.yaml
   agentmesh agent --mcp 'node examples/mcp/server.mjs'
-  agentmesh agent --mcp-url http://127.0.0.1:3001/mcp --mcp-prefix Docs_`,
+  agentmesh agent --mcp-url http://127.0.0.1:3001/mcp --mcp-prefix Docs_
+  agentmesh agent --a2a http://127.0.0.1:9999/ --a2a-name Translator`,
 		Args: func(cmd *cobra.Command, args []string) error {
-			if config != "" || mcpFlags.command != "" || mcpFlags.url != "" {
+			if config != "" || a2aURL != "" || mcpFlags.command != "" || mcpFlags.url != "" {
 				return cobra.NoArgs(cmd, args)
 			}
 			if len(args) != 1 {
@@ -65,10 +73,10 @@ start and stop as the server's tool list changes. See docs/bridges.md.`,
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
+			if n := countSet(config, a2aURL, mcpFlags.command, mcpFlags.url); n > 1 {
+				return fmt.Errorf("give one of --config, --a2a, --mcp and --mcp-url, not %d of them", n)
+			}
 			if mcpFlags.command != "" || mcpFlags.url != "" {
-				if config != "" || (mcpFlags.command != "" && mcpFlags.url != "") {
-					return fmt.Errorf("give one of --config, --mcp and --mcp-url")
-				}
 				mcpFlags.concurrency, mcpFlags.heartbeat, mcpFlags.ackWait = concurrency, heartbeat, ackWait
 				mcpFlags.maxDeliver, mcpFlags.drain, mcpFlags.verbose = maxDeliver, drain, verbose
 				return runMCPAgents(ctx, a, mcpFlags)
@@ -76,7 +84,10 @@ start and stop as the server's tool list changes. See docs/bridges.md.`,
 			var build func() (agents.Agent, error)
 			var name string
 			var m *mesh
-			if config != "" {
+			if a2aURL != "" {
+				name = a2aURL
+				build = func() (agents.Agent, error) { return remoteA2AAgent(ctx, m, a2aURL, a2aName) }
+			} else if config != "" {
 				name = config
 				build = func() (agents.Agent, error) { return promptAgentFromConfig(ctx, m, config) }
 			} else {
@@ -147,6 +158,8 @@ start and stop as the server's tool list changes. See docs/bridges.md.`,
 	f.StringVar(&mcpFlags.command, "mcp", "", "start this MCP server command (stdio) and run one agent per tool it offers")
 	f.StringVar(&mcpFlags.url, "mcp-url", "", "connect to this MCP server (streamable HTTP) and run one agent per tool it offers")
 	f.StringVar(&mcpFlags.prefix, "mcp-prefix", "", "put this before each MCP tool's name to name its agent")
+	f.StringVar(&a2aURL, "a2a", "", "announce the remote A2A agent whose card is at this URL (or below it, at .well-known/agent-card.json)")
+	f.StringVar(&a2aName, "a2a-name", "", "with --a2a: the agent's name on the mesh (default: the card's name without spaces)")
 	return cmd
 }
 
@@ -156,4 +169,15 @@ func describeBuiltins() string {
 		parts = append(parts, n+" ("+builtins[n].summary+")")
 	}
 	return strings.Join(parts, ", ")
+}
+
+// countSet counts the non-empty values among flags that exclude each other.
+func countSet(values ...string) int {
+	n := 0
+	for _, v := range values {
+		if v != "" {
+			n++
+		}
+	}
+	return n
 }

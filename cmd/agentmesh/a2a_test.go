@@ -1,0 +1,257 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentmesh/agentmesh/agents"
+	"github.com/agentmesh/agentmesh/agents/builtin/text"
+	"github.com/agentmesh/agentmesh/bus/bustest"
+	"github.com/agentmesh/agentmesh/internal/nodetest"
+	"github.com/agentmesh/agentmesh/llm"
+	"github.com/agentmesh/agentmesh/llm/llmtest"
+	"github.com/agentmesh/agentmesh/orchestrator"
+	"github.com/agentmesh/agentmesh/orchestrator/chat"
+	"github.com/agentmesh/agentmesh/schemas"
+)
+
+// a2aJSDir holds the A2A JavaScript SDK's client and test server.
+var a2aJSDir = filepath.Join("..", "..", "bridge", "a2a", "testdata", "js")
+
+// startLineProc starts cmd and returns the first stdout line matching re
+// (its first group), failing the test when the process exits or stays
+// silent for 30s. The process is killed when the test ends.
+func startLineProc(t *testing.T, cmd *exec.Cmd, re *regexp.Regexp) string {
+	t.Helper()
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() { _ = cmd.Process.Kill(); <-exited })
+	found := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if m := re.FindStringSubmatch(sc.Text()); m != nil {
+				found <- m[1]
+				break
+			}
+		}
+		_, _ = io.Copy(io.Discard, stdout)
+	}()
+	select {
+	case s := <-found:
+		return s
+	case <-exited:
+		t.Fatalf("%s exited before it was ready\n%s", cmd.Args, &stderr)
+	case <-time.After(30 * time.Second):
+		t.Fatalf("%s not ready after 30s\n%s", cmd.Args, &stderr)
+	}
+	return ""
+}
+
+// TestA2ABridgeWithTheJavaScriptSDK runs 'agentmesh a2a' and 'agentmesh
+// agent --a2a' as processes between an embedded mesh and the official A2A
+// JavaScript SDK: the SDK's client completes TextAgent tasks through the
+// bridge (SendMessage, SendStreamingMessage, GetTask), and an A2A server
+// built with the SDK is a step of a pipeline.
+func TestA2ABridgeWithTheJavaScriptSDK(t *testing.T) {
+	node, npm, err := nodetest.Tools()
+	if err != nil {
+		t.Skip(err)
+	}
+	nodetest.Install(t, npm, a2aJSDir)
+	url := chatMesh(t)
+	bin := agentBinary(t)
+
+	base := startLineProc(t, exec.Command(bin, "a2a", "--http", "127.0.0.1:0", "--nats", url),
+		regexp.MustCompile(`serving A2A 1\.0 on (http://\S+)`))
+	waitHTTP(t, base+"/a2a/agents/TextAgent/.well-known/agent-card.json")
+
+	out, err := exec.Command(node, filepath.Join(a2aJSDir, "client.mjs"), base+"/a2a/agents/TextAgent/", "hello mesh", `{"params":{"op":"upper"}}`).CombinedOutput()
+	if err != nil {
+		t.Fatalf("the SDK client failed: %v\n%s", err, out)
+	}
+	steps := clientSteps(t, out)
+	if steps["version"]["version"] != "1.0" {
+		t.Errorf("the client spoke %v", steps["version"])
+	}
+	if c := steps["card"]; c["name"] != "TextAgent" || c["url"] != base+"/a2a/agents/TextAgent" || c["streaming"] != true {
+		t.Errorf("card as the SDK read it: %v", c)
+	}
+	wantDone := func(step string) {
+		s := steps[step]
+		arts, _ := s["artifacts"].([]any)
+		if s["state"] != "TASK_STATE_COMPLETED" || len(arts) != 1 || arts[0].(map[string]any)["text"] != "HELLO MESH" {
+			t.Errorf("%s: %v", step, s)
+		}
+	}
+	wantDone("send")
+	wantDone("get")
+	kinds, _ := json.Marshal(steps["stream"]["kinds"])
+	if string(kinds) != `["task:TASK_STATE_SUBMITTED","artifact:HELLO MESH","status:TASK_STATE_COMPLETED"]` {
+		t.Errorf("stream events as the SDK saw them: %s", kinds)
+	}
+
+	// The same through the SDK's A2A 0.3 compatibility layer.
+	legacy := exec.Command(node, filepath.Join(a2aJSDir, "client.mjs"), base+"/a2a/agents/TextAgent/", "hello mesh", `{"params":{"op":"upper"}}`)
+	legacy.Env = append(os.Environ(), "A2A_LEGACY=1")
+	if out, err = legacy.CombinedOutput(); err != nil {
+		t.Fatalf("the SDK client failed in 0.3: %v\n%s", err, out)
+	}
+	steps = clientSteps(t, out)
+	if steps["version"]["version"] != "0.3" {
+		t.Errorf("the legacy client spoke %v", steps["version"])
+	}
+	wantDone("send")
+	wantDone("get")
+	if kinds, _ := json.Marshal(steps["stream"]["kinds"]); string(kinds) != `["task:TASK_STATE_SUBMITTED","artifact:HELLO MESH","status:TASK_STATE_COMPLETED"]` {
+		t.Errorf("0.3 stream events as the SDK saw them: %s", kinds)
+	}
+
+	// The chat: the orchestrator's card at the root, a turn per message.
+	out, err = exec.Command(node, filepath.Join(a2aJSDir, "client.mjs"), base, "say hello").CombinedOutput()
+	if err != nil {
+		t.Fatalf("the SDK client failed on the chat: %v\n%s", err, out)
+	}
+	chat := clientSteps(t, out)
+	if c := chat["card"]; c["name"] != "agentmesh" || c["url"] != base+"/a2a/chat" {
+		t.Errorf("chat card: %v", c)
+	}
+	if s := chat["send"]; s["state"] != "TASK_STATE_COMPLETED" || s["status"] != "Hello from the mesh." {
+		t.Errorf("chat turn: %v", s)
+	}
+	// The turn's first progress ("thinking") may come before the stream
+	// starts (the task is then WORKING at once) or after (a status update).
+	kinds, _ = json.Marshal(chat["stream"]["kinds"])
+	if k := string(kinds); k != `["task:TASK_STATE_SUBMITTED","status:TASK_STATE_WORKING","artifact:Hello from the mesh.","status:TASK_STATE_COMPLETED"]` &&
+		k != `["task:TASK_STATE_WORKING","artifact:Hello from the mesh.","status:TASK_STATE_COMPLETED"]` {
+		t.Errorf("chat stream as the SDK saw it: %s", kinds)
+	}
+
+	remotePipelineStep(t, node, bin, url)
+}
+
+// remotePipelineStep runs an A2A server built with the SDK, announces it
+// with 'agentmesh agent --a2a', and runs a pipeline with it as a step.
+func remotePipelineStep(t *testing.T, node, bin, url string) {
+	t.Helper()
+	remote := startLineProc(t, exec.Command(node, filepath.Join(a2aJSDir, "server.mjs"), "0"), regexp.MustCompile(`"url":"([^"]+)"`))
+	startLineProc(t, exec.Command(bin, "agent", "--a2a", remote, "--nats", url, "--heartbeat", agentTestHeartbeat.String()),
+		regexp.MustCompile(`^agent (WordReverser) instance \S+ ready`))
+	// The same server speaking A2A 0.3 only, under another name.
+	old := startLineProc(t, exec.Command(node, filepath.Join(a2aJSDir, "server.mjs"), "0", "legacy"), regexp.MustCompile(`"url":"([^"]+)"`))
+	startLineProc(t, exec.Command(bin, "agent", "--a2a", old, "--a2a-name", "OldReverser", "--nats", url, "--heartbeat", agentTestHeartbeat.String()),
+		regexp.MustCompile(`^agent (OldReverser) instance \S+ ready`))
+	file := pipelineFile(t, "remote.yaml", `name: remote
+steps:
+  - {id: lower, agent: TextAgent, params: {op: lower}, inputs: {text: "text:One Two Three"}}
+  - {id: reverse, agent: WordReverser, depends_on: [lower]}
+  - {id: back, agent: OldReverser, depends_on: [reverse]}
+`)
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"--nats", url, "--json", "run", file}, &stdout, &stderr); code != 0 {
+		t.Fatalf("run: exit %d\n%s\n%s", code, &stdout, &stderr)
+	}
+	got := map[string]string{}
+	for _, l := range strings.Split(strings.TrimSpace(stdout.String()), "\n") {
+		var ev struct {
+			Type  string            `json:"type"`
+			Data  schemas.StepEvent `json:"data"`
+			Views []valueView       `json:"views"`
+		}
+		if json.Unmarshal([]byte(l), &ev) == nil && ev.Type == "io.agentmesh.pipeline.step.completed" && len(ev.Views) == 1 {
+			got[ev.Data.Step] = ev.Views[0].Text
+		}
+	}
+	if got["reverse"] != "THREE TWO ONE" || got["back"] != "ONE TWO THREE" {
+		t.Fatalf("the remote steps answered %q\n%s", got, &stdout)
+	}
+}
+
+// chatMesh starts an embedded server with TextAgent and an orchestrator
+// whose chat asks a scripted LLM, which answers "Hello from the mesh." to
+// everything; it returns the server's URL.
+func chatMesh(t *testing.T) string {
+	t.Helper()
+	srv := bustest.Start(t)
+	srv.Provision(t)
+	ls := llmtest.New(t)
+	ls.Handle(func(llmtest.Request) llmtest.Reply { return llmtest.Answer("Hello from the mesh.") })
+	lc, err := llm.New(ls.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	rt, err := agents.NewRuntime(srv.Conn(t), text.New(), agents.WithHeartbeat(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	agentDone := make(chan error, 1)
+	go func() { agentDone <- rt.Run(ctx) }()
+	o, err := orchestrator.New(srv.Conn(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := orchestrator.AttachChat(o, chat.WithLLM(lc)); err != nil {
+		t.Fatal(err)
+	}
+	ready := make(chan struct{})
+	orchDone := make(chan error, 1)
+	go func() { orchDone <- o.RunReady(ctx, func() { close(ready) }) }()
+	t.Cleanup(func() { cancel(); <-orchDone; <-agentDone })
+	<-rt.Ready()
+	<-ready
+	return srv.URL()
+}
+
+// clientSteps reads client.mjs's JSON lines by step.
+func clientSteps(t *testing.T, out []byte) map[string]map[string]any {
+	t.Helper()
+	steps := map[string]map[string]any{}
+	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("client line %q: %v", l, err)
+		}
+		steps[m["step"].(string)] = m
+	}
+	return steps
+}
+
+// waitHTTP polls url until it answers 200.
+func waitHTTP(t *testing.T, url string) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		resp, err := http.Get(url)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not answer 200 in 15s (last: %v)", url, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

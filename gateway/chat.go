@@ -120,10 +120,10 @@ type Conversation struct {
 
 // Turn is one chat turn: the user's message and the mesh's answer.
 type Turn struct {
-	Message   string                 `json:"message,omitempty"`
-	At        time.Time              `json:"at"`
-	Response  schemas.ChatResponse   `json:"response"`
-	ToolCalls []ToolCall             `json:"tool_calls"`
+	Message   string               `json:"message,omitempty"`
+	At        time.Time            `json:"at"`
+	Response  schemas.ChatResponse `json:"response"`
+	ToolCalls []ToolCall           `json:"tool_calls"`
 }
 
 // ToolCall is one agent call of a turn with the outputs its result put in

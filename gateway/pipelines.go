@@ -87,10 +87,7 @@ func (g *Gateway) readPipeline(w http.ResponseWriter, r *http.Request, c *conn) 
 	if err == nil {
 		spec, err = client.SetVars(spec, r.URL.Query()["var"])
 	}
-	if err == nil {
-		err = spec.Validate()
-	}
-	if err == nil {
+	if err == nil { // the structural checks of agentmesh run, then the orchestrator's against the live agents
 		_, _, err = pipeline.Validate(spec, c.lookup, meshroute.NewRouter())
 	}
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"testing"
 	"time"
 
@@ -69,8 +70,16 @@ func newTestMesh(t *testing.T, opts ...Option) *testMesh {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var stops []func()
+	t.Cleanup(func() { // agents drain for a while when stopped: stop them all at once
+		var wg sync.WaitGroup
+		for _, stop := range stops {
+			wg.Go(stop)
+		}
+		wg.Wait()
+	})
 	for _, a := range []agents.Agent{text.New(), is, an, fo} {
-		runAgent(t, srv.Conn(t), a)
+		stops = append(stops, runAgent(t, srv.Conn(t), a))
 	}
 	runOrchestrator(t, srv.Conn(t))
 	gw, err := New(ctx, srv.Conn(t), opts...)
@@ -89,7 +98,8 @@ func newTestMesh(t *testing.T, opts ...Option) *testMesh {
 	return m
 }
 
-func runAgent(t *testing.T, nc *nats.Conn, a agents.Agent) {
+// runAgent runs a on the agent runtime and returns what stops it.
+func runAgent(t *testing.T, nc *nats.Conn, a agents.Agent) (stop func()) {
 	t.Helper()
 	rt, err := agents.NewRuntime(nc, a, agents.WithHeartbeat(time.Second))
 	if err != nil {
@@ -98,14 +108,16 @@ func runAgent(t *testing.T, nc *nats.Conn, a agents.Agent) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- rt.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	stop = func() { cancel(); <-done }
 	select {
 	case <-rt.Ready():
 	case err := <-done:
 		t.Fatalf("agent %s stopped: %v", a.Contract().Name, err)
 	case <-time.After(10 * time.Second):
+		stop()
 		t.Fatalf("agent %s not ready", a.Contract().Name)
 	}
+	return stop
 }
 
 func runOrchestrator(t *testing.T, nc *nats.Conn) {

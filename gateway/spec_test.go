@@ -6,6 +6,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
@@ -58,7 +59,11 @@ func pathParams(pattern, path string) (map[string]string, bool) {
 	params := map[string]string{}
 	for i := range ps {
 		if strings.HasPrefix(ps[i], "{") {
-			params[strings.Trim(ps[i], "{}")] = xs[i]
+			v, err := url.PathUnescape(xs[i])
+			if err != nil {
+				return nil, false
+			}
+			params[strings.Trim(ps[i], "{}")] = v
 		} else if ps[i] != xs[i] {
 			return nil, false
 		}
@@ -71,7 +76,7 @@ func pathParams(pattern, path string) (map[string]string, bool) {
 // schema; a request the document refuses must not be accepted.
 func (s *apiSpec) check(t *testing.T, req *http.Request, body []byte, r response) {
 	t.Helper()
-	rt, params := s.route(req.Method, req.URL.Path)
+	rt, params := s.route(req.Method, req.URL.EscapedPath())
 	if rt == nil {
 		if r.status != http.StatusNotFound && r.status != http.StatusMethodNotAllowed {
 			t.Errorf("%s %s: answered %d but the document has no such operation", req.Method, req.URL.Path, r.status)

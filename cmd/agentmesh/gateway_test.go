@@ -240,3 +240,33 @@ func (l *gatewayLog) String() string {
 	defer l.mu.Unlock()
 	return l.b.String()
 }
+
+// FuzzTokenFile feeds token files to their parser: each line it accepts
+// has a token of at least minTokenLen characters, given once.
+func FuzzTokenFile(f *testing.F) {
+	f.Add("a-long-enough-token-1234 x.creds\n")
+	f.Add("# c\n\nshort x\n")
+	f.Add("a-long-enough-token-1234 /abs/x.creds # c\nb-long-enough-token-1234 x.creds")
+	dir := f.TempDir()
+	path := filepath.Join(dir, "tokens")
+	_ = os.WriteFile(filepath.Join(dir, "x.creds"), []byte("x"), 0o600)
+	f.Fuzz(func(t *testing.T, content string) {
+		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		entries, err := readTokenFile(path)
+		if err != nil {
+			if !strings.Contains(err.Error(), "--token-file") {
+				t.Fatalf("error does not name the flag: %v", err)
+			}
+			return
+		}
+		seen := map[string]bool{}
+		for _, e := range entries {
+			if len(e.token) < minTokenLen || seen[e.token] || strings.ContainsAny(e.token, " \t#") {
+				t.Fatalf("accepted token %q in %q", e.token, content)
+			}
+			seen[e.token] = true
+		}
+	})
+}

@@ -62,7 +62,11 @@ func TestAgentsAPI(t *testing.T) {
 	wantError(t, "unknown agent", m.getJSON(t, "/api/agents/NoSuchAgent"), 404, schemas.CodeUnknownAgent)
 	wantError(t, "bad agent name", m.getJSON(t, "/api/agents/bad%20name"), 400, schemas.CodeInvalidInput)
 	wantError(t, "unknown path", m.getJSON(t, "/api/nothing"), 404, schemas.CodeNotFound)
-	wantError(t, "wrong method", m.do(t, "DELETE", "/api/agents", "", nil), 405, schemas.CodeInvalidRequest)
+	r = m.do(t, "DELETE", "/api/files", "", nil)
+	wantError(t, "wrong method", r, 405, schemas.CodeInvalidRequest)
+	if r.header.Get("Allow") != "GET, POST" {
+		t.Fatalf("Allow: %q", r.header.Get("Allow"))
+	}
 }
 
 func TestTaskAPI(t *testing.T) {

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -26,7 +27,9 @@ func TestBearerTokens(t *testing.T) {
 	m := &testMesh{spec: loadSpec(t)}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	gw, err := New(ctx, alice, WithIdentity(bus.Identity{Role: bus.RoleClient, Name: "alice"}), WithToken(clientToken, alice, bus.Identity{Role: bus.RoleClient, Name: "alice"}))
+	bridge := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("bridge " + r.URL.Path)) })
+	gw, err := New(ctx, alice, WithIdentity(bus.Identity{Role: bus.RoleClient, Name: "alice"}),
+		WithToken(clientToken, alice, bus.Identity{Role: bus.RoleClient, Name: "alice"}), WithHandler("/a2a/", bridge))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,6 +55,19 @@ func TestBearerTokens(t *testing.T) {
 		t.Fatalf("the dashboard needs no token: %v %v", resp, err)
 	}
 	resp.Body.Close()
+	// A handler mounted beside the API does its own authentication.
+	gw.Handle("GET /late", bridge)
+	for _, p := range []string{"/a2a/tasks", "/late"} {
+		resp, err = http.Get(m.http.URL + p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || string(b) != "bridge "+p {
+			t.Fatalf("mounted handler at %s: %d %q", p, resp.StatusCode, b)
+		}
+	}
 }
 
 // TestSecureMeshRoles serves a secure mesh with two tokens: one mapped to

@@ -270,3 +270,26 @@ func FuzzTokenFile(f *testing.F) {
 		}
 	})
 }
+
+// TestUpSecureDashboardNeedsItsToken starts `agentmesh up --secure`: its
+// dashboard requires the bearer token up prints and writes to
+// STORE/secure/gateway.token, and acts as admin with it.
+func TestUpSecureDashboardNeedsItsToken(t *testing.T) {
+	up := startUp(t, agentBinary(t), "--secure", "--http", "127.0.0.1:0")
+	m := dashboardURL.FindStringSubmatch(up.output())
+	if m == nil || m[2] == "" {
+		t.Fatalf("up --secure printed no dashboard address with a token:\n%s", up.output())
+	}
+	base, token := m[1], m[2]
+	if code := httpJSON(t, "GET", base+"/api/runs", "", "", nil, nil); code != 401 {
+		t.Fatalf("without the token: %d", code)
+	}
+	var runs []json.RawMessage
+	if code := httpJSON(t, "GET", base+"/api/runs", token, "", nil, &runs); code != 200 {
+		t.Fatalf("with the token: %d", code)
+	}
+	var agents []json.RawMessage
+	if code := httpJSON(t, "GET", base+"/api/agents?access_token="+token, "", "", nil, &agents); code != 200 || len(agents) != len(builtinNames()) {
+		t.Fatalf("agents with access_token: %d, %d agents", code, len(agents))
+	}
+}

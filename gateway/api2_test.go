@@ -168,7 +168,15 @@ func TestTwoGateways(t *testing.T) {
 	if r := m.do(t, "POST", "/api/pipelines?run_id=two-1", "application/yaml", []byte(yaml)); r.status != 202 {
 		t.Fatalf("submit on the first: %d %s", r.status, clip(r.body))
 	}
+	first := waitEvent(t, events, "io.agentmesh.pipeline.step.started", nil)
+	second := nextEvent(t, events)
 	waitEvent(t, events, "io.agentmesh.pipeline.completed", nil)
+
+	// A reconnection resumes after the last event the browser saw.
+	resumed := m.openSSE(t, "/api/runs/two-1/events", "Last-Event-ID", first.ID)
+	if next := nextEvent(t, resumed); next.ID != second.ID {
+		t.Fatalf("after Last-Event-ID %s came %s %s, want %s %s", first.ID, next.Type, next.ID, second.Type, second.ID)
+	}
 	var run struct {
 		Status string `json:"status"`
 	}

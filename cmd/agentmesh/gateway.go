@@ -98,7 +98,8 @@ type gatewayServer struct {
 
 // serveGateway starts a gateway over m on addr and returns once it listens.
 func (a *app) serveGateway(ctx context.Context, m *mesh, addr string, log *slog.Logger, opts ...gateway.Option) (*gatewayServer, error) {
-	base := []gateway.Option{gateway.WithPrefix(a.prefix), gateway.WithIdentity(m.ID), gateway.WithLogger(log)}
+	base := []gateway.Option{gateway.WithPrefix(a.prefix), gateway.WithIdentity(m.ID), gateway.WithLogger(log),
+		gateway.WithProvision(bus.ProvisionOptions{BindOnly: true})} // connect provisioned the mesh
 	gw, err := gateway.New(ctx, m.NC, append(base, opts...)...)
 	if err != nil {
 		return nil, err

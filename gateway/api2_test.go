@@ -185,3 +185,26 @@ func TestTwoGateways(t *testing.T) {
 		t.Fatalf("the second gateway shows the run %s", run.Status)
 	}
 }
+
+// TestUploadTooLarge sends files over the upload limit, raw and in a form:
+// each is refused with too_large and nothing is stored.
+func TestUploadTooLarge(t *testing.T) {
+	m := newTestMesh(t, WithMaxUpload(64<<10))
+	before := len(m.files)
+	big := bytes.Repeat([]byte("x"), 200<<10)
+	wantError(t, "raw upload", m.do(t, "POST", "/api/files?name=big.txt", "text/plain", big), 413, schemas.CodeTooLarge)
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	fw, _ := mw.CreateFormFile("file", "big.bin")
+	_, _ = fw.Write(big)
+	_ = mw.Close()
+	wantError(t, "form upload", m.do(t, "POST", "/api/files", mw.FormDataContentType(), body.Bytes()), 413, schemas.CodeTooLarge)
+	var refs []schemas.FileRef
+	decode(t, m.getJSON(t, "/api/files"), &refs)
+	if len(refs) != before {
+		t.Fatalf("%d files after refused uploads, want %d", len(refs), before)
+	}
+	if r := m.do(t, "POST", "/api/files?name=small.txt", "text/plain", big[:1000]); r.status != 201 {
+		t.Fatalf("a file under the limit: %d %s", r.status, clip(r.body))
+	}
+}

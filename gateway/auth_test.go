@@ -102,6 +102,22 @@ func TestSecureMeshRoles(t *testing.T) {
 	if r.status != 200 || string(ans.Result.Outputs["text"].Value) != `"SECURE"` {
 		t.Fatalf("client task: %d %s", r.status, clip(r.body))
 	}
+	// A task sent without waiting: the client reads its result, under its own subject.
+	r = m.do(t, "POST", "/api/agents/TextAgent/tasks?wait=false", "application/json",
+		[]byte(`{"inputs":{"text":{"data_type":"TEXT","value":"later"}},"params":{"op":"upper"}}`), asClient...)
+	ans = TaskAnswer{}
+	decode(t, r, &ans)
+	for start := time.Now(); ; {
+		r = m.do(t, "GET", "/api/agents/TextAgent/tasks/"+ans.TaskID, "", nil, asClient...)
+		var got TaskAnswer
+		decode(t, r, &got)
+		if r.status == 200 && got.Result != nil && string(got.Result.Outputs["text"].Value) == `"LATER"` {
+			break
+		}
+		if r.status != 202 || time.Since(start) > 10*time.Second {
+			t.Fatalf("client reads its task's result: %d %s", r.status, clip(r.body))
+		}
+	}
 	var a Agent
 	decode(t, m.do(t, "GET", "/api/agents/TextAgent", "", nil, asClient...), &a)
 	if a.Stats.Backlog != nil {

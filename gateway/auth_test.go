@@ -2,9 +2,11 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -137,4 +139,17 @@ func TestSecureMeshRoles(t *testing.T) {
 		t.Fatal("admin reads the backlog: got none")
 	}
 	wantError(t, "admin reads an unknown run", m.do(t, "GET", "/api/runs/nope", "", nil, asAdmin...), 404, schemas.CodeNotFound)
+}
+
+// TestRefusalSentinels checks that the gateway's own refusals match their
+// sentinels, and name the identity refused.
+func TestRefusalSentinels(t *testing.T) {
+	_, err := (&conn{id: bus.Identity{Role: bus.RoleClient, Name: "alice"}}).needStore()
+	if !errors.Is(err, ErrForbidden) || !strings.Contains(err.Error(), "client-alice") {
+		t.Fatalf("a client's state read: %v", err)
+	}
+	g := &Gateway{def: &conn{}, tokens: map[string]*conn{"some-token-0123456789": {}}}
+	if _, err := g.authorize(httptest.NewRequest("GET", "/api/runs", nil)); !errors.Is(err, ErrUnauthorized) {
+		t.Fatalf("no token: %v", err)
+	}
 }

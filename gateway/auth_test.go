@@ -131,6 +131,8 @@ func TestSecureMeshRoles(t *testing.T) {
 		[]byte("name: s\nsteps:\n  - {id: a, agent: TextAgent, inputs: {text: \"text:x\"}}\n"), asClient...); r.status != 202 {
 		t.Fatalf("client submits: %d %s", r.status, clip(r.body))
 	}
+	// A client follows a run's events (an ordered consumer on the events stream it may create).
+	m.openSSE(t, "/api/runs/sec-1/events?access_token="+clientToken)
 	if r := m.do(t, "GET", "/api/runs", "", nil, asAdmin...); r.status != 200 {
 		t.Fatalf("admin reads runs: %d %s", r.status, clip(r.body))
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"time"
@@ -71,14 +72,7 @@ the mesh. Listen on 127.0.0.1, or put it behind a proxy that authenticates.`,
 				return err
 			}
 			defer m.Close()
-			opts := []a2a.Option{a2a.WithNames(m.Names), a2a.WithLogger(a.logger(verbose)), a2a.WithChatName(name)}
-			if baseURL != "" {
-				opts = append(opts, a2a.WithBaseURL(baseURL))
-			}
-			if m.ID.Role == bus.RoleClient {
-				opts = append(opts, a2a.WithClient(m.ID.Name))
-			}
-			h, err := a2a.NewHandler(ctx, m.NC, opts...)
+			h, err := a.a2aHandler(ctx, m, a.logger(verbose), baseURL, name)
 			if err != nil {
 				return err
 			}
@@ -106,6 +100,18 @@ the mesh. Listen on 127.0.0.1, or put it behind a proxy that authenticates.`,
 	f.StringVar(&name, "name", "agentmesh", "name of the chat's agent card")
 	f.BoolVarP(&verbose, "verbose", "v", false, "log more to stderr")
 	return cmd
+}
+
+// a2aHandler is the A2A bridge over m, for 'agentmesh a2a' and the gateway.
+func (a *app) a2aHandler(ctx context.Context, m *mesh, log *slog.Logger, baseURL, chatName string) (*a2a.Handler, error) {
+	opts := []a2a.Option{a2a.WithNames(m.Names), a2a.WithLogger(log), a2a.WithChatName(chatName)}
+	if baseURL != "" {
+		opts = append(opts, a2a.WithBaseURL(baseURL))
+	}
+	if m.ID.Role == bus.RoleClient {
+		opts = append(opts, a2a.WithClient(m.ID.Name))
+	}
+	return a2a.NewHandler(ctx, m.NC, opts...)
 }
 
 // remoteA2AAgent is the agent of 'agentmesh agent --a2a URL': the remote

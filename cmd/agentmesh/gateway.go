@@ -18,6 +18,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/agentmesh/agentmesh/bridge/a2a"
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/gateway"
 	"github.com/agentmesh/agentmesh/schemas"
@@ -55,7 +56,10 @@ to. The file has one token a line:
   TOKEN  CREDENTIALS-FILE     # e.g. from 'agentmesh creds client alice'
 
 Tokens are at least 16 characters; a relative credentials path is read
-from the token file's directory; '#' starts a comment.`,
+from the token file's directory; '#' starts a comment.
+
+Without --token-file the gateway also serves the A2A bridge (agent cards at
+/.well-known/agent-card.json and under /a2a/; see 'agentmesh a2a --help').`,
 		Example: `  agentmesh gateway --http :8080
   NATS_URL=tls://mesh:4222 NATS_CA=ca.pem agentmesh gateway --creds admin.creds --token-file tokens.txt`,
 		Args: cobra.NoArgs,
@@ -71,7 +75,7 @@ from the token file's directory; '#' starts a comment.`,
 				return err
 			}
 			defer closeTokens()
-			srv, err := a.serveGateway(ctx, m, addr, a.logger(verbose), opts...)
+			srv, err := a.serveGateway(ctx, m, addr, a.logger(verbose), tokenFile != "", opts...)
 			if err != nil {
 				return err
 			}
@@ -94,23 +98,42 @@ type gatewayServer struct {
 	http   *http.Server
 	done   chan error
 	cancel context.CancelFunc // ends every request's context: event streams return at once
+	a2a    *a2a.Handler       // the A2A bridge mounted beside the API, or nil
 }
 
 // serveGateway starts a gateway over m on addr and returns once it listens.
-func (a *app) serveGateway(ctx context.Context, m *mesh, addr string, log *slog.Logger, opts ...gateway.Option) (*gatewayServer, error) {
+// A gateway that takes no bearer tokens also serves the A2A bridge (agent
+// cards and JSON-RPC, see 'agentmesh a2a'); the bridge checks no
+// credentials, so a gateway with tokens leaves it out.
+func (a *app) serveGateway(ctx context.Context, m *mesh, addr string, log *slog.Logger, tokens bool, opts ...gateway.Option) (*gatewayServer, error) {
 	base := []gateway.Option{gateway.WithPrefix(a.prefix), gateway.WithIdentity(m.ID), gateway.WithLogger(log),
 		gateway.WithProvision(bus.ProvisionOptions{BindOnly: true})} // connect provisioned the mesh
+	var bridge *a2a.Handler
+	if !tokens {
+		h, err := a.a2aHandler(ctx, m, log, "", "agentmesh")
+		if err != nil {
+			return nil, err
+		}
+		bridge = h
+		base = append(base, gateway.WithHandler("GET /.well-known/agent-card.json", h), gateway.WithHandler("/a2a/", h))
+	}
 	gw, err := gateway.New(ctx, m.NC, append(base, opts...)...)
 	if err != nil {
+		if bridge != nil {
+			bridge.Close()
+		}
 		return nil, err
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		gw.Close()
+		if bridge != nil {
+			bridge.Close()
+		}
 		return nil, fmt.Errorf("--http %s: %w (another process may use the port: choose another with --http HOST:PORT, or --http \"\" for none)", addr, err)
 	}
 	reqCtx, cancel := context.WithCancel(context.Background())
-	s := &gatewayServer{url: "http://" + ln.Addr().String(), gw: gw, done: make(chan error, 1), cancel: cancel,
+	s := &gatewayServer{url: "http://" + ln.Addr().String(), gw: gw, done: make(chan error, 1), cancel: cancel, a2a: bridge,
 		http: &http.Server{Handler: gw, ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return reqCtx }}}
 	go func() { s.done <- s.http.Serve(ln) }()
 	return s, nil
@@ -130,6 +153,9 @@ func (s *gatewayServer) stop() error {
 		err = s.http.Close()
 	}
 	s.gw.Close()
+	if s.a2a != nil {
+		s.a2a.Close()
+	}
 	if serr := <-s.done; !errors.Is(serr, http.ErrServerClosed) {
 		err = errors.Join(err, serr)
 	}
@@ -251,7 +277,7 @@ func (a *app) startDashboard(ctx context.Context, addr string, explicit bool, to
 		}
 		opts = append(opts, gateway.WithToken(token, m.NC, m.ID))
 	}
-	srv, err := a.serveGateway(ctx, m, addr, a.logger(false), opts...)
+	srv, err := a.serveGateway(ctx, m, addr, a.logger(false), tokenPath != "", opts...)
 	if err != nil {
 		m.Close()
 		if !explicit {

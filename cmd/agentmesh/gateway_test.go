@@ -67,6 +67,19 @@ func TestUpServesTheAPI(t *testing.T) {
 		t.Fatalf("GET /: %v %v", resp, err)
 	}
 	resp.Body.Close()
+	// The A2A bridge is mounted beside the API: the chat's card at the
+	// well-known path, and a card for TextAgent under /a2a/agents/ (a
+	// request without A2A-Version gets the 0.3 card, whose endpoint is url).
+	var card struct {
+		Name string `json:"name"`
+		URL  string `json:"url"`
+	}
+	if code := httpJSON(t, "GET", base+"/.well-known/agent-card.json", "", "", nil, &card); code != 200 || card.Name != "agentmesh" || !strings.HasSuffix(card.URL, "/a2a/chat") {
+		t.Fatalf("GET /.well-known/agent-card.json: %d %+v", code, card)
+	}
+	if code := httpJSON(t, "GET", base+"/a2a/agents/TextAgent/.well-known/agent-card.json", "", "", nil, &card); code != 200 || card.Name != "TextAgent" {
+		t.Fatalf("TextAgent's A2A card: %d %+v", code, card)
+	}
 
 	spec, err := os.Open("../../examples/pipelines/sunsets.yaml")
 	if err != nil {
@@ -291,5 +304,10 @@ func TestUpSecureDashboardNeedsItsToken(t *testing.T) {
 	var agents []json.RawMessage
 	if code := httpJSON(t, "GET", base+"/api/agents?access_token="+token, "", "", nil, &agents); code != 200 || len(agents) != len(builtinNames()) {
 		t.Fatalf("agents with access_token: %d, %d agents", code, len(agents))
+	}
+	// The A2A bridge checks no credentials, so a gateway with tokens does
+	// not serve it.
+	if code := httpJSON(t, "GET", base+"/.well-known/agent-card.json", token, "", nil, nil); code != 404 {
+		t.Fatalf("a secure gateway serves the A2A card: %d, want 404", code)
 	}
 }

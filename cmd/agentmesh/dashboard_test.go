@@ -1,0 +1,216 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/agentmesh/agentmesh/agents/builtin/samples"
+	"github.com/agentmesh/agentmesh/bus/bustest"
+	"github.com/agentmesh/agentmesh/gateway"
+	"github.com/agentmesh/agentmesh/llm/llmtest"
+	"github.com/agentmesh/agentmesh/resolvers"
+)
+
+// seedChat is the seed scenario as a person types it into the chat box.
+const seedChat = "find my sunset photos and put them in a folder"
+
+// TestDashboardInBrowser opens the dashboard of a running mesh in headless
+// Chromium — the built-in agents and the orchestrator as `agentmesh up`
+// child processes on an embedded NATS server, the orchestrator's LLM the
+// scripted llmtest model, the gateway serving the API and the embedded UI —
+// and does what a person would: sees the built-in agents, sends the seed
+// message from the chat box and watches its tool calls and the sunset
+// folder appear, pastes a bad pipeline and reads the CLI's message, submits
+// the sunsets pipeline and watches every step of its DAG turn completed.
+// Screenshots of each page go to $AGENTMESH_ARTIFACTS (or a temporary
+// directory).
+func TestDashboardInBrowser(t *testing.T) {
+	tab := browser(t, 4*time.Minute)
+	base, natsURL := dashboardMesh(t)
+	shots := artifactDir(t)
+
+	t.Run("agents", func(t *testing.T) {
+		if err := chromedp.Do(tab, chromedp.Navigate(base+"/#/agents")); err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range builtinNames() {
+			waitFor(t, tab, 30*time.Second, "agent "+name, `section.agent[data-agent="`+name+`"] .instances tbody tr`)
+		}
+		text := pageText(t, tab)
+		for _, want := range []string{"FILE_IDS/images", "CATEGORIZATION", "last heartbeat"} {
+			if !strings.Contains(text, want) {
+				t.Errorf("the agents page lacks %q:\n%s", want, text)
+			}
+		}
+		screenshot(t, tab, shots, "agents.png")
+	})
+
+	t.Run("chat", func(t *testing.T) {
+		err := chromedp.Do(tab,
+			chromedp.Navigate(base+"/#/conversations"),
+			chromedp.WaitVisible(chromedp.CSS("#chat-input")),
+			chromedp.SendKeys(chromedp.CSS("#chat-input"), seedChat),
+			chromedp.Click(chromedp.CSS("#chat-send")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, agent := range []string{"ImageSearchAgent", "AnalysisAgent", "FolderAgent"} {
+			waitFor(t, tab, 60*time.Second, "tool call "+agent, `.tool-call[data-tool="`+agent+`"]`)
+		}
+		waitFor(t, tab, 30*time.Second, "the sunset folder", `.tool-call[data-tool="FolderAgent"] [data-folder="sunset"] a.thumb img`)
+		waitFor(t, tab, 30*time.Second, "the answer", `.turn .assistant`)
+		if text := pageText(t, tab); !strings.Contains(text, seedChat) || !strings.Contains(text, "sunset folder") {
+			t.Errorf("the conversation does not show the question and the answer:\n%s", text)
+		}
+		screenshot(t, tab, shots, "conversation.png")
+	})
+
+	t.Run("bad pipeline", func(t *testing.T) {
+		bad := "name: typo\nsteps:\n  - {id: search, agent: ImageSerchAgent, params: {query: sunset}}\n"
+		err := chromedp.Do(tab,
+			chromedp.Navigate(base+"/#/submit"),
+			chromedp.WaitVisible(chromedp.CSS("#pipeline-yaml")),
+			chromedp.SetValue(chromedp.CSS("#pipeline-yaml"), bad),
+			chromedp.Click(chromedp.CSS("#pipeline-submit")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, tab, 15*time.Second, "the validation message", `#pipeline-check [data-valid="false"]`)
+		shown, err := chromedp.Run(tab, chromedp.Text(chromedp.CSS(`#pipeline-check [data-valid="false"]`)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		file := filepath.Join(t.TempDir(), "typo.yaml")
+		if err := os.WriteFile(file, []byte(bad), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, cliErr, code := runBinary(t, exec.Command(agentBinary(t), "--nats", natsURL, "run", file))
+		if code == 0 {
+			t.Fatalf("agentmesh run accepted the bad pipeline")
+		}
+		for _, line := range strings.Split(strings.TrimSpace(cliErr), "\n") {
+			line = strings.TrimSpace(strings.TrimPrefix(line, "Error:"))
+			if line != "" && !strings.Contains(shown, line) {
+				t.Errorf("the paste box says\n%s\nwhich lacks the CLI's line %q", shown, line)
+			}
+		}
+	})
+
+	t.Run("sunsets pipeline", func(t *testing.T) {
+		spec, err := os.ReadFile(filepath.Join("..", "..", "examples", "pipelines", "sunsets.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = chromedp.Do(tab,
+			chromedp.Navigate(base+"/#/submit"),
+			chromedp.WaitVisible(chromedp.CSS("#pipeline-yaml")),
+			chromedp.SetValue(chromedp.CSS("#pipeline-yaml"), string(spec)),
+			chromedp.Click(chromedp.CSS("#pipeline-submit")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, step := range []string{"search", "analyze", "organize"} {
+			waitFor(t, tab, 60*time.Second, "step "+step, `#dag g.node[data-step="`+step+`"][data-state="completed"]`)
+		}
+		waitFor(t, tab, 30*time.Second, "the run's end", `#run-status[data-status="completed"]`)
+		if err := chromedp.Do(tab, chromedp.Click(chromedp.CSS(`#dag g.node[data-step="organize"]`))); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, tab, 10*time.Second, "the organize step's folders", `#step-panel [data-folder="sunset"]`)
+		screenshot(t, tab, shots, "run.png")
+		if os.Getenv("AGENTMESH_UPDATE_SCREENSHOT") != "" {
+			saveRunsScreenshot(t, tab)
+		}
+		if err := chromedp.Do(tab, chromedp.Navigate(base+"/#/runs")); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, tab, 10*time.Second, "the runs list", `#runs tr[data-status="completed"]`)
+		screenshot(t, tab, shots, "runs.png")
+	})
+
+	t.Run("files", func(t *testing.T) {
+		if err := chromedp.Do(tab, chromedp.Navigate(base+"/#/files")); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, tab, 15*time.Second, "the sunset folder", `.folder-nav [data-folder="sunset"]`)
+		waitFor(t, tab, 15*time.Second, "an image thumbnail", `#files button.file img`)
+		screenshot(t, tab, shots, "files.png")
+	})
+}
+
+// saveRunsScreenshot writes the README's picture of the runs page,
+// docs/img/runs.png (AGENTMESH_UPDATE_SCREENSHOT=1 go test -run
+// TestDashboardInBrowser ./cmd/agentmesh).
+func saveRunsScreenshot(t *testing.T, tab context.Context) {
+	t.Helper()
+	png, err := chromedp.Run(tab, chromedp.Screenshot(chromedp.CSS("main")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join("..", "..", "docs", "img", "runs.png"), png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// dashboardMesh runs the mesh the browser test looks at and returns the
+// gateway's base URL and the NATS server's: an embedded NATS server holding
+// the sample images, `agentmesh up` on it (the orchestrator and every
+// built-in agent as child processes, the orchestrator's LLM scripted for
+// the seed chat), and the gateway in this process.
+func dashboardMesh(t *testing.T) (base, natsURL string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	srv := bustest.Start(t)
+	res := srv.Provision(t)
+	files := resolvers.NewObjectStore(res.Files)
+	for _, s := range samples.Images() {
+		if _, err := files.Store(ctx, bytes.NewReader(s.Content), s.MediaType, s.Metadata()); err != nil {
+			t.Fatalf("store sample %s: %v", s.Name, err)
+		}
+	}
+
+	model := llmtest.New(t)
+	model.Handle(seedChatScript)
+	up := exec.Command(agentBinary(t), "up", "--nats", srv.URL())
+	up.Env = append(cleanEnv(), "OPENAI_BASE_URL="+model.URL(), "OPENAI_API_KEY=test", "AGENTMESH_MODEL=scripted")
+	startUntilReady(t, up, "mesh is up on")
+
+	gw, err := gateway.New(ctx, srv.Conn(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(gw.Close)
+	hs := httptest.NewServer(gw)
+	t.Cleanup(hs.Close)
+	return hs.URL, srv.URL()
+}
+
+// seedChatScript is the orchestrator's model for the seed chat: search
+// for sunsets, categorise what was found, file the categories into folders,
+// answer; each reply chosen by how many tool results the request carries.
+func seedChatScript(r llmtest.Request) llmtest.Reply {
+	users := r.MessagesOf("user")
+	if len(users) == 0 || !strings.Contains(users[0].Content, seedChat) {
+		return llmtest.Answer("unexpected request: the script only knows the seed chat")
+	}
+	switch len(r.MessagesOf("tool")) {
+	case 0:
+		return llmtest.Calls(llmtest.Call("ImageSearchAgent", map[string]any{"query": "sunset"}))
+	case 1:
+		return llmtest.Calls(llmtest.Call("AnalysisAgent", map[string]any{}))
+	case 2:
+		return llmtest.Calls(llmtest.Call("FolderAgent", map[string]any{"categories": "†state.current_categorization"}))
+	default:
+		return llmtest.Answer("I found your sunset photos and put them in the sunset folder.")
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -43,7 +44,8 @@ type Registry struct {
 type registryEntry struct {
 	ann      schemas.Announcement
 	revision uint64
-	raw      []byte // the value it was read from: a heartbeat repeating it is not checked again
+	raw      []byte    // the value it was read from: a heartbeat repeating it is not checked again
+	seen     time.Time // when the server stored the value: the instance's last heartbeat
 }
 
 // Refusal is an announcement the registry left out: the key it was put
@@ -143,7 +145,7 @@ func (r *Registry) apply(e jetstream.KeyValueEntry) {
 			r.agents[agent] = map[string]registryEntry{}
 		}
 		old, had := r.agents[agent][instance]
-		r.agents[agent][instance] = registryEntry{ann: ann, revision: e.Revision(), raw: e.Value()}
+		r.agents[agent][instance] = registryEntry{ann: ann, revision: e.Revision(), raw: e.Value(), seen: e.Created()}
 		if had && sameAnnouncement(old.ann, ann) {
 			r.mu.Unlock()
 			return // a heartbeat: nothing a reader can see changed
@@ -240,6 +242,16 @@ func (r *Registry) infoLocked(name string) AgentInfo {
 	info.Contract.Name = name
 	slices.SortFunc(info.Instances, func(a, b schemas.InstanceInfo) int { return strings.Compare(a.ID, b.ID) })
 	return info
+}
+
+// LastHeartbeat returns when the server stored the latest announcement of
+// instance of agent (its last heartbeat), and false for an instance that is
+// not live.
+func (r *Registry) LastHeartbeat(agent, instance string) (time.Time, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	e, ok := r.agents[agent][instance]
+	return e.seen, ok
 }
 
 // Changes returns a channel that is closed at the next change of the view:

@@ -27,6 +27,7 @@ func newDemoCmd(a *app) *cobra.Command {
 		keep    bool
 		message string
 		timeout time.Duration
+		addr    string
 	)
 	cmd := &cobra.Command{
 		Use:   "demo",
@@ -56,7 +57,7 @@ the offline planner does, and says so.`,
 				}
 				store = dir
 			}
-			return a.runDemo(ctx, store, message, timeout)
+			return a.runDemo(ctx, store, message, timeout, addr, cmd.Flag("http").Changed)
 		},
 	}
 	f := cmd.Flags()
@@ -64,13 +65,14 @@ the offline planner does, and says so.`,
 	f.BoolVar(&keep, "keep", false, "keep the temporary store directory")
 	f.StringVar(&message, "message", demoMessage, "what to ask the mesh")
 	f.DurationVar(&timeout, "timeout", 3*time.Minute, "give up after this long")
+	f.StringVar(&addr, "http", defaultHTTP, "serve the dashboard and HTTP API here while the demo runs (HOST:PORT; \"\" for none)")
 	return cmd
 }
 
 // runDemo starts the whole mesh in this process, sends the demo's chat turn
 // and prints what happened. It is long because it is the demo's script, one
 // step after another, and reads best top to bottom.
-func (a *app) runDemo(ctx context.Context, store, message string, timeout time.Duration) error {
+func (a *app) runDemo(ctx context.Context, store, message string, timeout time.Duration, addr string, explicit bool) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	say := func(format string, args ...any) { fmt.Fprintf(a.out, format+"\n", args...) }
@@ -83,6 +85,11 @@ func (a *app) runDemo(ctx context.Context, store, message string, timeout time.D
 	}
 	defer func() { _ = st.stop() }()
 	a.printStatus(a.out, st)
+	dash, err := a.startDashboard(ctx, addr, explicit, "")
+	if err != nil {
+		return err
+	}
+	defer dash.stop()
 
 	m, err := a.connect(ctx, "agentmesh demo")
 	if err != nil {
@@ -148,6 +155,7 @@ func (a *app) runDemo(ctx context.Context, store, message string, timeout time.D
 		}
 	}
 	say("\n== stopping the mesh")
+	dash.stop()
 	if err := st.stop(); err != nil {
 		return fmt.Errorf("%w\n%s", err, logs.String())
 	}

@@ -32,6 +32,7 @@ type stackOptions struct {
 	httpPort int            // the embedded server's monitoring port (0 off, -1 a free one)
 	metrics  metricsFlags   // up's own endpoint; each child gets one of its own (childMetricsAddrs)
 	secure   secureFlags    // --secure: TLS and credentials on the embedded server
+	http     string         // the dashboard and API's address ("" none)
 }
 
 // stack is a running mesh: the embedded NATS server (unless --nats named an
@@ -99,6 +100,12 @@ itself as admin. Clients need credentials from 'agentmesh creds'.`,
 			}
 			pm.setRunning()
 			a.printStatus(a.out, st)
+			dash, err := a.startDashboard(ctx, opts.http, cmd.Flag("http").Changed, dashboardToken(st, opts.store))
+			if err != nil {
+				_ = st.stop()
+				return err
+			}
+			defer dash.stop()
 			env := "NATS_URL=" + st.url
 			if st.sec != nil {
 				env += fmt.Sprintf(" NATS_CA=%s NATS_CREDS=alice.creds", st.sec.TLS.CA)
@@ -107,6 +114,7 @@ itself as admin. Clients need credentials from 'agentmesh creds'.`,
 			fmt.Fprintf(a.out, "\nmesh is up on %s; try in another terminal:\n  %s agentmesh agents\n  %s agentmesh chat \"Find sunset images and organize them into folders\"\nCtrl-C stops everything.\n", st.url, env, env)
 			select {
 			case <-ctx.Done():
+				dash.stop()
 				fmt.Fprintln(a.errOut, "draining the mesh ...")
 			case <-st.sup.allDown():
 				_ = st.stop()
@@ -125,9 +133,19 @@ itself as admin. Clients need credentials from 'agentmesh creds'.`,
 	f.IntVar(&opts.port, "port", 4222, "listen port of the embedded server (0 picks a free port)")
 	f.StringArrayVar(&replicas, "replicas", nil, "instances of one agent as NAME=N (repeatable)")
 	natsHTTPPortFlag(f, &opts.httpPort)
+	f.StringVar(&opts.http, "http", defaultHTTP, "serve the dashboard and HTTP API here (HOST:PORT; \"\" for none); see 'agentmesh gateway --help'")
 	opts.metrics.register(f)
 	opts.secure.register(f)
 	return cmd
+}
+
+// dashboardToken is where up writes the dashboard's bearer token on a
+// secure mesh (STORE/secure/gateway.token); "" on a plain one.
+func dashboardToken(st *stack, store string) string {
+	if st.sec == nil {
+		return ""
+	}
+	return filepath.Join(st.sec.Authority.Dir(), "gateway.token")
 }
 
 // parseReplicas reads NAME=N pairs.

@@ -1,0 +1,284 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentmesh/agentmesh/bus"
+	"github.com/agentmesh/agentmesh/gateway"
+)
+
+func init() { register(newGatewayCmd) }
+
+// defaultHTTP is where up, demo and gateway serve the dashboard and API.
+const defaultHTTP = "127.0.0.1:8080"
+
+// minTokenLen is the shortest bearer token a token file may hold.
+const minTokenLen = 16
+
+// newGatewayCmd is the gateway command: long for its help text.
+func newGatewayCmd(a *app) *cobra.Command {
+	var (
+		addr      string
+		tokenFile string
+		verbose   bool
+	)
+	cmd := &cobra.Command{
+		Use:   "gateway",
+		Short: "Serve the dashboard and the HTTP API of a mesh (stateless; run as many as you like)",
+		Long: `gateway serves the web dashboard and the JSON HTTP API of the mesh named by
+--nats on --http: agents, tasks, chat, conversations, pipelines, runs, files,
+and live server-sent events. The API is described at /api/openapi.json and in
+docs/http-api.md. It keeps no state: start several behind a load balancer.
+
+On a secure mesh the gateway connects with --creds (a client's credentials
+may not read conversation and run state: give admin or orchestrator
+credentials for those pages). With --token-file every /api/ request needs
+'Authorization: Bearer TOKEN', and acts with the credentials the token maps
+to. The file has one token a line:
+
+  TOKEN  CREDENTIALS-FILE     # e.g. from 'agentmesh creds client alice'
+
+Tokens are at least 16 characters; a relative credentials path is read
+from the token file's directory; '#' starts a comment.`,
+		Example: `  agentmesh gateway --http :8080
+  NATS_URL=tls://mesh:4222 NATS_CA=ca.pem agentmesh gateway --creds admin.creds --token-file tokens.txt`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			m, err := a.connect(ctx, "agentmesh gateway")
+			if err != nil {
+				return err
+			}
+			defer m.Close()
+			opts, closeTokens, err := a.tokenOptions(ctx, tokenFile)
+			if err != nil {
+				return err
+			}
+			defer closeTokens()
+			srv, err := a.serveGateway(ctx, m, addr, a.logger(verbose), opts...)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(a.out, "dashboard and API on %s (API described at %s/api/openapi.json)\n", srv.url, srv.url)
+			<-ctx.Done()
+			return srv.stop()
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&addr, "http", defaultHTTP, "listen address HOST:PORT of the dashboard and API (port 0 picks a free one)")
+	f.StringVar(&tokenFile, "token-file", "", "require bearer tokens: a file of lines 'TOKEN CREDENTIALS-FILE'")
+	f.BoolVar(&verbose, "verbose", false, "log each failed request")
+	return cmd
+}
+
+// gatewayServer is a gateway listening on an address.
+type gatewayServer struct {
+	url  string
+	gw   *gateway.Gateway
+	http *http.Server
+	done chan error
+}
+
+// serveGateway starts a gateway over m on addr and returns once it listens.
+func (a *app) serveGateway(ctx context.Context, m *mesh, addr string, log *slog.Logger, opts ...gateway.Option) (*gatewayServer, error) {
+	base := []gateway.Option{gateway.WithPrefix(a.prefix), gateway.WithIdentity(m.ID), gateway.WithLogger(log)}
+	gw, err := gateway.New(ctx, m.NC, append(base, opts...)...)
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		gw.Close()
+		return nil, fmt.Errorf("--http %s: %w (another process may use the port: choose another with --http HOST:PORT, or --http \"\" for none)", addr, err)
+	}
+	s := &gatewayServer{url: "http://" + ln.Addr().String(), gw: gw, done: make(chan error, 1),
+		http: &http.Server{Handler: gw, ReadHeaderTimeout: 10 * time.Second}}
+	go func() { s.done <- s.http.Serve(ln) }()
+	return s, nil
+}
+
+// stop shuts the server down, giving open requests a moment; event
+// streams are cut.
+func (s *gatewayServer) stop() error {
+	if s == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	err := s.http.Shutdown(ctx)
+	if errors.Is(err, context.DeadlineExceeded) {
+		err = s.http.Close()
+	}
+	s.gw.Close()
+	if serr := <-s.done; !errors.Is(serr, http.ErrServerClosed) {
+		err = errors.Join(err, serr)
+	}
+	return err
+}
+
+// tokenOptions reads a token file and connects once per credentials file
+// it names; closeAll drains those connections.
+func (a *app) tokenOptions(ctx context.Context, path string) (opts []gateway.Option, closeAll func(), err error) {
+	closeAll = func() {}
+	if path == "" {
+		return nil, closeAll, nil
+	}
+	entries, err := readTokenFile(path)
+	if err != nil {
+		return nil, closeAll, err
+	}
+	conns := map[string]*mesh{}
+	closeAll = func() {
+		for _, m := range conns {
+			m.Close()
+		}
+	}
+	for _, e := range entries {
+		m, ok := conns[e.creds]
+		if !ok {
+			b := *a
+			b.creds = e.creds
+			if m, err = b.connect(ctx, "agentmesh gateway"); err != nil {
+				closeAll()
+				return nil, func() {}, fmt.Errorf("--token-file %s line %d: connecting with %s: %w", path, e.line, e.creds, err)
+			}
+			conns[e.creds] = m
+		}
+		opts = append(opts, gateway.WithToken(e.token, m.NC, m.ID))
+	}
+	return opts, closeAll, nil
+}
+
+type tokenEntry struct {
+	token, creds string
+	line         int
+}
+
+// readTokenFile parses lines "TOKEN CREDENTIALS-FILE".
+func readTokenFile(path string) ([]tokenEntry, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("--token-file: %w", err)
+	}
+	defer f.Close()
+	var out []tokenEntry
+	seen := map[string]int{}
+	sc := bufio.NewScanner(f)
+	for n := 1; sc.Scan(); n++ {
+		line, _, _ := strings.Cut(sc.Text(), "#")
+		fields := strings.Fields(line)
+		switch {
+		case len(fields) == 0:
+			continue
+		case len(fields) != 2:
+			return nil, fmt.Errorf("--token-file %s line %d: write 'TOKEN CREDENTIALS-FILE' (two fields), found %d", path, n, len(fields))
+		case len(fields[0]) < minTokenLen:
+			return nil, fmt.Errorf("--token-file %s line %d: the token is %d characters; use at least %d (e.g. openssl rand -hex 24)", path, n, len(fields[0]), minTokenLen)
+		case seen[fields[0]] != 0:
+			return nil, fmt.Errorf("--token-file %s line %d: the token of line %d again; give each its own", path, n, seen[fields[0]])
+		}
+		seen[fields[0]] = n
+		creds := fields[1]
+		if !filepath.IsAbs(creds) {
+			creds = filepath.Join(filepath.Dir(path), creds)
+		}
+		if _, err := bus.CredsIdentity(creds); err != nil {
+			if _, serr := os.Stat(creds); serr != nil {
+				return nil, fmt.Errorf("--token-file %s line %d: %w", path, n, serr)
+			}
+		}
+		out = append(out, tokenEntry{token: fields[0], creds: creds, line: n})
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("--token-file %s: %w", path, err)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("--token-file %s holds no tokens; add lines 'TOKEN CREDENTIALS-FILE'", path)
+	}
+	return out, nil
+}
+
+// dashboard is the gateway that up and demo serve beside the mesh, with its
+// own connection.
+type dashboard struct {
+	m    *mesh
+	srv  *gatewayServer
+	once sync.Once
+}
+
+// startDashboard serves the dashboard and API on addr for up and demo
+// (none when addr is empty). On a secure mesh it requires a fresh bearer
+// token, written to tokenPath (0600), and acts as up's own identity. When
+// the address is the default one and taken, it says so and goes on
+// without; an address given explicitly must work.
+func (a *app) startDashboard(ctx context.Context, addr string, explicit bool, tokenPath string) (*dashboard, error) {
+	if addr == "" {
+		return nil, nil
+	}
+	m, err := a.connect(ctx, "agentmesh gateway")
+	if err != nil {
+		return nil, err
+	}
+	var opts []gateway.Option
+	token := ""
+	if tokenPath != "" {
+		if token, err = newToken(); err == nil {
+			err = os.WriteFile(tokenPath, []byte(token+"\n"), 0o600)
+		}
+		if err != nil {
+			m.Close()
+			return nil, fmt.Errorf("the dashboard's token: %w", err)
+		}
+		opts = append(opts, gateway.WithToken(token, m.NC, m.ID))
+	}
+	srv, err := a.serveGateway(ctx, m, addr, a.logger(false), opts...)
+	if err != nil {
+		m.Close()
+		if !explicit {
+			fmt.Fprintf(a.errOut, "agentmesh: no dashboard: %v\n", err)
+			return nil, nil
+		}
+		return nil, err
+	}
+	fmt.Fprintf(a.out, "dashboard and API on %s/", srv.url)
+	if token != "" {
+		fmt.Fprintf(a.out, "?access_token=%s (bearer token in %s)", token, tokenPath)
+	}
+	fmt.Fprintln(a.out)
+	return &dashboard{m: m, srv: srv}, nil
+}
+
+// stop shuts the dashboard down; safe on nil and more than once.
+func (d *dashboard) stop() {
+	if d == nil {
+		return
+	}
+	d.once.Do(func() {
+		_ = d.srv.stop()
+		d.m.Close()
+	})
+}
+
+// newToken returns 24 random bytes in hex.
+func newToken() (string, error) {
+	b := make([]byte, 24)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(b), nil
+}

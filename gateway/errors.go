@@ -1,0 +1,96 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/agentmesh/agentmesh/client"
+	"github.com/agentmesh/agentmesh/orchestrator/state"
+	"github.com/agentmesh/agentmesh/schemas"
+)
+
+// Codes of the HTTP API's own refusals; the others are the mesh's
+// (schemas.Code*, docs/errors.md).
+const (
+	CodeUnauthorized = "unauthorized" // no bearer token, or one the gateway does not know
+	CodeForbidden    = "forbidden"    // the token's credentials may not do this on a secure mesh
+)
+
+var (
+	// ErrUnauthorized reports a request without a known bearer token.
+	ErrUnauthorized = errors.New("gateway: unauthorized")
+	// ErrForbidden reports a request the token's identity may not make.
+	ErrForbidden = errors.New("gateway: forbidden")
+	// ErrNoConnection reports New called without a NATS connection.
+	ErrNoConnection = errors.New("gateway: no NATS connection")
+	// ErrBadToken reports a bearer token option that cannot be used.
+	ErrBadToken = errors.New("gateway: bad token")
+)
+
+// apiError is an error answer: a mesh code, an HTTP status and a message
+// that says what was wrong and what to do.
+type apiError struct {
+	Status  int    `json:"-"`
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+func (e *apiError) Error() string { return e.Code + ": " + e.Message }
+
+// fail builds an apiError with the status that fits code.
+func fail(code, format string, args ...any) *apiError {
+	return &apiError{Status: statusOf(code), Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// statusOf maps a mesh error code to the HTTP status that fits it.
+func statusOf(code string) int {
+	switch code {
+	case schemas.CodeInvalidInput, schemas.CodeInvalidParams, schemas.CodeMalformedEvent,
+		schemas.CodeInvalidRequest, schemas.CodeInvalidID, schemas.CodeInvalidPipeline:
+		return http.StatusBadRequest
+	case CodeUnauthorized:
+		return http.StatusUnauthorized
+	case CodeForbidden:
+		return http.StatusForbidden
+	case schemas.CodeNotFound, schemas.CodeUnknownAgent:
+		return http.StatusNotFound
+	case schemas.CodeNotWaiting:
+		return http.StatusConflict
+	case schemas.CodeTooLarge:
+		return http.StatusRequestEntityTooLarge
+	case schemas.CodeTimeout:
+		return http.StatusGatewayTimeout
+	case schemas.CodeUnavailable, schemas.CodeMalformedResult, schemas.CodeCorruptState:
+		return http.StatusBadGateway
+	}
+	return http.StatusInternalServerError
+}
+
+// meshError turns an error of the mesh's client code into an apiError:
+// missing keys are not_found, deadlines timeout, permission violations
+// forbidden, anything else a failure of the mesh (502).
+func meshError(what string, err error) *apiError {
+	var ae *apiError
+	switch {
+	case errors.As(err, &ae):
+		return ae
+	case errors.Is(err, state.ErrNotFound), errors.Is(err, jetstream.ErrKeyNotFound),
+		errors.Is(err, jetstream.ErrObjectNotFound):
+		return fail(schemas.CodeNotFound, "%s: not found", what)
+	case errors.Is(err, client.ErrUnknownConversation):
+		return fail(schemas.CodeNotFound, "%s: %v", what, err)
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout):
+		return fail(schemas.CodeTimeout, "%s: the mesh did not answer in time: %v", what, err)
+	case errors.Is(err, nats.ErrPermissionViolation):
+		return fail(CodeForbidden, "%s: the gateway's credentials may not do this: %v", what, err)
+	}
+	if c := state.Code(err); c != "" && c != schemas.CodeInternal {
+		return &apiError{Status: statusOf(c), Code: c, Message: fmt.Sprintf("%s: %v", what, err)}
+	}
+	return &apiError{Status: http.StatusBadGateway, Code: schemas.CodeInternal, Message: fmt.Sprintf("%s: %v", what, err)}
+}

@@ -1,0 +1,80 @@
+package gateway
+
+import (
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/agentmesh/agentmesh/bus"
+)
+
+// Option configures a Gateway.
+type Option func(*config)
+
+type config struct {
+	prefix      string
+	identity    bus.Identity
+	tokens      []tokenConn
+	handlers    []mounted
+	source      string
+	logger      *slog.Logger
+	taskTimeout time.Duration
+	maxBody     int64
+	provision   bus.ProvisionOptions
+}
+
+type tokenConn struct {
+	token string
+	nc    *nats.Conn
+	id    bus.Identity
+}
+
+type mounted struct {
+	pattern string
+	h       http.Handler
+}
+
+// WithPrefix sets the mesh's subject prefix (default "mesh").
+func WithPrefix(prefix string) Option { return func(c *config) { c.prefix = prefix } }
+
+// WithIdentity names the identity of the connection given to New on a
+// secure mesh (bus.CredsIdentity of its credentials file): a client may not
+// read conversation and run state, so those endpoints answer 403 for it.
+func WithIdentity(id bus.Identity) Option { return func(c *config) { c.identity = id } }
+
+// WithToken makes bearer tokens required on /api/*: a request carrying token
+// acts on the mesh through nc, connected with the credentials of id. Give
+// it once per token; requests with no token or another one get 401.
+func WithToken(token string, nc *nats.Conn, id bus.Identity) Option {
+	return func(c *config) { c.tokens = append(c.tokens, tokenConn{token: token, nc: nc, id: id}) }
+}
+
+// WithHandler mounts h at pattern (an http.ServeMux pattern such as
+// "/a2a/" or "GET /.well-known/agent.json") beside the API, for bridges
+// that serve the mesh under other paths. Bearer tokens are not checked for
+// it: h does its own authentication.
+func WithHandler(pattern string, h http.Handler) Option {
+	return func(c *config) { c.handlers = append(c.handlers, mounted{pattern, h}) }
+}
+
+// WithSource sets the CloudEvents source of what the gateway publishes
+// (default "agentmesh/gateway").
+func WithSource(source string) Option { return func(c *config) { c.source = source } }
+
+// WithLogger sets the logger of request failures (default slog.Default()).
+func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
+
+// WithTaskTimeout sets how long an invoked task may take when the request
+// names no timeout_ms (default 30s).
+func WithTaskTimeout(d time.Duration) Option { return func(c *config) { c.taskTimeout = d } }
+
+// WithMaxBody bounds request bodies other than file uploads (default 1 MiB);
+// a larger one is refused with 413 too_large.
+func WithMaxBody(n int64) Option { return func(c *config) { c.maxBody = n } }
+
+// WithProvision sets what the gateway's connections provision when they
+// bind to the mesh (default: bind, creating what is missing, changing
+// nothing that exists; identities other than admin only bind).
+func WithProvision(o bus.ProvisionOptions) Option { return func(c *config) { c.provision = o } }

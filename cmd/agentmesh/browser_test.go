@@ -73,6 +73,11 @@ func browser(t *testing.T, limit time.Duration) context.Context {
 	)
 	tab, tcancel := chromedp.NewContext(actx, chromedp.WithLogf(t.Logf))
 	t.Cleanup(tcancel)
+	// The first action starts the browser; only then may another goroutine
+	// use the tab.
+	if err := chromedp.Do(tab, chromedp.Navigate("about:blank")); err != nil {
+		t.Fatalf("start %s: %v", path, err)
+	}
 	go func() {
 		for m, err := range chromedp.Console(tab) {
 			if err != nil {
@@ -90,9 +95,6 @@ func browser(t *testing.T, limit time.Duration) context.Context {
 			t.Logf("browser console:\n%s", strings.Join(console, "\n"))
 		}
 	})
-	if err := chromedp.Do(tab, chromedp.Navigate("about:blank")); err != nil {
-		t.Fatalf("start %s: %v", path, err)
-	}
 	return tab
 }
 

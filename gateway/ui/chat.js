@@ -92,28 +92,44 @@
     while (list.children.length > 200) list.firstChild.remove();
   }
 
-  // renderConversation draws the turns; a conversation given as its raw
-  // state (history entries) is drawn from those.
+  // renderConversation draws the answered turns (each a message, the
+  // mesh's response and its tool calls with their outputs), then what the
+  // history holds of a turn still under way.
   function renderConversation(c) {
     const turns = c.turns || [];
-    if (!turns.length && c.history) return renderHistory(c.history);
-    if (!turns.length) return h("p", { class: "muted" }, "No turn yet.");
-    return turns.map((t, i) => h("section", { class: "card turn", "data-turn": i },
-      h("div", { class: "user" }, h("b", {}, "you "), t.message || t.request || ""),
-      h("div", { class: "meta" },
-        t.state ? h("span", { class: "badge " + stateClass(t.state) }, t.state) : "",
-        " ", AM.ms(t.duration_ms), " · ", AM.tokens(t.usage || t), " · ", AM.costOf(t.usage || t),
-        t.planner ? " · " + t.planner + " planner" : ""),
-      (t.tool_calls || []).map(toolCall),
-      t.output || t.answer ? h("div", { class: "assistant" }, h("b", {}, "mesh "), t.output || t.answer) : "",
-      t.error ? AM.error({ code: t.code, message: t.error }) : ""));
+    const out = turns.map((t, i) => {
+      const r = t.response || t;
+      return h("section", { class: "card turn", "data-turn": i },
+        h("div", { class: "user" }, h("b", {}, "you "), t.message || ""),
+        h("div", { class: "meta" },
+          r.state ? h("span", { class: "badge " + stateClass(r.state) }, r.state) : "",
+          " ", AM.ms(r.duration_ms), " · ", AM.tokens(r), " · ", AM.cost(r.cost),
+          r.steps ? " · " + r.steps + " steps" : "", r.planner ? " · " + r.planner + " planner" : ""),
+        (t.tool_calls || r.tool_calls || []).map(toolCall),
+        r.output ? h("div", { class: "assistant" }, h("b", {}, "mesh "), r.output) : "",
+        r.error ? AM.error({ code: r.code, message: r.error }) : "");
+    });
+    const pending = pendingHistory(c.history || [], turns.length);
+    if (pending.length) out.push(renderHistory(pending));
+    if (!out.length) return h("p", { class: "muted" }, "No turn yet.");
+    return out;
+  }
+
+  // pendingHistory is the history after the answered turns' last user
+  // message: the turn under way, if any.
+  function pendingHistory(history, answered) {
+    let users = 0;
+    for (let i = 0; i < history.length; i++) {
+      if (history[i].kind === "user" && ++users > answered) return history.slice(i);
+    }
+    return [];
   }
 
   function toolCall(tc) {
     const ok = tc.success !== false && !tc.error;
     return h("details", { class: "tool-call " + (ok ? "ok" : "bad"), "data-tool": tc.agent, open: true },
       h("summary", {}, h("b", {}, tc.agent), " ", h("span", { class: "muted" }, AM.ms(tc.duration_ms)), " ",
-        AM.tokens(tc.usage || tc) !== "–" ? h("span", { class: "muted" }, AM.tokens(tc.usage || tc) + " ") : "",
+        tc.tokens && (tc.tokens.prompt || tc.tokens.completion) ? h("span", { class: "muted" }, AM.tokens(tc) + " · " + AM.cost(tc.cost) + " ") : "",
         tc.summary || "", tc.error ? h("span", { class: "bad" }, " " + tc.error) : ""),
       h("div", { class: "io-grid" },
         h("div", {}, h("h4", {}, "inputs"), tc.inputs ? AM.values(tc.inputs) : AM.args(tc.arguments)),
@@ -121,7 +137,7 @@
   }
 
   function renderHistory(history) {
-    return h("section", { class: "card turn" }, history.map((e) => {
+    return h("section", { class: "card turn pending" }, h("div", { class: "muted" }, "under way…"), history.map((e) => {
       switch (e.kind) {
         case "user": return h("div", { class: "user" }, h("b", {}, "you "), e.text);
         case "assistant": return h("div", { class: "assistant" }, h("b", {}, "mesh "), e.text);

@@ -143,12 +143,55 @@ func TestDashboardInBrowser(t *testing.T) {
 		screenshot(t, tab, shots, "runs.png")
 	})
 
+	// The run page changes only by the run's events here: each step that
+	// waits for a person gets its buttons as the run reaches it.
+	t.Run("approval and input", func(t *testing.T) {
+		spec, err := os.ReadFile(filepath.Join("..", "..", "examples", "pipelines", "approval.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = chromedp.Do(tab,
+			chromedp.Navigate(base+"/#/submit"),
+			chromedp.WaitVisible(chromedp.CSS("#pipeline-yaml")),
+			chromedp.SetValue(chromedp.CSS("#pipeline-yaml"), string(spec)),
+			chromedp.Click(chromedp.CSS("#pipeline-submit")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, tab, 30*time.Second, "the review step waiting", `#dag g.node[data-step="review"][data-state="waiting"]`)
+		screenshot(t, tab, shots, "approval-waiting.png")
+		err = chromedp.Do(tab,
+			chromedp.Click(chromedp.CSS(`#dag g.node[data-step="review"]`)),
+			chromedp.WaitVisible(chromedp.CSS(`#step-actions button.approve`)),
+			chromedp.Click(chromedp.CSS(`#step-actions button.approve`)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, tab, 30*time.Second, "the title step waiting", `#dag g.node[data-step="title"][data-state="waiting"]`)
+		err = chromedp.Do(tab,
+			chromedp.Click(chromedp.CSS(`#dag g.node[data-step="title"]`)),
+			chromedp.WaitVisible(chromedp.CSS(`#step-input`)),
+			chromedp.SendKeys(chromedp.CSS(`#step-input`), "Sunsets of the quarter"),
+			chromedp.Click(chromedp.CSS(`#step-actions button`)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, step := range []string{"draft", "review", "title", "publish"} {
+			waitFor(t, tab, 30*time.Second, "step "+step, `#dag g.node[data-step="`+step+`"][data-state="completed"]`)
+		}
+		waitFor(t, tab, 10*time.Second, "the run's end", `#run-status[data-status="completed"]`)
+	})
+
 	t.Run("files", func(t *testing.T) {
 		if err := chromedp.Do(tab, chromedp.Navigate(base+"/#/files")); err != nil {
 			t.Fatal(err)
 		}
 		waitFor(t, tab, 15*time.Second, "the sunset folder", `.folder-nav [data-folder="sunset"]`)
 		waitFor(t, tab, 15*time.Second, "an image thumbnail", `#files button.file img`)
+		if err := chromedp.Do(tab, chromedp.Click(chromedp.CSS(`#files button.file`))); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, tab, 15*time.Second, "the preview", `#preview img.full`)
 		screenshot(t, tab, shots, "files.png")
 	})
 }

@@ -127,10 +127,10 @@
 
   function toolCall(tc) {
     const ok = tc.success !== false && !tc.error;
-    return h("details", { class: "tool-call " + (ok ? "ok" : "bad"), "data-tool": tc.agent, open: true },
+    return h("details", { class: "tool-call" + (ok ? "" : " failed"), "data-tool": tc.agent, open: true },
       h("summary", {}, h("b", {}, tc.agent), " ", h("span", { class: "muted" }, AM.ms(tc.duration_ms)), " ",
         tc.tokens && (tc.tokens.prompt || tc.tokens.completion) ? h("span", { class: "muted" }, AM.tokens(tc) + " · " + AM.cost(tc.cost) + " ") : "",
-        tc.summary || "", tc.error ? h("span", { class: "bad" }, " " + tc.error) : ""),
+        tc.summary || "", tc.error ? h("span", { class: "err" }, " " + tc.error) : ""),
       h("div", { class: "io-grid" },
         h("div", {}, h("h4", {}, "inputs"), tc.inputs ? AM.values(tc.inputs) : AM.args(tc.arguments)),
         h("div", {}, h("h4", {}, "outputs"), AM.values(tc.outputs))));
@@ -142,7 +142,7 @@
         case "user": return h("div", { class: "user" }, h("b", {}, "you "), e.text);
         case "assistant": return h("div", { class: "assistant" }, h("b", {}, "mesh "), e.text);
         case "result": case "tool":
-          return h("details", { class: "tool-call ok", "data-tool": e.agent, open: true },
+          return h("details", { class: "tool-call", "data-tool": e.agent, open: true },
             h("summary", {}, h("b", {}, e.agent || e.kind), " ", e.text || ""), AM.values(e.outputs));
         default: return h("div", { class: "muted" }, e.text || "");
       }

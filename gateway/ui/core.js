@@ -184,7 +184,8 @@ AM.ms = function (n) {
   n = Number(n);
   if (n < 1000) return Math.round(n) + " ms";
   if (n < 60000) return (n / 1000).toFixed(1) + " s";
-  return Math.floor(n / 60000) + " min " + Math.round((n % 60000) / 1000) + " s";
+  const s = Math.round((n % 60000) / 1000);
+  return Math.floor(n / 60000) + " min" + (s ? " " + s + " s" : "");
 };
 
 AM.ago = function (t) {

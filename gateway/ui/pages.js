@@ -88,7 +88,7 @@
   };
 
   const fileFolder = (f) => f.folder || (f.metadata && f.metadata.folder) || "";
-  const fileName = (f) => f.name || (f.metadata && f.metadata.name) || f.id;
+  const fileName = (f) => f.filename || f.name || (f.metadata && (f.metadata.filename || f.metadata.name)) || f.id;
   const isImage = (f) => (f.media_type || f.content_type || "").startsWith("image/");
 
   function drawFolders(el, list, input, draw) {
@@ -97,14 +97,14 @@
     AM.clear(el, Object.keys(counts).sort().map((name) =>
       h("li", { class: "folder", "data-folder": name },
         h("a", { href: "#", onclick: (e) => { e.preventDefault(); input.value = name === "(no folder)" ? "" : name; draw(); } },
-          "📁 " + name + " (" + counts[name] + ")"))));
+          name + " (" + counts[name] + ")"))));
   }
 
   function fileCard(f, preview) {
     return h("button", { class: "file", type: "button", "data-file": f.id, onclick: () => showFile(preview, f) },
-      isImage(f) ? h("img", { src: AM.fileURL(f.id, true), alt: fileName(f), loading: "lazy" }) : h("div", { class: "doc-icon" }, "📄"),
+      isImage(f) ? h("img", { src: AM.fileURL(f.id, true), alt: fileName(f), loading: "lazy" }) : h("div", { class: "doc-icon" }, ((f.media_type || "").split("/")[1] || "file").toUpperCase()),
       h("div", { class: "name" }, fileName(f)),
-      h("div", { class: "muted" }, [fileFolder(f) && "📁 " + fileFolder(f), AM.bytes(f.size)].filter(Boolean).join(" · ")));
+      h("div", { class: "muted" }, [fileFolder(f) && fileFolder(f) + "/", AM.bytes(f.size)].filter(Boolean).join(" · ")));
   }
 
   async function showFile(preview, f) {

@@ -45,7 +45,7 @@
     return h("ul", { class: "tree" }, names.map((name) =>
       h("li", { class: "folder", "data-folder": name },
         h("details", { open: true },
-          h("summary", {}, (kind === "folder" ? "📁 " : "🏷 ") + name + "/ ", h("span", { class: "muted" }, "(" + (groups[name] || []).length + ")")),
+          h("summary", { class: kind }, name + (kind === "folder" ? "/ " : " "), h("span", { class: "muted" }, "(" + (groups[name] || []).length + ")")),
           h("div", { class: "thumbs" }, (groups[name] || []).map((id) => fileChip(id)))))));
   };
 

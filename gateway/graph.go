@@ -108,8 +108,31 @@ func GraphSteps(run *state.RunState) []GraphStep {
 // Layout places steps with Graphviz's dot, top to bottom, one rank per
 // wave: the steps of a wave share a rank, so a wave is drawn below the one
 // before it even when no edge joins them directly. Edges name parents by
-// depends_on; one naming an unknown step is left out.
+// depends_on; one naming an unknown step is left out. Positions depend on
+// the steps and edges only, so they are kept (see layoutCache) and a run's
+// graph asked again as its steps change state is not laid out again. A
+// pipeline with more than dotMaxEdges edges, which dot would take seconds
+// to minutes over, is laid out in plain rows (rowsLayout).
 func Layout(ctx context.Context, steps []GraphStep) (*Graph, error) {
+	key := layoutKey(steps)
+	if g, ok := layoutCache.get(key); ok {
+		return g.withStates(steps), nil
+	}
+	var (
+		g   *Graph
+		err error
+	)
+	if countEdges(steps) > dotMaxEdges {
+		g = rowsLayout(steps)
+	} else if g, err = dotLayout(ctx, steps); err != nil {
+		return nil, err
+	}
+	layoutCache.put(key, g)
+	return g.withStates(steps), nil
+}
+
+// dotLayout lays steps out with Graphviz's dot.
+func dotLayout(ctx context.Context, steps []GraphStep) (*Graph, error) {
 	graphLayouts.Lock()
 	defer graphLayouts.Unlock()
 	if graphLayouts.gv == nil {
@@ -125,58 +148,78 @@ func Layout(ctx context.Context, steps []GraphStep) (*Graph, error) {
 		return nil, fmt.Errorf("graph layout: %w", err)
 	}
 	defer g.Close()
-	if err := buildGraph(g, steps); err != nil {
+	placed, err := buildGraph(g, steps)
+	if err != nil {
 		return nil, fmt.Errorf("graph layout: %w", err)
 	}
 	if err := gv.Render(ctx, g, graphviz.XDOT, io.Discard); err != nil {
 		return nil, fmt.Errorf("graph layout: dot: %w", err)
 	}
-	return readLayout(g, steps)
+	return readLayout(g, placed)
+}
+
+// placed is a graph built for layout: each step's node and each edge, in
+// spec order.
+type placed struct {
+	steps []GraphStep
+	nodes []*graphviz.Node // nodes[i] is steps[i]'s
+	edges []placedEdge
+}
+
+type placedEdge struct {
+	from, to string
+	e        *graphviz.Edge
 }
 
 // buildGraph adds steps to g as fixed-size boxes, one same-rank subgraph
-// per wave, and their depends_on edges.
-func buildGraph(g *graphviz.Graph, steps []GraphStep) error {
+// per wave, and their depends_on edges. Graphviz knows the nodes by their
+// index ("s0", "s1", ...), never by the step id, so an id's characters
+// (quotes, NUL, "->") mean nothing to it; a repeated id is placed once.
+func buildGraph(g *graphviz.Graph, steps []GraphStep) (*placed, error) {
 	g.SetRankDir(graphviz.TBRank).SetNodeSeparator(0.35).SetRankSeparator(0.5)
+	p := &placed{}
 	index := map[string]*graphviz.Node{}
 	waves := map[int]*graphviz.Graph{}
 	for _, s := range steps {
 		if _, dup := index[s.ID]; dup {
 			continue
 		}
-		n, err := g.CreateNodeByName(s.ID)
+		n, err := g.CreateNodeByName("s" + strconv.Itoa(len(p.nodes)))
 		if err != nil {
-			return err
+			return nil, err
 		}
 		w, h := nodeSize(s)
 		n.SetShape(graphviz.BoxShape).SetFixedSize(true).SetWidth(w / pointsPerIn).SetHeight(h / pointsPerIn).SetLabel("")
 		index[s.ID] = n
+		p.steps, p.nodes = append(p.steps, s), append(p.nodes, n)
 		rank, ok := waves[s.Wave]
 		if !ok {
 			if rank, err = g.CreateSubGraphByName("wave" + strconv.Itoa(s.Wave)); err != nil {
-				return err
+				return nil, err
 			}
 			if err := rank.SafeSet("rank", "same", ""); err != nil {
-				return err
+				return nil, err
 			}
 			waves[s.Wave] = rank
 		}
 		if _, err := rank.CreateSubNode(n); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	for _, s := range steps {
-		for _, d := range s.DependsOn {
+	for _, s := range p.steps {
+		for i, d := range s.DependsOn {
 			from, ok := index[d]
-			if !ok || d == s.ID {
+			if !ok || !drawnEdge(s, i) {
 				continue
 			}
-			if _, err := g.CreateEdgeByName(d+"->"+s.ID, from, index[s.ID]); err != nil {
-				return err
+			e, err := g.CreateEdgeByName("e"+strconv.Itoa(len(p.edges)), from, index[s.ID])
+			if err != nil {
+				return nil, err
 			}
+			p.edges = append(p.edges, placedEdge{from: d, to: s.ID, e: e})
 		}
 	}
-	return nil
+	return p, nil
 }
 
 // nodeSize is the box of a step in points: two lines, the step id and its
@@ -186,70 +229,35 @@ func nodeSize(s GraphStep) (w, h float64) {
 	return max(nodeMinWidth, float64(label)*charWidth+28), nodeHeight
 }
 
-// readLayout reads the positions dot wrote into g's attributes, flipping y
-// so the top of the drawing is 0.
-func readLayout(g *graphviz.Graph, steps []GraphStep) (*Graph, error) {
+// readLayout reads the positions dot wrote into the attributes of g and
+// its nodes and edges, flipping y so the top of the drawing is 0.
+func readLayout(g *graphviz.Graph, p *placed) (*Graph, error) {
 	bb, err := parseFloats(g.GetStr("bb"), 4)
 	if err != nil {
 		return nil, fmt.Errorf("graph layout: bounding box %q: %w", g.GetStr("bb"), err)
 	}
-	out := &Graph{Nodes: []GraphNode{}, Edges: []GraphEdge{}, Width: bb[2] - bb[0], Height: bb[3] - bb[1]}
+	out := &Graph{Nodes: make([]GraphNode, 0, len(p.steps)), Edges: make([]GraphEdge, 0, len(p.edges)),
+		Width: round2(bb[2] - bb[0]), Height: round2(bb[3] - bb[1])}
 	flip := func(x, y float64) [2]float64 { return [2]float64{round2(x - bb[0]), round2(bb[3] - y)} }
-	seen := map[string]bool{}
-	for _, s := range steps {
-		if seen[s.ID] {
-			continue
-		}
-		seen[s.ID] = true
-		n, err := g.NodeByName(s.ID)
-		if err != nil || n == nil {
-			return nil, fmt.Errorf("graph layout: step %q was not placed", s.ID)
-		}
-		c, err := parseFloats(n.GetStr("pos"), 2)
+	for i, s := range p.steps {
+		c, err := parseFloats(p.nodes[i].GetStr("pos"), 2)
 		if err != nil {
-			return nil, fmt.Errorf("graph layout: step %q position %q: %w", s.ID, n.GetStr("pos"), err)
+			return nil, fmt.Errorf("graph layout: step %q position %q: %w", s.ID, p.nodes[i].GetStr("pos"), err)
 		}
 		w, h := nodeSize(s)
-		p := flip(c[0], c[1])
+		at := flip(c[0], c[1])
 		out.Nodes = append(out.Nodes, GraphNode{ID: s.ID, Kind: s.Kind, Agent: s.Agent, Wave: s.Wave, State: s.State,
-			X: round2(p[0] - w/2), Y: round2(p[1] - h/2), W: w, H: h})
+			X: round2(at[0] - w/2), Y: round2(at[1] - h/2), W: w, H: h})
 	}
-	for _, s := range steps {
-		for _, d := range s.DependsOn {
-			if !seen[d] || d == s.ID {
-				continue
-			}
-			e, err := edgeBetween(g, d, s.ID)
-			if err != nil {
-				return nil, err
-			}
-			ge, err := parseSpline(e.GetStr("pos"), flip)
-			if err != nil {
-				return nil, fmt.Errorf("graph layout: edge %s -> %s: %w", d, s.ID, err)
-			}
-			ge.From, ge.To = d, s.ID
-			out.Edges = append(out.Edges, ge)
+	for _, e := range p.edges {
+		ge, err := parseSpline(e.e.GetStr("pos"), flip)
+		if err != nil {
+			return nil, fmt.Errorf("graph layout: edge %s -> %s: %w", e.from, e.to, err)
 		}
+		ge.From, ge.To = e.from, e.to
+		out.Edges = append(out.Edges, ge)
 	}
-	out.Width, out.Height = round2(out.Width), round2(out.Height)
 	return out, nil
-}
-
-// edgeBetween finds the edge from parent to child in g.
-func edgeBetween(g *graphviz.Graph, parent, child string) (*graphviz.Edge, error) {
-	from, err := g.NodeByName(parent)
-	if err != nil {
-		return nil, fmt.Errorf("graph layout: step %q: %w", parent, err)
-	}
-	to, err := g.NodeByName(child)
-	if err != nil {
-		return nil, fmt.Errorf("graph layout: step %q: %w", child, err)
-	}
-	e, err := g.EdgeByName(parent+"->"+child, from, to)
-	if err != nil || e == nil {
-		return nil, fmt.Errorf("graph layout: edge %s -> %s was not drawn", parent, child)
-	}
-	return e, nil
 }
 
 // parseSpline reads dot's edge pos attribute: optional "s,x,y" and "e,x,y"

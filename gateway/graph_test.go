@@ -4,8 +4,11 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/agentmesh/agentmesh/orchestrator/state"
 	"github.com/agentmesh/agentmesh/schemas"
@@ -114,8 +117,8 @@ func checkLayout(t *testing.T, spec schemas.PipelineSpec, waves [][]string, g *G
 	}
 	want := 0
 	for _, s := range spec.Steps {
-		for _, d := range s.DependsOn {
-			if _, ok := byID[d]; ok {
+		for i, d := range s.DependsOn {
+			if _, ok := byID[d]; ok && d != s.ID && !slices.Contains(s.DependsOn[:i], d) {
 				want++
 			}
 		}
@@ -198,6 +201,7 @@ func TestLayoutConcurrentCallers(t *testing.T) {
 	}
 }
 
+// The benchmarks lay out with dot each time, past the layouts kept.
 func BenchmarkLayoutSunsets(b *testing.B) {
 	ctx := context.Background()
 	steps := []GraphStep{
@@ -206,8 +210,136 @@ func BenchmarkLayoutSunsets(b *testing.B) {
 		{ID: "organize", Agent: "FolderAgent", Kind: "agent", Wave: 2, DependsOn: []string{"analyze"}},
 	}
 	for b.Loop() {
-		if _, err := Layout(ctx, steps); err != nil {
+		if _, err := dotLayout(ctx, steps); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkLayoutDenseLimit is the costliest pipeline dot is given: each
+// step depends on every earlier one, up to dotMaxEdges edges.
+func BenchmarkLayoutDenseLimit(b *testing.B) {
+	var steps []GraphStep
+	for i := 0; countEdges(steps)+i <= dotMaxEdges; i++ {
+		s := GraphStep{ID: fmt.Sprintf("s%d", i), Kind: "agent", Wave: i}
+		for j := range i {
+			s.DependsOn = append(s.DependsOn, fmt.Sprintf("s%d", j))
+		}
+		steps = append(steps, s)
+	}
+	b.ReportMetric(float64(countEdges(steps)), "edges")
+	for b.Loop() {
+		if _, err := dotLayout(context.Background(), steps); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// FuzzLayout lays out pipelines of up to eight steps whose ids and
+// depends_on edges come from the fuzzer (odd characters included): every
+// acyclic one must be placed whole, wave by wave, without overlaps.
+func FuzzLayout(f *testing.F) {
+	f.Add("search analyze organize", []byte{1, 0, 2, 1})
+	f.Add("a b c d", []byte{1, 0, 2, 0, 3, 1, 3, 2})
+	f.Add(`x "q" a->b \n é`, []byte{1, 0, 1, 0, 4, 2, 3, 3})
+	f.Fuzz(func(t *testing.T, names string, deps []byte) {
+		var spec schemas.PipelineSpec
+		seen := map[string]bool{}
+		for _, id := range strings.Fields(names) {
+			if len(spec.Steps) == 8 || seen[id] || !utf8.ValidString(id) {
+				continue
+			}
+			seen[id] = true
+			spec.Steps = append(spec.Steps, schemas.PipelineStep{ID: id, Agent: "Agent" + id})
+		}
+		if len(spec.Steps) == 0 {
+			return
+		}
+		for i := 0; i+1 < len(deps) && i < 32; i += 2 {
+			child, parent := int(deps[i])%len(spec.Steps), int(deps[i+1])%len(spec.Steps)
+			if child != parent && !slices.Contains(spec.Steps[child].DependsOn, spec.Steps[parent].ID) {
+				spec.Steps[child].DependsOn = append(spec.Steps[child].DependsOn, spec.Steps[parent].ID)
+			}
+		}
+		waves, err := schemas.Waves(spec)
+		if err != nil {
+			return // a cycle: validation refuses the pipeline before any run
+		}
+		g, err := LayoutRun(context.Background(), &state.RunState{Spec: spec, Waves: waves})
+		if err != nil {
+			t.Fatalf("steps %q: %v", names, err)
+		}
+		checkLayout(t, spec, waves, g)
+		steps := GraphSteps(&state.RunState{Spec: spec, Waves: waves})
+		checkLayout(t, spec, waves, rowsLayout(steps).withStates(steps))
+	})
+}
+
+// A pipeline with more edges than dot lays out quickly gets rows: still
+// every step placed wave by wave, without overlaps, edges box to box.
+func TestLayoutLargePipelineInRows(t *testing.T) {
+	var spec schemas.PipelineSpec
+	for i := range 25 { // 300 edges
+		s := schemas.PipelineStep{ID: fmt.Sprintf("s%02d", i), Agent: fmt.Sprintf("Agents%02d", i)}
+		for j := range i {
+			s.DependsOn = append(s.DependsOn, fmt.Sprintf("s%02d", j))
+		}
+		spec.Steps = append(spec.Steps, s)
+	}
+	waves, err := schemas.Waves(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := &state.RunState{Spec: spec, Waves: waves}
+	if n := countEdges(GraphSteps(run)); n <= dotMaxEdges {
+		t.Fatalf("%d edges: not more than dotMaxEdges (%d)", n, dotMaxEdges)
+	}
+	g, err := LayoutRun(context.Background(), run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkLayout(t, spec, waves, g)
+	for _, e := range g.Edges {
+		if len(e.Points) != 4 || e.Arrow != nil {
+			t.Fatalf("edge %s -> %s: %v, %v; want a straight one", e.From, e.To, e.Points, e.Arrow)
+		}
+	}
+}
+
+// A run's graph asked again after its steps changed state keeps its
+// positions and shows the new states; the layout kept is not changed.
+func TestLayoutKeptAcrossStates(t *testing.T) {
+	steps := []GraphStep{
+		{ID: "cache-a", Agent: "A", Kind: "agent", State: schemas.StepRunning},
+		{ID: "cache-b", Agent: "B", Kind: "agent", Wave: 1, State: schemas.StepPending, DependsOn: []string{"cache-a"}},
+	}
+	first, err := Layout(context.Background(), steps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := layoutCache.get(layoutKey(steps)); !ok {
+		t.Fatal("the layout was not kept")
+	}
+	steps[0].State, steps[1].State = schemas.StepCompleted, schemas.StepRunning
+	second, err := Layout(context.Background(), steps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range second.Nodes {
+		a, b := first.Nodes[i], second.Nodes[i]
+		if a.X != b.X || a.Y != b.Y {
+			t.Errorf("step %s moved: %+v then %+v", a.ID, a, b)
+		}
+		if b.State != steps[i].State {
+			t.Errorf("step %s: state %q, want %q", b.ID, b.State, steps[i].State)
+		}
+	}
+	if first.Nodes[0].State != schemas.StepRunning {
+		t.Errorf("the first answer changed under its reader: %+v", first.Nodes[0])
+	}
+	// a changed pipeline is laid out anew
+	steps[1].DependsOn = nil
+	if layoutKey(steps) == layoutKey(steps[:1]) {
+		t.Error("different pipelines share a key")
 	}
 }

@@ -133,9 +133,6 @@ func TestDashboardInBrowser(t *testing.T) {
 		}
 		waitFor(t, tab, 10*time.Second, "the organize step's folders", `#step-panel [data-folder="sunset"]`)
 		screenshot(t, tab, shots, "run.png")
-		if os.Getenv("AGENTMESH_UPDATE_SCREENSHOT") != "" {
-			saveRunsScreenshot(t, tab)
-		}
 		if err := chromedp.Do(tab, chromedp.Navigate(base+"/#/runs")); err != nil {
 			t.Fatal(err)
 		}
@@ -182,6 +179,37 @@ func TestDashboardInBrowser(t *testing.T) {
 		waitFor(t, tab, 10*time.Second, "the run's end", `#run-status[data-status="completed"]`)
 	})
 
+	// Steps of one wave side by side, waves top to bottom, each coloured by
+	// its state: the picture in the README.
+	t.Run("waves", func(t *testing.T) {
+		err := chromedp.Do(tab,
+			chromedp.Navigate(base+"/#/submit"),
+			chromedp.WaitVisible(chromedp.CSS("#pipeline-yaml")),
+			chromedp.SetValue(chromedp.CSS("#pipeline-yaml"), wavesPipeline),
+			chromedp.Click(chromedp.CSS("#pipeline-submit")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, tab, 30*time.Second, "the review step waiting", `#dag g.node[data-step="review"][data-state="waiting"]`)
+		tops, err := chromedp.Run(tab, chromedp.Evaluate[map[string]float64](`Object.fromEntries([...document.querySelectorAll("#dag g.node")].map((g) => [g.dataset.step, g.getBoundingClientRect().top]))`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tops["search"] != tops["note"] || tops["analyze"] != tops["count"] || !(tops["note"] < tops["count"] && tops["count"] < tops["organize"] && tops["organize"] < tops["review"]) {
+			t.Errorf("steps are not drawn wave by wave, top to bottom: %v", tops)
+		}
+		err = chromedp.Do(tab,
+			chromedp.Click(chromedp.CSS(`#dag g.node[data-step="review"]`)),
+			chromedp.WaitVisible(chromedp.CSS(`#step-actions button.approve`)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		screenshot(t, tab, shots, "waves.png")
+		if os.Getenv("AGENTMESH_UPDATE_SCREENSHOT") != "" {
+			saveRunsScreenshot(t, tab)
+		}
+	})
+
 	t.Run("files", func(t *testing.T) {
 		if err := chromedp.Do(tab, chromedp.Navigate(base+"/#/files")); err != nil {
 			t.Fatal(err)
@@ -196,12 +224,28 @@ func TestDashboardInBrowser(t *testing.T) {
 	})
 }
 
+// wavesPipeline has two steps in each of its first two waves and ends
+// waiting for a person.
+const wavesPipeline = `name: sunset-report
+steps:
+  - {id: search,   agent: ImageSearchAgent, params: {query: sunset}}
+  - {id: note,     agent: TextAgent, params: {op: upper}, inputs: {text: "text:sunsets of the quarter"}}
+  - {id: analyze,  agent: AnalysisAgent, depends_on: [search]}
+  - {id: count,    agent: TextAgent, params: {op: wordcount}, depends_on: [note]}
+  - {id: organize, agent: FolderAgent, depends_on: [analyze]}
+  - id: review
+    kind: approval
+    depends_on: [organize, count]
+    timeout_ms: 600000
+    human: {prompt: "Publish the sunset folder?", default: reject}
+`
+
 // saveRunsScreenshot writes the README's picture of the runs page,
 // docs/img/runs.png (AGENTMESH_UPDATE_SCREENSHOT=1 go test -run
 // TestDashboardInBrowser ./cmd/agentmesh).
 func saveRunsScreenshot(t *testing.T, tab context.Context) {
 	t.Helper()
-	png, err := chromedp.Run(tab, chromedp.Screenshot(chromedp.CSS("main")))
+	png, err := chromedp.Run(tab, chromedp.CaptureScreenshot())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/agentmesh/agentmesh/bus"
@@ -153,8 +154,35 @@ func (g *Gateway) handleConversation(w http.ResponseWriter, r *http.Request, c *
 	if err != nil {
 		return meshError("reading the answers of conversation "+id, err)
 	}
-	writeJSON(w, http.StatusOK, conversationView(st, answers))
+	view := conversationView(st, answers)
+	c.toolOutputs(r.Context(), &view)
+	writeJSON(w, http.StatusOK, view)
 	return nil
+}
+
+// toolOutputs fills in each tool call's outputs from its result, kept in
+// the results stream (24 hours by default) on mesh.result.<agent>.<task>;
+// a result that is gone leaves what the history recorded.
+func (c *conn) toolOutputs(ctx context.Context, v *Conversation) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	for i := range v.Turns {
+		for j := range v.Turns[i].ToolCalls {
+			tc := &v.Turns[i].ToolCalls[j]
+			if tc.TaskID == "" || bus.ValidateAgentName(tc.Agent) != nil || bus.ValidateToken("task id", tc.TaskID) != nil {
+				continue
+			}
+			raw, err := c.res.Results.GetLastMsgForSubject(ctx, c.names.Result(tc.Agent, tc.TaskID))
+			if err != nil {
+				continue
+			}
+			ev, err := bus.Decode(&nats.Msg{Subject: raw.Subject, Header: raw.Header, Data: raw.Data})
+			var res schemas.AgentResult
+			if err == nil && ev.DataAs(&res) == nil && len(res.Outputs) > 0 {
+				tc.Outputs = res.Outputs
+			}
+		}
+	}
 }
 
 // conversationView pairs each answer with the user message before it in

@@ -31,7 +31,7 @@ func (g *Gateway) handleEvents(w http.ResponseWriter, r *http.Request, c *conn) 
 		}
 		subs = append(subs, s)
 	}
-	if err := c.nc.FlushWithContext(ctx); err != nil {
+	if err := c.nc.FlushTimeout(5 * time.Second); err != nil {
 		return meshError("following the mesh's events", err)
 	}
 	s, err := startSSE(w)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/agentmesh/agentmesh/schemas"
@@ -129,12 +130,16 @@ func (g *Gateway) decodeJSON(w http.ResponseWriter, r *http.Request, v any) erro
 }
 
 func (g *Gateway) handleNoRoute(w http.ResponseWriter, r *http.Request, _ *conn) error {
+	var allow []string
 	for _, rt := range g.routes {
-		if rt.method != r.Method && matchPath(rt.path, r.URL.Path) {
-			w.Header().Set("Allow", rt.method)
-			return &apiError{Status: http.StatusMethodNotAllowed, Code: schemas.CodeInvalidRequest,
-				Message: fmt.Sprintf("%s does not take %s; it takes %s", r.URL.Path, r.Method, rt.method)}
+		if matchPath(rt.path, r.URL.Path) && !slices.Contains(allow, rt.method) {
+			allow = append(allow, rt.method)
 		}
+	}
+	if len(allow) > 0 {
+		w.Header().Set("Allow", strings.Join(allow, ", "))
+		return &apiError{Status: http.StatusMethodNotAllowed, Code: schemas.CodeInvalidRequest,
+			Message: fmt.Sprintf("%s does not take %s; it takes %s", r.URL.Path, r.Method, strings.Join(allow, " or "))}
 	}
 	return fail(schemas.CodeNotFound, "no endpoint %s %s; the API is described at /api/openapi.json", r.Method, r.URL.Path)
 }

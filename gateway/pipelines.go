@@ -70,28 +70,31 @@ func (g *Gateway) handleValidate(w http.ResponseWriter, r *http.Request, c *conn
 	return nil
 }
 
-// readPipeline decodes the body (YAML or JSON by Content-Type), sets the
-// ?var=name=value variables and validates the spec against the live
-// agents: the checks agentmesh run makes, then the orchestrator's. Every
-// problem is reported at once, with the messages the CLI shows.
+// readPipeline reads the request's pipeline (see decodePipeline).
 func (g *Gateway) readPipeline(w http.ResponseWriter, r *http.Request, c *conn) (schemas.PipelineSpec, error) {
-	format, err := pipelineFormat(r.Header.Get("Content-Type"))
+	body, err := readBody(w, r, maxPipelineBytes)
 	if err != nil {
 		return schemas.PipelineSpec{}, err
 	}
-	body, err := readBody(w, r, maxPipelineBytes)
+	return decodePipeline(body, r.Header.Get("Content-Type"), r.URL.Query()["var"], c.lookup)
+}
+
+// decodePipeline decodes a pipeline body (YAML or JSON by contentType),
+// sets the variables of vars (name=value) and validates the spec against
+// the live agents lookup knows: the checks agentmesh run makes, then the
+// orchestrator's. Every problem is reported at once, with the messages
+// the CLI shows.
+func decodePipeline(body []byte, contentType string, vars []string, lookup pipeline.ContractLookup) (schemas.PipelineSpec, error) {
+	format, err := pipelineFormat(contentType)
 	if err != nil {
 		return schemas.PipelineSpec{}, err
 	}
 	spec, err := client.ParsePipeline(body, format)
 	if err == nil {
-		spec, err = client.SetVars(spec, r.URL.Query()["var"])
+		spec, err = client.SetVars(spec, vars)
 	}
-	if err == nil {
-		err = spec.Validate()
-	}
-	if err == nil {
-		_, _, err = pipeline.Validate(spec, c.lookup, meshroute.NewRouter())
+	if err == nil { // the structural checks of agentmesh run, then the orchestrator's against the live agents
+		_, _, err = pipeline.Validate(spec, lookup, meshroute.NewRouter())
 	}
 	if err != nil {
 		return spec, pipelineError(err)

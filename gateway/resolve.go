@@ -111,7 +111,7 @@ func (g *Gateway) resolve(w http.ResponseWriter, r *http.Request, c *conn, res s
 			case ev.Type == bus.TypeResolveRefused:
 				var rr schemas.ResolveRefusal
 				if ev.DataAs(&rr) == nil && rr.Request == id {
-					return fail(rr.Code, "step %q of run %s: %s", res.Step, res.RunID, rr.Error)
+					return fail(rr.Code, "%s", rr.Error)
 				}
 			case ev.Type == bus.TypeStepCompleted || ev.Type == bus.TypeStepFailed:
 				var se schemas.StepEvent

@@ -74,7 +74,7 @@ from the token file's directory; '#' starts a comment.`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(a.out, "dashboard and API on %s (API described at %s/api/openapi.json)\n", srv.url, srv.url)
+			fmt.Fprintf(a.out, "dashboard and API on %s/ (the API is described at %s/api/openapi.json)\n", srv.url, srv.url)
 			<-ctx.Done()
 			return srv.stop()
 		},

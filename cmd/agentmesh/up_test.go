@@ -128,7 +128,7 @@ func (u *upProc) wait(d time.Duration) error {
 }
 
 var (
-	upURL = regexp.MustCompile(`mesh is up on (nats://\S+);`)
+	upURL = regexp.MustCompile(`mesh is up on ((?:nats|tls)://\S+);`)
 	// A row of the status table: name, pid, status and, with
 	// --metrics-addr, the child's metrics URL.
 	upChild = regexp.MustCompile(`^(\S+)\s+(\d+)\s+running(?:\s+(http://\S+/metrics))?$`)

@@ -1,0 +1,132 @@
+package gateway
+
+import (
+	"bytes"
+	"errors"
+	"image"
+	"image/color"
+	"image/png"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/agentmesh/agentmesh/agents/builtin/text"
+	"github.com/agentmesh/agentmesh/schemas"
+)
+
+// FuzzPipelineRequest feeds pipeline bodies, content types and variables
+// to the decoder of POST /api/pipelines: it never panics, and what it
+// refuses is a 4xx error with a code and a message.
+func FuzzPipelineRequest(f *testing.F) {
+	f.Add([]byte("name: a\nsteps:\n  - {id: a, agent: TextAgent, inputs: {text: \"text:x\"}}\n"), "application/yaml", "")
+	f.Add([]byte(`{"name":"a","steps":[{"id":"a","agent":"TextAgent","params":{"op":"upper"}}]}`), "application/json", "")
+	f.Add([]byte("name: v\nvars: {n: 1}\nsteps:\n  - {id: a, agent: TextAgent, params: {op: \"${vars.n}\"}}\n"), "text/yaml; charset=utf-8", "n=2")
+	f.Add([]byte("steps: [{id: a, agent: A, depends_on: [a]}]"), "", "x=y")
+	f.Add([]byte("{"), "application/json", "")
+	f.Add([]byte("name: x"), "multipart/form-data; boundary=", "")
+	contract := text.New().Contract()
+	lookup := func(agent string) (schemas.AgentContract, bool) {
+		return contract, agent == contract.Name
+	}
+	f.Fuzz(func(t *testing.T, body []byte, contentType, vars string) {
+		var vs []string
+		if vars != "" {
+			vs = strings.Split(vars, "&")
+		}
+		_, err := decodePipeline(body, contentType, vs, lookup)
+		if err == nil {
+			return
+		}
+		var ae *apiError
+		var pe *pipelineErr
+		switch {
+		case errors.As(err, &pe):
+			if pe.Code != schemas.CodeInvalidPipeline || pe.Status != 400 || len(pe.problems) == 0 {
+				t.Fatalf("pipeline error %+v", pe.apiError)
+			}
+		case errors.As(err, &ae):
+			if ae.Status < 400 || ae.Status >= 500 || ae.Code == "" || ae.Message == "" {
+				t.Fatalf("error %+v", ae)
+			}
+		default:
+			t.Fatalf("an error without a code: %v", err)
+		}
+	})
+}
+
+// FuzzAuthorize feeds Authorization headers to the token check: only the
+// gateway's token in a Bearer header passes.
+func FuzzAuthorize(f *testing.F) {
+	const token = "the-right-token-123456"
+	for _, h := range []string{"Bearer " + token, "bearer  " + token + " ", "Bearer", "Basic " + token, "Bearer " + token + "x", "", "Bearer  "} {
+		f.Add(h)
+	}
+	g := &Gateway{def: &conn{}, tokens: map[string]*conn{token: {}}}
+	f.Fuzz(func(t *testing.T, header string) {
+		r := httptest.NewRequest("GET", "/api/agents", nil)
+		r.Header["Authorization"] = []string{header}
+		c, err := g.authorize(r)
+		scheme, rest, _ := strings.Cut(header, " ")
+		want := header != "" && strings.EqualFold(scheme, "Bearer") && strings.TrimSpace(rest) == token
+		if (err == nil) != want || (err == nil && c != g.tokens[token]) {
+			t.Fatalf("header %q: conn %v, error %v; want passed %v", header, c, err, want)
+		}
+		var ae *apiError
+		if err != nil && (!errors.As(err, &ae) || ae.Status != http.StatusUnauthorized) {
+			t.Fatalf("header %q: error %v, want a 401", header, err)
+		}
+	})
+}
+
+// FuzzThumbnail feeds bytes to the thumbnail maker: an image becomes a
+// small image, anything else an error answer, never a panic.
+func FuzzThumbnail(f *testing.F) {
+	img := image.NewRGBA(image.Rect(0, 0, 300, 20))
+	img.Set(1, 1, color.RGBA{R: 255, A: 255})
+	var b bytes.Buffer
+	_ = png.Encode(&b, img)
+	f.Add(b.Bytes())
+	f.Add([]byte("GIF89a\x01\x00\x01\x00"))
+	f.Add([]byte("\xff\xd8\xff\xe0"))
+	f.Add([]byte("RIFF\x00\x00\x00\x00WEBPVP8 "))
+	f.Fuzz(func(t *testing.T, content []byte) {
+		w := httptest.NewRecorder()
+		err := writeThumbnail(w, bytes.NewReader(content), schemas.FileRef{ID: "f-x"})
+		if err != nil {
+			var ae *apiError
+			if !errors.As(err, &ae) {
+				t.Fatalf("error without a code: %v", err)
+			}
+			return
+		}
+		out, _, derr := image.Decode(w.Body)
+		if derr != nil {
+			t.Fatalf("the thumbnail does not decode: %v", derr)
+		}
+		if b := out.Bounds(); b.Dx() > thumbSize || b.Dy() > thumbSize {
+			t.Fatalf("thumbnail %v", b)
+		}
+	})
+}
+
+// FuzzRequestBodies feeds JSON bodies to the decoders of the API's
+// request bodies: each is read or refused with malformed_event or
+// too_large.
+func FuzzRequestBodies(f *testing.F) {
+	for _, s := range []string{`{"message":"hi"}`, `{"inputs":{"text":{"data_type":"TEXT","value":"x"}}}`, `{"value":[1,{"a":null}]}`,
+		`{"reject":true,"comment":"no"}`, `{} {}`, `[`, `{"timeout_ms":1e99}`, ``} {
+		f.Add([]byte(s))
+	}
+	g := &Gateway{cfg: config{maxBody: 1 << 16}}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		for _, v := range []any{&ChatRequest{}, &TaskRequest{}, &ApproveRequest{}, &InputRequest{}} {
+			r := httptest.NewRequest("POST", "/api/chat", bytes.NewReader(body))
+			err := g.decodeJSON(httptest.NewRecorder(), r, v)
+			var ae *apiError
+			if err != nil && (!errors.As(err, &ae) || (ae.Code != schemas.CodeMalformedEvent && ae.Code != schemas.CodeTooLarge)) {
+				t.Fatalf("body %q: %v", body, err)
+			}
+		}
+	})
+}

@@ -1,0 +1,187 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/agentmesh/agentmesh/agents"
+	"github.com/agentmesh/agentmesh/agents/builtin/analysis"
+	"github.com/agentmesh/agentmesh/agents/builtin/folder"
+	"github.com/agentmesh/agentmesh/agents/builtin/imagesearch"
+	"github.com/agentmesh/agentmesh/agents/builtin/samples"
+	"github.com/agentmesh/agentmesh/agents/builtin/text"
+	"github.com/agentmesh/agentmesh/bus"
+	"github.com/agentmesh/agentmesh/bus/bustest"
+	"github.com/agentmesh/agentmesh/orchestrator"
+	"github.com/agentmesh/agentmesh/resolvers"
+)
+
+// testMesh is a real mesh in-process for one test: an embedded NATS server,
+// the built-in TextAgent, ImageSearchAgent, AnalysisAgent and FolderAgent
+// on the agent runtime, one orchestrator replica with the offline chat
+// planner, the sample images stored, and a gateway served by httptest.
+type testMesh struct {
+	srv   *bustest.Server
+	res   *bus.Resources
+	gw    *Gateway
+	http  *httptest.Server
+	spec  *apiSpec
+	files map[string]string // sample name -> file id
+}
+
+func newTestMesh(t *testing.T, opts ...Option) *testMesh {
+	t.Helper()
+	srv := bustest.Start(t)
+	res := srv.Provision(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	m := &testMesh{srv: srv, res: res, spec: loadSpec(t), files: map[string]string{}}
+	store := resolvers.NewObjectStore(res.Files)
+	for _, s := range samples.Images() {
+		ref, err := store.Store(ctx, bytes.NewReader(s.Content), s.MediaType, s.Metadata())
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.files[s.Name] = ref.ID
+	}
+	search := resolvers.NewObjectStore(res.Files)
+	ictx, icancel := context.WithCancel(context.Background())
+	t.Cleanup(icancel)
+	if err := search.Index(ictx); err != nil {
+		t.Fatal(err)
+	}
+	is, err := imagesearch.New(search)
+	if err != nil {
+		t.Fatal(err)
+	}
+	an, err := analysis.New(resolvers.NewObjectStore(res.Files), analysis.WithVisionModel(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fo, err := folder.New(resolvers.NewObjectStore(res.Files))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stops []func()
+	t.Cleanup(func() { // agents drain for a while when stopped: stop them all at once
+		var wg sync.WaitGroup
+		for _, stop := range stops {
+			wg.Go(stop)
+		}
+		wg.Wait()
+	})
+	for _, a := range []agents.Agent{text.New(), is, an, fo} {
+		stops = append(stops, runAgent(t, srv.Conn(t), a))
+	}
+	runOrchestrator(t, srv.Conn(t))
+	gw, err := New(ctx, srv.Conn(t), opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(gw.Close)
+	m.gw = gw
+	m.http = httptest.NewServer(gw)
+	t.Cleanup(m.http.Close)
+	for _, name := range []string{text.Name, imagesearch.Name, analysis.Name, folder.Name} {
+		if err := gw.def.reg.Wait(ctx, name, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return m
+}
+
+// runAgent runs a on the agent runtime and returns what stops it.
+func runAgent(t *testing.T, nc *nats.Conn, a agents.Agent) (stop func()) {
+	t.Helper()
+	rt, err := agents.NewRuntime(nc, a, agents.WithHeartbeat(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- rt.Run(ctx) }()
+	stop = func() { cancel(); <-done }
+	select {
+	case <-rt.Ready():
+	case err := <-done:
+		t.Fatalf("agent %s stopped: %v", a.Contract().Name, err)
+	case <-time.After(10 * time.Second):
+		stop()
+		t.Fatalf("agent %s not ready", a.Contract().Name)
+	}
+	return stop
+}
+
+func runOrchestrator(t *testing.T, nc *nats.Conn) {
+	t.Helper()
+	o, err := orchestrator.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := orchestrator.AttachChat(o); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan struct{})
+	done := make(chan error, 1)
+	go func() { done <- o.RunReady(ctx, func() { close(ready) }) }()
+	t.Cleanup(func() { cancel(); <-done })
+	select {
+	case <-ready:
+	case err := <-done:
+		t.Fatalf("orchestrator stopped: %v", err)
+	}
+}
+
+// response is one answer of the API, read whole.
+type response struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+// do sends a request to the gateway and checks the request and the answer
+// against the OpenAPI document (status, headers, body schema).
+func (m *testMesh) do(t *testing.T, method, path, contentType string, body []byte, header ...string) response {
+	t.Helper()
+	req, err := http.NewRequest(method, m.http.URL+path, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	got, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := response{status: resp.StatusCode, header: resp.Header, body: got}
+	m.spec.check(t, req, body, r)
+	return r
+}
+
+func (m *testMesh) getJSON(t *testing.T, path string) response {
+	t.Helper()
+	return m.do(t, "GET", path, "", nil)
+}
+
+func (m *testMesh) postJSON(t *testing.T, path, body string) response {
+	t.Helper()
+	return m.do(t, "POST", path, "application/json", []byte(body))
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/agentmesh/agentmesh/agents/builtin/samples"
+	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/bus/bustest"
 	"github.com/agentmesh/agentmesh/gateway"
 	"github.com/agentmesh/agentmesh/llm/llmtest"
@@ -37,7 +38,8 @@ func TestDashboardInBrowser(t *testing.T) {
 	if _, err := findChromium(); err != nil {
 		t.Skipf("browser test skipped: %v", err)
 	}
-	base, natsURL := dashboardMesh(t)
+	mesh := dashboardMesh(t)
+	base, natsURL := mesh.gateway(t), mesh.srv.URL()
 	tab := browser(t, 4*time.Minute) // after the mesh: its cleanup closes the browser first
 	shots := artifactDir(t)
 
@@ -210,6 +212,32 @@ func TestDashboardInBrowser(t *testing.T) {
 		}
 	})
 
+	// A gateway that requires a token: the link `up --secure` prints gives
+	// it, and without one the page asks for it.
+	t.Run("token", func(t *testing.T) {
+		const token = "dashboard-test-token"
+		secured := mesh.gateway(t, gateway.WithToken(token, mesh.srv.Conn(t), bus.Identity{}))
+		err := chromedp.Do(tab,
+			chromedp.Navigate(secured+"/#/agents"),
+			chromedp.WaitVisible(chromedp.CSS("#token-form")),
+			chromedp.SendKeys(chromedp.CSS("#token"), token),
+			chromedp.Click(chromedp.CSS("#token-form button")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, tab, 15*time.Second, "the agents with the typed token", `section.agent[data-agent="FolderAgent"]`)
+		err = chromedp.Do(tab,
+			chromedp.Evaluate[chromedp.Void](`localStorage.clear()`),
+			chromedp.Navigate(secured+"/?access_token="+token+"#/runs"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, tab, 15*time.Second, "the runs with the link's token", `#runs tr[data-status="completed"]`)
+		if loc, err := chromedp.Run(tab, chromedp.Location()); err != nil || strings.Contains(loc, token) {
+			t.Errorf("the address bar still shows the token: %s (%v)", loc, err)
+		}
+	})
+
 	t.Run("files", func(t *testing.T) {
 		if err := chromedp.Do(tab, chromedp.Navigate(base+"/#/files")); err != nil {
 			t.Fatal(err)
@@ -240,6 +268,28 @@ steps:
     human: {prompt: "Publish the sunset folder?", default: reject}
 `
 
+// dashMesh is the mesh the browser test looks at.
+type dashMesh struct{ srv *bustest.Server }
+
+// gateway serves the mesh's API and dashboard from this process with opts
+// until the test ends, and returns its base URL.
+func (m dashMesh) gateway(t *testing.T, opts ...gateway.Option) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	gw, err := gateway.New(ctx, m.srv.Conn(t), opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(gw.Close)
+	hs := httptest.NewServer(gw)
+	t.Cleanup(func() {
+		hs.CloseClientConnections() // event streams the page left open
+		hs.Close()
+	})
+	return hs.URL
+}
+
 // saveRunsScreenshot writes the README's picture of the runs page,
 // docs/img/runs.png (AGENTMESH_UPDATE_SCREENSHOT=1 go test -run
 // TestDashboardInBrowser ./cmd/agentmesh).
@@ -254,12 +304,12 @@ func saveRunsScreenshot(t *testing.T, tab context.Context) {
 	}
 }
 
-// dashboardMesh runs the mesh the browser test looks at and returns the
-// gateway's base URL and the NATS server's: an embedded NATS server holding
-// the sample images, `agentmesh up` on it (the orchestrator and every
-// built-in agent as child processes, the orchestrator's LLM scripted for
-// the seed chat), and the gateway in this process.
-func dashboardMesh(t *testing.T) (base, natsURL string) {
+// dashboardMesh runs the mesh the browser test looks at: an embedded NATS
+// server holding the sample images and `agentmesh up` on it (the
+// orchestrator and every built-in agent as child processes, the
+// orchestrator's LLM scripted for the seed chat). Its gateways run in this
+// process (dashMesh.gateway).
+func dashboardMesh(t *testing.T) dashMesh {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -271,24 +321,12 @@ func dashboardMesh(t *testing.T) (base, natsURL string) {
 			t.Fatalf("store sample %s: %v", s.Name, err)
 		}
 	}
-
 	model := llmtest.New(t)
 	model.Handle(seedChatScript)
 	up := exec.Command(agentBinary(t), "up", "--nats", srv.URL(), "--http", "")
 	up.Env = append(cleanEnv(), "OPENAI_BASE_URL="+model.URL(), "OPENAI_API_KEY=test", "AGENTMESH_MODEL=scripted")
 	startUntilReady(t, up, "mesh is up on")
-
-	gw, err := gateway.New(ctx, srv.Conn(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(gw.Close)
-	hs := httptest.NewServer(gw)
-	t.Cleanup(func() {
-		hs.CloseClientConnections() // event streams the page left open
-		hs.Close()
-	})
-	return hs.URL, srv.URL()
+	return dashMesh{srv: srv}
 }
 
 // seedChatScript is the orchestrator's model for the seed chat: search

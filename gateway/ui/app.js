@@ -24,6 +24,14 @@
     fn(main, params).catch((e) => AM.clear(main, AM.error(e)));
   }
 
+  // A link with ?access_token=T (what `agentmesh up --secure` prints) gives
+  // the token: kept in this browser, taken out of the address bar.
+  const given = new URLSearchParams(location.search).get("access_token");
+  if (given) {
+    localStorage.setItem("agentmesh.token", given);
+    history.replaceState(null, "", location.pathname + location.hash);
+  }
+
   document.getElementById("token-form").addEventListener("submit", (e) => {
     e.preventDefault();
     localStorage.setItem("agentmesh.token", document.getElementById("token").value);

@@ -20,7 +20,7 @@
           h("tbody", {}, runs.map((r) => h("tr", { "data-run": r.id, "data-status": r.status },
             h("td", {}, h("a", { href: "#/runs/" + encodeURIComponent(r.id) }, r.id)),
             h("td", {}, r.name || (r.spec && r.spec.name) || ""),
-            h("td", {}, h("span", { class: "state-chip s-" + r.status }, r.status)),
+            h("td", {}, h("span", { class: "state-chip s-" + r.status, title: r.error || "" }, r.status)),
             h("td", {}, stepCount(r)),
             h("td", {}, AM.ago(r.created_at)),
             h("td", {}, r.finished_at ? AM.ms(new Date(r.finished_at) - new Date(r.created_at)) : "–"))))) :
@@ -34,13 +34,19 @@
     await draw();
   };
 
+  // stepCount says how far a run got: "2/3", with failures, skips and
+  // the steps waiting for a person.
   function stepCount(r) {
-    if (r.steps && typeof r.steps === "object" && !Array.isArray(r.steps)) {
-      const all = Object.values(r.steps);
-      return all.filter((s) => s.status === "completed").length + "/" + all.length;
+    if (typeof r.steps === "number") {
+      const parts = [(r.completed ?? 0) + "/" + r.steps];
+      if (r.failed) parts.push(r.failed + " failed");
+      if (r.skipped) parts.push(r.skipped + " skipped");
+      const waiting = Object.keys(r.waiting || {});
+      if (waiting.length) parts.push("waiting: " + waiting.join(", "));
+      return parts.join(" · ");
     }
-    if (r.steps_total !== undefined) return (r.steps_completed ?? "?") + "/" + r.steps_total;
-    return Array.isArray(r.steps) ? String(r.steps.length) : (r.steps ?? "–");
+    const all = Object.values(r.steps || {});
+    return all.filter((s) => s.status === "completed").length + "/" + all.length;
   }
 
   AM.pages.run = async function (main, params) {

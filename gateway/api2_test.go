@@ -6,6 +6,7 @@ import (
 	_ "image/jpeg"
 	_ "image/png"
 	"mime/multipart"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -147,4 +148,32 @@ func firstKey(m map[string]string) string {
 		}
 	}
 	return best
+}
+
+// TestTwoGateways serves one mesh with two gateways: what one accepts,
+// the other shows, since neither keeps state of its own.
+func TestTwoGateways(t *testing.T) {
+	m := newTestMesh(t)
+	ctx := t.Context()
+	gw2, err := New(ctx, m.srv.Conn(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(gw2.Close)
+	other := &testMesh{spec: m.spec, gw: gw2, http: httptest.NewServer(gw2)}
+	t.Cleanup(other.http.Close)
+
+	events := other.openSSE(t, "/api/runs/two-1/events")
+	yaml := "name: two\nsteps:\n  - {id: a, agent: TextAgent, params: {op: upper}, inputs: {text: \"text:two gateways\"}}\n"
+	if r := m.do(t, "POST", "/api/pipelines?run_id=two-1", "application/yaml", []byte(yaml)); r.status != 202 {
+		t.Fatalf("submit on the first: %d %s", r.status, clip(r.body))
+	}
+	waitEvent(t, events, "io.agentmesh.pipeline.completed", nil)
+	var run struct {
+		Status string `json:"status"`
+	}
+	decode(t, other.getJSON(t, "/api/runs/two-1"), &run)
+	if run.Status != "completed" {
+		t.Fatalf("the second gateway shows the run %s", run.Status)
+	}
 }

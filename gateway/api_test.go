@@ -114,6 +114,9 @@ func TestTaskAPI(t *testing.T) {
 	}
 }
 
+// TestPipelineAPI validates, submits and follows the sunsets pipeline to
+// its graph, then sends bad pipelines. It is long because it is one story,
+// submission to graph, on one mesh.
 func TestPipelineAPI(t *testing.T) {
 	m := newTestMesh(t)
 	events := m.openSSE(t, "/api/events")

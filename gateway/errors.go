@@ -47,11 +47,12 @@ func fail(code, format string, args ...any) *apiError {
 	return &apiError{Status: statusOf(code), Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
-// statusOf maps a mesh error code to the HTTP status that fits it.
+// statusOf maps a mesh error code to the HTTP status that fits it. A code
+// the gateway does not know is a failure of the mesh (502).
 func statusOf(code string) int {
 	switch code {
 	case schemas.CodeInvalidInput, schemas.CodeInvalidParams, schemas.CodeMalformedEvent,
-		schemas.CodeInvalidRequest, schemas.CodeInvalidID, schemas.CodeInvalidPipeline:
+		schemas.CodeInvalidRequest, schemas.CodeInvalidID, schemas.CodeInvalidPipeline, schemas.CodeInvalidContract:
 		return http.StatusBadRequest
 	case CodeUnauthorized:
 		return http.StatusUnauthorized
@@ -59,16 +60,14 @@ func statusOf(code string) int {
 		return http.StatusForbidden
 	case schemas.CodeNotFound, schemas.CodeUnknownAgent:
 		return http.StatusNotFound
-	case schemas.CodeNotWaiting:
+	case schemas.CodeNotWaiting, schemas.CodeCancelled, schemas.CodeRejected:
 		return http.StatusConflict
 	case schemas.CodeTooLarge:
 		return http.StatusRequestEntityTooLarge
 	case schemas.CodeTimeout:
 		return http.StatusGatewayTimeout
-	case schemas.CodeUnavailable, schemas.CodeMalformedResult, schemas.CodeCorruptState:
-		return http.StatusBadGateway
 	}
-	return http.StatusInternalServerError
+	return http.StatusBadGateway // internal, unavailable, agent_error, retries_exhausted, step_failed, corrupt_state, malformed_result
 }
 
 // meshError turns an error of the mesh's client code into an apiError:

@@ -37,7 +37,7 @@ type testMesh struct {
 	files map[string]string // sample name -> file id
 }
 
-func newTestMesh(t *testing.T, opts ...Option) *testMesh {
+func newTestMesh(t testing.TB, opts ...Option) *testMesh {
 	t.Helper()
 	srv := bustest.Start(t)
 	res := srv.Provision(t)
@@ -99,7 +99,7 @@ func newTestMesh(t *testing.T, opts ...Option) *testMesh {
 }
 
 // runAgent runs a on the agent runtime and returns what stops it.
-func runAgent(t *testing.T, nc *nats.Conn, a agents.Agent) (stop func()) {
+func runAgent(t testing.TB, nc *nats.Conn, a agents.Agent) (stop func()) {
 	t.Helper()
 	rt, err := agents.NewRuntime(nc, a, agents.WithHeartbeat(time.Second))
 	if err != nil {
@@ -120,7 +120,7 @@ func runAgent(t *testing.T, nc *nats.Conn, a agents.Agent) (stop func()) {
 	return stop
 }
 
-func runOrchestrator(t *testing.T, nc *nats.Conn) {
+func runOrchestrator(t testing.TB, nc *nats.Conn) {
 	t.Helper()
 	o, err := orchestrator.New(nc)
 	if err != nil {

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/agentmesh/agentmesh/bus"
-	"github.com/agentmesh/agentmesh/schemas"
 )
 
 // keepAlive is how often an idle event stream gets a comment line, so
@@ -164,5 +163,3 @@ type registryAgent struct {
 	Name      string `json:"name"`
 	Instances int    `json:"instances"`
 }
-
-var _ = schemas.CodeInternal

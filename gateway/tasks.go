@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/nats-io/nats.go"
 
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/client"
@@ -72,6 +73,16 @@ func (g *Gateway) handleTask(w http.ResponseWriter, r *http.Request, c *conn) er
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), timeout+5*time.Second)
 	defer cancel()
+	// Listen before publishing, as agentmesh task does: a core subscription
+	// costs the server nothing to keep, where a consumer per awaited task
+	// would pile up on the results stream under load.
+	var sub *nats.Subscription
+	if wait {
+		if sub, err = c.nc.SubscribeSync(meta.ReplyTo); err != nil {
+			return meshError("listening for the result", err)
+		}
+		defer func() { _ = sub.Unsubscribe() }()
+	}
 	if _, err := c.disp.Dispatch(ctx, agent, task, meta); err != nil {
 		return meshError("publishing the task to "+agent, err)
 	}
@@ -79,24 +90,41 @@ func (g *Gateway) handleTask(w http.ResponseWriter, r *http.Request, c *conn) er
 		writeJSON(w, http.StatusAccepted, TaskAnswer{TaskID: meta.TaskID})
 		return nil
 	}
-	res, err := c.disp.Await(ctx, meta.ReplyTo, meta.TaskID)
+	res, err := awaitResult(ctx, sub)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
 			return fail(schemas.CodeTimeout, "no result for task %s within %s: is %s running? (GET /api/agents/%s)", meta.TaskID, timeout, agent, agent)
 		}
 		return meshError("awaiting task "+meta.TaskID, err)
 	}
-	if !res.Result.Success {
+	if !res.Success {
 		code, msg := schemas.CodeAgentError, "the task failed"
-		if e := res.Result.Error; e != nil {
+		if e := res.Error; e != nil {
 			code, msg = e.Code, e.Message
 		}
 		ae := &apiError{Status: statusOf(code), Code: code, Message: agent + ": " + msg}
-		writeJSON(w, ae.Status, taskFailure{Error: ae, TaskID: meta.TaskID, Result: res.Result})
+		writeJSON(w, ae.Status, taskFailure{Error: ae, TaskID: meta.TaskID, Result: res})
 		return nil
 	}
-	writeJSON(w, http.StatusOK, TaskAnswer{TaskID: meta.TaskID, Result: &res.Result})
+	writeJSON(w, http.StatusOK, TaskAnswer{TaskID: meta.TaskID, Result: &res})
 	return nil
+}
+
+// awaitResult reads the task's result from sub.
+func awaitResult(ctx context.Context, sub *nats.Subscription) (schemas.AgentResult, error) {
+	var res schemas.AgentResult
+	msg, err := sub.NextMsgWithContext(ctx)
+	if err != nil {
+		return res, err
+	}
+	ev, err := bus.Decode(msg)
+	if err != nil {
+		return res, fail(schemas.CodeMalformedResult, "the agent's result does not decode: %v", err)
+	}
+	if err := ev.DataAs(&res); err != nil {
+		return res, fail(schemas.CodeMalformedResult, "the agent's result does not decode: %v", err)
+	}
+	return res, nil
 }
 
 // boolParam reads a true/false query parameter.

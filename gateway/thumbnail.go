@@ -5,7 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"image"
-	"image/gif"
+	_ "image/gif" // decode GIF for thumbnails
 	"image/jpeg"
 	"image/png"
 	"io"
@@ -24,8 +24,6 @@ const (
 	thumbSize = 256
 	maxPixels = 50 << 20
 )
-
-var _ = gif.Decode // register GIF
 
 // writeThumbnail writes a small copy of the image in rc: JPEG for a JPEG,
 // PNG for anything else (keeping transparency). Something that is not an

@@ -20,6 +20,7 @@ import (
 
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/gateway"
+	"github.com/agentmesh/agentmesh/schemas"
 )
 
 func init() { register(newGatewayCmd) }
@@ -188,7 +189,7 @@ func readTokenFile(path string) ([]tokenEntry, error) {
 		case len(fields) != 2:
 			return nil, fmt.Errorf("--token-file %s line %d: write 'TOKEN CREDENTIALS-FILE' (two fields), found %d", path, n, len(fields))
 		case len(fields[0]) < minTokenLen:
-			return nil, fmt.Errorf("--token-file %s line %d: the token is %d characters; use at least %d (e.g. openssl rand -hex 24)", path, n, len(fields[0]), minTokenLen)
+			return nil, fmt.Errorf("--token-file %s line %d: the token is %s; use at least %s (e.g. openssl rand -hex 24)", path, n, schemas.Plural(len(fields[0]), "character", "characters"), schemas.Plural(minTokenLen, "character", "characters"))
 		case seen[fields[0]] != 0:
 			return nil, fmt.Errorf("--token-file %s line %d: the token of line %d again; give each its own", path, n, seen[fields[0]])
 		}

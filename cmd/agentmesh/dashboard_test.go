@@ -71,6 +71,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		for _, agent := range []string{"ImageSearchAgent", "AnalysisAgent", "FolderAgent"} {
 			waitFor(t, tab, 60*time.Second, "tool call "+agent, `.tool-call[data-tool="`+agent+`"]`)
 		}
+		waitFor(t, tab, 30*time.Second, "the images found", `.tool-call[data-tool="ImageSearchAgent"] a.thumb img`)
 		waitFor(t, tab, 30*time.Second, "the sunset folder", `.tool-call[data-tool="FolderAgent"] [data-folder="sunset"] a.thumb img`)
 		waitFor(t, tab, 30*time.Second, "the answer", `.turn .assistant`)
 		if text := pageText(t, tab); !strings.Contains(text, seedChat) || !strings.Contains(text, "sunset folder") {

@@ -58,6 +58,20 @@
     return a;
   }
 
+  // analysis shows each analysed file: its thumbnail, labels and caption;
+  // the rest (features) is one click away.
+  function analysis(v) {
+    const items = (v && v.items) || [];
+    if (!items.length) return AM.json(v);
+    return h("div", { class: "analysis" },
+      h("ul", { class: "analysis-items" }, items.slice(0, 48).map((it) =>
+        h("li", {}, AM.thumb(it.id), h("div", {},
+          h("div", {}, (it.labels || []).map((l) => h("span", { class: "badge" }, l))),
+          h("div", { class: "muted" }, it.caption || ""))))),
+      v.method ? h("div", { class: "muted" }, "by " + v.method) : "",
+      h("details", {}, h("summary", {}, "all of it"), AM.json(v)));
+  }
+
   // value shows one typed value.
   AM.value = function (tv) {
     if (!tv || typeof tv !== "object" || !("value" in tv)) return AM.json(tv);
@@ -69,6 +83,8 @@
         return files(tv);
       case "FOLDER_RESULT":
         return h("div", {}, AM.tree(v && v.folders, "folder"), v && v.moved !== undefined ? h("div", { class: "muted" }, v.moved + " moved") : "");
+      case "ANALYSIS_RESULT":
+        return analysis(v);
       case "CATEGORIZATION":
         return h("div", {}, AM.tree(v && v.categories, "category"), v && v.method ? h("div", { class: "muted" }, "by " + v.method) : "");
       default:

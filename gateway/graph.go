@@ -226,7 +226,7 @@ func buildGraph(g *graphviz.Graph, steps []GraphStep) (*placed, error) {
 // agent (or kind).
 func nodeSize(s GraphStep) (w, h float64) {
 	label := max(len(s.ID), len(s.Agent), len(s.Kind))
-	return max(nodeMinWidth, float64(label)*charWidth+28), nodeHeight
+	return round2(max(nodeMinWidth, float64(label)*charWidth+28)), nodeHeight
 }
 
 // readLayout reads the positions dot wrote into the attributes of g and

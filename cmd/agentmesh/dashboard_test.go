@@ -28,12 +28,13 @@ const seedChat = "find my sunset photos and put them in a folder"
 // Chromium — the built-in agents and the orchestrator as `agentmesh up`
 // child processes on an embedded NATS server, the orchestrator's LLM the
 // scripted llmtest model, the gateway serving the API and the embedded UI —
-// and does what a person would: sees the built-in agents, sends the seed
-// message from the chat box and watches its tool calls and the sunset
-// folder appear, pastes a bad pipeline and reads the CLI's message, submits
-// the sunsets pipeline and watches every step of its DAG turn completed.
-// Screenshots of each page go to $AGENTMESH_ARTIFACTS (or a temporary
-// directory).
+// and does what a person would, one step after another on one page (the
+// dashSession methods): sees the built-in agents, sends the seed message
+// from the chat box and watches its tool calls and the sunset folder
+// appear, pastes a bad pipeline and reads the CLI's message, submits the
+// sunsets pipeline and watches every step of its DAG turn completed,
+// approves and answers a waiting run, signs in with a token, browses the
+// files. Screenshots go to $AGENTMESH_ARTIFACTS (or a temporary directory).
 func TestDashboardInBrowser(t *testing.T) {
 	if _, err := findChromium(); err != nil {
 		t.Skipf("browser test skipped: %v", err)
@@ -42,215 +43,252 @@ func TestDashboardInBrowser(t *testing.T) {
 	base, natsURL := mesh.gateway(t), mesh.srv.URL()
 	tab := browser(t, 4*time.Minute) // after the mesh: its cleanup closes the browser first
 	shots := artifactDir(t)
+	s := &dashSession{tab: tab, mesh: mesh, base: base, natsURL: natsURL, shots: shots}
+	for _, step := range []struct {
+		name string
+		run  func(*dashSession, *testing.T)
+	}{
+		{"agents", (*dashSession).agents},
+		{"chat", (*dashSession).chat},
+		{"bad pipeline", (*dashSession).badPipeline},
+		{"sunsets pipeline", (*dashSession).sunsetsPipeline},
+		{"approval and input", (*dashSession).approvalAndInput},
+		{"waves", (*dashSession).waves},
+		{"token", (*dashSession).token},
+		{"files", (*dashSession).files},
+	} {
+		t.Run(step.name, func(t *testing.T) { step.run(s, t) })
+	}
+}
 
-	t.Run("agents", func(t *testing.T) {
-		if err := chromedp.Do(tab, chromedp.Navigate(base+"/#/agents")); err != nil {
-			t.Fatal(err)
-		}
-		for _, name := range builtinNames() {
-			waitFor(t, tab, 30*time.Second, "agent "+name, `section.agent[data-agent="`+name+`"] .instances tbody tr`)
-		}
-		text := pageText(t, tab)
-		for _, want := range []string{"FILE_IDS/images", "CATEGORIZATION", "last heartbeat"} {
-			if !strings.Contains(text, want) {
-				t.Errorf("the agents page lacks %q:\n%s", want, text)
-			}
-		}
-		screenshot(t, tab, shots, "agents.png")
-	})
+// dashSession is what the steps of the browser session share: the tab, the
+// mesh, the gateway's and the NATS server's addresses, where screenshots go.
+type dashSession struct {
+	tab                  context.Context
+	mesh                 dashMesh
+	base, natsURL, shots string
+}
 
-	t.Run("chat", func(t *testing.T) {
-		err := chromedp.Do(tab,
-			chromedp.Navigate(base+"/#/conversations"),
-			chromedp.WaitVisible(chromedp.CSS("#chat-input")),
-			chromedp.SendKeys(chromedp.CSS("#chat-input"), seedChat),
-			chromedp.Click(chromedp.CSS("#chat-send")))
-		if err != nil {
-			t.Fatal(err)
+// agents: every built-in agent is listed with a live instance, its contract
+// and its heartbeat.
+func (s *dashSession) agents(t *testing.T) {
+	if err := chromedp.Do(s.tab, chromedp.Navigate(s.base+"/#/agents")); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range builtinNames() {
+		waitFor(t, s.tab, 30*time.Second, "agent "+name, `section.agent[data-agent="`+name+`"] .instances tbody tr`)
+	}
+	text := pageText(t, s.tab)
+	for _, want := range []string{"FILE_IDS/images", "CATEGORIZATION", "last heartbeat"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the agents page lacks %q:\n%s", want, text)
 		}
-		for _, agent := range []string{"ImageSearchAgent", "AnalysisAgent", "FolderAgent"} {
-			waitFor(t, tab, 60*time.Second, "tool call "+agent, `.tool-call[data-tool="`+agent+`"]`)
-		}
-		waitFor(t, tab, 30*time.Second, "the images found", `.tool-call[data-tool="ImageSearchAgent"] a.thumb img`)
-		waitFor(t, tab, 30*time.Second, "the sunset folder", `.tool-call[data-tool="FolderAgent"] [data-folder="sunset"] a.thumb img`)
-		waitFor(t, tab, 30*time.Second, "the answer", `.turn .assistant`)
-		if text := pageText(t, tab); !strings.Contains(text, seedChat) || !strings.Contains(text, "sunset folder") {
-			t.Errorf("the conversation does not show the question and the answer:\n%s", text)
-		}
-		screenshot(t, tab, shots, "conversation.png")
-	})
+	}
+	screenshot(t, s.tab, s.shots, "agents.png")
+}
 
-	t.Run("bad pipeline", func(t *testing.T) {
-		bad := "name: typo\nsteps:\n  - {id: search, agent: ImageSerchAgent, params: {query: sunset}}\n"
-		err := chromedp.Do(tab,
-			chromedp.Navigate(base+"/#/submit"),
-			chromedp.WaitVisible(chromedp.CSS("#pipeline-yaml")),
-			chromedp.SetValue(chromedp.CSS("#pipeline-yaml"), bad),
-			chromedp.Click(chromedp.CSS("#pipeline-submit")))
-		if err != nil {
-			t.Fatal(err)
-		}
-		waitFor(t, tab, 15*time.Second, "the validation message", `#pipeline-check [data-valid="false"]`)
-		shown, err := chromedp.Run(tab, chromedp.Text(chromedp.CSS(`#pipeline-check [data-valid="false"]`)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		file := filepath.Join(t.TempDir(), "typo.yaml")
-		if err := os.WriteFile(file, []byte(bad), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		_, cliErr, code := runBinary(t, exec.Command(agentBinary(t), "--nats", natsURL, "run", file))
-		if code == 0 {
-			t.Fatalf("agentmesh run accepted the bad pipeline")
-		}
-		// the CLI says which run failed around the mesh's own message
-		for _, line := range strings.Split(strings.TrimSpace(shown), "\n") {
-			if !strings.Contains(cliErr, strings.TrimSpace(line)) {
-				t.Errorf("the paste box says %q, which agentmesh run does not:\n%s", line, cliErr)
-			}
-		}
-		if !strings.Contains(shown, `unknown agent "ImageSerchAgent"`) {
-			t.Errorf("the paste box does not name the unknown agent: %s", shown)
-		}
-	})
+// chat: the seed message typed into the chat box; its three tool calls
+// appear, the images found as thumbnails, the sunset folder as a tree, then
+// the answer.
+func (s *dashSession) chat(t *testing.T) {
+	err := chromedp.Do(s.tab,
+		chromedp.Navigate(s.base+"/#/conversations"),
+		chromedp.WaitVisible(chromedp.CSS("#chat-input")),
+		chromedp.SendKeys(chromedp.CSS("#chat-input"), seedChat),
+		chromedp.Click(chromedp.CSS("#chat-send")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, agent := range []string{"ImageSearchAgent", "AnalysisAgent", "FolderAgent"} {
+		waitFor(t, s.tab, 60*time.Second, "tool call "+agent, `.tool-call[data-tool="`+agent+`"]`)
+	}
+	waitFor(t, s.tab, 30*time.Second, "the images found", `.tool-call[data-tool="ImageSearchAgent"] a.thumb img`)
+	waitFor(t, s.tab, 30*time.Second, "the sunset folder", `.tool-call[data-tool="FolderAgent"] [data-folder="sunset"] a.thumb img`)
+	waitFor(t, s.tab, 30*time.Second, "the answer", `.turn .assistant`)
+	if text := pageText(t, s.tab); !strings.Contains(text, seedChat) || !strings.Contains(text, "sunset folder") {
+		t.Errorf("the conversation does not show the question and the answer:\n%s", text)
+	}
+	screenshot(t, s.tab, s.shots, "conversation.png")
+}
 
-	t.Run("sunsets pipeline", func(t *testing.T) {
-		spec, err := os.ReadFile(filepath.Join("..", "..", "examples", "pipelines", "sunsets.yaml"))
-		if err != nil {
-			t.Fatal(err)
+// badPipeline: a pipeline naming an agent that does not exist is refused
+// in the paste box with the message `agentmesh run` gives for it.
+func (s *dashSession) badPipeline(t *testing.T) {
+	bad := "name: typo\nsteps:\n  - {id: search, agent: ImageSerchAgent, params: {query: sunset}}\n"
+	err := chromedp.Do(s.tab,
+		chromedp.Navigate(s.base+"/#/submit"),
+		chromedp.WaitVisible(chromedp.CSS("#pipeline-yaml")),
+		chromedp.SetValue(chromedp.CSS("#pipeline-yaml"), bad),
+		chromedp.Click(chromedp.CSS("#pipeline-submit")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, s.tab, 15*time.Second, "the validation message", `#pipeline-check [data-valid="false"]`)
+	shown, err := chromedp.Run(s.tab, chromedp.Text(chromedp.CSS(`#pipeline-check [data-valid="false"]`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "typo.yaml")
+	if err := os.WriteFile(file, []byte(bad), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, cliErr, code := runBinary(t, exec.Command(agentBinary(t), "--nats", s.natsURL, "run", file))
+	if code == 0 {
+		t.Fatalf("agentmesh run accepted the bad pipeline")
+	}
+	// the CLI says which run failed around the mesh's own message
+	for _, line := range strings.Split(strings.TrimSpace(shown), "\n") {
+		if !strings.Contains(cliErr, strings.TrimSpace(line)) {
+			t.Errorf("the paste box says %q, which agentmesh run does not:\n%s", line, cliErr)
 		}
-		err = chromedp.Do(tab,
-			chromedp.Navigate(base+"/#/submit"),
-			chromedp.WaitVisible(chromedp.CSS("#pipeline-yaml")),
-			chromedp.SetValue(chromedp.CSS("#pipeline-yaml"), string(spec)),
-			chromedp.Click(chromedp.CSS("#pipeline-submit")))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, step := range []string{"search", "analyze", "organize"} {
-			waitFor(t, tab, 60*time.Second, "step "+step, `#dag g.node[data-step="`+step+`"][data-state="completed"]`)
-		}
-		waitFor(t, tab, 30*time.Second, "the run's end", `#run-status[data-status="completed"]`)
-		if err := chromedp.Do(tab, chromedp.Click(chromedp.CSS(`#dag g.node[data-step="organize"]`))); err != nil {
-			t.Fatal(err)
-		}
-		waitFor(t, tab, 10*time.Second, "the organize step's folders", `#step-panel [data-folder="sunset"]`)
-		screenshot(t, tab, shots, "run.png")
-		if err := chromedp.Do(tab, chromedp.Navigate(base+"/#/runs")); err != nil {
-			t.Fatal(err)
-		}
-		waitFor(t, tab, 10*time.Second, "the runs list", `#runs tr[data-status="completed"]`)
-		screenshot(t, tab, shots, "runs.png")
-	})
+	}
+	if !strings.Contains(shown, `unknown agent "ImageSerchAgent"`) {
+		t.Errorf("the paste box does not name the unknown agent: %s", shown)
+	}
+}
 
-	// The run page changes only by the run's events here: each step that
-	// waits for a person gets its buttons as the run reaches it.
-	t.Run("approval and input", func(t *testing.T) {
-		spec, err := os.ReadFile(filepath.Join("..", "..", "examples", "pipelines", "approval.yaml"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		err = chromedp.Do(tab,
-			chromedp.Navigate(base+"/#/submit"),
-			chromedp.WaitVisible(chromedp.CSS("#pipeline-yaml")),
-			chromedp.SetValue(chromedp.CSS("#pipeline-yaml"), string(spec)),
-			chromedp.Click(chromedp.CSS("#pipeline-submit")))
-		if err != nil {
-			t.Fatal(err)
-		}
-		waitFor(t, tab, 30*time.Second, "the review step waiting", `#dag g.node[data-step="review"][data-state="waiting"]`)
-		screenshot(t, tab, shots, "approval-waiting.png")
-		err = chromedp.Do(tab,
-			chromedp.Click(chromedp.CSS(`#dag g.node[data-step="review"]`)),
-			chromedp.WaitVisible(chromedp.CSS(`#step-actions button.approve`)),
-			chromedp.Click(chromedp.CSS(`#step-actions button.approve`)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		waitFor(t, tab, 30*time.Second, "the title step waiting", `#dag g.node[data-step="title"][data-state="waiting"]`)
-		err = chromedp.Do(tab,
-			chromedp.Click(chromedp.CSS(`#dag g.node[data-step="title"]`)),
-			chromedp.WaitVisible(chromedp.CSS(`#step-input`)),
-			chromedp.SendKeys(chromedp.CSS(`#step-input`), "Sunsets of the quarter"),
-			chromedp.Click(chromedp.CSS(`#step-actions button`)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, step := range []string{"draft", "review", "title", "publish"} {
-			waitFor(t, tab, 30*time.Second, "step "+step, `#dag g.node[data-step="`+step+`"][data-state="completed"]`)
-		}
-		waitFor(t, tab, 10*time.Second, "the run's end", `#run-status[data-status="completed"]`)
-	})
+// sunsetsPipeline: examples/pipelines/sunsets.yaml submitted from the
+// paste box; every step of its DAG turns completed, the organize step shows
+// the sunset folder, the runs list shows the run completed.
+func (s *dashSession) sunsetsPipeline(t *testing.T) {
+	spec, err := os.ReadFile(filepath.Join("..", "..", "examples", "pipelines", "sunsets.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = chromedp.Do(s.tab,
+		chromedp.Navigate(s.base+"/#/submit"),
+		chromedp.WaitVisible(chromedp.CSS("#pipeline-yaml")),
+		chromedp.SetValue(chromedp.CSS("#pipeline-yaml"), string(spec)),
+		chromedp.Click(chromedp.CSS("#pipeline-submit")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, step := range []string{"search", "analyze", "organize"} {
+		waitFor(t, s.tab, 60*time.Second, "step "+step, `#dag g.node[data-step="`+step+`"][data-state="completed"]`)
+	}
+	waitFor(t, s.tab, 30*time.Second, "the run's end", `#run-status[data-status="completed"]`)
+	if err := chromedp.Do(s.tab, chromedp.Click(chromedp.CSS(`#dag g.node[data-step="organize"]`))); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, s.tab, 10*time.Second, "the organize step's folders", `#step-panel [data-folder="sunset"]`)
+	screenshot(t, s.tab, s.shots, "run.png")
+	if err := chromedp.Do(s.tab, chromedp.Navigate(s.base+"/#/runs")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, s.tab, 10*time.Second, "the runs list", `#runs tr[data-status="completed"]`)
+	screenshot(t, s.tab, s.shots, "runs.png")
+}
 
-	// Steps of one wave side by side, waves top to bottom, each coloured by
-	// its state: the picture in the README.
-	t.Run("waves", func(t *testing.T) {
-		err := chromedp.Do(tab,
-			chromedp.Navigate(base+"/#/submit"),
-			chromedp.WaitVisible(chromedp.CSS("#pipeline-yaml")),
-			chromedp.SetValue(chromedp.CSS("#pipeline-yaml"), wavesPipeline),
-			chromedp.Click(chromedp.CSS("#pipeline-submit")))
-		if err != nil {
-			t.Fatal(err)
-		}
-		waitFor(t, tab, 30*time.Second, "the review step waiting", `#dag g.node[data-step="review"][data-state="waiting"]`)
-		tops, err := chromedp.Run(tab, chromedp.Evaluate[map[string]float64](`Object.fromEntries([...document.querySelectorAll("#dag g.node")].map((g) => [g.dataset.step, g.getBoundingClientRect().top]))`))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if tops["search"] != tops["note"] || tops["analyze"] != tops["count"] || !(tops["note"] < tops["count"] && tops["count"] < tops["organize"] && tops["organize"] < tops["review"]) {
-			t.Errorf("steps are not drawn wave by wave, top to bottom: %v", tops)
-		}
-		err = chromedp.Do(tab,
-			chromedp.Click(chromedp.CSS(`#dag g.node[data-step="review"]`)),
-			chromedp.WaitVisible(chromedp.CSS(`#step-actions button.approve`)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		screenshot(t, tab, shots, "waves.png")
-		if os.Getenv("AGENTMESH_UPDATE_SCREENSHOT") != "" {
-			saveRunsScreenshot(t, tab)
-		}
-	})
+// approvalAndInput: the run page changes only by the run's events here:
+// each step that waits for a person gets its buttons as the run reaches it,
+// and answering them finishes the run.
+func (s *dashSession) approvalAndInput(t *testing.T) {
+	spec, err := os.ReadFile(filepath.Join("..", "..", "examples", "pipelines", "approval.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = chromedp.Do(s.tab,
+		chromedp.Navigate(s.base+"/#/submit"),
+		chromedp.WaitVisible(chromedp.CSS("#pipeline-yaml")),
+		chromedp.SetValue(chromedp.CSS("#pipeline-yaml"), string(spec)),
+		chromedp.Click(chromedp.CSS("#pipeline-submit")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, s.tab, 30*time.Second, "the review step waiting", `#dag g.node[data-step="review"][data-state="waiting"]`)
+	screenshot(t, s.tab, s.shots, "approval-waiting.png")
+	err = chromedp.Do(s.tab,
+		chromedp.Click(chromedp.CSS(`#dag g.node[data-step="review"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#step-actions button.approve`)),
+		chromedp.Click(chromedp.CSS(`#step-actions button.approve`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, s.tab, 30*time.Second, "the title step waiting", `#dag g.node[data-step="title"][data-state="waiting"]`)
+	err = chromedp.Do(s.tab,
+		chromedp.Click(chromedp.CSS(`#dag g.node[data-step="title"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#step-input`)),
+		chromedp.SendKeys(chromedp.CSS(`#step-input`), "Sunsets of the quarter"),
+		chromedp.Click(chromedp.CSS(`#step-actions button`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, step := range []string{"draft", "review", "title", "publish"} {
+		waitFor(t, s.tab, 30*time.Second, "step "+step, `#dag g.node[data-step="`+step+`"][data-state="completed"]`)
+	}
+	waitFor(t, s.tab, 10*time.Second, "the run's end", `#run-status[data-status="completed"]`)
+}
 
-	// A gateway that requires a token: the link `up --secure` prints gives
-	// it, and without one the page asks for it.
-	t.Run("token", func(t *testing.T) {
-		const token = "dashboard-test-token"
-		secured := mesh.gateway(t, gateway.WithToken(token, mesh.srv.Conn(t), bus.Identity{}))
-		err := chromedp.Do(tab,
-			chromedp.Navigate(secured+"/#/agents"),
-			chromedp.WaitVisible(chromedp.CSS("#token-form")),
-			chromedp.SendKeys(chromedp.CSS("#token"), token),
-			chromedp.Click(chromedp.CSS("#token-form button")))
-		if err != nil {
-			t.Fatal(err)
-		}
-		waitFor(t, tab, 15*time.Second, "the agents with the typed token", `section.agent[data-agent="FolderAgent"]`)
-		err = chromedp.Do(tab,
-			chromedp.Evaluate[chromedp.Void](`localStorage.clear()`),
-			chromedp.Navigate(secured+"/?access_token="+token+"#/runs"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		waitFor(t, tab, 15*time.Second, "the runs with the link's token", `#runs tr[data-status="completed"]`)
-		if loc, err := chromedp.Run(tab, chromedp.Location()); err != nil || strings.Contains(loc, token) {
-			t.Errorf("the address bar still shows the token: %s (%v)", loc, err)
-		}
-	})
+// waves: steps of one wave side by side, waves top to bottom, each
+// coloured by its state; the picture in the README
+// (AGENTMESH_UPDATE_SCREENSHOT=1 writes docs/img/runs.png).
+func (s *dashSession) waves(t *testing.T) {
+	err := chromedp.Do(s.tab,
+		chromedp.Navigate(s.base+"/#/submit"),
+		chromedp.WaitVisible(chromedp.CSS("#pipeline-yaml")),
+		chromedp.SetValue(chromedp.CSS("#pipeline-yaml"), wavesPipeline),
+		chromedp.Click(chromedp.CSS("#pipeline-submit")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, s.tab, 30*time.Second, "the review step waiting", `#dag g.node[data-step="review"][data-state="waiting"]`)
+	tops, err := chromedp.Run(s.tab, chromedp.Evaluate[map[string]float64](`Object.fromEntries([...document.querySelectorAll("#dag g.node")].map((g) => [g.dataset.step, g.getBoundingClientRect().top]))`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tops["search"] != tops["note"] || tops["analyze"] != tops["count"] || !(tops["note"] < tops["count"] && tops["count"] < tops["organize"] && tops["organize"] < tops["review"]) {
+		t.Errorf("steps are not drawn wave by wave, top to bottom: %v", tops)
+	}
+	err = chromedp.Do(s.tab,
+		chromedp.Click(chromedp.CSS(`#dag g.node[data-step="review"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#step-actions button.approve`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	screenshot(t, s.tab, s.shots, "waves.png")
+	if os.Getenv("AGENTMESH_UPDATE_SCREENSHOT") != "" {
+		saveRunsScreenshot(t, s.tab)
+	}
+}
 
-	t.Run("files", func(t *testing.T) {
-		if err := chromedp.Do(tab, chromedp.Navigate(base+"/#/files")); err != nil {
-			t.Fatal(err)
-		}
-		waitFor(t, tab, 15*time.Second, "the sunset folder", `.folder-nav [data-folder="sunset"]`)
-		waitFor(t, tab, 15*time.Second, "an image thumbnail", `#files button.file img`)
-		if err := chromedp.Do(tab, chromedp.Click(chromedp.CSS(`#files button.file`))); err != nil {
-			t.Fatal(err)
-		}
-		waitFor(t, tab, 15*time.Second, "the preview", `#preview img.full`)
-		screenshot(t, tab, shots, "files.png")
-	})
+// token: a gateway that requires a token; without one the page asks for
+// it, and the link `up --secure` prints gives it.
+func (s *dashSession) token(t *testing.T) {
+	const token = "dashboard-test-token"
+	secured := s.mesh.gateway(t, gateway.WithToken(token, s.mesh.srv.Conn(t), bus.Identity{}))
+	err := chromedp.Do(s.tab,
+		chromedp.Navigate(secured+"/#/agents"),
+		chromedp.WaitVisible(chromedp.CSS("#token-form")),
+		chromedp.SendKeys(chromedp.CSS("#token"), token),
+		chromedp.Click(chromedp.CSS("#token-form button")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, s.tab, 15*time.Second, "the agents with the typed token", `section.agent[data-agent="FolderAgent"]`)
+	err = chromedp.Do(s.tab,
+		chromedp.Evaluate[chromedp.Void](`localStorage.clear()`),
+		chromedp.Navigate(secured+"/?access_token="+token+"#/runs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, s.tab, 15*time.Second, "the runs with the link's token", `#runs tr[data-status="completed"]`)
+	if loc, err := chromedp.Run(s.tab, chromedp.Location()); err != nil || strings.Contains(loc, token) {
+		t.Errorf("the address bar still shows the token: %s (%v)", loc, err)
+	}
+}
+
+// files: the object store by folder, with thumbnails and a preview.
+func (s *dashSession) files(t *testing.T) {
+	if err := chromedp.Do(s.tab, chromedp.Navigate(s.base+"/#/files")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, s.tab, 15*time.Second, "the sunset folder", `.folder-nav [data-folder="sunset"]`)
+	waitFor(t, s.tab, 15*time.Second, "an image thumbnail", `#files button.file img`)
+	if err := chromedp.Do(s.tab, chromedp.Click(chromedp.CSS(`#files button.file`))); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, s.tab, 15*time.Second, "the preview", `#preview img.full`)
+	screenshot(t, s.tab, s.shots, "files.png")
 }
 
 // wavesPipeline has two steps in each of its first two waves and ends

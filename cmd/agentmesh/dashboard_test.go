@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -54,6 +56,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		{"sunsets pipeline", (*dashSession).sunsetsPipeline},
 		{"approval and input", (*dashSession).approvalAndInput},
 		{"waves", (*dashSession).waves},
+		{"live lists", (*dashSession).liveLists},
 		{"token", (*dashSession).token},
 		{"files", (*dashSession).files},
 	} {
@@ -248,6 +251,41 @@ func (s *dashSession) waves(t *testing.T) {
 	screenshot(t, s.tab, s.shots, "waves.png")
 	if os.Getenv("AGENTMESH_UPDATE_SCREENSHOT") != "" {
 		saveRunsScreenshot(t, s.tab)
+	}
+}
+
+// liveLists: the runs and conversations lists, left open, gain a run
+// submitted and a conversation started elsewhere (here, by the HTTP API) as
+// the mesh's events arrive.
+func (s *dashSession) liveLists(t *testing.T) {
+	spec, err := os.ReadFile(filepath.Join("..", "..", "examples", "pipelines", "sunsets.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(s.tab, chromedp.Navigate(s.base+"/#/runs"), chromedp.WaitReady(chromedp.CSS("#runs table"))); err != nil {
+		t.Fatal(err)
+	}
+	postAPI(t, s.base+"/api/pipelines?run_id=submitted-elsewhere", "application/yaml", string(spec))
+	waitFor(t, s.tab, 30*time.Second, "the run submitted elsewhere", `#runs tr[data-run="submitted-elsewhere"][data-status="completed"]`)
+
+	if err := chromedp.Do(s.tab, chromedp.Navigate(s.base+"/#/conversations"), chromedp.WaitReady(chromedp.CSS("#conversations table"))); err != nil {
+		t.Fatal(err)
+	}
+	postAPI(t, s.base+"/api/chat", "application/json", `{"conversation_id": "asked-elsewhere", "new": true, "message": "`+seedChat+`"}`)
+	waitFor(t, s.tab, 30*time.Second, "the conversation started elsewhere", `#conversations tr[data-conversation="asked-elsewhere"]`)
+}
+
+// postAPI posts body to url and fails the test unless it is accepted.
+func postAPI(t *testing.T, url, contentType, body string) {
+	t.Helper()
+	resp, err := http.Post(url, contentType, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		msg, _ := io.ReadAll(resp.Body)
+		t.Fatalf("POST %s: %s %s", url, resp.Status, msg)
 	}
 }
 

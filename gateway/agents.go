@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/agentmesh/agentmesh/bus"
@@ -39,10 +40,12 @@ type AgentStats struct {
 
 func (g *Gateway) handleAgents(w http.ResponseWriter, r *http.Request, c *conn) error {
 	infos := c.reg.Agents()
-	out := make([]Agent, 0, len(infos))
-	for _, info := range infos {
-		out = append(out, g.agentView(r.Context(), c, info))
+	out := make([]Agent, len(infos))
+	var wg sync.WaitGroup // each agent's backlog is a round trip: ask for all at once
+	for i, info := range infos {
+		wg.Go(func() { out[i] = g.agentView(r.Context(), c, info) })
 	}
+	wg.Wait()
 	writeJSON(w, http.StatusOK, out)
 	return nil
 }

@@ -168,12 +168,43 @@ func TestTwoGateways(t *testing.T) {
 	if r := m.do(t, "POST", "/api/pipelines?run_id=two-1", "application/yaml", []byte(yaml)); r.status != 202 {
 		t.Fatalf("submit on the first: %d %s", r.status, clip(r.body))
 	}
+	first := waitEvent(t, events, "io.agentmesh.pipeline.step.started", nil)
+	second := nextEvent(t, events)
 	waitEvent(t, events, "io.agentmesh.pipeline.completed", nil)
+
+	// A reconnection resumes after the last event the browser saw.
+	resumed := m.openSSE(t, "/api/runs/two-1/events", "Last-Event-ID", first.ID)
+	if next := nextEvent(t, resumed); next.ID != second.ID {
+		t.Fatalf("after Last-Event-ID %s came %s %s, want %s %s", first.ID, next.Type, next.ID, second.Type, second.ID)
+	}
 	var run struct {
 		Status string `json:"status"`
 	}
 	decode(t, other.getJSON(t, "/api/runs/two-1"), &run)
 	if run.Status != "completed" {
 		t.Fatalf("the second gateway shows the run %s", run.Status)
+	}
+}
+
+// TestUploadTooLarge sends files over the upload limit, raw and in a form:
+// each is refused with too_large and nothing is stored.
+func TestUploadTooLarge(t *testing.T) {
+	m := newTestMesh(t, WithMaxUpload(64<<10))
+	before := len(m.files)
+	big := bytes.Repeat([]byte("x"), 200<<10)
+	wantError(t, "raw upload", m.do(t, "POST", "/api/files?name=big.txt", "text/plain", big), 413, schemas.CodeTooLarge)
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	fw, _ := mw.CreateFormFile("file", "big.bin")
+	_, _ = fw.Write(big)
+	_ = mw.Close()
+	wantError(t, "form upload", m.do(t, "POST", "/api/files", mw.FormDataContentType(), body.Bytes()), 413, schemas.CodeTooLarge)
+	var refs []schemas.FileRef
+	decode(t, m.getJSON(t, "/api/files"), &refs)
+	if len(refs) != before {
+		t.Fatalf("%d files after refused uploads, want %d", len(refs), before)
+	}
+	if r := m.do(t, "POST", "/api/files?name=small.txt", "text/plain", big[:1000]); r.status != 201 {
+		t.Fatalf("a file under the limit: %d %s", r.status, clip(r.body))
 	}
 }

@@ -254,7 +254,13 @@ func replay(ctx context.Context, c *conn, subject, typ string) ([]bus.Event, err
 	if err != nil {
 		return nil, err
 	}
-	pending := cons.CachedInfo().NumPending
+	info := cons.CachedInfo()
+	defer func() { // not left for the server's inactivity timer: a page view must not pile consumers up
+		dctx, dcancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer dcancel()
+		_ = c.res.Events.DeleteConsumer(dctx, info.Name)
+	}()
+	pending := info.NumPending
 	var out []bus.Event
 	for pending > 0 {
 		batch, err := cons.Fetch(int(min(pending, 256)), jetstream.FetchMaxWait(5*time.Second))

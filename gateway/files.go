@@ -17,8 +17,8 @@ import (
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
-// maxUpload bounds one uploaded file.
-const maxUpload = 256 << 20
+// defaultMaxUpload bounds one uploaded file unless WithMaxUpload says.
+const defaultMaxUpload = 256 << 20
 
 func (g *Gateway) handleFiles(w http.ResponseWriter, r *http.Request, c *conn) error {
 	q := r.URL.Query()
@@ -67,7 +67,7 @@ func (g *Gateway) handlePutFile(w http.ResponseWriter, r *http.Request, c *conn)
 	if f := q.Get("folder"); f != "" {
 		meta[resolvers.MetaFolder] = f
 	}
-	body := http.MaxBytesReader(w, r.Body, maxUpload)
+	body := http.MaxBytesReader(w, r.Body, g.cfg.maxUpload)
 	var (
 		content   io.Reader
 		name      = q.Get("name")
@@ -75,7 +75,7 @@ func (g *Gateway) handlePutFile(w http.ResponseWriter, r *http.Request, c *conn)
 	)
 	mt, params, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if mt == "multipart/form-data" {
-		part, err := filePart(body, params["boundary"])
+		part, err := g.filePart(body, params["boundary"])
 		if err != nil {
 			return err
 		}
@@ -99,7 +99,7 @@ func (g *Gateway) handlePutFile(w http.ResponseWriter, r *http.Request, c *conn)
 	// Peek one byte so an empty upload is refused before anything is stored.
 	var first [1]byte
 	n, err := io.ReadFull(content, first[:])
-	if err := uploadError(err); err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
+	if err := g.uploadError(err); err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
 		return err
 	}
 	if n == 0 {
@@ -107,7 +107,7 @@ func (g *Gateway) handlePutFile(w http.ResponseWriter, r *http.Request, c *conn)
 	}
 	ref, err := c.files.Store(r.Context(), io.MultiReader(bytes.NewReader(first[:n]), content), mediaType, meta)
 	if err != nil {
-		if ue := uploadError(err); ue != nil {
+		if ue := g.uploadError(err); ue != nil {
 			return ue
 		}
 		return meshError("storing "+name, err)
@@ -117,13 +117,13 @@ func (g *Gateway) handlePutFile(w http.ResponseWriter, r *http.Request, c *conn)
 }
 
 // uploadError turns an over-long body into too_large; EOF is no error.
-func uploadError(err error) error {
+func (g *Gateway) uploadError(err error) error {
 	var mbe *http.MaxBytesError
 	switch {
 	case err == nil, errors.Is(err, io.EOF):
 		return nil
 	case errors.As(err, &mbe):
-		return fail(schemas.CodeTooLarge, "the file is over %d bytes, the gateway's upload limit; store it with agentmesh files put", int64(maxUpload))
+		return fail(schemas.CodeTooLarge, "the file is over %d bytes, the gateway's upload limit; store it with agentmesh files put", g.cfg.maxUpload)
 	}
 	return err
 }

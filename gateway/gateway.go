@@ -35,11 +35,12 @@ type Gateway struct {
 // or orchestrator credentials; see WithIdentity); New binds it to the
 // mesh's streams and buckets and starts watching the registry and recent
 // results. Options: WithPrefix, WithIdentity, WithToken, WithHandler,
-// WithSource, WithLogger, WithTaskTimeout, WithMaxBody, WithProvision.
+// WithSource, WithLogger, WithTaskTimeout, WithMaxBody, WithMaxUpload,
+// WithProvision.
 // Call Close when done; the connections stay open (they are the caller's).
 func New(ctx context.Context, nc *nats.Conn, opts ...Option) (*Gateway, error) {
 	cfg := config{prefix: "mesh", source: "agentmesh/gateway", logger: slog.Default(),
-		taskTimeout: 30 * time.Second, maxBody: 1 << 20}
+		taskTimeout: 30 * time.Second, maxBody: 1 << 20, maxUpload: defaultMaxUpload}
 	for _, o := range opts {
 		o(&cfg)
 	}

@@ -22,6 +22,7 @@ type config struct {
 	logger      *slog.Logger
 	taskTimeout time.Duration
 	maxBody     int64
+	maxUpload   int64
 	provision   bus.ProvisionOptions
 }
 
@@ -73,6 +74,10 @@ func WithTaskTimeout(d time.Duration) Option { return func(c *config) { c.taskTi
 // WithMaxBody bounds request bodies other than file uploads (default 1 MiB);
 // a larger one is refused with 413 too_large.
 func WithMaxBody(n int64) Option { return func(c *config) { c.maxBody = n } }
+
+// WithMaxUpload bounds one uploaded file (default 256 MiB); a larger one
+// is refused with 413 too_large and nothing is stored.
+func WithMaxUpload(n int64) Option { return func(c *config) { c.maxUpload = n } }
 
 // WithProvision sets what the gateway's connections provision when they
 // bind to the mesh (default: bind, creating what is missing, changing

@@ -8,12 +8,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	cloudevents "github.com/cloudevents/sdk-go/v2/event"
 )
 
 // sseEvent is one server-sent event as a browser's EventSource sees it.
 type sseEvent struct {
 	ID, Type string
 	Data     map[string]any // the CloudEvent in JSON
+	Raw      string
 }
 
 // openSSE opens an event stream, checks its answer against the document,
@@ -49,7 +52,8 @@ func (m *testMesh) openSSE(t *testing.T, path string, header ...string) <-chan s
 			switch {
 			case line == "":
 				if ev.Type != "" {
-					_ = json.Unmarshal([]byte(data.String()), &ev.Data)
+					ev.Raw = data.String()
+					_ = json.Unmarshal([]byte(ev.Raw), &ev.Data)
 					select {
 					case ch <- ev:
 					case <-ctx.Done():
@@ -76,6 +80,7 @@ func waitEvent(t *testing.T, ch <-chan sseEvent, typ string, keep func(sseEvent)
 	for {
 		select {
 		case ev := <-ch:
+			checkCloudEvent(t, ev)
 			if ev.Type == typ && (keep == nil || keep(ev)) {
 				return ev
 			}
@@ -85,8 +90,38 @@ func waitEvent(t *testing.T, ch <-chan sseEvent, typ string, keep func(sseEvent)
 	}
 }
 
+// nextEvent returns the stream's next event.
+func nextEvent(t *testing.T, ch <-chan sseEvent) sseEvent {
+	t.Helper()
+	select {
+	case ev := <-ch:
+		checkCloudEvent(t, ev)
+		return ev
+	case <-time.After(30 * time.Second):
+		t.Fatal("no event within 30s")
+		return sseEvent{}
+	}
+}
+
 // dataOf returns the CloudEvent's data member.
 func dataOf(ev sseEvent) map[string]any {
 	d, _ := ev.Data["data"].(map[string]any)
 	return d
+}
+
+// checkCloudEvent reads an event's data with the CloudEvents SDK for Go
+// (the JSON event format): it must be a valid CloudEvent whose type and
+// id are the stream's event and id fields.
+func checkCloudEvent(t *testing.T, ev sseEvent) {
+	t.Helper()
+	var ce cloudevents.Event
+	if err := json.Unmarshal([]byte(ev.Raw), &ce); err != nil {
+		t.Fatalf("event %s: the CloudEvents SDK cannot read it: %v\n%s", ev.Type, err, ev.Raw)
+	}
+	if err := ce.Validate(); err != nil {
+		t.Fatalf("event %s: not a valid CloudEvent: %v", ev.Type, err)
+	}
+	if ce.Type() != ev.Type || (ev.ID != "" && ce.ID() != ev.ID) {
+		t.Fatalf("event: stream fields %s/%s, CloudEvent %s/%s", ev.Type, ev.ID, ce.Type(), ce.ID())
+	}
 }

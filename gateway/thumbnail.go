@@ -73,7 +73,7 @@ func orUnknown(s string) string {
 
 // filePart returns the part named "file" of a multipart body; other parts
 // before it are skipped, a body without it is invalid_input.
-func filePart(body io.Reader, boundary string) (*multipart.Part, error) {
+func (g *Gateway) filePart(body io.Reader, boundary string) (*multipart.Part, error) {
 	if boundary == "" {
 		return nil, fail(schemas.CodeInvalidInput, "multipart/form-data without a boundary")
 	}
@@ -84,7 +84,7 @@ func filePart(body io.Reader, boundary string) (*multipart.Part, error) {
 			return nil, fail(schemas.CodeInvalidInput, "the multipart body has no part named \"file\"; send the file as the form field file")
 		}
 		if err != nil {
-			if ue := uploadError(err); ue != nil {
+			if ue := g.uploadError(err); ue != nil {
 				var ae *apiError
 				if errors.As(ue, &ae) {
 					return nil, ae

@@ -89,15 +89,17 @@ from the token file's directory; '#' starts a comment.`,
 
 // gatewayServer is a gateway listening on an address.
 type gatewayServer struct {
-	url  string
-	gw   *gateway.Gateway
-	http *http.Server
-	done chan error
+	url    string
+	gw     *gateway.Gateway
+	http   *http.Server
+	done   chan error
+	cancel context.CancelFunc // ends every request's context: event streams return at once
 }
 
 // serveGateway starts a gateway over m on addr and returns once it listens.
 func (a *app) serveGateway(ctx context.Context, m *mesh, addr string, log *slog.Logger, opts ...gateway.Option) (*gatewayServer, error) {
-	base := []gateway.Option{gateway.WithPrefix(a.prefix), gateway.WithIdentity(m.ID), gateway.WithLogger(log)}
+	base := []gateway.Option{gateway.WithPrefix(a.prefix), gateway.WithIdentity(m.ID), gateway.WithLogger(log),
+		gateway.WithProvision(bus.ProvisionOptions{BindOnly: true})} // connect provisioned the mesh
 	gw, err := gateway.New(ctx, m.NC, append(base, opts...)...)
 	if err != nil {
 		return nil, err
@@ -107,18 +109,20 @@ func (a *app) serveGateway(ctx context.Context, m *mesh, addr string, log *slog.
 		gw.Close()
 		return nil, fmt.Errorf("--http %s: %w (another process may use the port: choose another with --http HOST:PORT, or --http \"\" for none)", addr, err)
 	}
-	s := &gatewayServer{url: "http://" + ln.Addr().String(), gw: gw, done: make(chan error, 1),
-		http: &http.Server{Handler: gw, ReadHeaderTimeout: 10 * time.Second}}
+	reqCtx, cancel := context.WithCancel(context.Background())
+	s := &gatewayServer{url: "http://" + ln.Addr().String(), gw: gw, done: make(chan error, 1), cancel: cancel,
+		http: &http.Server{Handler: gw, ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return reqCtx }}}
 	go func() { s.done <- s.http.Serve(ln) }()
 	return s, nil
 }
 
 // stop shuts the server down, giving open requests a moment; event
-// streams are cut.
+// streams end at once.
 func (s *gatewayServer) stop() error {
 	if s == nil {
 		return nil
 	}
+	s.cancel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	err := s.http.Shutdown(ctx)

@@ -65,6 +65,11 @@ first (in-flight tasks finish), and exits 0.
 
 With --nats, up uses that NATS server instead of starting one.
 
+up serves the web dashboard and the HTTP API on --http (default
+127.0.0.1:8080, printed at start; --http "" for none; see 'agentmesh gateway
+--help' and docs/http-api.md). With --secure they need the bearer token up
+prints, which acts as admin.
+
 With --metrics-addr HOST:PORT, up serves its own /metrics, /healthz and
 /readyz (ready once every agent announced) there and gives each child the
 next port: the orchestrator PORT+1, then the agents in the order of the

@@ -101,16 +101,19 @@ AM.sse = function (path, onEvent, onOpen) {
   const ctl = new AbortController();
   let stopped = false;
   let delay = 500;
+  const last = { id: "" }; // the last event's id: a reconnection resumes after it
   const run = async () => {
     while (!stopped) {
       try {
-        const resp = await fetch(path, { headers: authHeaders({ Accept: "text/event-stream" }), signal: ctl.signal });
+        const headers = authHeaders({ Accept: "text/event-stream" });
+        if (last.id) headers["Last-Event-ID"] = last.id;
+        const resp = await fetch(path, { headers, signal: ctl.signal });
         if (resp.status === 401) AM.askToken();
         if (!resp.ok || !resp.body) throw new Error("events: HTTP " + resp.status);
         AM.setLive(true);
         delay = 500;
         if (onOpen) onOpen();
-        await readEvents(resp.body, onEvent);
+        await readEvents(resp.body, onEvent, last);
       } catch (e) {
         if (stopped) return;
       }
@@ -123,7 +126,7 @@ AM.sse = function (path, onEvent, onOpen) {
   return () => { stopped = true; ctl.abort(); };
 };
 
-async function readEvents(body, onEvent) {
+async function readEvents(body, onEvent, last) {
   const reader = body.pipeThrough(new TextDecoderStream()).getReader();
   let buf = "", type = "", data = [];
   for (;;) {
@@ -138,6 +141,7 @@ async function readEvents(body, onEvent) {
         if (data.length) dispatch(type, data.join("\n"), onEvent);
         type = ""; data = [];
       } else if (line.startsWith("event:")) type = line.slice(6).trim();
+      else if (line.startsWith("id:")) last.id = line.slice(3).trim();
       else if (line.startsWith("data:")) data.push(line.slice(5).replace(/^ /, ""));
     }
   }

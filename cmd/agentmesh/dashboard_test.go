@@ -82,6 +82,10 @@ func (s *dashSession) agents(t *testing.T) {
 		waitFor(t, s.tab, 30*time.Second, "agent "+name, `section.agent[data-agent="`+name+`"] .instances tbody tr`)
 	}
 	text := pageText(t, s.tab)
+	params, err := chromedp.Run(s.tab, chromedp.Text(chromedp.CSS(`section.agent[data-agent="ImageSearchAgent"] details.params summary`)))
+	if err != nil || !strings.Contains(params, "query") {
+		t.Errorf("ImageSearchAgent's params do not list query: %q (%v)", params, err)
+	}
 	for _, want := range []string{"FILE_IDS/images", "CATEGORIZATION", "last heartbeat"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("the agents page lacks %q:\n%s", want, text)

@@ -41,11 +41,30 @@
       h("div", { class: "stats" },
         stat("backlog", st.backlog ?? "–"), stat("success", AM.pct(st.success_rate)), stat("p50", AM.ms(st.p50_ms)),
         c.timeout_ms ? stat("timeout", AM.ms(c.timeout_ms)) : ""),
-      c.params ? h("details", {}, h("summary", {}, "params schema"), AM.json(c.params)) : "",
+      c.params ? paramsTable(c.params) : "",
       inst.length ? h("table", { class: "instances" },
         h("thead", {}, h("tr", {}, h("th", {}, "instance"), h("th", {}, "host"), h("th", {}, "last heartbeat"))),
         h("tbody", {}, inst.map((i) => h("tr", {}, h("td", {}, i.id), h("td", {}, i.host || "–"),
           h("td", { title: i.last_heartbeat || "" }, AM.ago(i.last_heartbeat)))))) : "");
+  }
+
+  // paramsTable lists the params a contract's JSON Schema declares: name,
+  // type (or allowed values), default and description; the schema itself
+  // one click away.
+  function paramsTable(schema) {
+    const props = (schema && schema.properties) || {};
+    const required = new Set((schema && schema.required) || []);
+    const names = Object.keys(props);
+    return h("details", { class: "params" }, h("summary", {}, "params" + (names.length ? " (" + names.join(", ") + ")" : "")),
+      names.length ? h("table", {}, h("tbody", {}, names.map((n) => {
+        const p = props[n] || {};
+        const type = p.enum ? p.enum.map(String).join(" | ") : [].concat(p.type || "any").join(" | ");
+        return h("tr", {}, h("td", {}, h("b", {}, n), required.has(n) ? h("span", { class: "req" }, " required") : ""),
+          h("td", {}, h("span", { class: "type" }, type)),
+          h("td", { class: "muted" }, p.default !== undefined ? "default " + JSON.stringify(p.default) : ""),
+          h("td", {}, p.description || ""));
+      }))) : "",
+      h("details", {}, h("summary", {}, "JSON Schema"), AM.json(schema)));
   }
 
   function ioList(kind, items) {

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentmesh/agentmesh/schemas"
 )
@@ -85,6 +86,27 @@ func TestTaskAPI(t *testing.T) {
 	if r.status != 202 || ans.TaskID == "" || ans.Result != nil {
 		t.Fatalf("task without waiting: %d %s", r.status, clip(r.body))
 	}
+	// Its result is there to read once the agent answered.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		r = m.getJSON(t, "/api/agents/TextAgent/tasks/"+ans.TaskID)
+		var got TaskAnswer
+		decode(t, r, &got)
+		if r.status == 200 {
+			if got.Result == nil || string(got.Result.Outputs["text"].Value) != `"HELLO MESH"` {
+				t.Fatalf("result of the task: %s", clip(r.body))
+			}
+			break
+		}
+		if r.status != 202 || time.Now().After(deadline) {
+			t.Fatalf("result of the task: %d %s", r.status, clip(r.body))
+		}
+	}
+	r = m.getJSON(t, "/api/agents/TextAgent/tasks/no-such-task")
+	if r.status != 202 {
+		t.Fatalf("result of an unknown task: %d %s", r.status, clip(r.body))
+	}
+	wantError(t, "bad task id", m.getJSON(t, "/api/agents/TextAgent/tasks/a.b"), 400, schemas.CodeInvalidID)
 
 	// The agent refuses a task without its required input: the bus's code.
 	r = m.postJSON(t, "/api/agents/TextAgent/tasks", `{"params":{"op":"upper"}}`)

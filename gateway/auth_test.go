@@ -2,9 +2,11 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -102,6 +104,22 @@ func TestSecureMeshRoles(t *testing.T) {
 	if r.status != 200 || string(ans.Result.Outputs["text"].Value) != `"SECURE"` {
 		t.Fatalf("client task: %d %s", r.status, clip(r.body))
 	}
+	// A task sent without waiting: the client reads its result, under its own subject.
+	r = m.do(t, "POST", "/api/agents/TextAgent/tasks?wait=false", "application/json",
+		[]byte(`{"inputs":{"text":{"data_type":"TEXT","value":"later"}},"params":{"op":"upper"}}`), asClient...)
+	ans = TaskAnswer{}
+	decode(t, r, &ans)
+	for start := time.Now(); ; {
+		r = m.do(t, "GET", "/api/agents/TextAgent/tasks/"+ans.TaskID, "", nil, asClient...)
+		var got TaskAnswer
+		decode(t, r, &got)
+		if r.status == 200 && got.Result != nil && string(got.Result.Outputs["text"].Value) == `"LATER"` {
+			break
+		}
+		if r.status != 202 || time.Since(start) > 10*time.Second {
+			t.Fatalf("client reads its task's result: %d %s", r.status, clip(r.body))
+		}
+	}
 	var a Agent
 	decode(t, m.do(t, "GET", "/api/agents/TextAgent", "", nil, asClient...), &a)
 	if a.Stats.Backlog != nil {
@@ -113,6 +131,8 @@ func TestSecureMeshRoles(t *testing.T) {
 		[]byte("name: s\nsteps:\n  - {id: a, agent: TextAgent, inputs: {text: \"text:x\"}}\n"), asClient...); r.status != 202 {
 		t.Fatalf("client submits: %d %s", r.status, clip(r.body))
 	}
+	// A client follows a run's events (an ordered consumer on the events stream it may create).
+	m.openSSE(t, "/api/runs/sec-1/events?access_token="+clientToken)
 	if r := m.do(t, "GET", "/api/runs", "", nil, asAdmin...); r.status != 200 {
 		t.Fatalf("admin reads runs: %d %s", r.status, clip(r.body))
 	}
@@ -121,4 +141,17 @@ func TestSecureMeshRoles(t *testing.T) {
 		t.Fatal("admin reads the backlog: got none")
 	}
 	wantError(t, "admin reads an unknown run", m.do(t, "GET", "/api/runs/nope", "", nil, asAdmin...), 404, schemas.CodeNotFound)
+}
+
+// TestRefusalSentinels checks that the gateway's own refusals match their
+// sentinels, and name the identity refused.
+func TestRefusalSentinels(t *testing.T) {
+	_, err := (&conn{id: bus.Identity{Role: bus.RoleClient, Name: "alice"}}).needStore()
+	if !errors.Is(err, ErrForbidden) || !strings.Contains(err.Error(), "client-alice") {
+		t.Fatalf("a client's state read: %v", err)
+	}
+	g := &Gateway{def: &conn{}, tokens: map[string]*conn{"some-token-0123456789": {}}}
+	if _, err := g.authorize(httptest.NewRequest("GET", "/api/runs", nil)); !errors.Is(err, ErrUnauthorized) {
+		t.Fatalf("no token: %v", err)
+	}
 }

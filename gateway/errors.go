@@ -42,6 +42,17 @@ type apiError struct {
 
 func (e *apiError) Error() string { return e.Code + ": " + e.Message }
 
+// Unwrap lets errors.Is match the gateway's own refusals by sentinel.
+func (e *apiError) Unwrap() error {
+	switch e.Code {
+	case CodeUnauthorized:
+		return ErrUnauthorized
+	case CodeForbidden:
+		return ErrForbidden
+	}
+	return nil
+}
+
 // fail builds an apiError with the status that fits code.
 func fail(code, format string, args ...any) *apiError {
 	return &apiError{Status: statusOf(code), Code: code, Message: fmt.Sprintf(format, args...)}

@@ -73,7 +73,7 @@ func FuzzAuthorize(f *testing.F) {
 			t.Fatalf("header %q: conn %v, error %v; want passed %v", header, c, err, want)
 		}
 		var ae *apiError
-		if err != nil && (!errors.As(err, &ae) || ae.Status != http.StatusUnauthorized) {
+		if err != nil && (!errors.As(err, &ae) || ae.Status != http.StatusUnauthorized || !errors.Is(err, ErrUnauthorized)) {
 			t.Fatalf("header %q: error %v, want a 401", header, err)
 		}
 	})

@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -140,6 +139,3 @@ func mapValues(m map[string]*conn) []*conn {
 	}
 	return out
 }
-
-// errClosed is returned by handlers whose request's context ended.
-var errClosed = errors.New("gateway: request ended")

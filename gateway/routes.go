@@ -24,6 +24,7 @@ func (g *Gateway) apiRoutes() []route {
 		{method: "GET", path: "/api/agents", h: g.handleAgents},
 		{method: "GET", path: "/api/agents/{name}", h: g.handleAgent},
 		{method: "POST", path: "/api/agents/{name}/tasks", h: g.handleTask},
+		{method: "GET", path: "/api/agents/{name}/tasks/{id}", h: g.handleTaskResult},
 		{method: "POST", path: "/api/chat", h: g.handleChat},
 		{method: "GET", path: "/api/conversations", h: g.handleConversations},
 		{method: "GET", path: "/api/conversations/{id}", h: g.handleConversation},

@@ -127,6 +127,39 @@ func awaitResult(ctx context.Context, sub *nats.Subscription) (schemas.AgentResu
 	return res, nil
 }
 
+// taskPoll is how long GET /api/agents/{name}/tasks/{id} looks for a
+// result before answering that there is none yet.
+const taskPoll = 2 * time.Second
+
+// handleTaskResult answers a task sent with ?wait=false: its result from
+// the results stream (kept 24 hours by default), or 202 while there is
+// none yet.
+func (g *Gateway) handleTaskResult(w http.ResponseWriter, r *http.Request, c *conn) error {
+	agent, id := r.PathValue("name"), r.PathValue("id")
+	if err := bus.ValidateAgentName(agent); err != nil {
+		return fail(schemas.CodeInvalidInput, "agent name %q: %v", agent, err)
+	}
+	if err := bus.ValidateToken("task id", id); err != nil {
+		return fail(schemas.CodeInvalidID, "%v", err)
+	}
+	replyTo := c.names.Result(agent, id)
+	if c.id.Role == bus.RoleClient {
+		replyTo = c.names.ClientResult(agent, c.id.Name, id)
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), taskPoll)
+	defer cancel()
+	res, err := c.disp.Await(ctx, replyTo, id)
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		writeJSON(w, http.StatusAccepted, TaskAnswer{TaskID: id})
+		return nil
+	case err != nil:
+		return meshError("reading the result of task "+id, err)
+	}
+	writeJSON(w, http.StatusOK, TaskAnswer{TaskID: id, Result: &res.Result})
+	return nil
+}
+
 // boolParam reads a true/false query parameter.
 func boolParam(r *http.Request, name string, def bool) (bool, error) {
 	switch v := r.URL.Query().Get(name); v {

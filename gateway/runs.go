@@ -73,7 +73,7 @@ func (g *Gateway) handleRunGraph(w http.ResponseWriter, r *http.Request, c *conn
 	if err != nil {
 		return err
 	}
-	graph, err := layoutRun(run)
+	graph, err := LayoutRun(r.Context(), run)
 	if err != nil {
 		return fail(schemas.CodeInternal, "laying out run %s: %v", run.ID, err)
 	}

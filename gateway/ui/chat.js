@@ -1,0 +1,158 @@
+// chat.js: the Conversations pages — the list, one conversation's turns
+// with each tool call's inputs and outputs, and the chat box that sends a
+// turn and streams its progress.
+"use strict";
+
+(function () {
+  const h = AM.h;
+
+  AM.pages.conversations = async function (main) {
+    const list = h("div", { id: "conversations" }, h("p", { class: "muted" }, "loading conversations…"));
+    AM.clear(main, h("h1", {}, "Conversations"), chatBox(""), list);
+    const draw = async () => {
+      try {
+        const convs = AM.list(await AM.api("GET", "/api/conversations"), "conversations");
+        convs.sort((a, b) => String(b.updated_at || "").localeCompare(String(a.updated_at || "")));
+        AM.clear(list, convs.length ? h("table", { class: "list" },
+          h("thead", {}, h("tr", {}, ["conversation", "turns", "last message", "updated"].map((c) => h("th", {}, c)))),
+          h("tbody", {}, convs.map((c) => h("tr", { "data-conversation": c.id },
+            h("td", {}, h("a", { href: "#/conversations/" + encodeURIComponent(c.id) }, c.id)),
+            h("td", {}, c.turns ?? (c.turn_count || "–")),
+            h("td", { class: "clip" }, c.last_message || c.title || c.message || ""),
+            h("td", {}, AM.ago(c.updated_at)))))) : h("p", { class: "muted" }, "No conversation yet: ask the mesh something above."));
+      } catch (e) {
+        AM.clear(list, AM.error(e));
+      }
+    };
+    const redraw = AM.debounce(draw, 200);
+    AM.follow("/api/events", (type) => { if (type.includes("chat") || type.includes("conversation")) redraw(); }, redraw);
+    await draw();
+  };
+
+  AM.pages.conversation = async function (main, params) {
+    const id = params.id;
+    const turns = h("div", { id: "turns" }, h("p", { class: "muted" }, "loading…"));
+    const progress = h("ol", { id: "progress", class: "progress" });
+    AM.clear(main, h("h1", {}, h("a", { href: "#/conversations" }, "Conversations"), " / ", id), turns,
+      h("section", { class: "card" }, h("h2", {}, "Live"), progress), chatBox(id, progress));
+    const draw = async () => {
+      try {
+        AM.clear(turns, renderConversation(await AM.api("GET", "/api/conversations/" + encodeURIComponent(id))));
+      } catch (e) {
+        AM.clear(turns, AM.error(e));
+      }
+    };
+    const redraw = AM.debounce(draw, 150);
+    AM.follow("/api/conversations/" + encodeURIComponent(id) + "/events", (type, data) => {
+      logProgress(progress, type, data);
+      redraw();
+    }, redraw);
+    await draw();
+  };
+
+  // chatBox sends a turn to conversation id (a new one when empty) and
+  // opens the conversation's page, which streams the turn's progress.
+  function chatBox(id, progress) {
+    const input = h("textarea", { id: "chat-input", rows: 2, placeholder: "Ask the mesh, e.g. find my sunset photos and put them in a folder" });
+    const send = h("button", { id: "chat-send", type: "submit" }, "Send");
+    const status = h("span", { class: "muted", id: "chat-status" });
+    const form = h("form", { class: "chat", id: "chat-form", onsubmit: async (e) => {
+      e.preventDefault();
+      const message = input.value.trim();
+      if (!message) return;
+      send.disabled = true;
+      AM.clear(status, "sending…");
+      try {
+        const body = { message };
+        if (id) body.conversation_id = id;
+        const r = await AM.api("POST", "/api/chat", body);
+        input.value = "";
+        AM.clear(status, "accepted (request " + (r.request_id || "?") + ")");
+        if (progress) logProgress(progress, "sent", { message });
+        if (!id) location.hash = "#/conversations/" + encodeURIComponent(r.conversation_id);
+      } catch (err) {
+        AM.clear(status, AM.error(err));
+      } finally {
+        send.disabled = false;
+      }
+    } }, input, h("div", { class: "row" }, send, status));
+    input.addEventListener("keydown", (e) => { if (e.key === "Enter" && !e.shiftKey) { e.preventDefault(); form.requestSubmit(); } });
+    return form;
+  }
+
+  // logProgress adds one line per event of the turn: progress messages,
+  // tool calls, the answer.
+  function logProgress(list, type, data) {
+    const d = data || {};
+    let text = d.message || d.summary || d.output || "";
+    if (type.endsWith("chat.responded")) text = "answer (" + (d.state || "?") + "): " + (d.output || d.error || "");
+    else if (d.agent && !text.includes(d.agent)) text = d.agent + ": " + text;
+    if (!text) text = typeof data === "string" ? data : JSON.stringify(d);
+    list.append(h("li", { "data-type": type }, h("span", { class: "muted" }, new Date().toLocaleTimeString() + " "), text));
+    while (list.children.length > 200) list.firstChild.remove();
+  }
+
+  // renderConversation draws the answered turns (each a message, the
+  // mesh's response and its tool calls with their outputs), then what the
+  // history holds of a turn still under way.
+  function renderConversation(c) {
+    const turns = c.turns || [];
+    const out = turns.map((t, i) => {
+      const r = t.response || t;
+      return h("section", { class: "card turn", "data-turn": i },
+        h("div", { class: "user" }, h("b", {}, "you "), t.message || ""),
+        h("div", { class: "meta" },
+          r.state ? h("span", { class: "badge " + stateClass(r.state) }, r.state) : "",
+          " ", AM.ms(r.duration_ms), " · ", AM.tokens(r), " · ", AM.cost(r.cost),
+          r.steps ? " · " + r.steps + " steps" : "", r.planner ? " · " + r.planner + " planner" : ""),
+        (t.tool_calls || r.tool_calls || []).map(toolCall),
+        r.output ? h("div", { class: "assistant" }, h("b", {}, "mesh "), r.output) : "",
+        r.error ? AM.error({ code: r.code, message: r.error }) : "");
+    });
+    const pending = pendingHistory(c.history || [], turns.length);
+    if (pending.length) out.push(renderHistory(pending));
+    if (!out.length) return h("p", { class: "muted" }, "No turn yet.");
+    return out;
+  }
+
+  // pendingHistory is the history after the answered turns' last user
+  // message: the turn under way, if any.
+  function pendingHistory(history, answered) {
+    let users = 0;
+    for (let i = 0; i < history.length; i++) {
+      if (history[i].kind === "user" && ++users > answered) return history.slice(i);
+    }
+    return [];
+  }
+
+  function toolCall(tc) {
+    const ok = tc.success !== false && !tc.error;
+    return h("details", { class: "tool-call" + (ok ? "" : " failed"), "data-tool": tc.agent, open: true },
+      h("summary", {}, h("b", {}, tc.agent), " ", h("span", { class: "muted" }, AM.ms(tc.duration_ms)), " ",
+        tc.tokens && (tc.tokens.prompt || tc.tokens.completion) ? h("span", { class: "muted" }, AM.tokens(tc) + " · " + AM.cost(tc.cost) + " ") : "",
+        tc.summary || "", tc.error ? h("span", { class: "err" }, " " + tc.error) : ""),
+      h("div", { class: "io-grid" },
+        h("div", {}, h("h4", {}, "inputs"), tc.inputs ? AM.values(tc.inputs) : AM.args(tc.arguments)),
+        h("div", {}, h("h4", {}, "outputs"), AM.values(tc.outputs))));
+  }
+
+  function renderHistory(history) {
+    return h("section", { class: "card turn pending" }, h("div", { class: "muted" }, "under way…"), history.map((e) => {
+      switch (e.kind) {
+        case "user": return h("div", { class: "user" }, h("b", {}, "you "), e.text);
+        case "assistant": return h("div", { class: "assistant" }, h("b", {}, "mesh "), e.text);
+        case "result": case "tool":
+          return h("details", { class: "tool-call", "data-tool": e.agent, open: true },
+            h("summary", {}, h("b", {}, e.agent || e.kind), " ", e.text || ""), AM.values(e.outputs));
+        default: return h("div", { class: "muted" }, e.text || "");
+      }
+    }));
+  }
+
+  function stateClass(s) {
+    if (s === "completed") return "ok";
+    if (s === "failed" || s === "step_limit_reached") return "bad";
+    return "";
+  }
+  AM.stateClass = stateClass;
+})();

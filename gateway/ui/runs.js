@@ -1,0 +1,203 @@
+// runs.js: the Runs pages — the list with each run's status, and one run's
+// DAG drawn as SVG from the server's layout (/api/runs/{id}/graph), each
+// step coloured by its state as the run's events arrive, with the chosen
+// step's inputs, outputs, timing and error, and buttons for a step that
+// waits for a person.
+"use strict";
+
+(function () {
+  const h = AM.h;
+
+  AM.pages.runs = async function (main) {
+    const list = h("div", { id: "runs" }, h("p", { class: "muted" }, "loading runs…"));
+    AM.clear(main, h("h1", {}, "Runs ", h("a", { class: "button", href: "#/submit" }, "Submit a pipeline")), list);
+    const draw = async () => {
+      try {
+        const runs = AM.list(await AM.api("GET", "/api/runs"), "runs");
+        runs.sort((a, b) => String(b.created_at || "").localeCompare(String(a.created_at || "")));
+        AM.clear(list, runs.length ? h("table", { class: "list" },
+          h("thead", {}, h("tr", {}, ["run", "pipeline", "status", "steps", "started", "took"].map((c) => h("th", {}, c)))),
+          h("tbody", {}, runs.map((r) => h("tr", { "data-run": r.id, "data-status": r.status },
+            h("td", {}, h("a", { href: "#/runs/" + encodeURIComponent(r.id) }, r.id)),
+            h("td", {}, r.name || (r.spec && r.spec.name) || ""),
+            h("td", {}, h("span", { class: "state-chip s-" + r.status, title: r.error || "" }, r.status)),
+            h("td", {}, stepCount(r)),
+            h("td", {}, AM.ago(r.created_at)),
+            h("td", {}, r.finished_at ? AM.ms(new Date(r.finished_at) - new Date(r.created_at)) : "–"))))) :
+          h("p", { class: "muted" }, "No run yet."));
+      } catch (e) {
+        AM.clear(list, AM.error(e));
+      }
+    };
+    const redraw = AM.debounce(draw, 200);
+    AM.follow("/api/events", (type) => { if (type.includes("pipeline") || type.includes("run")) redraw(); }, redraw);
+    await draw();
+  };
+
+  // stepCount says how far a run got: "2/3", with failures, skips and
+  // the steps waiting for a person.
+  function stepCount(r) {
+    if (typeof r.steps === "number") {
+      const parts = [(r.completed ?? 0) + "/" + r.steps];
+      if (r.failed) parts.push(r.failed + " failed");
+      if (r.skipped) parts.push(r.skipped + " skipped");
+      const waiting = Object.keys(r.waiting || {});
+      if (waiting.length) parts.push("waiting: " + waiting.join(", "));
+      return parts.join(" · ");
+    }
+    const all = Object.values(r.steps || {});
+    return all.filter((s) => s.status === "completed").length + "/" + all.length;
+  }
+
+  AM.pages.run = async function (main, params) {
+    const id = params.id;
+    const head = h("div", { class: "run-head" });
+    const dag = h("div", { class: "dag", id: "dag" }, h("p", { class: "muted" }, "laying out…"));
+    const panel = h("aside", { class: "step-panel", id: "step-panel" }, h("p", { class: "muted" }, "Click a step for its inputs, outputs, timing and error."));
+    AM.clear(main, h("h1", {}, h("a", { href: "#/runs" }, "Runs"), " / ", id), head, h("div", { class: "split2" }, dag, panel));
+    const view = { id, run: null, selected: params.step || "", dag, panel, head };
+    const reload = async () => {
+      try {
+        const [run, graph] = await Promise.all([
+          AM.api("GET", "/api/runs/" + encodeURIComponent(id)),
+          AM.api("GET", "/api/runs/" + encodeURIComponent(id) + "/graph"),
+        ]);
+        view.run = run;
+        drawHead(view);
+        AM.clear(dag, drawGraph(graph, view));
+        applyStates(view);
+        if (view.selected) showStep(view, view.selected);
+      } catch (e) {
+        AM.clear(dag, AM.error(e));
+      }
+    };
+    const refetch = AM.debounce(reload, 250);
+    AM.follow("/api/runs/" + encodeURIComponent(id) + "/events", (type, data) => {
+      const d = data || {};
+      if (d.step) {
+        // paint at once; the full record (outputs, timing) follows the refetch
+        const status = d.status || type.split(".").pop();
+        setNodeState(dag, d.step, status);
+        if (view.run && view.run.steps && view.run.steps[d.step]) view.run.steps[d.step].status = status;
+      }
+      if (type.endsWith("pipeline.completed") && view.run) view.run.status = d.status || "completed";
+      refetch();
+    }, refetch);
+    await reload();
+  };
+
+  function drawHead(view) {
+    const r = view.run;
+    const cancel = r.status === "running" ? h("button", { class: "danger", onclick: async (e) => {
+      e.target.disabled = true;
+      try { await AM.api("POST", "/api/runs/" + encodeURIComponent(view.id) + "/cancel"); } catch (err) { view.head.append(AM.error(err)); }
+    } }, "Cancel run") : "";
+    AM.clear(view.head,
+      h("span", { class: "state-chip s-" + r.status, id: "run-status", "data-status": r.status }, r.status),
+      " ", r.name || (r.spec && r.spec.name) || "", " · started ", AM.when(r.created_at),
+      r.finished_at ? " · took " + AM.ms(new Date(r.finished_at) - new Date(r.created_at)) : "",
+      " ", cancel, r.error ? AM.error({ code: r.code, message: r.error }) : "");
+  }
+
+  // drawGraph draws the laid-out DAG: boxes at the server's positions, edges
+  // as the server's Bézier splines with an arrowhead.
+  function drawGraph(g, view) {
+    const pad = 8;
+    const svg = h("svg:svg", { viewBox: [-pad, -pad, g.width + 2 * pad, g.height + 2 * pad].join(" "),
+      width: g.width + 2 * pad, height: g.height + 2 * pad, role: "img", "aria-label": "pipeline steps by wave" },
+      h("svg:defs", {}, h("svg:marker", { id: "arrow", viewBox: "0 0 10 10", refX: 9, refY: 5, markerWidth: 8, markerHeight: 8, orient: "auto-start-reverse" },
+        h("svg:path", { d: "M 0 0 L 10 5 L 0 10 z", class: "arrowhead" }))));
+    for (const e of g.edges || []) {
+      const p = e.points || [];
+      if (!p.length) continue;
+      let d = "M " + p[0].join(" ");
+      for (let i = 1; i + 2 < p.length; i += 3) d += " C " + p[i].join(" ") + " " + p[i + 1].join(" ") + " " + p[i + 2].join(" ");
+      if (e.arrow) d += " L " + e.arrow.join(" ");
+      svg.append(h("svg:path", { d, class: "edge", "marker-end": "url(#arrow)", "data-from": e.from, "data-to": e.to }));
+    }
+    for (const n of g.nodes || []) {
+      const sub = n.kind && n.kind !== "agent" ? n.kind : n.agent || "";
+      svg.append(h("svg:g", { class: "node s-" + n.state, "data-step": n.id, "data-state": n.state, tabindex: 0,
+        transform: "translate(" + n.x + " " + n.y + ")",
+        onclick: () => showStep(view, n.id), onkeydown: (ev) => { if (ev.key === "Enter") showStep(view, n.id); } },
+      h("svg:title", {}, n.id + " (" + (n.agent || n.kind) + "): " + n.state),
+      h("svg:rect", { width: n.w, height: n.h, rx: 8 }),
+      h("svg:text", { x: n.w / 2, y: 19, class: "step-id" }, n.id),
+      h("svg:text", { x: n.w / 2, y: 35, class: "step-sub" }, sub)));
+    }
+    return svg;
+  }
+
+  function applyStates(view) {
+    const steps = (view.run && view.run.steps) || {};
+    for (const s of stepList(steps)) setNodeState(view.dag, s.id, s.status);
+  }
+
+  const stepList = (steps) => (Array.isArray(steps) ? steps : Object.values(steps || {}));
+
+  function setNodeState(dag, step, status) {
+    const g = dag.querySelector('g.node[data-step="' + CSS.escape(step) + '"]');
+    if (!g || !status) return;
+    g.setAttribute("class", "node s-" + status + (g.classList.contains("selected") ? " selected" : ""));
+    g.setAttribute("data-state", status);
+    const title = g.querySelector("title");
+    if (title) title.textContent = title.textContent.replace(/: [a-z_]+$/, ": " + status);
+  }
+
+  function stepOf(run, id) {
+    return stepList(run && run.steps).find((s) => s.id === id) || null;
+  }
+
+  function showStep(view, id) {
+    view.selected = id;
+    for (const g of view.dag.querySelectorAll("g.node")) g.classList.toggle("selected", g.dataset.step === id);
+    const s = stepOf(view.run, id);
+    const spec = ((view.run && view.run.spec && view.run.spec.steps) || []).find((x) => x.id === id) || {};
+    if (!s) return AM.clear(view.panel, h("h2", {}, id), h("p", { class: "muted" }, "No record of this step yet."));
+    const took = s.duration_ms ?? (s.finished_at && s.dispatched_at ? new Date(s.finished_at) - new Date(s.dispatched_at) : undefined);
+    AM.clear(view.panel,
+      h("h2", {}, id, " ", h("span", { class: "state-chip s-" + s.status }, s.status)),
+      h("div", { class: "muted" }, (spec.kind || "agent") + (s.agent ? " · " + s.agent : "") + " · wave " + s.wave + (s.attempt > 1 ? " · attempt " + s.attempt : "")),
+      waitingActions(view, s, spec),
+      h("dl", { class: "timing" },
+        h("dt", {}, "dispatched"), h("dd", {}, AM.when(s.dispatched_at)),
+        h("dt", {}, "finished"), h("dd", {}, AM.when(s.finished_at)),
+        h("dt", {}, "took"), h("dd", {}, AM.ms(took)),
+        s.metrics && s.metrics.tokens ? [h("dt", {}, "tokens"), h("dd", {}, AM.tokens(s.metrics))] : ""),
+      s.summary ? h("p", {}, s.summary) : "",
+      s.reason ? h("p", { class: "muted" }, s.reason) : "",
+      s.error ? AM.error({ code: s.code, message: s.error }) : "",
+      h("h3", {}, "inputs"), s.inputs ? AM.values(s.inputs) : specInputs(spec),
+      h("h3", {}, "outputs"), AM.values(s.outputs),
+      spec.params ? [h("h3", {}, "params"), AM.json(spec.params)] : "");
+  }
+
+  function specInputs(spec) {
+    const m = spec.inputs || {};
+    if (!Object.keys(m).length) return h("span", { class: "muted" }, "filled from the parents' outputs by data type");
+    return h("dl", { class: "values" }, Object.keys(m).sort().map((k) => [h("dt", {}, k), h("dd", {}, m[k])]));
+  }
+
+  // waitingActions are the buttons of an approval or input step waiting for
+  // a person.
+  function waitingActions(view, s, spec) {
+    if (s.status !== "waiting") return "";
+    const base = "/api/runs/" + encodeURIComponent(view.id) + "/steps/" + encodeURIComponent(s.id);
+    const out = h("div", { class: "actions", id: "step-actions" });
+    const post = async (path, body) => {
+      for (const b of out.querySelectorAll("button")) b.disabled = true;
+      try { await AM.api("POST", base + path, body); out.append(h("span", { class: "ok" }, " sent")); } catch (e) { out.append(AM.error(e)); }
+    };
+    const prompt = (spec.human && spec.human.prompt) || s.reason || "";
+    if (spec.kind === "input") {
+      const v = h("input", { id: "step-input", placeholder: "value" });
+      AM.append(out, [h("p", {}, prompt), v, h("button", { onclick: () => post("/input", { value: v.value }) }, "Send")]);
+    } else {
+      const comment = h("input", { id: "step-comment", placeholder: "comment (optional)" });
+      AM.append(out, [h("p", {}, prompt), comment,
+        h("button", { class: "approve", onclick: () => post("/approve", { comment: comment.value }) }, "Approve"),
+        h("button", { class: "danger", onclick: () => post("/approve", { reject: true, comment: comment.value }) }, "Reject")]);
+    }
+    return out;
+  }
+})();

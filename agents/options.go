@@ -35,7 +35,6 @@ type config struct {
 	ackWait     time.Duration
 	logger      *slog.Logger
 	version     string
-	fetchWait   time.Duration
 	observer    schemas.Observer
 }
 
@@ -49,7 +48,6 @@ func defaultConfig() config {
 		backoff:     DefaultBackoff,
 		ackWait:     DefaultAckWait,
 		logger:      slog.New(slog.DiscardHandler),
-		fetchWait:   time.Second,
 		observer:    schemas.NopObserver{},
 	}
 }
@@ -80,7 +78,11 @@ func WithNames(n bus.Names) Option {
 	}
 }
 
-// WithConcurrency sets how many tasks one instance runs at once (default 4).
+// WithConcurrency sets how many tasks one instance runs at once (default 4,
+// DefaultConcurrency). The instance also keeps up to that many tasks
+// prefetched, so a slot that frees starts its next task without a round
+// trip; a prefetched task that never starts is handed back when the
+// instance drains.
 func WithConcurrency(n int) Option {
 	return func(c *config) error {
 		if n < 1 {

@@ -12,11 +12,12 @@ import (
 // consume takes tasks off the agent's consumer while ctx lives and returns
 // once every task it took has finished.
 //
-// It keeps one pull open (jetstream Messages) that holds up to as many
-// tasks ahead as there are slots, so a slot that frees takes its next task
-// without a round trip to the server. A task is taken off that prefetch
-// only once a slot is free, so an instance never runs more than its
-// concurrency, and never holds more than twice that many tasks. When ctx
+// It keeps one pull open (jetstream Messages) asking for up to one task
+// more than there are slots, topped up each time a task is taken, so a
+// slot that frees takes its next task without a round trip to the server.
+// A task is taken off that prefetch only once a slot is free, so an
+// instance never runs more than its concurrency and never holds more than
+// concurrency+1 tasks it has not started. When ctx
 // ends, the prefetched tasks that never started are handed back (nak, no
 // delay) for another instance to take at once.
 func (r *Runtime) consume(ctx context.Context, cons jetstream.Consumer) {
@@ -24,7 +25,10 @@ func (r *Runtime) consume(ctx context.Context, cons jetstream.Consumer) {
 	defer wg.Wait()
 	failures := 0
 	for ctx.Err() == nil {
-		it, err := cons.Messages(jetstream.PullMaxMessages(r.slots.size()))
+		// Topped up on every take: one more than the slots, so a slot
+		// that frees finds its task already here even at concurrency 1.
+		ahead := r.slots.size() + 1
+		it, err := cons.Messages(jetstream.PullMaxMessages(ahead), jetstream.PullThresholdMessages(ahead))
 		if err == nil {
 			err = r.serve(ctx, it, &wg)
 		}

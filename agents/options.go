@@ -79,10 +79,12 @@ func WithNames(n bus.Names) Option {
 }
 
 // WithConcurrency sets how many tasks one instance runs at once (default 4,
-// DefaultConcurrency). The instance also keeps up to that many tasks
-// prefetched, so a slot that frees starts its next task without a round
-// trip; a prefetched task that never starts is handed back when the
-// instance drains.
+// DefaultConcurrency). The instance also asks the server for up to one
+// task more than that ahead of time, so a slot that frees starts its next
+// task without a round trip; a prefetched task that never starts is handed
+// back (nak) when the instance drains. 4 suits agents that wait on I/O or
+// an LLM; raise it for quick agents, lower it to the number of cores for
+// CPU-bound ones.
 func WithConcurrency(n int) Option {
 	return func(c *config) error {
 		if n < 1 {

@@ -14,12 +14,65 @@ import (
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
-// fileIndex is the store's metadata in memory: every file's reference by
-// id, and the same sorted by id, rebuilt on the first read after a change.
+// IndexedFile is one stored file as an index holds it: its reference, and
+// what searches derived from that reference (see Derive), kept for as long
+// as the file does not change. A change to the file replaces its
+// IndexedFile, so nothing derived from an old version survives it.
+type IndexedFile struct {
+	// Ref is shared by every reader of the index: read it, never change
+	// it or its Metadata.
+	Ref     schemas.FileRef
+	derived sync.Map
+}
+
+// Derive returns what build makes of f's reference, built on the first
+// call for this version of the file and kept under key (a value of the
+// caller's own unexported type, as with context keys) for later calls.
+// build must not change the reference. Calls may race; build then runs
+// more than once and one result is kept.
+func Derive[T any](f *IndexedFile, key any, build func(schemas.FileRef) T) T {
+	if v, ok := f.derived.Load(key); ok {
+		return v.(T)
+	}
+	v, _ := f.derived.LoadOrStore(key, build(f.Ref))
+	return v.(T)
+}
+
+// Files yields the files of cat as IndexedFiles: from the index while cat
+// is an ObjectStore watching its store (Index), so what Derive built for a
+// file is built once per version of the file; otherwise each listed file
+// in a new IndexedFile, so Derive builds every time.
+func Files(ctx context.Context, cat Catalog) iter.Seq2[*IndexedFile, error] {
+	if o, ok := cat.(*ObjectStore); ok {
+		if x := o.index.Load(); x != nil {
+			return func(yield func(*IndexedFile, error) bool) {
+				for _, f := range x.snapshot() {
+					if !yield(f, nil) {
+						return
+					}
+				}
+			}
+		}
+	}
+	return func(yield func(*IndexedFile, error) bool) {
+		for ref, err := range cat.List(ctx) {
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			if !yield(&IndexedFile{Ref: ref}, nil) {
+				return
+			}
+		}
+	}
+}
+
+// fileIndex is the store's metadata in memory: every file by id, and the
+// same sorted by id, rebuilt on the first read after a change.
 type fileIndex struct {
 	mu     sync.RWMutex
-	refs   map[string]schemas.FileRef
-	sorted []schemas.FileRef // nil after a change
+	files  map[string]*IndexedFile
+	sorted []*IndexedFile // nil after a change
 }
 
 // apply records one object's info: its reference, or its removal.
@@ -44,15 +97,15 @@ func (x *fileIndex) set(id string, ref *schemas.FileRef) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if ref == nil {
-		delete(x.refs, id)
+		delete(x.files, id)
 	} else {
-		x.refs[id] = *ref
+		x.files[id] = &IndexedFile{Ref: *ref}
 	}
 	x.sorted = nil
 }
 
-// snapshot is every reference, sorted by id; callers must not change it.
-func (x *fileIndex) snapshot() []schemas.FileRef {
+// snapshot is every file, sorted by id; callers must not change it.
+func (x *fileIndex) snapshot() []*IndexedFile {
 	x.mu.RLock()
 	s := x.sorted
 	x.mu.RUnlock()
@@ -62,11 +115,11 @@ func (x *fileIndex) snapshot() []schemas.FileRef {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if x.sorted == nil {
-		x.sorted = make([]schemas.FileRef, 0, len(x.refs))
-		for _, ref := range x.refs {
-			x.sorted = append(x.sorted, ref)
+		x.sorted = make([]*IndexedFile, 0, len(x.files))
+		for _, f := range x.files {
+			x.sorted = append(x.sorted, f)
 		}
-		slices.SortFunc(x.sorted, func(a, b schemas.FileRef) int { return strings.Compare(a.ID, b.ID) })
+		slices.SortFunc(x.sorted, func(a, b *IndexedFile) int { return strings.Compare(a.Ref.ID, b.Ref.ID) })
 	}
 	return x.sorted
 }
@@ -74,7 +127,8 @@ func (x *fileIndex) snapshot() []schemas.FileRef {
 // list yields the snapshot; each reference's metadata is the caller's own.
 func (x *fileIndex) list() iter.Seq2[schemas.FileRef, error] {
 	return func(yield func(schemas.FileRef, error) bool) {
-		for _, ref := range x.snapshot() {
+		for _, f := range x.snapshot() {
+			ref := f.Ref
 			ref.Metadata = maps.Clone(ref.Metadata)
 			if !yield(ref, nil) {
 				return
@@ -96,7 +150,7 @@ func (o *ObjectStore) Index(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("watching the file store: %w", err)
 	}
-	x := &fileIndex{refs: map[string]schemas.FileRef{}}
+	x := &fileIndex{files: map[string]*IndexedFile{}}
 	// The initial files, up to the watcher's nil marker.
 	for loaded := false; !loaded; {
 		select {

@@ -95,10 +95,26 @@ func (a *Agent) Contract() schemas.AgentContract {
 	}
 }
 
-// candidate is one image to score, with its visual words.
+// candidate is one image to score, with its visual words, and the file as
+// the index holds it when it came from the index.
 type candidate struct {
 	ref    schemas.FileRef
 	visual string
+	file   *resolvers.IndexedFile
+}
+
+// weightsKey keys the term weights Derive keeps for an indexed image.
+type weightsKey struct{}
+
+// weights are the candidate's term weights: kept in the index entry when
+// its visual words are the ones cached in its metadata, else built now.
+func (c candidate) weights() fileagent.TermWeights {
+	if c.file != nil && c.visual == c.ref.Metadata[MetaVisual] {
+		return resolvers.Derive(c.file, weightsKey{}, func(ref schemas.FileRef) fileagent.TermWeights {
+			return Weights(ref, ref.Metadata[MetaVisual])
+		})
+	}
+	return Weights(c.ref, c.visual)
 }
 
 // Execute lists the images (or the scope), makes sure each has visual
@@ -121,7 +137,11 @@ func (a *Agent) Execute(ctx context.Context, ec *schemas.ExecutionContext) (sche
 
 	hits := make([]fileagent.Hit, len(cands))
 	for i, c := range cands {
-		hits[i] = fileagent.Hit{Ref: c.ref, Score: Score(s.Terms, c.ref, c.visual)}
+		if len(s.Terms) > 0 {
+			hits[i] = fileagent.Hit{Ref: c.ref, Score: c.weights().Score(s.Terms)}
+		} else {
+			hits[i] = fileagent.Hit{Ref: c.ref}
+		}
 	}
 	summary, outputs := t.Found(s, s.Rank(hits))
 	if undecodable > 0 {
@@ -135,12 +155,13 @@ func (a *Agent) Execute(ctx context.Context, ec *schemas.ExecutionContext) (sche
 func (a *Agent) images(ctx context.Context, t *fileagent.Task, ec *schemas.ExecutionContext) ([]candidate, error) {
 	var out []candidate
 	if !ec.Has("scope") {
-		refs, err := fileagent.List(ctx, a.cat, isImage)
+		files, err := fileagent.Files(ctx, a.cat, isImage)
 		if err != nil {
 			return nil, err
 		}
-		for _, ref := range refs {
-			out = append(out, candidate{ref: ref})
+		out = make([]candidate, len(files))
+		for i, f := range files {
+			out[i] = candidate{ref: f.Ref, file: f}
 		}
 		return out, nil
 	}
@@ -254,6 +275,11 @@ func Score(terms []string, ref schemas.FileRef, visual string) float64 {
 	if len(terms) == 0 {
 		return 0
 	}
+	return Weights(ref, visual).Score(terms)
+}
+
+// Weights are an image's search terms weighted as Score weighs them.
+func Weights(ref schemas.FileRef, visual string) fileagent.TermWeights {
 	var other []string
 	for k, v := range ref.Metadata {
 		switch k {
@@ -269,7 +295,7 @@ func Score(terms []string, ref schemas.FileRef, visual string) float64 {
 		{Terms: fileagent.TermSet(other...), Weight: weightMetadata},
 		{Terms: fileagent.TermSet(visual), Weight: weightVisual},
 	}
-	return fileagent.ScoreFields(terms, fields)
+	return fileagent.Weigh(fields)
 }
 
 func isImage(ref schemas.FileRef) bool {

@@ -66,6 +66,19 @@ func TestIndexedStoreSeesPutsAndDeletes(t *testing.T) {
 		return slices.Equal(got, []string{ref.ID})
 	})
 
+	// A changed tag is searched by its new value, not the one the
+	// index weighed the file's terms with before.
+	if _, got := run(t, a, map[string]any{"query": "estuary"}); len(got) != 0 {
+		t.Fatalf("found %v by a tag no image has yet", got)
+	}
+	if _, err := writer.UpdateMetadata(ctx, ref.ID, func(m map[string]string) { m[resolvers.MetaTags] = "estuary" }); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the image is not found by the tag another process gave it", func() bool {
+		_, got := run(t, a, map[string]any{"query": "estuary"})
+		return slices.Equal(got, []string{ref.ID})
+	})
+
 	if err := writer.Delete(ctx, ref.ID); err != nil {
 		t.Fatal(err)
 	}

@@ -38,29 +38,57 @@ func Derive[T any](f *IndexedFile, key any, build func(schemas.FileRef) T) T {
 	return v.(T)
 }
 
-// Files yields the files of cat as IndexedFiles: from the index while cat
-// is an ObjectStore watching its store (Index), so what Derive built for a
-// file is built once per version of the file; otherwise each listed file
-// in a new IndexedFile, so Derive builds every time.
-func Files(ctx context.Context, cat Catalog) iter.Seq2[*IndexedFile, error] {
+// FileSet is every file of a catalog at one moment, sorted by id, with
+// what searches derived from the whole set (see DeriveSet). While an
+// ObjectStore watches its store (Index), one FileSet serves every read
+// until a file changes.
+type FileSet struct {
+	// Files are shared by every reader: read them, never change them.
+	Files   []*IndexedFile
+	derived sync.Map
+}
+
+// DeriveSet returns what build makes of the set's files, built on the
+// first call for this set and kept under key (as with Derive) for later
+// calls. Calls may race; build then runs more than once and one result is
+// kept.
+func DeriveSet[T any](s *FileSet, key any, build func([]*IndexedFile) T) T {
+	if v, ok := s.derived.Load(key); ok {
+		return v.(T)
+	}
+	v, _ := s.derived.LoadOrStore(key, build(s.Files))
+	return v.(T)
+}
+
+// Snapshot returns the files of cat: the index's current set while cat is
+// an ObjectStore watching its store (Index), so what DeriveSet and Derive
+// built is built once per change; otherwise a new set from cat.List.
+func Snapshot(ctx context.Context, cat Catalog) (*FileSet, error) {
 	if o, ok := cat.(*ObjectStore); ok {
 		if x := o.index.Load(); x != nil {
-			return func(yield func(*IndexedFile, error) bool) {
-				for _, f := range x.snapshot() {
-					if !yield(f, nil) {
-						return
-					}
-				}
-			}
+			return x.snapshot(), nil
 		}
 	}
+	set := &FileSet{}
+	for ref, err := range cat.List(ctx) {
+		if err != nil {
+			return nil, err
+		}
+		set.Files = append(set.Files, &IndexedFile{Ref: ref})
+	}
+	return set, nil
+}
+
+// Files yields the files of Snapshot(ctx, cat) one by one.
+func Files(ctx context.Context, cat Catalog) iter.Seq2[*IndexedFile, error] {
 	return func(yield func(*IndexedFile, error) bool) {
-		for ref, err := range cat.List(ctx) {
-			if err != nil {
-				yield(nil, err)
-				return
-			}
-			if !yield(&IndexedFile{Ref: ref}, nil) {
+		set, err := Snapshot(ctx, cat)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		for _, f := range set.Files {
+			if !yield(f, nil) {
 				return
 			}
 		}
@@ -68,11 +96,11 @@ func Files(ctx context.Context, cat Catalog) iter.Seq2[*IndexedFile, error] {
 }
 
 // fileIndex is the store's metadata in memory: every file by id, and the
-// same sorted by id, rebuilt on the first read after a change.
+// same as a FileSet, rebuilt on the first read after a change.
 type fileIndex struct {
-	mu     sync.RWMutex
-	files  map[string]*IndexedFile
-	sorted []*IndexedFile // nil after a change
+	mu    sync.RWMutex
+	files map[string]*IndexedFile
+	now   *FileSet // nil after a change
 }
 
 // apply records one object's info: its reference, or its removal.
@@ -101,33 +129,34 @@ func (x *fileIndex) set(id string, ref *schemas.FileRef) {
 	} else {
 		x.files[id] = &IndexedFile{Ref: *ref}
 	}
-	x.sorted = nil
+	x.now = nil
 }
 
 // snapshot is every file, sorted by id; callers must not change it.
-func (x *fileIndex) snapshot() []*IndexedFile {
+func (x *fileIndex) snapshot() *FileSet {
 	x.mu.RLock()
-	s := x.sorted
+	s := x.now
 	x.mu.RUnlock()
 	if s != nil {
 		return s
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if x.sorted == nil {
-		x.sorted = make([]*IndexedFile, 0, len(x.files))
+	if x.now == nil {
+		files := make([]*IndexedFile, 0, len(x.files))
 		for _, f := range x.files {
-			x.sorted = append(x.sorted, f)
+			files = append(files, f)
 		}
-		slices.SortFunc(x.sorted, func(a, b *IndexedFile) int { return strings.Compare(a.Ref.ID, b.Ref.ID) })
+		slices.SortFunc(files, func(a, b *IndexedFile) int { return strings.Compare(a.Ref.ID, b.Ref.ID) })
+		x.now = &FileSet{Files: files}
 	}
-	return x.sorted
+	return x.now
 }
 
 // list yields the snapshot; each reference's metadata is the caller's own.
 func (x *fileIndex) list() iter.Seq2[schemas.FileRef, error] {
 	return func(yield func(schemas.FileRef, error) bool) {
-		for _, f := range x.snapshot() {
+		for _, f := range x.snapshot().Files {
 			ref := f.Ref
 			ref.Metadata = maps.Clone(ref.Metadata)
 			if !yield(ref, nil) {

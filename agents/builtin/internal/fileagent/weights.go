@@ -57,3 +57,13 @@ func Files(ctx context.Context, cat resolvers.Catalog, keep func(schemas.FileRef
 	}
 	return out, nil
 }
+
+// Snapshot returns the stored files (resolvers.Snapshot). A store that
+// cannot be listed is a task failure worth retrying.
+func Snapshot(ctx context.Context, cat resolvers.Catalog) (*resolvers.FileSet, error) {
+	set, err := resolvers.Snapshot(ctx, cat)
+	if err != nil {
+		return nil, &failure{code: schemas.CodeUnavailable, message: "listing stored files: " + err.Error(), retryable: true}
+	}
+	return set, nil
+}

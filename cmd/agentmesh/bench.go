@@ -33,6 +33,13 @@ time; lower is better):
                         JetStream: a work-queue stream, a pull worker, a reply stream
   throughput            no-op tasks/s through 2 agent instances vs 2 hand-written
                         JetStream pull workers
+  scale-sleep           tasks/s through 4 instances of an agent sleeping 10ms per task
+                        vs 1 instance (THROUGHPUT RATIO is the scaling; target 3.5x)
+  pipeline-chain100-outputs
+                        a 100-step chain of an agent with an output, run by an
+                        orchestrator, vs the same waves of tasks by hand (publish,
+                        consume results, update a KV key)
+  pipeline-wide10x100   10 chains of 100 no-op steps side by side, the same way
   objectstore-put-1MiB  resolver Store vs nats.go ObjectStore Put
   objectstore-get-1MiB  resolver Open vs nats.go ObjectStore Get
 

@@ -88,6 +88,8 @@ var scenarios = []scenario{
 	one("direct-call", DirectCall),
 	one("durable-hop", DurableHop),
 	one("throughput", Throughput),
+	one("scale-sleep", Scale),
+	{ids: []string{"pipeline-chain100-outputs", "pipeline-wide10x100"}, make: Pipelines},
 	{ids: []string{"objectstore-put-1MiB", "objectstore-get-1MiB"}, make: func(ctx context.Context, env Env) ([]Pair, io.Closer, error) {
 		return ObjectStore(ctx, env, 1<<20), closerFunc(func() error { return nil }), nil
 	}},

@@ -24,7 +24,6 @@ func newBenchCmd(a *app) *cobra.Command {
 same server in the same run, and prints the ratio (mesh time over baseline
 time; lower is better):
 
-  codec                 the CloudEvents codec vs sdk-go structured JSON
   task-round-trip       a no-op task through MESH_TASKS and back vs core request-reply
   direct-call           a no-op task to the agent's micro endpoint (mesh.call.<agent>)
                         vs core request-reply of the same event
@@ -49,7 +48,9 @@ operation where there is no p50; lower is better); THROUGHPUT RATIO is the
 mesh's operations per second over the baseline's (higher is better).
 Without --nats it starts an embedded server in a temporary directory. The
 machine's other load shows in the figures: compare ratios, not absolutes.
-The same scenarios run with 'go test -bench Suite ./internal/benchsuite/'.
+The same scenarios run with 'go test -bench Suite ./internal/benchsuite/',
+which also compares the CloudEvents codec with sdk-go (scenario codec; the
+agentmesh binary does not link sdk-go).
 docs/benchmarks.md explains the figures.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

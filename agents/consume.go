@@ -13,8 +13,8 @@ import (
 // once every task it took has finished.
 //
 // It keeps one pull open (jetstream Messages) asking for up to one task
-// more than there are slots, topped up each time a task is taken, so a
-// slot that frees takes its next task without a round trip to the server.
+// more than there are slots, topped up before it runs dry, so a slot that
+// frees takes its next task without a round trip to the server.
 // A task is taken off that prefetch only once a slot is free, so an
 // instance never runs more than its concurrency and never holds more than
 // concurrency+1 tasks it has not started. When ctx
@@ -25,10 +25,12 @@ func (r *Runtime) consume(ctx context.Context, cons jetstream.Consumer) {
 	defer wg.Wait()
 	failures := 0
 	for ctx.Err() == nil {
-		// Topped up on every take: one more than the slots, so a slot
-		// that frees finds its task already here even at concurrency 1.
+		// One more than the slots, topped up once at most one is still
+		// asked for: a slot that frees finds its task already here (even
+		// at concurrency 1), and the server gets one pull request per
+		// batch of tasks rather than one per task.
 		ahead := r.slots.size() + 1
-		it, err := cons.Messages(jetstream.PullMaxMessages(ahead), jetstream.PullThresholdMessages(ahead))
+		it, err := cons.Messages(jetstream.PullMaxMessages(ahead), jetstream.PullThresholdMessages(min(2, ahead)))
 		if err == nil {
 			err = r.serve(ctx, it, &wg)
 		}

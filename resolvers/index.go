@@ -44,25 +44,29 @@ func Derive[T any](f *IndexedFile, key any, build func(schemas.FileRef) T) T {
 // until a file changes.
 type FileSet struct {
 	// Files are shared by every reader: read them, never change them.
-	Files   []*IndexedFile
+	Files []*IndexedFile
+	// Kept is set when the set is an index's, serving every read until a
+	// file changes; a set built for one read is not, and what is derived
+	// from it is thrown away with it.
+	Kept    bool
 	derived sync.Map
 }
 
-// DeriveSet returns what build makes of the set's files, built on the
-// first call for this set and kept under key (as with Derive) for later
-// calls. Calls may race; build then runs more than once and one result is
-// kept.
-func DeriveSet[T any](s *FileSet, key any, build func([]*IndexedFile) T) T {
+// DeriveSet returns what build makes of the set, built on the first call
+// for this set and kept under key (as with Derive) for later calls. Calls
+// may race; build then runs more than once and one result is kept.
+func DeriveSet[T any](s *FileSet, key any, build func(*FileSet) T) T {
 	if v, ok := s.derived.Load(key); ok {
 		return v.(T)
 	}
-	v, _ := s.derived.LoadOrStore(key, build(s.Files))
+	v, _ := s.derived.LoadOrStore(key, build(s))
 	return v.(T)
 }
 
-// Snapshot returns the files of cat: the index's current set while cat is
-// an ObjectStore watching its store (Index), so what DeriveSet and Derive
-// built is built once per change; otherwise a new set from cat.List.
+// Snapshot returns the files of cat sorted by id: the index's current set
+// while cat is an ObjectStore watching its store (Index), so what DeriveSet
+// and Derive built is built once per change; otherwise a new set from
+// cat.List.
 func Snapshot(ctx context.Context, cat Catalog) (*FileSet, error) {
 	if o, ok := cat.(*ObjectStore); ok {
 		if x := o.index.Load(); x != nil {
@@ -76,6 +80,9 @@ func Snapshot(ctx context.Context, cat Catalog) (*FileSet, error) {
 		}
 		set.Files = append(set.Files, &IndexedFile{Ref: ref})
 	}
+	// In id order, as an index's: a search ranks equal matches in the
+	// order it is given them, and should not depend on having an index.
+	slices.SortFunc(set.Files, func(a, b *IndexedFile) int { return strings.Compare(a.Ref.ID, b.Ref.ID) })
 	return set, nil
 }
 
@@ -148,7 +155,7 @@ func (x *fileIndex) snapshot() *FileSet {
 			files = append(files, f)
 		}
 		slices.SortFunc(files, func(a, b *IndexedFile) int { return strings.Compare(a.Ref.ID, b.Ref.ID) })
-		x.now = &FileSet{Files: files}
+		x.now = &FileSet{Files: files, Kept: true}
 	}
 	return x.now
 }

@@ -31,12 +31,12 @@ type posting struct {
 // indexKey keys the searchIndex of a file set.
 type indexKey struct{}
 
-// buildIndex is the searchIndex of files. The per-image part (known) comes
-// from each file's own index entry, so a change to one image weighs only
-// that image again.
-func buildIndex(files []*resolvers.IndexedFile) *searchIndex {
+// buildIndex is the searchIndex of set; the postings only when the set is
+// kept. The per-image part (known) comes from each file's own index entry,
+// so a change to one image weighs only that image again.
+func buildIndex(set *resolvers.FileSet) *searchIndex {
 	ix := &searchIndex{}
-	for _, f := range files {
+	for _, f := range set.Files {
 		if !isImage(f.Ref) {
 			continue
 		}
@@ -50,8 +50,10 @@ func buildIndex(files []*resolvers.IndexedFile) *searchIndex {
 			ix.undecodable++
 		}
 	}
-	if ix.pending > 0 {
-		return ix // a search computes the missing words, changing the set
+	if ix.pending > 0 || !set.Kept {
+		// A search computes the missing words, changing the set; a set
+		// listed for one task serves no other.
+		return ix
 	}
 	ix.postings = map[string][]posting{}
 	for i, k := range ix.known {

@@ -103,9 +103,9 @@ func TestIndexedStoreSeesPutsAndDeletes(t *testing.T) {
 	})
 }
 
-// The inverted index answers as scoring every image and ranking would:
-// same images, same order, for one term, several, repeated and unknown
-// terms, with ties on score and name.
+// The inverted index, and the scan of a store without one, answer as
+// scoring every image and ranking would: same images, same order, for one
+// term, several, repeated and unknown terms, with ties on score and name.
 func TestIndexedSearchRanksAsScoring(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -136,6 +136,11 @@ func TestIndexedSearchRanksAsScoring(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Without an index the agent scans every image: the same answers.
+	scanning, err := imagesearch.New(resolvers.NewObjectStore(files))
+	if err != nil {
+		t.Fatal(err)
+	}
 	slices.SortFunc(refs, func(x, y schemas.FileRef) int { return strings.Compare(x.ID, y.ID) })
 	for _, q := range []string{"sunset", "sea", "harbour", "zebra", "sunset sea", "forest night snow", "sea sea", "sunsets harbour"} {
 		for _, limit := range []int{1, 5, 50} {
@@ -163,6 +168,9 @@ func TestIndexedSearchRanksAsScoring(t *testing.T) {
 			_, got := run(t, a, map[string]any{"query": q, "limit": limit})
 			if !slices.Equal(got, wantIDs) {
 				t.Errorf("query %q limit %d: got %v; want %v", q, limit, got, wantIDs)
+			}
+			if _, scanned := run(t, scanning, map[string]any{"query": q, "limit": limit}); !slices.Equal(scanned, wantIDs) {
+				t.Errorf("query %q limit %d, scanning: got %v; want %v", q, limit, scanned, wantIDs)
 			}
 		}
 	}

@@ -133,3 +133,30 @@ func TestRuntimeDrainHandsBackPrefetch(t *testing.T) {
 		t.Errorf("tasks ran on %v; want t1 on a, t2 and t3 on b", g.ranBy)
 	}
 }
+
+// TestRuntimeKeepsLongTaskInProgress: a task running four times the ack
+// wait is not handed to another instance, because the runtime tells the
+// server it is still in progress.
+func TestRuntimeKeepsLongTaskInProgress(t *testing.T) {
+	m := newMesh(t)
+	g := newGated()
+	for _, id := range []string{"k1", "k2"} {
+		m.serve(t, g.agent("Longer", id), agents.WithConcurrency(1), agents.WithAckWait(300*time.Millisecond))
+	}
+	results, err := m.nc.SubscribeSync("mesh.result.>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.publish(t, "Longer", task(t, schemas.TaskRequest{Instruction: "long"}))
+	g.waitStarted(t, 1)
+	time.Sleep(1200 * time.Millisecond)
+	select {
+	case again := <-g.started:
+		t.Fatalf("task %q started again while the first run was in progress", again)
+	default:
+	}
+	close(g.release)
+	if r := next(t, results); !r.Result.Success {
+		t.Fatalf("result: %+v", r.Result)
+	}
+}

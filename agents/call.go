@@ -46,9 +46,9 @@ type slot interface {
 
 // semSlot is a slot of the consume loop's semaphore. acquire does not
 // block: the task resumes at once and, when every slot is taken (the loop
-// holds free slots while it fetches), a goroutine waits for the next one
-// on its behalf, ahead of the loop's next fetch, so the instance is over
-// its limit only until a slot frees. It is used by one goroutine at a time
+// holds one while it waits for the next task), a goroutine waits for the
+// next one on its behalf, beside the loop, so the instance is over its
+// limit only until a slot frees. It is used by one goroutine at a time
 // (caller serialises it).
 type semSlot struct {
 	sem     chan struct{}

@@ -35,7 +35,6 @@ type config struct {
 	ackWait     time.Duration
 	logger      *slog.Logger
 	version     string
-	fetchWait   time.Duration
 	observer    schemas.Observer
 
 	maxCallDepth, maxCallFanout int
@@ -51,7 +50,6 @@ func defaultConfig() config {
 		backoff:     DefaultBackoff,
 		ackWait:     DefaultAckWait,
 		logger:      slog.New(slog.DiscardHandler),
-		fetchWait:   time.Second,
 		observer:    schemas.NopObserver{},
 
 		maxCallDepth:  DefaultMaxCallDepth,
@@ -85,7 +83,13 @@ func WithNames(n bus.Names) Option {
 	}
 }
 
-// WithConcurrency sets how many tasks one instance runs at once (default 4).
+// WithConcurrency sets how many tasks one instance runs at once (default 4,
+// DefaultConcurrency). The instance also asks the server for up to one
+// task more than that ahead of time, so a slot that frees starts its next
+// task without a round trip; a prefetched task that never starts is handed
+// back (nak) when the instance drains. 4 suits agents that wait on I/O or
+// an LLM; raise it for quick agents, lower it to the number of cores for
+// CPU-bound ones.
 func WithConcurrency(n int) Option {
 	return func(c *config) error {
 		if n < 1 {

@@ -52,6 +52,7 @@ type Runtime struct {
 	dispatcher                                                          *client.Dispatcher // agent-to-agent calls (call.go)
 
 	done    *doneSet
+	slots   *slots
 	mu      sync.Mutex
 	running map[string]context.CancelCauseFunc
 
@@ -111,6 +112,7 @@ func NewRuntime(nc *nats.Conn, a Agent, opts ...Option) (*Runtime, error) {
 		ttl:     registryTTL(cfg.heartbeat),
 		kvKey:   c.Name + "." + cfg.instanceID,
 		done:    newDoneSet(doneSetSize),
+		slots:   newSlots(cfg.concurrency),
 		running: map[string]context.CancelCauseFunc{},
 		ready:   make(chan struct{}),
 	}
@@ -304,65 +306,6 @@ func (r *Runtime) depart(kv jetstream.KeyValue) error {
 		return fmt.Errorf("agents: %s: drain: %w", r.contract.Name, errors.Join(errs...))
 	}
 	return nil
-}
-
-// consume fetches tasks while ctx lives, never holding more than the
-// concurrency limit, and returns when every task it took has finished.
-func (r *Runtime) consume(ctx context.Context, cons jetstream.Consumer) {
-	limit := r.cfg.concurrency
-	sem := make(chan struct{}, limit)
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	failures := 0
-	for {
-		select {
-		case sem <- struct{}{}:
-		case <-ctx.Done():
-			return
-		}
-		free := 1
-	more:
-		for free < limit {
-			select {
-			case sem <- struct{}{}:
-				free++
-			default:
-				break more
-			}
-		}
-		batch, err := cons.Fetch(free, jetstream.FetchMaxWait(r.cfg.fetchWait))
-		if err != nil {
-			for range free {
-				<-sem
-			}
-			failures++
-			r.log.Warn("fetching tasks", "err", err)
-			select {
-			case <-time.After(min(time.Duration(failures)*100*time.Millisecond, 2*time.Second)):
-			case <-ctx.Done():
-				return
-			}
-			continue
-		}
-		failures = 0
-		got := 0
-		for msg := range batch.Messages() {
-			got++
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				s := newSemSlot(sem)
-				defer s.release()
-				r.handle(msg, s)
-			}()
-		}
-		for range free - got {
-			<-sem
-		}
-		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) && ctx.Err() == nil {
-			r.log.Debug("fetch ended", "err", err)
-		}
-	}
 }
 
 // answerQuery replies to mesh.registry.query with the announcement.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -259,22 +260,30 @@ func (r *Runtime) keepInProgress(msg jetstream.Msg) func() {
 	if msg == nil {
 		return func() {}
 	}
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		t := time.NewTicker(r.cfg.ackWait / 3)
-		defer t.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-t.C:
-				_ = msg.InProgress()
-			}
+	// A timer rather than a goroutine and a ticker: most tasks end long
+	// before the first tick, and this costs them one timer.
+	every := r.cfg.ackWait / 3
+	var (
+		mu      sync.Mutex
+		stopped bool
+		t       *time.Timer
+	)
+	mu.Lock()
+	defer mu.Unlock()
+	t = time.AfterFunc(every, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if !stopped {
+			_ = msg.InProgress()
+			t.Reset(every)
 		}
-	}()
-	return func() { close(stop); <-done }
+	})
+	return func() {
+		mu.Lock()
+		defer mu.Unlock()
+		stopped = true
+		t.Stop()
+	}
 }
 
 // finish fills in the result's bookkeeping, publishes it and acks the task.

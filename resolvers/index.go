@@ -14,12 +14,100 @@ import (
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
-// fileIndex is the store's metadata in memory: every file's reference by
-// id, and the same sorted by id, rebuilt on the first read after a change.
+// IndexedFile is one stored file as an index holds it: its reference, and
+// what searches derived from that reference (see Derive), kept for as long
+// as the file does not change. A change to the file replaces its
+// IndexedFile, so nothing derived from an old version survives it.
+type IndexedFile struct {
+	// Ref is shared by every reader of the index: read it, never change
+	// it or its Metadata.
+	Ref     schemas.FileRef
+	derived sync.Map
+}
+
+// Derive returns what build makes of f's reference, built on the first
+// call for this version of the file and kept under key (a value of the
+// caller's own unexported type, as with context keys) for later calls.
+// build must not change the reference. Calls may race; build then runs
+// more than once and one result is kept.
+func Derive[T any](f *IndexedFile, key any, build func(schemas.FileRef) T) T {
+	if v, ok := f.derived.Load(key); ok {
+		return v.(T)
+	}
+	v, _ := f.derived.LoadOrStore(key, build(f.Ref))
+	return v.(T)
+}
+
+// FileSet is every file of a catalog at one moment, sorted by id, with
+// what searches derived from the whole set (see DeriveSet). While an
+// ObjectStore watches its store (Index), one FileSet serves every read
+// until a file changes.
+type FileSet struct {
+	// Files are shared by every reader: read them, never change them.
+	Files []*IndexedFile
+	// Kept is set when the set is an index's, serving every read until a
+	// file changes; a set built for one read is not, and what is derived
+	// from it is thrown away with it.
+	Kept    bool
+	derived sync.Map
+}
+
+// DeriveSet returns what build makes of the set, built on the first call
+// for this set and kept under key (as with Derive) for later calls. Calls
+// may race; build then runs more than once and one result is kept.
+func DeriveSet[T any](s *FileSet, key any, build func(*FileSet) T) T {
+	if v, ok := s.derived.Load(key); ok {
+		return v.(T)
+	}
+	v, _ := s.derived.LoadOrStore(key, build(s))
+	return v.(T)
+}
+
+// Snapshot returns the files of cat sorted by id: the index's current set
+// while cat is an ObjectStore watching its store (Index), so what DeriveSet
+// and Derive built is built once per change; otherwise a new set from
+// cat.List.
+func Snapshot(ctx context.Context, cat Catalog) (*FileSet, error) {
+	if o, ok := cat.(*ObjectStore); ok {
+		if x := o.index.Load(); x != nil {
+			return x.snapshot(), nil
+		}
+	}
+	set := &FileSet{}
+	for ref, err := range cat.List(ctx) {
+		if err != nil {
+			return nil, err
+		}
+		set.Files = append(set.Files, &IndexedFile{Ref: ref})
+	}
+	// In id order, as an index's: a search ranks equal matches in the
+	// order it is given them, and should not depend on having an index.
+	slices.SortFunc(set.Files, func(a, b *IndexedFile) int { return strings.Compare(a.Ref.ID, b.Ref.ID) })
+	return set, nil
+}
+
+// Files yields the files of Snapshot(ctx, cat) one by one.
+func Files(ctx context.Context, cat Catalog) iter.Seq2[*IndexedFile, error] {
+	return func(yield func(*IndexedFile, error) bool) {
+		set, err := Snapshot(ctx, cat)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		for _, f := range set.Files {
+			if !yield(f, nil) {
+				return
+			}
+		}
+	}
+}
+
+// fileIndex is the store's metadata in memory: every file by id, and the
+// same as a FileSet, rebuilt on the first read after a change.
 type fileIndex struct {
-	mu     sync.RWMutex
-	refs   map[string]schemas.FileRef
-	sorted []schemas.FileRef // nil after a change
+	mu    sync.RWMutex
+	files map[string]*IndexedFile
+	now   *FileSet // nil after a change
 }
 
 // apply records one object's info: its reference, or its removal.
@@ -44,37 +132,39 @@ func (x *fileIndex) set(id string, ref *schemas.FileRef) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if ref == nil {
-		delete(x.refs, id)
+		delete(x.files, id)
 	} else {
-		x.refs[id] = *ref
+		x.files[id] = &IndexedFile{Ref: *ref}
 	}
-	x.sorted = nil
+	x.now = nil
 }
 
-// snapshot is every reference, sorted by id; callers must not change it.
-func (x *fileIndex) snapshot() []schemas.FileRef {
+// snapshot is every file, sorted by id; callers must not change it.
+func (x *fileIndex) snapshot() *FileSet {
 	x.mu.RLock()
-	s := x.sorted
+	s := x.now
 	x.mu.RUnlock()
 	if s != nil {
 		return s
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if x.sorted == nil {
-		x.sorted = make([]schemas.FileRef, 0, len(x.refs))
-		for _, ref := range x.refs {
-			x.sorted = append(x.sorted, ref)
+	if x.now == nil {
+		files := make([]*IndexedFile, 0, len(x.files))
+		for _, f := range x.files {
+			files = append(files, f)
 		}
-		slices.SortFunc(x.sorted, func(a, b schemas.FileRef) int { return strings.Compare(a.ID, b.ID) })
+		slices.SortFunc(files, func(a, b *IndexedFile) int { return strings.Compare(a.Ref.ID, b.Ref.ID) })
+		x.now = &FileSet{Files: files, Kept: true}
 	}
-	return x.sorted
+	return x.now
 }
 
 // list yields the snapshot; each reference's metadata is the caller's own.
 func (x *fileIndex) list() iter.Seq2[schemas.FileRef, error] {
 	return func(yield func(schemas.FileRef, error) bool) {
-		for _, ref := range x.snapshot() {
+		for _, f := range x.snapshot().Files {
+			ref := f.Ref
 			ref.Metadata = maps.Clone(ref.Metadata)
 			if !yield(ref, nil) {
 				return
@@ -96,7 +186,7 @@ func (o *ObjectStore) Index(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("watching the file store: %w", err)
 	}
-	x := &fileIndex{refs: map[string]schemas.FileRef{}}
+	x := &fileIndex{files: map[string]*IndexedFile{}}
 	// The initial files, up to the watcher's nil marker.
 	for loaded := false; !loaded; {
 		select {

@@ -24,7 +24,6 @@ func newBenchCmd(a *app) *cobra.Command {
 same server in the same run, and prints the ratio (mesh time over baseline
 time; lower is better):
 
-  codec                 the CloudEvents codec vs sdk-go structured JSON
   task-round-trip       a no-op task through MESH_TASKS and back vs core request-reply
   direct-call           a no-op task to the agent's micro endpoint (mesh.call.<agent>)
                         vs core request-reply of the same event
@@ -33,6 +32,13 @@ time; lower is better):
                         JetStream: a work-queue stream, a pull worker, a reply stream
   throughput            no-op tasks/s through 2 agent instances vs 2 hand-written
                         JetStream pull workers
+  scale-sleep           tasks/s through 4 instances of an agent sleeping 10ms per task
+                        vs 1 instance (THROUGHPUT RATIO is the scaling; target 3.5x)
+  pipeline-chain100-outputs
+                        a 100-step chain of an agent with an output, run by an
+                        orchestrator, vs the same waves of tasks by hand (publish,
+                        consume results, update a KV key)
+  pipeline-wide10x100   10 chains of 100 no-op steps side by side, the same way
   objectstore-put-1MiB  resolver Store vs nats.go ObjectStore Put
   objectstore-get-1MiB  resolver Open vs nats.go ObjectStore Get
 
@@ -42,7 +48,9 @@ operation where there is no p50; lower is better); THROUGHPUT RATIO is the
 mesh's operations per second over the baseline's (higher is better).
 Without --nats it starts an embedded server in a temporary directory. The
 machine's other load shows in the figures: compare ratios, not absolutes.
-The same scenarios run with 'go test -bench Suite ./internal/benchsuite/'.
+The same scenarios run with 'go test -bench Suite ./internal/benchsuite/',
+which also compares the CloudEvents codec with sdk-go (scenario codec; the
+agentmesh binary does not link sdk-go).
 docs/benchmarks.md explains the figures.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -7,11 +7,11 @@ import (
 	"testing"
 )
 
-// TestBenchCommand runs the codec comparison through the CLI and checks the
-// JSON report carries both sides and their ratio.
+// TestBenchCommand runs the direct call comparison through the CLI and
+// checks the JSON report carries both sides and their ratio.
 func TestBenchCommand(t *testing.T) {
 	var out, errOut bytes.Buffer
-	if code := run([]string{"bench", "--only", "codec", "--rounds", "1", "--json"}, &out, &errOut); code != 0 {
+	if code := run([]string{"bench", "--only", "direct-call", "--rounds", "1", "--json"}, &out, &errOut); code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut.String())
 	}
 	type side struct {
@@ -28,7 +28,7 @@ func TestBenchCommand(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &got); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
-	if len(got) != 1 || got[0].ID != "codec" || got[0].Rounds != 1 || got[0].Mesh.NsPerOp <= 0 || got[0].Base.NsPerOp <= 0 ||
+	if len(got) != 1 || got[0].ID != "direct-call" || got[0].Rounds != 1 || got[0].Mesh.NsPerOp <= 0 || got[0].Base.NsPerOp <= 0 ||
 		got[0].Mesh.PerSec <= 0 || got[0].Base.PerSec <= 0 || got[0].Ratio <= 0 {
 		t.Fatalf("report = %+v", got)
 	}
@@ -45,5 +45,17 @@ func TestBenchOnlyUnknown(t *testing.T) {
 		if msg := errOut.String(); !strings.Contains(msg, `"`+only+`" does not exist`) || !strings.Contains(msg, "durable-hop") {
 			t.Fatalf("--only %s: %s", only, msg)
 		}
+	}
+}
+
+// TestBenchCodecPointsToGoTest: the codec's baseline is sdk-go, which the
+// binary does not link, so --only codec says where the scenario runs.
+func TestBenchCodecPointsToGoTest(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if code := run([]string{"bench", "--only", "codec"}, &out, &errOut); code == 0 {
+		t.Fatal("--only codec: exit 0")
+	}
+	if msg := errOut.String(); !strings.Contains(msg, "does not link") || !strings.Contains(msg, "go test -run '^$' -bench 'Suite/codec' ./internal/benchsuite/") {
+		t.Fatalf("--only codec: %s", msg)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/agentmesh/agentmesh/bus/bustest"
+	"github.com/agentmesh/agentmesh/internal/benchsuite/sdkce"
 )
 
 func env(tb testing.TB) Env {
@@ -21,6 +22,8 @@ func BenchmarkSuite(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer closer.Close()
+	// The codec's baseline is sdk-go, which only tests link.
+	pairs = append([]Pair{Codec(sdkce.StructuredRoundTrip)}, pairs...)
 	for _, p := range pairs {
 		b.Run(p.ID+"/baseline", p.Baseline)
 		b.Run(p.ID+"/agentmesh", p.Mesh)
@@ -33,7 +36,7 @@ func TestMeasureComparesBothSides(t *testing.T) {
 	if testing.Short() {
 		t.Skip("measures for about two seconds")
 	}
-	c := MeasureRounds(Codec(), 1)
+	c := MeasureRounds(Codec(sdkce.StructuredRoundTrip), 1)
 	if c.Mesh.NsPerOp <= 0 || c.Base.NsPerOp <= 0 || c.Ratio <= 0 || c.ThroughputRatio <= 0 {
 		t.Fatalf("incomplete comparison: %+v", c)
 	}

@@ -73,22 +73,29 @@ func (a *Agent) Execute(ctx context.Context, ec *schemas.ExecutionContext) (sche
 	if err != nil {
 		return t.Abort(err)
 	}
-	refs, err := fileagent.List(ctx, a.cat, func(ref schemas.FileRef) bool {
+	files, err := fileagent.Files(ctx, a.cat, func(ref schemas.FileRef) bool {
 		return fileagent.DocumentType(ref.MediaType, ref.Filename) != ""
 	})
 	if err != nil {
 		return t.Abort(err)
 	}
-	hits := make([]fileagent.Hit, len(refs))
+	hits := make([]fileagent.Hit, len(files))
 	unreadable := 0
-	for i, ref := range refs {
+	for i, f := range files {
+		ref, w := f.Ref, fileagent.TermWeights(nil)
 		if ref.Metadata[MetaKeywordsVersion] != KeywordsVersion {
 			ref = a.digest(ctx, ref)
+			w = Weights(ref)
+		} else if len(s.Terms) > 0 {
+			w = resolvers.Derive(f, weightsKey{}, Weights)
 		}
 		if ref.Metadata[MetaExtractError] != "" {
 			unreadable++
 		}
-		hits[i] = fileagent.Hit{Ref: ref, Score: Score(s.Terms, ref)}
+		hits[i] = fileagent.Hit{Ref: ref}
+		if len(s.Terms) > 0 {
+			hits[i].Score = w.Score(s.Terms)
+		}
 	}
 	if err := ctx.Err(); err != nil {
 		return t.Abort(err)
@@ -147,6 +154,14 @@ func Score(terms []string, ref schemas.FileRef) float64 {
 	if len(terms) == 0 {
 		return 0
 	}
+	return Weights(ref).Score(terms)
+}
+
+// weightsKey keys the term weights Derive keeps for an indexed document.
+type weightsKey struct{}
+
+// Weights are a document's search terms weighted as Score weighs them.
+func Weights(ref schemas.FileRef) fileagent.TermWeights {
 	var other []string
 	for k, v := range ref.Metadata {
 		switch k {
@@ -164,5 +179,5 @@ func Score(terms []string, ref schemas.FileRef) float64 {
 		{Terms: fileagent.TermSet(ref.Metadata[MetaKeywords]), Weight: 2},
 		{Terms: fileagent.TermSet(other...), Weight: 2},
 	}
-	return fileagent.ScoreFields(terms, fields)
+	return fileagent.Weigh(fields)
 }

@@ -95,10 +95,45 @@ func (a *Agent) Contract() schemas.AgentContract {
 	}
 }
 
-// candidate is one image to score, with its visual words.
+// candidate is one image to score: its reference (shared with the index
+// when it came from there: read only), what is known of it, and the
+// visual words computed for this task when it had none.
 type candidate struct {
-	ref    schemas.FileRef
+	ref   *schemas.FileRef
+	known known
+	// fresh is set when this task computed the visual words (visual).
+	fresh  bool
 	visual string
+}
+
+// known is what a search needs of an image's reference, derived once per
+// version of an indexed image (resolvers.Derive) and kept in its index
+// entry: whether its visual words are current, whether its pixels could
+// not be read, and its weighed search terms.
+type known struct {
+	visualDone, undecodable bool
+	weights                 fileagent.TermWeights
+}
+
+// knownKey keys known in the index entries.
+type knownKey struct{}
+
+func knownOf(ref schemas.FileRef) known {
+	m := ref.Metadata
+	done := m[MetaVisualVersion] == VisualVersion
+	visual := "" // words of another feature version are not used
+	if done {
+		visual = m[MetaVisual]
+	}
+	return known{visualDone: done, undecodable: done && m[MetaVisualError] != "", weights: Weights(ref, visual)}
+}
+
+// score is the candidate's score for terms.
+func (c *candidate) score(terms []string) float64 {
+	if c.fresh {
+		return Weights(*c.ref, c.visual).Score(terms)
+	}
+	return c.known.weights.Score(terms)
 }
 
 // Execute lists the images (or the scope), makes sure each has visual
@@ -110,7 +145,18 @@ func (a *Agent) Execute(ctx context.Context, ec *schemas.ExecutionContext) (sche
 	if err != nil {
 		return t.Abort(err)
 	}
-	cands, err := a.images(ctx, t, ec)
+	var ix *searchIndex
+	if !ec.Has("scope") {
+		set, err := fileagent.Snapshot(ctx, a.cat)
+		if err != nil {
+			return t.Abort(err)
+		}
+		ix = resolvers.DeriveSet(set, indexKey{}, buildIndex)
+		if found, ok := ix.search(s); ok {
+			return a.found(t, s, found, ix.undecodable)
+		}
+	}
+	cands, err := a.images(ctx, t, ec, ix)
 	if err != nil {
 		return t.Abort(err)
 	}
@@ -119,11 +165,22 @@ func (a *Agent) Execute(ctx context.Context, ec *schemas.ExecutionContext) (sche
 	}
 	undecodable := a.ensureVisual(ctx, cands)
 
-	hits := make([]fileagent.Hit, len(cands))
-	for i, c := range cands {
-		hits[i] = fileagent.Hit{Ref: c.ref, Score: Score(s.Terms, c.ref, c.visual)}
+	var hits []fileagent.Hit
+	for i := range cands {
+		c := &cands[i]
+		if len(s.Terms) == 0 {
+			hits = append(hits, fileagent.Hit{Ref: *c.ref})
+		} else if score := c.score(s.Terms); score > 0 {
+			hits = append(hits, fileagent.Hit{Ref: *c.ref, Score: score})
+		}
 	}
-	summary, outputs := t.Found(s, s.Rank(hits))
+	return a.found(t, s, s.Rank(hits), undecodable)
+}
+
+// found is the task's result: the ranked hits, noting the images that
+// could only be matched by name.
+func (a *Agent) found(t *fileagent.Task, s fileagent.Search, found []fileagent.Hit, undecodable int) (schemas.AgentResult, error) {
+	summary, outputs := t.Found(s, found)
 	if undecodable > 0 {
 		summary += "; " + schemas.Plural(undecodable, "image", "images") + " could not be decoded and were matched by name only"
 	}
@@ -131,19 +188,13 @@ func (a *Agent) Execute(ctx context.Context, ec *schemas.ExecutionContext) (sche
 }
 
 // images returns the images to search: the scope's, else every stored
-// image. Scope IDs that do not resolve or are not images are skipped.
-func (a *Agent) images(ctx context.Context, t *fileagent.Task, ec *schemas.ExecutionContext) ([]candidate, error) {
-	var out []candidate
-	if !ec.Has("scope") {
-		refs, err := fileagent.List(ctx, a.cat, isImage)
-		if err != nil {
-			return nil, err
-		}
-		for _, ref := range refs {
-			out = append(out, candidate{ref: ref})
-		}
-		return out, nil
+// image (those of ix). Scope IDs that do not resolve or are not images are
+// skipped.
+func (a *Agent) images(ctx context.Context, t *fileagent.Task, ec *schemas.ExecutionContext, ix *searchIndex) ([]candidate, error) {
+	if ix != nil {
+		return ix.candidates(), nil
 	}
+	var out []candidate
 	ids, err := t.Files(ec, "scope")
 	if err != nil {
 		return nil, err
@@ -156,7 +207,7 @@ func (a *Agent) images(ctx context.Context, t *fileagent.Task, ec *schemas.Execu
 		case !isImage(ref):
 			t.Skip("%q is %s, not an image", id, fileagent.MediaTypeOf(ref))
 		default:
-			out = append(out, candidate{ref: ref})
+			out = append(out, candidate{ref: &ref, known: knownOf(ref)})
 		}
 	}
 	if n, why := t.Skipped(); len(out) == 0 && n > 0 {
@@ -165,36 +216,35 @@ func (a *Agent) images(ctx context.Context, t *fileagent.Task, ec *schemas.Execu
 	return out, nil
 }
 
-// ensureVisual fills in every candidate's visual words, computing and
-// caching those not yet in its metadata. It returns how many images could
-// not be decoded.
+// ensureVisual computes the visual words of every candidate without
+// current ones (caching them in its metadata). It returns how many images
+// could not be decoded, now or before.
 func (a *Agent) ensureVisual(ctx context.Context, cands []candidate) int {
 	var todo []int
+	undecodable := 0
 	for i := range cands {
-		m := cands[i].ref.Metadata
-		if m[MetaVisualVersion] == VisualVersion {
-			cands[i].visual = m[MetaVisual]
-			continue
+		switch {
+		case !cands[i].known.visualDone:
+			todo = append(todo, i)
+		case cands[i].known.undecodable:
+			undecodable++
 		}
-		todo = append(todo, i)
 	}
 	var (
-		wg          sync.WaitGroup
-		mu          sync.Mutex
-		undecodable int
-		next        = make(chan int)
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		next = make(chan int)
 	)
 	for range min(a.workers, len(todo)) {
 		wg.Go(func() {
 			for i := range next {
 				words, err := a.computeVisual(ctx, cands[i].ref.ID)
+				cands[i].fresh, cands[i].visual = true, words
 				if err != nil {
 					mu.Lock()
 					undecodable++
 					mu.Unlock()
-					continue
 				}
-				cands[i].visual = words
 			}
 		})
 	}
@@ -206,11 +256,6 @@ func (a *Agent) ensureVisual(ctx context.Context, cands []candidate) int {
 	}
 	close(next)
 	wg.Wait()
-	for _, c := range cands {
-		if c.ref.Metadata[MetaVisualError] != "" && c.ref.Metadata[MetaVisualVersion] == VisualVersion {
-			undecodable++
-		}
-	}
 	return undecodable
 }
 
@@ -254,6 +299,11 @@ func Score(terms []string, ref schemas.FileRef, visual string) float64 {
 	if len(terms) == 0 {
 		return 0
 	}
+	return Weights(ref, visual).Score(terms)
+}
+
+// Weights are an image's search terms weighted as Score weighs them.
+func Weights(ref schemas.FileRef, visual string) fileagent.TermWeights {
 	var other []string
 	for k, v := range ref.Metadata {
 		switch k {
@@ -269,7 +319,7 @@ func Score(terms []string, ref schemas.FileRef, visual string) float64 {
 		{Terms: fileagent.TermSet(other...), Weight: weightMetadata},
 		{Terms: fileagent.TermSet(visual), Weight: weightVisual},
 	}
-	return fileagent.ScoreFields(terms, fields)
+	return fileagent.Weigh(fields)
 }
 
 func isImage(ref schemas.FileRef) bool {

@@ -1,14 +1,11 @@
 package fileagent
 
 import (
-	"cmp"
-	"context"
+	"container/heap"
 	"fmt"
-	"math"
 	"slices"
 	"strings"
 
-	"github.com/agentmesh/agentmesh/resolvers"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -34,21 +31,6 @@ func (t *Task) Search(ec *schemas.ExecutionContext, def int) (Search, error) {
 	return Search{Query: query, Terms: Terms(query), Limit: limit}, nil
 }
 
-// List returns the references of the stored files that keep accepts. A
-// store that cannot be listed is a task failure worth retrying.
-func List(ctx context.Context, cat resolvers.Catalog, keep func(schemas.FileRef) bool) ([]schemas.FileRef, error) {
-	var out []schemas.FileRef
-	for ref, err := range cat.List(ctx) {
-		if err != nil {
-			return nil, &failure{code: schemas.CodeUnavailable, message: "listing stored files: " + err.Error(), retryable: true}
-		}
-		if keep(ref) {
-			out = append(out, ref)
-		}
-	}
-	return out, nil
-}
-
 // Hit is a stored file and how well it matches a search.
 type Hit struct {
 	Ref   schemas.FileRef
@@ -56,25 +38,67 @@ type Hit struct {
 }
 
 // Rank keeps the hits that match (a score above zero, or any score when the
-// query has no terms), best first, equal scores by DisplayName, at most
-// s.Limit of them.
+// query has no terms), best first, equal scores by DisplayName and then in
+// the order given, at most s.Limit of them. It keeps the best s.Limit as it
+// goes (a heap) rather than sorting every match.
 func (s Search) Rank(hits []Hit) []Hit {
-	var found []Hit
-	for _, h := range hits {
-		if len(s.Terms) == 0 || h.Score > 0 {
-			found = append(found, h)
+	h := &hitHeap{}
+	for i, hit := range hits {
+		if len(s.Terms) > 0 && hit.Score <= 0 {
+			continue
+		}
+		r := ranked{Hit: hit, name: DisplayName(hit.Ref), at: i}
+		switch {
+		case len(h.r) < s.Limit:
+			heap.Push(h, r)
+		case s.Limit > 0 && before(r, h.r[0]):
+			h.r[0] = r
+			heap.Fix(h, 0)
 		}
 	}
-	slices.SortStableFunc(found, func(x, y Hit) int {
-		if c := cmp.Compare(y.Score, x.Score); c != 0 {
-			return c
+	slices.SortFunc(h.r, func(x, y ranked) int {
+		if before(x, y) {
+			return -1
 		}
-		return strings.Compare(DisplayName(x.Ref), DisplayName(y.Ref))
+		return 1
 	})
-	if len(found) > s.Limit {
-		found = found[:s.Limit]
+	found := make([]Hit, len(h.r))
+	for i, r := range h.r {
+		found[i] = r.Hit
 	}
 	return found
+}
+
+// ranked is a hit with what orders it: its name and its place in the input.
+type ranked struct {
+	Hit
+	name string
+	at   int
+}
+
+// before reports whether x ranks before y: a higher score, else a name
+// earlier in order, else earlier in the input.
+func before(x, y ranked) bool {
+	if x.Score != y.Score {
+		return x.Score > y.Score
+	}
+	if c := strings.Compare(x.name, y.name); c != 0 {
+		return c < 0
+	}
+	return x.at < y.at
+}
+
+// hitHeap holds the best hits so far with the one ranking last on top.
+type hitHeap struct{ r []ranked }
+
+func (h *hitHeap) Len() int           { return len(h.r) }
+func (h *hitHeap) Less(i, j int) bool { return before(h.r[j], h.r[i]) }
+func (h *hitHeap) Swap(i, j int)      { h.r[i], h.r[j] = h.r[j], h.r[i] }
+func (h *hitHeap) Push(x any)         { h.r = append(h.r, x.(ranked)) }
+func (h *hitHeap) Pop() any {
+	x := h.r[len(h.r)-1]
+	h.r = h.r[:len(h.r)-1]
+	return x
 }
 
 // Found returns a search's outputs, the found files best first as the
@@ -113,27 +137,4 @@ func (t *Task) Found(s Search, found []Hit) (string, map[string]schemas.TypedVal
 type Field struct {
 	Terms  map[string]bool
 	Weight float64
-}
-
-// ScoreFields rates terms against fields: each term adds the weight of the
-// best field it is found in, and matching every term adds one more point per
-// term. Zero means no term matched.
-func ScoreFields(terms []string, fields []Field) float64 {
-	score, matched := 0.0, 0
-	for _, t := range terms {
-		best := 0.0
-		for _, f := range fields {
-			if f.Terms[t] {
-				best = math.Max(best, f.Weight)
-			}
-		}
-		if best > 0 {
-			matched++
-		}
-		score += best
-	}
-	if matched == len(terms) {
-		score += float64(len(terms))
-	}
-	return score
 }

@@ -1,0 +1,106 @@
+package agents
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// consume takes tasks off the agent's consumer while ctx lives and returns
+// once every task it took has finished.
+//
+// It keeps one pull open (jetstream Messages) asking for up to one task
+// more than there are slots, topped up before it runs dry, so a slot that
+// frees takes its next task without a round trip to the server.
+// A task is taken off that prefetch only once a slot is free, so an
+// instance never runs more than its concurrency and never holds more than
+// concurrency+1 tasks it has not started. When ctx
+// ends, the prefetched tasks that never started are handed back (nak, no
+// delay) for another instance to take at once.
+func (r *Runtime) consume(ctx context.Context, cons jetstream.Consumer) {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	failures := 0
+	for ctx.Err() == nil {
+		// One more than the slots, topped up once at most one is still
+		// asked for: a slot that frees finds its task already here (even
+		// at concurrency 1), and the server gets one pull request per
+		// batch of tasks rather than one per task.
+		ahead := r.slots.size() + 1
+		it, err := cons.Messages(jetstream.PullMaxMessages(ahead), jetstream.PullThresholdMessages(min(2, ahead)))
+		if err == nil {
+			err = r.serve(ctx, it, &wg)
+		}
+		if err == nil || ctx.Err() != nil {
+			failures = 0
+			continue
+		}
+		failures++
+		r.log.Warn("taking tasks", "err", err)
+		select {
+		case <-time.After(min(time.Duration(failures)*100*time.Millisecond, 2*time.Second)):
+		case <-ctx.Done():
+		}
+	}
+}
+
+// serve starts a handler for each task of it as slots free up, until ctx
+// ends (it returns nil after handing back the prefetch) or the pull fails
+// (it returns why, for consume to open a new one).
+func (r *Runtime) serve(ctx context.Context, it jetstream.MessagesContext, wg *sync.WaitGroup) error {
+	stopDrain := context.AfterFunc(ctx, it.Drain)
+	defer stopDrain()
+	for {
+		if err := r.slots.acquire(ctx); err != nil {
+			r.handBack(it)
+			return nil
+		}
+		msg, err := it.Next()
+		if err != nil {
+			r.slots.release()
+			switch {
+			case ctx.Err() != nil:
+				r.handBack(it)
+				return nil
+			case errors.Is(err, jetstream.ErrNoHeartbeat):
+				// The pull is re-issued by the iterator itself.
+				r.log.Debug("pull heartbeat missed", "err", err)
+				continue
+			}
+			it.Stop()
+			return err
+		}
+		if ctx.Err() != nil {
+			// Draining: the iterator hands out what it prefetched.
+			r.slots.release()
+			_ = msg.Nak()
+			r.handBack(it)
+			return nil
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s := newSemSlot(r.slots.c)
+			defer s.release()
+			r.handle(msg, s)
+		}()
+	}
+}
+
+// handBack naks every task still prefetched by a drained iterator so that
+// another instance takes it without waiting for the ack deadline.
+func (r *Runtime) handBack(it jetstream.MessagesContext) {
+	it.Drain()
+	for {
+		msg, err := it.Next(jetstream.NextMaxWait(shutdownTimeout))
+		if err != nil {
+			return
+		}
+		if err := msg.Nak(); err != nil {
+			r.log.Debug("handing back a prefetched task", "err", err)
+		}
+	}
+}

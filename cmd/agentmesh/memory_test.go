@@ -1,0 +1,320 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/agentmesh/agentmesh/agents"
+	"github.com/agentmesh/agentmesh/bus"
+	"github.com/agentmesh/agentmesh/client"
+	"github.com/agentmesh/agentmesh/orchestrator/state"
+	"github.com/agentmesh/agentmesh/schemas"
+)
+
+// orchestratorMemoryCeiling is issue 16's bound on the orchestrator's
+// resident memory while it runs a 1,000-step pipeline or a 10,000-step wave.
+const orchestratorMemoryCeiling = 100 << 20
+
+// TestOrchestratorMemory runs `agentmesh orchestrator` as its own process
+// and reads its resident memory (VmRSS) from /proc: 10,000 idle
+// conversations written to KV do not grow it, and a 1,000-step chain and a
+// 10,000-step wave complete with it under 100 MiB throughout.
+func TestOrchestratorMemory(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("reads the process's resident memory from /proc (Linux only)")
+	}
+	if testing.Short() {
+		t.Skip("runs 11,000 steps and writes 10,000 conversations: about 20s")
+	}
+	bin := agentBinary(t)
+	emb, err := bus.StartEmbedded(bus.EmbeddedOptions{StoreDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(emb.Shutdown)
+	nc, err := nats.Connect(emb.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	names := bus.MustNames(bus.DefaultPrefix)
+	res, err := bus.Provision(ctx, js, names, bus.ProvisionOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	serveNoop(t, emb.URL(), "MemNoop")
+	pid := startOrchestrator(t, bin, emb.URL())
+
+	t.Run("idle conversations", func(t *testing.T) {
+		before := settledRSS(t, pid)
+		writeConversations(t, res, 10_000)
+		after := settledRSS(t, pid)
+		t.Logf("orchestrator RSS %s before, %s after 10,000 conversations (%s of state in KV)", mib(before), mib(after), mib(10_000*convBytes))
+		// A fifth of what loading them would take.
+		if grew := after - before; grew > 10_000*convBytes/5 {
+			t.Errorf("RSS grew by %s with 10,000 idle conversations in KV; want it flat (under %s)", mib(grew), mib(10_000*convBytes/5))
+		}
+	})
+	for _, sh := range []struct {
+		name         string
+		width, depth int
+	}{{"chain 1000", 1, 1000}, {"wave 10000", 10_000, 1}} {
+		t.Run(sh.name, func(t *testing.T) {
+			peak := watchRSS(t, pid)
+			took := runShape(t, nc, js, names, "MemNoop", sh.width, sh.depth)
+			top := peak()
+			t.Logf("%dx%d pipeline took %s; orchestrator RSS peaked at %s", sh.width, sh.depth, took.Round(time.Millisecond), mib(top))
+			if top >= orchestratorMemoryCeiling {
+				t.Errorf("orchestrator RSS reached %s running a %dx%d pipeline; want under %s", mib(top), sh.width, sh.depth, mib(orchestratorMemoryCeiling))
+			}
+		})
+	}
+}
+
+// convBytes is about how much state each written conversation holds.
+const convBytes = 2 << 10
+
+// writeConversations writes n conversations of about convBytes each, the
+// way the orchestrator stores them, 32 at a time.
+func writeConversations(t *testing.T, res *bus.Resources, n int) {
+	t.Helper()
+	store := state.New(res.Conversations, res.Runs)
+	text := strings.Repeat("an idle conversation's history. ", convBytes/32)
+	var (
+		wg     sync.WaitGroup
+		next   = make(chan int)
+		failed atomic.Value
+	)
+	for range 32 {
+		wg.Go(func() {
+			for i := range next {
+				_, err := store.UpdateConversation(context.Background(), fmt.Sprintf("idle-%05d", i), func(st *schemas.ConversationState) error {
+					st.Slots["note"] = schemas.TextValue(text, "test")
+					return nil
+				})
+				if err != nil {
+					failed.Store(err)
+				}
+			}
+		})
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	if err, _ := failed.Load().(error); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// serveNoop runs a no-op agent in this process until the test ends.
+func serveNoop(t *testing.T, url, name string) {
+	t.Helper()
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	a := agents.Func(schemas.AgentContract{Name: name, Capability: schemas.CapEvaluation, Description: "answers at once"},
+		func(context.Context, *schemas.ExecutionContext) (schemas.AgentResult, error) {
+			return schemas.AgentResult{Success: true}, nil
+		})
+	rt, err := agents.NewRuntime(nc, a, agents.WithConcurrency(64))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- rt.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	select {
+	case <-rt.Ready():
+	case err := <-done:
+		t.Fatal(err)
+	}
+}
+
+// startOrchestrator starts `agentmesh orchestrator` and returns its pid
+// once it is ready; it is killed when the test ends.
+func startOrchestrator(t *testing.T, bin, url string) int {
+	t.Helper()
+	cmd := exec.Command(bin, "orchestrator", "--nats", url)
+	cmd.Env = cleanEnv()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	ready := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), "ready") {
+				close(ready)
+				break
+			}
+		}
+		for sc.Scan() {
+		}
+	}()
+	select {
+	case <-ready:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("orchestrator not ready after 30s\n%s", stderr.String())
+	}
+	return cmd.Process.Pid
+}
+
+// rss is the resident memory of process pid, from /proc.
+func rss(t *testing.T, pid int) int64 {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.Lines(string(b)) {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			if err != nil {
+				t.Fatalf("VmRSS line %q: %v", line, err)
+			}
+			return kb << 10
+		}
+	}
+	t.Fatalf("no VmRSS in /proc/%d/status", pid)
+	return 0
+}
+
+// settledRSS is the process's resident memory once it stopped changing by
+// more than 1 MiB over half a second (at most ten seconds of waiting).
+func settledRSS(t *testing.T, pid int) int64 {
+	t.Helper()
+	last := rss(t, pid)
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+		time.Sleep(500 * time.Millisecond)
+		now := rss(t, pid)
+		if d := now - last; d < 1<<20 && d > -(1<<20) {
+			return now
+		}
+		last = now
+	}
+	return last
+}
+
+// watchRSS samples the process's resident memory every 20ms until the
+// returned func is called, which returns the highest sample.
+func watchRSS(t *testing.T, pid int) func() int64 {
+	var top atomic.Int64
+	top.Store(rss(t, pid))
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+				if err != nil {
+					continue
+				}
+				for line := range strings.Lines(string(b)) {
+					if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+						kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+						if v := kb << 10; v > top.Load() {
+							top.Store(v)
+						}
+					}
+				}
+			}
+		}
+	}()
+	return func() int64 { close(stop); <-done; return top.Load() }
+}
+
+// runShape runs width chains of depth steps of agent and returns how long
+// the run took; it fails the test unless the run completes within two
+// minutes.
+func runShape(t *testing.T, nc *nats.Conn, js jetstream.JetStream, names bus.Names, agent string, width, depth int) time.Duration {
+	t.Helper()
+	p := client.NewPipeline("memory")
+	for d := range depth {
+		for w := range width {
+			p.Step(fmt.Sprintf("s%d-%d", d, w), agent)
+			if d > 0 {
+				p.After(fmt.Sprintf("s%d-%d", d-1, w))
+			}
+		}
+	}
+	spec, err := p.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := fmt.Sprintf("mem-%d-%d", width, depth)
+	ended := make(chan *nats.Msg, 1)
+	sub, err := nc.Subscribe(names.EventsOf(id), func(msg *nats.Msg) {
+		if msg.Header.Get("ce-type") == bus.TypePipelineCompleted {
+			select {
+			case ended <- msg:
+			default:
+			}
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := client.SubmitPipeline(ctx, js, names, spec, id, "test"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case msg := <-ended:
+		var re schemas.RunEvent
+		ev, err := bus.Decode(msg)
+		if err == nil {
+			err = ev.DataAs(&re)
+		}
+		if err != nil || re.Status != schemas.RunCompleted {
+			t.Fatalf("run %s ended %+v (%v); want completed", id, re, err)
+		}
+		return time.Since(start)
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("run %s did not end within two minutes", id)
+		return 0
+	}
+}
+
+func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }

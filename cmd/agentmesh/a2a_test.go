@@ -147,6 +147,20 @@ func TestA2ABridgeWithTheJavaScriptSDK(t *testing.T) {
 		t.Errorf("chat stream as the SDK saw it: %s", kinds)
 	}
 
+	// The same bridge mounted in the gateway, beside the HTTP API.
+	gw := startLineProc(t, exec.Command(bin, "gateway", "--http", "127.0.0.1:0", "--nats", url),
+		regexp.MustCompile(`dashboard and API on (http://[0-9.:]+)/`))
+	out, err = exec.Command(node, filepath.Join(a2aJSDir, "client.mjs"), gw+"/a2a/agents/TextAgent/", "hello mesh", `{"params":{"op":"upper"}}`).CombinedOutput()
+	if err != nil {
+		t.Fatalf("the SDK client failed through the gateway: %v\n%s", err, out)
+	}
+	steps = clientSteps(t, out)
+	if c := steps["card"]; c["name"] != "TextAgent" || c["url"] != gw+"/a2a/agents/TextAgent" {
+		t.Errorf("card through the gateway: %v", c)
+	}
+	wantDone("send")
+	wantDone("get")
+
 	remotePipelineStep(t, node, bin, url)
 }
 

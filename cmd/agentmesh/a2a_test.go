@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -19,6 +17,7 @@ import (
 	"github.com/agentmesh/agentmesh/agents/builtin/text"
 	"github.com/agentmesh/agentmesh/bus/bustest"
 	"github.com/agentmesh/agentmesh/internal/nodetest"
+	"github.com/agentmesh/agentmesh/internal/proctest"
 	"github.com/agentmesh/agentmesh/llm"
 	"github.com/agentmesh/agentmesh/llm/llmtest"
 	"github.com/agentmesh/agentmesh/orchestrator"
@@ -29,43 +28,11 @@ import (
 // a2aJSDir holds the A2A JavaScript SDK's client and test server.
 var a2aJSDir = filepath.Join("..", "..", "bridge", "a2a", "testdata", "js")
 
-// startLineProc starts cmd and returns the first stdout line matching re
-// (its first group), failing the test when the process exits or stays
-// silent for 30s. The process is killed when the test ends.
+// startLineProc starts cmd and returns the first group of its first stdout
+// line matching re; the process is killed when the test ends.
 func startLineProc(t *testing.T, cmd *exec.Cmd, re *regexp.Regexp) string {
 	t.Helper()
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() { _ = cmd.Process.Kill(); <-exited })
-	found := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if m := re.FindStringSubmatch(sc.Text()); m != nil {
-				found <- m[1]
-				break
-			}
-		}
-		_, _ = io.Copy(io.Discard, stdout)
-	}()
-	select {
-	case s := <-found:
-		return s
-	case <-exited:
-		t.Fatalf("%s exited before it was ready\n%s", cmd.Args, &stderr)
-	case <-time.After(30 * time.Second):
-		t.Fatalf("%s not ready after 30s\n%s", cmd.Args, &stderr)
-	}
-	return ""
+	return proctest.Start(t, cmd, re).WaitReady(t)[1]
 }
 
 // TestA2ABridgeWithTheJavaScriptSDK runs 'agentmesh a2a' and 'agentmesh

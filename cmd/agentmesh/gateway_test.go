@@ -10,10 +10,11 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agentmesh/agentmesh/internal/proctest"
 )
 
 var dashboardURL = regexp.MustCompile(`dashboard and API on (http://[^/\s]+)/(?:\?access_token=(\S+))?`)
@@ -148,31 +149,8 @@ func TestGatewayProcessOnSecureMesh(t *testing.T) {
 	}
 	cmd := exec.Command(agentBinary(t), "gateway", "--nats", url, "--tls-ca", ca, "--creds", alice, "--token-file", tokens, "--http", "127.0.0.1:0")
 	cmd.Env = cleanEnv()
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr gatewayLog
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	found := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if m := dashboardURL.FindStringSubmatch(sc.Text()); m != nil {
-				found <- m[1]
-			}
-		}
-	}()
-	var base string
-	select {
-	case base = <-found:
-	case <-time.After(30 * time.Second):
-		t.Fatalf("gateway printed no address: %s", stderr.String())
-	}
+	p := proctest.Start(t, cmd, dashboardURL)
+	base := p.WaitReady(t)[1]
 	var e struct {
 		Error struct{ Code string } `json:"error"`
 	}
@@ -191,12 +169,10 @@ func TestGatewayProcessOnSecureMesh(t *testing.T) {
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
 	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("gateway exit after SIGTERM: %v: %s", err, stderr.String())
+	case <-p.Exited():
+		if err := p.Err(); err != nil {
+			t.Fatalf("gateway exit after SIGTERM: %v: %s", err, p.Stderr)
 		}
 	case <-time.After(15 * time.Second):
 		t.Fatal("gateway did not stop after SIGTERM")
@@ -234,24 +210,6 @@ func TestTokenFileErrors(t *testing.T) {
 	if err != nil || len(entries) != 1 || entries[0].creds != creds {
 		t.Fatalf("good token file: %+v %v", entries, err)
 	}
-}
-
-// gatewayLog collects a process's output for a test's messages.
-type gatewayLog struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *gatewayLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *gatewayLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // FuzzTokenFile feeds token files to their parser: each line it accepts

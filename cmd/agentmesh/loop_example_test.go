@@ -106,7 +106,7 @@ steps:
 	}
 	agentAddr, orchAddr := freeAddr(t), freeAddr(t)
 	agent := startAgentProc(t, srv.URL(), "--metrics-addr", agentAddr)
-	waitReady(t, agentAddr, agent.stderr)
+	waitReady(t, agentAddr, agent.Stderr)
 	orch := exec.Command(agentBinary(t), "--nats", srv.URL(), "orchestrator", "--metrics-addr", orchAddr, "--pipelines", dir)
 	orch.Env = append(os.Environ(), "OPENAI_API_KEY=", "OPENAI_BASE_URL=")
 	var orchErr bytes.Buffer

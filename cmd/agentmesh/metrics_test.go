@@ -68,7 +68,7 @@ func startMetricsProcesses(t *testing.T, ctx context.Context) (srv *bustest.Serv
 		llmtest.Answer("It says HELLO THERE."))
 	agentAddr, orchAddr = freeAddr(t), freeAddr(t)
 	agent := startAgentProc(t, srv.URL(), "--metrics-addr", agentAddr)
-	waitReady(t, agentAddr, agent.stderr)
+	waitReady(t, agentAddr, agent.Stderr)
 	orch := exec.Command(agentBinary(t), "--nats", srv.URL(), "orchestrator", "--metrics-addr", orchAddr)
 	orch.Env = append(os.Environ(), "OPENAI_BASE_URL="+model.URL(), "OPENAI_API_KEY=test-key", "AGENTMESH_MODEL="+metricsModel,
 		`AGENTMESH_PRICES={"`+metricsModel+`": {"prompt": 1000, "completion": 2000}}`)

@@ -125,7 +125,7 @@ func TestRouterOrchestratorProcess(t *testing.T) {
 	model := llmtest.New(t, llmtest.Answer("reverse"))
 	agentAddr, orchAddr := freeAddr(t), freeAddr(t)
 	agent := startAgentProc(t, srv.URL(), "--metrics-addr", agentAddr)
-	waitReady(t, agentAddr, agent.stderr)
+	waitReady(t, agentAddr, agent.Stderr)
 	orch := exec.Command(agentBinary(t), "--nats", srv.URL(), "orchestrator", "--metrics-addr", orchAddr)
 	orch.Env = append(os.Environ(), "OPENAI_BASE_URL="+model.URL(), "OPENAI_API_KEY=test-key")
 	var orchErr bytes.Buffer

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"net/http"
 	"os"
@@ -14,7 +13,6 @@ import (
 	"time"
 
 	"github.com/agentmesh/agentmesh/agents"
-	"github.com/agentmesh/agentmesh/agents/builtin/text"
 	"github.com/agentmesh/agentmesh/bus/bustest"
 	"github.com/agentmesh/agentmesh/internal/nodetest"
 	"github.com/agentmesh/agentmesh/internal/proctest"
@@ -181,26 +179,13 @@ func chatMesh(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	rt, err := agents.NewRuntime(srv.Conn(t), text.New(), agents.WithHeartbeat(time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	agentDone := make(chan error, 1)
-	go func() { agentDone <- rt.Run(ctx) }()
-	o, err := orchestrator.New(srv.Conn(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := orchestrator.AttachChat(o, chat.WithLLM(lc)); err != nil {
-		t.Fatal(err)
-	}
-	ready := make(chan struct{})
-	orchDone := make(chan error, 1)
-	go func() { orchDone <- o.RunReady(ctx, func() { close(ready) }) }()
-	t.Cleanup(func() { cancel(); <-orchDone; <-agentDone })
-	<-rt.Ready()
-	<-ready
+	textMesh{
+		agentOpts: []agents.Option{agents.WithHeartbeat(time.Second)},
+		attach: func(o *orchestrator.Orchestrator) error {
+			_, err := orchestrator.AttachChat(o, chat.WithLLM(lc))
+			return err
+		},
+	}.start(t, srv)
 	return srv.URL()
 }
 

@@ -66,21 +66,10 @@ func startMetricsProcesses(t *testing.T, ctx context.Context) (srv *bustest.Serv
 	model := llmtest.New(t,
 		llmtest.Calls(llmtest.Call("TextAgent", map[string]any{"text": "hello there", "op": "upper"})),
 		llmtest.Answer("It says HELLO THERE."))
-	agentAddr, orchAddr = freeAddr(t), freeAddr(t)
-	agent := startAgentProc(t, srv.URL(), "--metrics-addr", agentAddr)
-	waitReady(t, agentAddr, agent.Stderr)
-	orch := exec.Command(agentBinary(t), "--nats", srv.URL(), "orchestrator", "--metrics-addr", orchAddr)
-	orch.Env = append(os.Environ(), "OPENAI_BASE_URL="+model.URL(), "OPENAI_API_KEY=test-key", "AGENTMESH_MODEL="+metricsModel,
-		`AGENTMESH_PRICES={"`+metricsModel+`": {"prompt": 1000, "completion": 2000}}`)
-	var errOut bytes.Buffer
-	orch.Stderr = &errOut
-	if err := orch.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = orch.Process.Kill(); _ = orch.Wait() })
-	waitReady(t, orchAddr, &errOut)
+	agentAddr, orchAddr, orchErr = startMetricsPair(t, srv.URL(), []string{"OPENAI_BASE_URL=" + model.URL(), "OPENAI_API_KEY=test-key", "AGENTMESH_MODEL=" + metricsModel,
+		`AGENTMESH_PRICES={"` + metricsModel + `": {"prompt": 1000, "completion": 2000}}`})
 	waitTextAgents(t, ctx, res, 1)
-	return srv, agentAddr, orchAddr, &errOut
+	return srv, agentAddr, orchAddr, orchErr
 }
 
 // metricsWorkload sends 6 TextAgent tasks that complete and 3 refused for

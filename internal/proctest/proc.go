@@ -30,7 +30,7 @@ type Proc struct {
 }
 
 // Start starts cmd and reads its stdout, keeping the lines that match
-// ready for WaitReady. The process is killed when the test ends (see
+// ready for WaitReady (none when ready is nil). The process is killed when the test ends (see
 // StopWith); if the test failed, its stderr is logged.
 func Start(t testing.TB, cmd *exec.Cmd, ready *regexp.Regexp) *Proc {
 	t.Helper()
@@ -59,6 +59,9 @@ func Start(t testing.TB, cmd *exec.Cmd, ready *regexp.Regexp) *Proc {
 func (p *Proc) scan(stdout io.Reader) {
 	sc := bufio.NewScanner(stdout)
 	for sc.Scan() {
+		if p.ready == nil {
+			continue
+		}
 		if m := p.ready.FindStringSubmatch(sc.Text()); m != nil {
 			select {
 			case p.matches <- m:

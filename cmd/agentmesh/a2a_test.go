@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -47,9 +46,10 @@ func TestA2ABridgeWithTheJavaScriptSDK(t *testing.T) {
 	url := chatMesh(t)
 	bin := agentBinary(t)
 
-	base := startLineProc(t, exec.Command(bin, "a2a", "--http", "127.0.0.1:0", "--nats", url),
+	bridge := proctest.Start(t, exec.Command(bin, "a2a", "--http", "127.0.0.1:0", "--nats", url),
 		regexp.MustCompile(`serving A2A 1\.0 on (http://\S+)`))
-	waitHTTP(t, base+"/a2a/agents/TextAgent/.well-known/agent-card.json")
+	base := bridge.WaitReady(t)[1]
+	waitHTTP(t, base+"/a2a/agents/TextAgent/.well-known/agent-card.json", bridge.Stderr)
 
 	out, err := exec.Command(node, filepath.Join(a2aJSDir, "client.mjs"), base+"/a2a/agents/TextAgent/", "hello mesh", `{"params":{"op":"upper"}}`).CombinedOutput()
 	if err != nil {
@@ -201,23 +201,4 @@ func clientSteps(t *testing.T, out []byte) map[string]map[string]any {
 		steps[m["step"].(string)] = m
 	}
 	return steps
-}
-
-// waitHTTP polls url until it answers 200.
-func waitHTTP(t *testing.T, url string) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		resp, err := http.Get(url)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s did not answer 200 in 15s (last: %v)", url, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }

@@ -139,19 +139,7 @@ func serveNoop(t *testing.T, url, name string) {
 		func(context.Context, *schemas.ExecutionContext) (schemas.AgentResult, error) {
 			return schemas.AgentResult{Success: true}, nil
 		})
-	rt, err := agents.NewRuntime(nc, a, agents.WithConcurrency(64))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- rt.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	select {
-	case <-rt.Ready():
-	case err := <-done:
-		t.Fatal(err)
-	}
+	runAgent(t, nc, a, agents.WithConcurrency(64))
 }
 
 // startOrchestrator starts `agentmesh orchestrator` and returns its pid

@@ -34,9 +34,16 @@ func freeAddr(t *testing.T) string {
 // waitReady polls http://addr/readyz until it answers 200.
 func waitReady(t *testing.T, addr string, logs fmt.Stringer) {
 	t.Helper()
+	waitHTTP(t, "http://"+addr+"/readyz", logs)
+}
+
+// waitHTTP polls url until it answers 200, failing the test with logs
+// after 30s.
+func waitHTTP(t *testing.T, url string, logs fmt.Stringer) {
+	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		resp, err := http.Get("http://" + addr + "/readyz")
+		resp, err := http.Get(url)
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
@@ -44,7 +51,7 @@ func waitReady(t *testing.T, addr string, logs fmt.Stringer) {
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("http://%s/readyz not 200 after 30s (last: %v)\n%s", addr, err, logs)
+			t.Fatalf("%s not 200 after 30s (last: %v)\n%s", url, err, logs)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

@@ -43,36 +43,19 @@ func TestExamplePipelineWithBuiltinAgents(t *testing.T) {
 	}
 	m := &mesh{NC: nc, JS: js, Names: srv.Names(), Res: res}
 	ctx, cancel := context.WithCancel(context.Background())
-	var done []chan error
-	t.Cleanup(func() {
-		cancel()
-		for _, d := range done {
-			<-d
-		}
-	})
+	t.Cleanup(cancel)
 	for _, name := range []string{"ImageSearchAgent", "AnalysisAgent", "FolderAgent"} {
 		a, err := builtins[name].build(ctx, m)
 		if err != nil {
 			t.Fatal(err)
 		}
-		rt, err := agents.NewRuntime(srv.Conn(t), a, agents.WithValueResolver(resolvers.NewCollections(res.Files, 0)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		d := make(chan error, 1)
-		done = append(done, d)
-		go func() { d <- rt.Run(ctx) }()
-		<-rt.Ready()
+		runAgent(t, srv.Conn(t), a, agents.WithValueResolver(resolvers.NewCollections(res.Files, 0)))
 	}
 	o, err := orchestrator.New(srv.Conn(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	ready := make(chan struct{})
-	d := make(chan error, 1)
-	done = append(done, d)
-	go func() { d <- o.RunReady(ctx, func() { close(ready) }) }()
-	<-ready
+	runOrchestrator(t, o)
 
 	store := resolvers.NewObjectStore(res.Files)
 	scene := map[string]string{}

@@ -94,6 +94,41 @@ func (m *testMesh) runAgent(t testing.TB, a agents.Agent) (stop func()) {
 	return stop
 }
 
+// runRemote runs the agents of r's tools on the mesh until the test ends.
+func (m *testMesh) runRemote(t testing.TB, r *meshmcp.Remote) {
+	t.Helper()
+	ags, err := r.Agents(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range ags {
+		m.runAgent(t, a)
+	}
+}
+
+// progressNotes keeps the messages of the progress notifications an MCP
+// client receives.
+type progressNotes struct {
+	mu  sync.Mutex
+	got []string
+}
+
+// options are client options that keep the client's notifications in p.
+func (p *progressNotes) options() *mcp.ClientOptions {
+	return &mcp.ClientOptions{ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		p.got = append(p.got, r.Params.Message)
+	}}
+}
+
+// list is a copy of the messages so far.
+func (p *progressNotes) list() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.got)
+}
+
 // shout upper-cases its text input, reporting progress on the way.
 func shout(name string) agents.Agent {
 	return agents.Func(schemas.AgentContract{
@@ -149,13 +184,8 @@ func TestServerListsAndCallsAgentTools(t *testing.T) {
 	m.runAgent(t, shout("ShoutAgent"))
 	m.mcp.Sync()
 
-	var mu sync.Mutex
-	var notes []string
-	cs := connect(t, m.mcp, &mcp.ClientOptions{ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
-		mu.Lock()
-		defer mu.Unlock()
-		notes = append(notes, r.Params.Message)
-	}})
+	var notes progressNotes
+	cs := connect(t, m.mcp, notes.options())
 	ctx := context.Background()
 	tools, err := cs.ListTools(ctx, nil)
 	if err != nil {
@@ -191,9 +221,7 @@ func TestServerListsAndCallsAgentTools(t *testing.T) {
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		mu.Lock()
-		got := slices.Clone(notes)
-		mu.Unlock()
+		got := notes.list()
 		if slices.Contains(got, "ShoutAgent: shouting (50%)") {
 			if got[0] != "sent to ShoutAgent" {
 				t.Errorf("first progress = %q, want the dispatch", got[0])
@@ -340,13 +368,8 @@ func TestServerRunsPipelinesAndChats(t *testing.T) {
 		t.Fatal(err)
 	}
 	m.orchestrate(t, chat.WithLLM(llmc))
-	var mu sync.Mutex
-	var notes []string
-	cs := connect(t, m.mcp, &mcp.ClientOptions{ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
-		mu.Lock()
-		defer mu.Unlock()
-		notes = append(notes, r.Params.Message)
-	}})
+	var notes progressNotes
+	cs := connect(t, m.mcp, notes.options())
 	ctx := context.Background()
 
 	spec := `
@@ -389,12 +412,11 @@ vars: {end: "?"}
 	if res.IsError || sc["conversation_id"] == "" || sc["state"] != schemas.ChatCompleted || res.Content[0].(*mcp.TextContent).Text != "ShoutAgent says HI THERE." {
 		t.Fatalf("chat: isError %v, %v", res.IsError, res.StructuredContent)
 	}
-	mu.Lock()
-	if len(notes) == 0 {
+	got := notes.list()
+	if len(got) == 0 {
 		t.Errorf("a chat turn that called an agent sent no progress notification")
 	}
-	t.Logf("chat progress: %q", notes)
-	mu.Unlock()
+	t.Logf("chat progress: %q", got)
 	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "chat", Arguments: map[string]any{"message": "  "}})
 	if err != nil {
 		t.Fatal(err)

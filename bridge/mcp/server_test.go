@@ -16,6 +16,7 @@ import (
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/bus/bustest"
 	"github.com/agentmesh/agentmesh/client"
+	"github.com/agentmesh/agentmesh/internal/inproc"
 	"github.com/agentmesh/agentmesh/llm"
 	"github.com/agentmesh/agentmesh/llm/llmtest"
 	"github.com/agentmesh/agentmesh/orchestrator"
@@ -32,7 +33,7 @@ type testMesh struct {
 	reg *client.Registry
 	mcp *meshmcp.Server
 
-	stops []func() // of the agents runAgent started
+	agents inproc.Agents // of runAgent
 }
 
 func startMesh(t testing.TB) *testMesh {
@@ -62,30 +63,7 @@ func startMesh(t testing.TB) *testMesh {
 // the end are stopped together: each takes a while to drain.
 func (m *testMesh) runAgent(t testing.TB, a agents.Agent) (stop func()) {
 	t.Helper()
-	rt, err := agents.NewRuntime(m.srv.Conn(t), a, agents.WithHeartbeat(time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- rt.Run(ctx) }()
-	var once sync.Once
-	stop = func() { once.Do(func() { cancel(); <-done }) }
-	if len(m.stops) == 0 {
-		t.Cleanup(func() {
-			var wg sync.WaitGroup
-			for _, s := range m.stops {
-				wg.Go(s)
-			}
-			wg.Wait()
-		})
-	}
-	m.stops = append(m.stops, stop)
-	select {
-	case <-rt.Ready():
-	case err := <-done:
-		t.Fatalf("agent %s: %v", a.Contract().Name, err)
-	}
+	stop = m.agents.Run(t, m.srv.Conn(t), a, agents.WithHeartbeat(time.Second))
 	wctx, wcancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer wcancel()
 	if err := m.reg.Wait(wctx, a.Contract().Name, 1); err != nil {
@@ -345,15 +323,7 @@ func (m *testMesh) orchestrate(t testing.TB, opts ...chat.Option) {
 	if _, err := orchestrator.AttachChat(o, opts...); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	ready, done := make(chan struct{}), make(chan error, 1)
-	go func() { done <- o.RunReady(ctx, func() { close(ready) }) }()
-	t.Cleanup(func() { cancel(); <-done })
-	select {
-	case <-ready:
-	case err := <-done:
-		t.Fatalf("orchestrator: %v", err)
-	}
+	inproc.Orchestrator(t, o)
 }
 
 func TestServerRunsPipelinesAndChats(t *testing.T) {

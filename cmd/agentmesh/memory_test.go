@@ -20,6 +20,7 @@ import (
 	"github.com/agentmesh/agentmesh/agents"
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/client"
+	"github.com/agentmesh/agentmesh/internal/inproc"
 	"github.com/agentmesh/agentmesh/internal/proctest"
 	"github.com/agentmesh/agentmesh/orchestrator/state"
 	"github.com/agentmesh/agentmesh/schemas"
@@ -139,7 +140,7 @@ func serveNoop(t *testing.T, url, name string) {
 		func(context.Context, *schemas.ExecutionContext) (schemas.AgentResult, error) {
 			return schemas.AgentResult{Success: true}, nil
 		})
-	runAgent(t, nc, a, agents.WithConcurrency(64))
+	inproc.Agent(t, nc, a, agents.WithConcurrency(64))
 }
 
 // startOrchestrator starts `agentmesh orchestrator` and returns its pid

@@ -10,9 +10,9 @@ import (
 	"github.com/agentmesh/agentmesh/agents"
 	"github.com/agentmesh/agentmesh/agents/builtin/text"
 	"github.com/agentmesh/agentmesh/bus/bustest"
+	"github.com/agentmesh/agentmesh/internal/inproc"
 	"github.com/agentmesh/agentmesh/internal/proctest"
 	"github.com/agentmesh/agentmesh/orchestrator"
-	"github.com/nats-io/nats.go"
 )
 
 // textMesh is TextAgent and an orchestrator run in the test's process.
@@ -27,7 +27,7 @@ type textMesh struct {
 // once it is ready and TextAgent is in its registry.
 func (m textMesh) start(t *testing.T, srv *bustest.Server) *orchestrator.Orchestrator {
 	t.Helper()
-	runAgent(t, srv.Conn(t), text.New(), m.agentOpts...)
+	inproc.Agent(t, srv.Conn(t), text.New(), m.agentOpts...)
 	o, err := orchestrator.New(srv.Conn(t), m.orchOpts...)
 	if err == nil && m.attach != nil {
 		err = m.attach(o)
@@ -35,47 +35,13 @@ func (m textMesh) start(t *testing.T, srv *bustest.Server) *orchestrator.Orchest
 	if err != nil {
 		t.Fatal(err)
 	}
-	runOrchestrator(t, o)
+	inproc.Orchestrator(t, o)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := o.Registry().Wait(ctx, text.Name, 1); err != nil {
 		t.Fatal(err)
 	}
 	return o
-}
-
-// runAgent serves a on nc in the test's process until the test ends and
-// returns once it is ready.
-func runAgent(t *testing.T, nc *nats.Conn, a agents.Agent, opts ...agents.Option) {
-	t.Helper()
-	rt, err := agents.NewRuntime(nc, a, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- rt.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	select {
-	case <-rt.Ready():
-	case err := <-done:
-		t.Fatalf("agent %s stopped: %v", a.Contract().Name, err)
-	}
-}
-
-// runOrchestrator runs o until the test ends and returns once it is ready.
-func runOrchestrator(t *testing.T, o *orchestrator.Orchestrator) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	ready := make(chan struct{})
-	done := make(chan error, 1)
-	go func() { done <- o.RunReady(ctx, func() { close(ready) }) }()
-	t.Cleanup(func() { cancel(); <-done })
-	select {
-	case <-ready:
-	case err := <-done:
-		t.Fatalf("orchestrator stopped: %v", err)
-	}
 }
 
 // startMetricsPair runs `agentmesh agent TextAgent` and `agentmesh

@@ -51,53 +51,24 @@ func TestA2ABridgeWithTheJavaScriptSDK(t *testing.T) {
 	base := bridge.WaitReady(t)[1]
 	waitHTTP(t, base+"/a2a/agents/TextAgent/.well-known/agent-card.json", bridge.Stderr)
 
-	out, err := exec.Command(node, filepath.Join(a2aJSDir, "client.mjs"), base+"/a2a/agents/TextAgent/", "hello mesh", `{"params":{"op":"upper"}}`).CombinedOutput()
-	if err != nil {
-		t.Fatalf("the SDK client failed: %v\n%s", err, out)
-	}
-	steps := clientSteps(t, out)
+	steps := runSDKClient(t, node, base+"/a2a/agents/TextAgent/", "hello mesh", upperMeta)
 	if steps["version"]["version"] != "1.0" {
 		t.Errorf("the client spoke %v", steps["version"])
 	}
 	if c := steps["card"]; c["name"] != "TextAgent" || c["url"] != base+"/a2a/agents/TextAgent" || c["streaming"] != true {
 		t.Errorf("card as the SDK read it: %v", c)
 	}
-	wantDone := func(step string) {
-		s := steps[step]
-		arts, _ := s["artifacts"].([]any)
-		if s["state"] != "TASK_STATE_COMPLETED" || len(arts) != 1 || arts[0].(map[string]any)["text"] != "HELLO MESH" {
-			t.Errorf("%s: %v", step, s)
-		}
-	}
-	wantDone("send")
-	wantDone("get")
-	kinds, _ := json.Marshal(steps["stream"]["kinds"])
-	if string(kinds) != `["task:TASK_STATE_SUBMITTED","artifact:HELLO MESH","status:TASK_STATE_COMPLETED"]` {
-		t.Errorf("stream events as the SDK saw them: %s", kinds)
-	}
+	wantUpperTask(t, "1.0", steps, true)
 
 	// The same through the SDK's A2A 0.3 compatibility layer.
-	legacy := exec.Command(node, filepath.Join(a2aJSDir, "client.mjs"), base+"/a2a/agents/TextAgent/", "hello mesh", `{"params":{"op":"upper"}}`)
-	legacy.Env = append(os.Environ(), "A2A_LEGACY=1")
-	if out, err = legacy.CombinedOutput(); err != nil {
-		t.Fatalf("the SDK client failed in 0.3: %v\n%s", err, out)
-	}
-	steps = clientSteps(t, out)
+	steps = runSDKClient(t, node, base+"/a2a/agents/TextAgent/", "hello mesh", upperMeta, "A2A_LEGACY=1")
 	if steps["version"]["version"] != "0.3" {
 		t.Errorf("the legacy client spoke %v", steps["version"])
 	}
-	wantDone("send")
-	wantDone("get")
-	if kinds, _ := json.Marshal(steps["stream"]["kinds"]); string(kinds) != `["task:TASK_STATE_SUBMITTED","artifact:HELLO MESH","status:TASK_STATE_COMPLETED"]` {
-		t.Errorf("0.3 stream events as the SDK saw them: %s", kinds)
-	}
+	wantUpperTask(t, "0.3", steps, true)
 
 	// The chat: the orchestrator's card at the root, a turn per message.
-	out, err = exec.Command(node, filepath.Join(a2aJSDir, "client.mjs"), base, "say hello").CombinedOutput()
-	if err != nil {
-		t.Fatalf("the SDK client failed on the chat: %v\n%s", err, out)
-	}
-	chat := clientSteps(t, out)
+	chat := runSDKClient(t, node, base, "say hello", "")
 	if c := chat["card"]; c["name"] != "agentmesh" || c["url"] != base+"/a2a/chat" {
 		t.Errorf("chat card: %v", c)
 	}
@@ -106,7 +77,7 @@ func TestA2ABridgeWithTheJavaScriptSDK(t *testing.T) {
 	}
 	// The turn's first progress ("thinking") may come before the stream
 	// starts (the task is then WORKING at once) or after (a status update).
-	kinds, _ = json.Marshal(chat["stream"]["kinds"])
+	kinds, _ := json.Marshal(chat["stream"]["kinds"])
 	if k := string(kinds); k != `["task:TASK_STATE_SUBMITTED","status:TASK_STATE_WORKING","artifact:Hello from the mesh.","status:TASK_STATE_COMPLETED"]` &&
 		k != `["task:TASK_STATE_WORKING","artifact:Hello from the mesh.","status:TASK_STATE_COMPLETED"]` {
 		t.Errorf("chat stream as the SDK saw it: %s", kinds)
@@ -115,16 +86,11 @@ func TestA2ABridgeWithTheJavaScriptSDK(t *testing.T) {
 	// The same bridge mounted in the gateway, beside the HTTP API.
 	gw := startLineProc(t, exec.Command(bin, "gateway", "--http", "127.0.0.1:0", "--nats", url),
 		regexp.MustCompile(`dashboard and API on (http://[0-9.:]+)/`))
-	out, err = exec.Command(node, filepath.Join(a2aJSDir, "client.mjs"), gw+"/a2a/agents/TextAgent/", "hello mesh", `{"params":{"op":"upper"}}`).CombinedOutput()
-	if err != nil {
-		t.Fatalf("the SDK client failed through the gateway: %v\n%s", err, out)
-	}
-	steps = clientSteps(t, out)
+	steps = runSDKClient(t, node, gw+"/a2a/agents/TextAgent/", "hello mesh", upperMeta)
 	if c := steps["card"]; c["name"] != "TextAgent" || c["url"] != gw+"/a2a/agents/TextAgent" {
 		t.Errorf("card through the gateway: %v", c)
 	}
-	wantDone("send")
-	wantDone("get")
+	wantUpperTask(t, "through the gateway", steps, false)
 
 	remotePipelineStep(t, node, bin, url)
 }
@@ -189,9 +155,24 @@ func chatMesh(t *testing.T) string {
 	return srv.URL()
 }
 
-// clientSteps reads client.mjs's JSON lines by step.
-func clientSteps(t *testing.T, out []byte) map[string]map[string]any {
+// upperMeta is the message metadata that asks TextAgent to upper-case.
+const upperMeta = `{"params":{"op":"upper"}}`
+
+// runSDKClient runs the SDK's client.mjs on the agent at url with message
+// (and the message metadata meta unless ""), env added to the test's, and
+// returns its JSON lines by step.
+func runSDKClient(t *testing.T, node, url, message, meta string, env ...string) map[string]map[string]any {
 	t.Helper()
+	args := []string{filepath.Join(a2aJSDir, "client.mjs"), url, message}
+	if meta != "" {
+		args = append(args, meta)
+	}
+	cmd := exec.Command(node, args...)
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the SDK client failed on %s %v: %v\n%s", url, env, err, out)
+	}
 	steps := map[string]map[string]any{}
 	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		var m map[string]any
@@ -201,4 +182,23 @@ func clientSteps(t *testing.T, out []byte) map[string]map[string]any {
 		steps[m["step"].(string)] = m
 	}
 	return steps
+}
+
+// wantUpperTask checks the client's send and get (and, if stream, its
+// stream) of "hello mesh" to TextAgent: completed with HELLO MESH.
+func wantUpperTask(t *testing.T, what string, steps map[string]map[string]any, stream bool) {
+	t.Helper()
+	for _, step := range []string{"send", "get"} {
+		s := steps[step]
+		arts, _ := s["artifacts"].([]any)
+		if s["state"] != "TASK_STATE_COMPLETED" || len(arts) != 1 || arts[0].(map[string]any)["text"] != "HELLO MESH" {
+			t.Errorf("%s: %s: %v", what, step, s)
+		}
+	}
+	if !stream {
+		return
+	}
+	if kinds, _ := json.Marshal(steps["stream"]["kinds"]); string(kinds) != `["task:TASK_STATE_SUBMITTED","artifact:HELLO MESH","status:TASK_STATE_COMPLETED"]` {
+		t.Errorf("%s: stream events as the SDK saw them: %s", what, kinds)
+	}
 }

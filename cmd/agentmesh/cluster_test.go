@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -97,12 +96,7 @@ func TestClusterOfServerProcesses(t *testing.T) {
 	})
 	orch := exec.Command(agentBinary(t), "--nats", urls, "orchestrator")
 	orch.Env = append(os.Environ(), "OPENAI_BASE_URL="+model.URL(), "OPENAI_API_KEY=test")
-	orchOut := &lockedWriter{w: &bytes.Buffer{}}
-	orch.Stdout, orch.Stderr = orchOut, orchOut
-	if err := orch.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = orch.Process.Kill(); _ = orch.Wait() })
+	orchOut := startBackground(t, orch)
 	agentLog := startAgentProc(t, urls).Stderr
 	reg, err := client.NewRegistry(ctx, mustKV(t, ctx, js, "mesh_agents"))
 	if err != nil {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"os/exec"
@@ -13,9 +12,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/agentmesh/agentmesh/agents/builtin/folder"
-	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/bus/bustest"
 	"github.com/agentmesh/agentmesh/client"
+	"github.com/agentmesh/agentmesh/internal/proctest"
 	"github.com/agentmesh/agentmesh/resolvers"
 )
 
@@ -32,12 +31,7 @@ func TestFolderApprovalExample(t *testing.T) {
 	start := func(args ...string) {
 		cmd := exec.Command(bin, append([]string{"--nats", srv.URL()}, args...)...)
 		cmd.Env = env
-		out := &lockedWriter{w: &bytes.Buffer{}}
-		cmd.Stdout, cmd.Stderr = out, out
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+		startBackground(t, cmd)
 	}
 	start("orchestrator")
 	start("agent", folder.Name)
@@ -97,24 +91,14 @@ func TestFolderApprovalExample(t *testing.T) {
 		}
 		runCmd := exec.Command(bin, "--nats", srv.URL(), "run", file, "--run-id", c.run)
 		runCmd.Env = env
-		var runOut bytes.Buffer
+		var runOut proctest.Buffer
 		runCmd.Stdout, runCmd.Stderr = &runOut, &runOut
 		if err := runCmd.Start(); err != nil {
 			t.Fatal(err)
 		}
 		runDone := make(chan error, 1)
 		go func() { runDone <- runCmd.Wait() }()
-	wait:
-		for {
-			select {
-			case ev := <-events:
-				if ev.Type == bus.TypeStepWaiting && ev.Ext(bus.ExtStepID) == "organise" {
-					break wait
-				}
-			case <-ctx.Done():
-				t.Fatalf("%s: the step never waited\n%s", c.run, runOut.String())
-			}
-		}
+		waitStepWaiting(t, ctx, events, "organise", &runOut)
 		stop()
 		if got := folders(); got != "," {
 			t.Fatalf("%s: files moved before anyone answered: %s", c.run, got)

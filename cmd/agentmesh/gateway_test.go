@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -82,6 +83,23 @@ func TestUpServesTheAPI(t *testing.T) {
 		t.Fatalf("TextAgent's A2A card: %d %+v", code, card)
 	}
 
+	runSunsetsOverAPI(t, base, stringer(up.output))
+	if err := up.cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	if err := up.wait(60 * time.Second); err != nil {
+		t.Fatalf("up did not exit 0 after Ctrl-C: %v\n%s", err, up.output())
+	}
+	if _, err := http.Get(base + "/api/agents"); err == nil {
+		t.Fatal("the API still answers after up stopped")
+	}
+}
+
+// runSunsetsOverAPI posts examples/pipelines/sunsets.yaml to the API at
+// base, follows the run's event stream to its end and checks that the run
+// completed; logs go with a failure.
+func runSunsetsOverAPI(t *testing.T, base string, logs fmt.Stringer) {
+	t.Helper()
 	spec, err := os.Open("../../examples/pipelines/sunsets.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -94,7 +112,7 @@ func TestUpServesTheAPI(t *testing.T) {
 		t.Fatalf("POST /api/pipelines: %d %+v", code, acc)
 	}
 	// The run's event stream ends with the run's end.
-	resp, err = http.Get(base + "/api/runs/" + acc.RunID + "/events")
+	resp, err := http.Get(base + "/api/runs/" + acc.RunID + "/events")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,22 +131,13 @@ func TestUpServesTheAPI(t *testing.T) {
 	select {
 	case <-ended:
 	case <-time.After(60 * time.Second):
-		t.Fatalf("the run did not end within 60s:\n%s", up.output())
+		t.Fatalf("the run did not end within 60s:\n%s", logs)
 	}
 	var run struct {
 		Status string `json:"status"`
 	}
 	if code := httpJSON(t, "GET", base+"/api/runs/"+acc.RunID, "", "", nil, &run); code != 200 || run.Status != "completed" {
 		t.Fatalf("GET run: %d %+v", code, run)
-	}
-	if err := up.cmd.Process.Signal(syscall.SIGINT); err != nil {
-		t.Fatal(err)
-	}
-	if err := up.wait(60 * time.Second); err != nil {
-		t.Fatalf("up did not exit 0 after Ctrl-C: %v\n%s", err, up.output())
-	}
-	if _, err := http.Get(base + "/api/agents"); err == nil {
-		t.Fatal("the API still answers after up stopped")
 	}
 }
 

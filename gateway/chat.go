@@ -91,20 +91,7 @@ func (g *Gateway) handleConversations(w http.ResponseWriter, r *http.Request, c 
 	if err != nil {
 		return err
 	}
-	limit, err := intParam(r, "limit", 50)
-	if err != nil {
-		return err
-	}
-	list, total, err := store.RecentConversations(r.Context(), limit)
-	if err != nil {
-		return meshError("listing conversations", err)
-	}
-	if list == nil {
-		list = []state.ConversationSummary{}
-	}
-	w.Header().Set("X-Total-Count", itoa(total))
-	writeJSON(w, http.StatusOK, list)
-	return nil
+	return writeRecent(w, r, "conversations", store.RecentConversations)
 }
 
 // Conversation is GET /api/conversations/{id}: the stored state (slots and

@@ -2,14 +2,12 @@ package gateway
 
 import (
 	"bytes"
-	"cmp"
 	"errors"
 	"fmt"
 	"io"
 	"mime"
 	"net/http"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -23,36 +21,12 @@ const defaultMaxUpload = 256 << 20
 func (g *Gateway) handleFiles(w http.ResponseWriter, r *http.Request, c *conn) error {
 	q := r.URL.Query()
 	folder, kind := q.Get("folder"), q.Get("type")
-	refs := []schemas.FileRef{}
-	for ref, err := range c.files.List(r.Context()) {
-		if err != nil {
-			return meshError("listing files", err)
-		}
-		if folder != "" && ref.Metadata[resolvers.MetaFolder] != folder {
-			continue
-		}
-		if kind != "" && !matchesKind(ref.MediaType, kind) {
-			continue
-		}
-		refs = append(refs, ref)
+	refs, err := c.files.Select(r.Context(), folder, kind)
+	if err != nil {
+		return meshError("listing files", err)
 	}
-	slices.SortFunc(refs, func(x, y schemas.FileRef) int {
-		return cmp.Or(cmp.Compare(x.Metadata[resolvers.MetaFolder], y.Metadata[resolvers.MetaFolder]),
-			cmp.Compare(x.Filename, y.Filename), cmp.Compare(x.ID, y.ID))
-	})
 	writeJSON(w, http.StatusOK, refs)
 	return nil
-}
-
-// matchesKind reports whether mediaType is of kind: a collection content
-// type (images, documents, links) or a media type prefix, as agentmesh
-// files ls --type reads it.
-func matchesKind(mediaType, kind string) bool {
-	switch kind {
-	case schemas.ContentImages, schemas.ContentDocuments, schemas.ContentLinks:
-		return resolvers.MediaKind(mediaType) == kind
-	}
-	return strings.HasPrefix(strings.ToLower(mediaType), strings.ToLower(kind))
 }
 
 // handlePutFile stores one file: the part named "file" of a

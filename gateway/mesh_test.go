@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,6 +19,7 @@ import (
 	"github.com/agentmesh/agentmesh/agents/builtin/text"
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/bus/bustest"
+	"github.com/agentmesh/agentmesh/internal/inproc"
 	"github.com/agentmesh/agentmesh/orchestrator"
 	"github.com/agentmesh/agentmesh/resolvers"
 )
@@ -70,16 +70,9 @@ func newTestMesh(t testing.TB, opts ...Option) *testMesh {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stops []func()
-	t.Cleanup(func() { // agents drain for a while when stopped: stop them all at once
-		var wg sync.WaitGroup
-		for _, stop := range stops {
-			wg.Go(stop)
-		}
-		wg.Wait()
-	})
+	var ags inproc.Agents // stopped together: each drains for a while
 	for _, a := range []agents.Agent{text.New(), is, an, fo} {
-		stops = append(stops, runAgent(t, srv.Conn(t), a))
+		ags.Run(t, srv.Conn(t), a, agents.WithHeartbeat(time.Second))
 	}
 	runOrchestrator(t, srv.Conn(t))
 	gw, err := New(ctx, srv.Conn(t), opts...)
@@ -98,28 +91,6 @@ func newTestMesh(t testing.TB, opts ...Option) *testMesh {
 	return m
 }
 
-// runAgent runs a on the agent runtime and returns what stops it.
-func runAgent(t testing.TB, nc *nats.Conn, a agents.Agent) (stop func()) {
-	t.Helper()
-	rt, err := agents.NewRuntime(nc, a, agents.WithHeartbeat(time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- rt.Run(ctx) }()
-	stop = func() { cancel(); <-done }
-	select {
-	case <-rt.Ready():
-	case err := <-done:
-		t.Fatalf("agent %s stopped: %v", a.Contract().Name, err)
-	case <-time.After(10 * time.Second):
-		stop()
-		t.Fatalf("agent %s not ready", a.Contract().Name)
-	}
-	return stop
-}
-
 func runOrchestrator(t testing.TB, nc *nats.Conn) {
 	t.Helper()
 	o, err := orchestrator.New(nc)
@@ -129,16 +100,7 @@ func runOrchestrator(t testing.TB, nc *nats.Conn) {
 	if _, err := orchestrator.AttachChat(o); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	ready := make(chan struct{})
-	done := make(chan error, 1)
-	go func() { done <- o.RunReady(ctx, func() { close(ready) }) }()
-	t.Cleanup(func() { cancel(); <-done })
-	select {
-	case <-ready:
-	case err := <-done:
-		t.Fatalf("orchestrator stopped: %v", err)
-	}
+	inproc.Orchestrator(t, o)
 }
 
 // response is one answer of the API, read whole.

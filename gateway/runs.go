@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"strconv"
@@ -15,20 +16,7 @@ func (g *Gateway) handleRuns(w http.ResponseWriter, r *http.Request, c *conn) er
 	if err != nil {
 		return err
 	}
-	limit, err := intParam(r, "limit", 50)
-	if err != nil {
-		return err
-	}
-	list, total, err := store.RecentRuns(r.Context(), limit)
-	if err != nil {
-		return meshError("listing runs", err)
-	}
-	if list == nil {
-		list = []state.RunSummary{}
-	}
-	w.Header().Set("X-Total-Count", itoa(total))
-	writeJSON(w, http.StatusOK, list)
-	return nil
+	return writeRecent(w, r, "runs", store.RecentRuns)
 }
 
 func (g *Gateway) handleRun(w http.ResponseWriter, r *http.Request, c *conn) error {
@@ -94,4 +82,22 @@ func intParam(r *http.Request, name string, def int) (int, error) {
 	return n, nil
 }
 
-func itoa(n int) string { return strconv.Itoa(n) }
+// writeRecent answers a list request with the newest ?limit= (default 50)
+// items recent gives, an empty list as [], and the number there are in
+// X-Total-Count.
+func writeRecent[T any](w http.ResponseWriter, r *http.Request, what string, recent func(context.Context, int) ([]T, int, error)) error {
+	limit, err := intParam(r, "limit", 50)
+	if err != nil {
+		return err
+	}
+	list, total, err := recent(r.Context(), limit)
+	if err != nil {
+		return meshError("listing "+what, err)
+	}
+	if list == nil {
+		list = []T{}
+	}
+	w.Header().Set("X-Total-Count", strconv.Itoa(total))
+	writeJSON(w, http.StatusOK, list)
+	return nil
+}

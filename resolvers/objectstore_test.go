@@ -16,8 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/agentmesh/agentmesh/bus/bustest"
 	"github.com/agentmesh/agentmesh/internal/benchsuite"
 	"github.com/agentmesh/agentmesh/resolvers"
@@ -265,5 +263,3 @@ func BenchmarkObjectStore(b *testing.B) {
 		}
 	}
 }
-
-func jetstreamMeta(name string) jetstream.ObjectMeta { return jetstream.ObjectMeta{Name: name} }

@@ -351,29 +351,17 @@ func (c *Client) callLegacy(ctx context.Context, method string, params, result a
 	}
 	_ = json.Unmarshal(raw, &kind)
 	var core any
+	var err error
 	switch kind.Kind {
 	case "task":
-		var t task03
-		if err := json.Unmarshal(raw, &t); err != nil {
-			return fmt.Errorf("%w: %s: the task does not decode: %v", ErrRemote, lm, err)
-		}
-		task, err := t.core()
-		if err != nil {
-			return fmt.Errorf("%w: %s: %v", ErrRemote, lm, err)
-		}
-		core = task
+		core, err = decodeCore[task03](raw, lm, "task")
 	case "message":
-		var m message03
-		if err := json.Unmarshal(raw, &m); err != nil {
-			return fmt.Errorf("%w: %s: the message does not decode: %v", ErrRemote, lm, err)
-		}
-		msg, err := m.core()
-		if err != nil {
-			return fmt.Errorf("%w: %s: %v", ErrRemote, lm, err)
-		}
-		core = msg
+		core, err = decodeCore[message03](raw, lm, "message")
 	default:
-		return fmt.Errorf("%w: %s answered kind %q, not a task or message", ErrRemote, lm, kind.Kind)
+		err = fmt.Errorf("%w: %s answered kind %q, not a task or message", ErrRemote, lm, kind.Kind)
+	}
+	if err != nil {
+		return err
 	}
 	switch dst := result.(type) {
 	case *SendMessageResponse:
@@ -391,6 +379,20 @@ func (c *Client) callLegacy(ctx context.Context, method string, params, result a
 		*dst = t
 	}
 	return nil
+}
+
+// decodeCore decodes raw, a 0.3 answer of method lm holding a what, as W
+// and converts it to its 1.0 form.
+func decodeCore[W interface{ core() (C, error) }, C any](raw json.RawMessage, lm, what string) (any, error) {
+	var w W
+	if err := json.Unmarshal(raw, &w); err != nil {
+		return nil, fmt.Errorf("%w: %s: the %s does not decode: %v", ErrRemote, lm, what, err)
+	}
+	c, err := w.core()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrRemote, lm, err)
+	}
+	return c, nil
 }
 
 // core is t in 1.0 form.

@@ -17,6 +17,7 @@ import (
 	"github.com/agentmesh/agentmesh/bridge/a2a"
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/bus/bustest"
+	"github.com/agentmesh/agentmesh/internal/inproc"
 	"github.com/agentmesh/agentmesh/llm"
 	"github.com/agentmesh/agentmesh/llm/llmtest"
 	"github.com/agentmesh/agentmesh/orchestrator"
@@ -42,28 +43,12 @@ func newRig(t testing.TB, extraFns ...func(*bus.Resources) agents.Agent) *rig {
 	for _, fn := range extraFns {
 		extra = append(extra, fn(res))
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var dones []chan error
-	t.Cleanup(func() {
-		cancel()
-		for _, d := range dones {
-			<-d
-		}
-	})
+	var ags inproc.Agents
 	for _, ag := range append([]agents.Agent{text.New()}, extra...) {
-		rt, err := agents.NewRuntime(srv.Conn(t), ag, agents.WithHeartbeat(time.Second))
-		if err != nil {
-			t.Fatal(err)
-		}
-		done := make(chan error, 1)
-		dones = append(dones, done)
-		go func() { done <- rt.Run(ctx) }()
-		select {
-		case <-rt.Ready():
-		case err := <-done:
-			t.Fatalf("agent %s stopped: %v", ag.Contract().Name, err)
-		}
+		ags.Run(t, srv.Conn(t), ag, agents.WithHeartbeat(time.Second))
 	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
 	h, err := a2a.NewHandler(ctx, srv.Conn(t))
 	if err != nil {
 		t.Fatal(err)
@@ -94,12 +79,7 @@ func (r *rig) withChat(t *testing.T, opts []chat.Option, replies ...llmtest.Repl
 	if _, err := orchestrator.AttachChat(o, append(opts, chat.WithLLM(lc))...); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	ready := make(chan struct{})
-	done := make(chan error, 1)
-	go func() { done <- o.RunReady(ctx, func() { close(ready) }) }()
-	t.Cleanup(func() { cancel(); <-done })
-	<-ready
+	inproc.Orchestrator(t, o)
 	return ls
 }
 

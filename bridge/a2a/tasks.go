@@ -173,15 +173,6 @@ func (s *taskStore) get(id string) (*taskEntry, bool) {
 	return e, ok
 }
 
-func (s *taskStore) remove(id string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.byID, id)
-	if i := slices.Index(s.order, id); i >= 0 {
-		s.order = slices.Delete(s.order, i, i+1)
-	}
-}
-
 func now() string { return time.Now().UTC().Format(time.RFC3339Nano) }
 
 // all returns every task kept, oldest first.

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -102,21 +101,10 @@ func TestRemoteToolsBecomeContracts(t *testing.T) {
 func TestRemoteAgentsThroughTheMesh(t *testing.T) {
 	m := startMesh(t)
 	r := dialExample(t)
-	ags, err := r.Agents(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, a := range ags {
-		m.runAgent(t, a)
-	}
+	m.runRemote(t, r)
 	m.mcp.Sync()
-	var mu sync.Mutex
-	var notes []string
-	cs := connect(t, m.mcp, &mcp.ClientOptions{ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
-		mu.Lock()
-		defer mu.Unlock()
-		notes = append(notes, r.Params.Message)
-	}})
+	var notes progressNotes
+	cs := connect(t, m.mcp, notes.options())
 	ctx := context.Background()
 	params := &mcp.CallToolParams{Name: "word_count", Arguments: map[string]any{"text": "the sea, the sky and the sun", "top": 1}}
 	params.SetProgressToken("wc")
@@ -132,11 +120,9 @@ func TestRemoteAgentsThroughTheMesh(t *testing.T) {
 	if !strings.Contains(string(js), `"value":{"top":["the"],"words":7}`) {
 		t.Errorf("json output = %s", js)
 	}
-	mu.Lock()
-	if !slices.Contains(notes, "word_count: counting (50%)") {
-		t.Errorf("progress = %q: want the TypeScript server's progress, relayed", notes)
+	if got := notes.list(); !slices.Contains(got, "word_count: counting (50%)") {
+		t.Errorf("progress = %q: want the TypeScript server's progress, relayed", got)
 	}
-	mu.Unlock()
 
 	cases := []struct {
 		tool string
@@ -165,13 +151,7 @@ func TestRemoteAgentsThroughTheMesh(t *testing.T) {
 func TestRemoteAgentsInAPipeline(t *testing.T) {
 	m := startMesh(t)
 	r := dialExample(t)
-	ags, err := r.Agents(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, a := range ags {
-		m.runAgent(t, a)
-	}
+	m.runRemote(t, r)
 	m.orchestrate(t)
 	spec, err := client.NewPipeline("words").
 		SeedValue("note", schemas.TypeText, "", "red sky at night").

@@ -16,6 +16,7 @@ import (
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/bus/bustest"
 	"github.com/agentmesh/agentmesh/client"
+	"github.com/agentmesh/agentmesh/internal/inproc"
 	"github.com/agentmesh/agentmesh/llm"
 	"github.com/agentmesh/agentmesh/llm/llmtest"
 	"github.com/agentmesh/agentmesh/orchestrator"
@@ -32,7 +33,7 @@ type testMesh struct {
 	reg *client.Registry
 	mcp *meshmcp.Server
 
-	stops []func() // of the agents runAgent started
+	agents inproc.Agents // of runAgent
 }
 
 func startMesh(t testing.TB) *testMesh {
@@ -62,36 +63,48 @@ func startMesh(t testing.TB) *testMesh {
 // the end are stopped together: each takes a while to drain.
 func (m *testMesh) runAgent(t testing.TB, a agents.Agent) (stop func()) {
 	t.Helper()
-	rt, err := agents.NewRuntime(m.srv.Conn(t), a, agents.WithHeartbeat(time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- rt.Run(ctx) }()
-	var once sync.Once
-	stop = func() { once.Do(func() { cancel(); <-done }) }
-	if len(m.stops) == 0 {
-		t.Cleanup(func() {
-			var wg sync.WaitGroup
-			for _, s := range m.stops {
-				wg.Go(s)
-			}
-			wg.Wait()
-		})
-	}
-	m.stops = append(m.stops, stop)
-	select {
-	case <-rt.Ready():
-	case err := <-done:
-		t.Fatalf("agent %s: %v", a.Contract().Name, err)
-	}
+	stop = m.agents.Run(t, m.srv.Conn(t), a, agents.WithHeartbeat(time.Second))
 	wctx, wcancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer wcancel()
 	if err := m.reg.Wait(wctx, a.Contract().Name, 1); err != nil {
 		t.Fatal(err)
 	}
 	return stop
+}
+
+// runRemote runs the agents of r's tools on the mesh until the test ends.
+func (m *testMesh) runRemote(t testing.TB, r *meshmcp.Remote) {
+	t.Helper()
+	ags, err := r.Agents(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range ags {
+		m.runAgent(t, a)
+	}
+}
+
+// progressNotes keeps the messages of the progress notifications an MCP
+// client receives.
+type progressNotes struct {
+	mu  sync.Mutex
+	got []string
+}
+
+// options are client options that keep the client's notifications in p.
+func (p *progressNotes) options() *mcp.ClientOptions {
+	return &mcp.ClientOptions{ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		p.got = append(p.got, r.Params.Message)
+	}}
+}
+
+// list is a copy of the messages so far.
+func (p *progressNotes) list() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.got)
 }
 
 // shout upper-cases its text input, reporting progress on the way.
@@ -149,13 +162,8 @@ func TestServerListsAndCallsAgentTools(t *testing.T) {
 	m.runAgent(t, shout("ShoutAgent"))
 	m.mcp.Sync()
 
-	var mu sync.Mutex
-	var notes []string
-	cs := connect(t, m.mcp, &mcp.ClientOptions{ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
-		mu.Lock()
-		defer mu.Unlock()
-		notes = append(notes, r.Params.Message)
-	}})
+	var notes progressNotes
+	cs := connect(t, m.mcp, notes.options())
 	ctx := context.Background()
 	tools, err := cs.ListTools(ctx, nil)
 	if err != nil {
@@ -191,9 +199,7 @@ func TestServerListsAndCallsAgentTools(t *testing.T) {
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		mu.Lock()
-		got := slices.Clone(notes)
-		mu.Unlock()
+		got := notes.list()
 		if slices.Contains(got, "ShoutAgent: shouting (50%)") {
 			if got[0] != "sent to ShoutAgent" {
 				t.Errorf("first progress = %q, want the dispatch", got[0])
@@ -317,15 +323,7 @@ func (m *testMesh) orchestrate(t testing.TB, opts ...chat.Option) {
 	if _, err := orchestrator.AttachChat(o, opts...); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	ready, done := make(chan struct{}), make(chan error, 1)
-	go func() { done <- o.RunReady(ctx, func() { close(ready) }) }()
-	t.Cleanup(func() { cancel(); <-done })
-	select {
-	case <-ready:
-	case err := <-done:
-		t.Fatalf("orchestrator: %v", err)
-	}
+	inproc.Orchestrator(t, o)
 }
 
 func TestServerRunsPipelinesAndChats(t *testing.T) {
@@ -340,13 +338,8 @@ func TestServerRunsPipelinesAndChats(t *testing.T) {
 		t.Fatal(err)
 	}
 	m.orchestrate(t, chat.WithLLM(llmc))
-	var mu sync.Mutex
-	var notes []string
-	cs := connect(t, m.mcp, &mcp.ClientOptions{ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
-		mu.Lock()
-		defer mu.Unlock()
-		notes = append(notes, r.Params.Message)
-	}})
+	var notes progressNotes
+	cs := connect(t, m.mcp, notes.options())
 	ctx := context.Background()
 
 	spec := `
@@ -389,12 +382,11 @@ vars: {end: "?"}
 	if res.IsError || sc["conversation_id"] == "" || sc["state"] != schemas.ChatCompleted || res.Content[0].(*mcp.TextContent).Text != "ShoutAgent says HI THERE." {
 		t.Fatalf("chat: isError %v, %v", res.IsError, res.StructuredContent)
 	}
-	mu.Lock()
-	if len(notes) == 0 {
+	got := notes.list()
+	if len(got) == 0 {
 		t.Errorf("a chat turn that called an agent sent no progress notification")
 	}
-	t.Logf("chat progress: %q", notes)
-	mu.Unlock()
+	t.Logf("chat progress: %q", got)
 	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "chat", Arguments: map[string]any{"message": "  "}})
 	if err != nil {
 		t.Fatal(err)

@@ -1,12 +1,8 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
-	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,9 +12,9 @@ import (
 	"time"
 
 	"github.com/agentmesh/agentmesh/agents"
-	"github.com/agentmesh/agentmesh/agents/builtin/text"
 	"github.com/agentmesh/agentmesh/bus/bustest"
 	"github.com/agentmesh/agentmesh/internal/nodetest"
+	"github.com/agentmesh/agentmesh/internal/proctest"
 	"github.com/agentmesh/agentmesh/llm"
 	"github.com/agentmesh/agentmesh/llm/llmtest"
 	"github.com/agentmesh/agentmesh/orchestrator"
@@ -29,43 +25,11 @@ import (
 // a2aJSDir holds the A2A JavaScript SDK's client and test server.
 var a2aJSDir = filepath.Join("..", "..", "bridge", "a2a", "testdata", "js")
 
-// startLineProc starts cmd and returns the first stdout line matching re
-// (its first group), failing the test when the process exits or stays
-// silent for 30s. The process is killed when the test ends.
+// startLineProc starts cmd and returns the first group of its first stdout
+// line matching re; the process is killed when the test ends.
 func startLineProc(t *testing.T, cmd *exec.Cmd, re *regexp.Regexp) string {
 	t.Helper()
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() { _ = cmd.Process.Kill(); <-exited })
-	found := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if m := re.FindStringSubmatch(sc.Text()); m != nil {
-				found <- m[1]
-				break
-			}
-		}
-		_, _ = io.Copy(io.Discard, stdout)
-	}()
-	select {
-	case s := <-found:
-		return s
-	case <-exited:
-		t.Fatalf("%s exited before it was ready\n%s", cmd.Args, &stderr)
-	case <-time.After(30 * time.Second):
-		t.Fatalf("%s not ready after 30s\n%s", cmd.Args, &stderr)
-	}
-	return ""
+	return proctest.Start(t, cmd, re).WaitReady(t)[1]
 }
 
 // TestA2ABridgeWithTheJavaScriptSDK runs 'agentmesh a2a' and 'agentmesh
@@ -82,57 +46,29 @@ func TestA2ABridgeWithTheJavaScriptSDK(t *testing.T) {
 	url := chatMesh(t)
 	bin := agentBinary(t)
 
-	base := startLineProc(t, exec.Command(bin, "a2a", "--http", "127.0.0.1:0", "--nats", url),
+	bridge := proctest.Start(t, exec.Command(bin, "a2a", "--http", "127.0.0.1:0", "--nats", url),
 		regexp.MustCompile(`serving A2A 1\.0 on (http://\S+)`))
-	waitHTTP(t, base+"/a2a/agents/TextAgent/.well-known/agent-card.json")
+	base := bridge.WaitReady(t)[1]
+	waitHTTP(t, base+"/a2a/agents/TextAgent/.well-known/agent-card.json", bridge.Stderr)
 
-	out, err := exec.Command(node, filepath.Join(a2aJSDir, "client.mjs"), base+"/a2a/agents/TextAgent/", "hello mesh", `{"params":{"op":"upper"}}`).CombinedOutput()
-	if err != nil {
-		t.Fatalf("the SDK client failed: %v\n%s", err, out)
-	}
-	steps := clientSteps(t, out)
+	steps := runSDKClient(t, node, base+"/a2a/agents/TextAgent/", "hello mesh", upperMeta)
 	if steps["version"]["version"] != "1.0" {
 		t.Errorf("the client spoke %v", steps["version"])
 	}
 	if c := steps["card"]; c["name"] != "TextAgent" || c["url"] != base+"/a2a/agents/TextAgent" || c["streaming"] != true {
 		t.Errorf("card as the SDK read it: %v", c)
 	}
-	wantDone := func(step string) {
-		s := steps[step]
-		arts, _ := s["artifacts"].([]any)
-		if s["state"] != "TASK_STATE_COMPLETED" || len(arts) != 1 || arts[0].(map[string]any)["text"] != "HELLO MESH" {
-			t.Errorf("%s: %v", step, s)
-		}
-	}
-	wantDone("send")
-	wantDone("get")
-	kinds, _ := json.Marshal(steps["stream"]["kinds"])
-	if string(kinds) != `["task:TASK_STATE_SUBMITTED","artifact:HELLO MESH","status:TASK_STATE_COMPLETED"]` {
-		t.Errorf("stream events as the SDK saw them: %s", kinds)
-	}
+	wantUpperTask(t, "1.0", steps, true)
 
 	// The same through the SDK's A2A 0.3 compatibility layer.
-	legacy := exec.Command(node, filepath.Join(a2aJSDir, "client.mjs"), base+"/a2a/agents/TextAgent/", "hello mesh", `{"params":{"op":"upper"}}`)
-	legacy.Env = append(os.Environ(), "A2A_LEGACY=1")
-	if out, err = legacy.CombinedOutput(); err != nil {
-		t.Fatalf("the SDK client failed in 0.3: %v\n%s", err, out)
-	}
-	steps = clientSteps(t, out)
+	steps = runSDKClient(t, node, base+"/a2a/agents/TextAgent/", "hello mesh", upperMeta, "A2A_LEGACY=1")
 	if steps["version"]["version"] != "0.3" {
 		t.Errorf("the legacy client spoke %v", steps["version"])
 	}
-	wantDone("send")
-	wantDone("get")
-	if kinds, _ := json.Marshal(steps["stream"]["kinds"]); string(kinds) != `["task:TASK_STATE_SUBMITTED","artifact:HELLO MESH","status:TASK_STATE_COMPLETED"]` {
-		t.Errorf("0.3 stream events as the SDK saw them: %s", kinds)
-	}
+	wantUpperTask(t, "0.3", steps, true)
 
 	// The chat: the orchestrator's card at the root, a turn per message.
-	out, err = exec.Command(node, filepath.Join(a2aJSDir, "client.mjs"), base, "say hello").CombinedOutput()
-	if err != nil {
-		t.Fatalf("the SDK client failed on the chat: %v\n%s", err, out)
-	}
-	chat := clientSteps(t, out)
+	chat := runSDKClient(t, node, base, "say hello", "")
 	if c := chat["card"]; c["name"] != "agentmesh" || c["url"] != base+"/a2a/chat" {
 		t.Errorf("chat card: %v", c)
 	}
@@ -141,7 +77,7 @@ func TestA2ABridgeWithTheJavaScriptSDK(t *testing.T) {
 	}
 	// The turn's first progress ("thinking") may come before the stream
 	// starts (the task is then WORKING at once) or after (a status update).
-	kinds, _ = json.Marshal(chat["stream"]["kinds"])
+	kinds, _ := json.Marshal(chat["stream"]["kinds"])
 	if k := string(kinds); k != `["task:TASK_STATE_SUBMITTED","status:TASK_STATE_WORKING","artifact:Hello from the mesh.","status:TASK_STATE_COMPLETED"]` &&
 		k != `["task:TASK_STATE_WORKING","artifact:Hello from the mesh.","status:TASK_STATE_COMPLETED"]` {
 		t.Errorf("chat stream as the SDK saw it: %s", kinds)
@@ -150,16 +86,11 @@ func TestA2ABridgeWithTheJavaScriptSDK(t *testing.T) {
 	// The same bridge mounted in the gateway, beside the HTTP API.
 	gw := startLineProc(t, exec.Command(bin, "gateway", "--http", "127.0.0.1:0", "--nats", url),
 		regexp.MustCompile(`dashboard and API on (http://[0-9.:]+)/`))
-	out, err = exec.Command(node, filepath.Join(a2aJSDir, "client.mjs"), gw+"/a2a/agents/TextAgent/", "hello mesh", `{"params":{"op":"upper"}}`).CombinedOutput()
-	if err != nil {
-		t.Fatalf("the SDK client failed through the gateway: %v\n%s", err, out)
-	}
-	steps = clientSteps(t, out)
+	steps = runSDKClient(t, node, gw+"/a2a/agents/TextAgent/", "hello mesh", upperMeta)
 	if c := steps["card"]; c["name"] != "TextAgent" || c["url"] != gw+"/a2a/agents/TextAgent" {
 		t.Errorf("card through the gateway: %v", c)
 	}
-	wantDone("send")
-	wantDone("get")
+	wantUpperTask(t, "through the gateway", steps, false)
 
 	remotePipelineStep(t, node, bin, url)
 }
@@ -214,32 +145,34 @@ func chatMesh(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	rt, err := agents.NewRuntime(srv.Conn(t), text.New(), agents.WithHeartbeat(time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	agentDone := make(chan error, 1)
-	go func() { agentDone <- rt.Run(ctx) }()
-	o, err := orchestrator.New(srv.Conn(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := orchestrator.AttachChat(o, chat.WithLLM(lc)); err != nil {
-		t.Fatal(err)
-	}
-	ready := make(chan struct{})
-	orchDone := make(chan error, 1)
-	go func() { orchDone <- o.RunReady(ctx, func() { close(ready) }) }()
-	t.Cleanup(func() { cancel(); <-orchDone; <-agentDone })
-	<-rt.Ready()
-	<-ready
+	textMesh{
+		agentOpts: []agents.Option{agents.WithHeartbeat(time.Second)},
+		attach: func(o *orchestrator.Orchestrator) error {
+			_, err := orchestrator.AttachChat(o, chat.WithLLM(lc))
+			return err
+		},
+	}.start(t, srv)
 	return srv.URL()
 }
 
-// clientSteps reads client.mjs's JSON lines by step.
-func clientSteps(t *testing.T, out []byte) map[string]map[string]any {
+// upperMeta is the message metadata that asks TextAgent to upper-case.
+const upperMeta = `{"params":{"op":"upper"}}`
+
+// runSDKClient runs the SDK's client.mjs on the agent at url with message
+// (and the message metadata meta unless ""), env added to the test's, and
+// returns its JSON lines by step.
+func runSDKClient(t *testing.T, node, url, message, meta string, env ...string) map[string]map[string]any {
 	t.Helper()
+	args := []string{filepath.Join(a2aJSDir, "client.mjs"), url, message}
+	if meta != "" {
+		args = append(args, meta)
+	}
+	cmd := exec.Command(node, args...)
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the SDK client failed on %s %v: %v\n%s", url, env, err, out)
+	}
 	steps := map[string]map[string]any{}
 	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		var m map[string]any
@@ -251,21 +184,21 @@ func clientSteps(t *testing.T, out []byte) map[string]map[string]any {
 	return steps
 }
 
-// waitHTTP polls url until it answers 200.
-func waitHTTP(t *testing.T, url string) {
+// wantUpperTask checks the client's send and get (and, if stream, its
+// stream) of "hello mesh" to TextAgent: completed with HELLO MESH.
+func wantUpperTask(t *testing.T, what string, steps map[string]map[string]any, stream bool) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		resp, err := http.Get(url)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
+	for _, step := range []string{"send", "get"} {
+		s := steps[step]
+		arts, _ := s["artifacts"].([]any)
+		if s["state"] != "TASK_STATE_COMPLETED" || len(arts) != 1 || arts[0].(map[string]any)["text"] != "HELLO MESH" {
+			t.Errorf("%s: %s: %v", what, step, s)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s did not answer 200 in 15s (last: %v)", url, err)
-		}
-		time.Sleep(50 * time.Millisecond)
+	}
+	if !stream {
+		return
+	}
+	if kinds, _ := json.Marshal(steps["stream"]["kinds"]); string(kinds) != `["task:TASK_STATE_SUBMITTED","artifact:HELLO MESH","status:TASK_STATE_COMPLETED"]` {
+		t.Errorf("%s: stream events as the SDK saw them: %s", what, kinds)
 	}
 }

@@ -3,12 +3,10 @@ package main
 import (
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/agentmesh/agentmesh/agents"
-	"github.com/agentmesh/agentmesh/resolvers"
 	"github.com/agentmesh/agentmesh/schemas"
 	"github.com/agentmesh/agentmesh/telemetry"
 )
@@ -19,19 +17,14 @@ func init() { register(newAgentCmd) }
 // which read best in one place.
 func newAgentCmd(a *app) *cobra.Command {
 	var (
-		concurrency int
-		heartbeat   time.Duration
-		instance    string
-		ackWait     time.Duration
-		maxDeliver  int
-		verbose     bool
-		config      string
-		a2aURL      string // --a2a: a remote A2A agent (a2a.go)
-		a2aName     string
-		drain       time.Duration
-		mf          metricsFlags
-		mcpFlags    mcpAgentFlags
+		instance string
+		config   string
+		a2aURL   string // --a2a: a remote A2A agent (a2a.go)
+		a2aName  string
+		mf       metricsFlags
+		mcpFlags mcpAgentFlags // its runtimeFlags are those of every agent
 	)
+	rf := &mcpFlags.runtimeFlags
 	cmd := &cobra.Command{
 		Use:   "agent NAME | agent --config FILE | agent --mcp 'COMMAND ARGS' | agent --mcp-url URL",
 		Short: "Run one instance of a built-in agent",
@@ -77,8 +70,6 @@ and each task is sent to it with SendMessage.`,
 				return fmt.Errorf("give one of --config, --a2a, --mcp and --mcp-url, not %d of them", n)
 			}
 			if mcpFlags.command != "" || mcpFlags.url != "" {
-				mcpFlags.concurrency, mcpFlags.heartbeat, mcpFlags.ackWait = concurrency, heartbeat, ackWait
-				mcpFlags.maxDeliver, mcpFlags.drain, mcpFlags.verbose = maxDeliver, drain, verbose
 				return runMCPAgents(ctx, a, mcpFlags)
 			}
 			var build func() (agents.Agent, error)
@@ -115,17 +106,8 @@ and each task is sent to it with SendMessage.`,
 				return fmt.Errorf("building %s: %w", name, err)
 			}
 			name = ag.Contract().Name
-			log := a.logger(verbose)
-			opts := []agents.Option{
-				agents.WithNames(m.Names),
-				agents.WithConcurrency(concurrency),
-				agents.WithHeartbeat(heartbeat),
-				agents.WithAckWait(ackWait),
-				agents.WithMaxDeliver(maxDeliver),
-				agents.WithValueResolver(resolvers.NewCollections(m.Res.Files, 0)),
-				agents.WithLogger(log),
-				agents.WithObserver(schemas.Observers(telemetry.LogObserver(log), pm.Observer())),
-			}
+			log := a.logger(rf.verbose)
+			opts := append(rf.options(m, log), agents.WithObserver(schemas.Observers(telemetry.LogObserver(log), pm.Observer())))
 			if instance != "" {
 				opts = append(opts, agents.WithInstanceID(instance))
 			}
@@ -138,21 +120,16 @@ and each task is sent to it with SendMessage.`,
 			select {
 			case <-rt.Ready():
 				pm.setRunning()
-				fmt.Fprintf(a.out, "agent %s instance %s ready (concurrency %d, heartbeat %s)\n", name, rt.InstanceID(), concurrency, heartbeat)
+				fmt.Fprintf(a.out, "agent %s instance %s ready (concurrency %d, heartbeat %s)\n", name, rt.InstanceID(), rf.concurrency, rf.heartbeat)
 			case err := <-errc:
 				return err
 			}
-			return a.awaitDrain(ctx, "agent "+name, drain, errc)
+			return a.awaitDrain(ctx, "agent "+name, rf.drain, errc)
 		},
 	}
 	f := cmd.Flags()
-	f.IntVar(&concurrency, "concurrency", agents.DefaultConcurrency, "tasks this instance runs at once")
-	f.DurationVar(&heartbeat, "heartbeat", agents.DefaultHeartbeat, "announcement interval; the registry drops a silent instance after 3")
+	rf.register(f)
 	f.StringVar(&instance, "instance", "", "instance id (default random)")
-	f.DurationVar(&ackWait, "ack-wait", agents.DefaultAckWait, "how long the server waits for this instance before giving its task to another")
-	f.IntVar(&maxDeliver, "max-deliver", agents.DefaultMaxDeliver, "deliveries of a task before it is dead-lettered")
-	f.BoolVarP(&verbose, "verbose", "v", false, "log every task event to stderr")
-	drainFlag(f, &drain)
 	mf.register(f)
 	f.StringVar(&config, "config", "", "run a PromptAgent declared in this YAML file instead of a built-in agent")
 	f.StringVar(&mcpFlags.command, "mcp", "", "start this MCP server command (stdio) and run one agent per tool it offers")

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -9,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -21,6 +21,7 @@ import (
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/bus/bustest"
 	"github.com/agentmesh/agentmesh/client"
+	"github.com/agentmesh/agentmesh/internal/proctest"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -55,49 +56,23 @@ func agentBinary(t *testing.T) string {
 	return agentBinPath
 }
 
+// agentReady is the line `agentmesh agent` prints when an instance is up;
+// its group is the instance id.
+var agentReady = regexp.MustCompile(`^agent \S+ instance (\S+) ready`)
+
 // agentProc is one `agentmesh agent` process.
 type agentProc struct {
-	cmd      *exec.Cmd
+	*proctest.Proc
 	instance string
-	stderr   *bytes.Buffer
-	exited   chan struct{}
-	err      error
 }
 
+// startAgentProc runs `agentmesh agent TextAgent` against url until the test
+// ends and waits until its instance is ready.
 func startAgentProc(t *testing.T, url string, extra ...string) *agentProc {
 	t.Helper()
 	args := append([]string{"agent", "TextAgent", "--nats", url, "--heartbeat", agentTestHeartbeat.String()}, extra...)
-	cmd := exec.Command(agentBinary(t), args...)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &agentProc{cmd: cmd, stderr: &bytes.Buffer{}, exited: make(chan struct{})}
-	cmd.Stderr = p.stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	ready := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if f := strings.Fields(sc.Text()); len(f) >= 5 && f[0] == "agent" && f[4] == "ready" {
-				ready <- f[3]
-			}
-		}
-	}()
-	go func() { p.err = cmd.Wait(); close(p.exited) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-p.exited
-	})
-	select {
-	case p.instance = <-ready:
-	case <-p.exited:
-		t.Fatalf("agent process exited before ready: %v\n%s", p.err, p.stderr)
-	case <-time.After(30 * time.Second):
-		t.Fatalf("agent process not ready after 30s\n%s", p.stderr)
-	}
+	p := &agentProc{Proc: proctest.Start(t, exec.Command(agentBinary(t), args...), agentReady)}
+	p.instance = p.WaitReady(t)[1]
 	return p
 }
 
@@ -298,7 +273,7 @@ func TestAgentProcessKilledLosesNoTask(t *testing.T) {
 	ids := publishTasks(t, ctx, js, evs)
 	waitAckPending(t, ctx, js, 8) // both instances hold four tasks each
 
-	if err := victim.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+	if err := victim.Cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	killed := time.Now()
@@ -352,16 +327,16 @@ func TestAgentProcessDrainsOnSIGTERM(t *testing.T) {
 	ids := publishTasks(t, ctx, js, evs)
 	waitAckPending(t, ctx, js, 4)
 
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := p.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	select {
-	case <-p.exited:
+	case <-p.Exited():
 	case <-ctx.Done():
 		t.Fatal("agent did not exit after SIGTERM")
 	}
-	if p.err != nil {
-		t.Fatalf("exit after SIGTERM: %v; want status 0\n%s", p.err, p.stderr)
+	if p.Err() != nil {
+		t.Fatalf("exit after SIGTERM: %v; want status 0\n%s", p.Err(), p.Stderr)
 	}
 	results.wait(t, ids, 5*time.Second)
 	if counts := results.bySource(); counts["drainer"] != 4 {

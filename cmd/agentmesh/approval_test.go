@@ -1,8 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -15,6 +15,7 @@ import (
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/bus/bustest"
 	"github.com/agentmesh/agentmesh/client"
+	"github.com/agentmesh/agentmesh/internal/proctest"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -28,16 +29,10 @@ func TestApprovalSurvivesAKilledReplica(t *testing.T) {
 	srv.Provision(t)
 	bin := agentBinary(t)
 	env := append(os.Environ(), "OPENAI_API_KEY=", "OPENAI_BASE_URL=")
-	startOrch := func() (*exec.Cmd, *lockedWriter) {
+	startOrch := func() (*exec.Cmd, *proctest.Buffer) {
 		orch := exec.Command(bin, "--nats", srv.URL(), "orchestrator")
 		orch.Env = env
-		out := &lockedWriter{w: &bytes.Buffer{}}
-		orch.Stdout, orch.Stderr = out, out
-		if err := orch.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = orch.Process.Kill(); _ = orch.Wait() })
-		return orch, out
+		return orch, startBackground(t, orch)
 	}
 	first, firstOut := startOrch()
 	startAgentProc(t, srv.URL())
@@ -57,7 +52,7 @@ func TestApprovalSurvivesAKilledReplica(t *testing.T) {
 
 	runCmd := exec.Command(bin, "--nats", srv.URL(), "run", "../../examples/pipelines/approval.yaml", "--run-id", run)
 	runCmd.Env = env
-	var runOut, runErr bytes.Buffer
+	var runOut, runErr proctest.Buffer
 	runCmd.Stdout, runCmd.Stderr = &runOut, &runErr
 	if err := runCmd.Start(); err != nil {
 		t.Fatal(err)
@@ -66,20 +61,7 @@ func TestApprovalSurvivesAKilledReplica(t *testing.T) {
 	go func() { runDone <- runCmd.Wait() }()
 	t.Cleanup(func() { _ = runCmd.Process.Kill() })
 
-	waiting := func(step string) {
-		t.Helper()
-		for {
-			select {
-			case ev := <-events:
-				if ev.Type == bus.TypeStepWaiting && ev.Ext(bus.ExtStepID) == step {
-					return
-				}
-			case <-ctx.Done():
-				t.Fatalf("step %s never waited\nrun: %s%s\norchestrator: %s", step, runOut.String(), runErr.String(), firstOut)
-			}
-		}
-	}
-	waiting("review")
+	waitStepWaiting(t, ctx, events, "review", &runOut, &runErr, firstOut)
 	cmd := exec.Command(bin, "--nats", srv.URL(), "runs")
 	cmd.Env = env
 	if out, errOut, code := runBinary(t, cmd); code != 0 || !strings.Contains(out, "review waiting for approval: Publish the draft?") {
@@ -100,7 +82,7 @@ func TestApprovalSurvivesAKilledReplica(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "approved by ann: looks good") {
 		t.Fatalf("approve: exit %d\nstdout: %s\nstderr: %s\norchestrator: %s", code, out, errOut, secondOut)
 	}
-	waiting("title")
+	waitStepWaiting(t, ctx, events, "title", &runOut, &runErr, firstOut)
 	out, errOut, code = answer("input", run, "title", "Hello approved world")
 	if code != 0 || !strings.Contains(out, "answered by") {
 		t.Fatalf("input: exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
@@ -123,4 +105,37 @@ func TestApprovalSurvivesAKilledReplica(t *testing.T) {
 	if code != 1 || !strings.Contains(errOut, "refused ("+schemas.CodeNotWaiting+")") {
 		t.Errorf("a second approval: exit %d, stderr %q; want 1 and the not_waiting refusal", code, errOut)
 	}
+}
+
+// waitStepWaiting reads events until step waits for a person, failing the
+// test with logs when ctx ends first.
+func waitStepWaiting(t *testing.T, ctx context.Context, events <-chan bus.Event, step string, logs ...fmt.Stringer) {
+	t.Helper()
+	for {
+		select {
+		case ev := <-events:
+			if ev.Type == bus.TypeStepWaiting && ev.Ext(bus.ExtStepID) == step {
+				return
+			}
+		case <-ctx.Done():
+			var out strings.Builder
+			for _, l := range logs {
+				out.WriteString(l.String() + "\n")
+			}
+			t.Fatalf("step %s never waited\n%s", step, &out)
+		}
+	}
+}
+
+// startBackground starts cmd with its stdout and stderr in the returned
+// buffer; it is killed when the test ends.
+func startBackground(t *testing.T, cmd *exec.Cmd) *proctest.Buffer {
+	t.Helper()
+	out := &proctest.Buffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	return out
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentmesh/agentmesh/agents"
 	"github.com/agentmesh/agentmesh/bus/bustest"
+	"github.com/agentmesh/agentmesh/internal/inproc"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -45,19 +46,7 @@ func chatSeedAgents(t *testing.T, srv *bustest.Server) {
 			return schemas.AgentResult{Success: true, Summary: "moved 2 files", Outputs: map[string]schemas.TypedValue{"folders": v}}, err
 		})
 	for _, a := range []agents.Agent{search, analysis, folder} {
-		rt, err := agents.NewRuntime(srv.Conn(t), a, agents.WithHeartbeat(time.Second))
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- rt.Run(ctx) }()
-		t.Cleanup(func() { cancel(); <-done })
-		select {
-		case <-rt.Ready():
-		case err := <-done:
-			t.Fatal(err)
-		}
+		inproc.Agent(t, srv.Conn(t), a, agents.WithHeartbeat(time.Second))
 	}
 }
 

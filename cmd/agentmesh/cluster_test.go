@@ -1,14 +1,13 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -20,17 +19,20 @@ import (
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/bus/bustest"
 	"github.com/agentmesh/agentmesh/client"
+	"github.com/agentmesh/agentmesh/internal/proctest"
 	"github.com/agentmesh/agentmesh/llm/llmtest"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
 // serverProc is one `agentmesh server` process, a node of a cluster.
 type serverProc struct {
-	cmd    *exec.Cmd
-	url    string
-	out    *lockedWriter
-	exited chan struct{}
+	*proctest.Proc
+	url string
 }
+
+// serverListening is the line `agentmesh server` prints once it accepts
+// clients; its group is the URL.
+var serverListening = regexp.MustCompile(`^\S+ \S+ \S+ listening on (\S+)`)
 
 // startClusterProcs starts n `agentmesh server` processes that form the
 // cluster "mesh" on loopback and returns them once each accepts clients.
@@ -46,34 +48,8 @@ func startClusterProcs(t *testing.T, n int) []*serverProc {
 		cmd := exec.Command(agentBinary(t), "server", "--name", fmt.Sprintf("n%d", i+1), "--port", fmt.Sprint(ports[i]),
 			"--store", filepath.Join(t.TempDir(), "store"), "--cluster-name", "mesh",
 			"--cluster-listen", fmt.Sprintf("127.0.0.1:%d", ports[n+i]), "--routes", strings.Join(routes, ","))
-		p := &serverProc{cmd: cmd, out: &lockedWriter{w: &bytes.Buffer{}}, exited: make(chan struct{})}
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		cmd.Stderr = p.out
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		ready := make(chan string, 1)
-		go func() {
-			sc := bufio.NewScanner(stdout)
-			for sc.Scan() {
-				p.out.Write([]byte(sc.Text() + "\n"))
-				if f := strings.Fields(sc.Text()); len(f) > 5 && f[3] == "listening" && f[4] == "on" {
-					ready <- f[5]
-				}
-			}
-		}()
-		go func() { _ = cmd.Wait(); close(p.exited) }()
-		t.Cleanup(func() { _ = cmd.Process.Kill(); <-p.exited })
-		select {
-		case p.url = <-ready:
-		case <-p.exited:
-			t.Fatalf("server n%d exited:\n%s", i+1, p.out)
-		case <-time.After(30 * time.Second):
-			t.Fatalf("server n%d not ready:\n%s", i+1, p.out)
-		}
+		p := &serverProc{Proc: proctest.Start(t, cmd, serverListening)}
+		p.url = p.WaitReady(t)[1]
 		procs = append(procs, p)
 	}
 	return procs
@@ -120,13 +96,8 @@ func TestClusterOfServerProcesses(t *testing.T) {
 	})
 	orch := exec.Command(agentBinary(t), "--nats", urls, "orchestrator")
 	orch.Env = append(os.Environ(), "OPENAI_BASE_URL="+model.URL(), "OPENAI_API_KEY=test")
-	orchOut := &lockedWriter{w: &bytes.Buffer{}}
-	orch.Stdout, orch.Stderr = orchOut, orchOut
-	if err := orch.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = orch.Process.Kill(); _ = orch.Wait() })
-	agentLog := startAgentProc(t, urls).stderr
+	orchOut := startBackground(t, orch)
+	agentLog := startAgentProc(t, urls).Stderr
 	reg, err := client.NewRegistry(ctx, mustKV(t, ctx, js, "mesh_agents"))
 	if err != nil {
 		t.Fatal(err)
@@ -156,7 +127,7 @@ func TestClusterOfServerProcesses(t *testing.T) {
 		runs = append(runs, id)
 		if i == 2 {
 			// One node goes away while runs are under way.
-			_ = procs[2].cmd.Process.Signal(syscall.SIGTERM)
+			_ = procs[2].Cmd.Process.Signal(syscall.SIGTERM)
 		}
 		if i%2 == 0 {
 			conv, _, err := client.SendChat(ctx, js, names, "", "make this loud", "cluster test")
@@ -166,7 +137,7 @@ func TestClusterOfServerProcesses(t *testing.T) {
 			convs = append(convs, conv)
 		}
 	}
-	<-procs[2].exited
+	<-procs[2].Exited()
 
 	for _, run := range runs {
 		ev := finalEvents(t, ctx, js, names.Events(run, "pipeline"), bus.TypePipelineCompleted, 1, orchOut, agentLog)

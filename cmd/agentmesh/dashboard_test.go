@@ -122,14 +122,7 @@ func (s *dashSession) chat(t *testing.T) {
 // in the paste box with the message `agentmesh run` gives for it.
 func (s *dashSession) badPipeline(t *testing.T) {
 	bad := "name: typo\nsteps:\n  - {id: search, agent: ImageSerchAgent, params: {query: sunset}}\n"
-	err := chromedp.Do(s.tab,
-		chromedp.Navigate(s.base+"/#/submit"),
-		chromedp.WaitVisible(chromedp.CSS("#pipeline-yaml")),
-		chromedp.SetValue(chromedp.CSS("#pipeline-yaml"), bad),
-		chromedp.Click(chromedp.CSS("#pipeline-submit")))
-	if err != nil {
-		t.Fatal(err)
-	}
+	s.submit(t, bad)
 	waitFor(t, s.tab, 15*time.Second, "the validation message", `#pipeline-check [data-valid="false"]`)
 	shown, err := chromedp.Run(s.tab, chromedp.Text(chromedp.CSS(`#pipeline-check [data-valid="false"]`)))
 	if err != nil {
@@ -158,18 +151,7 @@ func (s *dashSession) badPipeline(t *testing.T) {
 // paste box; every step of its DAG turns completed, the organize step shows
 // the sunset folder, the runs list shows the run completed.
 func (s *dashSession) sunsetsPipeline(t *testing.T) {
-	spec, err := os.ReadFile(filepath.Join("..", "..", "examples", "pipelines", "sunsets.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = chromedp.Do(s.tab,
-		chromedp.Navigate(s.base+"/#/submit"),
-		chromedp.WaitVisible(chromedp.CSS("#pipeline-yaml")),
-		chromedp.SetValue(chromedp.CSS("#pipeline-yaml"), string(spec)),
-		chromedp.Click(chromedp.CSS("#pipeline-submit")))
-	if err != nil {
-		t.Fatal(err)
-	}
+	s.submit(t, examplePipeline(t, "sunsets.yaml"))
 	for _, step := range []string{"search", "analyze", "organize"} {
 		waitFor(t, s.tab, 60*time.Second, "step "+step, `#dag g.node[data-step="`+step+`"][data-state="completed"]`)
 	}
@@ -190,21 +172,10 @@ func (s *dashSession) sunsetsPipeline(t *testing.T) {
 // each step that waits for a person gets its buttons as the run reaches it,
 // and answering them finishes the run.
 func (s *dashSession) approvalAndInput(t *testing.T) {
-	spec, err := os.ReadFile(filepath.Join("..", "..", "examples", "pipelines", "approval.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = chromedp.Do(s.tab,
-		chromedp.Navigate(s.base+"/#/submit"),
-		chromedp.WaitVisible(chromedp.CSS("#pipeline-yaml")),
-		chromedp.SetValue(chromedp.CSS("#pipeline-yaml"), string(spec)),
-		chromedp.Click(chromedp.CSS("#pipeline-submit")))
-	if err != nil {
-		t.Fatal(err)
-	}
+	s.submit(t, examplePipeline(t, "approval.yaml"))
 	waitFor(t, s.tab, 30*time.Second, "the review step waiting", `#dag g.node[data-step="review"][data-state="waiting"]`)
 	screenshot(t, s.tab, s.shots, "approval-waiting.png")
-	err = chromedp.Do(s.tab,
+	err := chromedp.Do(s.tab,
 		chromedp.Click(chromedp.CSS(`#dag g.node[data-step="review"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`#step-actions button.approve`)),
 		chromedp.Click(chromedp.CSS(`#step-actions button.approve`)))
@@ -230,14 +201,7 @@ func (s *dashSession) approvalAndInput(t *testing.T) {
 // coloured by its state; the picture in the README
 // (AGENTMESH_UPDATE_SCREENSHOT=1 writes docs/img/runs.png).
 func (s *dashSession) waves(t *testing.T) {
-	err := chromedp.Do(s.tab,
-		chromedp.Navigate(s.base+"/#/submit"),
-		chromedp.WaitVisible(chromedp.CSS("#pipeline-yaml")),
-		chromedp.SetValue(chromedp.CSS("#pipeline-yaml"), wavesPipeline),
-		chromedp.Click(chromedp.CSS("#pipeline-submit")))
-	if err != nil {
-		t.Fatal(err)
-	}
+	s.submit(t, wavesPipeline)
 	waitFor(t, s.tab, 30*time.Second, "the review step waiting", `#dag g.node[data-step="review"][data-state="waiting"]`)
 	tops, err := chromedp.Run(s.tab, chromedp.Evaluate[map[string]float64](`Object.fromEntries([...document.querySelectorAll("#dag g.node")].map((g) => [g.dataset.step, g.getBoundingClientRect().top]))`))
 	if err != nil {
@@ -262,14 +226,11 @@ func (s *dashSession) waves(t *testing.T) {
 // submitted and a conversation started elsewhere (here, by the HTTP API) as
 // the mesh's events arrive.
 func (s *dashSession) liveLists(t *testing.T) {
-	spec, err := os.ReadFile(filepath.Join("..", "..", "examples", "pipelines", "sunsets.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	spec := examplePipeline(t, "sunsets.yaml")
 	if err := chromedp.Do(s.tab, chromedp.Navigate(s.base+"/#/runs"), chromedp.WaitReady(chromedp.CSS("#runs table"))); err != nil {
 		t.Fatal(err)
 	}
-	postAPI(t, s.base+"/api/pipelines?run_id=submitted-elsewhere", "application/yaml", string(spec))
+	postAPI(t, s.base+"/api/pipelines?run_id=submitted-elsewhere", "application/yaml", spec)
 	waitFor(t, s.tab, 30*time.Second, "the run submitted elsewhere", `#runs tr[data-run="submitted-elsewhere"][data-status="completed"]`)
 
 	if err := chromedp.Do(s.tab, chromedp.Navigate(s.base+"/#/conversations"), chromedp.WaitReady(chromedp.CSS("#conversations table"))); err != nil {
@@ -277,6 +238,29 @@ func (s *dashSession) liveLists(t *testing.T) {
 	}
 	postAPI(t, s.base+"/api/chat", "application/json", `{"conversation_id": "asked-elsewhere", "new": true, "message": "`+seedChat+`"}`)
 	waitFor(t, s.tab, 30*time.Second, "the conversation started elsewhere", `#conversations tr[data-conversation="asked-elsewhere"]`)
+}
+
+// submit pastes spec into the submit page's box and submits it.
+func (s *dashSession) submit(t *testing.T, spec string) {
+	t.Helper()
+	err := chromedp.Do(s.tab,
+		chromedp.Navigate(s.base+"/#/submit"),
+		chromedp.WaitVisible(chromedp.CSS("#pipeline-yaml")),
+		chromedp.SetValue(chromedp.CSS("#pipeline-yaml"), spec),
+		chromedp.Click(chromedp.CSS("#pipeline-submit")))
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// examplePipeline is the text of examples/pipelines/NAME.
+func examplePipeline(t *testing.T, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "examples", "pipelines", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
 
 // postAPI posts body to url and fails the test unless it is accepted.

@@ -1,15 +1,15 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"os/exec"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/agentmesh/agentmesh/bus"
+	"github.com/agentmesh/agentmesh/internal/proctest"
 )
 
 // TestProcessesExitOnSIGTERMAfterTheirServerVanished: an agent and an
@@ -23,69 +23,35 @@ func TestProcessesExitOnSIGTERMAfterTheirServerVanished(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(emb.Shutdown)
-	type proc struct {
-		name string
-		cmd  *exec.Cmd
-		out  *bytes.Buffer
-		done chan error
-	}
-	var procs []*proc
+	var procs []*proctest.Proc
 	for _, args := range [][]string{
 		{"agent", "TextAgent", "--heartbeat", "1s"},
 		{"orchestrator"},
 	} {
 		cmd := exec.Command(bin, append(args, "--nats", emb.URL(), "--drain-timeout", "3s")...)
 		cmd.Env = cleanEnv()
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		p := &proc{name: args[0], cmd: cmd, out: &bytes.Buffer{}, done: make(chan error, 1)}
-		cmd.Stderr = p.out
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = cmd.Process.Kill() })
-		ready := make(chan struct{})
-		go func() {
-			sc := bufio.NewScanner(stdout)
-			for sc.Scan() {
-				if strings.Contains(sc.Text(), "ready") {
-					close(ready)
-					break
-				}
-			}
-			for sc.Scan() {
-			}
-			p.done <- cmd.Wait()
-		}()
-		select {
-		case <-ready:
-		case err := <-p.done:
-			t.Fatalf("%s exited before ready: %v\n%s", p.name, err, p.out)
-		case <-time.After(30 * time.Second):
-			t.Fatalf("%s not ready after 30s\n%s", p.name, p.out)
-		}
+		p := proctest.Start(t, cmd, regexp.MustCompile(`ready`))
+		p.WaitReady(t)
 		procs = append(procs, p)
 	}
 
 	emb.Shutdown()
 	time.Sleep(500 * time.Millisecond) // both notice the lost connection
 	for _, p := range procs {
-		if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		if err := p.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
 			t.Fatal(err)
 		}
 	}
 	start := time.Now()
 	for _, p := range procs {
 		select {
-		case err := <-p.done:
-			t.Logf("%s exited %s after SIGTERM with its server gone (%v)", p.name, time.Since(start).Round(time.Millisecond), err)
-			if !strings.Contains(p.out.String(), "did not finish draining within 3s") {
-				t.Errorf("%s does not say why it stopped waiting:\n%s", p.name, p.out)
+		case <-p.Exited():
+			t.Logf("%s exited %s after SIGTERM with its server gone (%v)", p.Cmd.Args[1], time.Since(start).Round(time.Millisecond), p.Err())
+			if !strings.Contains(p.Stderr.String(), "did not finish draining within 3s") {
+				t.Errorf("%s does not say why it stopped waiting:\n%s", p.Cmd.Args[1], p.Stderr)
 			}
 		case <-time.After(3*time.Second + 2*time.Second):
-			t.Errorf("%s still running %s after SIGTERM with its server gone (drain timeout 3s)\n%s", p.name, time.Since(start).Round(time.Millisecond), p.out)
+			t.Errorf("%s still running %s after SIGTERM with its server gone (drain timeout 3s)\n%s", p.Cmd.Args[1], time.Since(start).Round(time.Millisecond), p.Stderr)
 		}
 	}
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -202,23 +201,10 @@ func newFilesLsCmd(a *app) *cobra.Command {
 				return err
 			}
 			defer done()
-			refs := []schemas.FileRef{}
-			for ref, err := range store.List(ctx) {
-				if err != nil {
-					return err
-				}
-				if folder != "" && ref.Metadata[resolvers.MetaFolder] != folder {
-					continue
-				}
-				if kind != "" && !matchesKind(ref.MediaType, kind) {
-					continue
-				}
-				refs = append(refs, ref)
+			refs, err := store.Select(ctx, folder, kind)
+			if err != nil {
+				return err
 			}
-			slices.SortFunc(refs, func(x, y schemas.FileRef) int {
-				return cmp.Or(cmp.Compare(x.Metadata[resolvers.MetaFolder], y.Metadata[resolvers.MetaFolder]),
-					cmp.Compare(x.Filename, y.Filename), cmp.Compare(x.ID, y.ID))
-			})
 			if a.jsonOut {
 				return a.printJSON(refs)
 			}
@@ -241,16 +227,6 @@ func newFilesLsCmd(a *app) *cobra.Command {
 	cmd.Flags().StringVar(&folder, "folder", "", "only files in this folder")
 	cmd.Flags().StringVar(&kind, "type", "", "only images, documents, links, or a media type prefix")
 	return cmd
-}
-
-// matchesKind reports whether mediaType is of kind: a collection content
-// type (images, documents, links) or a media type prefix.
-func matchesKind(mediaType, kind string) bool {
-	switch kind {
-	case schemas.ContentImages, schemas.ContentDocuments, schemas.ContentLinks:
-		return resolvers.MediaKind(mediaType) == kind
-	}
-	return strings.HasPrefix(strings.ToLower(mediaType), strings.ToLower(kind))
 }
 
 func newFilesGetCmd(a *app) *cobra.Command {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"os/exec"
@@ -13,9 +12,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/agentmesh/agentmesh/agents/builtin/folder"
-	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/bus/bustest"
 	"github.com/agentmesh/agentmesh/client"
+	"github.com/agentmesh/agentmesh/internal/proctest"
 	"github.com/agentmesh/agentmesh/resolvers"
 )
 
@@ -27,43 +26,35 @@ import (
 func TestFolderApprovalExample(t *testing.T) {
 	srv := bustest.Start(t)
 	res := srv.Provision(t)
-	bin := agentBinary(t)
-	env := append(os.Environ(), "OPENAI_API_KEY=", "OPENAI_BASE_URL=")
+	r := folderRig{srv: srv, bin: agentBinary(t), env: append(os.Environ(), "OPENAI_API_KEY=", "OPENAI_BASE_URL="),
+		store: resolvers.NewObjectStore(res.Files)}
 	start := func(args ...string) {
-		cmd := exec.Command(bin, append([]string{"--nats", srv.URL()}, args...)...)
-		cmd.Env = env
-		out := &lockedWriter{w: &bytes.Buffer{}}
-		cmd.Stdout, cmd.Stderr = out, out
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+		cmd := exec.Command(r.bin, append([]string{"--nats", srv.URL()}, args...)...)
+		cmd.Env = r.env
+		startBackground(t, cmd)
 	}
 	start("orchestrator")
 	start("agent", folder.Name)
 
-	store := resolvers.NewObjectStore(res.Files)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	var ids []string
 	for _, s := range []string{"q1 report", "q2 report"} {
-		ref, err := store.Store(ctx, strings.NewReader(s), "text/plain", map[string]string{"filename": s + ".txt"})
+		ref, err := r.store.Store(ctx, strings.NewReader(s), "text/plain", map[string]string{"filename": s + ".txt"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		ids = append(ids, ref.ID)
+		r.ids = append(r.ids, ref.ID)
 	}
 	example, err := os.ReadFile("../../examples/pipelines/folder-approval.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec := strings.NewReplacer("f-3kq2v7xw5h9b1d0mzr4a", ids[0], "f-8c6n2p0tq7yj5wslk3ue", ids[1]).Replace(string(example))
-	file := filepath.Join(t.TempDir(), "folder-approval.yaml")
-	if err := os.WriteFile(file, []byte(spec), 0o600); err != nil {
+	spec := strings.NewReplacer("f-3kq2v7xw5h9b1d0mzr4a", r.ids[0], "f-8c6n2p0tq7yj5wslk3ue", r.ids[1]).Replace(string(example))
+	r.file = filepath.Join(t.TempDir(), "folder-approval.yaml")
+	if err := os.WriteFile(r.file, []byte(spec), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	js, err := jetstream.New(srv.Conn(t))
-	if err != nil {
+	if r.js, err = jetstream.New(srv.Conn(t)); err != nil {
 		t.Fatal(err)
 	}
 	reg, err := client.NewRegistry(ctx, res.Agents)
@@ -74,73 +65,80 @@ func TestFolderApprovalExample(t *testing.T) {
 	if err := reg.Wait(ctx, folder.Name, 1); err != nil {
 		t.Fatal(err)
 	}
-	folders := func() string {
-		var out []string
-		for _, id := range ids {
-			ref, err := store.ResolveMetadata(ctx, id)
-			if err != nil {
-				t.Fatal(err)
-			}
-			out = append(out, ref.Metadata[resolvers.MetaFolder])
-		}
-		return strings.Join(out, ",")
-	}
-	for _, c := range []struct {
-		run, decision, wantRun, wantFolders string
-	}{
-		{"fold-reject", "--reject", "failed", ","},
-		{"fold-approve", "", "completed", "reports,reports"},
-	} {
-		events, stop, err := client.Follow(ctx, js, srv.Names(), srv.Names().EventsOf(c.run), false)
+	r.decide(t, ctx, "fold-reject", "--reject", "failed", ",")
+	r.decide(t, ctx, "fold-approve", "", "completed", "reports,reports")
+}
+
+// folderRig is the mesh of TestFolderApprovalExample: its pipeline file
+// moves the two stored files ids once approved.
+type folderRig struct {
+	srv   *bustest.Server
+	js    jetstream.JetStream
+	bin   string
+	env   []string
+	file  string
+	ids   []string
+	store *resolvers.ObjectStore
+}
+
+// folders are the folders of the two files, joined by commas.
+func (r folderRig) folders(t *testing.T, ctx context.Context) string {
+	t.Helper()
+	var out []string
+	for _, id := range r.ids {
+		ref, err := r.store.ResolveMetadata(ctx, id)
 		if err != nil {
 			t.Fatal(err)
 		}
-		runCmd := exec.Command(bin, "--nats", srv.URL(), "run", file, "--run-id", c.run)
-		runCmd.Env = env
-		var runOut bytes.Buffer
-		runCmd.Stdout, runCmd.Stderr = &runOut, &runOut
-		if err := runCmd.Start(); err != nil {
-			t.Fatal(err)
+		out = append(out, ref.Metadata[resolvers.MetaFolder])
+	}
+	return strings.Join(out, ",")
+}
+
+// decide runs the pipeline as run with `agentmesh run`, answers its
+// waiting step with `agentmesh approve` (decision: "" or --reject), and
+// checks the run's end and the files' folders.
+func (r folderRig) decide(t *testing.T, ctx context.Context, run, decision, wantRun, wantFolders string) {
+	t.Helper()
+	events, stop, err := client.Follow(ctx, r.js, r.srv.Names(), r.srv.Names().EventsOf(run), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCmd := exec.Command(r.bin, "--nats", r.srv.URL(), "run", r.file, "--run-id", run)
+	runCmd.Env = r.env
+	var runOut proctest.Buffer
+	runCmd.Stdout, runCmd.Stderr = &runOut, &runOut
+	if err := runCmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	runDone := make(chan error, 1)
+	go func() { runDone <- runCmd.Wait() }()
+	waitStepWaiting(t, ctx, events, "organise", &runOut)
+	stop()
+	if got := r.folders(t, ctx); got != "," {
+		t.Fatalf("%s: files moved before anyone answered: %s", run, got)
+	}
+	args := []string{"--nats", r.srv.URL(), "approve", run, "organise", "--by", "ann"}
+	if decision != "" {
+		args = append(args, decision)
+	}
+	cmd := exec.Command(r.bin, args...)
+	cmd.Env = r.env
+	if out, errOut, code := runBinary(t, cmd); code != 0 {
+		t.Fatalf("%s: approve: exit %d\n%s%s", run, code, out, errOut)
+	}
+	select {
+	case <-runDone:
+	case <-ctx.Done():
+		t.Fatalf("%s: agentmesh run did not end\n%s", run, runOut.String())
+	}
+	out := runOut.String()
+	for _, want := range []string{"approval: move 2 files into 1 folder (reports 2)?", "run " + run + " " + wantRun} {
+		if !strings.Contains(out, want) {
+			t.Errorf("%s: agentmesh run's output lacks %q:\n%s", run, want, out)
 		}
-		runDone := make(chan error, 1)
-		go func() { runDone <- runCmd.Wait() }()
-	wait:
-		for {
-			select {
-			case ev := <-events:
-				if ev.Type == bus.TypeStepWaiting && ev.Ext(bus.ExtStepID) == "organise" {
-					break wait
-				}
-			case <-ctx.Done():
-				t.Fatalf("%s: the step never waited\n%s", c.run, runOut.String())
-			}
-		}
-		stop()
-		if got := folders(); got != "," {
-			t.Fatalf("%s: files moved before anyone answered: %s", c.run, got)
-		}
-		args := []string{"--nats", srv.URL(), "approve", c.run, "organise", "--by", "ann"}
-		if c.decision != "" {
-			args = append(args, c.decision)
-		}
-		cmd := exec.Command(bin, args...)
-		cmd.Env = env
-		if out, errOut, code := runBinary(t, cmd); code != 0 {
-			t.Fatalf("%s: approve: exit %d\n%s%s", c.run, code, out, errOut)
-		}
-		select {
-		case <-runDone:
-		case <-ctx.Done():
-			t.Fatalf("%s: agentmesh run did not end\n%s", c.run, runOut.String())
-		}
-		out := runOut.String()
-		for _, want := range []string{"approval: move 2 files into 1 folder (reports 2)?", "run " + c.run + " " + c.wantRun} {
-			if !strings.Contains(out, want) {
-				t.Errorf("%s: agentmesh run's output lacks %q:\n%s", c.run, want, out)
-			}
-		}
-		if got := folders(); got != c.wantFolders {
-			t.Errorf("%s: folders %q, want %q", c.run, got, c.wantFolders)
-		}
+	}
+	if got := r.folders(t, ctx); got != wantFolders {
+		t.Errorf("%s: folders %q, want %q", run, got, wantFolders)
 	}
 }

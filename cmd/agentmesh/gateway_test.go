@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -10,10 +11,11 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agentmesh/agentmesh/internal/proctest"
 )
 
 var dashboardURL = regexp.MustCompile(`dashboard and API on (http://[^/\s]+)/(?:\?access_token=(\S+))?`)
@@ -81,6 +83,23 @@ func TestUpServesTheAPI(t *testing.T) {
 		t.Fatalf("TextAgent's A2A card: %d %+v", code, card)
 	}
 
+	runSunsetsOverAPI(t, base, stringer(up.output))
+	if err := up.cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	if err := up.wait(60 * time.Second); err != nil {
+		t.Fatalf("up did not exit 0 after Ctrl-C: %v\n%s", err, up.output())
+	}
+	if _, err := http.Get(base + "/api/agents"); err == nil {
+		t.Fatal("the API still answers after up stopped")
+	}
+}
+
+// runSunsetsOverAPI posts examples/pipelines/sunsets.yaml to the API at
+// base, follows the run's event stream to its end and checks that the run
+// completed; logs go with a failure.
+func runSunsetsOverAPI(t *testing.T, base string, logs fmt.Stringer) {
+	t.Helper()
 	spec, err := os.Open("../../examples/pipelines/sunsets.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -93,7 +112,7 @@ func TestUpServesTheAPI(t *testing.T) {
 		t.Fatalf("POST /api/pipelines: %d %+v", code, acc)
 	}
 	// The run's event stream ends with the run's end.
-	resp, err = http.Get(base + "/api/runs/" + acc.RunID + "/events")
+	resp, err := http.Get(base + "/api/runs/" + acc.RunID + "/events")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,22 +131,13 @@ func TestUpServesTheAPI(t *testing.T) {
 	select {
 	case <-ended:
 	case <-time.After(60 * time.Second):
-		t.Fatalf("the run did not end within 60s:\n%s", up.output())
+		t.Fatalf("the run did not end within 60s:\n%s", logs)
 	}
 	var run struct {
 		Status string `json:"status"`
 	}
 	if code := httpJSON(t, "GET", base+"/api/runs/"+acc.RunID, "", "", nil, &run); code != 200 || run.Status != "completed" {
 		t.Fatalf("GET run: %d %+v", code, run)
-	}
-	if err := up.cmd.Process.Signal(syscall.SIGINT); err != nil {
-		t.Fatal(err)
-	}
-	if err := up.wait(60 * time.Second); err != nil {
-		t.Fatalf("up did not exit 0 after Ctrl-C: %v\n%s", err, up.output())
-	}
-	if _, err := http.Get(base + "/api/agents"); err == nil {
-		t.Fatal("the API still answers after up stopped")
 	}
 }
 
@@ -148,31 +158,8 @@ func TestGatewayProcessOnSecureMesh(t *testing.T) {
 	}
 	cmd := exec.Command(agentBinary(t), "gateway", "--nats", url, "--tls-ca", ca, "--creds", alice, "--token-file", tokens, "--http", "127.0.0.1:0")
 	cmd.Env = cleanEnv()
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr gatewayLog
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	found := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if m := dashboardURL.FindStringSubmatch(sc.Text()); m != nil {
-				found <- m[1]
-			}
-		}
-	}()
-	var base string
-	select {
-	case base = <-found:
-	case <-time.After(30 * time.Second):
-		t.Fatalf("gateway printed no address: %s", stderr.String())
-	}
+	p := proctest.Start(t, cmd, dashboardURL)
+	base := p.WaitReady(t)[1]
 	var e struct {
 		Error struct{ Code string } `json:"error"`
 	}
@@ -191,12 +178,10 @@ func TestGatewayProcessOnSecureMesh(t *testing.T) {
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
 	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("gateway exit after SIGTERM: %v: %s", err, stderr.String())
+	case <-p.Exited():
+		if err := p.Err(); err != nil {
+			t.Fatalf("gateway exit after SIGTERM: %v: %s", err, p.Stderr)
 		}
 	case <-time.After(15 * time.Second):
 		t.Fatal("gateway did not stop after SIGTERM")
@@ -234,24 +219,6 @@ func TestTokenFileErrors(t *testing.T) {
 	if err != nil || len(entries) != 1 || entries[0].creds != creds {
 		t.Fatalf("good token file: %+v %v", entries, err)
 	}
-}
-
-// gatewayLog collects a process's output for a test's messages.
-type gatewayLog struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *gatewayLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *gatewayLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // FuzzTokenFile feeds token files to their parser: each line it accepts

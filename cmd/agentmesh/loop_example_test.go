@@ -4,16 +4,13 @@ import (
 	"bytes"
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/agentmesh/agentmesh/agents"
-	"github.com/agentmesh/agentmesh/agents/builtin/text"
 	"github.com/agentmesh/agentmesh/bus/bustest"
-	"github.com/agentmesh/agentmesh/orchestrator"
 )
 
 // TestLoopExamples runs examples/pipelines/for-each.yaml, repeat.yaml,
@@ -23,25 +20,7 @@ import (
 func TestLoopExamples(t *testing.T) {
 	srv := bustest.Start(t)
 	srv.Provision(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	rt, err := agents.NewRuntime(srv.Conn(t), text.New(), agents.WithConcurrency(4))
-	if err != nil {
-		t.Fatal(err)
-	}
-	o, err := orchestrator.New(srv.Conn(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ready := make(chan struct{})
-	dr, do := make(chan error, 1), make(chan error, 1)
-	t.Cleanup(func() { cancel(); <-dr; <-do })
-	go func() { dr <- rt.Run(ctx) }()
-	go func() { do <- o.RunReady(ctx, func() { close(ready) }) }()
-	<-rt.Ready()
-	<-ready
-	if err := o.Registry().Wait(ctx, text.Name, 1); err != nil {
-		t.Fatal(err)
-	}
+	textMesh{agentOpts: []agents.Option{agents.WithConcurrency(4)}}.start(t, srv)
 
 	for _, tc := range []struct {
 		file string
@@ -104,25 +83,14 @@ steps:
 `), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	agentAddr, orchAddr := freeAddr(t), freeAddr(t)
-	agent := startAgentProc(t, srv.URL(), "--metrics-addr", agentAddr)
-	waitReady(t, agentAddr, agent.stderr)
-	orch := exec.Command(agentBinary(t), "--nats", srv.URL(), "orchestrator", "--metrics-addr", orchAddr, "--pipelines", dir)
-	orch.Env = append(os.Environ(), "OPENAI_API_KEY=", "OPENAI_BASE_URL=")
-	var orchErr bytes.Buffer
-	orch.Stderr = &orchErr
-	if err := orch.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = orch.Process.Kill(); _ = orch.Wait() })
-	waitReady(t, orchAddr, &orchErr)
+	_, _, orchErr := startMetricsPair(t, srv.URL(), []string{"OPENAI_API_KEY=", "OPENAI_BASE_URL="}, "--pipelines", dir)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	waitTextAgents(t, ctx, res, 1)
 
 	var out, errOut bytes.Buffer
 	if code := run([]string{"--nats", srv.URL(), "run", parent}, &out, &errOut); code != 0 {
-		t.Fatalf("run: exit %d\n%s%s\norchestrator:\n%s", code, &out, &errOut, &orchErr)
+		t.Fatalf("run: exit %d\n%s%s\norchestrator:\n%s", code, &out, &errOut, orchErr)
 	}
 	for _, want := range []string{"runs pipeline shout-back as run ", "pipeline shout-back (run ", "EMAN YB"} {
 		if !strings.Contains(out.String(), want) {

@@ -12,18 +12,24 @@ import (
 	"github.com/agentmesh/agentmesh/agents/builtin/prompt"
 	meshmcp "github.com/agentmesh/agentmesh/bridge/mcp"
 	"github.com/agentmesh/agentmesh/llm"
-	"github.com/agentmesh/agentmesh/resolvers"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
 // mcpAgentFlags are the agent command's settings for --mcp and --mcp-url.
 type mcpAgentFlags struct {
 	command, url, prefix string
-	concurrency          int
-	heartbeat, ackWait   time.Duration
-	maxDeliver           int
-	drain                time.Duration
-	verbose              bool
+	runtimeFlags
+}
+
+// mcpTransport is the transport to the MCP server command starts on stdio
+// or, without a command, the one at url (streamable HTTP), and the one of
+// the two that names it.
+func mcpTransport(command, url string) (t mcp.Transport, what string, err error) {
+	if command == "" {
+		return meshmcp.HTTPTransport(url), url, nil
+	}
+	t, err = meshmcp.CommandTransport(command)
+	return t, command, err
 }
 
 // runMCPAgents connects to the MCP server --mcp starts (or --mcp-url
@@ -31,16 +37,9 @@ type mcpAgentFlags struct {
 // connection, following the server's tools/list_changed, until ctx ends;
 // then drains them all.
 func runMCPAgents(ctx context.Context, a *app, f mcpAgentFlags) error {
-	var t mcp.Transport
-	what := f.url
-	if f.command != "" {
-		var err error
-		if t, err = meshmcp.CommandTransport(f.command); err != nil {
-			return err
-		}
-		what = f.command
-	} else {
-		t = meshmcp.HTTPTransport(f.url)
+	t, what, err := mcpTransport(f.command, f.url)
+	if err != nil {
+		return err
 	}
 	log := a.logger(f.verbose)
 	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
@@ -59,15 +58,7 @@ func runMCPAgents(ctx context.Context, a *app, f mcpAgentFlags) error {
 		return err
 	}
 	defer m.Close()
-	opts := []agents.Option{
-		agents.WithNames(m.Names),
-		agents.WithConcurrency(f.concurrency),
-		agents.WithHeartbeat(f.heartbeat),
-		agents.WithAckWait(f.ackWait),
-		agents.WithMaxDeliver(f.maxDeliver),
-		agents.WithValueResolver(resolvers.NewCollections(m.Res.Files, 0)),
-		agents.WithLogger(log),
-	}
+	opts := f.options(m, log)
 	// start runs one tool's agent until its stop (or ctx) ends it.
 	start := func(ctx context.Context, ag agents.Agent) (func(), error) {
 		rt, err := agents.NewRuntime(m.NC, ag, opts...)
@@ -103,14 +94,9 @@ func runMCPAgents(ctx context.Context, a *app, f mcpAgentFlags) error {
 func promptMCPTools(ctx context.Context, cfg prompt.Config) (prompt.Option, error) {
 	var tools []prompt.Tool
 	for i, s := range cfg.MCP {
-		t := meshmcp.HTTPTransport(s.URL)
-		what := s.URL
-		if s.Command != "" {
-			var err error
-			if t, err = meshmcp.CommandTransport(s.Command); err != nil {
-				return nil, fmt.Errorf("%s: mcp[%d]: %w", cfg.Name, i, err)
-			}
-			what = s.Command
+		t, what, err := mcpTransport(s.Command, s.URL)
+		if err != nil {
+			return nil, fmt.Errorf("%s: mcp[%d]: %w", cfg.Name, i, err)
 		}
 		dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		remote, err := meshmcp.Dial(dctx, t)

@@ -2,11 +2,11 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -17,6 +17,7 @@ import (
 	"github.com/agentmesh/agentmesh/bus/bustest"
 	"github.com/agentmesh/agentmesh/client"
 	"github.com/agentmesh/agentmesh/internal/nodetest"
+	"github.com/agentmesh/agentmesh/internal/proctest"
 	"github.com/agentmesh/agentmesh/orchestrator"
 	"github.com/agentmesh/agentmesh/orchestrator/state"
 	"github.com/agentmesh/agentmesh/schemas"
@@ -239,37 +240,10 @@ func startMCPAgentProc(t *testing.T, node, dir, url string, n int) []string {
 	t.Helper()
 	cmd := exec.Command(agentBinary(t), "agent", "--mcp", node+" '"+filepath.Join(dir, "server.mjs")+"'",
 		"--mcp-prefix", "ts_", "--nats", url, "--heartbeat", agentTestHeartbeat.String())
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() { _ = cmd.Process.Kill(); <-exited })
-	ready := make(chan string, 8)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if f := strings.Fields(sc.Text()); len(f) > 2 && f[0] == "agent" && strings.HasSuffix(sc.Text(), "ready") {
-				ready <- f[1]
-			}
-		}
-	}()
+	p := proctest.Start(t, cmd, regexp.MustCompile(`^agent (\S+) .*ready$`))
 	var agentsReady []string
 	for len(agentsReady) < n {
-		select {
-		case a := <-ready:
-			agentsReady = append(agentsReady, a)
-		case <-exited:
-			t.Fatalf("agent --mcp exited: %s", stderr.String())
-		case <-time.After(30 * time.Second):
-			t.Fatalf("agents ready: %v; stderr:\n%s", agentsReady, stderr.String())
-		}
+		agentsReady = append(agentsReady, p.WaitReady(t)[1])
 	}
 	return agentsReady
 }

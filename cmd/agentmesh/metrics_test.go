@@ -34,9 +34,16 @@ func freeAddr(t *testing.T) string {
 // waitReady polls http://addr/readyz until it answers 200.
 func waitReady(t *testing.T, addr string, logs fmt.Stringer) {
 	t.Helper()
+	waitHTTP(t, "http://"+addr+"/readyz", logs)
+}
+
+// waitHTTP polls url until it answers 200, failing the test with logs
+// after 30s.
+func waitHTTP(t *testing.T, url string, logs fmt.Stringer) {
+	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		resp, err := http.Get("http://" + addr + "/readyz")
+		resp, err := http.Get(url)
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
@@ -44,7 +51,7 @@ func waitReady(t *testing.T, addr string, logs fmt.Stringer) {
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("http://%s/readyz not 200 after 30s (last: %v)\n%s", addr, err, logs)
+			t.Fatalf("%s not 200 after 30s (last: %v)\n%s", url, err, logs)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -66,21 +73,10 @@ func startMetricsProcesses(t *testing.T, ctx context.Context) (srv *bustest.Serv
 	model := llmtest.New(t,
 		llmtest.Calls(llmtest.Call("TextAgent", map[string]any{"text": "hello there", "op": "upper"})),
 		llmtest.Answer("It says HELLO THERE."))
-	agentAddr, orchAddr = freeAddr(t), freeAddr(t)
-	agent := startAgentProc(t, srv.URL(), "--metrics-addr", agentAddr)
-	waitReady(t, agentAddr, agent.stderr)
-	orch := exec.Command(agentBinary(t), "--nats", srv.URL(), "orchestrator", "--metrics-addr", orchAddr)
-	orch.Env = append(os.Environ(), "OPENAI_BASE_URL="+model.URL(), "OPENAI_API_KEY=test-key", "AGENTMESH_MODEL="+metricsModel,
-		`AGENTMESH_PRICES={"`+metricsModel+`": {"prompt": 1000, "completion": 2000}}`)
-	var errOut bytes.Buffer
-	orch.Stderr = &errOut
-	if err := orch.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = orch.Process.Kill(); _ = orch.Wait() })
-	waitReady(t, orchAddr, &errOut)
+	agentAddr, orchAddr, orchErr = startMetricsPair(t, srv.URL(), []string{"OPENAI_BASE_URL=" + model.URL(), "OPENAI_API_KEY=test-key", "AGENTMESH_MODEL=" + metricsModel,
+		`AGENTMESH_PRICES={"` + metricsModel + `": {"prompt": 1000, "completion": 2000}}`})
 	waitTextAgents(t, ctx, res, 1)
-	return srv, agentAddr, orchAddr, &errOut
+	return srv, agentAddr, orchAddr, orchErr
 }
 
 // metricsWorkload sends 6 TextAgent tasks that complete and 3 refused for

@@ -13,6 +13,7 @@ import (
 	"github.com/agentmesh/agentmesh/agents"
 	"github.com/agentmesh/agentmesh/agents/builtin/samples"
 	"github.com/agentmesh/agentmesh/bus/bustest"
+	"github.com/agentmesh/agentmesh/internal/inproc"
 	"github.com/agentmesh/agentmesh/orchestrator"
 	"github.com/agentmesh/agentmesh/resolvers"
 )
@@ -43,36 +44,19 @@ func TestExamplePipelineWithBuiltinAgents(t *testing.T) {
 	}
 	m := &mesh{NC: nc, JS: js, Names: srv.Names(), Res: res}
 	ctx, cancel := context.WithCancel(context.Background())
-	var done []chan error
-	t.Cleanup(func() {
-		cancel()
-		for _, d := range done {
-			<-d
-		}
-	})
+	t.Cleanup(cancel)
 	for _, name := range []string{"ImageSearchAgent", "AnalysisAgent", "FolderAgent"} {
 		a, err := builtins[name].build(ctx, m)
 		if err != nil {
 			t.Fatal(err)
 		}
-		rt, err := agents.NewRuntime(srv.Conn(t), a, agents.WithValueResolver(resolvers.NewCollections(res.Files, 0)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		d := make(chan error, 1)
-		done = append(done, d)
-		go func() { d <- rt.Run(ctx) }()
-		<-rt.Ready()
+		inproc.Agent(t, srv.Conn(t), a, agents.WithValueResolver(resolvers.NewCollections(res.Files, 0)))
 	}
 	o, err := orchestrator.New(srv.Conn(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	ready := make(chan struct{})
-	d := make(chan error, 1)
-	done = append(done, d)
-	go func() { d <- o.RunReady(ctx, func() { close(ready) }) }()
-	<-ready
+	inproc.Orchestrator(t, o)
 
 	store := resolvers.NewObjectStore(res.Files)
 	scene := map[string]string{}

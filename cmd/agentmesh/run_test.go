@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -14,9 +13,7 @@ import (
 	"time"
 
 	"github.com/agentmesh/agentmesh/agents"
-	"github.com/agentmesh/agentmesh/agents/builtin/text"
 	"github.com/agentmesh/agentmesh/bus/bustest"
-	"github.com/agentmesh/agentmesh/orchestrator"
 	"github.com/agentmesh/agentmesh/orchestrator/route"
 	"github.com/agentmesh/agentmesh/orchestrator/state"
 	"github.com/agentmesh/agentmesh/schemas"
@@ -28,32 +25,7 @@ func pipelineMesh(t *testing.T) string {
 	t.Helper()
 	srv := bustest.Start(t)
 	srv.Provision(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	rt, err := agents.NewRuntime(srv.Conn(t), text.New(), agents.WithHeartbeat(time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	agentDone := make(chan error, 1)
-	go func() { agentDone <- rt.Run(ctx) }()
-	o, err := orchestrator.New(srv.Conn(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ready := make(chan struct{})
-	orchDone := make(chan error, 1)
-	go func() { orchDone <- o.RunReady(ctx, func() { close(ready) }) }()
-	t.Cleanup(func() { cancel(); <-orchDone; <-agentDone })
-	select {
-	case <-rt.Ready():
-	case err := <-agentDone:
-		t.Fatalf("agent stopped: %v", err)
-	}
-	<-ready
-	wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
-	defer wcancel()
-	if err := o.Registry().Wait(wctx, text.Name, 1); err != nil {
-		t.Fatal(err)
-	}
+	textMesh{agentOpts: []agents.Option{agents.WithHeartbeat(time.Second)}}.start(t, srv)
 	return srv.URL()
 }
 

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"os"
@@ -17,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/agentmesh/agentmesh/bus"
+	"github.com/agentmesh/agentmesh/internal/proctest"
 )
 
 // startSecureServer runs `agentmesh server --secure` as its own process
@@ -25,44 +24,9 @@ func startSecureServer(t *testing.T, extra ...string) (url, store string) {
 	t.Helper()
 	store = t.TempDir()
 	cmd := exec.Command(agentBinary(t), append([]string{"server", "--secure", "--store", store, "--port", "0"}, extra...)...)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		select {
-		case <-exited:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-	})
-	found := make(chan string, 1)
-	go func() {
-		re := regexp.MustCompile(`listening on (tls://\S+)`)
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if m := re.FindStringSubmatch(sc.Text()); m != nil {
-				found <- m[1]
-			}
-		}
-	}()
-	select {
-	case url = <-found:
-	case <-exited:
-		t.Fatalf("server exited: %s", stderr.String())
-	case <-time.After(30 * time.Second):
-		t.Fatalf("server not listening after 30s: %s", stderr.String())
-	}
-	return url, store
+	p := proctest.Start(t, cmd, regexp.MustCompile(`listening on (tls://\S+)`))
+	p.StopWith(os.Interrupt, 10*time.Second)
+	return p.WaitReady(t)[1], store
 }
 
 // creds runs `agentmesh creds ARGS --store store -o FILE` and returns FILE.

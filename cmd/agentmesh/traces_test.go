@@ -1,14 +1,13 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +15,7 @@ import (
 	"github.com/agentmesh/agentmesh/bus/bustest"
 	"github.com/agentmesh/agentmesh/client"
 	"github.com/agentmesh/agentmesh/internal/nodetest"
+	"github.com/agentmesh/agentmesh/internal/proctest"
 	"github.com/agentmesh/agentmesh/llm/llmtest"
 	"github.com/agentmesh/agentmesh/telemetry/telemetrytest"
 )
@@ -229,7 +229,7 @@ func (tv traceView) sameTrace(trace, key, value string) error {
 // startTracedOrchestrator runs an orchestrator process answering chat
 // turns with the llmtest model at modelURL, logging JSON from info on, and
 // waits until it is ready. It returns the process's stderr.
-func startTracedOrchestrator(t *testing.T, bin, natsURL, modelURL string) *lockedWriter {
+func startTracedOrchestrator(t *testing.T, bin, natsURL, modelURL string) *proctest.Buffer {
 	t.Helper()
 	orch := exec.Command(bin, "--nats", natsURL, "orchestrator", "--log-format", "json", "--log-level", "info")
 	orch.Env = append(os.Environ(), "OPENAI_BASE_URL="+modelURL, "OPENAI_API_KEY=test", "AGENTMESH_MODEL="+tracedModel)
@@ -238,7 +238,7 @@ func startTracedOrchestrator(t *testing.T, bin, natsURL, modelURL string) *locke
 
 // waitLogLine waits for a JSON log line with message msg and the string
 // fields want in log.
-func waitLogLine(t *testing.T, log *lockedWriter, msg string, want map[string]string) {
+func waitLogLine(t *testing.T, log *proctest.Buffer, msg string, want map[string]string) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -271,46 +271,11 @@ func startNodeAgent(t *testing.T, node, natsURL string) {
 	startUntilReady(t, cmd, "ready")
 }
 
-// waitReady starts cmd and waits for a line of its stdout containing word;
-// the process is killed when the test ends. It returns cmd's stderr.
-func startUntilReady(t *testing.T, cmd *exec.Cmd, word string) *lockedWriter {
+// startUntilReady starts cmd and waits for a line of its stdout containing
+// word; the process is killed when the test ends. It returns cmd's stderr.
+func startUntilReady(t *testing.T, cmd *exec.Cmd, word string) *proctest.Buffer {
 	t.Helper()
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stderr := &lockedWriter{w: &bytes.Buffer{}}
-	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-exited
-		if t.Failed() {
-			t.Logf("stderr of %s:\n%s", cmd.Path, stderr.String())
-		}
-	})
-	ready := make(chan struct{})
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if strings.Contains(sc.Text(), word) {
-				close(ready)
-				break
-			}
-		}
-		for sc.Scan() {
-		}
-	}()
-	select {
-	case <-ready:
-	case <-exited:
-		t.Fatalf("%s exited before it was ready:\n%s", cmd.Path, stderr.String())
-	case <-time.After(30 * time.Second):
-		t.Fatalf("%s not ready after 30s:\n%s", cmd.Path, stderr.String())
-	}
-	return stderr
+	p := proctest.Start(t, cmd, regexp.MustCompile(regexp.QuoteMeta(word)))
+	p.WaitReady(t)
+	return p.Stderr
 }

@@ -3,8 +3,6 @@ package main
 import (
 	"encoding/json"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
 	"github.com/agentmesh/agentmesh/bus"
@@ -44,10 +42,6 @@ func newWatchCmd(a *app) *cobra.Command {
 			}
 		},
 	}
-}
-
-func natsMsg(m jetstream.Msg) *nats.Msg {
-	return &nats.Msg{Subject: m.Subject(), Header: m.Headers(), Data: m.Data()}
 }
 
 func jsonValid(b []byte) bool { return json.Valid(b) }

@@ -3,15 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
-	"os"
-	"os/exec"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/agentmesh/agentmesh/agents"
-	"github.com/agentmesh/agentmesh/agents/builtin/text"
 	"github.com/agentmesh/agentmesh/bus/bustest"
 	"github.com/agentmesh/agentmesh/llm"
 	"github.com/agentmesh/agentmesh/llm/llmtest"
@@ -26,18 +22,6 @@ import (
 func TestWorkflowExamples(t *testing.T) {
 	srv := bustest.Start(t)
 	srv.Provision(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	var done []chan error
-	t.Cleanup(func() {
-		cancel()
-		for _, d := range done {
-			<-d
-		}
-	})
-	rt, err := agents.NewRuntime(srv.Conn(t), text.New())
-	if err != nil {
-		t.Fatal(err)
-	}
 	// The model: routers are answered with the style the run's variables
 	// name, evaluators with a score of 0.9.
 	llmSrv := llmtest.New(t)
@@ -55,20 +39,7 @@ func TestWorkflowExamples(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o, err := orchestrator.New(srv.Conn(t), orchestrator.WithModel(model))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ready := make(chan struct{})
-	dr, do := make(chan error, 1), make(chan error, 1)
-	done = append(done, dr, do)
-	go func() { dr <- rt.Run(ctx) }()
-	go func() { do <- o.RunReady(ctx, func() { close(ready) }) }()
-	<-rt.Ready()
-	<-ready
-	if err := o.Registry().Wait(ctx, text.Name, 1); err != nil {
-		t.Fatal(err)
-	}
+	textMesh{orchOpts: []orchestrator.Option{orchestrator.WithModel(model)}}.start(t, srv)
 
 	for _, tc := range []struct {
 		file string
@@ -123,25 +94,14 @@ func TestRouterOrchestratorProcess(t *testing.T) {
 	srv := bustest.Start(t)
 	res := srv.Provision(t)
 	model := llmtest.New(t, llmtest.Answer("reverse"))
-	agentAddr, orchAddr := freeAddr(t), freeAddr(t)
-	agent := startAgentProc(t, srv.URL(), "--metrics-addr", agentAddr)
-	waitReady(t, agentAddr, agent.stderr)
-	orch := exec.Command(agentBinary(t), "--nats", srv.URL(), "orchestrator", "--metrics-addr", orchAddr)
-	orch.Env = append(os.Environ(), "OPENAI_BASE_URL="+model.URL(), "OPENAI_API_KEY=test-key")
-	var orchErr bytes.Buffer
-	orch.Stderr = &orchErr
-	if err := orch.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = orch.Process.Kill(); _ = orch.Wait() })
-	waitReady(t, orchAddr, &orchErr)
+	_, _, orchErr := startMetricsPair(t, srv.URL(), []string{"OPENAI_BASE_URL=" + model.URL(), "OPENAI_API_KEY=test-key"})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	waitTextAgents(t, ctx, res, 1)
 
 	var out, errOut bytes.Buffer
 	if code := run([]string{"--nats", srv.URL(), "run", "../../examples/pipelines/router.yaml"}, &out, &errOut); code != 0 {
-		t.Fatalf("run: exit %d\n%s%s\norchestrator:\n%s", code, &out, &errOut, &orchErr)
+		t.Fatalf("run: exit %d\n%s%s\norchestrator:\n%s", code, &out, &errOut, orchErr)
 	}
 	for _, want := range []string{`the model chose "reverse"`, "erehwemos em etuoR", `shout        TextAgent            skipped: router "route" chose "reverse"`} {
 		if !strings.Contains(out.String(), want) {

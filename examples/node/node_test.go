@@ -1,18 +1,15 @@
 package node_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -23,6 +20,7 @@ import (
 	"github.com/agentmesh/agentmesh/bus/bustest"
 	"github.com/agentmesh/agentmesh/client"
 	"github.com/agentmesh/agentmesh/internal/nodetest"
+	"github.com/agentmesh/agentmesh/internal/proctest"
 	"github.com/agentmesh/agentmesh/orchestrator"
 	"github.com/agentmesh/agentmesh/orchestrator/chat"
 	"github.com/agentmesh/agentmesh/orchestrator/route"
@@ -405,14 +403,14 @@ func startOrchestrator(ctx context.Context, t *testing.T, srv *bustest.Server, r
 // process is a program the test runs separately.
 type process struct {
 	cmd    *exec.Cmd
-	out    *syncBuffer
+	out    *proctest.Buffer
 	exited chan struct{} // closed when the process has exited
 	err    error         // its exit status, once exited is closed
 }
 
 func startProcess(t *testing.T, node, script, natsURL string, env ...string) *process {
 	t.Helper()
-	p := &process{out: &syncBuffer{}, exited: make(chan struct{})}
+	p := &process{out: &proctest.Buffer{}, exited: make(chan struct{})}
 	p.cmd = exec.Command(node, script)
 	p.cmd.Env = append(append(os.Environ(), "NATS_URL="+natsURL), env...)
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
@@ -487,27 +485,6 @@ func exitStderr(err error) string {
 		return string(ee.Stderr)
 	}
 	return ""
-}
-
-// syncBuffer is a bytes.Buffer safe for the writes of a child process and
-// the reads of the test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-var _ io.Writer = (*syncBuffer)(nil)
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func must(s string, err error) string {

@@ -1,0 +1,44 @@
+package main
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/agentmesh/agentmesh/agents"
+	"github.com/agentmesh/agentmesh/resolvers"
+)
+
+// runtimeFlags are the agent runtime's settings, the same for a built-in
+// agent, a PromptAgent, a remote A2A agent and the agents of MCP tools.
+type runtimeFlags struct {
+	concurrency int
+	heartbeat   time.Duration
+	ackWait     time.Duration
+	maxDeliver  int
+	drain       time.Duration
+	verbose     bool
+}
+
+func (r *runtimeFlags) register(f *pflag.FlagSet) {
+	f.IntVar(&r.concurrency, "concurrency", agents.DefaultConcurrency, "tasks this instance runs at once")
+	f.DurationVar(&r.heartbeat, "heartbeat", agents.DefaultHeartbeat, "announcement interval; the registry drops a silent instance after 3")
+	f.DurationVar(&r.ackWait, "ack-wait", agents.DefaultAckWait, "how long the server waits for this instance before giving its task to another")
+	f.IntVar(&r.maxDeliver, "max-deliver", agents.DefaultMaxDeliver, "deliveries of a task before it is dead-lettered")
+	f.BoolVarP(&r.verbose, "verbose", "v", false, "log every task event to stderr")
+	drainFlag(f, &r.drain)
+}
+
+// options are the runtime options these settings give on m, logging to log.
+func (r *runtimeFlags) options(m *mesh, log *slog.Logger) []agents.Option {
+	return []agents.Option{
+		agents.WithNames(m.Names),
+		agents.WithConcurrency(r.concurrency),
+		agents.WithHeartbeat(r.heartbeat),
+		agents.WithAckWait(r.ackWait),
+		agents.WithMaxDeliver(r.maxDeliver),
+		agents.WithValueResolver(resolvers.NewCollections(m.Res.Files, 0)),
+		agents.WithLogger(log),
+	}
+}

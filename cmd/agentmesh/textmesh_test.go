@@ -1,0 +1,61 @@
+package main
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"testing"
+	"time"
+
+	"github.com/agentmesh/agentmesh/agents"
+	"github.com/agentmesh/agentmesh/agents/builtin/text"
+	"github.com/agentmesh/agentmesh/bus/bustest"
+	"github.com/agentmesh/agentmesh/internal/inproc"
+	"github.com/agentmesh/agentmesh/internal/proctest"
+	"github.com/agentmesh/agentmesh/orchestrator"
+)
+
+// textMesh is TextAgent and an orchestrator run in the test's process.
+type textMesh struct {
+	agentOpts []agents.Option
+	orchOpts  []orchestrator.Option
+	// attach, when set, adds to the orchestrator before it runs (a chat).
+	attach func(*orchestrator.Orchestrator) error
+}
+
+// start runs m on srv until the test ends and returns the orchestrator
+// once it is ready and TextAgent is in its registry.
+func (m textMesh) start(t *testing.T, srv *bustest.Server) *orchestrator.Orchestrator {
+	t.Helper()
+	inproc.Agent(t, srv.Conn(t), text.New(), m.agentOpts...)
+	o, err := orchestrator.New(srv.Conn(t), m.orchOpts...)
+	if err == nil && m.attach != nil {
+		err = m.attach(o)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	inproc.Orchestrator(t, o)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := o.Registry().Wait(ctx, text.Name, 1); err != nil {
+		t.Fatal(err)
+	}
+	return o
+}
+
+// startMetricsPair runs `agentmesh agent TextAgent` and `agentmesh
+// orchestrator ORCHARGS` processes against url, each serving metrics, the
+// orchestrator with env added to the test's; it returns the two metrics
+// addresses and the orchestrator's stderr once both answer /readyz.
+func startMetricsPair(t *testing.T, url string, env []string, orchArgs ...string) (agentAddr, orchAddr string, orchErr *proctest.Buffer) {
+	t.Helper()
+	agentAddr, orchAddr = freeAddr(t), freeAddr(t)
+	agent := startAgentProc(t, url, "--metrics-addr", agentAddr)
+	waitReady(t, agentAddr, agent.Stderr)
+	orch := exec.Command(agentBinary(t), append([]string{"--nats", url, "orchestrator", "--metrics-addr", orchAddr}, orchArgs...)...)
+	orch.Env = append(os.Environ(), env...)
+	p := proctest.Start(t, orch, nil)
+	waitReady(t, orchAddr, p.Stderr)
+	return agentAddr, orchAddr, p.Stderr
+}

@@ -1,0 +1,45 @@
+package inproc_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/agentmesh/agentmesh/agents"
+	"github.com/agentmesh/agentmesh/agents/builtin/text"
+	"github.com/agentmesh/agentmesh/bus/bustest"
+	"github.com/agentmesh/agentmesh/internal/inproc"
+	"github.com/agentmesh/agentmesh/orchestrator"
+)
+
+// An agent run in-process is registered once Run returns; its stop may be
+// called twice and takes it out of the registry; an orchestrator run
+// in-process is ready once Orchestrator returns.
+func TestAgentAndOrchestrator(t *testing.T) {
+	srv := bustest.Start(t)
+	srv.Provision(t)
+	o, err := orchestrator.New(srv.Conn(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	inproc.Orchestrator(t, o)
+	stop := inproc.Agent(t, srv.Conn(t), text.New(), agents.WithHeartbeat(time.Second))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := o.Registry().Wait(ctx, text.Name, 1); err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	stop()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		info, ok := o.Registry().Lookup(text.Name)
+		if !ok || len(info.Instances) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s still registered after stop: %+v", text.Name, info.Instances)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -1,0 +1,42 @@
+package proctest
+
+import (
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A process's ready lines come out in order with their groups; its stderr
+// is kept; the test's end stops it with the signal asked for.
+func TestStartWaitsForReadyLines(t *testing.T) {
+	cmd := exec.Command("/bin/sh", "-c", `echo noise; echo "ready 1"; echo "oops" >&2; echo "ready 2"; trap 'exit 0' INT; while :; do sleep 0.05; done`)
+	var p *Proc
+	t.Run("run", func(t *testing.T) {
+		p = Start(t, cmd, regexp.MustCompile(`^ready (\d)$`))
+		p.StopWith(os.Interrupt, 10*time.Second)
+		if m := p.WaitReady(t); m[1] != "1" {
+			t.Fatalf("first ready line: %q", m)
+		}
+		if m := p.WaitReady(t); m[1] != "2" {
+			t.Fatalf("second ready line: %q", m)
+		}
+		deadline := time.Now().Add(5 * time.Second)
+		for !strings.Contains(p.Stderr.String(), "oops") && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if got := p.Stderr.String(); got != "oops\n" {
+			t.Fatalf("stderr %q", got)
+		}
+	})
+	select {
+	case <-p.Exited():
+	default:
+		t.Fatal("the process runs on after its test ended")
+	}
+	if p.Err() != nil {
+		t.Fatalf("exit after SIGINT: %v, want status 0", p.Err())
+	}
+}

@@ -121,6 +121,11 @@ func (s *schemaSet) load() error {
 				return
 			}
 			s.byName[strings.TrimSuffix(rel, ".schema.json")] = sch
+			if raw, err := Files.ReadFile("json/" + rel); err == nil {
+				if start, ok := typeOnlyStart(raw); ok {
+					typeOnly.Store(sch, start)
+				}
+			}
 		}
 		s.compiler = c
 	})

@@ -78,3 +78,15 @@ func FuzzTypeOnlyCheck(f *testing.F) {
 		}
 	})
 }
+
+// TestTypeOnlyBuiltin checks that the built-in TEXT type takes the quick
+// path (its schema names only the string type).
+func TestTypeOnlyBuiltin(t *testing.T) {
+	if err := wire.load(); err != nil {
+		t.Fatal(err)
+	}
+	start, ok := typeOnly.Load(wire.byName["types/"+TypeText])
+	if !ok || start.(byte) != '"' {
+		t.Fatalf("TEXT's schema is not known as type-only (%v, %v)", start, ok)
+	}
+}

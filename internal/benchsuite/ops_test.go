@@ -51,7 +51,21 @@ func (s *spy) measure(t *testing.T, n int, f func() error) map[string]float64 {
 			t.Fatal(err)
 		}
 	}
-	time.Sleep(200 * time.Millisecond) // the last acks
+	// The last acks and deliveries: wait until nothing new has come for
+	// a while (at most a few seconds).
+	for last, deadline := -1, time.Now().Add(5*time.Second); time.Now().Before(deadline); {
+		time.Sleep(100 * time.Millisecond)
+		s.mu.Lock()
+		n := 0
+		for _, c := range s.counts {
+			n += c
+		}
+		s.mu.Unlock()
+		if n == last {
+			break
+		}
+		last = n
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.on = false
@@ -80,6 +94,10 @@ func subjectShape(s string) string {
 	}
 	return strings.Join(toks, ".")
 }
+
+// near reports whether a count per task is want, give or take one message
+// in a hundred.
+func near(got, want float64) bool { return got > want-0.01 && got < want+0.01 }
 
 func total(per map[string]float64) (n float64) {
 	for _, v := range per {
@@ -121,7 +139,7 @@ func TestHopMessagesPerTask(t *testing.T) {
 	if total(mesh) > total(base)+0.5 {
 		t.Errorf("the mesh hop sends %.2f messages per task, the hand-written one %.2f", total(mesh), total(base))
 	}
-	if mesh["mesh.task.TextAgent"] != 2 || mesh["mesh.result.TextAgent.*"] != 1 || mesh["$JS.ACK.MESH_TASKS.TextAgent.*.*.*.*.*"] != 1 {
+	if !near(mesh["mesh.task.TextAgent"], 2) || !near(mesh["mesh.result.TextAgent.*"], 1) || !near(mesh["$JS.ACK.MESH_TASKS.TextAgent.*.*.*.*.*"], 1) {
 		t.Errorf("want per task one task (and its delivery), one result, one ack; got %v", mesh)
 	}
 }
@@ -154,7 +172,7 @@ func TestPipelineWritesPerStep(t *testing.T) {
 	if kv > 3.1 {
 		t.Errorf("%.2f KV writes per step, want at most 3 (record, state, header)", kv)
 	}
-	if per["mesh.task.BenchPipeEmit"] != 2 {
+	if !near(per["mesh.task.BenchPipeEmit"], 2) {
 		t.Errorf("%.2f task messages per step, want 2 (the task and its delivery)", per["mesh.task.BenchPipeEmit"])
 	}
 }

@@ -23,6 +23,7 @@ import (
 func (r *Runtime) consume(ctx context.Context, cons jetstream.Consumer) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	idle := make(chan jetstream.Msg) // unbuffered: a send succeeds only to a waiting worker
 	failures := 0
 	for ctx.Err() == nil {
 		// One more than the slots, topped up once at most one is still
@@ -32,7 +33,7 @@ func (r *Runtime) consume(ctx context.Context, cons jetstream.Consumer) {
 		ahead := r.slots.size() + 1
 		it, err := cons.Messages(jetstream.PullMaxMessages(ahead), jetstream.PullThresholdMessages(min(2, ahead)))
 		if err == nil {
-			err = r.serve(ctx, it, &wg)
+			err = r.serve(ctx, it, idle, &wg)
 		}
 		if err == nil || ctx.Err() != nil {
 			failures = 0
@@ -47,10 +48,10 @@ func (r *Runtime) consume(ctx context.Context, cons jetstream.Consumer) {
 	}
 }
 
-// serve starts a handler for each task of it as slots free up, until ctx
+// serve hands each task of it to a worker as slots free up, until ctx
 // ends (it returns nil after handing back the prefetch) or the pull fails
 // (it returns why, for consume to open a new one).
-func (r *Runtime) serve(ctx context.Context, it jetstream.MessagesContext, wg *sync.WaitGroup) error {
+func (r *Runtime) serve(ctx context.Context, it jetstream.MessagesContext, idle chan jetstream.Msg, wg *sync.WaitGroup) error {
 	stopDrain := context.AfterFunc(ctx, it.Drain)
 	defer stopDrain()
 	for {
@@ -80,13 +81,31 @@ func (r *Runtime) serve(ctx context.Context, it jetstream.MessagesContext, wg *s
 			r.handBack(it)
 			return nil
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			s := newSemSlot(r.slots.c)
-			defer s.release()
-			r.handle(msg, s)
-		}()
+		select {
+		case idle <- msg: // a worker that finished its task takes it
+		default:
+			wg.Add(1)
+			go r.work(ctx, msg, idle, wg)
+		}
+	}
+}
+
+// work handles msg, then each task serve hands it on idle, until ctx ends.
+// A worker outlives its task so that the next one runs on a goroutine
+// whose stack has already grown to what handling a task takes, rather
+// than growing a new one's (a stack copy or two per task). There are at
+// most as many workers as tasks ever ran at once on the instance.
+func (r *Runtime) work(ctx context.Context, msg jetstream.Msg, idle <-chan jetstream.Msg, wg *sync.WaitGroup) {
+	defer wg.Done()
+	for {
+		s := newSemSlot(r.slots.c)
+		r.handle(msg, s)
+		s.release()
+		select {
+		case msg = <-idle:
+		case <-ctx.Done():
+			return
+		}
 	}
 }
 

@@ -52,6 +52,7 @@ type Runtime struct {
 	dispatcher                                                          *client.Dispatcher // agent-to-agent calls (call.go)
 
 	done    *doneSet
+	params  *paramsCheck
 	slots   *slots
 	mu      sync.Mutex
 	running map[string]context.CancelCauseFunc
@@ -112,6 +113,7 @@ func NewRuntime(nc *nats.Conn, a Agent, opts ...Option) (*Runtime, error) {
 		ttl:     registryTTL(cfg.heartbeat),
 		kvKey:   c.Name + "." + cfg.instanceID,
 		done:    newDoneSet(doneSetSize),
+		params:  newParamsCheck(c),
 		slots:   newSlots(cfg.concurrency),
 		running: map[string]context.CancelCauseFunc{},
 		ready:   make(chan struct{}),

@@ -137,7 +137,7 @@ func (r *Runtime) run(d *delivery) (schemas.AgentResult, error) {
 	if err := validateInputs(c, r.cfg.registry, req.Inputs); err != nil {
 		return fail(schemas.CodeInvalidInput, "task %s for %s: %s", ev.ID, c.Name, oneLine(err))
 	}
-	if err := c.ValidateParams(req.Params); err != nil {
+	if err := r.params.check(req.Params); err != nil {
 		given, _ := json.Marshal(req.Params)
 		return fail(schemas.CodeInvalidParams, "task %s for %s: params %s: %s", ev.ID, c.Name, schemas.Clip(string(given), 200), oneLine(err))
 	}

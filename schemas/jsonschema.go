@@ -121,6 +121,11 @@ func (s *schemaSet) load() error {
 				return
 			}
 			s.byName[strings.TrimSuffix(rel, ".schema.json")] = sch
+			if raw, err := Files.ReadFile("json/" + rel); err == nil {
+				if start, ok := typeOnlyStart(raw); ok {
+					typeOnly.Store(sch, start)
+				}
+			}
 		}
 		s.compiler = c
 	})
@@ -167,6 +172,9 @@ var printer = message.NewPrinter(language.English)
 
 // check validates doc and returns its problems, deepest first.
 func check(sch *jsonschema.Schema, doc []byte) []Problem {
+	if start, ok := typeOnly.Load(sch); ok && typeOnlyValid(start.(byte), doc) {
+		return nil
+	}
 	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(doc))
 	if err != nil {
 		return []Problem{{Message: "not valid JSON: " + err.Error()}}
@@ -256,6 +264,9 @@ func compileSchemaNow(id string, raw []byte) (*jsonschema.Schema, error) {
 	sch, err := c.Compile(url)
 	if err != nil {
 		return nil, fmt.Errorf("schema %s does not compile: %w", id, err)
+	}
+	if start, ok := typeOnlyStart(raw); ok {
+		typeOnly.Store(sch, start)
 	}
 	return sch, nil
 }

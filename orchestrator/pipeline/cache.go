@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	"github.com/agentmesh/agentmesh/orchestrator/state"
+	"github.com/agentmesh/agentmesh/schemas"
 )
 
 // How a replica runs pipelines. Every fact lives in the runs bucket (see
@@ -38,19 +39,33 @@ type runCache struct {
 type cachedState struct {
 	raw []byte
 	rev uint64
+	// st is raw decoded, when known: shared, never mutated (an update
+	// works on state.Store.ApplyRunStateFrom's clone), so the next step
+	// of the run need not decode the whole state again.
+	st *schemas.ConversationState
 }
 
 // state returns the run's state as this replica last wrote it (nil when
 // not known).
 func (c *runCache) state(run string) ([]byte, uint64) {
+	raw, rev, _ := c.stateWith(run)
+	return raw, rev
+}
+
+// stateWith is state with its decoded form (nil when not kept).
+func (c *runCache) stateWith(run string) ([]byte, uint64, *schemas.ConversationState) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e := c.states[run]
-	return e.raw, e.rev
+	return e.raw, e.rev, e.st
 }
 
 // putState caches the run's state as written at rev; nil forgets it.
-func (c *runCache) putState(run string, raw []byte, rev uint64) {
+func (c *runCache) putState(run string, raw []byte, rev uint64) { c.putStateWith(run, raw, rev, nil) }
+
+// putStateWith is putState with raw's decoded form st (nil: not known),
+// which the cache then owns: nobody may change it.
+func (c *runCache) putStateWith(run string, raw []byte, rev uint64, st *schemas.ConversationState) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if raw == nil || c.specs[run] == nil {
@@ -60,7 +75,7 @@ func (c *runCache) putState(run string, raw []byte, rev uint64) {
 	if c.states == nil {
 		c.states = map[string]cachedState{}
 	}
-	c.states[run] = cachedState{raw, rev}
+	c.states[run] = cachedState{raw, rev, st}
 }
 
 type aheadWave struct {

@@ -154,9 +154,9 @@ func (s *Scheduler) routing(ctx context.Context, sd *state.RunSpec, rec *state.S
 // acknowledgements are awaited together; otherwise, or when the state
 // moved on, one after the other. It returns the stored record.
 func (s *Scheduler) recordAndRoute(ctx context.Context, sd *state.RunSpec, rec *state.StepState) (*state.StepState, error) {
-	raw, rev := s.cache.state(sd.ID)
+	raw, rev, cur := s.cache.stateWith(sd.ID)
 	if raw != nil && s.store.Pipelined() && s.decidedFirst(rec, time.Now()) {
-		b, err := s.store.ApplyRunState(sd.ID, raw, s.routing(ctx, sd, rec))
+		b, next, err := s.store.ApplyRunStateFrom(sd.ID, raw, cur, s.routing(ctx, sd, rec))
 		if err != nil && !errors.Is(err, state.ErrUnchanged) {
 			return nil, err
 		}
@@ -179,7 +179,7 @@ func (s *Scheduler) recordAndRoute(ctx context.Context, sd *state.RunSpec, rec *
 		if sf != nil {
 			nrev, serr := sf.Wait(ctx)
 			if routed = serr == nil; routed {
-				s.cache.putState(sd.ID, b, nrev)
+				s.cache.putStateWith(sd.ID, b, nrev, next)
 			}
 		}
 		switch {

@@ -485,13 +485,47 @@ func (s *Store) UpdateRunState(ctx context.Context, runID string, fn func(*schem
 // ApplyRunState decodes a run's stored state (raw; nil: none yet), applies
 // fn and encodes the result.
 func (s *Store) ApplyRunState(runID string, raw []byte, fn func(*schemas.ConversationState) error) ([]byte, error) {
-	st, err := decodeState("run", runID, raw)
-	if err != nil {
-		return nil, err
+	b, _, err := s.ApplyRunStateFrom(runID, raw, nil, fn)
+	return b, err
+}
+
+// ApplyRunStateFrom is ApplyRunState for a caller that kept raw decoded
+// (cur, nil when it did not): fn then works on a clone of cur rather than
+// on a new decoding of raw, which for a long run is most of a step's CPU.
+// cur is not changed. It also returns the state it encoded, the decoded
+// form of the returned bytes for the next call.
+func (s *Store) ApplyRunStateFrom(runID string, raw []byte, cur *schemas.ConversationState, fn func(*schemas.ConversationState) error) ([]byte, *schemas.ConversationState, error) {
+	var st *schemas.ConversationState
+	if cur != nil {
+		st = cloneState(cur)
+	} else {
+		var err error
+		if st, err = decodeState("run", runID, raw); err != nil {
+			return nil, nil, err
+		}
 	}
 	if err := fn(st); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	st.UpdatedAt = time.Now().UTC()
-	return s.Encode(st, st)
+	b, err := s.Encode(st, st)
+	if err != nil {
+		return nil, nil, err
+	}
+	return b, st, nil
+}
+
+// cloneState copies st so that what a routing changes (slots, history,
+// applied tasks, and the entries of the history in place, as compaction
+// does) leaves st as it was. Values and the outputs maps of history
+// entries are shared: an update replaces them, never writes into them.
+func cloneState(st *schemas.ConversationState) *schemas.ConversationState {
+	c := *st
+	c.Slots = maps.Clone(st.Slots)
+	if c.Slots == nil {
+		c.Slots = map[string]schemas.TypedValue{}
+	}
+	c.History = slices.Clone(st.History)
+	c.AppliedTasks = slices.Clone(st.AppliedTasks)
+	return &c
 }

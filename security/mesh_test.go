@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentmesh/agentmesh/agents"
 	"github.com/agentmesh/agentmesh/bus"
+	"github.com/agentmesh/agentmesh/internal/inproc"
 	"github.com/agentmesh/agentmesh/orchestrator"
 	"github.com/agentmesh/agentmesh/security/securetest"
 )
@@ -88,21 +89,7 @@ func (c *conn) publishDenied(t testing.TB, msg *nats.Msg) {
 func (m *secureMesh) serve(t *testing.T, a agents.Agent, opts ...agents.Option) {
 	t.Helper()
 	c := m.connect(t, bus.Identity{Role: bus.RoleAgent, Name: a.Contract().Name})
-	rt, err := agents.NewRuntime(c.Conn, a, append([]agents.Option{agents.WithHeartbeat(time.Second)}, opts...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- rt.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	select {
-	case <-rt.Ready():
-	case err := <-done:
-		t.Fatalf("agent %s: %v", a.Contract().Name, err)
-	case <-time.After(15 * time.Second):
-		t.Fatalf("agent %s not ready", a.Contract().Name)
-	}
+	inproc.Agent(t, c.Conn, a, append([]agents.Option{agents.WithHeartbeat(time.Second)}, opts...)...)
 }
 
 // orchestrator runs a replica as the orchestrator identity.
@@ -113,16 +100,7 @@ func (m *secureMesh) orchestrator(t *testing.T, wait ...string) *orchestrator.Or
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	ready := make(chan struct{})
-	done := make(chan error, 1)
-	go func() { done <- o.RunReady(ctx, func() { close(ready) }) }()
-	t.Cleanup(func() { cancel(); <-done })
-	select {
-	case <-ready:
-	case err := <-done:
-		t.Fatalf("orchestrator: %v", err)
-	}
+	inproc.Orchestrator(t, o)
 	wctx, wcancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer wcancel()
 	for _, a := range wait {

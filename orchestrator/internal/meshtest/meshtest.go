@@ -15,6 +15,7 @@ import (
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/bus/bustest"
 	"github.com/agentmesh/agentmesh/client"
+	"github.com/agentmesh/agentmesh/internal/inproc"
 	"github.com/agentmesh/agentmesh/orchestrator"
 	"github.com/agentmesh/agentmesh/orchestrator/state"
 	"github.com/agentmesh/agentmesh/schemas"
@@ -26,9 +27,7 @@ type Mesh struct {
 	NC  *nats.Conn
 	Res *bus.Resources
 
-	mu     sync.Mutex
-	agents []func() // cancel functions of running agents
-	dones  []chan error
+	agents inproc.Agents // stopped together when the test ends
 }
 
 // New starts a provisioned embedded server for one test.
@@ -49,38 +48,7 @@ func (m *Mesh) Agent(t testing.TB, c schemas.AgentContract, fn func(ctx context.
 // the test ends, with a one-second heartbeat and opts.
 func (m *Mesh) Run(t testing.TB, a agents.Agent, opts ...agents.Option) {
 	t.Helper()
-	c := a.Contract()
-	rt, err := agents.NewRuntime(m.Srv.Conn(t), a, append([]agents.Option{agents.WithHeartbeat(time.Second)}, opts...)...)
-	if err != nil {
-		t.Fatalf("agent %s: %v", c.Name, err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- rt.Run(ctx) }()
-	m.mu.Lock()
-	if len(m.agents) == 0 {
-		// Agents drain for a while when stopped: stop them all at once.
-		t.Cleanup(func() {
-			m.mu.Lock()
-			defer m.mu.Unlock()
-			for _, c := range m.agents {
-				c()
-			}
-			for _, d := range m.dones {
-				<-d
-			}
-		})
-	}
-	m.agents = append(m.agents, cancel)
-	m.dones = append(m.dones, done)
-	m.mu.Unlock()
-	select {
-	case <-rt.Ready():
-	case err := <-done:
-		t.Fatalf("agent %s stopped: %v", c.Name, err)
-	case <-time.After(10 * time.Second):
-		t.Fatalf("agent %s not ready", c.Name)
-	}
+	m.agents.Run(t, m.Srv.Conn(t), a, append([]agents.Option{agents.WithHeartbeat(time.Second)}, opts...)...)
 }
 
 // Orchestrator runs one replica until the test ends and waits until it
@@ -91,16 +59,7 @@ func (m *Mesh) Orchestrator(t testing.TB, wait []string, opts ...orchestrator.Op
 	if err != nil {
 		t.Fatalf("orchestrator.New: %v", err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	ready := make(chan struct{})
-	done := make(chan error, 1)
-	go func() { done <- o.RunReady(ctx, func() { close(ready) }) }()
-	t.Cleanup(func() { cancel(); <-done })
-	select {
-	case <-ready:
-	case err := <-done:
-		t.Fatalf("orchestrator stopped: %v", err)
-	}
+	inproc.Orchestrator(t, o)
 	wctx, wcancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer wcancel()
 	for _, a := range wait {

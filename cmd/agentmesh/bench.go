@@ -12,6 +12,8 @@ import (
 
 func init() { register(newBenchCmd) }
 
+// newBenchCmd is the bench command: long for its help text, which lists
+// every scenario and reads best in one place.
 func newBenchCmd(a *app) *cobra.Command {
 	var (
 		only   []string

@@ -74,16 +74,18 @@ func (s *Scheduler) cancelRun(ctx context.Context, id, reason string, depth int)
 			recs = append(recs, rec) // ended, maybe not settled
 			continue
 		}
-		s.stopTasks(ctx, sd, sid)
-		if depth > 0 {
-			s.cancelStepRuns(ctx, sd, sid, "was cancelled", depth)
-		}
+		// The record first: the agent's answer to the stop request then
+		// finds the step ended, and the reason stands.
 		rec, err := s.store.RecordStep(ctx, id, failedRecord(sd, h, sid, schemas.CodeCancelled, reason, now))
 		if err != nil {
 			return err
 		}
 		s.cache.putRecord(id, rec)
 		recs = append(recs, rec)
+		s.stopTasks(ctx, sd, sid)
+		if depth > 0 {
+			s.cancelStepRuns(ctx, sd, sid, "was cancelled", depth)
+		}
 	}
 	if len(recs) == 0 {
 		return nil

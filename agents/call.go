@@ -362,14 +362,14 @@ func (r *Runtime) awaitLive(ctx context.Context, agent string) error {
 	if err != nil {
 		return Retryable(fmt.Errorf("%s calling %s: agents bucket: %w", r.contract.Name, agent, err))
 	}
-	gctx, cancel := context.WithTimeout(ctx, r.cfg.callGrace)
+	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	w, err := kv.Watch(gctx, agent+".*", jetstream.IgnoreDeletes())
+	w, err := kv.Watch(wctx, agent+".*", jetstream.IgnoreDeletes())
 	if err != nil {
 		return Retryable(fmt.Errorf("%s calling %s: watching the agents bucket: %w", r.contract.Name, agent, err))
 	}
 	defer func() { _ = w.Stop() }()
-	if firstPut(gctx, w) {
+	if firstPut(ctx, w, r.cfg.callGrace) {
 		r.seenLive.Store(agent, time.Now())
 		return nil
 	}
@@ -382,17 +382,28 @@ func (r *Runtime) awaitLive(ctx context.Context, agent string) error {
 		r.contract.Name, agent, agent, r.cfg.callGrace, r.liveAgents(ctx))}
 }
 
-// firstPut reports whether w gives a key that is put before ctx ends.
-func firstPut(ctx context.Context, w jetstream.KeyWatcher) bool {
+// firstPut reports whether w gives a key that is put: among its current
+// keys, or within grace after them (ctx ending first: false).
+func firstPut(ctx context.Context, w jetstream.KeyWatcher, grace time.Duration) bool {
+	var timeout <-chan time.Time // from the end of the current keys
 	for {
 		select {
 		case e, ok := <-w.Updates():
-			if !ok {
+			switch {
+			case !ok:
 				return false
-			}
-			if e != nil && e.Operation() == jetstream.KeyValuePut {
+			case e == nil: // the current keys are read
+				if grace <= 0 {
+					return false
+				}
+				timer := time.NewTimer(grace)
+				defer timer.Stop()
+				timeout = timer.C
+			case e.Operation() == jetstream.KeyValuePut:
 				return true
 			}
+		case <-timeout:
+			return false
 		case <-ctx.Done():
 			return false
 		}

@@ -27,6 +27,11 @@ func TestCallUnknownAgent(t *testing.T) {
 		t.Errorf("the call failed %v after it was made; want after its 300ms grace, not at the 20s deadline", took)
 	}
 
+	// With no grace, the live keys alone decide.
+	m.serve(t, relay("Hasty", "Nobody", nil), agents.WithCallGrace(0))
+	wantFailure(t, m.call(t, "Hasty", task(t, schemas.TaskRequest{Inputs: textIn("x")})), schemas.CodeUnknownAgent,
+		`no live instance of agent "Nobody" within 0s`)
+
 	// The callee starts a second into the call's 5 s grace: the call
 	// goes through.
 	m.serve(t, relay("Patient", "Latecomer", nil), agents.WithCallGrace(5*time.Second))

@@ -27,6 +27,10 @@ const (
 	DefaultMaxCallDepth = 4
 	// DefaultMaxCallFanout is how many calls one task may make.
 	DefaultMaxCallFanout = 16
+	// DefaultCallGrace is how long a call by name waits for its callee
+	// to have a live instance (WithCallGrace), as the orchestrator waits
+	// for an agent that never announced before it fails its task.
+	DefaultCallGrace = 5 * time.Second
 )
 
 // maxCallMargin caps the time a callee's deadline keeps back from its
@@ -301,7 +305,7 @@ func (r *Runtime) resolveTarget(ctx context.Context, target schemas.CallTarget) 
 		if err := bus.ValidateAgentName(target.Agent); err != nil {
 			return "", &schemas.ResultError{Code: schemas.CodeInvalidInput, Message: r.contract.Name + " calling " + target.String() + ": " + err.Error()}
 		}
-		return target.Agent, nil
+		return target.Agent, r.awaitLive(ctx, target.Agent)
 	}
 	if target.Capability == "" && target.Output == "" {
 		return "", &schemas.ResultError{Code: schemas.CodeInvalidInput, Message: r.contract.Name + " calling " + target.String()}
@@ -344,4 +348,89 @@ func callCode(err error) string {
 		return re.Code
 	}
 	return schemas.CodeAgentError
+}
+
+// awaitLive returns once agent has a live instance (a key <agent>.<id> in
+// the agents bucket), waiting at most the call grace for one that is
+// starting; then it fails with code unknown_agent, naming the live agents.
+// An agent seen live lately is not looked up again.
+func (r *Runtime) awaitLive(ctx context.Context, agent string) error {
+	if t, ok := r.seenLive.Load(agent); ok && time.Since(t.(time.Time)) < r.cfg.heartbeat {
+		return nil
+	}
+	kv, err := r.js.KeyValue(ctx, r.cfg.names.AgentsBucket())
+	if err != nil {
+		return Retryable(fmt.Errorf("%s calling %s: agents bucket: %w", r.contract.Name, agent, err))
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	w, err := kv.Watch(wctx, agent+".*", jetstream.IgnoreDeletes())
+	if err != nil {
+		return Retryable(fmt.Errorf("%s calling %s: watching the agents bucket: %w", r.contract.Name, agent, err))
+	}
+	defer func() { _ = w.Stop() }()
+	if firstPut(ctx, w, r.cfg.callGrace) {
+		r.seenLive.Store(agent, time.Now())
+		return nil
+	}
+	if ctx.Err() != nil {
+		return &schemas.ResultError{Code: schemas.CodeTimeout, Message: fmt.Sprintf(
+			"%s calling %s: the caller's deadline passed while waiting for a live instance of %s", r.contract.Name, agent, agent)}
+	}
+	return &schemas.ResultError{Code: schemas.CodeUnknownAgent, Message: fmt.Sprintf(
+		"%s calling %s: no live instance of agent %q within %s (live agents: %s); check the name with 'agentmesh agents', or start the agent",
+		r.contract.Name, agent, agent, r.cfg.callGrace, r.liveAgents(ctx))}
+}
+
+// firstPut reports whether w gives a key that is put: among its current
+// keys, or within grace after them (ctx ending first: false).
+func firstPut(ctx context.Context, w jetstream.KeyWatcher, grace time.Duration) bool {
+	var timeout <-chan time.Time // from the end of the current keys
+	for {
+		select {
+		case e, ok := <-w.Updates():
+			switch {
+			case !ok:
+				return false
+			case e == nil: // the current keys are read
+				if grace <= 0 {
+					return false
+				}
+				timer := time.NewTimer(grace)
+				defer timer.Stop()
+				timeout = timer.C
+			case e.Operation() == jetstream.KeyValuePut:
+				return true
+			}
+		case <-timeout:
+			return false
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
+// liveAgents names the agents with a live instance, sorted, for a message.
+func (r *Runtime) liveAgents(ctx context.Context) string {
+	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+	defer cancel()
+	kv, err := r.js.KeyValue(lctx, r.cfg.names.AgentsBucket())
+	if err != nil {
+		return "unknown"
+	}
+	keys, err := kv.ListKeys(lctx)
+	if err != nil {
+		return "unknown"
+	}
+	var names []string
+	for k := range keys.Keys() {
+		if name, _, ok := strings.Cut(k, "."); ok && !slices.Contains(names, name) {
+			names = append(names, name)
+		}
+	}
+	if len(names) == 0 {
+		return "none"
+	}
+	slices.Sort(names)
+	return strings.Join(names, ", ")
 }

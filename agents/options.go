@@ -38,6 +38,7 @@ type config struct {
 	observer    schemas.Observer
 
 	maxCallDepth, maxCallFanout int
+	callGrace                   time.Duration
 }
 
 func defaultConfig() config {
@@ -54,6 +55,7 @@ func defaultConfig() config {
 
 		maxCallDepth:  DefaultMaxCallDepth,
 		maxCallFanout: DefaultMaxCallFanout,
+		callGrace:     DefaultCallGrace,
 	}
 }
 
@@ -222,6 +224,19 @@ func WithCallLimits(depth, fanout int) Option {
 			return errorf(ErrInvalidOption, "WithCallLimits(%d, %d): limits are 0 (no calls) or more", depth, fanout)
 		}
 		c.maxCallDepth, c.maxCallFanout = depth, fanout
+		return nil
+	}
+}
+
+// WithCallGrace sets how long a call by name waits for the callee to have
+// a live instance (one starting, say) before it fails with code
+// unknown_agent; default DefaultCallGrace, 0 not at all.
+func WithCallGrace(d time.Duration) Option {
+	return func(c *config) error {
+		if d < 0 {
+			return errorf(ErrInvalidOption, "WithCallGrace(%v): the grace is 0 (none) or more", d)
+		}
+		c.callGrace = d
 		return nil
 	}
 }

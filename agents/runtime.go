@@ -57,8 +57,9 @@ type Runtime struct {
 	mu      sync.Mutex
 	running map[string]context.CancelCauseFunc
 
-	started atomic.Bool
-	ready   chan struct{}
+	started  atomic.Bool
+	ready    chan struct{}
+	seenLive sync.Map // agent name -> time.Time a call found it live (call.go)
 
 	// directGate is held for reading by each direct call and for writing
 	// by closeDirect, which sets directClosed.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/client"
+	"github.com/agentmesh/agentmesh/orchestrator/state"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -128,7 +129,8 @@ func (g *Gateway) resolve(w http.ResponseWriter, r *http.Request, c *conn, res s
 type Cancelled struct {
 	RunID string `json:"run_id"`
 	// Tasks are the running steps whose tasks were asked to stop; their
-	// agents answer cancelled and the run fails with step_failed.
+	// agents answer cancelled and the run fails with step_failed. A step
+	// of a child run (of a running pipeline step) is <step>/<child step>.
 	Tasks []string `json:"tasks"`
 	// Rejected are the approval and input steps that waited for a person,
 	// answered with a rejection.
@@ -138,8 +140,11 @@ type Cancelled struct {
 // handleCancel stops a run the way the mesh can: it asks the agent of every
 // running step to cancel its task (mesh.control.<agent>) and rejects every
 // step waiting for a person, so the run fails and its later steps are
-// skipped. A task an instance has not taken yet is not reached (it runs
-// when taken, and its result is then applied to the failed run's nothing).
+// skipped. The child run of a running step of kind pipeline is cancelled
+// the same way (its entries are named <step>/<child step>), so the step
+// fails as its child does. A task an instance has not taken yet is not
+// reached (it runs when taken, and its result is then applied to the
+// failed run's nothing).
 func (g *Gateway) handleCancel(w http.ResponseWriter, r *http.Request, c *conn) error {
 	run, err := g.loadRun(r, c)
 	if err != nil {
@@ -149,34 +154,8 @@ func (g *Gateway) handleCancel(w http.ResponseWriter, r *http.Request, c *conn) 
 		return fail(schemas.CodeNotWaiting, "run %s has ended (%s); nothing to cancel", run.ID, run.Status)
 	}
 	out := Cancelled{RunID: run.ID, Tasks: []string{}, Rejected: []string{}}
-	ids := make([]string, 0, len(run.Steps))
-	for id := range run.Steps {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	for _, id := range ids {
-		st := run.Steps[id]
-		switch {
-		case st.Status == schemas.StepRunning && st.TaskID != "" && st.Agent != "":
-			subj, err := c.names.Control(st.Agent)
-			if err != nil {
-				continue
-			}
-			body, _ := json.Marshal(map[string]string{"taskid": st.TaskID})
-			if err := c.nc.Publish(subj, body); err != nil {
-				return meshError("cancelling step "+id, err)
-			}
-			out.Tasks = append(out.Tasks, id)
-		case st.Status == schemas.StepWaiting:
-			if step, ok := findStep(run.Spec.Steps, id); ok && step.Kind == schemas.StepKindInput {
-				continue // an input step has no rejection; its timeout and default apply
-			}
-			res := schemas.Resolution{RunID: run.ID, Step: id, Decision: "reject", Comment: "run cancelled", By: g.cfg.source}
-			if _, err := client.ResolveStep(r.Context(), c.js, c.names, res, g.cfg.source); err != nil {
-				return meshError("cancelling step "+id, err)
-			}
-			out.Rejected = append(out.Rejected, id)
-		}
+	if err := g.cancelSteps(r, c, run, "", "", schemas.MaxPipelineDepth, &out); err != nil {
+		return err
 	}
 	if err := c.nc.Flush(); err != nil {
 		return meshError("cancelling run "+run.ID, err)
@@ -192,4 +171,58 @@ func findStep(steps []schemas.PipelineStep, id string) (schemas.PipelineStep, bo
 		}
 	}
 	return schemas.PipelineStep{}, false
+}
+
+// cancelSteps asks the agents of run's running steps to cancel their
+// tasks, rejects its waiting approval steps and, depth levels down, cancels
+// the child runs of its running pipeline steps; out gets each, named
+// prefix+step. parent is the run whose cancel reaches run ("" for itself).
+func (g *Gateway) cancelSteps(r *http.Request, c *conn, run *state.RunState, parent, prefix string, depth int, out *Cancelled) error {
+	ids := make([]string, 0, len(run.Steps))
+	for id := range run.Steps {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	comment := "run cancelled"
+	if parent != "" {
+		comment = "run cancelled: its parent run " + parent + " was cancelled"
+	}
+	for _, id := range ids {
+		st := run.Steps[id]
+		step, _ := findStep(run.Spec.Steps, id)
+		switch {
+		case st.Status == schemas.StepRunning && step.Kind == schemas.StepKindPipeline && depth > 0:
+			store, err := c.needStore()
+			if err != nil {
+				return err
+			}
+			child, err := store.Run(r.Context(), run.ID+"-"+id)
+			if err != nil || child.Done() {
+				continue // not started yet, or ended: nothing to cancel
+			}
+			if err := g.cancelSteps(r, c, child, run.ID, prefix+id+"/", depth-1, out); err != nil {
+				return err
+			}
+		case st.Status == schemas.StepRunning && st.TaskID != "" && st.Agent != "":
+			subj, err := c.names.Control(st.Agent)
+			if err != nil {
+				continue
+			}
+			body, _ := json.Marshal(map[string]string{"taskid": st.TaskID})
+			if err := c.nc.Publish(subj, body); err != nil {
+				return meshError("cancelling step "+prefix+id, err)
+			}
+			out.Tasks = append(out.Tasks, prefix+id)
+		case st.Status == schemas.StepWaiting:
+			if step.Kind == schemas.StepKindInput {
+				continue // an input step has no rejection; its timeout and default apply
+			}
+			res := schemas.Resolution{RunID: run.ID, Step: id, Decision: "reject", Comment: comment, By: g.cfg.source}
+			if _, err := client.ResolveStep(r.Context(), c.js, c.names, res, g.cfg.source); err != nil {
+				return meshError("cancelling step "+prefix+id, err)
+			}
+			out.Rejected = append(out.Rejected, prefix+id)
+		}
+	}
+	return nil
 }

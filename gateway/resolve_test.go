@@ -1,6 +1,8 @@
 package gateway
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -117,4 +119,54 @@ steps:
 		t.Fatalf("run end: %v", end.Data)
 	}
 	wantError(t, "unknown run", m.postJSON(t, "/api/runs/nope/cancel", ""), 404, schemas.CodeNotFound)
+}
+
+// TestCancelAPISubPipeline cancels a run whose step of kind pipeline runs
+// a child whose task is held: the cancel reaches the child's task (named
+// sub/hold), the child fails, and so do the step and the run, long before
+// the 120 s timeouts.
+func TestCancelAPISubPipeline(t *testing.T) {
+	m := newTestMesh(t)
+	spec := `name: parent
+steps:
+  - id: sub
+    kind: pipeline
+    timeout_ms: 120000
+    pipeline:
+      spec:
+        name: held
+        steps:
+          - {id: hold, agent: TextAgent, params: {op: upper, delay_ms: 60000}, inputs: {text: "text:x"}, timeout_ms: 120000}
+  - {id: after, agent: TextAgent, depends_on: [sub], inputs: {text: "text:y"}}
+`
+	if r := m.do(t, "POST", "/api/pipelines?run_id=nest-1", "application/yaml", []byte(spec)); r.status != 202 {
+		t.Fatalf("submit: %d %s", r.status, clip(r.body))
+	}
+	events := m.openSSE(t, "/api/runs/nest-1/events")
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var a Agent
+		decode(t, m.getJSON(t, "/api/agents/TextAgent"), &a)
+		if a.Stats.InFlight != nil && *a.Stats.InFlight == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the child's held task is not in flight: %+v", a.Stats)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	var c Cancelled
+	r := m.postJSON(t, "/api/runs/nest-1/cancel", "")
+	decode(t, r, &c)
+	if r.status != 202 || len(c.Tasks) != 1 || c.Tasks[0] != "sub/hold" {
+		t.Fatalf("cancel: %d %s", r.status, clip(r.body))
+	}
+	failed := waitEvent(t, events, "io.agentmesh.pipeline.step.failed", nil)
+	if d := dataOf(failed); d["step"] != "sub" || !strings.Contains(fmt.Sprint(d["error"]), "nest-1-sub") {
+		t.Fatalf("step failed: %v", failed.Data)
+	}
+	end := waitEvent(t, events, "io.agentmesh.pipeline.completed", nil)
+	if dataOf(end)["status"] != "failed" {
+		t.Fatalf("run end: %v", end.Data)
+	}
 }

@@ -348,7 +348,9 @@ var ErrWrongAgent = errors.New("result from the wrong agent")
 // FailUndecodable ends a step whose result, from agent from, could not be
 // decoded: the step fails at once with code malformed_result and the
 // decode error, as if the agent had answered so, instead of waiting out its
-// timeout. The step is named by stepID, or else by taskID (<run>-<step>-1).
+// timeout; a loop item so ends fails its loop step. The step is named by
+// stepID, or else by taskID (<run>-<step>-1, or a loop item's
+// <run>-<step>-1-<item>).
 // It returns the step's agent, "" when no step of the run is named, an
 // error wrapping ErrWrongAgent when the step went to another agent than
 // from, and the errors of ApplyResult (ErrEarly: try again shortly).
@@ -361,7 +363,7 @@ func (s *Scheduler) FailUndecodable(ctx context.Context, from, runID, stepID, ta
 		return "", err
 	}
 	if !sd.Has(stepID) {
-		stepID = strings.TrimSuffix(strings.TrimPrefix(taskID, runID+"-"), "-1")
+		stepID = stepOfTask(sd, taskID)
 	}
 	step, ok := sd.Step(stepID)
 	if !ok {
@@ -376,6 +378,28 @@ func (s *Scheduler) FailUndecodable(ctx context.Context, from, runID, stepID, ta
 	res := schemas.Failure(step.Agent, schemas.CodeMalformedResult,
 		fmt.Sprintf("the result of task %s could not be decoded: %v", taskID, cause), false)
 	return step.Agent, s.ApplyResult(ctx, runID, stepID, taskID, res)
+}
+
+// stepOfTask is the step of run sd that task id taskID names: an agent
+// step's <run>-<step>-1, or a loop item's <run>-<step>-1-<item>; "" when
+// it names none.
+func stepOfTask(sd *state.RunSpec, taskID string) string {
+	rest, ok := strings.CutPrefix(taskID, sd.ID+"-")
+	if !ok {
+		return ""
+	}
+	if id, ok := strings.CutSuffix(rest, "-1"); ok && sd.Has(id) {
+		return id
+	}
+	if cut := strings.LastIndexByte(rest, '-'); cut > 0 {
+		id, _ := strings.CutSuffix(rest[:cut], "-1")
+		if step, ok := sd.Step(id); ok && schemas.IsLoopKind(step.Kind) {
+			if _, item := schemas.LoopItem(sd.ID, id, taskID); item {
+				return id
+			}
+		}
+	}
+	return ""
 }
 
 // ErrEarly is a result of a step whose wave has not started as far as the

@@ -121,8 +121,9 @@ func (s *Scheduler) sweepRun(ctx context.Context, id string) bool {
 	}
 	now := time.Now().UTC()
 	var (
-		ended []*state.StepState
-		again []string
+		ended   []*state.StepState
+		again   []string
+		overdue []string // steps this sweep timed out
 	)
 	for _, sid := range sd.Waves[h.Wave] {
 		if h.Ended(sid) {
@@ -154,6 +155,7 @@ func (s *Scheduler) sweepRun(ctx context.Context, id string) bool {
 			}
 			s.cache.putRecord(id, rec)
 			ended = append(ended, rec)
+			overdue = append(overdue, sid)
 		case !h.Republished && now.Sub(h.WaveStartedAt) > s.cfg.Republish && now.Sub(h.WaveStartedAt) < republishWithin:
 			again = append(again, sid)
 		}
@@ -162,6 +164,9 @@ func (s *Scheduler) sweepRun(ctx context.Context, id string) bool {
 		if err := s.settle(ctx, sd, ended); err != nil {
 			s.log.WarnContext(runContext(sd), "sweep", "err", err)
 		}
+	}
+	for _, sid := range overdue {
+		s.cancelStepRuns(ctx, sd, sid, fmt.Sprintf("timed out (timeout %s)", sd.Timeout(sid)), schemas.MaxPipelineDepth)
 	}
 	if len(again) == 0 {
 		return false

@@ -300,6 +300,17 @@ func (s *Scheduler) ApplyResult(ctx context.Context, runID, stepID, taskID strin
 			return nil // a duplicate, or late: the step has ended
 		}
 	}
+	if taskID == schemas.StepTaskID(runID, stepID, approvalAttempt) && h.Waiting[stepID] != "" {
+		// The approved task goes out before the header records the
+		// approval (resolveAgent): a quick answer can beat that
+		// write, and is handled again once it is in.
+		if h, err = s.loadHeader(ctx, runID, true); err != nil {
+			return err
+		}
+		if h.Waiting[stepID] != "" {
+			return fmt.Errorf("%w: step %q of run %s answered its approved task before the approval was recorded", ErrEarly, stepID, runID)
+		}
+	}
 	if asksApproval(sd, stepID, taskID, res) {
 		return s.awaitApproval(ctx, sd, stepID, res)
 	}
@@ -403,8 +414,9 @@ func stepOfTask(sd *state.RunSpec, taskID string) string {
 }
 
 // ErrEarly is a result of a step whose wave has not started as far as the
-// stored header says: it is handled again shortly, once the header that
-// starts the wave is written.
+// stored header says (or of an approved task whose approval is not yet
+// recorded): it is handled again shortly, once the header that starts the
+// wave (or records the approval) is written.
 var ErrEarly = errors.New("result ahead of its wave")
 
 // early reports whether step id's wave is after the wave in progress of a

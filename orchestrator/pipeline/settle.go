@@ -62,8 +62,9 @@ func (s *Scheduler) settleRecords(ctx context.Context, sd *state.RunSpec, recs, 
 	}
 	if len(b.fresh) > 0 {
 		if next, ch, ok := s.commitPipelined(ctx, sd, b); ok {
+			emitted := s.eventsInOrder(sd.ID)
 			unlock()
-			s.follow(ctx, sd, next, &ch)
+			s.follow(ctx, sd, next, &ch, emitted)
 			close(b.done)
 			return nil
 		}
@@ -100,11 +101,15 @@ func (s *Scheduler) settleRecords(ctx context.Context, sd *state.RunSpec, recs, 
 	if next != nil {
 		s.cache.putHeader(next, nrev)
 	}
+	emitted := s.eventsInOrder(sd.ID)
 	unlock()
 	if errors.Is(err, state.ErrUnchanged) {
 		err = nil
+		emitted()
 	} else if err == nil {
-		s.follow(ctx, sd, next, &ch)
+		s.follow(ctx, sd, next, &ch, emitted)
+	} else {
+		emitted()
 	}
 	b.err = err
 	close(b.done)
@@ -210,4 +215,12 @@ func (s *Scheduler) recordAndRoute(ctx context.Context, sd *state.RunSpec, rec *
 		}
 	}
 	return stored, nil
+}
+
+// eventsInOrder is taken while the run's lock is held, just before it is
+// let go, and given back once the header update's events are published
+// (follow): the events of a run's header updates go out in the order the
+// updates were written, so no step's event comes after its run's end.
+func (s *Scheduler) eventsInOrder(runID string) (emitted func()) {
+	return s.locks.lock(runID + "\x00events")
 }

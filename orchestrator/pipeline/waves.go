@@ -207,12 +207,20 @@ func failedRecord(sd *state.RunSpec, h *state.RunHeader, stepID, code, msg strin
 
 // follow does what a saved header update asks for: emit its events,
 // publish the tasks of the wave it started, and report the run's end.
-func (s *Scheduler) follow(ctx context.Context, sd *state.RunSpec, h *state.RunHeader, ch *runChanges) {
+// emitted, when not nil, is called once the update's step and run events
+// are out (see eventsInOrder).
+func (s *Scheduler) follow(ctx context.Context, sd *state.RunSpec, h *state.RunHeader, ch *runChanges, emitted ...func()) {
+	done := func() {
+		for _, f := range emitted {
+			f()
+		}
+	}
 	if ch.finished {
 		for _, e := range ch.events {
 			s.emitStep(sd, e)
 		}
 		s.emitRun(h, sd)
+		done()
 		s.cache.drop(h.ID)
 		if sd.Parent != nil {
 			if err := s.endSub(ctx, sd, h); err != nil {
@@ -229,6 +237,7 @@ func (s *Scheduler) follow(ctx context.Context, sd *state.RunSpec, h *state.RunH
 	for _, e := range ch.events {
 		s.emitStep(sd, e)
 	}
+	done()
 	var failed []*state.StepState // ended as they started
 	for _, id := range ch.dispatch {
 		if s.cache.takeAhead(h.ID, id) {

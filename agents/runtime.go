@@ -56,6 +56,10 @@ type Runtime struct {
 	slots   *slots
 	mu      sync.Mutex
 	running map[string]context.CancelCauseFunc
+	// early are cancel requests for tasks this instance holds but has not
+	// started yet (prefetched, or being decoded): the task is cancelled as
+	// it starts. Kept for earlyCancelTTL, at most maxEarlyCancels.
+	early map[string]time.Time
 
 	started  atomic.Bool
 	ready    chan struct{}
@@ -117,6 +121,7 @@ func NewRuntime(nc *nats.Conn, a Agent, opts ...Option) (*Runtime, error) {
 		params:  newParamsCheck(c),
 		slots:   newSlots(cfg.concurrency),
 		running: map[string]context.CancelCauseFunc{},
+		early:   map[string]time.Time{},
 		ready:   make(chan struct{}),
 	}
 	host, _ := os.Hostname()
@@ -349,6 +354,9 @@ func (r *Runtime) handleControl(m *nats.Msg) {
 	}
 	r.mu.Lock()
 	cancel, ok := r.running[req.TaskID]
+	if !ok {
+		r.noteEarlyCancel(req.TaskID, time.Now())
+	}
 	r.mu.Unlock()
 	if !ok {
 		return
@@ -359,6 +367,25 @@ func (r *Runtime) handleControl(m *nats.Msg) {
 		b, _ := json.Marshal(map[string]any{"taskid": req.TaskID, "instance": r.cfg.instanceID, "cancelled": true})
 		_ = m.Respond(b)
 	}
+}
+
+// earlyCancelTTL is how long a cancel request for a task not (yet)
+// running here is kept, and maxEarlyCancels how many are.
+const (
+	earlyCancelTTL  = time.Minute
+	maxEarlyCancels = 1024
+)
+
+// noteEarlyCancel keeps a cancel request for a task that is not running
+// here: it may be prefetched and start soon. Old requests are dropped.
+// r.mu is held.
+func (r *Runtime) noteEarlyCancel(taskID string, now time.Time) {
+	for id, at := range r.early {
+		if now.Sub(at) > earlyCancelTTL || len(r.early) >= maxEarlyCancels {
+			delete(r.early, id)
+		}
+	}
+	r.early[taskID] = now
 }
 
 // registryTTL is the life of the registry key: three heartbeats, in whole

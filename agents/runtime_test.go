@@ -495,3 +495,26 @@ func TestRuntimeRefusesForeignReplyTo(t *testing.T) {
 		}
 	}
 }
+
+// A cancel request that comes before its task starts here (the task is
+// prefetched, or not yet delivered) is kept, and the task is cancelled as
+// it starts: Execute never runs it to the end.
+func TestRuntimeCancelBeforeStart(t *testing.T) {
+	m := newMesh(t)
+	started := make(chan string, 1)
+	m.serve(t, blocker("Slow", started))
+	ev := task(t, schemas.TaskRequest{Instruction: "wait"})
+	sub, err := m.nc.SubscribeSync(m.n.Result("Slow", ev.ID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	control, _ := m.n.Control("Slow")
+	if err := m.nc.Publish(control, []byte(fmt.Sprintf(`{"taskid":%q}`, ev.ID))); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	m.publish(t, "Slow", ev)
+	wantFailure(t, next(t, sub), schemas.CodeCancelled, ev.ID)
+}

@@ -192,6 +192,11 @@ func (r *Runtime) run(d *delivery) (schemas.AgentResult, error) {
 	}
 	r.mu.Lock()
 	r.running[ev.ID] = cancel
+	if _, asked := r.early[ev.ID]; asked {
+		// Its cancel request came while it waited to start.
+		delete(r.early, ev.ID)
+		cancel(ErrCancelled)
+	}
 	r.mu.Unlock()
 	defer func() {
 		r.mu.Lock()

@@ -22,6 +22,7 @@ import (
 	"github.com/agentmesh/agentmesh/bus/bustest"
 	"github.com/agentmesh/agentmesh/client"
 	"github.com/agentmesh/agentmesh/internal/proctest"
+	"github.com/agentmesh/agentmesh/observe/metrics/metricstest"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -314,7 +315,7 @@ func TestAgentProcessDrainsOnSIGTERM(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 
-	p := startAgentProc(t, srv.URL(), "--concurrency", "4", "--instance", "drainer")
+	p := startAgentProc(t, srv.URL(), "--concurrency", "4", "--instance", "drainer", "--metrics-addr", "127.0.0.1:0")
 	departures, err := nc.SubscribeSync("mesh.registry.depart.TextAgent")
 	if err != nil {
 		t.Fatal(err)
@@ -326,6 +327,18 @@ func TestAgentProcessDrainsOnSIGTERM(t *testing.T) {
 	}
 	ids := publishTasks(t, ctx, js, evs)
 	waitAckPending(t, ctx, js, 4)
+	// Delivered is not yet running: a task still prefetched when the drain
+	// starts is handed back to the stream for another instance. Wait until
+	// the four are taken (tasks_in_flight).
+	m := regexp.MustCompile(`metrics on http://(\S+)/metrics`).FindStringSubmatch(p.Stderr.String())
+	if m == nil {
+		t.Fatalf("the agent did not say where its metrics are:\n%s", p.Stderr)
+	}
+	if f := pollMetrics(t, m[1], func(f metricstest.Families) bool {
+		return f.Value("agentmesh_tasks_in_flight", "agent", "TextAgent") == 4
+	}); f.Value("agentmesh_tasks_in_flight", "agent", "TextAgent") != 4 {
+		t.Fatalf("tasks in flight: %v; want 4", f.Value("agentmesh_tasks_in_flight", "agent", "TextAgent"))
+	}
 
 	if err := p.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)

@@ -2,7 +2,6 @@ package orchestrator_test
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -29,14 +28,7 @@ func TestUndecodableItemResultFailsLoopAtOnce(t *testing.T) {
 	m.Agent(t, schemas.AgentContract{Name: "StuckText", Capability: schemas.CapTransformation, Description: "never answers by itself",
 		Inputs:  []schemas.TypedInput{{Name: "text", DataType: schemas.TypeText, Required: true}},
 		Outputs: []schemas.TypedOutput{{Name: "text", DataType: schemas.TypeText}}},
-		func(ctx context.Context, ec *schemas.ExecutionContext) (schemas.AgentResult, error) {
-			started <- struct{}{}
-			select {
-			case <-release:
-			case <-ctx.Done():
-			}
-			return schemas.AgentResult{}, errors.New("released")
-		}, 8)
+		stuck(started, release), 8)
 	o := m.Orchestrator(t, []string{"StuckText"})
 	names := m.Srv.Names()
 	js := m.Srv.JetStream(t)

@@ -27,14 +27,7 @@ func TestUndecodableResultFailsStepAtOnce(t *testing.T) {
 	release := make(chan struct{})
 	defer close(release)
 	m.Agent(t, schemas.AgentContract{Name: "StuckAgent", Capability: schemas.CapEvaluation, Description: "never answers by itself"},
-		func(ctx context.Context, ec *schemas.ExecutionContext) (schemas.AgentResult, error) {
-			started <- struct{}{}
-			select {
-			case <-release:
-			case <-ctx.Done():
-			}
-			return schemas.AgentResult{}, errors.New("released")
-		}, 4)
+		stuck(started, release), 4)
 	o := m.Orchestrator(t, []string{"StuckAgent"})
 	names := m.Srv.Names()
 	js := m.Srv.JetStream(t)
@@ -160,4 +153,17 @@ func lastDead(t *testing.T, m *meshtest.Mesh, agent string, n uint64) *jetstream
 		t.Fatal(err)
 	}
 	return msg
+}
+
+// stuck is the Execute of an agent that never answers by itself: it says
+// it started, then waits until release is closed or its task ends.
+func stuck(started chan<- struct{}, release <-chan struct{}) func(context.Context, *schemas.ExecutionContext) (schemas.AgentResult, error) {
+	return func(ctx context.Context, ec *schemas.ExecutionContext) (schemas.AgentResult, error) {
+		started <- struct{}{}
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return schemas.AgentResult{}, errors.New("released")
+	}
 }

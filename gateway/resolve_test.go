@@ -71,18 +71,7 @@ steps:
 	events := m.openSSE(t, "/api/runs/slow-1/events")
 	waitEvent(t, events, "io.agentmesh.pipeline.step.started", func(ev sseEvent) bool { return ev.Data["stepid"] == "hold" })
 	// A cancel reaches a task an instance has taken: wait until it is in flight.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		var a Agent
-		decode(t, m.getJSON(t, "/api/agents/TextAgent"), &a)
-		if a.Stats.InFlight != nil && *a.Stats.InFlight == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the held task is not in flight: %+v", a.Stats)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitInFlight(t, m, "the held task")
 	var c Cancelled
 	r := m.postJSON(t, "/api/runs/slow-1/cancel", "")
 	decode(t, r, &c)
@@ -143,18 +132,7 @@ steps:
 		t.Fatalf("submit: %d %s", r.status, clip(r.body))
 	}
 	events := m.openSSE(t, "/api/runs/nest-1/events")
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		var a Agent
-		decode(t, m.getJSON(t, "/api/agents/TextAgent"), &a)
-		if a.Stats.InFlight != nil && *a.Stats.InFlight == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the child's held task is not in flight: %+v", a.Stats)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitInFlight(t, m, "the child's held task")
 	var c Cancelled
 	r := m.postJSON(t, "/api/runs/nest-1/cancel", "")
 	decode(t, r, &c)
@@ -168,5 +146,23 @@ steps:
 	end := waitEvent(t, events, "io.agentmesh.pipeline.completed", nil)
 	if dataOf(end)["status"] != "failed" {
 		t.Fatalf("run end: %v", end.Data)
+	}
+}
+
+// waitInFlight waits until TextAgent has one task in flight (taken by an
+// instance and not yet acknowledged); what names the task in the failure.
+func waitInFlight(t *testing.T, m *testMesh, what string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var a Agent
+		decode(t, m.getJSON(t, "/api/agents/TextAgent"), &a)
+		if a.Stats.InFlight != nil && *a.Stats.InFlight == 1 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s is not in flight: %+v", what, a.Stats)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

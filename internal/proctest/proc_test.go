@@ -12,7 +12,7 @@ import (
 // A process's ready lines come out in order with their groups; its stderr
 // is kept; the test's end stops it with the signal asked for.
 func TestStartWaitsForReadyLines(t *testing.T) {
-	cmd := exec.Command("/bin/sh", "-c", `echo noise; echo "ready 1"; echo "oops" >&2; echo "ready 2"; trap 'exit 0' INT; while :; do sleep 0.05; done`)
+	cmd := exec.Command("/bin/sh", "-c", `trap 'exit 0' INT; echo noise; echo "ready 1"; echo "oops" >&2; echo "ready 2"; while :; do sleep 0.05; done`)
 	var p *Proc
 	t.Run("run", func(t *testing.T) {
 		p = Start(t, cmd, regexp.MustCompile(`^ready (\d)$`))

@@ -23,6 +23,9 @@ type ConversationState struct {
 	History      []HistoryEntry        `json:"history,omitempty"`
 	AppliedTasks []string              `json:"applied_tasks,omitempty"`
 	Turns        int                   `json:"turns"`
+	// RoutedWaves is, in a run's state, how many of the run's waves have
+	// their outputs routed into the slots (each wave's once, in spec order).
+	RoutedWaves int `json:"routed_waves,omitempty"`
 	// InputRequired is the question the last turn ended with (state
 	// input_required), waiting for the conversation's next message; the
 	// next turn clears it.

@@ -47,6 +47,9 @@ func stepTaskOf(sd *state.RunSpec, stepID, taskID string) bool {
 // step.waiting event; a step already waiting, or approved, is left alone.
 func (s *Scheduler) awaitApproval(ctx context.Context, sd *state.RunSpec, stepID string, res schemas.AgentResult) error {
 	reason := "approval: " + res.Error.Message
+	if _, err := s.loadRecord(ctx, sd.ID, stepID); !errors.Is(err, state.ErrNotFound) {
+		return err // nil: the step has ended, this answer is late
+	}
 	unlock := s.locks.lock(sd.ID)
 	h, rev := s.cache.header(sd.ID)
 	next, nrev, err := s.store.UpdateHeader(ctx, sd.ID, h, rev, func(h *state.RunHeader) error {
@@ -85,7 +88,7 @@ func (s *Scheduler) resolveAgent(ctx context.Context, sd *state.RunSpec, step sc
 	if !h.Running(sd, r.Step) || h.Waiting[r.Step] == "" {
 		why := "its agent did not ask for approval"
 		if !h.Running(sd, r.Step) {
-			why = notWaitingWhy(sd, h, r.Step)
+			why = s.notWaitingWhy(ctx, sd, h, r.Step)
 		}
 		return refuse(schemas.CodeNotWaiting, "%w: run %s has no approval or input step %q waiting for a person: it is a step of agent %s, and %s",
 			ErrNotWaiting, r.RunID, r.Step, step.Agent, why)

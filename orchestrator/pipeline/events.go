@@ -36,12 +36,11 @@ func stepEvent(runID string, st *state.StepState, now time.Time) schemas.StepEve
 	return e
 }
 
-// runEvent describes how a run ended. The completed count is derived: at
-// the end every step of a validated run completed, failed or was skipped.
+// runEvent describes how a run ended, with the header's counts.
 func runEvent(h *state.RunHeader, sd *state.RunSpec) schemas.RunEvent {
 	steps := len(sd.Spec.Steps)
 	e := schemas.RunEvent{RunID: h.ID, Name: h.Name, Status: h.Status, Error: h.Error, Code: h.Code, Steps: steps,
-		Failed: len(h.Failed), Skipped: len(h.Skipped), Completed: h.CompletedSteps(sd), Usage: h.Usage}
+		Failed: h.FailedCount(), Skipped: h.SkippedCount(), Completed: h.CompletedSteps(sd), Usage: h.Usage}
 	if !h.FinishedAt.IsZero() {
 		e.DurationMS = h.FinishedAt.Sub(h.CreatedAt).Milliseconds()
 	}

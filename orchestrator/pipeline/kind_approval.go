@@ -263,7 +263,7 @@ func (s *Scheduler) resolve(ctx context.Context, r schemas.Resolution, at time.T
 		return err
 	}
 	if !h.Running(sd, r.Step) {
-		return refuse(schemas.CodeNotWaiting, "%w: step %q of run %s does not wait for a person: %s", ErrNotWaiting, r.Step, r.RunID, notWaitingWhy(sd, h, r.Step))
+		return refuse(schemas.CodeNotWaiting, "%w: step %q of run %s does not wait for a person: %s", ErrNotWaiting, r.Step, r.RunID, s.notWaitingWhy(ctx, sd, h, r.Step))
 	}
 	by := r.By
 	if by == "" {
@@ -290,15 +290,17 @@ func (s *Scheduler) recordResolution(ctx context.Context, sd *state.RunSpec, r s
 }
 
 // notWaitingWhy says why step id, known to the run, does not wait.
-func notWaitingWhy(sd *state.RunSpec, h *state.RunHeader, id string) string {
+func (s *Scheduler) notWaitingWhy(ctx context.Context, sd *state.RunSpec, h *state.RunHeader, id string) string {
 	switch {
 	case h.Done():
 		return "the run has ended (" + h.Status + ")"
-	case h.Skipped[id] != "":
-		return "it was skipped: " + h.Skipped[id]
+	case h.LegacySkipped[id] != "":
+		return "it was skipped: " + h.LegacySkipped[id]
 	case waveOf(sd, id) > h.Wave:
 		return fmt.Sprintf("it has not started (it runs in wave %d, the run is in wave %d)", waveOf(sd, id), h.Wave)
-	default:
-		return "it has ended"
 	}
+	if rec, err := s.loadRecord(ctx, sd.ID, id); err == nil && rec.Status == schemas.StepSkipped {
+		return "it was skipped: " + rec.Reason
+	}
+	return "it has ended"
 }

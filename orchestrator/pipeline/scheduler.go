@@ -71,8 +71,9 @@ type Scheduler struct {
 	batches map[string]*settleBatch // per run: records waiting for the header update
 
 	mu     sync.Mutex
-	active map[string]bool // runs this replica's sweep looks at
-	dirty  map[string]bool // runs changed since the last sweep
+	active map[string]bool      // runs this replica's sweep looks at
+	dirty  map[string]bool      // runs changed since the last sweep
+	stalls map[string]time.Time // per run, when sweepStall last looked
 }
 
 // New returns a scheduler that keeps runs in store, routes with router,
@@ -141,12 +142,28 @@ func (s *Scheduler) loadHeader(ctx context.Context, id string, fresh bool) (*sta
 			return h, nil
 		}
 	}
-	h, rev, err := s.store.Header(ctx, id)
+	sd, err := s.loadSpec(ctx, id)
 	if err != nil {
 		return nil, err
 	}
+	h, _, err := s.freshHeader(ctx, sd)
+	return h, err
+}
+
+// freshHeader reads the run's header, upgrades one of the previous layout
+// (see upgrade), caches it and returns it with its revision.
+func (s *Scheduler) freshHeader(ctx context.Context, sd *state.RunSpec) (*state.RunHeader, uint64, error) {
+	h, rev, err := s.store.Header(ctx, sd.ID)
+	if err != nil {
+		return nil, 0, err
+	}
+	if h.Legacy() && !h.Done() {
+		if h, rev, err = s.upgrade(ctx, sd, h, rev); err != nil {
+			return nil, 0, err
+		}
+	}
 	s.cache.putHeader(h, rev)
-	return h, nil
+	return h, rev, nil
 }
 
 func (s *Scheduler) loadRecord(ctx context.Context, run, step string) (*state.StepState, error) {
@@ -315,23 +332,7 @@ func (s *Scheduler) ApplyResult(ctx context.Context, runID, stepID, taskID strin
 		return s.awaitApproval(ctx, sd, stepID, res)
 	}
 	rec := resultRecord(sd, h, stepID, taskID, res, time.Now().UTC())
-	if !routes(rec) {
-		// Nothing to route: the record and the header are written together.
-		return s.settleRecords(ctx, sd, nil, []*state.StepState{rec}, false)
-	}
-	// Outputs to route: the record, then the run's state, then the header
-	// are written in turn; the wave this result ends may start meanwhile.
-	now := time.Now().UTC()
-	next, ch := h.Clone(), runChanges{}
-	if end(next, sd, rec, now, &ch) {
-		over := s.dispatchAhead(ctx, sd, next, &ch, []*state.StepState{rec}, now, false)
-		defer over()
-	}
-	if rec, err = s.recordAndRoute(ctx, sd, rec); err != nil {
-		return err
-	}
-	s.cache.putRecord(runID, rec)
-	return s.settleRecords(ctx, sd, []*state.StepState{rec}, nil, true)
+	return s.settleRecords(ctx, sd, nil, []*state.StepState{rec})
 }
 
 // ApplyResultFrom is ApplyResult for a result that came from agent (the
@@ -424,11 +425,4 @@ var ErrEarly = errors.New("result ahead of its wave")
 func early(sd *state.RunSpec, h *state.RunHeader, id string) bool {
 	w, ok := sd.WaveOf(id)
 	return ok && !h.Done() && w > h.Wave
-}
-
-// routes reports whether a step's record has outputs to route into the
-// run's state. The outputs of a step that runs no agent (a router's
-// branch) stay in its record: no contract says where they go.
-func routes(rec *state.StepState) bool {
-	return rec.Status == schemas.StepCompleted && len(rec.Outputs) > 0 && rec.Agent != ""
 }

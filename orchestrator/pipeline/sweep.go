@@ -102,10 +102,14 @@ func (s *Scheduler) sweep(ctx context.Context) {
 }
 
 // sweepRun looks at the wave in progress of one run and reports whether
-// the run has ended.
+// the run has ended. It reads a step's record only when the step has
+// something to sweep (it is overdue, its tasks are to be published again,
+// or it is a loop or a sub-pipeline), so a sweep of a wave before its
+// deadlines reads nothing per step.
 //
-// It is long because each case of the wave in progress (timed out, missing
-// record, lost task, wave ended) reads and writes the same header revision.
+// It is long because each case of the wave in progress (timed out, lost
+// task, a loop's items, a stalled count) reads and writes the same header
+// revision.
 func (s *Scheduler) sweepRun(ctx context.Context, id string) bool {
 	h, err := s.loadHeader(ctx, id, true)
 	if err != nil {
@@ -113,6 +117,7 @@ func (s *Scheduler) sweepRun(ctx context.Context, id string) bool {
 	}
 	if h.Done() {
 		s.cache.drop(id)
+		s.forgetStall(id)
 		return true
 	}
 	sd, err := s.loadSpec(ctx, id)
@@ -125,38 +130,37 @@ func (s *Scheduler) sweepRun(ctx context.Context, id string) bool {
 		again   []string
 		overdue []string // steps this sweep timed out
 	)
+	republish := !h.Republished && now.Sub(h.WaveStartedAt) > s.cfg.Republish && now.Sub(h.WaveStartedAt) < republishWithin
 	for _, sid := range sd.Waves[h.Wave] {
-		if h.Ended(sid) {
-			continue
-		}
-		rec, err := s.loadRecord(ctx, id, sid)
-		if err == nil {
-			ended = append(ended, rec) // recorded, maybe not settled
-			continue
-		}
-		if !errors.Is(err, state.ErrNotFound) {
-			continue
-		}
+		step, _ := sd.Step(sid)
 		deadline := h.WaveStartedAt.Add(sd.Timeout(sid))
-		if step, _ := sd.Step(sid); !now.After(deadline.Add(s.cfg.Grace)) {
-			switch {
-			case schemas.IsLoopKind(step.Kind):
-				s.sweepLoopStep(ctx, sd, h, sid, now)
-			case step.Kind == KindPipeline:
-				s.sweepSub(ctx, sd, sid)
-			}
+		late := now.After(deadline.Add(s.cfg.Grace))
+		flow := schemas.IsLoopKind(step.Kind) || step.Kind == KindPipeline
+		if !late && !republish && !flow {
+			continue
+		}
+		if _, err := s.loadRecord(ctx, id, sid); !errors.Is(err, state.ErrNotFound) {
+			continue // ended (settled by its writer, or see sweepStall), or unreadable
 		}
 		switch {
-		case now.After(deadline.Add(s.cfg.Grace)):
-			rec, err := s.store.RecordStep(ctx, id, overdueRecord(sd, h, sid, deadline, now))
+		case late:
+			rec := overdueRecord(sd, h, sid, deadline, now)
+			stored, err := s.store.RecordStep(ctx, id, rec)
 			if err != nil {
 				s.log.WarnContext(runContext(sd), "timing out", "step", sid, "err", err)
 				continue
 			}
-			s.cache.putRecord(id, rec)
-			ended = append(ended, rec)
-			overdue = append(overdue, sid)
-		case !h.Republished && now.Sub(h.WaveStartedAt) > s.cfg.Republish && now.Sub(h.WaveStartedAt) < republishWithin:
+			s.cache.putRecord(id, stored)
+			if stored == rec {
+				ended = append(ended, rec) // another writer's record is its to settle
+				overdue = append(overdue, sid)
+			}
+		case flow && schemas.IsLoopKind(step.Kind):
+			s.sweepLoopStep(ctx, sd, h, sid, now)
+		case flow:
+			s.sweepSub(ctx, sd, sid)
+		}
+		if !late && republish {
 			again = append(again, sid)
 		}
 	}
@@ -167,6 +171,9 @@ func (s *Scheduler) sweepRun(ctx context.Context, id string) bool {
 	}
 	for _, sid := range overdue {
 		s.cancelStepRuns(ctx, sd, sid, fmt.Sprintf("timed out (timeout %s)", sd.Timeout(sid)), schemas.MaxPipelineDepth)
+	}
+	if len(ended) == 0 && len(again) == 0 {
+		s.sweepStall(ctx, sd, h, now)
 	}
 	if len(again) == 0 {
 		return false
@@ -192,18 +199,16 @@ func (s *Scheduler) sweepRun(ctx context.Context, id string) bool {
 	}
 	var atOnce []*state.StepState // steps that ended as they started (a gate, a router)
 	for _, sid := range again {
-		if next.Running(sd, sid) {
-			ended, err := s.start(ctx, stepStart{sd: sd, h: next, id: sid, confirm: true})
-			if ended != nil {
-				ended, err = s.store.RecordStep(ctx, id, ended)
-			}
-			if err != nil {
-				s.log.WarnContext(runContext(sd), "re-dispatch", "step", sid, "err", err)
-				continue
-			}
-			if ended != nil {
-				atOnce = append(atOnce, ended)
-			}
+		ended, err := s.start(ctx, stepStart{sd: sd, h: next, id: sid, confirm: true})
+		if ended != nil {
+			ended, err = s.store.RecordStep(ctx, id, ended)
+		}
+		if err != nil {
+			s.log.WarnContext(runContext(sd), "re-dispatch", "step", sid, "err", err)
+			continue
+		}
+		if ended != nil {
+			atOnce = append(atOnce, ended)
 		}
 	}
 	if len(atOnce) > 0 {
@@ -212,4 +217,51 @@ func (s *Scheduler) sweepRun(ctx context.Context, id string) bool {
 		}
 	}
 	return false
+}
+
+// stallAfter is how long a run's header may stay unchanged before the
+// sweep checks whether every step of its wave has a record all the same:
+// a step whose record was written by a process that died before counting
+// it, and whose result is not delivered again (the sweep's own timeouts,
+// a step that ended as it started), is counted then.
+const stallAfter = 5 * time.Second
+
+// sweepStall settles every record of the wave in progress when the header
+// has not changed for stallAfter and each step of the wave has a record:
+// the count fell behind (see stallAfter). It looks at most once per
+// stallAfter per run.
+func (s *Scheduler) sweepStall(ctx context.Context, sd *state.RunSpec, h *state.RunHeader, now time.Time) {
+	if now.Sub(h.UpdatedAt) < stallAfter {
+		return
+	}
+	s.mu.Lock()
+	if s.stalls == nil {
+		s.stalls = map[string]time.Time{}
+	}
+	last := s.stalls[sd.ID]
+	if now.Sub(last) < stallAfter {
+		s.mu.Unlock()
+		return
+	}
+	s.stalls[sd.ID] = now
+	s.mu.Unlock()
+	recs := make([]*state.StepState, 0, len(sd.Waves[h.Wave]))
+	for _, id := range sd.Waves[h.Wave] {
+		rec, err := s.loadRecord(ctx, sd.ID, id)
+		if err != nil {
+			return // running (the usual case: one read), or unreadable
+		}
+		recs = append(recs, rec)
+	}
+	s.log.InfoContext(runContext(sd), "every step of the wave has ended: settling its records", "wave", h.Wave)
+	if err := s.settle(ctx, sd, recs); err != nil {
+		s.log.WarnContext(runContext(sd), "sweep", "err", err)
+	}
+}
+
+// forgetStall drops what sweepStall remembers of a run that ended.
+func (s *Scheduler) forgetStall(id string) {
+	s.mu.Lock()
+	delete(s.stalls, id)
+	s.mu.Unlock()
 }

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -20,10 +21,22 @@ type runChanges struct {
 	dispatch []string // steps of a wave that just started: publish their tasks
 	events   []schemas.StepEvent
 	finished bool // the run ended in this update
+	// skips are the records of the steps the update skipped because a
+	// dependency failed or was skipped: written (create) before the header.
+	skips []*state.StepState
+	// ended is the wave the update ended (-1: none) and endedRecs its
+	// records in spec order, whose outputs are routed into the run's slots
+	// before the header is written (see routeWave).
+	ended     int
+	endedRecs []*state.StepState
 }
 
+func newChanges() runChanges { return runChanges{ended: -1} }
+
 // newHeader returns the header of a new run: validated (verr nil), it
-// starts its first wave; rejected, it has ended.
+// starts its first wave; rejected, it has ended. A first wave whose steps
+// are all skipped cannot be (nothing before it fails), so advance needs no
+// record here.
 func newHeader(sd *state.RunSpec, name string, verr error, now time.Time, ch *runChanges) *state.RunHeader {
 	h := &state.RunHeader{ID: sd.ID, Name: name, Status: schemas.RunRunning, Wave: -1, CreatedAt: now, UpdatedAt: now}
 	if verr != nil {
@@ -31,76 +44,169 @@ func newHeader(sd *state.RunSpec, name string, verr error, now time.Time, ch *ru
 		ch.finished = true
 		return h
 	}
-	advance(h, sd, now, ch)
+	advance(h, sd, now, ch, newRecordSet(nil))
 	return h
 }
 
+// recordSet is the records advance reads: those of the wave that ends and of
+// the dependencies of the steps that start. A record it lacks is noted in
+// missing, and advance reports false: the caller loads what is missing and
+// tries again on a fresh copy of the header.
+type recordSet struct {
+	m       map[string]*state.StepState
+	missing []string
+}
+
+func newRecordSet(recs []*state.StepState) *recordSet {
+	rs := &recordSet{m: make(map[string]*state.StepState, len(recs))}
+	for _, r := range recs {
+		rs.m[r.ID] = r
+	}
+	return rs
+}
+
+func (rs *recordSet) get(id string) (*state.StepState, bool) {
+	r, ok := rs.m[id]
+	if !ok && !slices.Contains(rs.missing, id) {
+		rs.missing = append(rs.missing, id)
+	}
+	return r, ok
+}
+
+// countEnd notes that a step of the wave in progress ended as rec says: one
+// more end of the wave, its waiting mark off, its event to emit. It reports
+// false for a record of a step outside the wave in progress (late).
+func countEnd(h *state.RunHeader, sd *state.RunSpec, rec *state.StepState, now time.Time, ch *runChanges) bool {
+	if !h.Running(sd, rec.ID) {
+		return false
+	}
+	h.Ends++
+	unmarkWaiting(h, rec.ID)
+	ch.events = append(ch.events, stepEvent(h.ID, rec, now))
+	return true
+}
+
+// waveFull reports whether the ends counted reach the width of the wave in
+// progress: it may be over (advance checks every record).
+func waveFull(h *state.RunHeader, sd *state.RunSpec) bool {
+	return h.Status == schemas.RunRunning && h.Wave >= 0 && h.Wave < len(sd.Waves) && h.Ends >= len(sd.Waves[h.Wave])
+}
+
 // advance moves to the next wave once every step of the wave in progress
-// has ended: the steps of the new wave whose dependencies did not all
-// complete are skipped with the reason, the others are to be dispatched.
-// After the last wave the run ends.
-func advance(h *state.RunHeader, sd *state.RunSpec, now time.Time, ch *runChanges) {
+// has a record in rs: the wave's records are tallied into the header, the
+// steps of the new wave whose dependencies did not all complete are
+// skipped (with a record each, in ch.skips), the others are to be
+// dispatched. After the last wave the run ends. It reports false when a
+// record it needs is not in rs (see recordSet); h is then half changed and
+// must be dropped.
+func advance(h *state.RunHeader, sd *state.RunSpec, now time.Time, ch *runChanges, rs *recordSet) bool {
 	for h.Status == schemas.RunRunning {
-		if h.Wave >= 0 && h.Wave < len(sd.Waves) && len(h.WaveEnded) < len(sd.Waves[h.Wave]) {
-			return // busy
+		if h.Wave >= 0 && h.Wave < len(sd.Waves) {
+			if !waveFull(h, sd) {
+				return true // busy
+			}
+			recs := make([]*state.StepState, 0, len(sd.Waves[h.Wave]))
+			for _, id := range sd.Waves[h.Wave] {
+				if rec, ok := rs.get(id); ok {
+					recs = append(recs, rec)
+				}
+			}
+			if len(rs.missing) > 0 {
+				return false
+			}
+			for _, rec := range recs {
+				tally(h, sd, rec)
+			}
+			if ch.ended < 0 {
+				ch.ended, ch.endedRecs = h.Wave, recs
+			}
 		}
 		h.Wave++
-		h.WaveEnded, h.Republished, h.Approved = nil, false, nil
+		h.Ends, h.Republished, h.Approved, h.Waiting = 0, false, nil, nil
 		if h.Wave >= len(sd.Waves) {
-			finish(h, sd, now, ch)
-			return
+			finish(h, now, ch)
+			return true
 		}
 		h.WaveStartedAt = now
 		for _, id := range sd.Waves[h.Wave] {
-			if reason := blocked(h, sd, id); reason != "" {
-				if h.Skipped == nil {
-					h.Skipped = map[string]string{}
-				}
-				h.Skipped[id] = reason
-				h.WaveEnded = append(h.WaveEnded, id)
-				s, _ := sd.Step(id)
-				ch.events = append(ch.events, schemas.StepEvent{RunID: h.ID, Step: id, Agent: s.Agent, Status: schemas.StepSkipped,
-					Wave: h.Wave, Reason: reason, At: now})
+			reason, known := blocked(sd, id, rs)
+			if !known {
+				continue
+			}
+			if reason != "" {
+				rec := blockedRecord(sd, h, id, reason, now)
+				rs.m[id] = rec
+				ch.skips = append(ch.skips, rec)
+				h.Ends++
+				ch.events = append(ch.events, stepEvent(h.ID, rec, now))
 				continue
 			}
 			ch.dispatch = append(ch.dispatch, id)
 			markWaiting(h, sd, id)
 		}
+		if len(rs.missing) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// tally adds how a step of a wave that is over ended to the header's counts.
+func tally(h *state.RunHeader, sd *state.RunSpec, rec *state.StepState) {
+	h.Usage = h.Usage.Add(rec.Metrics.Usage())
+	s, _ := sd.Step(rec.ID)
+	var line string
+	switch rec.Status {
+	case schemas.StepCompleted:
+		h.Completed++
+		return
+	case schemas.StepSkipped:
+		h.SkippedSteps++
+		line = fmt.Sprintf("step %q (%s) skipped: %s", rec.ID, s.Agent, rec.Reason)
+	default:
+		h.FailedSteps++
+		line = fmt.Sprintf("step %q (%s) failed: %s", rec.ID, s.Agent, rec.Error)
+	}
+	if len(h.Failures) < state.MaxFailureLines {
+		h.Failures = append(h.Failures, line)
 	}
 }
 
-// blocked returns why step id cannot run ("" when it can).
-// Dependencies are in earlier waves, which have ended. A step runs when
-// every dependency completed, or when some did and the others are off the
-// path a router chose (a branch it did not choose, or a step after one):
-// that is how steps after several branches of a router join.
-func blocked(h *state.RunHeader, sd *state.RunSpec, id string) string {
+// blocked returns why step id cannot run ("" when it can), and false when
+// the record of a dependency is not in rs. Dependencies are in earlier
+// waves, which have ended. A step runs when every dependency completed, or
+// when some did and the others are off the path a router chose (a branch
+// it did not choose, or a step after one): that is how steps after several
+// branches of a router join.
+func blocked(sd *state.RunSpec, id string, rs *recordSet) (string, bool) {
 	s, _ := sd.Step(id)
 	var off string // a dependency off the chosen path
 	completed := false
 	for _, d := range s.DependsOn {
 		if !sd.Has(d) {
-			return fmt.Sprintf("dependency %q does not exist", d)
+			return fmt.Sprintf("dependency %q does not exist", d), true
 		}
-		if msg, failed := h.Failed[d]; failed {
-			return fmt.Sprintf("dependency %q failed: %s", d, msg)
+		rec, ok := rs.get(d)
+		if !ok {
+			return "", false
 		}
-		reason, skipped := h.Skipped[d]
 		switch {
-		case !skipped:
+		case rec.Status == schemas.StepFailed:
+			return fmt.Sprintf("dependency %q failed: %s", d, rec.Error), true
+		case rec.Status != schemas.StepSkipped:
 			completed = true
-		case offPath(reason):
+		case offPath(rec.Reason):
 			if off == "" {
 				off = d
 			}
 		default:
-			return fmt.Sprintf("dependency %q was skipped", d)
+			return fmt.Sprintf("dependency %q was skipped", d), true
 		}
 	}
 	if off != "" && !completed {
-		return fmt.Sprintf("dependency %q was skipped%s", off, notTaken)
+		return fmt.Sprintf("dependency %q was skipped%s", off, notTaken), true
 	}
-	return ""
+	return "", true
 }
 
 // notTaken ends the skip reason of a step after a branch its router did
@@ -113,52 +219,28 @@ func offPath(reason string) bool {
 	return strings.HasPrefix(reason, routerSkipPrefix) || strings.HasSuffix(reason, notTaken)
 }
 
-func finish(h *state.RunHeader, sd *state.RunSpec, now time.Time, ch *runChanges) {
-	var failed []string
-	for _, s := range sd.Spec.Steps {
-		if msg, ok := h.Failed[s.ID]; ok {
-			failed = append(failed, fmt.Sprintf("step %q (%s) failed: %s", s.ID, s.Agent, msg))
-		} else if reason, ok := h.Skipped[s.ID]; ok {
-			failed = append(failed, fmt.Sprintf("step %q (%s) skipped: %s", s.ID, s.Agent, reason))
-		}
-	}
+// finish ends a run whose last wave is over: failed when a step failed,
+// with the first failures (and skips) as its error.
+func finish(h *state.RunHeader, now time.Time, ch *runChanges) {
 	h.Status = schemas.RunCompleted
 	// Skips alone (conditions, routers) do not fail the run; a step that
 	// failed does, and the steps skipped because of it are told too.
-	if len(h.Failed) > 0 {
+	if h.FailedSteps > 0 {
 		h.Status = schemas.RunFailed
-		h.Error, h.Code = strings.Join(failed, "; "), schemas.CodeStepFailed
+		h.Error, h.Code = strings.Join(h.Failures, "; "), schemas.CodeStepFailed
+		if more := h.FailedSteps + h.SkippedSteps - len(h.Failures); more > 0 {
+			h.Error += fmt.Sprintf("; and %d more", more)
+		}
 	}
 	h.FinishedAt = now
 	ch.finished = true
 }
 
-// end records that a step of the wave in progress ended as rec says and
-// advances the run. It reports false when the header already knows, or
-// the step is not running (a duplicate or late record).
-func end(h *state.RunHeader, sd *state.RunSpec, rec *state.StepState, now time.Time, ch *runChanges) bool {
-	if !h.Running(sd, rec.ID) {
-		return false
-	}
-	h.WaveEnded = append(h.WaveEnded, rec.ID)
-	unmarkWaiting(h, rec.ID)
-	h.Usage = h.Usage.Add(rec.Metrics.Usage()) // once: the header learns of each end once
-	switch rec.Status {
-	case schemas.StepCompleted:
-	case schemas.StepSkipped: // by its gate
-		if h.Skipped == nil {
-			h.Skipped = map[string]string{}
-		}
-		h.Skipped[rec.ID] = rec.Reason
-	default:
-		if h.Failed == nil {
-			h.Failed = map[string]string{}
-		}
-		h.Failed[rec.ID] = rec.Error
-	}
-	ch.events = append(ch.events, stepEvent(h.ID, rec, now))
-	advance(h, sd, now, ch)
-	return true
+// blockedRecord is the record of a step skipped because a dependency failed
+// or was skipped.
+func blockedRecord(sd *state.RunSpec, h *state.RunHeader, id, reason string, now time.Time) *state.StepState {
+	s, _ := sd.Step(id)
+	return &state.StepState{ID: id, Agent: s.Agent, Wave: h.Wave, Status: schemas.StepSkipped, DispatchedAt: now, FinishedAt: now, Reason: reason}
 }
 
 // resultRecord is the record of a step ended by its agent's result.

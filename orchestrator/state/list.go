@@ -45,21 +45,23 @@ type ConversationSummary struct {
 }
 
 // CompletedSteps counts the steps of sd that completed as far as h knows:
-// at the end, every step of a validated run that did not fail and was not
-// skipped; before, those of the waves already over and the steps of the
-// wave in progress that ended.
+// those of the waves over (every wave, once the run has ended). A header of
+// the previous layout counts from its lists.
 func (h *RunHeader) CompletedSteps(sd *RunSpec) int {
 	if len(sd.Waves) == 0 || h.Wave < 0 {
 		return 0
 	}
+	if !h.Legacy() {
+		return h.Completed
+	}
 	if h.Done() {
-		return len(sd.Spec.Steps) - len(h.Failed) - len(h.Skipped)
+		return len(sd.Spec.Steps) - len(h.LegacyFailed) - len(h.LegacySkipped)
 	}
 	n := 0
 	for w, ids := range sd.Waves {
 		for _, id := range ids {
-			ended := w < h.Wave || (w == h.Wave && h.Ended(id))
-			if ended && h.Failed[id] == "" && h.Skipped[id] == "" {
+			ended := w < h.Wave || (w == h.Wave && slices.Contains(h.LegacyWaveEnded, id))
+			if ended && h.LegacyFailed[id] == "" && h.LegacySkipped[id] == "" {
 				n++
 			}
 		}
@@ -91,7 +93,7 @@ func (s *Store) RecentRuns(ctx context.Context, limit int) ([]RunSummary, int, e
 		}
 		sd.Init()
 		out = append(out, RunSummary{ID: id, Name: h.Name, Status: h.Status, Error: h.Error, Steps: len(sd.Spec.Steps),
-			Completed: h.CompletedSteps(&sd), Failed: len(h.Failed), Skipped: len(h.Skipped),
+			Completed: h.CompletedSteps(&sd), Failed: h.FailedCount(), Skipped: h.SkippedCount(),
 			Waiting: h.Waiting, CreatedAt: h.CreatedAt, UpdatedAt: h.UpdatedAt, FinishedAt: h.FinishedAt})
 	}
 	return out, total, nil

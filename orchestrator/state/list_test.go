@@ -20,11 +20,15 @@ func TestCompletedSteps(t *testing.T) {
 		want int
 	}{
 		{"not started", state.RunHeader{Status: schemas.RunRunning, Wave: -1}, 0},
-		{"first wave, one ended", state.RunHeader{Status: schemas.RunRunning, Wave: 0, WaveEnded: []string{"b"}}, 1},
-		{"second wave, one failed before", state.RunHeader{Status: schemas.RunRunning, Wave: 1, Failed: map[string]string{"a": "x"}}, 1},
-		{"completed", state.RunHeader{Status: schemas.RunCompleted, Wave: 2}, 4},
-		{"failed with a skip", state.RunHeader{Status: schemas.RunFailed, Wave: 1, Failed: map[string]string{"c": "x"}, Skipped: map[string]string{"d": "c failed"}}, 2},
+		{"first wave, one ended", state.RunHeader{Status: schemas.RunRunning, Wave: 0, Ends: 1}, 0},
+		{"second wave, one failed before", state.RunHeader{Status: schemas.RunRunning, Wave: 1, Completed: 1, FailedSteps: 1}, 1},
+		{"completed", state.RunHeader{Status: schemas.RunCompleted, Wave: 3, Completed: 4}, 4},
+		{"failed with a skip", state.RunHeader{Status: schemas.RunFailed, Wave: 3, Completed: 2, FailedSteps: 1, SkippedSteps: 1}, 2},
 		{"rejected", state.RunHeader{Status: schemas.RunFailed, Wave: -1}, 0},
+		// Headers of the previous layout count from their lists.
+		{"previous layout: first wave, one ended", state.RunHeader{Status: schemas.RunRunning, Wave: 0, LegacyWaveEnded: []string{"b"}}, 1},
+		{"previous layout: second wave, one failed before", state.RunHeader{Status: schemas.RunRunning, Wave: 1, LegacyFailed: map[string]string{"a": "x"}}, 1},
+		{"previous layout: failed with a skip", state.RunHeader{Status: schemas.RunFailed, Wave: 1, LegacyFailed: map[string]string{"c": "x"}, LegacySkipped: map[string]string{"d": "c failed"}}, 2},
 	}
 	for _, c := range cases {
 		if got := c.h.CompletedSteps(sd); got != c.want {
@@ -63,7 +67,7 @@ func TestRecentConversationsAndRuns(t *testing.T) {
 	for i := range 2 {
 		id := fmt.Sprintf("run-%d", i)
 		sd := (&state.RunSpec{ID: id, Spec: schemas.PipelineSpec{Name: "p", Steps: []schemas.PipelineStep{{ID: "a"}, {ID: "b"}}}, Waves: [][]string{{"a"}, {"b"}}, CreatedAt: now}).Init()
-		h := &state.RunHeader{ID: id, Name: "p", Status: schemas.RunRunning, Wave: 1, CreatedAt: now, UpdatedAt: now}
+		h := &state.RunHeader{ID: id, Name: "p", Status: schemas.RunRunning, Wave: 1, Completed: 1, CreatedAt: now, UpdatedAt: now}
 		if _, err := store.CreateRun(ctx, sd, h, schemas.NewConversationState(id)); err != nil {
 			t.Fatal(err)
 		}

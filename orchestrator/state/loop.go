@@ -208,7 +208,7 @@ func (s *Store) UpdateLoop(ctx context.Context, run, step string, p *LoopProgres
 			return nil, 0, fmt.Errorf("writing loop %q of run %q: %w", step, run, err)
 		}
 		p = nil
-		if err := backoff(ctx, attempt); err != nil {
+		if err := Backoff(ctx, attempt); err != nil {
 			return nil, 0, err
 		}
 	}

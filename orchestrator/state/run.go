@@ -16,32 +16,37 @@ import (
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
-// A run is kept in the runs bucket as several keys, so the work done for one
-// result does not grow with the size of the run:
+// A run is kept in the runs bucket as several keys, none of which grows with
+// the run's width, length or history, so the work done for one result is the
+// same in a 10,000-step run as in a 3-step one:
 //
-//	<run>              the header: status, the wave in progress, the steps of
-//	                   that wave which ended, failures and skips (compare-and-set)
+//	<run>              the header: status, the wave in progress and how many
+//	                   of its steps ended, counts of the waves over, the
+//	                   first few failures (compare-and-set, a few hundred bytes)
 //	<run>.spec         the spec, the contracts it was validated against and its
 //	                   waves (written once)
-//	<run>.state        slots, history and applied task ids: written only by
-//	                   results with outputs (compare-and-set)
+//	<run>.state        the run's slots, with the number of waves whose outputs
+//	                   are routed into them: written once per wave that has
+//	                   outputs to route (compare-and-set)
 //	<run>.step.<step>  how one step ended: status, task id, timing, outputs
-//	                   (written once, with create: the first writer decides)
+//	                   (written once, with create: the first writer decides);
+//	                   a step skipped because a dependency failed or was
+//	                   skipped has one too
 //
-// A step's record is written before the header learns that the step ended,
-// and a step's outputs are routed into <run>.state before that too, so a
-// header that says "ended" implies both. A record with nothing to route is
-// sent with the header update in one round trip, record first on the same
-// connection (see commitPipelined), so the stream stores it first.
-// Store.Run assembles the keys into one RunState.
+// Applying one result writes the step's record and adds one to the header's
+// count of ended steps (Ends). The write that brings the count to the wave's
+// width reads the wave's records (the replica has most of them cached),
+// routes their outputs into <run>.state in spec order, and starts the next
+// wave in the same header update; so a header in wave w implies the records
+// and the routed slots of every earlier wave. Store.Run assembles the keys
+// into one RunState on read.
 //
-// Each fact has one home. A step's end is its record; the header's Failed
-// map is a copy of the failed records' errors with one writer (the header's
-// compare-and-set), kept so the scheduler can decide a wave without reading
-// records, and the completed count is derived (steps - failed - skipped)
-// when the run ends. A skipped step has no record: its reason lives in the
-// header only. <run>.state is derived from the records by routing, written
-// by the replica that settles each result.
+// The count can run ahead of the truth (a result settled twice, when its
+// first settle died before its acknowledgement), never behind: every record
+// is counted by whoever settles it, and a wave starts only once every record
+// of the one before is found. Runs written by the previous layout (a header
+// listing the wave's ended steps, and its failures and skips by step) are
+// upgraded on their next update (see RunHeader.Legacy).
 
 // RunState is one pipeline run as Store.Run assembles it from its keys
 // in the runs bucket (see the keys above for the layout): the spec and the
@@ -200,22 +205,32 @@ func (sd *RunSpec) TaskTimeout(id string) time.Duration {
 	return t
 }
 
-// RunHeader is the mutable, small part of a run (<run>). Its size grows
-// with the width of a wave and the number of failures, not with the run.
-// (Headers written before the completed and steps counters were derived
-// carry them too; they are ignored.)
+// RunHeader is the mutable, small part of a run (<run>). Its size depends on
+// neither the width of a wave nor the length of the run: counts, the first
+// MaxFailureLines failures, and the steps of the wave in progress that wait
+// for a person.
 type RunHeader struct {
-	ID            string            `json:"id"`
-	Name          string            `json:"name,omitempty"`
-	Status        string            `json:"status"`
-	Error         string            `json:"error,omitempty"`
-	Code          string            `json:"code,omitempty"` // failed: the error code (schemas.Code*)
-	Wave          int               `json:"wave"`           // the wave in progress; -1 before the first
-	WaveStartedAt time.Time         `json:"wave_started_at,omitzero"`
-	Republished   bool              `json:"republished,omitempty"` // the wave's tasks were published again
-	WaveEnded     []string          `json:"wave_ended,omitempty"`  // steps of the wave in progress that ended
-	Failed        map[string]string `json:"failed,omitempty"`      // step -> error
-	Skipped       map[string]string `json:"skipped,omitempty"`     // step -> reason
+	ID            string    `json:"id"`
+	Name          string    `json:"name,omitempty"`
+	Status        string    `json:"status"`
+	Error         string    `json:"error,omitempty"`
+	Code          string    `json:"code,omitempty"` // failed: the error code (schemas.Code*)
+	Wave          int       `json:"wave"`           // the wave in progress; -1 before the first
+	WaveStartedAt time.Time `json:"wave_started_at,omitzero"`
+	Republished   bool      `json:"republished,omitempty"` // the wave's tasks were published again
+	// Ends counts the ends of steps of the wave in progress that were
+	// settled: at least the number of its steps with a record (a settle
+	// repeated after a crash counts twice), so the wave is over when it
+	// reaches the wave's width and every step's record is found.
+	Ends int `json:"ends,omitempty"`
+	// Completed, FailedSteps and SkippedSteps count the steps of the waves
+	// over (all of them once the run has ended).
+	Completed    int `json:"completed,omitempty"`
+	FailedSteps  int `json:"failed_steps,omitempty"`
+	SkippedSteps int `json:"skipped_steps,omitempty"`
+	// Failures are the first MaxFailureLines lines of the run's error, one
+	// per failed or skipped step ("step "x" (Agent) failed: ...").
+	Failures []string `json:"failures,omitempty"`
 	// Waiting are the approval and input steps of the wave in progress
 	// that wait for a person: step -> what for ("approval: <prompt>").
 	Waiting map[string]string `json:"waiting,omitempty"`
@@ -224,23 +239,33 @@ type RunHeader struct {
 	// step -> "approved by <who>[: comment]". Their task went out again as
 	// attempt 2.
 	Approved map[string]string `json:"approved,omitempty"`
-	// Usage is a cache of the sum of the ended steps' usage (their records
-	// hold each), so the run's end needs no read of every record; it is
-	// added to once per step end, by the header update that learns of it.
+	// Usage is the sum of the usage of the steps of the waves over (their
+	// records hold each), added to once per wave.
 	Usage      schemas.Usage `json:"usage,omitzero"`
 	CreatedAt  time.Time     `json:"created_at"`
 	UpdatedAt  time.Time     `json:"updated_at"`
 	FinishedAt time.Time     `json:"finished_at,omitzero"`
+
+	// The previous layout's lists, read so that a run written by it can be
+	// upgraded (see Legacy); never written.
+	LegacyWaveEnded []string          `json:"wave_ended,omitempty"`
+	LegacyFailed    map[string]string `json:"failed,omitempty"`
+	LegacySkipped   map[string]string `json:"skipped,omitempty"`
 }
+
+// MaxFailureLines bounds the failures a run's header keeps for its error;
+// the error says how many more there were.
+const MaxFailureLines = 20
 
 // Clone returns a copy that shares nothing mutable with h.
 func (h *RunHeader) Clone() *RunHeader {
 	c := *h
-	c.WaveEnded = slices.Clone(h.WaveEnded)
-	c.Failed = maps.Clone(h.Failed)
-	c.Skipped = maps.Clone(h.Skipped)
+	c.Failures = slices.Clone(h.Failures)
 	c.Waiting = maps.Clone(h.Waiting)
 	c.Approved = maps.Clone(h.Approved)
+	c.LegacyWaveEnded = slices.Clone(h.LegacyWaveEnded)
+	c.LegacyFailed = maps.Clone(h.LegacyFailed)
+	c.LegacySkipped = maps.Clone(h.LegacySkipped)
 	return &c
 }
 
@@ -249,15 +274,26 @@ func (h *RunHeader) Done() bool {
 	return h.Status == schemas.RunCompleted || h.Status == schemas.RunFailed
 }
 
-// Ended reports whether step id of the wave in progress has ended.
-func (h *RunHeader) Ended(id string) bool { return slices.Contains(h.WaveEnded, id) }
-
-// Running reports whether step id of sd is dispatched and has not ended
-// as far as the header knows.
+// Running reports whether step id of sd is in the wave in progress of a
+// run that has not ended: dispatched, and running unless its record says
+// it ended.
 func (h *RunHeader) Running(sd *RunSpec, id string) bool {
 	w, ok := sd.waveOf[id]
-	return ok && !h.Done() && h.Wave == w && !h.Ended(id)
+	return ok && !h.Done() && h.Wave == w
 }
+
+// Legacy reports whether h was written by the previous layout, whose header
+// listed the ended steps of the wave in progress and the run's failures and
+// skips by step. Such a header is read as it is; UpgradeHeader turns it
+// into this layout.
+func (h *RunHeader) Legacy() bool {
+	return h.LegacyWaveEnded != nil || h.LegacyFailed != nil || h.LegacySkipped != nil
+}
+
+// FailedCount and SkippedCount are the steps failed and skipped as far as
+// h knows (the waves over, or a legacy header's lists).
+func (h *RunHeader) FailedCount() int  { return h.FailedSteps + len(h.LegacyFailed) }
+func (h *RunHeader) SkippedCount() int { return h.SkippedSteps + len(h.LegacySkipped) }
 
 // Run loads a run, assembled from its keys. A missing one wraps ErrNotFound.
 func (s *Store) Run(ctx context.Context, id string) (*RunState, error) {
@@ -283,6 +319,7 @@ func (s *Store) Run(ctx context.Context, id string) (*RunState, error) {
 	if st.Slots == nil {
 		st.Slots = map[string]schemas.TypedValue{}
 	}
+	st.History, st.AppliedTasks = nil, nil // assembled from the records below
 	r := &RunState{ID: id, Name: h.Name, Status: h.Status, Error: h.Error, Code: h.Code, Spec: sd.Spec, Contracts: sd.Contracts,
 		Waves: sd.Waves, Wave: max(h.Wave, 0), Steps: map[string]*StepState{}, State: st,
 		CreatedAt: h.CreatedAt, UpdatedAt: h.UpdatedAt, FinishedAt: h.FinishedAt}
@@ -292,15 +329,19 @@ func (s *Store) Run(ctx context.Context, id string) (*RunState, error) {
 		r.Steps[step.ID] = st
 		switch {
 		case !inWave || w > h.Wave:
-		case h.Skipped[step.ID] != "":
-			st.Status, st.Reason = schemas.StepSkipped, h.Skipped[step.ID]
+		case h.LegacySkipped[step.ID] != "":
+			st.Status, st.Reason = schemas.StepSkipped, h.LegacySkipped[step.ID]
 		default:
 			var rec StepState
 			_, err := s.getJSON(ctx, stepKey(id, step.ID), &rec)
 			switch {
 			case err == nil:
 				r.Steps[step.ID] = &rec
-				if rec.TaskID != "" && !r.State.Applied(rec.TaskID) {
+				if rec.Status == schemas.StepCompleted && len(rec.Outputs) > 0 && rec.Agent != "" && !r.State.Applied(rec.TaskID) {
+					// The history of a run is its records: the steps whose
+					// outputs were routed, with their outputs.
+					r.State.History = append(r.State.History, schemas.HistoryEntry{At: rec.FinishedAt, Kind: "result",
+						Agent: rec.Agent, TaskID: rec.TaskID, Text: rec.Summary, Outputs: rec.Outputs})
 					r.State.AppliedTasks = append(r.State.AppliedTasks, rec.TaskID)
 				}
 			case errors.Is(err, ErrNotFound):
@@ -419,7 +460,7 @@ func (s *Store) UpdateHeader(ctx context.Context, id string, h *RunHeader, rev u
 			return nil, 0, fmt.Errorf("writing run %q: %w", id, err)
 		}
 		h = nil // stale: read again
-		if err := backoff(ctx, attempt); err != nil {
+		if err := Backoff(ctx, attempt); err != nil {
 			return nil, 0, err
 		}
 	}

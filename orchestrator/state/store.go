@@ -108,16 +108,16 @@ func (s *Store) updateRev(ctx context.Context, kv jetstream.KeyValue, kind, id s
 		if !IsConflict(err) {
 			return nil, 0, fmt.Errorf("writing %s %q: %w", kind, id, err)
 		}
-		if err := backoff(ctx, attempt); err != nil {
+		if err := Backoff(ctx, attempt); err != nil {
 			return nil, 0, err
 		}
 	}
 	return nil, 0, fmt.Errorf("%w: %s %q after %d attempts", ErrConflict, kind, id, maxUpdateAttempts)
 }
 
-// backoff waits a little after a lost compare-and-set race, more with each
+// Backoff waits a little after a lost compare-and-set race, more with each
 // attempt, so the writers spread out before they re-apply.
-func backoff(ctx context.Context, attempt int) error {
+func Backoff(ctx context.Context, attempt int) error {
 	d := time.Duration(rand.IntN(1+min(attempt, 20))) * time.Millisecond
 	select {
 	case <-ctx.Done():

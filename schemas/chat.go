@@ -18,6 +18,25 @@ type ChatRequest struct {
 	Message        string `json:"message"`
 }
 
+// ChatMessage is one message of a chat turn as the mesh stores it, in the
+// mesh's own shape rather than a model vendor's, so a stored conversation
+// outlives a change of model client. Role is "user", "assistant", "tool"
+// or "system".
+type ChatMessage struct {
+	Role       string         `json:"role"`
+	Content    string         `json:"content,omitempty"`
+	Name       string         `json:"name,omitempty"`         // a tool message: the tool
+	ToolCallID string         `json:"tool_call_id,omitempty"` // a tool message: the call it answers
+	ToolCalls  []ChatToolCall `json:"tool_calls,omitempty"`   // an assistant message: the calls it makes
+}
+
+// ChatToolCall is one tool call of an assistant message.
+type ChatToolCall struct {
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	Arguments string `json:"arguments,omitempty"` // JSON
+}
+
 // ToolCallRecord is one agent call made during a chat turn.
 type ToolCallRecord struct {
 	Agent      string `json:"agent"`

@@ -20,11 +20,11 @@ const AskUserTool = "ask_user"
 // askedTurn is a turn that ended input_required, kept in the chat record
 // until the conversation's next message continues it.
 type askedTurn struct {
-	RequestID string                         `json:"request_id"`
-	Messages  []openai.ChatCompletionMessage `json:"messages"`          // the turn's, up to the question
-	CallID    string                         `json:"call_id,omitempty"` // the ask_user call the answer goes to; "" when an agent asked
-	Question  string                         `json:"question"`
-	AskedBy   string                         `json:"asked_by,omitempty"`
+	RequestID string   `json:"request_id"`
+	Messages  messages `json:"messages"`          // the turn's, up to the question
+	CallID    string   `json:"call_id,omitempty"` // the ask_user call the answer goes to; "" when an agent asked
+	Question  string   `json:"question"`
+	AskedBy   string   `json:"asked_by,omitempty"`
 }
 
 // askUserTool is the function tool offered next to the agents.

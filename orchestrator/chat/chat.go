@@ -30,8 +30,6 @@ const (
 const (
 	DefaultMaxSteps      = 10
 	DefaultHistoryBudget = 6000 // tokens of earlier turns shown to the model
-	maxRememberedTurns   = 50
-	maxDoneTurns         = 20
 	awaitGrace           = 2 * time.Second
 	staleTurn            = 3 * time.Minute // a turn not saved for this long was lost
 )
@@ -207,11 +205,11 @@ func (c *Chat) Handle(ctx context.Context, conv, requestID, message string) (sch
 	ctx = telemetry.WithLogAttrs(ctx, "conversation", conv, "request", requestID)
 	s, err := c.begin(ctx, conv, requestID, message)
 	if err == nil && s.turn == nil { // already answered
-		for _, d := range s.rec.Done {
-			if d.RequestID == requestID {
-				return d.Response, c.publish(ctx, conv, bus.TypeChatResponded, d.Response, "chat-"+requestID)
-			}
+		resp, err := c.answered(ctx, s, requestID)
+		if err != nil {
+			return resp, err
 		}
+		return resp, c.publish(ctx, conv, bus.TypeChatResponded, resp, "chat-"+requestID)
 	}
 	var resp schemas.ChatResponse
 	switch {
@@ -275,18 +273,21 @@ func (c *Chat) finish(ctx context.Context, s *session, state, output string, cau
 	if last := turnMsgs[len(turnMsgs)-1]; last.Role != openai.ChatMessageRoleAssistant || len(last.ToolCalls) > 0 {
 		turnMsgs = append(turnMsgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant, Content: output})
 	}
-	if !asked { // an asked turn goes on in the next one, which carries its messages
-		s.rec.Turns = append(s.rec.Turns, turnMsgs)
+	if asked { // an asked turn goes on in the next one, which carries its messages
+		turnMsgs = nil
 	}
-	if len(s.rec.Turns) > maxRememberedTurns {
-		s.rec.Turns = s.rec.Turns[len(s.rec.Turns)-maxRememberedTurns:]
+	history := append([]schemas.HistoryEntry{{At: t.StartedAt, Kind: "user", Text: t.Message}}, t.Results...)
+	history = append(history, schemas.HistoryEntry{At: time.Now().UTC(), Kind: "assistant", Text: output})
+	// The turn's key first: a record that says the turn is done implies it.
+	err := c.storeTurn(ctx, s.conv, storedTurn{Number: t.Number, RequestID: t.RequestID, Messages: turnMsgs, History: history, Response: resp})
+	if err == nil {
+		err = c.store.PutTurnOf(ctx, s.conv, t.RequestID, t.Number)
 	}
-	s.rec.Current = nil
-	s.rec.Done = append(s.rec.Done, doneTurn{RequestID: t.RequestID, Response: resp})
-	if len(s.rec.Done) > maxDoneTurns {
-		s.rec.Done = s.rec.Done[len(s.rec.Done)-maxDoneTurns:]
+	if err == nil {
+		s.rec.Current = nil
+		err = c.save(ctx, s)
 	}
-	if err := c.save(ctx, s); err != nil {
+	if err != nil {
 		if errors.Is(err, errTakenOver) || ctx.Err() != nil {
 			return resp, err
 		}
@@ -295,14 +296,13 @@ func (c *Chat) finish(ctx context.Context, s *session, state, output string, cau
 		resp.Output = "The turn's answer could not be saved: " + err.Error()
 		return resp, errors.Join(err, c.answer(ctx, s.conv, t.RequestID, resp))
 	}
-	if _, err := c.store.UpdateConversation(ctx, s.conv, func(st *schemas.ConversationState) error {
-		st.History = append(st.History, schemas.HistoryEntry{At: time.Now().UTC(), Kind: "assistant", Text: output})
-		if asked {
+	if asked {
+		if _, err := c.store.UpdateConversation(ctx, s.conv, func(st *schemas.ConversationState) error {
 			st.InputRequired = output
+			return nil
+		}); err != nil {
+			c.log.WarnContext(ctx, "chat: noting the question", "err", err)
 		}
-		return nil
-	}); err != nil {
-		c.log.WarnContext(ctx, "chat: noting the answer in history", "err", err)
 	}
 	return resp, c.answer(ctx, s.conv, t.RequestID, resp)
 }

@@ -2,6 +2,7 @@ package chat
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -50,6 +51,11 @@ func (c *Chat) runLLM(ctx context.Context, s *session) (schemas.ChatResponse, er
 		st, err := c.state(ctx, s.conv)
 		if err != nil {
 			return schemas.ChatResponse{}, err
+		}
+		if s.history == nil {
+			if s.history, err = c.history(ctx, s); err != nil {
+				return schemas.ChatResponse{}, err
+			}
 		}
 		contracts := c.contracts()
 		req := openai.ChatCompletionRequest{Messages: c.prompt(s, st), Tools: c.tools(contracts)}
@@ -207,14 +213,28 @@ func (c *Chat) callAgent(ctx context.Context, s *session, taskID, agent, rawArgs
 		result.Agent = agent
 	}
 	rec.Usage = result.Metrics.Usage()
+	var entry *schemas.HistoryEntry
 	if _, err := c.store.UpdateConversation(ctx, s.conv, func(st *schemas.ConversationState) error {
+		entry = nil
+		kept := len(st.History) // a conversation of the previous layout has some
 		changed, err := c.router.Apply(ctx, st, contract, taskID, result)
 		if err == nil && !changed {
 			return state.ErrUnchanged
 		}
+		if len(st.History) > kept {
+			// The routing's history entry belongs to the turn (see
+			// storedTurn), not to the conversation's state.
+			e := st.History[len(st.History)-1]
+			entry, st.History = &e, st.History[:kept]
+		}
 		return err
 	}); err != nil {
 		return fail(fmt.Sprintf("%s answered, but its outputs could not be stored: %v", agent, err))
+	}
+	if entry != nil {
+		s.mu.Lock()
+		s.turn.Results = append(s.turn.Results, *entry)
+		s.mu.Unlock()
 	}
 	c.progress(ctx, s.conv, taskID, agent, ProgressLine(agent, result, c.router.DataTypes()))
 	rec.Success = result.Success
@@ -300,7 +320,7 @@ func (c *Chat) contracts() []schemas.AgentContract {
 }
 
 func (c *Chat) state(ctx context.Context, conv string) (*schemas.ConversationState, error) {
-	st, err := c.store.Conversation(ctx, conv)
+	st, err := c.store.ConversationState(ctx, conv)
 	if errors.Is(err, state.ErrNotFound) {
 		return schemas.NewConversationState(conv), nil
 	}
@@ -312,8 +332,45 @@ func (c *Chat) state(ctx context.Context, conv string) (*schemas.ConversationSta
 func (c *Chat) prompt(s *session, st *schemas.ConversationState) []openai.ChatCompletionMessage {
 	msgs := []openai.ChatCompletionMessage{{Role: openai.ChatMessageRoleSystem, Content: c.system}}
 	msgs = append(msgs, RenderData([]Data{StateData(st, c.router.DataTypes())})...)
-	msgs = append(msgs, PruneHistory(s.rec.Turns, c.budget)...)
+	msgs = append(msgs, s.history...)
 	return append(msgs, s.turn.Messages...)
+}
+
+// history is what the model is shown of the turns before s's: the newest
+// whole turns that fit the history budget, read from their keys newest
+// first until the budget is spent, so a turn's prompt costs the same
+// however long the conversation is.
+func (c *Chat) history(ctx context.Context, s *session) ([]openai.ChatCompletionMessage, error) {
+	var (
+		turns [][]openai.ChatCompletionMessage // newest first
+		used  int
+	)
+	for n := s.turn.Number - 1; n >= 0 && used <= c.budget; n-- {
+		raw, err := c.store.Turn(ctx, s.conv, n)
+		if errors.Is(err, state.ErrNotFound) {
+			continue // a turn that asked (its next one carries it on), or none
+		}
+		if err != nil {
+			return nil, err
+		}
+		var t storedTurn
+		if err := json.Unmarshal(raw, &t); err != nil {
+			return nil, fmt.Errorf("%w: turn %d of conversation %q: %w", state.ErrCorrupt, n, s.conv, err)
+		}
+		if len(t.Messages) == 0 {
+			continue
+		}
+		turns = append(turns, t.Messages)
+		for _, m := range t.Messages {
+			used += EstimateTokens(m)
+		}
+	}
+	slices.Reverse(turns)
+	out := PruneHistory(turns, c.budget)
+	if out == nil {
+		out = []openai.ChatCompletionMessage{}
+	}
+	return out, nil
 }
 
 // PruneHistory returns the newest whole turns whose estimated tokens fit

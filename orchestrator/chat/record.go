@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
@@ -13,23 +14,32 @@ import (
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
-// chatRecord is the chat memory of one conversation, stored as JSON under
-// <conversation>.chat in the conversations bucket.
+// chatRecord is the chat loop's memory of one conversation, stored as JSON
+// under <conversation>.chat in the conversations bucket: the turn in
+// progress and what it needs to resume, nothing that grows with the
+// conversation. Each finished turn is a key of its own (storedTurn).
 type chatRecord struct {
-	Turns   [][]openai.ChatCompletionMessage `json:"turns,omitempty"` // finished turns, oldest first
-	Current *chatTurn                        `json:"current,omitempty"`
-	Done    []doneTurn                       `json:"done,omitempty"`  // the last responses, by request
-	Asked   *askedTurn                       `json:"asked,omitempty"` // a turn that ended input_required, until the next message continues it
+	Current *chatTurn  `json:"current,omitempty"`
+	Asked   *askedTurn `json:"asked,omitempty"` // a turn that ended input_required, until the next message continues it
+
+	// LegacyTurns are the finished turns a record of the previous layout
+	// kept; load moves them to turn key 0. LegacyDone are its last
+	// answers, read to answer a redelivered request again.
+	LegacyTurns []messages `json:"turns,omitempty"`
+	LegacyDone  []doneTurn `json:"done,omitempty"`
 }
 
 // chatTurn is the turn in progress.
 type chatTurn struct {
-	RequestID string                         `json:"request_id"`
-	Message   string                         `json:"message"`
-	Number    int                            `json:"number"`
-	Messages  []openai.ChatCompletionMessage `json:"messages"`
-	Steps     int                            `json:"steps"`
-	ToolCalls []schemas.ToolCallRecord       `json:"tool_calls,omitempty"`
+	RequestID string                   `json:"request_id"`
+	Message   string                   `json:"message"`
+	Number    int                      `json:"number"`
+	Messages  messages                 `json:"messages"`
+	Steps     int                      `json:"steps"`
+	ToolCalls []schemas.ToolCallRecord `json:"tool_calls,omitempty"`
+	// Results are the history entries of the turn's agent results: each
+	// result's summary and the outputs no slot holds.
+	Results []schemas.HistoryEntry `json:"results,omitempty"`
 	// Usage totals the turn so far: the model calls' and every agent
 	// call's tokens, cost, model time and tool time.
 	schemas.Usage
@@ -40,9 +50,25 @@ type chatTurn struct {
 	UpdatedAt time.Time  `json:"updated_at"`
 }
 
+// doneTurn is an answer a record of the previous layout kept.
 type doneTurn struct {
 	RequestID string               `json:"request_id"`
 	Response  schemas.ChatResponse `json:"response"`
+}
+
+// storedTurn is a finished turn, stored once under
+// <conversation>.turn.<n>.
+type storedTurn struct {
+	Number    int    `json:"number"`
+	RequestID string `json:"request_id"`
+	// Messages are what the model said and was told in the turn, for the
+	// next turns' prompts; none for a turn that asked the user a question
+	// (the turn that answers it carries them on).
+	Messages messages `json:"messages,omitempty"`
+	// History is the turn as the conversation's history shows it: the
+	// user's message, each agent result, the answer.
+	History  []schemas.HistoryEntry `json:"history"`
+	Response schemas.ChatResponse   `json:"response"`
 }
 
 // session is one turn being run, with the record's KV revision.
@@ -51,6 +77,10 @@ type session struct {
 	rec  chatRecord
 	rev  uint64
 	turn *chatTurn
+	// history is what the prompt shows of the earlier turns, read once
+	// per run of the turn (nil until then).
+	history []openai.ChatCompletionMessage
+	mu      sync.Mutex // guards turn.Results while calls run in parallel
 }
 
 // errTakenOver means another replica advanced the same turn further.
@@ -69,10 +99,8 @@ func (c *Chat) begin(ctx context.Context, conv, requestID, message string) (*ses
 		if err := c.load(ctx, s); err != nil {
 			return nil, err
 		}
-		for _, d := range s.rec.Done {
-			if d.RequestID == requestID {
-				return s, nil
-			}
+		if done, err := c.done(ctx, s, requestID); done || err != nil {
+			return s, err
 		}
 		cur := s.rec.Current
 		if cur != nil && cur.RequestID == requestID {
@@ -87,11 +115,17 @@ func (c *Chat) begin(ctx context.Context, conv, requestID, message string) (*ses
 			}
 			continue
 		}
-		if cur != nil { // a turn that never finished: remember what was asked
-			s.rec.Turns = append(s.rec.Turns, []openai.ChatCompletionMessage{
-				{Role: openai.ChatMessageRoleUser, Content: cur.Message},
-				{Role: openai.ChatMessageRoleAssistant, Content: "(this turn was interrupted before it finished)"},
-			})
+		if cur != nil && cur.Number > 0 { // a turn that never finished: remember what was asked
+			if err := c.storeTurn(ctx, s.conv, storedTurn{Number: cur.Number, RequestID: cur.RequestID,
+				Messages: messages{
+					{Role: openai.ChatMessageRoleUser, Content: cur.Message},
+					{Role: openai.ChatMessageRoleAssistant, Content: interrupted},
+				},
+				History: []schemas.HistoryEntry{{At: cur.StartedAt, Kind: "user", Text: cur.Message}, {At: cur.UpdatedAt, Kind: "assistant", Text: interrupted}},
+				Response: schemas.ChatResponse{ConversationID: s.conv, Output: interrupted, State: schemas.ChatFailed, Planner: c.Planner(),
+					Error: interrupted, Code: schemas.CodeAgentError}}); err != nil {
+				return nil, err
+			}
 		}
 		s.turn = &chatTurn{RequestID: requestID, Message: message, StartedAt: time.Now().UTC(),
 			Messages: []openai.ChatCompletionMessage{{Role: openai.ChatMessageRoleUser, Content: message}}}
@@ -136,10 +170,76 @@ func (c *Chat) count(ctx context.Context, s *session) error {
 		}
 		st.Turns = t.Number
 		st.InputRequired = "" // this message answers it
-		st.History = append(st.History, schemas.HistoryEntry{At: time.Now().UTC(), Kind: "user", Text: t.Message})
+		st.AppliedTasks = nil // the ids of this turn's calls only: no later turn runs an earlier one's
 		return nil
 	})
 	return err
+}
+
+// done reports whether a turn answered requestID already.
+func (c *Chat) done(ctx context.Context, s *session, requestID string) (bool, error) {
+	for _, d := range s.rec.LegacyDone {
+		if d.RequestID == requestID {
+			return true, nil
+		}
+	}
+	_, err := c.store.TurnOf(ctx, s.conv, requestID)
+	if errors.Is(err, state.ErrNotFound) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// answered returns the response of the finished turn that answered
+// requestID.
+func (c *Chat) answered(ctx context.Context, s *session, requestID string) (schemas.ChatResponse, error) {
+	for _, d := range s.rec.LegacyDone {
+		if d.RequestID == requestID {
+			return d.Response, nil
+		}
+	}
+	n, err := c.store.TurnOf(ctx, s.conv, requestID)
+	if err != nil {
+		return schemas.ChatResponse{}, err
+	}
+	raw, err := c.store.Turn(ctx, s.conv, n)
+	if err != nil {
+		return schemas.ChatResponse{}, err
+	}
+	var t storedTurn
+	if err := json.Unmarshal(raw, &t); err != nil {
+		return schemas.ChatResponse{}, fmt.Errorf("%w: turn %d of conversation %q: %w", state.ErrCorrupt, n, s.conv, err)
+	}
+	return t.Response, nil
+}
+
+// interrupted is the answer of a turn that stopped before it finished.
+const interrupted = "(this turn was interrupted before it finished)"
+
+// storeTurn writes a finished turn's key.
+func (c *Chat) storeTurn(ctx context.Context, conv string, t storedTurn) error {
+	b, err := json.Marshal(t)
+	if err != nil {
+		return err
+	}
+	return c.store.PutTurn(ctx, conv, t.Number, b)
+}
+
+// migrate moves the finished turns a record of the previous layout kept
+// into turn key 0, read as the oldest history of the next prompts.
+func (c *Chat) migrate(ctx context.Context, s *session) error {
+	if len(s.rec.LegacyTurns) == 0 {
+		return nil
+	}
+	var all messages
+	for _, t := range s.rec.LegacyTurns {
+		all = append(all, t...)
+	}
+	if err := c.storeTurn(ctx, s.conv, storedTurn{Number: 0, Messages: all, History: []schemas.HistoryEntry{}}); err != nil {
+		return err
+	}
+	s.rec.LegacyTurns = nil
+	return nil
 }
 
 func (c *Chat) load(ctx context.Context, s *session) error {
@@ -155,7 +255,7 @@ func (c *Chat) load(ctx context.Context, s *session) error {
 		}
 	}
 	s.rec, s.rev = rec, rev
-	return nil
+	return c.migrate(ctx, s)
 }
 
 // save writes the record with compare-and-set. Losing the race to a
@@ -185,14 +285,9 @@ func (c *Chat) put(ctx context.Context, s *session) error {
 		s.rec.Current.UpdatedAt = time.Now().UTC()
 	}
 	b, err := json.Marshal(s.rec)
-	// Over the size bound, the oldest finished turns go first, then the
-	// oldest answers (the last one stays: a redelivery republishes it).
-	for limit := c.store.MaxStateBytes(); err == nil && limit > 0 && len(b) > limit && (len(s.rec.Turns) > 0 || len(s.rec.Done) > 1); {
-		if len(s.rec.Turns) > 0 {
-			s.rec.Turns = s.rec.Turns[1:]
-		} else {
-			s.rec.Done = s.rec.Done[1:]
-		}
+	// Over the size bound, the previous layout's oldest answers go first.
+	for limit := c.store.MaxStateBytes(); err == nil && limit > 0 && len(b) > limit && len(s.rec.LegacyDone) > 0; {
+		s.rec.LegacyDone = s.rec.LegacyDone[1:]
 		b, err = json.Marshal(s.rec)
 	}
 	if err != nil {

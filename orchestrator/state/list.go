@@ -3,6 +3,7 @@ package state
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -109,7 +110,7 @@ func (s *Store) RecentConversations(ctx context.Context, limit int) ([]Conversat
 	}
 	out := make([]ConversationSummary, 0, len(ids))
 	for _, id := range ids {
-		st, err := s.Conversation(ctx, id)
+		st, err := s.ConversationState(ctx, id)
 		if errors.Is(err, ErrNotFound) {
 			continue
 		}
@@ -117,9 +118,18 @@ func (s *Store) RecentConversations(ctx context.Context, limit int) ([]Conversat
 			return nil, 0, err
 		}
 		c := ConversationSummary{ID: id, Turns: st.Turns, Slots: len(st.Slots), CreatedAt: st.CreatedAt, UpdatedAt: st.UpdatedAt}
-		for i := len(st.History) - 1; i >= 0; i-- {
-			if st.History[i].Kind == "user" {
-				c.LastMessage = schemas.Clip(st.History[i].Text, 80)
+		history := st.History // a conversation of the previous layout
+		if raw, err := s.Turn(ctx, id, st.Turns); err == nil {
+			var t struct {
+				History []schemas.HistoryEntry `json:"history"`
+			}
+			if json.Unmarshal(raw, &t) == nil {
+				history = t.History
+			}
+		}
+		for i := len(history) - 1; i >= 0; i-- {
+			if history[i].Kind == "user" {
+				c.LastMessage = schemas.Clip(history[i].Text, 80)
 				break
 			}
 		}

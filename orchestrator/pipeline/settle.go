@@ -118,6 +118,7 @@ func (s *Scheduler) commit(ctx context.Context, sd *state.RunSpec, recs, fresh [
 		fresh = nil
 	}
 	h, rev := s.cache.header(sd.ID)
+	cached := h != nil
 	for attempt := 0; attempt < maxCommitAttempts; attempt++ {
 		if h == nil {
 			var err error
@@ -127,6 +128,12 @@ func (s *Scheduler) commit(ctx context.Context, sd *state.RunSpec, recs, fresh [
 		}
 		now = time.Now().UTC()
 		next, ch, mine, err := s.settled(ctx, sd, h, recs, fresh, now)
+		if err == nil && next == nil && cached {
+			// None of them is in the cached header's wave: decide on the
+			// stored header, which may be ahead of it.
+			h, cached = nil, false
+			continue
+		}
 		if err != nil || next == nil {
 			return nil, ch, err
 		}
@@ -210,7 +217,7 @@ func (s *Scheduler) commit(ctx context.Context, sd *state.RunSpec, recs, fresh [
 			}
 			return next, ch, nil
 		case state.IsWrongLast(err):
-			h, rev = nil, 0 // stale: read it again
+			h, rev, cached = nil, 0, false // stale: read it again
 			if err := state.Backoff(ctx, attempt); err != nil {
 				return nil, ch, err
 			}

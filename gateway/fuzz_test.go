@@ -66,7 +66,7 @@ func FuzzAuthorize(f *testing.F) {
 	f.Fuzz(func(t *testing.T, header string) {
 		r := httptest.NewRequest("GET", "/api/agents", nil)
 		r.Header["Authorization"] = []string{header}
-		c, err := g.authorize(r)
+		c, err := g.authorize(r, false)
 		scheme, rest, _ := strings.Cut(header, " ")
 		want := header != "" && strings.EqualFold(scheme, "Bearer") && strings.TrimSpace(rest) == token
 		if (err == nil) != want || (err == nil && c != g.tokens[token]) {

@@ -23,6 +23,7 @@ type config struct {
 	taskTimeout time.Duration
 	maxBody     int64
 	maxUpload   int64
+	maxHeader   int64
 	provision   bus.ProvisionOptions
 }
 
@@ -74,6 +75,11 @@ func WithTaskTimeout(d time.Duration) Option { return func(c *config) { c.taskTi
 // WithMaxBody bounds request bodies other than file uploads (default 1 MiB);
 // a larger one is refused with 413 too_large.
 func WithMaxBody(n int64) Option { return func(c *config) { c.maxBody = n } }
+
+// WithMaxHeader bounds a request's line and headers (default 32 KiB); a
+// larger one is refused with 431 too_large. Server sets the same bound on
+// the HTTP server, so a larger one is not even read whole.
+func WithMaxHeader(n int64) Option { return func(c *config) { c.maxHeader = n } }
 
 // WithMaxUpload bounds one uploaded file (default 256 MiB); a larger one
 // is refused with 413 too_large and nothing is stored.

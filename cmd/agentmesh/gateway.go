@@ -133,8 +133,9 @@ func (a *app) serveGateway(ctx context.Context, m *mesh, addr string, log *slog.
 		return nil, fmt.Errorf("--http %s: %w (another process may use the port: choose another with --http HOST:PORT, or --http \"\" for none)", addr, err)
 	}
 	reqCtx, cancel := context.WithCancel(context.Background())
-	s := &gatewayServer{url: "http://" + ln.Addr().String(), gw: gw, done: make(chan error, 1), cancel: cancel, a2a: bridge,
-		http: &http.Server{Handler: gw, ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return reqCtx }}}
+	hs := gw.Server() // the gateway's limits on request headers
+	hs.BaseContext = func(net.Listener) context.Context { return reqCtx }
+	s := &gatewayServer{url: "http://" + ln.Addr().String(), gw: gw, done: make(chan error, 1), cancel: cancel, a2a: bridge, http: hs}
 	go func() { s.done <- s.http.Serve(ln) }()
 	return s, nil
 }

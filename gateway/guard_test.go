@@ -296,20 +296,40 @@ steps:
 }
 
 // TestValidateMatchesSubmit posts the same bodies to validate and submit:
-// validate answers ok exactly for what submit accepts.
+// validate answers ok exactly for what submit accepts, and a run it
+// answered ok for is not then refused by the orchestrator as invalid.
 func TestValidateMatchesSubmit(t *testing.T) {
 	m := newTestMesh(t)
 	for i, spec := range []string{
 		"name: ok\nsteps:\n  - {id: a, agent: TextAgent, params: {op: upper}, inputs: {text: \"text:x\"}}\n",
 		"name: file\nsteps:\n  - {id: sub, kind: pipeline, pipeline: {file: sub.yaml}}\n",
+		"name: inner\nsteps:\n  - id: sub\n    kind: pipeline\n    pipeline:\n      spec: {name: c, steps: [{id: s, kind: pipeline, pipeline: {file: /etc/hosts}}]}\n",
 		"name: agent\nsteps:\n  - {id: a, agent: NoSuchAgent}\n",
 		"name: loop\nsteps:\n  - {id: a, agent: TextAgent, kind: for_each, for_each: {items: seed.x, parallel: 1000}}\n",
 		"name: bad id\nsteps:\n  - {id: \"a b\", agent: TextAgent}\n",
 	} {
+		id := fmt.Sprintf("vm-%d", i)
 		v := m.do(t, "POST", "/api/pipelines/validate", "application/yaml", []byte(spec))
-		s := m.do(t, "POST", fmt.Sprintf("/api/pipelines?run_id=vm-%d", i), "application/yaml", []byte(spec))
-		if (v.status == 200) != (s.status == 202) || (v.status != 200 && (v.status != s.status || !strings.EqualFold(errorCode(t, v), errorCode(t, s)))) {
+		s := m.do(t, "POST", "/api/pipelines?run_id="+id, "application/yaml", []byte(spec))
+		if (v.status == 200) != (s.status == 202) || (v.status != 200 && (v.status != s.status || errorCode(t, v) != errorCode(t, s))) {
 			t.Errorf("spec %d: validate %d %s, submit %d %s", i, v.status, clip(v.body), s.status, clip(s.body))
+		}
+		if s.status != 202 {
+			continue
+		}
+		var run struct{ Status, Code, Error string }
+		for start := time.Now(); ; time.Sleep(50 * time.Millisecond) {
+			r := m.getJSON(t, "/api/runs/"+id)
+			if r.status == 200 {
+				decode(t, r, &run)
+				break
+			}
+			if time.Since(start) > 20*time.Second {
+				t.Fatalf("run %s: not started within 20s: %d %s", id, r.status, clip(r.body))
+			}
+		}
+		if run.Code == schemas.CodeInvalidPipeline {
+			t.Errorf("spec %d: validate answered ok, the orchestrator refused the run: %s", i, run.Error)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -9,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
 	"github.com/agentmesh/agentmesh/internal/browsertest"
@@ -177,4 +180,48 @@ func TestBrowserForgeries(t *testing.T) {
 		t.Fatalf("forgeries changed the mesh: before %+v, after %+v", before, after)
 	}
 	t.Logf("%d forgeries from 2 origins, each answered 403; %s", total, fmt.Sprint(before))
+}
+
+// TestDashboardUnderPolicy opens every page of the dashboard in a real
+// Chromium, with the gateway's Content-Security-Policy on: each page
+// draws, and the browser reports no violation of the policy.
+func TestDashboardUnderPolicy(t *testing.T) {
+	if _, err := browsertest.Find(); err != nil {
+		t.Skipf("browser test skipped: %v", err)
+	}
+	m := newTestMesh(t)
+	m.startGate(t, "gate-d")
+	tab := browsertest.Tab(t, 2*time.Minute)
+	// Record every violation, from before the page's own scripts run.
+	watch := func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
+		_, err := cdp.Call(ctx, tg, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{
+			Source: `window.violations = []; document.addEventListener("securitypolicyviolation", (e) => window.violations.push(e.violatedDirective + " " + e.blockedURI));`})
+		return chromedp.Void{}, err
+	}
+	if err := chromedp.Do(tab, watch); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []struct{ hash, css string }{
+		{"#/agents", `section.agent[data-agent="TextAgent"]`},
+		{"#/runs", `a[href="#/runs/gate-d"]`},
+		{"#/runs/gate-d", `#dag g.node[data-step="review"]`},
+		{"#/conversations", `main h1, main h2`},
+		{"#/files", `button.file`},
+		{"#/submit", `#pipeline-yaml`},
+	} {
+		ctx, cancel := context.WithTimeout(tab, 20*time.Second)
+		err := chromedp.Do(ctx, chromedp.Navigate(m.http.URL+"/"+p.hash), chromedp.WaitReady(chromedp.CSS(p.css)))
+		cancel()
+		if err != nil {
+			text, _ := chromedp.Run(tab, chromedp.Evaluate[string](`document.body.innerText`))
+			t.Fatalf("page %s: no %s (%v); it shows:\n%s", p.hash, p.css, err, text)
+		}
+		violations, err := chromedp.Run(tab, chromedp.Evaluate[[]string](`window.violations || []`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(violations) > 0 {
+			t.Fatalf("page %s broke the Content-Security-Policy: %v", p.hash, violations)
+		}
+	}
 }

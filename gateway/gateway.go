@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/agentmesh/agentmesh/bus"
+	"github.com/agentmesh/agentmesh/internal/httpguard"
 )
 
 // Gateway serves the mesh's HTTP API and dashboard. It is an http.Handler
@@ -25,6 +26,7 @@ type Gateway struct {
 	mux    *http.ServeMux
 	routes []route
 	stats  *statsTracker
+	guard  *httpguard.Guard
 
 	closeOnce sync.Once
 }
@@ -35,7 +37,7 @@ type Gateway struct {
 // mesh's streams and buckets and starts watching the registry and recent
 // results. Options: WithPrefix, WithIdentity, WithToken, WithHandler,
 // WithSource, WithLogger, WithTaskTimeout, WithMaxBody, WithMaxUpload,
-// WithMaxHeader, WithProvision.
+// WithMaxHeader, WithHosts, WithProvision.
 // Call Close when done; the connections stay open (they are the caller's).
 func New(ctx context.Context, nc *nats.Conn, opts ...Option) (*Gateway, error) {
 	cfg := config{prefix: "mesh", source: "agentmesh/gateway", logger: slog.Default(),
@@ -47,7 +49,11 @@ func New(ctx context.Context, nc *nats.Conn, opts ...Option) (*Gateway, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
-	g := &Gateway{cfg: cfg, names: names, tokens: map[string]*conn{}}
+	guard, err := httpguard.New(cfg.hosts...)
+	if err != nil {
+		return nil, fmt.Errorf("gateway: %w", err)
+	}
+	g := &Gateway{cfg: cfg, names: names, tokens: map[string]*conn{}, guard: guard}
 	if g.def, err = newConn(ctx, nc, names, cfg.identity, cfg.provision, cfg.source); err != nil {
 		return nil, err
 	}
@@ -116,7 +122,7 @@ func (g *Gateway) statsConn() *conn {
 // the gateway's own pages (cross-site request forgery); every answer
 // carries a strict Content-Security-Policy and nosniff.
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if g.guard(w, r) {
+	if g.check(w, r) {
 		g.mux.ServeHTTP(w, r)
 	}
 }

@@ -21,10 +21,10 @@ const contentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 
 // says.
 const defaultMaxHeader = 32 << 10
 
-// guard is what the gateway checks before any route sees a request, and
+// check is what the gateway checks before any route sees a request, and
 // the headers every answer carries (see ServeHTTP). It answers a refusal
 // itself and reports false.
-func (g *Gateway) guard(w http.ResponseWriter, r *http.Request) bool {
+func (g *Gateway) check(w http.ResponseWriter, r *http.Request) bool {
 	h := w.Header()
 	h.Set("Content-Security-Policy", contentSecurityPolicy)
 	h.Set("X-Content-Type-Options", "nosniff")
@@ -36,7 +36,7 @@ func (g *Gateway) guard(w http.ResponseWriter, r *http.Request) bool {
 			Message: fmt.Sprintf("the request line and headers are %d bytes, over the gateway's limit of %d; send fewer or shorter headers", n, g.cfg.maxHeader)}})
 		return false
 	}
-	if err := httpguard.Check(r); err != nil {
+	if err := g.guard.Check(r); err != nil {
 		code := CodeCrossOrigin
 		if errors.Is(err, httpguard.ErrForeignHost) {
 			code = CodeForeignHost

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"strings"
 	"testing"
@@ -203,6 +204,28 @@ func TestForeignHostRefused(t *testing.T) {
 	}
 	r := m.do(t, "POST", "/api/chat", "application/json", []byte(`{"message":"hi"}`), "Host", "rebound.evil.example")
 	wantError(t, "POST for a foreign Host", r, 403, CodeForeignHost)
+
+	// Behind a proxy on this machine that passes the users' Host on.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := New(ctx, m.srv.Conn(t), WithHosts("https://mesh.example.com")); err == nil {
+		t.Fatal("WithHosts took a URL")
+	}
+	gw, err := New(ctx, m.srv.Conn(t), WithHosts("mesh.example.com"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(gw.Close)
+	proxied := &testMesh{spec: m.spec, http: httptest.NewServer(gw)}
+	t.Cleanup(proxied.http.Close)
+	if r := proxied.do(t, "GET", "/api/agents", "", nil, "Host", "mesh.example.com"); r.status != 200 {
+		t.Fatalf("GET for an allowed host: %d %s", r.status, clip(r.body))
+	}
+	r = proxied.do(t, "POST", "/api/chat", "application/json", []byte(`{"message":"hi"}`), "Origin", "https://mesh.example.com")
+	if r.status != http.StatusAccepted {
+		t.Fatalf("POST from the allowed host's page through a proxy that rewrites Host: %d %s", r.status, clip(r.body))
+	}
+	wantError(t, "GET for another host", proxied.do(t, "GET", "/api/agents", "", nil, "Host", "rebound.evil.example"), 403, CodeForeignHost)
 }
 
 // TestHeaderLimit sends a 1 MB header: the server the gateway gives

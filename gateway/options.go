@@ -24,6 +24,7 @@ type config struct {
 	maxBody     int64
 	maxUpload   int64
 	maxHeader   int64
+	hosts       []string
 	provision   bus.ProvisionOptions
 }
 
@@ -80,6 +81,14 @@ func WithMaxBody(n int64) Option { return func(c *config) { c.maxBody = n } }
 // larger one is refused with 431 too_large. Server sets the same bound on
 // the HTTP server, so a larger one is not even read whole.
 func WithMaxHeader(n int64) Option { return func(c *config) { c.maxHeader = n } }
+
+// WithHosts names more hosts (a name, or host:port) the gateway is reached
+// by when it listens on a loopback address behind a proxy on the same
+// machine that passes the users' Host on: requests for them are served,
+// and pages of their http and https origins are the gateway's own. By
+// default a loopback gateway serves loopback names only (against DNS
+// rebinding).
+func WithHosts(hosts ...string) Option { return func(c *config) { c.hosts = append(c.hosts, hosts...) } }
 
 // WithMaxUpload bounds one uploaded file (default 256 MiB); a larger one
 // is refused with 413 too_large and nothing is stored.

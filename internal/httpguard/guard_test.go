@@ -39,7 +39,7 @@ func TestCheckHost(t *testing.T) {
 		{"mesh.example.com", "10.0.0.5:8080", false},     // published on a network: the operator's proxy names it
 		{"anything", "", false},                          // no listener known (a handler called directly)
 	} {
-		err := CheckHost(request("GET", c.host, c.local))
+		err := standard.CheckHost(request("GET", c.host, c.local))
 		if (err != nil) != c.refused || (err != nil && !errors.Is(err, ErrForeignHost)) {
 			t.Errorf("Host %q on %s: %v, want refused %v", c.host, c.local, err, c.refused)
 		}
@@ -63,7 +63,7 @@ func TestCheckOrigin(t *testing.T) {
 		{"DELETE", []string{"Origin", "http://evil.example"}, true},
 		{"GET", []string{"Sec-Fetch-Site", "cross-site"}, false}, // reads change nothing
 	} {
-		err := CheckOrigin(request(c.method, "127.0.0.1:8080", "127.0.0.1:8080", c.header...))
+		err := standard.CheckOrigin(request(c.method, "127.0.0.1:8080", "127.0.0.1:8080", c.header...))
 		if (err != nil) != c.refused || (err != nil && !errors.Is(err, ErrCrossOrigin)) {
 			t.Errorf("%s %v: %v, want refused %v", c.method, c.header, err, c.refused)
 		}
@@ -83,5 +83,38 @@ func TestHandler(t *testing.T) {
 	h.ServeHTTP(httptest.NewRecorder(), request("POST", "localhost:1", "127.0.0.1:1", "Sec-Fetch-Site", "same-origin"))
 	if served != 1 {
 		t.Fatal("a same-origin request was not served")
+	}
+}
+
+// TestAllowedHosts checks a server reached through a proxy on this
+// machine: its public name passes both checks, other names do not.
+func TestAllowedHosts(t *testing.T) {
+	g, err := New("mesh.example.com", "other.example:8443")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		host    string
+		header  []string
+		refused error
+	}{
+		{"mesh.example.com", []string{"Origin", "https://mesh.example.com"}, nil},
+		{"MESH.example.com:443", nil, nil},
+		{"127.0.0.1:8080", []string{"Origin", "https://mesh.example.com"}, nil}, // a proxy that rewrites Host
+		{"127.0.0.1:8080", []string{"Origin", "https://other.example:8443"}, nil},
+		{"other.example", nil, nil},
+		{"evil.example", nil, ErrForeignHost},
+		{"mesh.example.com", []string{"Origin", "https://evil.example"}, ErrCrossOrigin},
+		{"mesh.example.com", []string{"Sec-Fetch-Site", "cross-site", "Origin", "https://evil.example"}, ErrCrossOrigin},
+	} {
+		err := g.Check(request("POST", c.host, "127.0.0.1:8080", c.header...))
+		if (err == nil) != (c.refused == nil) || (err != nil && !errors.Is(err, c.refused)) {
+			t.Errorf("Host %q %v: %v, want %v", c.host, c.header, err, c.refused)
+		}
+	}
+	for _, bad := range []string{"https://mesh.example.com", "mesh.example.com/x", "", "a b"} {
+		if _, err := New(bad); err == nil {
+			t.Errorf("New(%q) took a host that is no host name", bad)
+		}
 	}
 }

@@ -88,7 +88,9 @@ func WithMaxHeader(n int64) Option { return func(c *config) { c.maxHeader = n } 
 // and pages of their http and https origins are the gateway's own. By
 // default a loopback gateway serves loopback names only (against DNS
 // rebinding).
-func WithHosts(hosts ...string) Option { return func(c *config) { c.hosts = append(c.hosts, hosts...) } }
+func WithHosts(hosts ...string) Option {
+	return func(c *config) { c.hosts = append(c.hosts, hosts...) }
+}
 
 // WithMaxUpload bounds one uploaded file (default 256 MiB); a larger one
 // is refused with 413 too_large and nothing is stored.

@@ -104,11 +104,15 @@ func (g *Guard) Check(r *http.Request) error {
 // Check makes both checks for a server reached by loopback names only.
 func Check(r *http.Request) error { return standard.Check(r) }
 
-// Handler serves h once Check passes, refusing with 403 and the reason as
-// plain text otherwise.
-func Handler(h http.Handler) http.Handler {
+// Handler serves h once Check passes (for loopback names only), refusing
+// with 403 and the reason as plain text otherwise.
+func Handler(h http.Handler) http.Handler { return standard.Handler(h) }
+
+// Handler serves h once g.Check passes, refusing with 403 and the reason
+// as plain text otherwise.
+func (g *Guard) Handler(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if err := Check(r); err != nil {
+		if err := g.Check(r); err != nil {
 			http.Error(w, err.Error(), http.StatusForbidden)
 			return
 		}

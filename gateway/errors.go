@@ -19,6 +19,9 @@ import (
 const (
 	CodeUnauthorized = "unauthorized" // no bearer token, or one the gateway does not know
 	CodeForbidden    = "forbidden"    // the token's credentials may not do this on a secure mesh
+	CodeCrossOrigin  = "cross_origin" // a browser's state-changing request from a page of another site
+	CodeForeignHost  = "foreign_host" // a request to a loopback gateway naming another Host (DNS rebinding)
+	CodeRunExists    = "run_exists"   // POST /api/pipelines?run_id= names a run that exists
 )
 
 var (
@@ -26,6 +29,13 @@ var (
 	ErrUnauthorized = errors.New("gateway: unauthorized")
 	// ErrForbidden reports a request the token's identity may not make.
 	ErrForbidden = errors.New("gateway: forbidden")
+	// ErrCrossOrigin reports a browser's request from another site.
+	ErrCrossOrigin = errors.New("gateway: cross-origin request")
+	// ErrForeignHost reports a request naming a Host the gateway does not
+	// serve.
+	ErrForeignHost = errors.New("gateway: foreign Host")
+	// ErrRunExists reports a submission whose run id is taken.
+	ErrRunExists = errors.New("gateway: run exists")
 	// ErrNoConnection reports New called without a NATS connection.
 	ErrNoConnection = errors.New("gateway: no NATS connection")
 	// ErrBadToken reports a bearer token option that cannot be used.
@@ -49,6 +59,12 @@ func (e *apiError) Unwrap() error {
 		return ErrUnauthorized
 	case CodeForbidden:
 		return ErrForbidden
+	case CodeCrossOrigin:
+		return ErrCrossOrigin
+	case CodeForeignHost:
+		return ErrForeignHost
+	case CodeRunExists:
+		return ErrRunExists
 	}
 	return nil
 }
@@ -67,11 +83,11 @@ func statusOf(code string) int {
 		return http.StatusBadRequest
 	case CodeUnauthorized:
 		return http.StatusUnauthorized
-	case CodeForbidden:
+	case CodeForbidden, CodeCrossOrigin, CodeForeignHost:
 		return http.StatusForbidden
 	case schemas.CodeNotFound, schemas.CodeUnknownAgent:
 		return http.StatusNotFound
-	case schemas.CodeNotWaiting, schemas.CodeCancelled, schemas.CodeRejected:
+	case schemas.CodeNotWaiting, schemas.CodeCancelled, schemas.CodeRejected, CodeRunExists:
 		return http.StatusConflict
 	case schemas.CodeTooLarge:
 		return http.StatusRequestEntityTooLarge

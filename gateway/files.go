@@ -148,7 +148,7 @@ func (g *Gateway) handleFileContent(w http.ResponseWriter, r *http.Request, c *c
 	h.Set("Content-Type", ct)
 	h.Set("Content-Length", strconv.FormatInt(ref.Size, 10))
 	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Content-Security-Policy", "sandbox")
+	h.Set("Content-Security-Policy", "sandbox; frame-ancestors 'none'") // a stored file's scripts never run as the gateway's page
 	if ref.Filename != "" {
 		h.Set("Content-Disposition", mime.FormatMediaType("inline", map[string]string{"filename": ref.Filename}))
 	}

@@ -2,16 +2,22 @@ package gateway
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
 	"errors"
 	"image"
 	"image/color"
 	"image/png"
+	"mime"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/agentmesh/agentmesh/agents/builtin/text"
+	"github.com/agentmesh/agentmesh/internal/httpguard"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -66,7 +72,7 @@ func FuzzAuthorize(f *testing.F) {
 	f.Fuzz(func(t *testing.T, header string) {
 		r := httptest.NewRequest("GET", "/api/agents", nil)
 		r.Header["Authorization"] = []string{header}
-		c, err := g.authorize(r)
+		c, err := g.authorize(r, false)
 		scheme, rest, _ := strings.Cut(header, " ")
 		want := header != "" && strings.EqualFold(scheme, "Bearer") && strings.TrimSpace(rest) == token
 		if (err == nil) != want || (err == nil && c != g.tokens[token]) {
@@ -127,6 +133,62 @@ func FuzzRequestBodies(f *testing.F) {
 			if err != nil && (!errors.As(err, &ae) || (ae.Code != schemas.CodeMalformedEvent && ae.Code != schemas.CodeTooLarge)) {
 				t.Fatalf("body %q: %v", body, err)
 			}
+		}
+	})
+}
+
+// FuzzRequestChecks feeds methods, Hosts, Origin, Sec-Fetch-Site and
+// Content-Type headers to the checks every request passes (ServeHTTP) and
+// to a JSON route's media type check: a refusal is a coded JSON error,
+// and no state-changing request a browser marks as from another site, or
+// whose Origin is another, reaches a route.
+func FuzzRequestChecks(f *testing.F) {
+	f.Add("POST", "127.0.0.1:8080", "http://evil.example", "cross-site", "text/plain")
+	f.Add("POST", "127.0.0.1:8080", "http://127.0.0.1:8080", "same-origin", "application/json; charset=utf-8")
+	f.Add("POST", "evil.example", "", "", "application/json")
+	f.Add("GET", "localhost:8080", "null", "same-site", "")
+	f.Add("PUT", "[::1]:8080", "http://[::1]:8080", "none", "multipart/form-data; boundary=x")
+	guard, err := httpguard.New()
+	if err != nil {
+		f.Fatal(err)
+	}
+	local, _ := net.ResolveTCPAddr("tcp", "127.0.0.1:8080")
+	f.Fuzz(func(t *testing.T, method, host, origin, site, contentType string) {
+		r, err := http.NewRequest("GET", "http://127.0.0.1:8080/api/chat", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if method == "" || strings.ContainsAny(method, " \r\n\t") || !utf8.ValidString(method) {
+			method = "POST"
+		}
+		r.Method, r.Host = method, host
+		r.Header.Set("Origin", origin)
+		r.Header.Set("Sec-Fetch-Site", site)
+		r.Header.Set("Content-Type", contentType)
+		r = r.WithContext(context.WithValue(r.Context(), http.LocalAddrContextKey, local))
+		reached := false
+		g := &Gateway{cfg: config{maxHeader: defaultMaxHeader}, guard: guard, mux: http.NewServeMux()}
+		g.mux.HandleFunc("/", func(http.ResponseWriter, *http.Request) { reached = true })
+		w := httptest.NewRecorder()
+		g.ServeHTTP(w, r)
+		safe := method == "GET" || method == "HEAD" || method == "OPTIONS"
+		foreignSite := site == "cross-site" || site == "same-site"
+		if reached && !safe && (foreignSite || (site == "" && origin != "" && origin != "http://"+host && origin != "https://"+host)) {
+			t.Fatalf("%s from Origin %q (Sec-Fetch-Site %q) for Host %q reached the route", method, origin, site, host)
+		}
+		if reached && !httpguard.IsLoopback(host) {
+			t.Fatalf("a request for Host %q reached the route", host)
+		}
+		if !reached {
+			var e errorBody
+			if err := json.Unmarshal(w.Body.Bytes(), &e); err != nil || e.Error == nil || e.Error.Code == "" || w.Code < 400 {
+				t.Fatalf("refusal %d %q", w.Code, w.Body.String())
+			}
+		}
+		err = bodyJSON.checkBody(r)
+		mt, _, perr := mime.ParseMediaType(contentType)
+		if (err == nil) != (perr == nil && mt == "application/json") {
+			t.Fatalf("Content-Type %q: %v", contentType, err)
 		}
 	})
 }

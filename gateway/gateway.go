@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/agentmesh/agentmesh/bus"
+	"github.com/agentmesh/agentmesh/internal/httpguard"
 )
 
 // Gateway serves the mesh's HTTP API and dashboard. It is an http.Handler
@@ -25,6 +26,7 @@ type Gateway struct {
 	mux    *http.ServeMux
 	routes []route
 	stats  *statsTracker
+	guard  *httpguard.Guard
 
 	closeOnce sync.Once
 }
@@ -35,11 +37,11 @@ type Gateway struct {
 // mesh's streams and buckets and starts watching the registry and recent
 // results. Options: WithPrefix, WithIdentity, WithToken, WithHandler,
 // WithSource, WithLogger, WithTaskTimeout, WithMaxBody, WithMaxUpload,
-// WithProvision.
+// WithMaxHeader, WithHosts, WithProvision.
 // Call Close when done; the connections stay open (they are the caller's).
 func New(ctx context.Context, nc *nats.Conn, opts ...Option) (*Gateway, error) {
 	cfg := config{prefix: "mesh", source: "agentmesh/gateway", logger: slog.Default(),
-		taskTimeout: 30 * time.Second, maxBody: 1 << 20, maxUpload: defaultMaxUpload}
+		taskTimeout: 30 * time.Second, maxBody: 1 << 20, maxUpload: defaultMaxUpload, maxHeader: defaultMaxHeader}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -47,7 +49,11 @@ func New(ctx context.Context, nc *nats.Conn, opts ...Option) (*Gateway, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
-	g := &Gateway{cfg: cfg, names: names, tokens: map[string]*conn{}}
+	guard, err := httpguard.New(cfg.hosts...)
+	if err != nil {
+		return nil, fmt.Errorf("gateway: %w", err)
+	}
+	g := &Gateway{cfg: cfg, names: names, tokens: map[string]*conn{}, guard: guard}
 	if g.def, err = newConn(ctx, nc, names, cfg.identity, cfg.provision, cfg.source); err != nil {
 		return nil, err
 	}
@@ -109,8 +115,23 @@ func (g *Gateway) statsConn() *conn {
 	return nil
 }
 
-// ServeHTTP serves the API, the mounted handlers and the dashboard.
-func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) { g.mux.ServeHTTP(w, r) }
+// ServeHTTP serves the API, the mounted handlers and the dashboard. Every
+// request is checked first, mounted handlers' included: its headers'
+// size, its Host (a loopback gateway serves only loopback names: DNS
+// rebinding) and, for a state-changing method, that a browser sent it from
+// the gateway's own pages (cross-site request forgery); every answer
+// carries a strict Content-Security-Policy and nosniff.
+func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if g.check(w, r) {
+		g.mux.ServeHTTP(w, r)
+	}
+}
+
+// Server returns an HTTP server for the gateway with its limits: request
+// headers of at most WithMaxHeader bytes, read within 10 seconds.
+func (g *Gateway) Server() *http.Server {
+	return &http.Server{Handler: g, ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: int(g.cfg.maxHeader), IdleTimeout: 2 * time.Minute}
+}
 
 // Handle mounts h at pattern after New, as WithHandler does.
 func (g *Gateway) Handle(pattern string, h http.Handler) { g.mux.Handle(pattern, h) }

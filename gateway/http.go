@@ -21,11 +21,15 @@ func (g *Gateway) api(rt route) http.Handler {
 		c := g.def
 		if !rt.public {
 			var err error
-			if c, err = g.authorize(r); err != nil {
+			if c, err = g.authorize(r, rt.stream); err != nil {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="agentmesh"`)
 				g.writeError(w, r, err)
 				return
 			}
+		}
+		if err := rt.body.checkBody(r); err != nil {
+			g.writeError(w, r, err)
+			return
 		}
 		if err := rt.h(w, r, c); err != nil {
 			g.writeError(w, r, err)
@@ -34,21 +38,27 @@ func (g *Gateway) api(rt route) http.Handler {
 }
 
 // authorize returns the conn of the request's bearer token: from the
-// Authorization header, or the access_token query parameter (RFC 6750
-// section 2.3) for EventSource, which cannot set headers. Without tokens
-// configured every request uses the gateway's own connection.
-func (g *Gateway) authorize(r *http.Request) (*conn, error) {
+// Authorization header, or, on an event stream (stream), the access_token
+// query parameter (RFC 6750 section 2.3) for EventSource, which cannot set
+// headers. Elsewhere a token in the address is refused: addresses end up
+// in logs and histories. Without tokens configured every request uses the
+// gateway's own connection.
+func (g *Gateway) authorize(r *http.Request, stream bool) (*conn, error) {
 	if len(g.tokens) == 0 {
 		return g.def, nil
 	}
 	token := ""
-	if h := r.Header.Get("Authorization"); h != "" {
+	_, inQuery := r.URL.Query()["access_token"]
+	switch h := r.Header.Get("Authorization"); {
+	case h != "":
 		scheme, rest, ok := strings.Cut(h, " ")
 		if !ok || !strings.EqualFold(scheme, "Bearer") {
 			return nil, fail(CodeUnauthorized, "the Authorization header is not 'Bearer <token>'")
 		}
 		token = strings.TrimSpace(rest)
-	} else {
+	case inQuery && !stream:
+		return nil, fail(CodeUnauthorized, "?access_token= is taken on event streams only (EventSource cannot send headers); send 'Authorization: Bearer <token>' on %s %s", r.Method, r.URL.Path)
+	default:
 		token = r.URL.Query().Get("access_token")
 	}
 	if token == "" {

@@ -123,6 +123,9 @@ func (m *testMesh) do(t *testing.T, method, path, contentType string, body []byt
 	}
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
+		if header[i] == "Host" { // the client sends req.Host
+			req.Host = header[i+1]
+		}
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

@@ -23,6 +23,8 @@ type config struct {
 	taskTimeout time.Duration
 	maxBody     int64
 	maxUpload   int64
+	maxHeader   int64
+	hosts       []string
 	provision   bus.ProvisionOptions
 }
 
@@ -74,6 +76,21 @@ func WithTaskTimeout(d time.Duration) Option { return func(c *config) { c.taskTi
 // WithMaxBody bounds request bodies other than file uploads (default 1 MiB);
 // a larger one is refused with 413 too_large.
 func WithMaxBody(n int64) Option { return func(c *config) { c.maxBody = n } }
+
+// WithMaxHeader bounds a request's line and headers (default 32 KiB); a
+// larger one is refused with 431 too_large. Server sets the same bound on
+// the HTTP server, so a larger one is not even read whole.
+func WithMaxHeader(n int64) Option { return func(c *config) { c.maxHeader = n } }
+
+// WithHosts names more hosts (a name, or host:port) the gateway is reached
+// by when it listens on a loopback address behind a proxy on the same
+// machine that passes the users' Host on: requests for them are served,
+// and pages of their http and https origins are the gateway's own. By
+// default a loopback gateway serves loopback names only (against DNS
+// rebinding).
+func WithHosts(hosts ...string) Option {
+	return func(c *config) { c.hosts = append(c.hosts, hosts...) }
+}
 
 // WithMaxUpload bounds one uploaded file (default 256 MiB); a larger one
 // is refused with 413 too_large and nothing is stored.

@@ -1,16 +1,22 @@
 package gateway
 
 import (
+	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"mime"
 	"net/http"
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/client"
 	"github.com/agentmesh/agentmesh/orchestrator/pipeline"
 	meshroute "github.com/agentmesh/agentmesh/orchestrator/route"
+	"github.com/agentmesh/agentmesh/orchestrator/state"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -46,6 +52,9 @@ func (g *Gateway) handleSubmit(w http.ResponseWriter, r *http.Request, c *conn) 
 		if err := bus.ValidateToken("run id", runID); err != nil {
 			return fail(schemas.CodeInvalidID, "%v", err)
 		}
+		if err := c.checkRunFree(r.Context(), runID); err != nil {
+			return err
+		}
 	} else {
 		runID = strings.ReplaceAll(fmt.Sprintf("%s-%d", spec.Name, time.Now().UnixNano()), " ", "_")
 		if bus.ValidateToken("run id", runID) != nil {
@@ -60,6 +69,27 @@ func (g *Gateway) handleSubmit(w http.ResponseWriter, r *http.Request, c *conn) 
 	return nil
 }
 
+// checkRunFree refuses a run id that names a run the mesh holds (409
+// run_exists): the orchestrator would drop the submission. An identity
+// that may not read run state (a client on a secure mesh) is not checked
+// here; the orchestrator refuses the submission on its event id.
+func (c *conn) checkRunFree(ctx context.Context, runID string) error {
+	if c.store == nil {
+		return nil
+	}
+	h, _, err := c.store.Header(ctx, runID)
+	switch {
+	case err == nil:
+		return fail(CodeRunExists, "run id %q is taken by a run that is %s (GET /api/runs/%s); submit with another run_id, or none to have one made", runID, h.Status, runID)
+	case errors.Is(err, state.ErrNotFound), errors.Is(err, jetstream.ErrKeyNotFound):
+		return nil
+	}
+	return meshError("checking run id "+runID, err)
+}
+
+// handleValidate answers whether a submission of the same body would be
+// accepted: it makes the checks handleSubmit makes (readPipeline), and
+// answers the waves the orchestrator would run.
 func (g *Gateway) handleValidate(w http.ResponseWriter, r *http.Request, c *conn) error {
 	spec, err := g.readPipeline(w, r, c)
 	if err != nil {
@@ -82,8 +112,9 @@ func (g *Gateway) readPipeline(w http.ResponseWriter, r *http.Request, c *conn) 
 // decodePipeline decodes a pipeline body (YAML or JSON by contentType),
 // sets the variables of vars (name=value) and validates the spec against
 // the live agents lookup knows: the checks agentmesh run makes, then the
-// orchestrator's. Every problem is reported at once, with the messages
-// the CLI shows.
+// orchestrator's at submission (the pipeline's JSON Schema, then
+// pipeline.Validate), and the gateway's own: no sub-pipeline by file.
+// Every problem is reported at once, with the messages the CLI shows.
 func decodePipeline(body []byte, contentType string, vars []string, lookup pipeline.ContractLookup) (schemas.PipelineSpec, error) {
 	format, err := pipelineFormat(contentType)
 	if err != nil {
@@ -93,7 +124,10 @@ func decodePipeline(body []byte, contentType string, vars []string, lookup pipel
 	if err == nil {
 		spec, err = client.SetVars(spec, vars)
 	}
-	if err == nil { // the structural checks of agentmesh run, then the orchestrator's against the live agents
+	if err == nil {
+		err = errors.Join(subFiles(spec, ""), checkSchema(spec))
+	}
+	if err == nil { // the orchestrator's checks against the live agents
 		_, _, err = pipeline.Validate(spec, lookup, meshroute.NewRouter())
 	}
 	if err != nil {
@@ -102,24 +136,44 @@ func decodePipeline(body []byte, contentType string, vars []string, lookup pipel
 	return spec, nil
 }
 
-// pipelineFormat reads the body's format from its media type: YAML
-// (application/yaml, application/x-yaml, text/yaml; the default) or JSON.
-func pipelineFormat(contentType string) (string, error) {
-	if contentType == "" {
-		return "yaml", nil
+// subFiles refuses every sub-pipeline given by file, at any depth: the
+// gateway reads no file of its own machine for a client (agentmesh run
+// reads them on the client's). where prefixes the step of a nested one.
+func subFiles(spec schemas.PipelineSpec, where string) error {
+	var errs []error
+	for _, st := range spec.Steps {
+		p := st.Pipeline
+		switch {
+		case p == nil:
+		case p.File != "":
+			errs = append(errs, fmt.Errorf("step %s%q: pipeline.file %q is refused over HTTP: the gateway reads no file for a client; give the pipeline inline (pipeline.spec), by name from the orchestrator's --pipelines directory (pipeline.name), or submit the file with agentmesh run",
+				where, st.ID, clipHeader(p.File)))
+		case p.Spec != nil:
+			errs = append(errs, subFiles(*p.Spec, fmt.Sprintf("%s%q > ", where, st.ID)))
+		}
 	}
-	mt, _, err := mime.ParseMediaType(contentType)
+	return errors.Join(errs...)
+}
+
+// checkSchema checks spec against the pipeline's JSON Schema, as the
+// orchestrator checks a submission's data.
+func checkSchema(spec schemas.PipelineSpec) error {
+	b, err := json.Marshal(spec)
 	if err != nil {
-		return "", fail(schemas.CodeInvalidRequest, "Content-Type %q: %v; send application/yaml or application/json", contentType, err)
+		return fmt.Errorf("the pipeline does not encode as JSON: %w", err)
 	}
-	switch mt {
-	case "application/json":
-		return "json", nil
-	case "application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml", "text/plain":
-		return "yaml", nil
+	return schemas.ValidateJSON(schemas.SchemaPipeline, b)
+}
+
+// pipelineFormat reads the body's format from its media type (see
+// pipelineTypes).
+func pipelineFormat(contentType string) (string, error) {
+	mt, _, err := mime.ParseMediaType(contentType)
+	if format := pipelineTypes[mt]; err == nil && format != "" {
+		return format, nil
 	}
 	return "", &apiError{Status: http.StatusUnsupportedMediaType, Code: schemas.CodeInvalidRequest,
-		Message: fmt.Sprintf("Content-Type %q: a pipeline is sent as application/yaml or application/json", mt)}
+		Message: fmt.Sprintf("Content-Type %q: a pipeline is sent as application/yaml or application/json", clipHeader(contentType))}
 }
 
 // pipelineError is the 400 answer of a pipeline that does not decode or

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -14,6 +15,7 @@ import (
 	"github.com/agentmesh/agentmesh/agents"
 	"github.com/agentmesh/agentmesh/bridge/a2a"
 	"github.com/agentmesh/agentmesh/bus"
+	"github.com/agentmesh/agentmesh/internal/httpguard"
 	"github.com/agentmesh/agentmesh/resolvers"
 )
 
@@ -52,7 +54,10 @@ An A2A client pointed at http://ADDR/a2a/agents/AGENT/ (mind the trailing
 slash) finds the card. docs/bridges.md says how parts map onto inputs.
 
 The server checks no credentials: anyone who reaches ADDR can run tasks on
-the mesh. Listen on 127.0.0.1, or put it behind a proxy that authenticates.`,
+the mesh. Listen on 127.0.0.1, or put it behind a proxy that authenticates.
+It refuses what a web page could make a browser send: a POST from a page of
+another site, and on a loopback address a Host other than a loopback name
+or the host of --base-url (DNS rebinding); 403 for both.`,
 		Example: `  agentmesh a2a --http 127.0.0.1:8041
   agentmesh a2a --http :8041 --base-url https://mesh.example.com`,
 		Args: cobra.NoArgs,
@@ -77,7 +82,17 @@ the mesh. Listen on 127.0.0.1, or put it behind a proxy that authenticates.`,
 				return err
 			}
 			defer h.Close()
-			srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+			// The checks the gateway makes: no foreign Host on a loopback
+			// listener (DNS rebinding), no POST from another site's page.
+			var hosts []string
+			if u, err := url.Parse(baseURL); err == nil && u.Host != "" {
+				hosts = append(hosts, u.Host)
+			}
+			guard, err := httpguard.New(hosts...)
+			if err != nil {
+				return fmt.Errorf("a2a: --base-url %s: %w", baseURL, err)
+			}
+			srv := &http.Server{Handler: guard.Handler(h), ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 64 << 10}
 			errc := make(chan error, 1)
 			go func() { errc <- srv.Serve(ln) }()
 			fmt.Fprintf(a.out, "a2a: serving A2A %s on http://%s (chat card at /.well-known/agent-card.json, agent cards under %s)\n", a2a.ProtocolVersion, ln.Addr(), a2a.PathAgents)

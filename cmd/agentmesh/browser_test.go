@@ -2,100 +2,25 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/agentmesh/agentmesh/internal/browsertest"
 )
 
-// chromiumPaths are where Debian's chromium package (which .ci/run
-// installs) and other distributions put the browser.
-var chromiumPaths = []string{"/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome", "/usr/bin/google-chrome-stable"}
+// findChromium returns the browser the browser tests drive (see
+// browsertest.Find).
+func findChromium() (string, error) { return browsertest.Find() }
 
-// findChromium returns the browser to drive: $AGENTMESH_CHROMIUM, else the
-// first of chromiumPaths that exists, else chromium on $PATH.
-func findChromium() (string, error) {
-	if p := os.Getenv("AGENTMESH_CHROMIUM"); p != "" {
-		if _, err := os.Stat(p); err != nil {
-			return "", fmt.Errorf("AGENTMESH_CHROMIUM=%s: %w", p, err)
-		}
-		return p, nil
-	}
-	for _, p := range chromiumPaths {
-		if _, err := os.Stat(p); err == nil {
-			return p, nil
-		}
-	}
-	if p, err := exec.LookPath("chromium"); err == nil {
-		return p, nil
-	}
-	return "", fmt.Errorf("no Chromium at %s or on $PATH; install Debian's chromium package (apt-get install chromium) or set AGENTMESH_CHROMIUM", strings.Join(chromiumPaths, ", "))
-}
-
-// browser starts a headless Chromium with a fresh profile for one test and
-// returns a tab's context, which ends with the test or after limit. The
-// flags keep the browser from reaching for the network (the machine's is
-// closed), a GPU or a sandbox a container does not have. Without Chromium
-// the test is skipped, saying why.
+// browser starts a headless Chromium for one test and returns a tab's
+// context (see browsertest.Tab); without Chromium the test is skipped.
 func browser(t *testing.T, limit time.Duration) context.Context {
 	t.Helper()
-	path, err := findChromium()
-	if err != nil {
-		t.Skipf("browser test skipped: %v", err)
-	}
-	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(path),
-		chromedp.Flag("headless", true),
-		chromedp.Flag("no-sandbox", true),
-		chromedp.Flag("disable-gpu", true),
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("no-first-run", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1280, 860),
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), limit)
-	t.Cleanup(cancel)
-	actx, acancel := chromedp.NewExecAllocator(ctx, opts...)
-	t.Cleanup(acancel)
-	var (
-		mu      sync.Mutex
-		console []string
-	)
-	tab, tcancel := chromedp.NewContext(actx, chromedp.WithLogf(t.Logf))
-	t.Cleanup(tcancel)
-	// The first action starts the browser; only then may another goroutine
-	// use the tab.
-	if err := chromedp.Do(tab, chromedp.Navigate("about:blank")); err != nil {
-		t.Fatalf("start %s: %v", path, err)
-	}
-	go func() {
-		for m, err := range chromedp.Console(tab) {
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			console = append(console, m.String())
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		mu.Lock()
-		defer mu.Unlock()
-		if t.Failed() && len(console) > 0 {
-			t.Logf("browser console:\n%s", strings.Join(console, "\n"))
-		}
-	})
-	return tab
+	return browsertest.Tab(t, limit)
 }
 
 // artifactDir is where screenshots go: $AGENTMESH_ARTIFACTS when set (CI

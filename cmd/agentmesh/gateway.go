@@ -38,6 +38,7 @@ func newGatewayCmd(a *app) *cobra.Command {
 		addr      string
 		tokenFile string
 		verbose   bool
+		hosts     []string
 	)
 	cmd := &cobra.Command{
 		Use:   "gateway",
@@ -59,7 +60,14 @@ Tokens are at least 16 characters; a relative credentials path is read
 from the token file's directory; '#' starts a comment.
 
 Without --token-file the gateway also serves the A2A bridge (agent cards at
-/.well-known/agent-card.json and under /a2a/; see 'agentmesh a2a --help').`,
+/.well-known/agent-card.json and under /a2a/; see 'agentmesh a2a --help').
+
+The gateway is safe to open in a browser: state-changing requests from
+pages of other sites are refused (403 cross_origin), JSON endpoints take
+application/json only, and a gateway on a loopback address answers only
+for loopback names (403 foreign_host, against DNS rebinding). Behind a
+reverse proxy on the same machine that passes the users' Host on, name it
+with --allow-host. See docs/security.md.`,
 		Example: `  agentmesh gateway --http :8080
   NATS_URL=tls://mesh:4222 NATS_CA=ca.pem agentmesh gateway --creds admin.creds --token-file tokens.txt`,
 		Args: cobra.NoArgs,
@@ -75,6 +83,9 @@ Without --token-file the gateway also serves the A2A bridge (agent cards at
 				return err
 			}
 			defer closeTokens()
+			if len(hosts) > 0 {
+				opts = append(opts, gateway.WithHosts(hosts...))
+			}
 			srv, err := a.serveGateway(ctx, m, addr, a.logger(verbose), tokenFile != "", opts...)
 			if err != nil {
 				return err
@@ -88,6 +99,7 @@ Without --token-file the gateway also serves the A2A bridge (agent cards at
 	f.StringVar(&addr, "http", defaultHTTP, "listen address HOST:PORT of the dashboard and API (port 0 picks a free one)")
 	f.StringVar(&tokenFile, "token-file", "", "require bearer tokens: a file of lines 'TOKEN CREDENTIALS-FILE'")
 	f.BoolVar(&verbose, "verbose", false, "log each failed request")
+	f.StringArrayVar(&hosts, "allow-host", nil, "a host name (or host:port) users reach the gateway by through a reverse proxy on this machine; repeat for more (default: loopback names only)")
 	return cmd
 }
 
@@ -133,8 +145,9 @@ func (a *app) serveGateway(ctx context.Context, m *mesh, addr string, log *slog.
 		return nil, fmt.Errorf("--http %s: %w (another process may use the port: choose another with --http HOST:PORT, or --http \"\" for none)", addr, err)
 	}
 	reqCtx, cancel := context.WithCancel(context.Background())
-	s := &gatewayServer{url: "http://" + ln.Addr().String(), gw: gw, done: make(chan error, 1), cancel: cancel, a2a: bridge,
-		http: &http.Server{Handler: gw, ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return reqCtx }}}
+	hs := gw.Server() // the gateway's limits on request headers
+	hs.BaseContext = func(net.Listener) context.Context { return reqCtx }
+	s := &gatewayServer{url: "http://" + ln.Addr().String(), gw: gw, done: make(chan error, 1), cancel: cancel, a2a: bridge, http: hs}
 	go func() { s.done <- s.http.Serve(ln) }()
 	return s, nil
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -269,8 +270,26 @@ func TestUpSecureDashboardNeedsItsToken(t *testing.T) {
 		t.Fatalf("with the token: %d", code)
 	}
 	var agents []json.RawMessage
-	if code := httpJSON(t, "GET", base+"/api/agents?access_token="+token, "", "", nil, &agents); code != 200 || len(agents) != len(builtinNames()) {
-		t.Fatalf("agents with access_token: %d, %d agents", code, len(agents))
+	if code := httpJSON(t, "GET", base+"/api/agents", token, "", nil, &agents); code != 200 || len(agents) != len(builtinNames()) {
+		t.Fatalf("agents with the token: %d, %d agents", code, len(agents))
+	}
+	// A token in the address is taken on event streams only.
+	if code := httpJSON(t, "GET", base+"/api/agents?access_token="+token, "", "", nil, nil); code != 401 {
+		t.Fatalf("agents with access_token: %d, want 401", code)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, "GET", base+"/api/events?access_token="+token, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		t.Fatalf("events with access_token: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
 	// The A2A bridge checks no credentials, so a gateway with tokens does
 	// not serve it.

@@ -14,6 +14,7 @@ import (
 	meshmcp "github.com/agentmesh/agentmesh/bridge/mcp"
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/client"
+	"github.com/agentmesh/agentmesh/internal/httpguard"
 )
 
 func init() { register(newMCPCmd) }
@@ -100,11 +101,12 @@ func serveMCPHTTP(ctx context.Context, a *app, s *meshmcp.Server, addr string) e
 		return fmt.Errorf("--http %s: %w", addr, err)
 	}
 	mux := http.NewServeMux()
-	// The SDK refuses a localhost request with a foreign Host (DNS
-	// rebinding); cross-origin protection refuses browsers' cross-site
-	// requests, as the transport's security notes ask for Origin checks.
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.MCP() }, nil)
-	mux.Handle("/mcp", http.NewCrossOriginProtection().Handler(h))
+	// httpguard refuses a localhost request with a foreign Host (DNS
+	// rebinding) and browsers' cross-site requests, as the transport's
+	// security notes ask; the gateway makes the same checks.
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.MCP() },
+		&mcp.StreamableHTTPOptions{DisableLocalhostProtection: true}) // httpguard.CheckHost makes it
+	mux.Handle("/mcp", httpguard.Handler(h))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	fmt.Fprintf(a.errOut, "agentmesh mcp: streamable HTTP on http://%s/mcp\n", ln.Addr())
 	errc := make(chan error, 1)

@@ -231,6 +231,8 @@ func TestMCPServerOverHTTP(t *testing.T) {
 	if got := res.Content[len(res.Content)-1].(*mcp.TextContent).Text; got != "Over Http" {
 		t.Fatalf("output %q", got)
 	}
+	// What a page of another site could make a browser send is refused.
+	wantBrowserRefusals(t, endpoint, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`)
 }
 
 // startMCPAgentProc runs `agentmesh agent --mcp` on examples/mcp's server

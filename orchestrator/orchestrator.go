@@ -122,7 +122,8 @@ func New(nc *nats.Conn, opts ...Option) (*Orchestrator, error) {
 	}
 	o.pipelines = pipeline.New(nc, cfg.names, o.store, o.router, o.dispatcher, o.Lookup, pipeline.Config{
 		Sweep: cfg.sweep, Grace: cfg.grace, Republish: cfg.republish, AckWait: cfg.ackWait,
-		Source: cfg.source, Logger: cfg.logger, Observer: cfg.observer, Model: cfg.model, Pipelines: pipelinesIn(cfg.pipelines)})
+		Source: cfg.source, Logger: cfg.logger, Observer: cfg.observer, Model: cfg.model, Pipelines: pipelinesIn(cfg.pipelines),
+		Limits: cfg.limits})
 	return o, nil
 }
 

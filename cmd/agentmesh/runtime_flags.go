@@ -17,6 +17,7 @@ type runtimeFlags struct {
 	heartbeat   time.Duration
 	ackWait     time.Duration
 	maxDeliver  int
+	maxColl     int
 	drain       time.Duration
 	verbose     bool
 }
@@ -26,6 +27,7 @@ func (r *runtimeFlags) register(f *pflag.FlagSet) {
 	f.DurationVar(&r.heartbeat, "heartbeat", agents.DefaultHeartbeat, "announcement interval; the registry drops a silent instance after 3")
 	f.DurationVar(&r.ackWait, "ack-wait", agents.DefaultAckWait, "how long the server waits for this instance before giving its task to another")
 	f.IntVar(&r.maxDeliver, "max-deliver", agents.DefaultMaxDeliver, "deliveries of a task before it is dead-lettered")
+	f.IntVar(&r.maxColl, "max-collection", agents.DefaultMaxCollection, "most file ids of a spilled collection an input may hold; a larger one fails with limit_exceeded")
 	f.BoolVarP(&r.verbose, "verbose", "v", false, "log every task event to stderr")
 	drainFlag(f, &r.drain)
 }
@@ -38,6 +40,7 @@ func (r *runtimeFlags) options(m *mesh, log *slog.Logger) []agents.Option {
 		agents.WithHeartbeat(r.heartbeat),
 		agents.WithAckWait(r.ackWait),
 		agents.WithMaxDeliver(r.maxDeliver),
+		agents.WithMaxCollection(r.maxColl),
 		agents.WithValueResolver(resolvers.NewCollections(m.Res.Files, 0)),
 		agents.WithLogger(log),
 	}

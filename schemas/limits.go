@@ -8,11 +8,6 @@ import (
 	"slices"
 )
 
-// CodeLimitExceeded is the code of a request that asks for more than one of
-// the mesh's documented limits allows (see Limits and docs/errors.md); its
-// message names the limit, its value and the request's.
-const CodeLimitExceeded = "limit_exceeded"
-
 // ErrLimitExceeded matches every *LimitError.
 var ErrLimitExceeded = errors.New("limit exceeded")
 

@@ -18,6 +18,8 @@ type runtimeFlags struct {
 	ackWait     time.Duration
 	maxDeliver  int
 	maxColl     int
+	callDepth   int
+	calls       int
 	drain       time.Duration
 	verbose     bool
 }
@@ -28,6 +30,8 @@ func (r *runtimeFlags) register(f *pflag.FlagSet) {
 	f.DurationVar(&r.ackWait, "ack-wait", agents.DefaultAckWait, "how long the server waits for this instance before giving its task to another")
 	f.IntVar(&r.maxDeliver, "max-deliver", agents.DefaultMaxDeliver, "deliveries of a task before it is dead-lettered")
 	f.IntVar(&r.maxColl, "max-collection", agents.DefaultMaxCollection, "most file ids of a spilled collection an input may hold; a larger one fails with limit_exceeded")
+	f.IntVar(&r.calls, "max-calls", agents.DefaultMaxCallFanout, "agent-to-agent calls one task may make; one more fails with call_fanout")
+	f.IntVar(&r.callDepth, "max-call-depth", agents.DefaultMaxCallDepth, "how deep a chain of agent-to-agent calls starting at one of this agent's tasks may go (call_depth)")
 	f.BoolVarP(&r.verbose, "verbose", "v", false, "log every task event to stderr")
 	drainFlag(f, &r.drain)
 }
@@ -41,6 +45,7 @@ func (r *runtimeFlags) options(m *mesh, log *slog.Logger) []agents.Option {
 		agents.WithAckWait(r.ackWait),
 		agents.WithMaxDeliver(r.maxDeliver),
 		agents.WithMaxCollection(r.maxColl),
+		agents.WithCallLimits(r.callDepth, r.calls),
 		agents.WithValueResolver(resolvers.NewCollections(m.Res.Files, 0)),
 		agents.WithLogger(log),
 	}

@@ -19,7 +19,7 @@ const DefaultMaxCollection = 100_000
 const (
 	// headroom is kept under the server's max payload for the headers
 	// the publish adds (Nats-Msg-Id) and their framing.
-	headroom = 4 << 10
+	headroom = 8 << 10
 	// maxCutMessage is the length, in characters, an error message or
 	// summary is cut to when the result does not fit.
 	maxCutMessage = 16 << 10
@@ -42,7 +42,11 @@ func (r *Runtime) checkCollection(name string, v schemas.TypedValue) error {
 // maxResultBytes is the largest result message the server takes, less
 // headroom.
 func (r *Runtime) maxResultBytes() int {
-	return int(max(r.nc.MaxPayload()-headroom, 1<<10))
+	mp := r.nc.MaxPayload()
+	if mp <= 0 { // not connected yet: the server's default
+		mp = 1 << 20
+	}
+	return int(max(mp-headroom, 1<<10))
 }
 
 // msgSize is what msg takes against the server's max payload: its body

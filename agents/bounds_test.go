@@ -71,6 +71,12 @@ func TestResultTooLargeToPublishIsCut(t *testing.T) {
 	}
 	noMoreResults(t, m, m.n.Result("Lost", ev.ID))
 
+	// A direct call gets the same answer as its reply.
+	direct := decodeResult(t, m.callDirect(t, "Lost", task(t, schemas.TaskRequest{})))
+	if e := direct.Result.Error; e == nil || e.Code != schemas.CodeNotFound || !strings.Contains(e.Message, "more bytes left out") {
+		t.Fatalf("direct call: %+v", direct.Result)
+	}
+
 	ev = task(t, schemas.TaskRequest{Params: map[string]any{"big": true}})
 	got = m.call(t, "Lost", ev)
 	if e := got.Result.Error; got.Result.Success || e == nil || e.Code != schemas.CodeTooLarge || !strings.Contains(e.Message, "text (TEXT,") {

@@ -103,7 +103,7 @@ func (r *Runtime) respondCall(req micro.Request, d *delivery, res schemas.AgentR
 		return req.Respond(msg.Data, headers)
 	}
 	e := res.Err().(*schemas.ResultError)
-	desc := strings.Join(strings.Fields(e.Code+": "+e.Message), " ")
+	desc := schemas.Clip(strings.Join(strings.Fields(e.Code+": "+e.Message), " "), 4096) // a header: the body has the whole
 	return req.Error(strconv.Itoa(serviceCode(e.Code)), desc, msg.Data, headers)
 }
 

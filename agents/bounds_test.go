@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/agentmesh/agentmesh/agents"
+	"github.com/agentmesh/agentmesh/agents/builtin/analysis"
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/resolvers"
 	"github.com/agentmesh/agentmesh/schemas"
@@ -178,4 +179,43 @@ func pollTasksEmpty(t *testing.T, m *mesh) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// TestAnalysisAgentOf20000MissingIDsIsAnswered: the real AnalysisAgent
+// given 20,000 file ids that do not exist writes a failure naming each,
+// over 1 MiB: it used to fail to publish on every delivery and leave the
+// task unanswered, without retries_exhausted. It gets one answer, with the
+// agent's code and the message cut.
+func TestAnalysisAgentOf20000MissingIDsIsAnswered(t *testing.T) {
+	m := newMesh(t)
+	a, err := analysis.New(resolvers.NewObjectStore(m.res.Files))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.serve(t, a, agents.WithConcurrency(1))
+	ids := make([]string, 20_000)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("f-%032x", i)
+	}
+	ev := task(t, schemas.TaskRequest{Inputs: map[string]schemas.TypedValue{
+		"images": schemas.FilesValue(schemas.FromIDs(schemas.ContentImages, ids...), "test")}})
+	sub, err := m.nc.SubscribeSync(m.n.Result(analysis.Name, ev.ID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	m.publish(t, analysis.Name, ev)
+	msg, err := sub.NextMsg(60 * time.Second)
+	if err != nil {
+		t.Fatalf("no result: %v", err)
+	}
+	got := decodeResult(t, msg)
+	e := got.Result.Error
+	if got.Result.Success || e == nil || e.Code == schemas.CodeExhausted || !strings.Contains(e.Message+got.Result.Summary, "more bytes left out") {
+		t.Fatalf("result %+v %+v, want the agent's failure, cut", schemas.Clip(got.Result.Summary, 300), e)
+	}
+	if len(msg.Data) > 64<<10 {
+		t.Errorf("result of %d bytes", len(msg.Data))
+	}
+	noMoreResults(t, m, m.n.Result(analysis.Name, ev.ID))
 }

@@ -112,9 +112,9 @@ func WithOrphanGrace(d time.Duration) Option { return func(c *config) { c.orphan
 // (zero fields: the defaults, see schemas.Limits).
 func WithLimits(l schemas.Limits) Option { return func(c *config) { c.limits = l } }
 
-// WithMaxDeliver sets how many times a request or result is delivered
-// before it is given up on (default DefaultMaxDeliver): the last delivery
-// of one that still fails is answered with code internal where it has a
-// sender to answer, dead-lettered on mesh.dead.orchestrator with the
-// reason, and acknowledged.
+// WithMaxDeliver sets how many times a request on MESH_REQUESTS is
+// delivered before it is given up on (0 or less: DefaultMaxDeliver): the
+// last delivery of one that still fails is answered with code internal on
+// its sender's subject, dead-lettered on mesh.dead.orchestrator with the
+// reason, and terminated.
 func WithMaxDeliver(n int) Option { return func(c *config) { c.maxDeliver = n } }

@@ -55,7 +55,8 @@ type Orchestrator struct {
 // New returns a replica on nc. The mesh must be provisioned (bus.Provision).
 // Options: WithNames, WithChatHandler, WithRegistry, WithRouter,
 // WithCollections, WithWorkers, WithSweepInterval, WithTimeoutGrace, WithAckWait,
-// WithLogger, WithSource, WithStateOptions, WithObserver, WithOrphanGrace.
+// WithLogger, WithSource, WithStateOptions, WithObserver, WithOrphanGrace,
+// WithLimits, WithMaxDeliver.
 func New(nc *nats.Conn, opts ...Option) (*Orchestrator, error) {
 	cfg := config{workers: 32, sweep: time.Second, grace: time.Second, republish: 2 * time.Second,
 		source: "agentmesh/orchestrator", ackWait: 5 * time.Second, maxPending: 10000, orphanGrace: DefaultOrphanGrace,
@@ -65,6 +66,9 @@ func New(nc *nats.Conn, opts ...Option) (*Orchestrator, error) {
 	}
 	if !cfg.namesSet {
 		cfg.names = bus.MustNames(bus.DefaultPrefix)
+	}
+	if cfg.maxDeliver <= 0 {
+		cfg.maxDeliver = DefaultMaxDeliver
 	}
 	if cfg.logger == nil {
 		cfg.logger = slog.New(slog.NewTextHandler(io.Discard, nil))

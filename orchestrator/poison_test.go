@@ -158,3 +158,39 @@ func TestRequestWhoseOutcomeCannotBeWritten(t *testing.T) {
 		t.Errorf("run %s was stored", runID)
 	}
 }
+
+// TestLimitsOfTheOrchestrator: the limits given with WithLimits hold at
+// submit (a list variable of 6 items over a limit of 5) and when a
+// for_each starts (a seed of 6 lines): both fail with limit_exceeded
+// naming the value and the limit; 5 items run.
+func TestLimitsOfTheOrchestrator(t *testing.T) {
+	m := meshtest.New(t)
+	m.Run(t, text.New())
+	o := m.Orchestrator(t, []string{text.Name}, orchestrator.WithLimits(schemas.Limits{ForEachItems: 5}))
+	lines := func(n int) string {
+		l := make([]string, n)
+		for i := range l {
+			l[i] = "line " + strconv.Itoa(i)
+		}
+		return strings.Join(l, "\n")
+	}
+	bySeed := func(n int) schemas.PipelineSpec {
+		return client.NewPipeline("each-line").SeedValue("lines", schemas.TypeText, "", lines(n)).
+			Step("up", text.Name).Param("op", "upper").ForEach("seed.lines", 2).MustBuild()
+	}
+	r := meshtest.WaitRun(t, o.Store(), m.Submit(t, bySeed(5), ""), 30*time.Second)
+	if r.Status != schemas.RunCompleted {
+		t.Fatalf("5 items: %s %s", r.Status, r.Error)
+	}
+	r = meshtest.WaitRun(t, o.Store(), m.Submit(t, bySeed(6), ""), 30*time.Second)
+	if st := r.Steps["up"]; r.Status != schemas.RunFailed || st.Code != schemas.CodeLimitExceeded || !strings.Contains(st.Error, "6 is over the limit of 5") {
+		t.Fatalf("6 items by seed: run %s, step %+v", r.Status, st)
+	}
+	byVar := bySeed(1)
+	byVar.Vars = map[string]any{"items": []any{"a", "b", "c", "d", "e", "f"}}
+	byVar.Steps[0].ForEach.Items = "vars.items"
+	r = meshtest.WaitRun(t, o.Store(), m.Submit(t, byVar, ""), 30*time.Second)
+	if r.Status != schemas.RunFailed || r.Code != schemas.CodeLimitExceeded || !strings.Contains(r.Error, "6 is over the limit of 5") {
+		t.Fatalf("6 items by variable: %s %s: %s; want it refused at submit", r.Status, r.Code, r.Error)
+	}
+}

@@ -92,7 +92,7 @@ func (r *Runtime) unretried(cause error) schemas.AgentResult {
 // carries micro's error headers: Nats-Service-Error-Code, a number (see
 // serviceCode), and Nats-Service-Error, "<code>: <message>".
 func (r *Runtime) respondCall(req micro.Request, d *delivery, res schemas.AgentResult) error {
-	msg, err := r.resultMessage(req.Reply(), d.event, res)
+	msg, res, err := r.resultMessage(req.Reply(), d.event, res)
 	if err != nil {
 		// A result event that cannot be encoded still ends the call.
 		_ = req.Error("500", "encoding the result event: "+oneLine(err), nil)
@@ -103,7 +103,7 @@ func (r *Runtime) respondCall(req micro.Request, d *delivery, res schemas.AgentR
 		return req.Respond(msg.Data, headers)
 	}
 	e := res.Err().(*schemas.ResultError)
-	desc := strings.Join(strings.Fields(e.Code+": "+e.Message), " ")
+	desc := schemas.Clip(strings.Join(strings.Fields(e.Code+": "+e.Message), " "), 4096) // a header: the body has the whole
 	return req.Error(strconv.Itoa(serviceCode(e.Code)), desc, msg.Data, headers)
 }
 

@@ -39,6 +39,7 @@ type config struct {
 
 	maxCallDepth, maxCallFanout int
 	callGrace                   time.Duration
+	maxCollection               int
 }
 
 func defaultConfig() config {
@@ -56,6 +57,7 @@ func defaultConfig() config {
 		maxCallDepth:  DefaultMaxCallDepth,
 		maxCallFanout: DefaultMaxCallFanout,
 		callGrace:     DefaultCallGrace,
+		maxCollection: DefaultMaxCollection,
 	}
 }
 
@@ -237,6 +239,19 @@ func WithCallGrace(d time.Duration) Option {
 			return errorf(ErrInvalidOption, "WithCallGrace(%v): the grace is 0 (none) or more", d)
 		}
 		c.callGrace = d
+		return nil
+	}
+}
+
+// WithMaxCollection sets how many file ids a spilled collection given as
+// an input may hold (default DefaultMaxCollection): a task with a larger
+// one fails with code limit_exceeded before the collection is read.
+func WithMaxCollection(n int) Option {
+	return func(c *config) error {
+		if n < 1 {
+			return errorf(ErrInvalidOption, "WithMaxCollection(%d): give 1 or more", n)
+		}
+		c.maxCollection = n
 		return nil
 	}
 }

@@ -159,6 +159,11 @@ func (r *Runtime) run(d *delivery) (schemas.AgentResult, error) {
 	if hasDeadline && !time.Now().Before(deadline) {
 		return fail(schemas.CodeTimeout, "task %s for %s was past its %s before it started", ev.ID, c.Name, budget)
 	}
+	for name, v := range req.Inputs {
+		if err := r.checkCollection(name, v); err != nil {
+			return fail(schemas.CodeLimitExceeded, "task %s for %s: %v", ev.ID, c.Name, err)
+		}
+	}
 	if r.cfg.resolver != nil {
 		for name, v := range req.Inputs {
 			rv, err := r.cfg.resolver.ResolveValue(context.Background(), v)
@@ -298,6 +303,10 @@ func (r *Runtime) finish(d *delivery, res schemas.AgentResult) bool {
 	r.stamp(d, &res)
 	if err := r.publishResult(d.event, res); err != nil {
 		r.log.ErrorContext(d.ctx, "publishing result", "err", err)
+		if d.attempt >= r.cfg.maxDeliver {
+			r.giveUpPublishing(d, err)
+			return false
+		}
 		_ = d.msg.NakWithDelay(r.cfg.backoff[0])
 		r.finished(d, schemas.OutcomeRetry, schemas.Failure(r.contract.Name, "", "publishing the result: "+err.Error(), true))
 		return false
@@ -309,6 +318,26 @@ func (r *Runtime) finish(d *delivery, res schemas.AgentResult) bool {
 		r.log.WarnContext(d.ctx, "acking task", "err", err)
 	}
 	return true
+}
+
+// giveUpPublishing ends the last delivery of a task whose result could
+// not be published: the task is dead-lettered with the reason, a short
+// retries_exhausted result is published in its stead, and the task is
+// terminated, so that it is not left unanswered in the stream.
+func (r *Runtime) giveUpPublishing(d *delivery, cause error) {
+	reason := fmt.Sprintf("gave up after %d deliveries: publishing the result failed: %s", d.attempt, schemas.Clip(oneLine(cause), 1000))
+	if err := r.deadLetter(d, reason); err != nil {
+		r.log.ErrorContext(d.ctx, "dead-lettering task", "err", err)
+	}
+	res := schemas.Failure(r.contract.Name, schemas.CodeExhausted, reason, false)
+	r.stamp(d, &res)
+	if err := r.publishResult(d.event, res); err != nil {
+		r.log.ErrorContext(d.ctx, "publishing the retries_exhausted result", "err", err)
+	} else if d.event.ID != "" {
+		r.done.add(d.event.ID)
+	}
+	_ = d.msg.TermWithReason("result not published")
+	r.finished(d, schemas.OutcomeDeadLetter, res)
 }
 
 // stamp fills in the result's bookkeeping: agent, capability, duration
@@ -360,7 +389,7 @@ func (r *Runtime) publishResult(task bus.Event, res schemas.AgentResult) error {
 	if !r.validReplyTo(subject) {
 		subject = r.cfg.names.Result(r.contract.Name, task.ID)
 	}
-	msg, err := r.resultMessage(subject, task, res)
+	msg, _, err := r.resultMessage(subject, task, res)
 	if err != nil {
 		return err
 	}
@@ -375,8 +404,24 @@ func (r *Runtime) publishResult(task bus.Event, res schemas.AgentResult) error {
 
 // resultMessage is the result event of task, task.completed or
 // task.failed, addressed to subject: binary mode, or structured when a
-// value cannot be a header.
-func (r *Runtime) resultMessage(subject string, task bus.Event, res schemas.AgentResult) (*nats.Msg, error) {
+// value cannot be a header. A result too large for a message is cut to
+// one that fits and says so (boundResult); the result sent is returned.
+func (r *Runtime) resultMessage(subject string, task bus.Event, res schemas.AgentResult) (*nats.Msg, schemas.AgentResult, error) {
+	limit := r.maxResultBytes()
+	msg, err := r.encodeResult(subject, task, res)
+	for keep := true; err == nil && msgSize(msg) > limit; keep = false {
+		size := msgSize(msg)
+		r.log.Warn("result too large to publish: cut", "task", task.ID, "bytes", size, "limit", limit)
+		res = boundResult(res, size, limit, keep)
+		if msg, err = r.encodeResult(subject, task, res); err != nil || !keep {
+			break
+		}
+	}
+	return msg, res, err
+}
+
+// encodeResult is the message of resultMessage, whatever its size.
+func (r *Runtime) encodeResult(subject string, task bus.Event, res schemas.AgentResult) (*nats.Msg, error) {
 	typ := bus.TypeTaskCompleted
 	if !res.Success {
 		typ = bus.TypeTaskFailed

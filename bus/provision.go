@@ -30,7 +30,24 @@ const (
 	DefaultConversationsTTL = 7 * 24 * time.Hour
 	DefaultAgentTTL         = 15 * time.Second
 	DefaultDuplicateWindow  = 2 * time.Minute
+	DefaultRequestsMaxAge   = 24 * time.Hour
+	DefaultDeadMaxAge       = 7 * 24 * time.Hour
+	DefaultFilesMaxAge      = 30 * 24 * time.Hour
 )
+
+// Default byte limits of the mesh's streams, buckets and object store. The
+// server reserves each limit in its store when the resource is made, so
+// together they must fit in its max_file_store (by default 75% of the free
+// disk): 5 streams and 3 buckets of 256 MiB and 2 GiB of files are 4 GiB.
+const (
+	DefaultStreamMaxBytes int64 = 256 << 20 // each stream
+	DefaultBucketMaxBytes int64 = 256 << 20 // each KV bucket
+	DefaultFilesMaxBytes  int64 = 2 << 30   // the object store
+)
+
+// errCodeInsufficientStorage is the server's JSStorageResourcesExceededErr:
+// a byte limit more than its store has room for.
+const errCodeInsufficientStorage jetstream.ErrorCode = 10047
 
 // ProvisionOptions tune the streams, buckets and object store of the mesh.
 //
@@ -49,6 +66,17 @@ type ProvisionOptions struct {
 	ConversationsTTL time.Duration         // default DefaultConversationsTTL (7 days): conversation state
 	AgentTTL         time.Duration         // default 15s: agents bucket TTL and limit marker TTL
 	DuplicateWindow  time.Duration         // default 2m
+	RequestsMaxAge   time.Duration         // default DefaultRequestsMaxAge (24h): a request no orchestrator took by then is dropped
+	DeadMaxAge       time.Duration         // default DefaultDeadMaxAge (7 days): dead letters
+	FilesMaxAge      time.Duration         // default DefaultFilesMaxAge (30 days): files and spilled collections
+
+	// Byte limits; Forever (any negative value) removes the limit. A full
+	// work queue (MESH_REQUESTS, MESH_TASKS) or bucket refuses what is
+	// published to it; a full stream of results, events or dead letters
+	// drops its oldest messages.
+	StreamMaxBytes int64 // default DefaultStreamMaxBytes, each stream
+	BucketMaxBytes int64 // default DefaultBucketMaxBytes, each KV bucket
+	FilesMaxBytes  int64 // default DefaultFilesMaxBytes, the object store
 
 	// BindOnly looks the resources up and changes nothing: no creation,
 	// no update, no purge. Identities of a secure mesh other than admin
@@ -73,6 +101,25 @@ func age(opt, def time.Duration) setting {
 		return setting{v: 0, set: true}
 	default:
 		return setting{v: opt, set: true}
+	}
+}
+
+// byteSetting is a byte limit resolved from an option, as setting is an
+// age: zero is the default and not enforced, negative is no limit (-1 on
+// the server).
+type byteSetting struct {
+	v   int64
+	set bool
+}
+
+func byteLimit(opt, def int64) byteSetting {
+	switch {
+	case opt == 0:
+		return byteSetting{v: def}
+	case opt < 0:
+		return byteSetting{v: -1, set: true}
+	default:
+		return byteSetting{v: opt, set: true}
 	}
 }
 
@@ -128,16 +175,15 @@ func Provision(ctx context.Context, js jetstream.JetStream, n Names, o Provision
 		r   Resources
 		err error
 	)
-	none := setting{}
 	streams := []struct {
 		dst *jetstream.Stream
 		spec
 	}{
-		{&r.Requests, streamSpec(n.RequestsStream(), "agentmesh chat requests, pipeline submissions and resolutions", jetstream.WorkQueuePolicy, none, o, n.ChatRequest(), n.PipelineSubmit(), n.PipelineResolve())},
+		{&r.Requests, streamSpec(n.RequestsStream(), "agentmesh chat requests, pipeline submissions and resolutions", jetstream.WorkQueuePolicy, age(o.RequestsMaxAge, DefaultRequestsMaxAge), o, n.ChatRequest(), n.PipelineSubmit(), n.PipelineResolve())},
 		{&r.Tasks, streamSpec(n.TasksStream(), "agentmesh tasks, one subject per agent", jetstream.WorkQueuePolicy, age(o.TasksMaxAge, DefaultTasksMaxAge), o, n.Tasks())},
 		{&r.Results, streamSpec(n.ResultsStream(), "agentmesh task results", jetstream.LimitsPolicy, age(o.ResultsMaxAge, DefaultResultsMaxAge), o, n.Results())},
 		{&r.Events, streamSpec(n.EventsStream(), "agentmesh progress events of conversations and runs", jetstream.LimitsPolicy, age(o.EventsMaxAge, DefaultEventsMaxAge), o, n.AllEvents())},
-		{&r.Dead, streamSpec(n.DeadStream(), "agentmesh tasks that exhausted their deliveries", jetstream.LimitsPolicy, none, o, n.DeadAll())},
+		{&r.Dead, streamSpec(n.DeadStream(), "agentmesh tasks that exhausted their deliveries", jetstream.LimitsPolicy, age(o.DeadMaxAge, DefaultDeadMaxAge), o, n.DeadAll())},
 	}
 	for _, s := range streams {
 		if *s.dst, err = ensureStream(ctx, js, s.spec); err != nil {
@@ -153,10 +199,11 @@ func Provision(ctx context.Context, js jetstream.JetStream, n Names, o Provision
 		return nil, err
 	}
 	rep, setRep := o.replicas()
-	r.Files, err = ensureObjectStore(ctx, js, jetstream.ObjectStoreConfig{
+	filesAge, filesBytes := age(o.FilesMaxAge, DefaultFilesMaxAge), byteLimit(o.FilesMaxBytes, DefaultFilesMaxBytes)
+	r.Files, err = ensureObjectStore(ctx, js, objSpec{cfg: jetstream.ObjectStoreConfig{
 		Bucket: n.FilesStore(), Description: "agentmesh files and spilled collections",
-		Storage: o.Storage, Replicas: rep,
-	}, setRep)
+		Storage: o.Storage, Replicas: rep, TTL: filesAge.v, MaxBytes: filesBytes.v,
+	}, replicas: setRep, ttl: filesAge.set, maxBytes: filesBytes.set})
 	if err != nil {
 		return nil, err
 	}
@@ -166,15 +213,16 @@ func Provision(ctx context.Context, js jetstream.JetStream, n Names, o Provision
 func provisionBuckets(ctx context.Context, js jetstream.JetStream, n Names, o ProvisionOptions, r *Resources) error {
 	rep, setRep := o.replicas()
 	agentTTL := o.agentTTL()
+	agentsBytes := byteLimit(o.BucketMaxBytes, DefaultBucketMaxBytes)
 	buckets := []struct {
 		dst *jetstream.KeyValue
 		kvSpec
 	}{
 		{&r.Agents, kvSpec{cfg: jetstream.KeyValueConfig{
 			Bucket: n.AgentsBucket(), Description: "agentmesh live agent registry",
-			History: 1, TTL: agentTTL.v, LimitMarkerTTL: agentTTL.v,
+			History: 1, TTL: agentTTL.v, LimitMarkerTTL: agentTTL.v, MaxBytes: agentsBytes.v,
 			Storage: o.Storage, Replicas: rep,
-		}, ttl: agentTTL, markerTTL: agentTTL, replicas: setRep}},
+		}, ttl: agentTTL, markerTTL: agentTTL, replicas: setRep, maxBytes: agentsBytes.set}},
 		{&r.Conversations, stateBucket(n.ConversationsBucket(), "agentmesh conversation state", age(o.ConversationsTTL, DefaultConversationsTTL), o)},
 		{&r.Runs, stateBucket(n.RunsBucket(), "agentmesh pipeline run state", age(o.RunsTTL, DefaultRunsTTL), o)},
 	}
@@ -189,35 +237,41 @@ func provisionBuckets(ctx context.Context, js jetstream.JetStream, n Names, o Pr
 
 func stateBucket(name, desc string, ttl setting, o ProvisionOptions) kvSpec {
 	rep, setRep := o.replicas()
+	maxBytes := byteLimit(o.BucketMaxBytes, DefaultBucketMaxBytes)
 	return kvSpec{cfg: jetstream.KeyValueConfig{
 		Bucket: name, Description: desc, TTL: ttl.v,
-		History: stateHistory, MaxValueSize: stateMaxValueSize,
+		History: stateHistory, MaxValueSize: stateMaxValueSize, MaxBytes: maxBytes.v,
 		Storage: o.Storage, Replicas: rep,
-	}, ttl: ttl, replicas: setRep}
+	}, ttl: ttl, replicas: setRep, maxBytes: maxBytes.set}
 }
 
 // spec is a stream's configuration for creating it, and which of its
 // tunables an existing stream is changed to.
 type spec struct {
-	cfg                   jetstream.StreamConfig
-	maxAge, dup, replicas bool
+	cfg                             jetstream.StreamConfig
+	maxAge, dup, replicas, maxBytes bool
 }
 
 func streamSpec(name, desc string, ret jetstream.RetentionPolicy, maxAge setting, o ProvisionOptions, subjects ...string) spec {
 	dup := age(o.DuplicateWindow, DefaultDuplicateWindow)
 	rep, setRep := o.replicas()
+	maxBytes := byteLimit(o.StreamMaxBytes, DefaultStreamMaxBytes)
 	cfg := jetstream.StreamConfig{
 		Name:        name,
 		Description: desc,
 		Subjects:    subjects,
 		Retention:   ret,
 		MaxAge:      maxAge.v,
+		MaxBytes:    maxBytes.v,
 		Storage:     o.Storage,
 		Replicas:    rep,
 		Duplicates:  dup.v,
 	}
+	if ret == jetstream.WorkQueuePolicy {
+		cfg.Discard = jetstream.DiscardNew // a full queue refuses work rather than dropping what waits
+	}
 	clampDuplicates(&cfg)
-	return spec{cfg: cfg, maxAge: maxAge.set, dup: dup.set, replicas: setRep}
+	return spec{cfg: cfg, maxAge: maxAge.set, dup: dup.set, replicas: setRep, maxBytes: maxBytes.set}
 }
 
 // clampDuplicates keeps the duplicate window within the max age, as the
@@ -243,6 +297,9 @@ func (s spec) update(have jetstream.StreamConfig) jetstream.StreamConfig {
 	}
 	if s.replicas {
 		upd.Replicas = s.cfg.Replicas
+	}
+	if s.maxBytes {
+		upd.MaxBytes, upd.Discard = s.cfg.MaxBytes, s.cfg.Discard
 	}
 	clampDuplicates(&upd)
 	return upd
@@ -271,7 +328,7 @@ func ensureStream(ctx context.Context, js jetstream.JetStream, sp spec) (jetstre
 		}
 		if upd := sp.update(have); !streamTunablesEqual(have, upd) {
 			if s, err = js.UpdateStream(ctx, upd); err != nil {
-				return nil, fmt.Errorf("updating stream %s (max age %s, duplicates %s, replicas %d): %w", want.Name, upd.MaxAge, upd.Duplicates, upd.Replicas, err)
+				return nil, fmt.Errorf("updating stream %s (max age %s, max bytes %d, duplicates %s, replicas %d): %w%s", want.Name, upd.MaxAge, upd.MaxBytes, upd.Duplicates, upd.Replicas, err, storageHint(err))
 			}
 		}
 		return s, nil
@@ -298,7 +355,7 @@ func conflict(kind, name, field string, have, want any, fix string) error {
 }
 
 func streamTunablesEqual(have, want jetstream.StreamConfig) bool {
-	return have.MaxAge == want.MaxAge && have.Duplicates == want.Duplicates &&
+	return have.MaxAge == want.MaxAge && have.Duplicates == want.Duplicates && have.MaxBytes == want.MaxBytes && have.Discard == want.Discard &&
 		have.Replicas == want.Replicas && have.Description == want.Description && sameSet(have.Subjects, want.Subjects)
 }
 
@@ -334,7 +391,18 @@ func explainCreateStream(ctx context.Context, js jetstream.JetStream, want jetst
 		}
 		return fmt.Errorf("%w: creating stream %s: its subjects %s overlap an existing stream (%v): find it with `nats stream ls -a` and remove or change it, or use another --prefix", ErrConflict, want.Name, strings.Join(want.Subjects, ","), err)
 	}
-	return fmt.Errorf("creating stream %s: %w", want.Name, err)
+	return fmt.Errorf("creating stream %s: %w%s", want.Name, err, storageHint(err))
+}
+
+// storageHint explains a byte limit the server has no room for.
+func storageHint(err error) string {
+	var apiErr *jetstream.APIError
+	if !errors.As(err, &apiErr) || apiErr.ErrorCode != errCodeInsufficientStorage {
+		return ""
+	}
+	return fmt.Sprintf(" (the server reserves each stream's, bucket's and object store's byte limit: by default %d MiB a stream and a bucket and %d MiB of files; "+
+		"give the server more room (a larger disk or max_file_store) or lower them with --stream-max-bytes, --bucket-max-bytes and --files-max-bytes)",
+		DefaultStreamMaxBytes>>20, DefaultFilesMaxBytes>>20)
 }
 
 // bind looks up every resource of the mesh, changing nothing.

@@ -14,9 +14,9 @@ import (
 // tunables an existing bucket is changed to. History, value size and
 // description are what the mesh needs and are always applied.
 type kvSpec struct {
-	cfg            jetstream.KeyValueConfig
-	ttl, markerTTL setting
-	replicas       bool
+	cfg                jetstream.KeyValueConfig
+	ttl, markerTTL     setting
+	replicas, maxBytes bool
 }
 
 // update returns have with the settings this spec applies.
@@ -33,6 +33,9 @@ func (s kvSpec) update(have jetstream.KeyValueConfig) jetstream.KeyValueConfig {
 	}
 	if s.replicas {
 		upd.Replicas = s.cfg.Replicas
+	}
+	if s.maxBytes {
+		upd.MaxBytes = s.cfg.MaxBytes
 	}
 	return upd
 }
@@ -52,7 +55,7 @@ func ensureKeyValue(ctx context.Context, js jetstream.JetStream, sp kvSpec) (jet
 				continue
 			}
 			if err != nil {
-				return nil, fmt.Errorf("creating KV bucket %s: %w", want.Bucket, err)
+				return nil, fmt.Errorf("creating KV bucket %s: %w%s", want.Bucket, err, storageHint(err))
 			}
 			return kv, nil
 		}
@@ -70,8 +73,8 @@ func ensureKeyValue(ctx context.Context, js jetstream.JetStream, sp kvSpec) (jet
 		}
 		if upd := sp.update(have); !kvEqual(have, upd) {
 			if kv, err = js.UpdateKeyValue(ctx, upd); err != nil {
-				return nil, fmt.Errorf("updating KV bucket %s (history %d, ttl %s, limit marker ttl %s, max value %d, replicas %d): %w",
-					want.Bucket, upd.History, upd.TTL, upd.LimitMarkerTTL, upd.MaxValueSize, upd.Replicas, err)
+				return nil, fmt.Errorf("updating KV bucket %s (history %d, ttl %s, limit marker ttl %s, max value %d, max bytes %d, replicas %d): %w%s",
+					want.Bucket, upd.History, upd.TTL, upd.LimitMarkerTTL, upd.MaxValueSize, upd.MaxBytes, upd.Replicas, err, storageHint(err))
 			}
 		}
 		return kv, nil
@@ -85,9 +88,17 @@ func kvMaxValue(v int32) int32 {
 	return v
 }
 
-// ensureObjectStore makes or binds the object store; setReplicas says
-// whether an existing one is changed to want.Replicas.
-func ensureObjectStore(ctx context.Context, js jetstream.JetStream, want jetstream.ObjectStoreConfig, setReplicas bool) (jetstream.ObjectStore, error) {
+// objSpec is the object store's configuration for creating it, and which
+// of its tunables an existing one is changed to.
+type objSpec struct {
+	cfg                     jetstream.ObjectStoreConfig
+	replicas, ttl, maxBytes bool
+}
+
+// ensureObjectStore makes or binds the object store, changing an existing
+// one's tunables that sp sets.
+func ensureObjectStore(ctx context.Context, js jetstream.JetStream, sp objSpec) (jetstream.ObjectStore, error) {
+	want := sp.cfg
 	for attempt := 0; ; attempt++ {
 		obs, err := js.ObjectStore(ctx, want.Bucket)
 		if errors.Is(err, jetstream.ErrBucketNotFound) || errors.Is(err, jetstream.ErrStreamNotFound) {
@@ -96,7 +107,7 @@ func ensureObjectStore(ctx context.Context, js jetstream.JetStream, want jetstre
 				continue
 			}
 			if err != nil {
-				return nil, fmt.Errorf("creating object store %s: %w", want.Bucket, err)
+				return nil, fmt.Errorf("creating object store %s: %w%s", want.Bucket, err, storageHint(err))
 			}
 			return obs, nil
 		}
@@ -111,12 +122,19 @@ func ensureObjectStore(ctx context.Context, js jetstream.JetStream, want jetstre
 			return nil, conflict("object store", want.Bucket, "storage", st.Storage(), want.Storage,
 				fmt.Sprintf("remove it (`nats object rm %s`, losing its files) or use another --prefix", want.Bucket))
 		}
-		if !setReplicas {
+		have := st.(*jetstream.ObjectBucketStatus).StreamInfo().Config
+		if !sp.replicas {
 			want.Replicas = st.Replicas()
 		}
-		if st.Replicas() != want.Replicas || st.Description() != want.Description {
+		if !sp.ttl {
+			want.TTL = st.TTL()
+		}
+		if !sp.maxBytes {
+			want.MaxBytes = have.MaxBytes
+		}
+		if st.Replicas() != want.Replicas || st.Description() != want.Description || st.TTL() != want.TTL || have.MaxBytes != want.MaxBytes {
 			if obs, err = js.UpdateObjectStore(ctx, want); err != nil {
-				return nil, fmt.Errorf("updating object store %s (replicas %d): %w", want.Bucket, want.Replicas, err)
+				return nil, fmt.Errorf("updating object store %s (replicas %d, ttl %s, max bytes %d): %w%s", want.Bucket, want.Replicas, want.TTL, want.MaxBytes, err, storageHint(err))
 			}
 		}
 		return obs, nil

@@ -234,7 +234,7 @@ func TestLoopsInvalidAtSubmit(t *testing.T) {
 		Step("f", "Appender").ForEach("seed.text", 100).
 		Step("g", "Appender").RepeatUntil("", 3).
 		Build()
-	for _, want := range []string{`step "b": repeat.max_iterations 0`, `step "f": for_each.parallel 100 is out of range`, `step "g": a repeat needs repeat.until`} {
+	for _, want := range []string{`step "b": repeat.max_iterations 0`, `step "f": for_each.parallel 100 is over the limit of 64`, `step "g": a repeat needs repeat.until`} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("build error lacks %q: %v", want, err)
 		}

@@ -36,6 +36,8 @@ type config struct {
 	orphanGrace time.Duration
 	model       pipeline.Model
 	pipelines   string
+	limits      schemas.Limits
+	maxDeliver  int
 }
 
 // WithPipelinesDir names the directory of the pipelines a step of kind
@@ -105,3 +107,14 @@ func WithObserver(ob schemas.Observer) Option {
 // with a failed result, code unknown_agent (default DefaultOrphanGrace; a
 // negative d turns the janitor off).
 func WithOrphanGrace(d time.Duration) Option { return func(c *config) { c.orphanGrace = d } }
+
+// WithLimits sets the limits a submitted pipeline spec must keep within
+// (zero fields: the defaults, see schemas.Limits).
+func WithLimits(l schemas.Limits) Option { return func(c *config) { c.limits = l } }
+
+// WithMaxDeliver sets how many times a request on MESH_REQUESTS is
+// delivered before it is given up on (0 or less: DefaultMaxDeliver): the
+// last delivery of one that still fails is answered with code internal on
+// its sender's subject, dead-lettered on mesh.dead.orchestrator with the
+// reason, and terminated.
+func WithMaxDeliver(n int) Option { return func(c *config) { c.maxDeliver = n } }

@@ -55,15 +55,20 @@ type Orchestrator struct {
 // New returns a replica on nc. The mesh must be provisioned (bus.Provision).
 // Options: WithNames, WithChatHandler, WithRegistry, WithRouter,
 // WithCollections, WithWorkers, WithSweepInterval, WithTimeoutGrace, WithAckWait,
-// WithLogger, WithSource, WithStateOptions, WithObserver, WithOrphanGrace.
+// WithLogger, WithSource, WithStateOptions, WithObserver, WithOrphanGrace,
+// WithLimits, WithMaxDeliver.
 func New(nc *nats.Conn, opts ...Option) (*Orchestrator, error) {
 	cfg := config{workers: 32, sweep: time.Second, grace: time.Second, republish: 2 * time.Second,
-		source: "agentmesh/orchestrator", ackWait: 5 * time.Second, maxPending: 10000, orphanGrace: DefaultOrphanGrace}
+		source: "agentmesh/orchestrator", ackWait: 5 * time.Second, maxPending: 10000, orphanGrace: DefaultOrphanGrace,
+		maxDeliver: DefaultMaxDeliver}
 	for _, o := range opts {
 		o(&cfg)
 	}
 	if !cfg.namesSet {
 		cfg.names = bus.MustNames(bus.DefaultPrefix)
+	}
+	if cfg.maxDeliver <= 0 {
+		cfg.maxDeliver = DefaultMaxDeliver
 	}
 	if cfg.logger == nil {
 		cfg.logger = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -122,7 +127,8 @@ func New(nc *nats.Conn, opts ...Option) (*Orchestrator, error) {
 	}
 	o.pipelines = pipeline.New(nc, cfg.names, o.store, o.router, o.dispatcher, o.Lookup, pipeline.Config{
 		Sweep: cfg.sweep, Grace: cfg.grace, Republish: cfg.republish, AckWait: cfg.ackWait,
-		Source: cfg.source, Logger: cfg.logger, Observer: cfg.observer, Model: cfg.model, Pipelines: pipelinesIn(cfg.pipelines)})
+		Source: cfg.source, Logger: cfg.logger, Observer: cfg.observer, Model: cfg.model, Pipelines: pipelinesIn(cfg.pipelines),
+		Limits: cfg.limits})
 	return o, nil
 }
 
@@ -193,13 +199,14 @@ func (o *Orchestrator) RunReady(ctx context.Context, ready func()) error {
 	results, err := o.consumer(ctx, o.names.ResultsStream(), jetstream.ConsumerConfig{
 		Durable: DurableName, FilterSubject: o.names.OrchestratorResults(), AckPolicy: jetstream.AckExplicitPolicy,
 		AckWait: o.cfg.ackWait, MaxAckPending: o.cfg.maxPending, DeliverPolicy: jetstream.DeliverAllPolicy,
+		MaxDeliver:  ResultsMaxDeliver,
 		Description: "orchestrator replicas: results of tasks they dispatched",
 	})
 	if err != nil {
 		return fmt.Errorf("orchestrator: results consumer: %w", err)
 	}
 	requests, err := o.consumer(ctx, o.names.RequestsStream(), jetstream.ConsumerConfig{
-		Durable: DurableName, AckPolicy: jetstream.AckExplicitPolicy, AckWait: o.cfg.ackWait,
+		Durable: DurableName, AckPolicy: jetstream.AckExplicitPolicy, AckWait: o.cfg.ackWait, MaxDeliver: o.cfg.maxDeliver,
 		MaxAckPending: o.cfg.maxPending, Description: "orchestrator replicas: chat requests and pipeline submissions",
 	})
 	if err != nil {
@@ -293,7 +300,7 @@ func (o *Orchestrator) handleRequest(ctx context.Context, m jetstream.Msg) {
 		}
 		if err != nil {
 			o.log.WarnContext(ctx, "pipeline submission", "id", ev.ID, "run", firstNonEmpty(ev.Ext(bus.ExtRunID), ev.ID), "err", err)
-			_ = m.NakWithDelay(time.Second)
+			o.retryRequest(ctx, m, ev, err)
 			return
 		}
 	case bus.TypeResolveRequested:
@@ -304,7 +311,7 @@ func (o *Orchestrator) handleRequest(ctx context.Context, m jetstream.Msg) {
 		}
 		if err != nil {
 			o.log.WarnContext(ctx, "resolution", "id", ev.ID, "err", err)
-			_ = m.NakWithDelay(time.Second)
+			o.retryRequest(ctx, m, ev, err)
 			return
 		}
 	case bus.TypeChatRequested:
@@ -343,6 +350,68 @@ func (o *Orchestrator) settleRefusal(m jetstream.Msg, err error) {
 		}
 	}
 	_ = m.TermWithReason("refused")
+}
+
+// DefaultMaxDeliver is how many times a request on MESH_REQUESTS is
+// delivered before the orchestrator gives up on it (WithMaxDeliver);
+// ResultsMaxDeliver the same for a result on MESH_RESULTS, which an early
+// result may need many of (each a short wait for the header of its wave).
+const (
+	DefaultMaxDeliver = 10
+	ResultsMaxDeliver = 100
+)
+
+// maxAnswer bounds the error text of the answer to a request given up on.
+const maxAnswer = 4000
+
+// retryRequest ends a delivery of a request whose handling failed with
+// err: it is delivered again after a delay growing with its deliveries;
+// the last delivery (MaxDeliver) instead answers it with code internal on
+// its sender's subject, dead-letters it on mesh.dead.orchestrator with
+// the reason, and terminates it, so a request that cannot be served (or
+// whose outcome cannot be written) ends once rather than coming back
+// forever.
+func (o *Orchestrator) retryRequest(ctx context.Context, m jetstream.Msg, ev bus.Event, err error) {
+	if !lastDelivery(m, o.cfg.maxDeliver) {
+		n := 1
+		if md, merr := m.Metadata(); merr == nil {
+			n = int(md.NumDelivered)
+		}
+		_ = m.NakWithDelay(min(time.Duration(n)*time.Second, 10*time.Second))
+		return
+	}
+	reason := fmt.Sprintf("%s: gave up after %d deliveries: %s", schemas.CodeInternal, o.cfg.maxDeliver, schemas.Clip(err.Error(), maxAnswer))
+	o.log.ErrorContext(ctx, "request given up on: answered and dead-lettered", "subject", m.Subject(), "id", ev.ID, "err", err)
+	if aerr := o.rejectRequest(ctx, m.Subject(), ev, schemas.CodeInternal, errors.New(reason)); aerr != nil {
+		o.log.WarnContext(ctx, "answering a request given up on", "err", aerr)
+	}
+	o.deadLetter(ctx, m, DurableName, reason)
+	_ = m.TermWithReason("gave up")
+}
+
+// lastDelivery reports whether m is the last delivery of at most max.
+func lastDelivery(m jetstream.Msg, max int) bool {
+	md, err := m.Metadata()
+	return err == nil && max > 0 && int(md.NumDelivered) >= max
+}
+
+// deadLetter publishes m to mesh.dead.<agent> with reason, and without
+// its body when the whole does not fit in a message; it logs what fails.
+func (o *Orchestrator) deadLetter(ctx context.Context, m jetstream.Msg, agent, reason string) {
+	if err := o.dispatcher.DeadLetter(ctx, agent, m, reason); err == nil {
+		return
+	}
+	subject, err := o.names.Dead(agent)
+	if err != nil {
+		subject, _ = o.names.Dead(DurableName)
+	}
+	dl := bus.DeadLetter(subject, &nats.Msg{Subject: m.Subject(), Header: m.Headers()}, agent,
+		fmt.Sprintf("%s (its body of %d bytes is left out: it does not fit in a dead letter)", reason, len(m.Data())))
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if _, err := o.js.PublishMsg(pctx, dl); err != nil {
+		o.log.Warn("dead letter", "subject", subject, "err", err)
+	}
 }
 
 // consumer creates or binds the durable consumer cfg on stream, trying
@@ -455,6 +524,12 @@ func (o *Orchestrator) handleResult(ctx context.Context, m jetstream.Msg) {
 	}
 	if err != nil && !errors.Is(err, state.ErrNotFound) {
 		o.log.WarnContext(ctx, "applying result", "err", err)
+		if lastDelivery(m, ResultsMaxDeliver) {
+			// Its step times out, as for a result that never came.
+			o.deadLetter(ctx, m, o.names.ResultAgent(m.Subject()), fmt.Sprintf("%s: the result could not be applied in %d deliveries: %v", schemas.CodeInternal, ResultsMaxDeliver, err))
+			_ = m.TermWithReason("gave up")
+			return
+		}
 		_ = m.NakWithDelay(500 * time.Millisecond)
 		return
 	}

@@ -234,6 +234,9 @@ func readIDs(r io.Reader, sizeHint int) ([]string, error) {
 	}
 	ids := make([]string, 0, max(0, min(sizeHint, 1<<24)))
 	for dec.More() {
+		if len(ids) == sizeHint { // more than the reference says: stop reading
+			return nil, fmt.Errorf("holds more than the %d ids the reference says", sizeHint)
+		}
 		var id string
 		if err := dec.Decode(&id); err != nil {
 			return nil, fmt.Errorf("ids[%d]: %w", len(ids), err)

@@ -90,10 +90,34 @@ func (s SeedValue) Typed(source string) (TypedValue, error) {
 // reservedSeeds are the seed names that hold file IDs, not values.
 var reservedSeeds = []string{"images", "documents", "links", "values"}
 
-// Validate checks the spec's shape (ids, agent names, references to steps);
-// it does not know which agents are live or what they produce: the
-// orchestrator checks that. Every problem is reported at once.
-func (p PipelineSpec) Validate() error {
+// Validate checks the spec's shape (ids, agent names, references to steps)
+// and the default Limits; it does not know which agents are live or what
+// they produce: the orchestrator checks that. Every problem is reported at
+// once.
+func (p PipelineSpec) Validate() error { return p.ValidateWithin(Limits{}) }
+
+// ValidateWithin is Validate with the limits l (zero fields: the
+// defaults). A spec nested deeper than l allows is reported with that one
+// problem, and not looked into further. Its cost is linear in the size of
+// the spec, and so is the length of its error.
+func (p PipelineSpec) ValidateWithin(l Limits) error {
+	var errs []error
+	if err := p.CheckLimits(l); err != nil {
+		if p.Depth() > l.OrDefaults().Depth {
+			return fmt.Errorf("%w: %w", ErrInvalidPipeline, err)
+		}
+		errs = append(errs, err)
+	}
+	errs = append(errs, p.validate()...)
+	if len(errs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %w", ErrInvalidPipeline, errors.Join(errs...))
+}
+
+// validate checks the shape of p and of its inline sub-pipelines, each
+// once.
+func (p PipelineSpec) validate() []error {
 	var errs []error
 	if len(p.Steps) == 0 {
 		errs = append(errs, fmt.Errorf("pipeline %q has no steps; add at least one", p.Name))
@@ -138,10 +162,7 @@ func (p PipelineSpec) Validate() error {
 			}
 		}
 	}
-	if len(errs) == 0 {
-		return nil
-	}
-	return fmt.Errorf("%w: %w", ErrInvalidPipeline, errors.Join(errs...))
+	return errs
 }
 
 // validate checks the seed values' names and shapes; their values are

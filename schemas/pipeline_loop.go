@@ -21,7 +21,8 @@ const (
 func IsLoopKind(kind string) bool { return kind == StepKindForEach || kind == StepKindRepeat }
 
 // MaxLoopParallel bounds ForEachSpec.Parallel; MaxLoopItems the items of
-// one for-each and MaxLoopIterations a repeat's max_iterations.
+// one for-each and MaxLoopIterations a repeat's max_iterations: the
+// defaults of Limits, which the orchestrator may raise.
 const (
 	MaxLoopParallel   = 64
 	MaxLoopItems      = 10_000
@@ -86,7 +87,7 @@ func (s PipelineStep) validateLoop() []error {
 		if strings.HasPrefix(f.Items, "text:") {
 			errs = append(errs, fmt.Errorf("step %q: for_each.items %q is a literal; name a source (seed.<name>, state.<slot>, <step>.<output>) or vars.<name>", s.ID, f.Items))
 		}
-		if f.Parallel < 0 || f.Parallel > MaxLoopParallel {
+		if f.Parallel < 0 { // the upper bound is a limit (Limits.ForEachParallel)
 			errs = append(errs, fmt.Errorf("step %q: for_each.parallel %d is out of range; give 1 to %d (default %d)", s.ID, f.Parallel, MaxLoopParallel, DefaultLoopParallel))
 		}
 	case StepKindRepeat:
@@ -94,7 +95,7 @@ func (s PipelineStep) validateLoop() []error {
 		if r == nil || r.Until == "" {
 			errs = append(errs, fmt.Errorf("step %q: a repeat needs repeat.until: the condition that ends it, e.g. int(output.text) > 3", s.ID))
 		}
-		if r == nil || r.MaxIterations < 1 || r.MaxIterations > MaxLoopIterations {
+		if r == nil || r.MaxIterations < 1 { // the upper bound is a limit (Limits.RepeatIterations)
 			n := 0
 			if r != nil {
 				n = r.MaxIterations

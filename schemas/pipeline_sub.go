@@ -1,6 +1,7 @@
 package schemas
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 )
@@ -9,7 +10,9 @@ import (
 // child run and ends as it ends (see docs/workflows.md).
 const StepKindPipeline = "pipeline"
 
-// MaxPipelineDepth bounds how deep sub-pipelines nest.
+// MaxPipelineDepth bounds how deep sub-pipelines nest below a pipeline by
+// default: a pipeline whose steps run pipelines whose steps run pipelines
+// ... 8 levels below it is accepted, 9 is not (Limits.Depth).
 const MaxPipelineDepth = 8
 
 // SubPipeline is the pipeline a step of kind pipeline runs: by Name (a
@@ -72,22 +75,10 @@ func (s PipelineStep) validateSub() []error {
 		}
 	}
 	if p.Spec != nil {
-		if err := p.Spec.Validate(); err != nil {
-			errs = append(errs, fmt.Errorf("step %q: pipeline.spec: %w", s.ID, err))
-		} else if p.Spec.depth() >= MaxPipelineDepth {
-			errs = append(errs, fmt.Errorf("step %q: sub-pipelines nest more than %d deep", s.ID, MaxPipelineDepth))
+		// Its depth and limits are checked once, at the top (ValidateWithin).
+		if cerrs := p.Spec.validate(); len(cerrs) > 0 {
+			errs = append(errs, fmt.Errorf("step %q: pipeline.spec: %w", s.ID, fmt.Errorf("%w: %w", ErrInvalidPipeline, errors.Join(cerrs...))))
 		}
 	}
 	return errs
-}
-
-// depth is how deep the inline sub-pipelines of p nest.
-func (p PipelineSpec) depth() int {
-	d := 0
-	for _, s := range p.Steps {
-		if s.Pipeline != nil && s.Pipeline.Spec != nil {
-			d = max(d, 1+s.Pipeline.Spec.depth())
-		}
-	}
-	return d
 }

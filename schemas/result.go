@@ -39,6 +39,7 @@ const (
 	CodeCallFanout       = "call_fanout"       // a task made more agent-to-agent calls than its fan-out limit
 	CodeInputRequired    = "input_required"    // the agent needs more from the user; the message is its question (a chat turn ends input_required)
 	CodeApprovalRequired = "approval_required" // the agent asks a person to approve before a side effect; the message says what it would do
+	CodeLimitExceeded    = "limit_exceeded"    // a request over a documented limit (see Limits); the message names the limit, its bound and the value
 )
 
 // ResultError is the error half of a failed AgentResult. It crosses the bus,

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/agentmesh/agentmesh/observe/metrics"
 	"github.com/agentmesh/agentmesh/orchestrator"
@@ -22,6 +23,8 @@ func newOrchestratorCmd(a *app) *cobra.Command {
 		verbose bool
 		drain   time.Duration
 		mf      metricsFlags
+		lim     limitFlags
+		deliver int
 	)
 	cmd := &cobra.Command{
 		Use:   "orchestrator",
@@ -53,6 +56,8 @@ many as you like; killing one loses nothing.`,
 				orchestrator.WithLogger(log),
 				orchestrator.WithObserver(schemas.Observers(telemetry.LogObserver(log), pm.Observer())),
 				orchestrator.WithPipelinesDir(pipes),
+				orchestrator.WithLimits(lim.limits()),
+				orchestrator.WithMaxDeliver(deliver),
 			}
 			// Pipeline routers ask the configured LLM, if any; else they follow their rules.
 			if model, err := textModelFromEnv(); err != nil {
@@ -78,8 +83,31 @@ many as you like; killing one loses nothing.`,
 	cmd.Flags().IntVar(&workers, "workers", 32, "events handled at once")
 	cmd.Flags().DurationVar(&ackWait, "ack-wait", 5*time.Second, "how long a replica may hold a message before another replica gets it")
 	cmd.Flags().StringVar(&pipes, "pipelines", "", "directory of the pipelines a step of kind pipeline runs by name (pipeline.name N: N.yaml there)")
+	cmd.Flags().IntVar(&deliver, "max-deliver", orchestrator.DefaultMaxDeliver, "deliveries of a request before it is answered with code internal and dead-lettered")
+	lim.register(cmd.Flags())
 	drainFlag(cmd.Flags(), &drain)
 	mf.register(cmd.Flags())
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "log every warning and info line to stderr")
 	return cmd
+}
+
+// limitFlags are the limits a submitted pipeline must keep within (see
+// schemas.Limits and docs/workflows.md#limits).
+type limitFlags struct {
+	specBytes, steps, depth, items, parallel, iterations, seedBytes int
+}
+
+func (l *limitFlags) register(f *pflag.FlagSet) {
+	f.IntVar(&l.specBytes, "max-spec-bytes", schemas.DefaultMaxSpecBytes, "largest pipeline spec, as JSON with its sub-pipelines, in bytes")
+	f.IntVar(&l.steps, "max-pipeline-steps", schemas.DefaultMaxSteps, "most steps of a pipeline, those of its sub-pipelines included")
+	f.IntVar(&l.depth, "max-pipeline-depth", schemas.MaxPipelineDepth, "how deep sub-pipelines may nest below a pipeline")
+	f.IntVar(&l.items, "max-foreach-items", schemas.MaxLoopItems, "most items of one for_each")
+	f.IntVar(&l.parallel, "max-foreach-parallel", schemas.MaxLoopParallel, "largest for_each.parallel")
+	f.IntVar(&l.iterations, "max-repeat-iterations", schemas.MaxLoopIterations, "largest repeat.max_iterations")
+	f.IntVar(&l.seedBytes, "max-seed-value-bytes", schemas.DefaultMaxSeedValueBytes, "largest seed value or variable, as JSON, in bytes")
+}
+
+func (l *limitFlags) limits() schemas.Limits {
+	return schemas.Limits{SpecBytes: l.specBytes, Steps: l.steps, Depth: l.depth, ForEachItems: l.items,
+		ForEachParallel: l.parallel, RepeatIterations: l.iterations, SeedValueBytes: l.seedBytes}
 }

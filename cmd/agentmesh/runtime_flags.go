@@ -17,6 +17,9 @@ type runtimeFlags struct {
 	heartbeat   time.Duration
 	ackWait     time.Duration
 	maxDeliver  int
+	maxColl     int
+	callDepth   int
+	calls       int
 	drain       time.Duration
 	verbose     bool
 }
@@ -26,6 +29,9 @@ func (r *runtimeFlags) register(f *pflag.FlagSet) {
 	f.DurationVar(&r.heartbeat, "heartbeat", agents.DefaultHeartbeat, "announcement interval; the registry drops a silent instance after 3")
 	f.DurationVar(&r.ackWait, "ack-wait", agents.DefaultAckWait, "how long the server waits for this instance before giving its task to another")
 	f.IntVar(&r.maxDeliver, "max-deliver", agents.DefaultMaxDeliver, "deliveries of a task before it is dead-lettered")
+	f.IntVar(&r.maxColl, "max-collection", agents.DefaultMaxCollection, "most file ids of a spilled collection an input may hold; a larger one fails with limit_exceeded")
+	f.IntVar(&r.calls, "max-calls", agents.DefaultMaxCallFanout, "agent-to-agent calls one task may make; one more fails with call_fanout")
+	f.IntVar(&r.callDepth, "max-call-depth", agents.DefaultMaxCallDepth, "how deep a chain of agent-to-agent calls starting at one of this agent's tasks may go (call_depth)")
 	f.BoolVarP(&r.verbose, "verbose", "v", false, "log every task event to stderr")
 	drainFlag(f, &r.drain)
 }
@@ -38,6 +44,8 @@ func (r *runtimeFlags) options(m *mesh, log *slog.Logger) []agents.Option {
 		agents.WithHeartbeat(r.heartbeat),
 		agents.WithAckWait(r.ackWait),
 		agents.WithMaxDeliver(r.maxDeliver),
+		agents.WithMaxCollection(r.maxColl),
+		agents.WithCallLimits(r.callDepth, r.calls),
 		agents.WithValueResolver(resolvers.NewCollections(m.Res.Files, 0)),
 		agents.WithLogger(log),
 	}

@@ -2,8 +2,10 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -45,6 +47,75 @@ func durationFlag(f *pflag.FlagSet, name, env string, def time.Duration, usage s
 	return d
 }
 
+// envBytes is a byte-size flag (512MiB, 2GiB, 1000000; 0 for no limit)
+// whose value may come from an environment variable; set says whether the
+// flag or the variable gave one.
+type envBytes struct {
+	v      int64
+	set    bool
+	env    string
+	envErr error
+}
+
+func (b *envBytes) String() string { return formatBytes(b.v) }
+func (b *envBytes) Type() string   { return "bytes" }
+
+func (b *envBytes) Set(s string) error {
+	num, unit := s, int64(1)
+	for _, u := range []struct {
+		suffix string
+		n      int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40}, {"B", 1}} {
+		if rest, ok := strings.CutSuffix(s, u.suffix); ok {
+			num, unit = rest, u.n
+			break
+		}
+	}
+	v, err := strconv.ParseInt(strings.TrimSpace(num), 10, 64)
+	if err != nil || v < 0 || v > math.MaxInt64/unit {
+		return fmt.Errorf("%q is not a size of zero or more: write e.g. 512MiB, 2GiB, 1048576 or 0 (no limit)", s)
+	}
+	b.v, b.set = v*unit, true
+	return nil
+}
+
+func formatBytes(v int64) string {
+	for _, u := range []struct {
+		suffix string
+		n      int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if v >= u.n && v%u.n == 0 {
+			return strconv.FormatInt(v/u.n, 10) + u.suffix
+		}
+	}
+	return strconv.FormatInt(v, 10)
+}
+
+// bytesFlag registers --name with default def, read from env when the
+// variable is set; a bad variable is reported when a command runs.
+func bytesFlag(f *pflag.FlagSet, name, env string, def int64, usage string) *envBytes {
+	b := &envBytes{v: def, env: env}
+	if raw, ok := os.LookupEnv(env); ok && raw != "" {
+		if err := b.Set(raw); err != nil {
+			b.envErr = fmt.Errorf("%s=%w", env, err)
+		}
+	}
+	f.Var(b, name, usage+" (env "+env+")")
+	return b
+}
+
+// byteLimit is bytes' counterpart of retention.
+func byteLimit(b *envBytes, owner bool) int64 {
+	switch {
+	case b.set && b.v == 0:
+		return -1 // no limit
+	case b.set || owner:
+		return b.v
+	default:
+		return 0
+	}
+}
+
 // settings are the global flags about the server and the mesh's retention.
 type settings struct {
 	replicas         int
@@ -52,6 +123,12 @@ type settings struct {
 	taskMaxAge       *envDuration
 	runsTTL          *envDuration
 	conversationsTTL *envDuration
+	requestsMaxAge   *envDuration
+	deadMaxAge       *envDuration
+	filesMaxAge      *envDuration
+	streamMaxBytes   *envBytes
+	bucketMaxBytes   *envBytes
+	filesMaxBytes    *envBytes
 }
 
 func (s *settings) register(f *pflag.FlagSet) {
@@ -64,15 +141,32 @@ func (s *settings) register(f *pflag.FlagSet) {
 		"remove pipeline run state this long after its last change; 0 keeps it forever")
 	s.conversationsTTL = durationFlag(f, "conversations-ttl", "AGENTMESH_CONVERSATIONS_TTL", bus.DefaultConversationsTTL,
 		"remove a conversation this long after its last turn; 0 keeps it forever")
+	s.requestsMaxAge = durationFlag(f, "requests-max-age", "AGENTMESH_REQUESTS_MAX_AGE", bus.DefaultRequestsMaxAge,
+		"drop a chat request or pipeline submission no orchestrator has taken within this age; 0 keeps them until taken")
+	s.deadMaxAge = durationFlag(f, "dead-max-age", "AGENTMESH_DEAD_MAX_AGE", bus.DefaultDeadMaxAge,
+		"remove a dead letter (MESH_DEAD) after this age; 0 keeps them forever")
+	s.filesMaxAge = durationFlag(f, "files-max-age", "AGENTMESH_FILES_MAX_AGE", bus.DefaultFilesMaxAge,
+		"remove a file or spilled collection from the object store after this age; 0 keeps them forever")
+	s.streamMaxBytes = bytesFlag(f, "stream-max-bytes", "AGENTMESH_STREAM_MAX_BYTES", bus.DefaultStreamMaxBytes,
+		"byte limit of each stream; a full task or request queue refuses new ones, a full results, events or dead-letter stream drops its oldest; 0 for none")
+	s.bucketMaxBytes = bytesFlag(f, "bucket-max-bytes", "AGENTMESH_BUCKET_MAX_BYTES", bus.DefaultBucketMaxBytes,
+		"byte limit of each KV bucket (agents, conversations, runs); a full bucket refuses writes; 0 for none")
+	s.filesMaxBytes = bytesFlag(f, "files-max-bytes", "AGENTMESH_FILES_MAX_BYTES", bus.DefaultFilesMaxBytes,
+		"byte limit of the object store of files and spilled collections; 0 for none")
 }
 
 func (s *settings) check() error {
 	if err := s.replicasFromEnv(); err != nil {
 		return err
 	}
-	for _, d := range []*envDuration{s.connectWait, s.taskMaxAge, s.runsTTL, s.conversationsTTL} {
+	for _, d := range []*envDuration{s.connectWait, s.taskMaxAge, s.runsTTL, s.conversationsTTL, s.requestsMaxAge, s.deadMaxAge, s.filesMaxAge} {
 		if d.envErr != nil {
 			return d.envErr
+		}
+	}
+	for _, b := range []*envBytes{s.streamMaxBytes, s.bucketMaxBytes, s.filesMaxBytes} {
+		if b.envErr != nil {
+			return b.envErr
 		}
 	}
 	return nil
@@ -115,6 +209,12 @@ func (a *app) provisionOptions() bus.ProvisionOptions {
 		TasksMaxAge:      retention(a.taskMaxAge, a.owner),
 		RunsTTL:          retention(a.runsTTL, a.owner),
 		ConversationsTTL: retention(a.conversationsTTL, a.owner),
+		RequestsMaxAge:   retention(a.requestsMaxAge, a.owner),
+		DeadMaxAge:       retention(a.deadMaxAge, a.owner),
+		FilesMaxAge:      retention(a.filesMaxAge, a.owner),
+		StreamMaxBytes:   byteLimit(a.streamMaxBytes, a.owner),
+		BucketMaxBytes:   byteLimit(a.bucketMaxBytes, a.owner),
+		FilesMaxBytes:    byteLimit(a.filesMaxBytes, a.owner),
 	}
 }
 

@@ -36,7 +36,8 @@ var (
 )
 
 // failureCode is the code (schemas.Code*) a run or step that failed with
-// err reports: the code an agent's result carries, invalid_pipeline for a
+// err reports: the code an agent's result carries, limit_exceeded for a
+// spec over a limit, invalid_pipeline for a
 // spec that fails validation, malformed_event for a submission that does
 // not decode, and the state store's code (state.Code) otherwise.
 func failureCode(err error) string {
@@ -46,6 +47,8 @@ func failureCode(err error) string {
 		return ""
 	case errors.As(err, &re):
 		return re.Code
+	case errors.Is(err, schemas.ErrLimitExceeded):
+		return schemas.CodeLimitExceeded
 	case errors.Is(err, schemas.ErrInvalidPipeline):
 		return schemas.CodeInvalidPipeline
 	case errors.Is(err, bus.ErrInvalidName):

@@ -125,8 +125,8 @@ func (forEach) prepare(ctx context.Context, s *Scheduler, st stepStart) (*state.
 	if !route.Feeds(items.DataType, items.Hint, in) {
 		return nil, nil, badItems("for_each.items %s holds %s items but input %q takes %s%s", step.ForEach.Items, items.DataType, in.Name, in.DataType, route.HintSuffix(in.ContentTypeHint))
 	}
-	if len(items.Values) > schemas.MaxLoopItems {
-		return nil, nil, badItems("for_each.items %s holds %d items, over the bound of %d; split the collection", step.ForEach.Items, len(items.Values), schemas.MaxLoopItems)
+	if len(items.Values) > s.cfg.Limits.ForEachItems {
+		return nil, nil, badItems("%w", schemas.ItemsOverLimit(id, step.ForEach.Items, len(items.Values), s.cfg.Limits.ForEachItems))
 	}
 	items.Input, items.Base = in.Name, inputs
 	return items, &state.LoopProgress{N: len(items.Values), Parallel: step.ForEach.Limit()}, nil
@@ -161,8 +161,8 @@ func (s *Scheduler) pipelineItems(ctx context.Context, sd *state.RunSpec, step s
 	if want := step.Pipeline.Spec.Seed.Values[name].DataType; want != items.DataType {
 		return nil, nil, badItems("for_each.items %s holds %s items but seed value %s of pipeline %s is %s", src, items.DataType, name, step.Pipeline.Ref(), want)
 	}
-	if len(items.Values) > schemas.MaxLoopItems {
-		return nil, nil, badItems("for_each.items %s holds %d items, over the bound of %d; split the collection", src, len(items.Values), schemas.MaxLoopItems)
+	if len(items.Values) > s.cfg.Limits.ForEachItems {
+		return nil, nil, badItems("%w", schemas.ItemsOverLimit(step.ID, src, len(items.Values), s.cfg.Limits.ForEachItems))
 	}
 	items.Input = name
 	return items, &state.LoopProgress{N: len(items.Values), Parallel: step.ForEach.Limit()}, nil

@@ -72,7 +72,7 @@ func (c *childRefused) Error() string { return c.err.Error() }
 // run is a *childRefused, and nothing starts.
 func (s *Scheduler) runChild(ctx context.Context, sd *state.RunSpec, h *state.RunHeader, childID string, spec schemas.PipelineSpec, parent state.RunParent) error {
 	step, _ := sd.Step(parent.Step)
-	contracts, waves, verr := Validate(spec, s.lookup, s.router)
+	contracts, waves, verr := ValidateWithin(spec, s.lookup, s.router, s.cfg.Limits)
 	if verr != nil {
 		return &childRefused{code: schemas.CodeInvalidPipeline, err: verr}
 	}
@@ -277,9 +277,10 @@ func (s *Scheduler) sweepSub(ctx context.Context, sd *state.RunSpec, id string) 
 
 // resolveSubs writes the spec of every step of kind pipeline that names
 // one (pipeline.name) into it, from lookup, recursively; stack is the
-// names being resolved, to refuse a cycle. A step naming a file the
-// client did not resolve is refused.
-func resolveSubs(spec schemas.PipelineSpec, lookup func(string) (schemas.PipelineSpec, error), stack []string) (schemas.PipelineSpec, error) {
+// names being resolved, to refuse a cycle, and depth how deep they may
+// nest below the top. A step naming a file the client did not resolve is
+// refused.
+func resolveSubs(spec schemas.PipelineSpec, lookup func(string) (schemas.PipelineSpec, error), stack []string, depth int) (schemas.PipelineSpec, error) {
 	var errs []error
 	spec.Steps = slices.Clone(spec.Steps)
 	for i, st := range spec.Steps {
@@ -307,15 +308,16 @@ func resolveSubs(spec schemas.PipelineSpec, lookup func(string) (schemas.Pipelin
 			errs = append(errs, fmt.Errorf("step %q: pipeline.file %q was not read; submit with a client that reads it (agentmesh run), or give the pipeline as name or spec", st.ID, p.File))
 			continue
 		}
-		if len(stack) >= schemas.MaxPipelineDepth {
-			errs = append(errs, fmt.Errorf("step %q: sub-pipelines nest more than %d deep", st.ID, schemas.MaxPipelineDepth))
+		if len(stack) > depth { // stack holds this spec and the ones above it
+			errs = append(errs, fmt.Errorf("step %q: %w", st.ID, &schemas.LimitError{Limit: "sub-pipeline nesting depth", Value: len(stack), Max: depth,
+				Hint: "flatten the pipeline (run the inner pipelines as steps of an outer one), or raise the orchestrator's --max-pipeline-depth"}))
 			continue
 		}
 		name := p.Name
 		if name == "" {
 			name = p.Spec.Name
 		}
-		child, err := resolveSubs(*p.Spec, lookup, append(slices.Clone(stack), name))
+		child, err := resolveSubs(*p.Spec, lookup, append(slices.Clone(stack), name), depth)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("step %q: %w", st.ID, err))
 			continue
@@ -329,7 +331,7 @@ func resolveSubs(spec schemas.PipelineSpec, lookup func(string) (schemas.Pipelin
 // checkSubs validates the child of every step of kind pipeline, as it
 // would run: the seed values its inputs map must be declared by the child
 // (they give their data types), its outputs must name child steps.
-func checkSubs(spec schemas.PipelineSpec, lookup ContractLookup, router *route.Router) []error {
+func checkSubs(spec schemas.PipelineSpec, lookup ContractLookup, router *route.Router, limits schemas.Limits) []error {
 	var errs []error
 	for _, st := range spec.Steps {
 		if st.Pipeline == nil || st.Pipeline.Spec == nil {
@@ -362,8 +364,10 @@ func checkSubs(spec schemas.PipelineSpec, lookup ContractLookup, router *route.R
 				errs = append(errs, fmt.Errorf("step %q: pipeline.outputs.%s: pipeline %s has no step %q", st.ID, name, p.Ref(), cid))
 			}
 		}
-		if _, _, err := Validate(*p.Spec, lookup, router); err != nil {
-			errs = append(errs, fmt.Errorf("step %q: pipeline %s: %w", st.ID, p.Ref(), err))
+		// The child's structure was checked with the whole spec's: only
+		// what needs the agents is checked here, once per child.
+		if _, _, cerrs := validate(*p.Spec, lookup, router, limits); len(cerrs) > 0 {
+			errs = append(errs, fmt.Errorf("step %q: pipeline %s: %w %q: %w", st.ID, schemas.Clip(p.Ref(), 100), ErrInvalidPipeline, schemas.Clip(p.Spec.Name, 100), bounded(cerrs)))
 		}
 	}
 	return errs

@@ -78,7 +78,7 @@ func (k loopKind) start(ctx context.Context, s *Scheduler, st stepStart) (*state
 // loopFailure is the record of a loop step that could not start.
 func loopFailure(sd *state.RunSpec, h *state.RunHeader, id string, err error) *state.StepState {
 	code := schemas.CodeInvalidInput
-	if c := failureCode(err); errors.Is(err, state.ErrTooLarge) {
+	if c := failureCode(err); errors.Is(err, state.ErrTooLarge) || errors.Is(err, schemas.ErrLimitExceeded) {
 		code = c
 	}
 	step, _ := sd.Step(id)

@@ -43,8 +43,11 @@ type Config struct {
 	// Pipelines, when set, returns the spec of a pipeline by name, for the
 	// steps of kind pipeline that name one (see resolveSubs).
 	Pipelines func(name string) (schemas.PipelineSpec, error)
-	Logger    *slog.Logger
-	Observer  schemas.Observer
+	// Limits bound what a submitted spec may ask (zero fields: the
+	// defaults, see schemas.Limits).
+	Limits   schemas.Limits
+	Logger   *slog.Logger
+	Observer schemas.Observer
 }
 
 // Scheduler runs pipelines on one replica: it accepts submissions, applies
@@ -102,6 +105,7 @@ func New(nc *nats.Conn, names bus.Names, store *state.Store, router *route.Route
 	if cfg.Observer == nil {
 		cfg.Observer = schemas.NopObserver{}
 	}
+	cfg.Limits = cfg.Limits.OrDefaults()
 	return &Scheduler{cfg: cfg, nc: nc, names: names, store: store, router: router, dispatcher: dispatcher,
 		lookup: lookup, log: cfg.Logger, observer: cfg.Observer,
 		batches: map[string]*settleBatch{}, active: map[string]bool{}, dirty: map[string]bool{}}
@@ -201,8 +205,8 @@ func (s *Scheduler) Submit(ctx context.Context, ev bus.Event) error {
 	)
 	if verr == nil {
 		var rerr error // names that do not resolve, reported with the rest
-		spec, rerr = resolveSubs(spec, s.cfg.Pipelines, []string{spec.Name})
-		contracts, waves, verr = Validate(spec, s.lookup, s.router)
+		spec, rerr = resolveSubs(spec, s.cfg.Pipelines, []string{spec.Name}, s.cfg.Limits.Depth)
+		contracts, waves, verr = ValidateWithin(spec, s.lookup, s.router, s.cfg.Limits)
 		switch {
 		case rerr != nil && verr == nil:
 			verr = fmt.Errorf("%w %q: %w", ErrInvalidPipeline, spec.Name, rerr)

@@ -36,12 +36,69 @@ const (
 // and fan-in of parallel parents producing the same type into one input
 // when the type or the outputs are not mergeable. It returns the contracts
 // of the pipeline's agents and its waves. The error wraps
-// ErrInvalidPipeline.
+// ErrInvalidPipeline. It checks the default limits (ValidateWithin).
 func Validate(spec schemas.PipelineSpec, lookup ContractLookup, router *route.Router) (map[string]schemas.AgentContract, [][]string, error) {
-	var errs []error
-	if err := spec.Validate(); err != nil {
-		errs = append(errs, flatten(err, schemas.ErrInvalidPipeline)...)
+	return ValidateWithin(spec, lookup, router, schemas.Limits{})
+}
+
+// ValidateWithin is Validate with limits (zero fields: the defaults): a
+// spec over one is refused with errors matching schemas.ErrLimitExceeded
+// (code limit_exceeded), and one nested deeper than limits.Depth with that
+// problem alone. Its cost is linear in the size of spec: each sub-pipeline
+// is looked at once. Its error lists at most maxProblems problems of at
+// most maxProblemRunes characters each, however large the spec.
+func ValidateWithin(spec schemas.PipelineSpec, lookup ContractLookup, router *route.Router, limits schemas.Limits) (map[string]schemas.AgentContract, [][]string, error) {
+	limits = limits.OrDefaults()
+	name := spec.Name
+	if name == "" {
+		name = "(unnamed)"
 	}
+	var errs []error
+	if err := spec.ValidateWithin(limits); err != nil {
+		errs = flatten(err, schemas.ErrInvalidPipeline)
+		if spec.Depth() > limits.Depth { // nothing else is looked at
+			return map[string]schemas.AgentContract{}, nil, fmt.Errorf("%w %q: %w", ErrInvalidPipeline, schemas.Clip(name, 100), bounded(errs))
+		}
+	}
+	contracts, waves, more := validate(spec, lookup, router, limits)
+	if errs = append(errs, more...); len(errs) > 0 {
+		return contracts, waves, fmt.Errorf("%w %q: %w", ErrInvalidPipeline, schemas.Clip(name, 100), bounded(errs))
+	}
+	return contracts, waves, nil
+}
+
+// Bounds of the error of ValidateWithin.
+const (
+	maxProblems     = 50
+	maxProblemRunes = 2000
+)
+
+// bounded joins the first maxProblems of errs, each printed clipped to
+// maxProblemRunes characters, and says how many more there were.
+func bounded(errs []error) error {
+	out := make([]error, 0, min(len(errs), maxProblems)+1)
+	for i, e := range errs {
+		if i == maxProblems {
+			out = append(out, fmt.Errorf("(%d more problems not listed; fix these and validate again)", len(errs)-maxProblems))
+			break
+		}
+		out = append(out, clipped{e})
+	}
+	return errors.Join(out...)
+}
+
+// clipped is an error printed at most maxProblemRunes characters long;
+// errors.Is and As see the whole.
+type clipped struct{ err error }
+
+func (c clipped) Error() string { return schemas.Clip(c.err.Error(), maxProblemRunes) }
+func (c clipped) Unwrap() error { return c.err }
+
+// validate runs the checks of Validate that the structural ones
+// (spec.ValidateWithin, which covers the sub-pipelines) leave, on spec
+// and, through checkSubs, on each of its sub-pipelines once.
+func validate(spec schemas.PipelineSpec, lookup ContractLookup, router *route.Router, limits schemas.Limits) (map[string]schemas.AgentContract, [][]string, []error) {
+	var errs []error
 	waves, werr := schemas.Waves(spec)
 	if werr != nil {
 		errs = append(errs, werr)
@@ -79,20 +136,13 @@ func Validate(spec schemas.PipelineSpec, lookup ContractLookup, router *route.Ro
 			errs = append(errs, checkParams(s, c)...)
 		}
 	}
-	errs = append(errs, checkSubs(spec, lookup, router)...)
-	view, lerrs := checkLoops(spec, contracts)
+	errs = append(errs, checkSubs(spec, lookup, router, limits)...)
+	view, lerrs := checkLoops(spec, contracts, limits)
 	errs = append(errs, lerrs...)
 	if werr == nil {
 		errs = append(errs, checkInputs(view, waves, contracts, router)...)
 	}
-	if len(errs) > 0 {
-		name := spec.Name
-		if name == "" {
-			name = "(unnamed)"
-		}
-		return contracts, waves, fmt.Errorf("%w %q: %w", ErrInvalidPipeline, name, errors.Join(errs...))
-	}
-	return contracts, waves, nil
+	return contracts, waves, errs
 }
 
 // flatten lists the joined errors inside err (as made by

@@ -12,9 +12,10 @@ import (
 // checkLoops checks what the structural checks of loop steps cannot: a
 // for_each's items go to an input of its agent, a list variable it names
 // is declared, a repeat's until compiles (it also reads output.<name>
-// and iteration). It returns spec with each for_each's item input mapped
-// to its items (itemsView), for the checks of inputs.
-func checkLoops(spec schemas.PipelineSpec, contracts map[string]schemas.AgentContract) (schemas.PipelineSpec, []error) {
+// and iteration), a list variable holds at most limits.ForEachItems items.
+// It returns spec with each for_each's item input mapped to its items
+// (itemsView), for the checks of inputs.
+func checkLoops(spec schemas.PipelineSpec, contracts map[string]schemas.AgentContract, limits schemas.Limits) (schemas.PipelineSpec, []error) {
 	var errs []error
 	view := spec
 	for _, s := range spec.Steps {
@@ -24,6 +25,11 @@ func checkLoops(spec schemas.PipelineSpec, contracts map[string]schemas.AgentCon
 				errs = append(errs, fmt.Errorf("step %q: repeat.until: %w", s.ID, err))
 			}
 		case s.Kind == schemas.StepKindForEach && s.ForEach != nil && s.ForEach.Items != "":
+			if name, isVar := strings.CutPrefix(s.ForEach.Items, varsPrefix); isVar && spec.Vars[name] != nil {
+				if items, err := listItems(spec.Vars[name], s.ForEach.Items); err == nil && len(items.Values) > limits.ForEachItems {
+					errs = append(errs, schemas.ItemsOverLimit(s.ID, s.ForEach.Items, len(items.Values), limits.ForEachItems))
+				}
+			}
 			c, ok := contracts[s.Agent]
 			if !ok {
 				continue // unknown agent, reported

@@ -279,9 +279,15 @@ func (c *Chat) finish(ctx context.Context, s *session, state, output string, cau
 	history := append([]schemas.HistoryEntry{{At: t.StartedAt, Kind: "user", Text: t.Message}}, t.Results...)
 	history = append(history, schemas.HistoryEntry{At: time.Now().UTC(), Kind: "assistant", Text: output})
 	// The turn's key first: a record that says the turn is done implies it.
-	err := c.storeTurn(ctx, s.conv, storedTurn{Number: t.Number, RequestID: t.RequestID, Messages: turnMsgs, History: history, Response: resp})
-	if err == nil {
-		err = c.store.PutTurnOf(ctx, s.conv, t.RequestID, t.Number)
+	// A turn that failed before the conversation counted it (its state
+	// could not be read) has no number and no key: a redelivery of its
+	// request is refused the same way again.
+	var err error
+	if t.Number > 0 {
+		err = c.storeTurn(ctx, s.conv, storedTurn{Number: t.Number, RequestID: t.RequestID, Messages: turnMsgs, History: history, Response: resp})
+		if err == nil {
+			err = c.store.PutTurnOf(ctx, s.conv, t.RequestID, t.Number)
+		}
 	}
 	if err == nil {
 		s.rec.Current = nil

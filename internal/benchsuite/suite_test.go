@@ -2,22 +2,97 @@ package benchsuite
 
 import (
 	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"regexp"
+	"slices"
+	"strings"
+	"syscall"
 	"testing"
 
+	"github.com/nats-io/nats.go"
+
+	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/bus/bustest"
 	"github.com/agentmesh/agentmesh/internal/benchsuite/sdkce"
 )
 
+// The test binary plays a role of the run-state scenarios (see RunRole)
+// when run again with these variables set.
+const (
+	roleEnv   = "AGENTMESH_BENCHSUITE_ROLE"
+	urlEnv    = "AGENTMESH_BENCHSUITE_NATS"
+	prefixEnv = "AGENTMESH_BENCHSUITE_PREFIX"
+)
+
+func TestMain(m *testing.M) {
+	if role := os.Getenv(roleEnv); role != "" {
+		os.Exit(playRole(role))
+	}
+	os.Exit(m.Run())
+}
+
+// playRole runs RunRole until SIGINT or SIGTERM.
+func playRole(name string) int {
+	role, err := ParseRole(name)
+	if err == nil {
+		var nc *nats.Conn
+		if nc, err = nats.Connect(os.Getenv(urlEnv)); err == nil {
+			defer nc.Close()
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			err = RunRole(ctx, nc, bus.MustNames(os.Getenv(prefixEnv)), role, func() { fmt.Println(ReadyLine(role)) })
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
 func env(tb testing.TB) Env {
 	srv := bustest.Start(tb)
-	return Env{NC: srv.Conn(tb), JS: srv.JetStream(tb), Names: srv.Names(), Res: srv.Provision(tb)}
+	url := srv.Conn(tb).ConnectedUrl()
+	launch := func(role Role, names bus.Names) *exec.Cmd {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), roleEnv+"="+string(role), urlEnv+"="+url, prefixEnv+"="+names.Prefix())
+		return cmd
+	}
+	return Env{NC: srv.Conn(tb), JS: srv.JetStream(tb), Names: srv.Names(), Res: srv.Provision(tb), Launch: launch}
+}
+
+// suiteIDs are the scenarios BenchmarkSuite sets up: all but the big
+// ones, and those big ones that the second level of -test.bench matches
+// (e.g. -bench 'Suite/wave-1000'; -bench . names none), so that CI's run
+// of every benchmark stays short.
+func suiteIDs() []string {
+	var named *regexp.Regexp
+	if f := flag.Lookup("test.bench"); f != nil {
+		if parts := strings.Split(f.Value.String(), "/"); len(parts) > 1 {
+			named, _ = regexp.Compile(parts[1]) // go test already rejected a bad pattern
+		}
+	}
+	var ids []string
+	for _, id := range IDs() {
+		if !slices.Contains(Big(), id) || (named != nil && named.MatchString(id)) {
+			ids = append(ids, id)
+		}
+	}
+	return ids
 }
 
 // BenchmarkSuite runs every pair as two sub-benchmarks, baseline first:
 //
 //	go test -run '^$' -bench Suite ./internal/benchsuite/
+//
+// The run-state scenarios' big sizes (Big) run only when -bench names
+// them: go test -run '^$' -bench 'Suite/(wave|chain)-1000' ./internal/benchsuite/
 func BenchmarkSuite(b *testing.B) {
-	pairs, closer, err := Pairs(context.Background(), env(b))
+	pairs, closer, err := Pairs(context.Background(), env(b), suiteIDs()...)
 	if err != nil {
 		b.Fatal(err)
 	}

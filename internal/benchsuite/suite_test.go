@@ -2,6 +2,7 @@ package benchsuite
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -114,5 +115,62 @@ func TestMeasureComparesBothSides(t *testing.T) {
 	c := MeasureRounds(Codec(sdkce.StructuredRoundTrip), 1)
 	if c.Mesh.NsPerOp <= 0 || c.Base.NsPerOp <= 0 || c.Ratio <= 0 || c.ThroughputRatio <= 0 {
 		t.Fatalf("incomplete comparison: %+v", c)
+	}
+}
+
+// TestBigShapesRunOnlyWhenNamed: the run-state scenarios' sizes above 100
+// (and chat-200) are left out of a run that names no scenario, so CI's
+// run of every benchmark stays short, and are there when named.
+func TestBigShapesRunOnlyWhenNamed(t *testing.T) {
+	big := Big()
+	for _, id := range []string{"wave-300", "wave-1000", "chain-1000", "foreach-1000", "chat-200"} {
+		if !slices.Contains(big, id) || !slices.Contains(IDs(), id) {
+			t.Errorf("%s: want it a scenario run only when named; IDs %v, big %v", id, IDs(), big)
+		}
+	}
+	for _, id := range []string{"wave-10", "wave-100", "chain-100", "foreach-100", "chat-50", "durable-hop"} {
+		if slices.Contains(big, id) || !slices.Contains(IDs(), id) {
+			t.Errorf("%s: want it a scenario run by default; IDs %v, big %v", id, IDs(), big)
+		}
+	}
+	if testing.Short() {
+		t.Skip("starts the orchestrator and agents processes")
+	}
+	pairs, closer, err := Pairs(context.Background(), env(t), "wave-1000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closer.Close()
+	if len(pairs) != 1 || pairs[0].ID != "wave-1000" {
+		t.Fatalf("--only wave-1000 gave %d pairs: %+v", len(pairs), pairs)
+	}
+}
+
+// TestMeasureReportsFailure: a body that fails ends the pair's measuring
+// with its error in the comparison (b.Fatal inside testing.Benchmark
+// panics outside go test), keeping the rounds that completed.
+func TestMeasureReportsFailure(t *testing.T) {
+	calls := 0
+	p := Pair{ID: "flaky", Unit: "op",
+		Baseline: func(b *testing.B) {
+			for b.Loop() {
+			}
+		},
+		Mesh: func(b *testing.B) {
+			calls++
+			if calls > 1 {
+				fail(b, errors.New("the server refused the task"))
+			}
+			for b.Loop() {
+			}
+		}}
+	c := MeasureRounds(p, 3)
+	if c.Error != "flaky, agentmesh: the server refused the task" || c.Rounds != 1 || c.Mesh.PerSec <= 0 || c.Base.PerSec <= 0 {
+		t.Fatalf("comparison %+v; want the error, and the one round that completed", c)
+	}
+	var out strings.Builder
+	Print(&out, []Comparison{c})
+	if !strings.Contains(out.String(), "FAILED flaky, agentmesh: the server refused the task") {
+		t.Fatalf("Print does not show the failure:\n%s", out.String())
 	}
 }

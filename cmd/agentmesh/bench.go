@@ -54,7 +54,7 @@ The run-state scenarios run an orchestrator process and an agents process
 same agent process with one KV compare-and-set per result, and report time,
 KV writes and KV bytes written per step (per turn for chat):
 
-  wave-N                one wave of N parallel no-op steps
+  wave-N                one wave of N parallel steps, each with an output routed to state
   chain-N               N steps in sequence, each with an output routed to state
   foreach-N             a for_each of N items, 8 at a time
   chat-N                N turns of one conversation, offline planner, one agent

@@ -32,11 +32,11 @@ import (
 // ShapePrefix is the subject prefix of the run-state scenarios' mesh.
 const ShapePrefix = "meshbench"
 
-// The shape scenarios' agents: a no-op (wave), one with an output the
-// orchestrator routes into the run's state (chain), one taking an item
+// The shape scenarios' agents, each answering at once with one TEXT output
+// (as every real agent has one, which the orchestrator routes into the
+// run's state): one with no input (wave, chain), one taking an item
 // (for_each), and a search the offline chat planner calls (chat).
 const (
-	shapeNoop   = "BenchShapeNoop"
 	shapeEmit   = "BenchShapeEmit"
 	shapeItem   = "BenchShapeItem"
 	shapeSearch = "BenchShapeSearch"
@@ -67,15 +67,16 @@ const chatMessage = "find sunsets"
 // ShapeAgents are the agents the agents process serves.
 func ShapeAgents() []agents.Agent {
 	item := schemas.AgentContract{Name: shapeItem, Capability: schemas.CapTransformation, Description: "takes one item, for benchmarks",
-		Inputs: []schemas.TypedInput{{Name: "item", DataType: schemas.TypeText, Required: true}}}
+		Inputs:  []schemas.TypedInput{{Name: "item", DataType: schemas.TypeText, Required: true}},
+		Outputs: []schemas.TypedOutput{{Name: "text", DataType: schemas.TypeText}}}
 	search := schemas.AgentContract{Name: shapeSearch, Capability: schemas.CapSearch, Description: "finds text matching a query, for benchmarks",
 		Params:  json.RawMessage(`{"type":"object","properties":{"query":{"type":"string","description":"what to look for"}},"required":["query"]}`),
 		Outputs: []schemas.TypedOutput{{Name: "text", DataType: schemas.TypeText}}}
 	return []agents.Agent{
-		pipeAgent(shapeNoop, nil),
 		pipeAgent(shapeEmit, []byte(`"word"`)),
-		agents.Func(item, func(context.Context, *schemas.ExecutionContext) (schemas.AgentResult, error) {
-			return schemas.AgentResult{Success: true, Agent: shapeItem}, nil
+		agents.Func(item, func(_ context.Context, ec *schemas.ExecutionContext) (schemas.AgentResult, error) {
+			return schemas.AgentResult{Success: true, Agent: shapeItem,
+				Outputs: map[string]schemas.TypedValue{"text": schemas.TextValue("done", shapeItem)}}, nil
 		}),
 		agents.Func(search, func(_ context.Context, ec *schemas.ExecutionContext) (schemas.AgentResult, error) {
 			return schemas.AgentResult{Success: true, Agent: shapeSearch, Summary: "found 1",
@@ -119,7 +120,7 @@ func (s shape) spec() schemas.PipelineSpec {
 	switch s.kind {
 	case "wave":
 		for i := range s.n {
-			p.Step(fmt.Sprintf("s%d", i), shapeNoop)
+			p.Step(fmt.Sprintf("s%d", i), shapeEmit)
 		}
 	case "chain":
 		for i := range s.n {
@@ -149,7 +150,7 @@ func items(n int) []string {
 func (s shape) handTasks() (tasks []handTask, window int) {
 	switch s.kind {
 	case "wave":
-		return slices.Repeat([]handTask{{agent: shapeNoop}}, s.n), s.n
+		return slices.Repeat([]handTask{{agent: shapeEmit}}, s.n), s.n
 	case "chain":
 		return slices.Repeat([]handTask{{agent: shapeEmit}}, s.n), 1
 	}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -212,11 +213,15 @@ func Shapes(ctx context.Context, env Env) ([]Pair, io.Closer, error) {
 				Unit:      "run",
 				Baseliner: fmt.Sprintf("the same %d tasks by hand through the same agent process, %d in flight, one KV compare-and-set per result", n, window),
 				Baseline: func(b *testing.B) {
-					measureSteps(b, n, kv, func() (time.Duration, error) { return h.run(ctx, tasks, window) })
+					measureSteps(b, n, kv, func(stepDone func()) (time.Duration, error) {
+						var took time.Duration
+						err := h.runTimed(ctx, tasks, window, func(_ int, d time.Duration) { took = d; stepDone() })
+						return took, err
+					})
 				},
 				Mesh: func(b *testing.B) {
-					measureSteps(b, n, kv, func() (time.Duration, error) {
-						return awaitRun(ctx, senv, spec, fmt.Sprintf("bench-%s-%d", s.id(), time.Now().UnixNano()))
+					measureSteps(b, n, kv, func(stepDone func()) (time.Duration, error) {
+						return awaitRun(ctx, senv, spec, fmt.Sprintf("bench-%s-%d", s.id(), time.Now().UnixNano()), stepDone)
 					})
 				},
 			})
@@ -249,20 +254,42 @@ func deleteMesh(js jetstream.JetStream, names bus.Names) error {
 	return errors.Join(errs...)
 }
 
-// measureSteps runs op (one run of steps steps) once per iteration of
-// b.Loop and reports, besides its p50 and p99, the time per step (p50 over
-// steps) and the KV writes and bytes written per step (counted by kv from
-// before the first run until the writes after the last one settled).
-func measureSteps(b *testing.B, steps int, kv *kvCounter, op func() (time.Duration, error)) {
+// measureSteps runs op (one run of steps steps, calling stepDone as each
+// step ends) once per iteration of b.Loop and reports, besides its p50 and
+// p99, the time per step (p50 over steps), the KV writes and bytes written
+// per step (counted by kv from before the first run until the writes after
+// the last one settled), and the time per step of the run's first tenth
+// of steps and of its last tenth (ns/step@first-tenth, @last-tenth: flat
+// when a step costs the same late in the run as early).
+func measureSteps(b *testing.B, steps int, kv *kvCounter, op func(stepDone func()) (time.Duration, error)) {
 	kv.settle()
 	from := kv.read()
-	durs := make([]time.Duration, 0, b.N)
+	var (
+		durs        = make([]time.Duration, 0, b.N)
+		first, last time.Duration
+		tenth       = steps / 10
+		allMarked   = tenth > 0
+		mu          sync.Mutex
+		marks       []time.Duration
+		runStart    time.Time
+		markStep    = func() { mu.Lock(); marks = append(marks, time.Since(runStart)); mu.Unlock() }
+		takeMarks   = func() []time.Duration { mu.Lock(); defer mu.Unlock(); m := marks; marks = nil; return m }
+	)
 	for b.Loop() {
-		d, err := op()
+		mu.Lock()
+		runStart = time.Now()
+		mu.Unlock()
+		d, err := op(markStep)
 		if err != nil {
 			fail(b, err)
 		}
 		durs = append(durs, d)
+		if m := takeMarks(); len(m) == steps && allMarked {
+			first += m[tenth-1]
+			last += m[steps-1] - m[steps-tenth-1]
+		} else {
+			allMarked = false
+		}
 	}
 	kv.settle()
 	got := kv.since(from)
@@ -271,6 +298,11 @@ func measureSteps(b *testing.B, steps int, kv *kvCounter, op func() (time.Durati
 	b.ReportMetric(float64(P50(durs))/float64(steps), "ns/step")
 	b.ReportMetric(float64(got.writes)/n, "kv-writes/step")
 	b.ReportMetric(float64(got.bytes)/n, "kv-B/step")
+	if allMarked {
+		per := float64(len(durs) * tenth)
+		b.ReportMetric(float64(first)/per, "ns/step@first-tenth")
+		b.ReportMetric(float64(last)/per, "ns/step@last-tenth")
+	}
 }
 
 // handTask is one task of the hand-driven side.
@@ -314,14 +346,6 @@ func (h *hand) Close() error {
 		return err
 	}
 	return nil
-}
-
-// run drives tasks with at most window in flight and returns how long it
-// took; see runTimed.
-func (h *hand) run(ctx context.Context, tasks []handTask, window int) (time.Duration, error) {
-	var took time.Duration
-	err := h.runTimed(ctx, tasks, window, func(_ int, d time.Duration) { took = d })
-	return took, err
 }
 
 // runTimed drives tasks by hand: it creates the run's key, publishes the

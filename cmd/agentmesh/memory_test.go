@@ -95,16 +95,17 @@ func TestOrchestratorMemory(t *testing.T) {
 // resident memory while two of them run a 2,000-step wave.
 const replicaMemoryCeiling = 150 << 20
 
-// TestOrchestratorReplicasMemory submits a 2,000-step wave of a no-op
-// agent to two `agentmesh orchestrator` processes and checks the run
-// completes with each replica's peak resident memory (VmHWM from /proc,
-// and VmRSS sampled while it runs) under 150 MiB. A bound, not a timing.
+// TestOrchestratorReplicasMemory submits a 2,000-step wave of an agent
+// with one output (routed into the run's state, which is what grows) to
+// two `agentmesh orchestrator` processes and checks the run completes with
+// each replica's peak resident memory (VmHWM from /proc, and VmRSS sampled
+// while it runs) under 150 MiB. A bound, not a timing.
 func TestOrchestratorReplicasMemory(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("reads the processes' resident memory from /proc (Linux only)")
 	}
 	if testing.Short() {
-		t.Skip("runs a 2,000-step wave on two orchestrator processes: a few seconds")
+		t.Skip("runs a 2,000-step wave on two orchestrator processes: about 10s")
 	}
 	bin := agentBinary(t)
 	emb, err := bus.StartEmbedded(bus.EmbeddedOptions{StoreDir: t.TempDir()})
@@ -125,13 +126,13 @@ func TestOrchestratorReplicasMemory(t *testing.T) {
 	if _, err := bus.Provision(context.Background(), js, names, bus.ProvisionOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	serveNoop(t, emb.URL(), "MemNoop")
+	serveAgent(t, emb.URL(), "MemEmit", true)
 	pids := []int{startOrchestrator(t, bin, emb.URL()), startOrchestrator(t, bin, emb.URL())}
 	var peaks []func() int64
 	for _, pid := range pids {
 		peaks = append(peaks, watchRSS(t, pid))
 	}
-	took := runShape(t, nc, js, names, "MemNoop", 2000, 1)
+	took := runShape(t, nc, js, names, "MemEmit", 2000, 1)
 	for i, pid := range pids {
 		sampled, hwm := peaks[i](), procStatusBytes(t, pid, "VmHWM")
 		t.Logf("replica %d: a 2,000-step wave took %s; peak RSS %s (VmHWM), %s sampled", i+1, took.Round(time.Millisecond), mib(hwm), mib(sampled))
@@ -201,17 +202,26 @@ func writeConversations(t *testing.T, res *bus.Resources, n int) {
 }
 
 // serveNoop runs a no-op agent in this process until the test ends.
-func serveNoop(t *testing.T, url, name string) {
+func serveNoop(t *testing.T, url, name string) { serveAgent(t, url, name, false) }
+
+// serveAgent runs an agent in this process until the test ends: it answers
+// at once, with a one-word TEXT output "text" when withOutput.
+func serveAgent(t *testing.T, url, name string, withOutput bool) {
 	t.Helper()
 	nc, err := nats.Connect(url)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(nc.Close)
-	a := agents.Func(schemas.AgentContract{Name: name, Capability: schemas.CapEvaluation, Description: "answers at once"},
-		func(context.Context, *schemas.ExecutionContext) (schemas.AgentResult, error) {
-			return schemas.AgentResult{Success: true}, nil
-		})
+	c := schemas.AgentContract{Name: name, Capability: schemas.CapEvaluation, Description: "answers at once"}
+	var outs map[string]schemas.TypedValue
+	if withOutput {
+		c.Outputs = []schemas.TypedOutput{{Name: "text", DataType: schemas.TypeText}}
+		outs = map[string]schemas.TypedValue{"text": schemas.TextValue("word", name)}
+	}
+	a := agents.Func(c, func(context.Context, *schemas.ExecutionContext) (schemas.AgentResult, error) {
+		return schemas.AgentResult{Success: true, Outputs: outs}, nil
+	})
 	inproc.Agent(t, nc, a, agents.WithConcurrency(64))
 }
 

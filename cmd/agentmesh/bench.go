@@ -54,8 +54,9 @@ The run-state scenarios run an orchestrator process and an agents process
 same agent process with one KV compare-and-set per result, and report time,
 KV writes and KV bytes written per step (per turn for chat):
 
-  wave-N                one wave of N parallel steps, each with an output routed to state
-  chain-N               N steps in sequence, each with an output routed to state
+  wave-N                one wave of N parallel steps, each with an output
+                        the orchestrator routes into the run's state
+  chain-N               N such steps in sequence
   foreach-N             a for_each of N items, 8 at a time
   chat-N                N turns of one conversation, offline planner, one agent
                         call a turn: turns 1-10 vs 41-50 (vs 191-200)
@@ -69,6 +70,8 @@ operation where there is no p50; lower is better); THROUGHPUT RATIO is the
 mesh's operations per second over the baseline's (higher is better).
 Without --nats it starts an embedded server in a temporary directory. The
 machine's other load shows in the figures: compare ratios, not absolutes.
+A scenario that fails is reported with its error (FAILED, after the tables,
+and on stderr) and the others still run; the exit status is then 1.
 The same scenarios run with 'go test -bench Suite ./internal/benchsuite/',
 which also compares the CloudEvents codec with sdk-go (scenario codec; the
 agentmesh binary does not link sdk-go).
@@ -104,8 +107,16 @@ docs/benchmarks.md explains the figures.`,
 			env := benchsuite.Env{NC: m.NC, JS: m.JS, Names: m.Names, Res: m.Res,
 				Launch: func(role benchsuite.Role, names bus.Names) *exec.Cmd {
 					// The child connects as this process did: the same
-					// server, and the NATS_* variables it inherits.
-					return exec.Command(self, "bench-role", string(role), "--nats", m.NC.ConnectedUrl(), "--prefix", names.Prefix())
+					// server and credentials (and the NATS_* variables
+					// it inherits).
+					args := []string{"bench-role", string(role), "--nats", m.NC.ConnectedUrl(), "--prefix", names.Prefix()}
+					if a.creds != "" {
+						args = append(args, "--creds", a.creds)
+					}
+					if a.tlsCA != "" {
+						args = append(args, "--tls-ca", a.tlsCA)
+					}
+					return exec.Command(self, args...)
 				}}
 			pairs, closer, err := benchsuite.Pairs(ctx, env, only...)
 			if err != nil {

@@ -93,10 +93,16 @@ func converse(ctx context.Context, env Env, turns int, at func(int)) error {
 
 // measureTurns runs conversation (turns turns, calling at after each)
 // once per iteration of b.Loop and reports, for each of chatWindows, the
-// mean time of a turn and the KV writes and bytes per turn, as
-// ns/turn@<first>-<last>, kv-writes/turn@... and kv-B/turn@...
+// mean time of a turn and the KV writes, publishes and bytes per turn
+// (see kvCounter), as ns/turn@<first>-<last>, kv-writes/turn@... and so
+// on. KV is read only at the windows' edges, and the reading is left out
+// of the turns' times.
 func measureTurns(b *testing.B, turns int, kv *kvCounter, conversation func(at func(int)) error) {
 	windows := chatWindows(turns)
+	edge := map[int]bool{}
+	for _, w := range windows {
+		edge[w[0]-2], edge[w[1]-1] = true, true // the turns before and at the window's end
+	}
 	var (
 		sums  = make([]time.Duration, len(windows))
 		kvs   = make([]kvCount, len(windows))
@@ -105,10 +111,18 @@ func measureTurns(b *testing.B, turns int, kv *kvCounter, conversation func(at f
 	)
 	kv.settle()
 	for b.Loop() {
-		ends := make([]time.Time, turns)
+		ends := make([]time.Time, turns)    // when turn i was answered
+		resumed := make([]time.Time, turns) // when turn i+1 could be sent
 		counts := make([]kvCount, turns)
-		start, from := time.Now(), kv.read()
-		err := conversation(func(i int) { ends[i], counts[i] = time.Now(), kv.read() })
+		from := kv.read()
+		start := time.Now()
+		err := conversation(func(i int) {
+			ends[i] = time.Now()
+			if edge[i] {
+				counts[i] = kv.read()
+			}
+			resumed[i] = time.Now()
+		})
 		if err != nil {
 			fail(b, err)
 		}
@@ -117,11 +131,14 @@ func measureTurns(b *testing.B, turns int, kv *kvCounter, conversation func(at f
 			lo, hi := w[0]-1, w[1]-1 // turn indices
 			begin, before := start, from
 			if lo > 0 {
-				begin, before = ends[lo-1], counts[lo-1]
+				begin, before = resumed[lo-1], counts[lo-1]
 			}
-			sums[j] += ends[hi].Sub(begin)
-			kvs[j].writes += counts[hi].writes - before.writes
-			kvs[j].bytes += counts[hi].bytes - before.bytes
+			var paused time.Duration // KV readings inside the window
+			for i := lo; i < hi; i++ {
+				paused += resumed[i].Sub(ends[i])
+			}
+			sums[j] += ends[hi].Sub(begin) - paused
+			kvs[j] = kvs[j].plus(counts[hi].minus(before))
 		}
 		convs++
 		b.StopTimer()
@@ -133,7 +150,6 @@ func measureTurns(b *testing.B, turns int, kv *kvCounter, conversation func(at f
 		n := float64(convs * (w[1] - w[0] + 1))
 		at := fmt.Sprintf("@%d-%d", w[0], w[1])
 		b.ReportMetric(float64(sums[j])/n, "ns/turn"+at)
-		b.ReportMetric(float64(kvs[j].writes)/n, "kv-writes/turn"+at)
-		b.ReportMetric(float64(kvs[j].bytes)/n, "kv-B/turn"+at)
+		kvs[j].report(b, n, "turn"+at)
 	}
 }

@@ -191,7 +191,7 @@ func Shapes(ctx context.Context, env Env) ([]Pair, io.Closer, error) {
 		}
 		closers = append(closers, p)
 	}
-	kv, err := countKV(env.NC, names.RunsBucket(), names.ConversationsBucket())
+	kv, err := countKV(ctx, env.NC, env.JS, names.RunsBucket(), names.ConversationsBucket())
 	if err != nil {
 		return nil, nil, errors.Join(err, closeAll.Close())
 	}
@@ -257,8 +257,8 @@ func deleteMesh(js jetstream.JetStream, names bus.Names) error {
 // measureSteps runs op (one run of steps steps, calling stepDone as each
 // step ends) once per iteration of b.Loop and reports, besides its p50 and
 // p99, the time per step (p50 over steps), the KV writes and bytes written
-// per step (counted by kv from before the first run until the writes after
-// the last one settled), and the time per step of the run's first tenth
+// per step (see kvCounter; counted from before the first run until the
+// writes after the last one settled), and the time per step of the run's first tenth
 // of steps and of its last tenth (ns/step@first-tenth, @last-tenth: flat
 // when a step costs the same late in the run as early).
 func measureSteps(b *testing.B, steps int, kv *kvCounter, op func(stepDone func()) (time.Duration, error)) {
@@ -292,12 +292,9 @@ func measureSteps(b *testing.B, steps int, kv *kvCounter, op func(stepDone func(
 		}
 	}
 	kv.settle()
-	got := kv.since(from)
 	recordLatency(b, durs)
-	n := float64(len(durs) * steps)
 	b.ReportMetric(float64(P50(durs))/float64(steps), "ns/step")
-	b.ReportMetric(float64(got.writes)/n, "kv-writes/step")
-	b.ReportMetric(float64(got.bytes)/n, "kv-B/step")
+	kv.read().minus(from).report(b, float64(len(durs)*steps), "step")
 	if allMarked {
 		per := float64(len(durs) * tenth)
 		b.ReportMetric(float64(first)/per, "ns/step@first-tenth")

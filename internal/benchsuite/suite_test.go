@@ -178,8 +178,8 @@ func TestMeasureReportsFailure(t *testing.T) {
 // TestShapeCountsKVWrites measures chain-10 once and checks the KV
 // figures against what the hand-driven side is known to write: per run,
 // the run's key created ({"done":0}) and updated once per result
-// ({"done":1} ... {"done":10}), so 11 writes and 111 bytes for 10 steps.
-// The mesh side's writes are counted the same way.
+// ({"done":1} ... {"done":10}), so 11 writes (stored and published) and
+// 111 bytes for 10 steps. The mesh side's are counted the same way.
 func TestShapeCountsKVWrites(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts the orchestrator and agents processes and measures for about two seconds")
@@ -194,11 +194,13 @@ func TestShapeCountsKVWrites(t *testing.T) {
 		t.Fatal(c.Error)
 	}
 	near := func(got, want float64) bool { return got > want-1e-6 && got < want+1e-6 }
-	if w, b := c.Base.Metrics["kv-writes/step"], c.Base.Metrics["kv-B/step"]; !near(w, 1.1) || !near(b, 11.1) {
-		t.Errorf("hand-driven chain of 10: %v KV writes and %v bytes per step, want 1.1 and 11.1", w, b)
+	m := c.Base.Metrics
+	if w, p, b := m["kv-writes/step"], m["kv-publishes/step"], m["kv-B/step"]; !near(w, 1.1) || !near(p, 1.1) || !near(b, 11.1) {
+		t.Errorf("hand-driven chain of 10: %v KV writes stored, %v published, %v bytes per step; want 1.1, 1.1 and 11.1", w, p, b)
 	}
-	if w, b := c.Mesh.Metrics["kv-writes/step"], c.Mesh.Metrics["kv-B/step"]; w < 1 || b <= 0 {
-		t.Errorf("mesh chain of 10: %v KV writes and %v bytes per step; want at least a write per step", w, b)
+	m = c.Mesh.Metrics
+	if w, p, b := m["kv-writes/step"], m["kv-publishes/step"], m["kv-B/step"]; w < 1 || p < w || b <= 0 {
+		t.Errorf("mesh chain of 10: %v KV writes stored, %v published, %v bytes per step; want at least a write per step, each published", w, p, b)
 	}
 	if r := c.Ratios["ns/step"]; r <= 0 || c.Mesh.Metrics["ns/step@last-tenth"] <= 0 {
 		t.Errorf("no ratio per step or no time of the last tenth: %+v", c)

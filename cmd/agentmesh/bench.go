@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"os"
+	"os/exec"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -10,7 +12,10 @@ import (
 	"github.com/agentmesh/agentmesh/internal/benchsuite"
 )
 
-func init() { register(newBenchCmd) }
+func init() {
+	register(newBenchCmd)
+	register(newBenchRoleCmd)
+}
 
 // newBenchCmd is the bench command: long for its help text, which lists
 // every scenario and reads best in one place.
@@ -44,12 +49,29 @@ time; lower is better):
   objectstore-put-1MiB  resolver Store vs nats.go ObjectStore Put
   objectstore-get-1MiB  resolver Open vs nats.go ObjectStore Get
 
+The run-state scenarios run an orchestrator process and an agents process
+(this binary again), each next to the same tasks driven by hand through the
+same agent process with one KV compare-and-set per result, and report time,
+KV writes and KV bytes written per step (per turn for chat):
+
+  wave-N                one wave of N parallel steps, each with an output
+                        the orchestrator routes into the run's state
+  chain-N               N such steps in sequence
+  foreach-N             a for_each of N items, 8 at a time
+  chat-N                N turns of one conversation, offline planner, one agent
+                        call a turn: turns 1-10 vs 41-50 (vs 191-200)
+
+N is 10, 100, 300 or 1000 (chat: 50 or 200). Without --only the sizes up to
+100 run (chat-50); name the others: --only wave-1000,chat-200.
+
 Each side runs --rounds times (default 3), alternating with the other, and each figure is the
 median of its rounds. RATIO is the mesh's p50 over the baseline's (time per
 operation where there is no p50; lower is better); THROUGHPUT RATIO is the
 mesh's operations per second over the baseline's (higher is better).
 Without --nats it starts an embedded server in a temporary directory. The
 machine's other load shows in the figures: compare ratios, not absolutes.
+A scenario that fails is reported with its error (FAILED, after the tables,
+and on stderr) and the others still run; the exit status is then 1.
 The same scenarios run with 'go test -bench Suite ./internal/benchsuite/',
 which also compares the CloudEvents codec with sdk-go (scenario codec; the
 agentmesh binary does not link sdk-go).
@@ -78,26 +100,81 @@ docs/benchmarks.md explains the figures.`,
 				return err
 			}
 			defer m.Close()
-			pairs, closer, err := benchsuite.Pairs(ctx, benchsuite.Env{NC: m.NC, JS: m.JS, Names: m.Names, Res: m.Res}, only...)
+			self, err := os.Executable()
+			if err != nil {
+				return fmt.Errorf("the run-state scenarios start this binary again: %w", err)
+			}
+			env := benchsuite.Env{NC: m.NC, JS: m.JS, Names: m.Names, Res: m.Res,
+				Launch: func(role benchsuite.Role, names bus.Names) *exec.Cmd {
+					// The child connects as this process did: the same
+					// server and credentials (and the NATS_* variables
+					// it inherits).
+					args := []string{"bench-role", string(role), "--nats", m.NC.ConnectedUrl(), "--prefix", names.Prefix()}
+					if a.creds != "" {
+						args = append(args, "--creds", a.creds)
+					}
+					if a.tlsCA != "" {
+						args = append(args, "--tls-ca", a.tlsCA)
+					}
+					return exec.Command(self, args...)
+				}}
+			pairs, closer, err := benchsuite.Pairs(ctx, env, only...)
 			if err != nil {
 				return err
 			}
 			defer closer.Close()
-			var results []benchsuite.Comparison
+			var (
+				results []benchsuite.Comparison
+				failed  []string
+			)
 			for _, p := range pairs {
 				if !a.jsonOut {
 					fmt.Fprintf(a.errOut, "measuring %s ...\n", p.Name)
 				}
-				results = append(results, benchsuite.MeasureRounds(p, rounds))
+				c := benchsuite.MeasureRounds(p, rounds)
+				if c.Error != "" {
+					failed = append(failed, c.ID)
+					fmt.Fprintf(a.errOut, "agentmesh bench: %s\n", c.Error)
+				}
+				results = append(results, c)
 			}
 			if a.jsonOut {
-				return a.printJSON(results)
+				if err := a.printJSON(results); err != nil {
+					return err
+				}
+			} else {
+				benchsuite.Print(a.out, results)
 			}
-			benchsuite.Print(a.out, results)
+			if len(failed) > 0 {
+				return fmt.Errorf("%d of %d scenarios failed (%s): the others' figures are above; their errors are on stderr", len(failed), len(results), strings.Join(failed, ", "))
+			}
 			return nil
 		},
 	}
 	cmd.Flags().IntVar(&rounds, "rounds", benchsuite.Rounds, "how many times each side runs, alternating; figures are the medians")
-	cmd.Flags().StringSliceVar(&only, "only", nil, "run only the scenarios of these exact names, e.g. --only durable-hop,throughput")
+	cmd.Flags().StringSliceVar(&only, "only", nil, "run only the scenarios of these exact names, e.g. --only durable-hop,throughput or --only wave-1000")
 	return cmd
+}
+
+// newBenchRoleCmd is the hidden command bench starts its run-state
+// scenarios' processes with: the agents, or an orchestrator replica.
+func newBenchRoleCmd(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:    "bench-role agents|orchestrator",
+		Short:  "Play a process of the bench's run-state scenarios (started by agentmesh bench)",
+		Hidden: true,
+		Args:   cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			role, err := benchsuite.ParseRole(args[0])
+			if err != nil {
+				return err
+			}
+			m, err := a.connect(cmd.Context(), "agentmesh bench-role "+args[0])
+			if err != nil {
+				return err
+			}
+			defer m.Close()
+			return benchsuite.RunRole(cmd.Context(), m.NC, m.Names, role, func() { fmt.Fprintln(a.out, benchsuite.ReadyLine(role)) })
+		},
+	}
 }

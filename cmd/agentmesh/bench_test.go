@@ -2,9 +2,17 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"os/exec"
+	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/agentmesh/agentmesh/bus"
 )
 
 // TestBenchCommand runs the direct call comparison through the CLI and
@@ -57,5 +65,54 @@ func TestBenchCodecPointsToGoTest(t *testing.T) {
 	}
 	if msg := errOut.String(); !strings.Contains(msg, "does not link") || !strings.Contains(msg, "go test -run '^$' -bench 'Suite/codec' ./internal/benchsuite/") {
 		t.Fatalf("--only codec: %s", msg)
+	}
+}
+
+// TestBenchReportsFailedScenario: when the server refuses the throughput
+// scenario's tasks (MESH_TASKS full: one message at most, new ones
+// refused), bench says so for that scenario and still prints the other
+// scenarios' figures, where a failed publish used to panic inside
+// testing.Benchmark and lose the whole run's output (or, had the publish
+// errors been seen, report 0s/op and exit 0).
+func TestBenchReportsFailedScenario(t *testing.T) {
+	emb, err := bus.StartEmbedded(bus.EmbeddedOptions{StoreDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(emb.Shutdown)
+	nc, err := nats.Connect(emb.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	names := bus.MustNames(bus.DefaultPrefix)
+	res, err := bus.Provision(ctx, js, names, bus.ProvisionOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := res.Tasks.CachedInfo().Config
+	cfg.MaxMsgs, cfg.Discard = 1, jetstream.DiscardNew
+	if _, err := js.UpdateStream(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	// The binary, not run(): outside go test, b.Fatal in testing.Benchmark
+	// panics.
+	var out, errOut bytes.Buffer
+	cmd := exec.Command(agentBinary(t), "bench", "--nats", emb.URL(), "--only", "throughput,direct-call", "--rounds", "1")
+	cmd.Env, cmd.Stdout, cmd.Stderr = cleanEnv(), &out, &errOut
+	if err := cmd.Run(); err == nil {
+		t.Fatalf("exit 0 with MESH_TASKS full\nstdout:\n%s\nstderr:\n%s", out.String(), errOut.String())
+	}
+	if msg := errOut.String(); !strings.Contains(msg, "throughput, agentmesh: tasks: publish") || !strings.Contains(msg, "maximum messages") ||
+		!strings.Contains(msg, "1 of 2 scenarios failed (throughput)") {
+		t.Fatalf("stderr does not say why throughput failed:\n%s", msg)
+	}
+	if got := out.String(); !regexp.MustCompile(`(?m)^direct-call +p50 `).MatchString(got) || !regexp.MustCompile(`(?m)^FAILED throughput, agentmesh: `).MatchString(got) {
+		t.Fatalf("stdout lacks direct-call's figures or throughput's failure:\n%s", got)
 	}
 }

@@ -91,6 +91,79 @@ func TestOrchestratorMemory(t *testing.T) {
 	}
 }
 
+// replicaMemoryCeiling is issue 24's bound on each orchestrator replica's
+// resident memory while two of them run a 2,000-step wave.
+const replicaMemoryCeiling = 150 << 20
+
+// TestOrchestratorReplicasMemory submits a 2,000-step wave of an agent
+// with one output (routed into the run's state, which is what grows) to
+// two `agentmesh orchestrator` processes and checks the run completes with
+// each replica's peak resident memory (VmHWM from /proc, and VmRSS sampled
+// while it runs) under 150 MiB. A bound, not a timing.
+func TestOrchestratorReplicasMemory(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("reads the processes' resident memory from /proc (Linux only)")
+	}
+	if testing.Short() {
+		t.Skip("runs a 2,000-step wave on two orchestrator processes: about 10s")
+	}
+	bin := agentBinary(t)
+	emb, err := bus.StartEmbedded(bus.EmbeddedOptions{StoreDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(emb.Shutdown)
+	nc, err := nats.Connect(emb.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := bus.MustNames(bus.DefaultPrefix)
+	if _, err := bus.Provision(context.Background(), js, names, bus.ProvisionOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	serveAgent(t, emb.URL(), "MemEmit", true)
+	pids := []int{startOrchestrator(t, bin, emb.URL()), startOrchestrator(t, bin, emb.URL())}
+	var peaks []func() int64
+	for _, pid := range pids {
+		peaks = append(peaks, watchRSS(t, pid))
+	}
+	took := runShape(t, nc, js, names, "MemEmit", 2000, 1)
+	for i, pid := range pids {
+		sampled, hwm := peaks[i](), procStatusBytes(t, pid, "VmHWM")
+		t.Logf("replica %d: a 2,000-step wave took %s; peak RSS %s (VmHWM), %s sampled", i+1, took.Round(time.Millisecond), mib(hwm), mib(sampled))
+		if top := max(hwm, sampled); top >= replicaMemoryCeiling {
+			t.Errorf("orchestrator replica %d (pid %d) reached %s of resident memory running a 2,000-step wave with another replica; want under %s",
+				i+1, pid, mib(top), mib(replicaMemoryCeiling))
+		}
+	}
+}
+
+// procStatusBytes is the field (VmRSS, VmHWM, ...) of /proc/<pid>/status,
+// in bytes.
+func procStatusBytes(t *testing.T, pid int, field string) int64 {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.Lines(string(b)) {
+		if rest, ok := strings.CutPrefix(line, field+":"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			if err != nil {
+				t.Fatalf("%s line %q: %v", field, line, err)
+			}
+			return kb << 10
+		}
+	}
+	t.Fatalf("no %s in /proc/%d/status", field, pid)
+	return 0
+}
+
 // convBytes is about how much state each written conversation holds.
 const convBytes = 2 << 10
 
@@ -129,17 +202,26 @@ func writeConversations(t *testing.T, res *bus.Resources, n int) {
 }
 
 // serveNoop runs a no-op agent in this process until the test ends.
-func serveNoop(t *testing.T, url, name string) {
+func serveNoop(t *testing.T, url, name string) { serveAgent(t, url, name, false) }
+
+// serveAgent runs an agent in this process until the test ends: it answers
+// at once, with a one-word TEXT output "text" when withOutput.
+func serveAgent(t *testing.T, url, name string, withOutput bool) {
 	t.Helper()
 	nc, err := nats.Connect(url)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(nc.Close)
-	a := agents.Func(schemas.AgentContract{Name: name, Capability: schemas.CapEvaluation, Description: "answers at once"},
-		func(context.Context, *schemas.ExecutionContext) (schemas.AgentResult, error) {
-			return schemas.AgentResult{Success: true}, nil
-		})
+	c := schemas.AgentContract{Name: name, Capability: schemas.CapEvaluation, Description: "answers at once"}
+	var outs map[string]schemas.TypedValue
+	if withOutput {
+		c.Outputs = []schemas.TypedOutput{{Name: "text", DataType: schemas.TypeText}}
+		outs = map[string]schemas.TypedValue{"text": schemas.TextValue("word", name)}
+	}
+	a := agents.Func(c, func(context.Context, *schemas.ExecutionContext) (schemas.AgentResult, error) {
+		return schemas.AgentResult{Success: true, Outputs: outs}, nil
+	})
 	inproc.Agent(t, nc, a, agents.WithConcurrency(64))
 }
 
@@ -156,21 +238,7 @@ func startOrchestrator(t *testing.T, bin, url string) int {
 // rss is the resident memory of process pid, from /proc.
 func rss(t *testing.T, pid int) int64 {
 	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for line := range strings.Lines(string(b)) {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-			if err != nil {
-				t.Fatalf("VmRSS line %q: %v", line, err)
-			}
-			return kb << 10
-		}
-	}
-	t.Fatalf("no VmRSS in /proc/%d/status", pid)
-	return 0
+	return procStatusBytes(t, pid, "VmRSS")
 }
 
 // settledRSS is the process's resident memory once it stopped changing by

@@ -59,24 +59,24 @@ func Codec(sdk SDKRoundTrip) Pair {
 			for b.Loop() {
 				e, err := bus.NewEvent(bus.TypeTaskRequested, "agentmesh/orchestrator", TaskData)
 				if err != nil {
-					b.Fatal(err)
+					fail(b, err)
 				}
 				e.SetExt(bus.ExtConversationID, "c-1")
 				e.SetExt(bus.ExtReplyTo, "mesh.result.TextAgent.orchestrator.c-1")
 				msg, err := bus.Encode("mesh.task.search", e)
 				if err != nil {
-					b.Fatal(err)
+					fail(b, err)
 				}
 				got, err := bus.Decode(msg)
 				if err != nil {
-					b.Fatal(err)
+					fail(b, err)
 				}
 				var task benchTask
 				if err := got.DataAs(&task); err != nil {
-					b.Fatal(err)
+					fail(b, err)
 				}
 				if err := check(task); err != nil {
-					b.Fatal(err)
+					fail(b, err)
 				}
 			}
 		},

@@ -54,11 +54,11 @@ func DirectCall(ctx context.Context, env Env) (Pair, io.Closer, error) {
 	event := func(b *testing.B, subject string) *nats.Msg {
 		ev, err := bus.NewEvent(bus.TypeTaskRequested, "/bench", []byte(`{}`))
 		if err != nil {
-			b.Fatal(err)
+			fail(b, err)
 		}
 		msg, err := bus.Encode(subject, ev)
 		if err != nil {
-			b.Fatal(err)
+			fail(b, err)
 		}
 		return msg
 	}

@@ -33,7 +33,7 @@ func ObjectStore(ctx context.Context, env Env, size int) []Pair {
 			for b.Loop() {
 				name := resolvers.NewFileID()
 				if _, err := raw.Put(ctx, jetstream.ObjectMeta{Name: name}, bytes.NewReader(content)); err != nil {
-					b.Fatal(err)
+					fail(b, err)
 				}
 				b.StopTimer()
 				_ = raw.Delete(ctx, name)
@@ -45,7 +45,7 @@ func ObjectStore(ctx context.Context, env Env, size int) []Pair {
 			for b.Loop() {
 				ref, err := store.Store(ctx, bytes.NewReader(content), "application/octet-stream", nil)
 				if err != nil {
-					b.Fatal(err)
+					fail(b, err)
 				}
 				b.StopTimer()
 				_ = raw.Delete(ctx, ref.ID)
@@ -57,7 +57,7 @@ func ObjectStore(ctx context.Context, env Env, size int) []Pair {
 		if stored == "" {
 			ref, err := store.Store(ctx, bytes.NewReader(content), "", nil)
 			if err != nil {
-				b.Fatal(err)
+				fail(b, err)
 			}
 			stored = ref.ID
 		}
@@ -71,10 +71,10 @@ func ObjectStore(ctx context.Context, env Env, size int) []Pair {
 			for b.Loop() {
 				rd, err := raw.Get(ctx, id)
 				if err != nil {
-					b.Fatal(err)
+					fail(b, err)
 				}
 				if _, err := io.Copy(io.Discard, rd); err != nil {
-					b.Fatal(err)
+					fail(b, err)
 				}
 				rd.Close()
 			}
@@ -85,10 +85,10 @@ func ObjectStore(ctx context.Context, env Env, size int) []Pair {
 			for b.Loop() {
 				rc, _, err := store.Open(ctx, id)
 				if err != nil {
-					b.Fatal(err)
+					fail(b, err)
 				}
 				if _, err := io.Copy(io.Discard, rc); err != nil {
-					b.Fatal(err)
+					fail(b, err)
 				}
 				rc.Close()
 			}

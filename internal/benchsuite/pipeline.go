@@ -146,9 +146,19 @@ func runPipeline(ctx context.Context, env Env, sh pipeShape) (time.Duration, err
 	if err != nil {
 		return 0, err
 	}
-	id := fmt.Sprintf("bench-%s-%d", sh.id, time.Now().UnixNano())
+	return awaitRun(ctx, env, spec, fmt.Sprintf("bench-%s-%d", sh.id, time.Now().UnixNano()), nil)
+}
+
+// awaitRun submits spec as run id and returns how long it took to
+// complete, awaiting the run's end event; a run that ends otherwise than
+// completed is an error. stepDone, when not nil, is called on each step's
+// completed event (on the subscription's goroutine, in order).
+func awaitRun(ctx context.Context, env Env, spec schemas.PipelineSpec, id string, stepDone func()) (time.Duration, error) {
 	ended := make(chan *nats.Msg, 1)
 	sub, err := env.NC.Subscribe(env.Names.EventsOf(id), func(msg *nats.Msg) {
+		if stepDone != nil && msg.Header.Get("ce-type") == bus.TypeStepCompleted {
+			stepDone()
+		}
 		if msg.Header.Get("ce-type") == bus.TypePipelineCompleted {
 			select {
 			case ended <- msg:

@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"os/exec"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"text/tabwriter"
 	"time"
@@ -29,6 +32,13 @@ type Env struct {
 	// caller's client name, whose own result subject the task names.
 	AgentNC *nats.Conn
 	Client  string
+
+	// Launch makes the command of a process that plays role against the
+	// same server with names (see RunRole); the run-state scenarios need
+	// it, as they run the orchestrator and the agents as separate
+	// processes. The agentmesh binary runs its hidden bench-role
+	// subcommand; the suite's test binary runs itself again.
+	Launch func(role Role, names bus.Names) *exec.Cmd
 }
 
 // Pair is one comparison: the mesh's body and the baseline's body.
@@ -49,6 +59,10 @@ type Side struct {
 	PerSec  float64 `json:"per_s"` // units (Pair.Unit) per second
 	MBs     float64 `json:"mb_per_s,omitempty"`
 	Allocs  int64   `json:"allocs_per_op"`
+	// Metrics are the body's other figures (per step, per turn, KV
+	// writes and bytes), each the median of the rounds, by unit, e.g.
+	// "ns/step", "kv-writes/step", "ns/turn@41-50".
+	Metrics map[string]float64 `json:"metrics,omitempty"`
 }
 
 // Comparison is a measured pair.
@@ -64,11 +78,19 @@ type Comparison struct {
 	// ThroughputRatio is the mesh's units per second over the baseline's;
 	// higher is better.
 	ThroughputRatio float64 `json:"throughput_ratio"`
+	// Ratios are the mesh's time metrics (those in ns/...) over the
+	// baseline's from the same run, by metric: "ns/step" is the run-state
+	// scenarios' mesh/hand ratio per step.
+	Ratios map[string]float64 `json:"ratios,omitempty"`
+	// Error says why the pair could not be measured; its figures are then
+	// those of the rounds before the failure, if any.
+	Error string `json:"error,omitempty"`
 }
 
 // scenario makes the pairs of one or more scenarios.
 type scenario struct {
 	ids  []string
+	big  []string // ids run only when named
 	make func(context.Context, Env) ([]Pair, io.Closer, error)
 }
 
@@ -90,6 +112,12 @@ var scenarios = []scenario{
 	{ids: []string{"objectstore-put-1MiB", "objectstore-get-1MiB"}, make: func(ctx context.Context, env Env) ([]Pair, io.Closer, error) {
 		return ObjectStore(ctx, env, 1<<20), closerFunc(func() error { return nil }), nil
 	}},
+	shapeScenario(),
+}
+
+func shapeScenario() scenario {
+	all, big := shapeIDs()
+	return scenario{ids: all, big: big, make: Shapes}
 }
 
 // IDs lists the suite's scenario names, in the order Pairs returns them.
@@ -101,10 +129,20 @@ func IDs() []string {
 	return ids
 }
 
+// Big lists the scenarios that run only when named (the run-state
+// scenarios' larger sizes): Pairs without names leaves them out.
+func Big() []string {
+	var ids []string
+	for _, s := range scenarios {
+		ids = append(ids, s.big...)
+	}
+	return ids
+}
+
 // Pairs returns the suite against env: the scenarios named by only (their
-// IDs, exactly), or all when only is empty; only those are set up. A name
-// that is no scenario is an error naming the scenarios. Call Close on the
-// returned closer when done.
+// IDs, exactly), or when only is empty all but Big's; only those are set
+// up. A name that is no scenario is an error naming the scenarios. Call
+// Close on the returned closer when done.
 func Pairs(ctx context.Context, env Env, only ...string) ([]Pair, io.Closer, error) {
 	all := IDs()
 	for _, name := range only {
@@ -126,8 +164,14 @@ func Pairs(ctx context.Context, env Env, only ...string) ([]Pair, io.Closer, err
 		}
 		return errors.Join(errs...)
 	})
+	want := func(s scenario, id string) bool {
+		if len(only) == 0 {
+			return !slices.Contains(s.big, id)
+		}
+		return slices.Contains(only, id)
+	}
 	for _, s := range scenarios {
-		if len(only) > 0 && !slices.ContainsFunc(s.ids, func(id string) bool { return slices.Contains(only, id) }) {
+		if !slices.ContainsFunc(s.ids, func(id string) bool { return want(s, id) }) {
 			continue
 		}
 		ps, c, err := s.make(ctx, env)
@@ -136,7 +180,7 @@ func Pairs(ctx context.Context, env Env, only ...string) ([]Pair, io.Closer, err
 		}
 		closers = append(closers, c)
 		for _, p := range ps {
-			if len(only) == 0 || slices.Contains(only, p.ID) {
+			if want(s, p.ID) {
 				pairs = append(pairs, p)
 			}
 		}
@@ -152,15 +196,36 @@ const Rounds = 3
 // alternating, baseline first; each figure is the median of the rounds.
 func Measure(p Pair) Comparison { return MeasureRounds(p, Rounds) }
 
-// MeasureRounds is Measure with rounds rounds (at least 1).
+// MeasureRounds is Measure with rounds rounds (at least 1). A side that
+// fails (see fail) ends the measuring of p: the comparison's Error says
+// why, and its figures are those of the rounds that completed.
 func MeasureRounds(p Pair, rounds int) Comparison {
 	rounds = max(rounds, 1)
-	var base, mesh []testing.BenchmarkResult
+	var (
+		base, mesh []testing.BenchmarkResult
+		failed     error
+	)
 	for range rounds {
-		base = append(base, testing.Benchmark(p.Baseline))
-		mesh = append(mesh, testing.Benchmark(p.Mesh))
+		r, err := benchmark(p.Baseline)
+		if err != nil {
+			failed = fmt.Errorf("%s, baseline: %w", p.ID, err)
+			break
+		}
+		base = append(base, r)
+		if r, err = benchmark(p.Mesh); err != nil {
+			failed = fmt.Errorf("%s, agentmesh: %w", p.ID, err)
+			break
+		}
+		mesh = append(mesh, r)
 	}
-	c := Comparison{ID: p.ID, Name: p.Name, Unit: p.Unit, Baseline: p.Baseliner, Rounds: rounds, Mesh: summarize(mesh), Base: summarize(base)}
+	c := Comparison{ID: p.ID, Name: p.Name, Unit: p.Unit, Baseline: p.Baseliner, Rounds: len(mesh)}
+	if failed != nil {
+		c.Error = failed.Error()
+	}
+	if len(mesh) == 0 {
+		return c
+	}
+	c.Mesh, c.Base = summarize(mesh), summarize(base[:len(mesh)])
 	switch {
 	case c.Mesh.P50 > 0 && c.Base.P50 > 0:
 		c.Ratio = c.Mesh.P50 / c.Base.P50
@@ -170,7 +235,54 @@ func MeasureRounds(p Pair, rounds int) Comparison {
 	if c.Base.PerSec > 0 {
 		c.ThroughputRatio = c.Mesh.PerSec / c.Base.PerSec
 	}
+	for k, v := range c.Mesh.Metrics {
+		if b := c.Base.Metrics[k]; strings.HasPrefix(k, "ns/") && b > 0 {
+			if c.Ratios == nil {
+				c.Ratios = map[string]float64{}
+			}
+			c.Ratios[k] = v / b
+		}
+	}
 	return c
+}
+
+// failures holds the error of each body run by benchmark that failed.
+var failures sync.Map // *testing.B -> error
+
+// benchmark runs body with testing.Benchmark and returns the error the
+// body failed with (see fail).
+func benchmark(body func(b *testing.B)) (testing.BenchmarkResult, error) {
+	var got *testing.B
+	r := testing.Benchmark(func(b *testing.B) {
+		if got == nil {
+			got = b
+			failures.Store(b, nil)
+		}
+		body(b)
+	})
+	if got == nil {
+		return r, errors.New("the benchmark did not run")
+	}
+	v, _ := failures.LoadAndDelete(got)
+	if err, _ := v.(error); err != nil {
+		return r, err
+	}
+	if r.N == 0 {
+		return r, errors.New("the benchmark failed")
+	}
+	return r, nil
+}
+
+// fail ends a benchmark body with err. Under Measure, whose
+// testing.Benchmark has no test to log to (b.Fatal panics there, losing
+// the whole run's output), the error is kept for Measure to report and
+// the body stops with b.FailNow; under go test it is b.Fatal.
+func fail(b *testing.B, err error) {
+	if _, ok := failures.Load(b); ok {
+		failures.Store(b, err)
+		b.FailNow()
+	}
+	b.Fatal(err)
 }
 
 // summarize is the median of each figure over rs.
@@ -198,6 +310,15 @@ func summarize(rs []testing.BenchmarkResult) Side {
 			return float64(r.N) / r.T.Seconds()
 		}),
 	}
+	for k := range rs[0].Extra {
+		if k == "p50-ns" || k == "p99-ns" || k == PerSecMetric {
+			continue
+		}
+		if s.Metrics == nil {
+			s.Metrics = map[string]float64{}
+		}
+		s.Metrics[k] = med(func(r testing.BenchmarkResult) float64 { return r.Extra[k] })
+	}
 	s.MBs = med(func(r testing.BenchmarkResult) float64 {
 		if r.Bytes <= 0 || r.T <= 0 {
 			return 0
@@ -211,14 +332,47 @@ func summarize(rs []testing.BenchmarkResult) Side {
 // second as (a sequential body's rate is N over its time).
 const PerSecMetric = "units/s"
 
-// Print writes comparisons as a table.
+// Print writes comparisons as a table, then the figures per step and per
+// turn of those that have them, then the errors of those that failed.
 func Print(w io.Writer, cs []Comparison) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "SCENARIO\tAGENTMESH\tBASELINE\tRATIO\tTHROUGHPUT RATIO\tBASELINE IS")
 	for _, c := range cs {
+		if c.Rounds == 0 {
+			fmt.Fprintf(tw, "%s\tfailed\t\t\t\t%s\n", c.ID, c.Baseline)
+			continue
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%.2fx\t%.2fx\t%s\n", c.ID, c.Mesh.format(c.Unit), c.Base.format(c.Unit), c.Ratio, c.ThroughputRatio, c.Baseline)
 	}
 	_ = tw.Flush()
+	first := true
+	for _, c := range cs {
+		for _, k := range slices.Sorted(maps.Keys(c.Mesh.Metrics)) {
+			if first {
+				fmt.Fprintln(w)
+				fmt.Fprintln(tw, "SCENARIO\tPER\tAGENTMESH\tBASELINE\tRATIO")
+				first = false
+			}
+			m, b := c.Mesh.Metrics[k], c.Base.Metrics[k]
+			cell := func(v float64) string {
+				if strings.HasPrefix(k, "ns/") {
+					return fmtNs(v)
+				}
+				return fmt.Sprintf("%.1f", v)
+			}
+			ratio := ""
+			if r, ok := c.Ratios[k]; ok {
+				ratio = fmt.Sprintf("%.2fx", r)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", c.ID, k, cell(m), cell(b), ratio)
+		}
+	}
+	_ = tw.Flush()
+	for _, c := range cs {
+		if c.Error != "" {
+			fmt.Fprintf(w, "\nFAILED %s\n", c.Error)
+		}
+	}
 }
 
 // format is the side's figures in one cell.
@@ -247,7 +401,7 @@ func measure(b *testing.B, op func() (time.Duration, error)) {
 	for b.Loop() {
 		d, err := op()
 		if err != nil {
-			b.Fatal(err)
+			fail(b, err)
 		}
 		durs = append(durs, d)
 	}

@@ -41,6 +41,11 @@ const (
 	CodeApprovalRequired = "approval_required" // the agent asks a person to approve before a side effect; the message says what it would do
 )
 
+// Codes of the mesh's own limits.
+const (
+	CodeBacklogFull = "backlog_full" // a stream (MESH_TASKS, MESH_REQUESTS) or the account is at a limit: the request was not stored
+)
+
 // ResultError is the error half of a failed AgentResult. It crosses the bus,
 // so errors.Is matches on the code: errors.Is(err, &ResultError{Code: CodeTimeout}).
 type ResultError struct {

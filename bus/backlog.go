@@ -26,6 +26,8 @@ const (
 	jsStreamStoreFailed        = 10077 // the stream could not store the message; the description says why
 	jsStreamOffline            = 10118 // the stream is offline (restarting, moving)
 	jsLastSeqNotReady          = 10163 // expected last sequence per subject temporarily unavailable
+	jsNotEnabledForAccount     = 10039 // JetStream not enabled for the account (yet: a server starting)
+	jsNotEnabled               = 10076 // JetStream not enabled (yet: a server starting)
 )
 
 // Descriptions of jsStreamStoreFailed for a stream at one of its limits
@@ -104,13 +106,14 @@ func backlogLimit(api *jetstream.APIError) (string, bool) {
 }
 
 // transientAPI reports a JetStream API error that says only that the
-// server cannot answer now: no leader, an offline stream, a store being
-// closed, or a bare 503 with no error code (no responders).
+// server cannot answer now: no leader, an offline stream, JetStream not
+// (yet) enabled, a store being closed, or a bare 503 with no error code
+// (no responders).
 func transientAPI(api *jetstream.APIError) bool {
 	switch api.ErrorCode {
 	case 0:
 		return api.Code == 503
-	case jsClusterNotAvailable, jsClusterNotLeader, jsStreamOffline, jsLastSeqNotReady:
+	case jsClusterNotAvailable, jsClusterNotLeader, jsStreamOffline, jsLastSeqNotReady, jsNotEnabledForAccount, jsNotEnabled:
 		return true
 	case jsStreamStoreFailed:
 		// A stream at a limit or a message over the size limit fails the

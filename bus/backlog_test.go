@@ -86,6 +86,7 @@ func TestTransientByErrorCode(t *testing.T) {
 		{"not the leader", &jetstream.APIError{Code: 500, ErrorCode: 10009, Description: "JetStream cluster can not handle request"}, true, false},
 		{"stream offline", &jetstream.APIError{Code: 500, ErrorCode: 10118, Description: "stream is offline"}, true, false},
 		{"bare 503", &jetstream.APIError{Code: 503}, true, false},
+		{"JetStream not enabled yet", &jetstream.APIError{Code: 503, ErrorCode: 10076, Description: "jetstream not enabled"}, true, false},
 		{"stream not found", &jetstream.APIError{Code: 404, ErrorCode: 10059, Description: "stream not found"}, false, false},
 	} {
 		err := fmt.Errorf("nats: %w", c.err)

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentmesh/agentmesh/client"
 	"github.com/agentmesh/agentmesh/orchestrator/internal/meshtest"
 	"github.com/agentmesh/agentmesh/schemas"
 )
@@ -34,5 +35,23 @@ func TestStepIntoFullTasksStreamFailsBacklogFull(t *testing.T) {
 	}
 	if !strings.Contains(run.Error, schemas.CodeBacklogFull) {
 		t.Errorf("run error %q does not say %s", run.Error, schemas.CodeBacklogFull)
+	}
+}
+
+// A for_each whose items' tasks MESH_TASKS refuses (full) fails its first
+// refused item with backlog_full, and so the step and the run, long
+// before the step's timeout.
+func TestForEachIntoFullTasksStreamFailsBacklogFull(t *testing.T) {
+	m := meshtest.New(t)
+	m.Stuck(t, "Stuck", 3)
+	o := m.Orchestrator(t, []string{"Stuck"})
+	spec := client.NewPipeline("full-each").
+		Var("texts", []any{"a", "b", "c"}).
+		Step("each", "Stuck").ForEach("vars.texts", 2).ItemInput("text").Timeout(10 * time.Minute).
+		MustBuild()
+	run := meshtest.WaitRun(t, o.Store(), m.Submit(t, spec, "full-each-1"), 30*time.Second)
+	st := run.Steps["each"]
+	if run.Status != schemas.RunFailed || st == nil || st.Code != schemas.CodeBacklogFull || !strings.Contains(st.Error, "MaxMsgs 3") {
+		t.Fatalf("run %s (%s %s), step %+v: want failed with %s naming MaxMsgs 3", run.Status, run.Code, run.Error, st, schemas.CodeBacklogFull)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"time"
+	"unicode/utf8"
 
 	"github.com/nats-io/nats.go/jetstream"
 	openai "github.com/sashabaranov/go-openai"
@@ -172,6 +173,10 @@ func (c *Chat) HandleEvent(ctx context.Context, ev bus.Event) (resp schemas.Chat
 		err = withCode(schemas.CodeInvalidID, verr)
 	} else if derr := bus.DecodeData(ev, &req, func(b []byte) error { return schemas.ValidateJSON(schemas.SchemaChatRequest, b) }); derr != nil {
 		err = withCode(schemas.CodeMalformedEvent, derr)
+	} else if !utf8.Valid(ev.Data) {
+		// JSON is UTF-8: a decoder would turn the bad bytes into U+FFFD
+		// and the model would answer a message nobody wrote.
+		err = withCode(schemas.CodeMalformedEvent, fmt.Errorf("%w: the request's data is not valid UTF-8: send the message as UTF-8 text", bus.ErrInvalidData))
 	}
 	ext := ev.Ext(bus.ExtConversationID)
 	if err == nil && ext != "" && ext != conv {

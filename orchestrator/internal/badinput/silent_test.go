@@ -80,9 +80,28 @@ func silentCases() []badCase {
 	}
 	cs = append(cs, badCase{name: "silent/chat message not UTF-8", kind: "chat", code: schemas.CodeMalformedEvent,
 		send: func(t *testing.T, s *shared, id string) sent {
-			msg := raw(s.names.ChatRequest(), `{"conversation_id":"`+id+`","message":"caf\xe9 \xff\xfe"}`,
+			msg := raw(s.names.ChatRequest(), `{"conversation_id":"`+id+`","message":"caf`+"\xe9 \xff\xfe"+`"}`,
 				"ce-specversion", "1.0", "ce-id", id, "ce-source", "plain", "ce-type", bus.TypeChatRequested, "Content-Type", "application/json")
 			return s.chatSent(msg, id)
+		}})
+
+	cs = append(cs, badCase{name: "silent/chat message not UTF-8, no conversation id", kind: "chat", code: schemas.CodeMalformedEvent,
+		send: func(t *testing.T, s *shared, id string) sent {
+			msg := raw(s.names.ChatRequest(), `{"message":"`+"\xff\xfe"+` hello"}`,
+				"ce-specversion", "1.0", "ce-id", id, "ce-source", "plain", "ce-type", bus.TypeChatRequested, "Content-Type", "application/json")
+			return s.chatSent(msg, id)
+		}})
+	cs = append(cs, badCase{name: "silent/chat structured, message not UTF-8", kind: "chat", code: schemas.CodeMalformedEvent,
+		send: func(t *testing.T, s *shared, id string) sent {
+			msg := raw(s.names.ChatRequest(), `{"specversion":"1.0","id":"`+id+`","source":"plain","type":"`+bus.TypeChatRequested+`","datacontenttype":"application/json","data":{"message":"`+"\xff\xfe"+` hello"}}`,
+				"Content-Type", "application/cloudevents+json")
+			return s.chatSent(msg, id)
+		}})
+	cs = append(cs, badCase{name: "silent/chat event id not UTF-8", kind: "chat", code: schemas.CodeMalformedEvent,
+		send: func(t *testing.T, s *shared, id string) sent {
+			msg := raw(s.names.ChatRequest(), `{"message":"hello"}`,
+				"ce-specversion", "1.0", "ce-id", id+"\xff", "ce-source", "plain", "ce-type", bus.TypeChatRequested, "Content-Type", "application/json")
+			return sent{msg: msg, stream: s.names.DeadStream(), answer: s.names.DeadAll()[:len(s.names.DeadAll())-1] + "orchestrator", bySequence: true}
 		}})
 
 	// Registry values put straight into the bucket.

@@ -409,10 +409,14 @@ func (o *Orchestrator) rejectRequest(ctx context.Context, subject string, ev bus
 }
 
 // refusalCode is the code of a refusal with nowhere to answer: the one its
-// cause carries, else malformed_event.
+// cause carries, invalid_id for an id that cannot be a subject token, else
+// malformed_event.
 func refusalCode(err error) string {
 	if re, ok := errors.AsType[*schemas.ResultError](err); ok && re.Code != "" {
 		return re.Code
+	}
+	if errors.Is(err, bus.ErrInvalidName) {
+		return schemas.CodeInvalidID
 	}
 	return schemas.CodeMalformedEvent
 }

@@ -134,9 +134,9 @@ func chatCases() []badCase {
 	}
 	chat("conversation id wrong type", map[string]any{"conversation_id": 7, "message": "hello"}, nil, self, schemas.CodeMalformedEvent)
 	cs = append(cs,
-		badCase{name: "chat/event id with dots and no conversation id", kind: "chat", send: func(t *testing.T, s *shared, id string) sent {
+		badCase{name: "chat/event id with dots and no conversation id", kind: "chat", code: schemas.CodeInvalidID, send: func(t *testing.T, s *shared, id string) sent {
 			msg := event(t, s.names.ChatRequest(), bus.TypeChatRequested, id+".x", schemas.ChatRequest{Message: "hello"}, nil)
-			return sent{msg: msg, stream: s.names.DeadStream(), answer: s.names.DeadAll()[:len(s.names.DeadAll())-1] + "orchestrator"}
+			return sent{msg: msg, stream: s.names.DeadStream(), answer: s.names.DeadAll()[:len(s.names.DeadAll())-1] + "orchestrator", bySequence: true}
 		}},
 		badCase{name: "chat/wrong event type", kind: "chat", code: schemas.CodeMalformedEvent, send: func(t *testing.T, s *shared, id string) sent {
 			return s.chatSent(event(t, s.names.ChatRequest(), bus.TypeTaskRequested, id, schemas.ChatRequest{Message: "hi"}, nil), id)
@@ -150,9 +150,9 @@ func chatCases() []badCase {
 		badCase{name: "chat/body not JSON", kind: "chat", code: schemas.CodeMalformedEvent, send: func(t *testing.T, s *shared, id string) sent {
 			return s.chatSent(raw(s.names.ChatRequest(), `message: hi`, "ce-specversion", "1.0", "ce-id", id, "ce-source", "x", "ce-type", bus.TypeChatRequested, "Content-Type", "application/json"), id)
 		}},
-		badCase{name: "chat/structured body not JSON", kind: "chat", send: func(t *testing.T, s *shared, id string) sent {
+		badCase{name: "chat/structured body not JSON", kind: "chat", code: schemas.CodeMalformedEvent, send: func(t *testing.T, s *shared, id string) sent {
 			msg := raw(s.names.ChatRequest(), `{"specversion":"1.0",`, "Content-Type", "application/cloudevents+json")
-			return sent{msg: msg, stream: s.names.DeadStream(), answer: s.names.DeadAll()[:len(s.names.DeadAll())-1] + "orchestrator"}
+			return sent{msg: msg, stream: s.names.DeadStream(), answer: s.names.DeadAll()[:len(s.names.DeadAll())-1] + "orchestrator", bySequence: true}
 		}},
 	)
 	for _, bad := range []struct{ name, key, value string }{

@@ -104,6 +104,22 @@ func silentCases() []badCase {
 			return sent{msg: msg, stream: s.names.DeadStream(), answer: s.names.DeadAll()[:len(s.names.DeadAll())-1] + "orchestrator", bySequence: true}
 		}})
 
+	// Requests to the orchestrator with no id to answer on: refused on
+	// mesh.dead.orchestrator.
+	orch := func(name string, subject func(s *shared) string, body string, headers []string, code string) {
+		cs = append(cs, badCase{name: "silent/" + name, kind: "pipeline", code: code,
+			send: func(t *testing.T, s *shared, id string) sent {
+				return sent{msg: raw(subject(s), body, headers...), stream: s.names.DeadStream(),
+					answer: s.names.DeadAll()[:len(s.names.DeadAll())-1] + "orchestrator", bySequence: true}
+			}})
+	}
+	submitSubj := func(s *shared) string { return s.names.PipelineSubmit() }
+	resolveSubj := func(s *shared) string { return s.names.PipelineResolve() }
+	orch("submission with no headers and an empty body", submitSubj, "", nil, schemas.CodeMalformedEvent)
+	orch("submission whose run id and event id have dots", submitSubj, mustJSON(pipe(step("a", text.Name, upText, nil))),
+		[]string{"ce-specversion", "1.0", "ce-id", "s.1", "ce-source", "plain", "ce-type", bus.TypePipelineSubmitted, "ce-runid", "r.1", "Content-Type", "application/json"}, schemas.CodeInvalidID)
+	orch("resolve with no headers", resolveSubj, `{"run_id":"r","step":"a","approved":true}`, nil, schemas.CodeMalformedEvent)
+
 	// Registry values put straight into the bucket.
 	reg := func(name string, key func(agent string) string, value func(agent string) []byte) {
 		cs = append(cs, badCase{name: "silent/registry " + name, kind: "registry", code: schemas.CodeInvalidContract,

@@ -39,7 +39,8 @@ func newTaskCmd(a *app) *cobra.Command {
 		Use:   "task AGENT [--input name=ID,ID...] [--text name=TEXT] [--param k=v]... [--direct]",
 		Short: "Invoke one agent directly and print its result",
 		Long: `Publish one task to mesh.task.AGENT, wait for its result on mesh.result.AGENT.<taskid>
-and print it. Exit status 1 when the task failed.
+and print it. Exit status 1 when the task failed, or was not sent because
+MESH_TASKS is at a limit (backlog_full, said at once; see docs/errors.md).
 
 With --direct the task goes to the agent's NATS micro endpoint mesh.call.AGENT
 instead, with core request-reply: no stream, so no retry and no dead letter,

@@ -228,7 +228,13 @@ func (c *caller) publish(ctx context.Context, callee, id, replyTo string, deadli
 	pctx, cancel := context.WithTimeout(ctx, publishTimeout)
 	defer cancel()
 	if _, err := bus.Publish(pctx, c.r.js, msg); err != nil {
-		return Retryable(fmt.Errorf("%s calling %s: publishing task %s: %w", c.r.contract.Name, callee, id, err))
+		err = fmt.Errorf("%s calling %s: publishing task %s: %w", c.r.contract.Name, callee, id, err)
+		if errors.Is(err, bus.ErrBacklogFull) {
+			// MESH_TASKS is at a limit: a retry of the caller's task
+			// would only add to it. The error carries backlog_full.
+			return err
+		}
+		return Retryable(err)
 	}
 	return nil
 }

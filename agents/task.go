@@ -76,7 +76,7 @@ func (r *Runtime) handle(msg jetstream.Msg, s slot) {
 			return
 		}
 		reason := fmt.Sprintf("gave up after %d deliveries: %v", d.attempt, retry)
-		if err := r.deadLetter(d, reason); err != nil {
+		if err := r.deadLetter(d, schemas.CodeExhausted, reason); err != nil {
 			r.log.ErrorContext(d.ctx, "dead-lettering task", "err", err)
 		}
 		res = schemas.Failure(r.contract.Name, schemas.CodeExhausted, reason, false)
@@ -474,7 +474,7 @@ func (r *Runtime) rejectMalformed(d *delivery, cause error) {
 		}
 		r.log.ErrorContext(d.ctx, "answering malformed task", "err", err)
 	}
-	if err := r.deadLetter(d, "malformed event: "+reason); err != nil {
+	if err := r.deadLetter(d, schemas.CodeMalformedEvent, "malformed event: "+reason); err != nil {
 		r.log.ErrorContext(d.ctx, "dead-lettering malformed task", "err", err)
 		_ = d.msg.NakWithDelay(r.cfg.backoff[0])
 		r.finished(d, schemas.OutcomeRetry, schemas.Failure(r.contract.Name, schemas.CodeMalformedEvent, reason, true))
@@ -485,9 +485,14 @@ func (r *Runtime) rejectMalformed(d *delivery, cause error) {
 }
 
 // deadLetter publishes the task message, headers and body, to
-// mesh.dead.<agent> with the reason in a header.
-func (r *Runtime) deadLetter(d *delivery, reason string) error {
+// mesh.dead.<agent> with the code and reason in headers and, for a task
+// taken from MESH_TASKS, the stream sequence it was stored at: a sender
+// whose task has no id to answer on finds its refusal by that sequence.
+func (r *Runtime) deadLetter(d *delivery, code, reason string) error {
 	m := bus.DeadLetter(r.deadSubj, d.raw, r.contract.Name, reason)
+	if d.msg != nil {
+		m = bus.DeadLetterOf(r.deadSubj, d.msg, r.contract.Name, code, reason)
+	}
 	m.Header.Set(HeaderDeadInstance, r.cfg.instanceID)
 	m.Header.Set(HeaderDeadDeliveries, strconv.Itoa(d.attempt))
 	ctx, cancel := context.WithTimeout(context.Background(), publishTimeout)

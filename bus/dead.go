@@ -1,9 +1,12 @@
 package bus
 
 import (
+	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/agentmesh/agentmesh/schemas"
 )
@@ -15,6 +18,16 @@ const (
 	HeaderDeadAgent      = "Agentmesh-Dead-Agent"
 	HeaderDeadInstance   = "Agentmesh-Dead-Instance"
 	HeaderDeadDeliveries = "Agentmesh-Dead-Deliveries"
+	// HeaderDeadCode is the error code (schemas.Code*) a refused message
+	// was refused with: the answer to a request with no subject of its own
+	// to answer on.
+	HeaderDeadCode = "Agentmesh-Dead-Code"
+	// HeaderDeadStream and HeaderDeadSequence name where the original
+	// message was stored: the stream and sequence its publisher read in
+	// its acknowledgement, by which it finds the dead letter of its own
+	// message.
+	HeaderDeadStream   = "Agentmesh-Dead-Stream"
+	HeaderDeadSequence = "Agentmesh-Dead-Sequence"
 )
 
 // maxDeadReason bounds the reason header, in characters.
@@ -41,4 +54,24 @@ func DeadLetter(subject string, msg *nats.Msg, agent, reason string) *nats.Msg {
 	}
 	m.Data = msg.Data
 	return m
+}
+
+// DeadLetterOf is DeadLetter for m, a message taken from a stream, refused
+// with code (none when empty): the dead letter names the stream and
+// sequence m was stored at (HeaderDeadStream, HeaderDeadSequence), and its
+// Nats-Msg-Id is dead-<stream>-<sequence>, so handling m twice stores one
+// dead letter. A sender whose request has no id usable as a subject token
+// learns its refusal this way: it reads mesh.dead.<consumer> for the
+// sequence its publish was acknowledged with.
+func DeadLetterOf(subject string, m jetstream.Msg, agent, code, reason string) *nats.Msg {
+	dead := DeadLetter(subject, &nats.Msg{Subject: m.Subject(), Header: m.Headers(), Data: m.Data()}, agent, reason)
+	if code != "" {
+		dead.Header.Set(HeaderDeadCode, code)
+	}
+	if md, err := m.Metadata(); err == nil {
+		dead.Header.Set(HeaderDeadStream, md.Stream)
+		dead.Header.Set(HeaderDeadSequence, strconv.FormatUint(md.Sequence.Stream, 10))
+		dead.Header.Set(jetstream.MsgIDHeader, fmt.Sprintf("dead-%s-%d", md.Stream, md.Sequence.Stream))
+	}
+	return dead
 }

@@ -46,4 +46,9 @@ var (
 	// a subject token, so no answer can be published where its sender
 	// looks (see ReplyToken); it is dead-lettered instead.
 	ErrNoReplySubject = errors.New("bus: the request names no id usable as a reply subject")
+
+	// ErrBacklogFull reports a publish refused because the stream, the
+	// server or the account is at a limit (see BacklogError): the request
+	// was not stored, and trying again at once will not store it.
+	ErrBacklogFull = errors.New("bus: backlog full")
 )

@@ -17,18 +17,20 @@ const TransientWait = 30 * time.Second
 
 // Transient reports an error of a NATS or JetStream call that says nothing
 // about the request, only that no server answered it in time: a timeout,
-// no responders, a reconnecting connection, a cluster without a leader
-// (503). ctx ending is not transient.
+// no responders, a reconnecting connection, a cluster without a leader or
+// a stream offline. JetStream errors are told apart by their error code,
+// not their status: a stream, server or account at a limit answers 503
+// too, and is not transient (see Backlog). ctx ending is not transient.
 func Transient(ctx context.Context, err error) bool {
-	if err == nil || ctx.Err() != nil {
+	if err == nil || ctx.Err() != nil || errors.Is(err, ErrBacklogFull) {
 		return false
 	}
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) || errors.Is(err, nats.ErrNoResponders) ||
 		errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrConnectionReconnecting) {
 		return true
 	}
-	var api *jetstream.APIError
-	return errors.As(err, &api) && api.Code == 503
+	api, ok := errors.AsType[*jetstream.APIError](err)
+	return ok && transientAPI(api)
 }
 
 // Retry calls op until it succeeds, fails for good (not Transient), ctx
@@ -62,11 +64,17 @@ const publishTry = 5 * time.Second
 // Publish publishes msg to a stream and waits for its acknowledgement,
 // trying again (each try at most 5 s) while no server answers, for
 // TransientWait. msg should carry a Nats-Msg-Id, so that a try whose
-// acknowledgement was lost is stored once.
+// acknowledgement was lost is stored once. A stream, server or account at
+// a limit fails it at once with a *BacklogError naming the stream and the
+// limit (errors.Is(err, ErrBacklogFull)).
 func Publish(ctx context.Context, js jetstream.JetStream, msg *nats.Msg, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
-	return Retry(ctx, TransientWait, nil, func() (*jetstream.PubAck, error) {
+	ack, err := Retry(ctx, TransientWait, nil, func() (*jetstream.PubAck, error) {
 		tctx, cancel := context.WithTimeout(ctx, publishTry)
 		defer cancel()
 		return js.PublishMsg(tctx, msg, opts...)
 	})
+	if err != nil {
+		return ack, backlogError(ctx, js, msg.Subject, err)
+	}
+	return ack, nil
 }

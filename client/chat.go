@@ -71,6 +71,9 @@ func PublishChatRequest(ctx context.Context, js jetstream.JetStream, names bus.N
 	}
 	msg.Header.Set(jetstream.MsgIDHeader, ev.ID)
 	if _, err := bus.Publish(ctx, js, msg); err != nil {
+		if errors.Is(err, ErrBacklogFull) {
+			return fmt.Errorf("chat: the request was not sent: %w", err)
+		}
 		return fmt.Errorf("chat: publishing the request on %s: %w (is NATS with JetStream running and provisioned?)", names.ChatRequest(), err)
 	}
 	return nil

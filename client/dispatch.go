@@ -249,10 +249,7 @@ func (d *Dispatcher) DeadLetter(ctx context.Context, agent string, m jetstream.M
 	if err != nil {
 		return err
 	}
-	dead := bus.DeadLetter(subject, &nats.Msg{Subject: m.Subject(), Header: m.Headers(), Data: m.Data()}, agent, reason)
-	if md, err := m.Metadata(); err == nil {
-		dead.Header.Set(jetstream.MsgIDHeader, fmt.Sprintf("dead-%s-%d", md.Stream, md.Sequence.Stream))
-	}
+	dead := bus.DeadLetterOf(subject, m, agent, schemas.CodeMalformedResult, reason)
 	if _, err := bus.Publish(ctx, d.js, dead); err != nil {
 		return fmt.Errorf("dead-lettering to %s: %w", subject, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -22,4 +23,10 @@ var (
 	// ErrInvalidAnnouncement reports an announcement the registry left
 	// out (see Refusal).
 	ErrInvalidAnnouncement = errors.New("invalid announcement")
+	// ErrBacklogFull reports a task, chat request, submission or answer
+	// that was not sent: the stream it goes to (MESH_TASKS,
+	// MESH_REQUESTS) or the account is at a limit. The error is a
+	// *bus.BacklogError naming the stream and the limit; it carries the
+	// code backlog_full. Send again later.
+	ErrBacklogFull = bus.ErrBacklogFull
 )

@@ -121,6 +121,10 @@ func (r *Registry) watch(initial chan struct{}) {
 func (r *Registry) apply(e jetstream.KeyValueEntry) {
 	agent, instance, ok := strings.Cut(e.Key(), ".")
 	if !ok || agent == "" || instance == "" {
+		if e.Operation() == jetstream.KeyValuePut {
+			r.refuse(e, agent, fmt.Errorf("%w: key %q has no instance part: an agent announces under <agent>.<instance>, such as %s.i1",
+				ErrInvalidAnnouncement, e.Key(), agent))
+		}
 		return
 	}
 	var ann schemas.Announcement
@@ -191,7 +195,7 @@ func readAnnouncement(agent, instance string, value []byte) (schemas.Announcemen
 
 // refuse reports e's announcement, left out for err, once per value.
 func (r *Registry) refuse(e jetstream.KeyValueEntry, agent string, err error) {
-	if r.refused[e.Key()] == string(e.Value()) {
+	if last, ok := r.refused[e.Key()]; ok && last == string(e.Value()) {
 		return
 	}
 	r.refused[e.Key()] = string(e.Value())

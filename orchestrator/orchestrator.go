@@ -335,12 +335,13 @@ func (o *Orchestrator) handleRequest(ctx context.Context, m jetstream.Msg) {
 }
 
 // settleRefusal ends a refused request: answered (err nil), it is
-// terminated; with nowhere to answer, it is dead-lettered first.
+// terminated; with nowhere to answer, it is dead-lettered first, with its
+// code and the stream sequence it was stored at (bus.DeadLetterOf).
 func (o *Orchestrator) settleRefusal(m jetstream.Msg, err error) {
 	if err != nil {
 		o.log.Warn("refused request with nowhere to answer: dead-lettered", "subject", m.Subject(), "err", err)
 		subject, _ := o.names.Dead(DurableName)
-		dl := bus.DeadLetter(subject, &nats.Msg{Subject: m.Subject(), Header: m.Headers(), Data: m.Data()}, DurableName, err.Error())
+		dl := bus.DeadLetterOf(subject, m, DurableName, refusalCode(err), err.Error())
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		if _, perr := o.js.PublishMsg(ctx, dl); perr != nil {
@@ -461,7 +462,7 @@ func (o *Orchestrator) rejectRequest(ctx context.Context, subject string, ev bus
 		conv := firstNonEmpty(req.ConversationID, ev.Ext(bus.ExtConversationID), ev.ID)
 		to := bus.ReplyToken(conv, ev.ID)
 		if to == "" {
-			return fmt.Errorf("%w: %w", bus.ErrNoReplySubject, cause)
+			return fmt.Errorf("%w: %w", bus.ErrNoReplySubject, codedCause(code, cause))
 		}
 		err := bus.Emit(o.nc, o.names.Events(to, "chat"), bus.TypeChatResponded, o.cfg.source, schemas.ChatResponse{
 			ConversationID: to, State: schemas.ChatFailed, Output: "The chat request was refused: " + cause.Error(),
@@ -474,6 +475,19 @@ func (o *Orchestrator) rejectRequest(ctx context.Context, subject string, ev bus
 		return nil
 	}
 	return o.pipelines.Reject(ctx, codedCause(code, cause), firstNonEmpty(ev.Ext(bus.ExtRunID), ev.ID), ev.ID)
+}
+
+// refusalCode is the code of a refusal with nowhere to answer: the one its
+// cause carries, invalid_id for an id that cannot be a subject token, else
+// malformed_event.
+func refusalCode(err error) string {
+	if re, ok := errors.AsType[*schemas.ResultError](err); ok && re.Code != "" {
+		return re.Code
+	}
+	if errors.Is(err, bus.ErrInvalidName) {
+		return schemas.CodeInvalidID
+	}
+	return schemas.CodeMalformedEvent
 }
 
 // codedCause gives a refusal's cause its code (a schemas.ResultError is

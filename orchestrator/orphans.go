@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -122,6 +123,9 @@ func (o *Orchestrator) answerOrphan(ctx context.Context, m *jetstream.RawStreamM
 			subject, _ = o.names.Dead(DurableName)
 		}
 		dl := bus.DeadLetter(subject, raw, DurableName, fmt.Sprintf("a task for the unknown agent %q that cannot be read: %v", agent, err))
+		dl.Header.Set(bus.HeaderDeadCode, schemas.CodeUnknownAgent)
+		dl.Header.Set(bus.HeaderDeadStream, o.names.TasksStream())
+		dl.Header.Set(bus.HeaderDeadSequence, strconv.FormatUint(m.Sequence, 10))
 		_, err := o.js.PublishMsg(ctx, dl)
 		return err
 	}

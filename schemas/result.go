@@ -42,6 +42,11 @@ const (
 	CodeLimitExceeded    = "limit_exceeded"    // a request over a documented limit (see Limits); the message names the limit, its bound and the value
 )
 
+// Codes of the mesh's own limits.
+const (
+	CodeBacklogFull = "backlog_full" // a stream (MESH_TASKS, MESH_REQUESTS) or the account is at a limit: the request was not stored
+)
+
 // ResultError is the error half of a failed AgentResult. It crosses the bus,
 // so errors.Is matches on the code: errors.Is(err, &ResultError{Code: CodeTimeout}).
 type ResultError struct {

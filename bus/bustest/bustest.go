@@ -74,3 +74,23 @@ func (s *Server) Provision(t testing.TB) *bus.Resources {
 	}
 	return r
 }
+
+// LimitStream bounds stream name to maxMsgs messages with the discard
+// policy new, as an operator bounding a stream does: once it holds
+// maxMsgs, a publish to it is refused (JetStream error code 10077,
+// "maximum messages exceeded").
+func (s *Server) LimitStream(t testing.TB, name string, maxMsgs int64) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	js := s.JetStream(t)
+	st, err := js.Stream(ctx, name)
+	if err != nil {
+		t.Fatalf("bustest: stream %s: %v", name, err)
+	}
+	cfg := st.CachedInfo().Config
+	cfg.MaxMsgs, cfg.Discard = maxMsgs, jetstream.DiscardNew
+	if _, err := js.UpdateStream(ctx, cfg); err != nil {
+		t.Fatalf("bustest: limiting stream %s to %d messages: %v", name, maxMsgs, err)
+	}
+}

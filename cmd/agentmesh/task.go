@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 	"go.opentelemetry.io/otel/trace"
 
@@ -38,7 +39,8 @@ func newTaskCmd(a *app) *cobra.Command {
 		Use:   "task AGENT [--input name=ID,ID...] [--text name=TEXT] [--param k=v]... [--direct]",
 		Short: "Invoke one agent directly and print its result",
 		Long: `Publish one task to mesh.task.AGENT, wait for its result on mesh.result.AGENT.<taskid>
-and print it. Exit status 1 when the task failed.
+and print it. Exit status 1 when the task failed, or was not sent because
+MESH_TASKS is at a limit (backlog_full, said at once; see docs/errors.md).
 
 With --direct the task goes to the agent's NATS micro endpoint mesh.call.AGENT
 instead, with core request-reply: no stream, so no retry and no dead letter,
@@ -175,9 +177,13 @@ func sendDurable(ctx context.Context, m *mesh, agent string, ev bus.Event, timeo
 	if err != nil {
 		return nil, err
 	}
+	msg.Header.Set(jetstream.MsgIDHeader, ev.ID) // a try whose ack was lost is stored once
 	pctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	if _, err := m.JS.PublishMsg(pctx, msg); err != nil {
+	if _, err := bus.Publish(pctx, m.JS, msg); err != nil {
+		if errors.Is(err, bus.ErrBacklogFull) {
+			return nil, exitError{code: 1, msg: fmt.Sprintf("task %s was not sent to %s: %v", ev.ID, agent, err)}
+		}
 		return nil, fmt.Errorf("publishing the task to %s: %w", subj, err)
 	}
 	wait, stop := context.WithTimeout(ctx, timeout+2*time.Second)

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"time"
+	"unicode/utf8"
 
 	"github.com/nats-io/nats.go/jetstream"
 	openai "github.com/sashabaranov/go-openai"
@@ -170,11 +171,26 @@ func (c *Chat) HandleEvent(ctx context.Context, ev bus.Event) (resp schemas.Chat
 		err = withCode(schemas.CodeInvalidID, verr)
 	} else if derr := bus.DecodeData(ev, &req, func(b []byte) error { return schemas.ValidateJSON(schemas.SchemaChatRequest, b) }); derr != nil {
 		err = withCode(schemas.CodeMalformedEvent, derr)
+	} else if !utf8.Valid(ev.Data) {
+		// JSON is UTF-8: a decoder would turn the bad bytes into U+FFFD
+		// and the model would answer a message nobody wrote.
+		err = withCode(schemas.CodeMalformedEvent, fmt.Errorf("%w: the request's data is not valid UTF-8: send the message as UTF-8 text", bus.ErrInvalidData))
+	}
+	ext := ev.Ext(bus.ExtConversationID)
+	if err == nil && ext != "" && ext != conv {
+		err = withCode(schemas.CodeMalformedEvent, fmt.Errorf("%w: the conversationid extension %q names another conversation than the request's %q (its data's conversation_id, else its id): set both to the same id, or leave the extension out",
+			bus.ErrInvalidAttribute, ext, conv))
 	}
 	if err == nil {
 		err = checkMessage(req.Message)
 	}
 	if err != nil {
+		if ext != "" && ext != conv && bus.ValidateToken("", ext) == nil {
+			// Its sender may follow either conversation: both hear.
+			resp, _ := c.Refuse(ctx, ev.ID, conv, err)
+			resp.ConversationID = ext
+			return resp, c.publish(ctx, ext, bus.TypeChatResponded, resp, "chat-"+ev.ID+"-ext")
+		}
 		return c.Refuse(ctx, ev.ID, conv, err)
 	}
 	return c.Handle(ctx, conv, ev.ID, req.Message)
@@ -190,7 +206,7 @@ func (c *Chat) Refuse(ctx context.Context, requestID, conv string, cause error) 
 		Output: "The chat request was refused: " + cause.Error(), Error: cause.Error(), Code: failureCode(cause)}
 	to := bus.ReplyToken(conv, requestID)
 	if to == "" {
-		return resp, fmt.Errorf("%w: %w", bus.ErrNoReplySubject, cause)
+		return resp, fmt.Errorf("%w: %w", bus.ErrNoReplySubject, &schemas.ResultError{Code: resp.Code, Message: cause.Error()})
 	}
 	resp.ConversationID = to
 	return resp, c.answer(ctx, to, requestID, resp)

@@ -12,6 +12,7 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/client"
 	"github.com/agentmesh/agentmesh/orchestrator/state"
 	"github.com/agentmesh/agentmesh/schemas"
@@ -189,6 +190,13 @@ func (c *Chat) callAgent(ctx context.Context, s *session, taskID, agent, rawArgs
 	meta := client.DispatchMeta{TaskID: taskID, ConversationID: s.conv, ReplyTo: c.names.Result(agent, taskID), Deadline: time.Now().Add(timeout)}
 	c.progress(ctx, s.conv, taskID, agent, "calling "+agent)
 	if _, err := c.dispatch.Dispatch(ctx, agent, task, meta); err != nil {
+		if errors.Is(err, bus.ErrBacklogFull) {
+			// The agent's backlog is at its limit: the call was not made,
+			// and the model hears so at once rather than after a timeout.
+			rec.Code = schemas.CodeBacklogFull
+			c.progress(ctx, s.conv, taskID, agent, agent+" was not called: its backlog is full")
+			return fail(fmt.Sprintf("%s was not called (%s): %v. Try again later, try another agent, or tell the user.", agent, schemas.CodeBacklogFull, err))
+		}
 		return fail(fmt.Sprintf("%s could not be called: %v", agent, err))
 	}
 	actx, cancel := context.WithTimeout(ctx, timeout+awaitGrace)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/client"
 	"github.com/agentmesh/agentmesh/orchestrator/route"
 	"github.com/agentmesh/agentmesh/orchestrator/state"
@@ -22,8 +23,9 @@ type agentKind struct{}
 // start builds the step's inputs and publishes its task. Without confirm
 // the publish does not wait for the stream (see client.Dispatcher.Send): a
 // task that was not stored is published again by the sweep, with confirm,
-// which reports the stream's reason for a refusal. A required input that
-// nothing fills ends the step at once, failed.
+// which reports the stream's reason for a refusal: a stream at a limit
+// fails the step with backlog_full. A required input that nothing fills
+// ends the step at once, failed.
 func (agentKind) start(ctx context.Context, s *Scheduler, st stepStart) (*state.StepState, error) {
 	agent, task, meta, err := s.stepTask(ctx, st)
 	if errors.Is(err, route.ErrMissingInput) && !st.ahead() {
@@ -34,6 +36,11 @@ func (agentKind) start(ctx context.Context, s *Scheduler, st stepStart) (*state.
 	}
 	if st.confirm {
 		_, err = s.dispatcher.Dispatch(ctx, agent, task, meta)
+		if errors.Is(err, bus.ErrBacklogFull) {
+			// MESH_TASKS or the account is at a limit: waiting for the
+			// step's timeout would only hold the run.
+			return failedRecord(st.sd, st.h, st.id, schemas.CodeBacklogFull, fmt.Sprintf("step %q (%s): %v", st.id, agent, err), time.Now().UTC()), err
+		}
 		return nil, err
 	}
 	return nil, s.dispatcher.Send(agent, task, meta)

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/client"
 	"github.com/agentmesh/agentmesh/orchestrator/route"
 	"github.com/agentmesh/agentmesh/orchestrator/state"
@@ -115,6 +116,13 @@ func (s *Scheduler) sendItems(ctx context.Context, k loopKind, sd *state.RunSpec
 		meta := dispatchMeta(sd, id, schemas.LoopTaskID(sd.ID, id, i), deadline)
 		if confirm {
 			_, err = s.dispatcher.Dispatch(ctx, step.Agent, task, meta)
+			if errors.Is(err, bus.ErrBacklogFull) {
+				// MESH_TASKS is at a limit: the item fails with it, as
+				// an agent's failure would, rather than wait for the
+				// loop's timeout.
+				res := schemas.Failure(step.Agent, schemas.CodeBacklogFull, fmt.Sprintf("step %q (%s): %v", id, step.Agent, err), false)
+				err = s.applyItemRecord(ctx, k, sd, h, id, i, resultRecord(sd, h, id, meta.TaskID, res, time.Now().UTC()))
+			}
 		} else {
 			err = s.dispatcher.Send(step.Agent, task, meta)
 		}

@@ -377,7 +377,8 @@ func TestSweepPublishesALostTaskAgain(t *testing.T) {
 		t.Errorf("after a second sweep: %d tasks stored, want 1 (published again once)", n)
 	}
 
-	// A stream that refuses the task: the sweep says why.
+	// A stream that refuses the task (full): the step fails at once with
+	// backlog_full and the stream's reason.
 	cfg, err := tasks.Info(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -389,8 +390,12 @@ func TestSweepPublishesALostTaskAgain(t *testing.T) {
 	}
 	startRun(t, o, "lost2")
 	o.sweepRun(ctx, "lost2")
-	if log := logged(); !strings.Contains(log, "re-dispatch") || !strings.Contains(log, "maximum messages exceeded") {
-		t.Errorf("log does not report the refusal with the stream's reason:\n%s", log)
+	run, err := o.store.Run(ctx, "lost2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := run.Steps["a"]; a == nil || a.Code != schemas.CodeBacklogFull || !strings.Contains(a.Error, "maximum messages exceeded") {
+		t.Errorf("step a of a run whose task the stream refused: %+v, want backlog_full with the stream's reason (log: %s)", a, logged())
 	}
 }
 

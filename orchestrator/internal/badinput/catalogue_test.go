@@ -24,6 +24,9 @@ type sent struct {
 	convIDs []string // conversation ids whose keys are checked
 	runIDs  []string // run ids whose keys are checked
 	agents  []string // agents the registry must not list
+	// bySequence reads the answer on a refusal subject: the dead letter
+	// naming the stream and sequence the message was stored at.
+	bySequence bool
 }
 
 type badCase struct {
@@ -104,7 +107,7 @@ var upText = map[string]string{"text": "text:hello"}
 var long = strings.Repeat("x", 200)
 
 func catalogue() []badCase {
-	return slices.Concat(chatCases(), pipelineCases(), taskCases(), fileCases(), registryCases())
+	return slices.Concat(chatCases(), pipelineCases(), taskCases(), fileCases(), registryCases(), silentCases())
 }
 
 func chatCases() []badCase {
@@ -131,9 +134,9 @@ func chatCases() []badCase {
 	}
 	chat("conversation id wrong type", map[string]any{"conversation_id": 7, "message": "hello"}, nil, self, schemas.CodeMalformedEvent)
 	cs = append(cs,
-		badCase{name: "chat/event id with dots and no conversation id", kind: "chat", send: func(t *testing.T, s *shared, id string) sent {
+		badCase{name: "chat/event id with dots and no conversation id", kind: "chat", code: schemas.CodeInvalidID, send: func(t *testing.T, s *shared, id string) sent {
 			msg := event(t, s.names.ChatRequest(), bus.TypeChatRequested, id+".x", schemas.ChatRequest{Message: "hello"}, nil)
-			return sent{msg: msg, stream: s.names.DeadStream(), answer: s.names.DeadAll()[:len(s.names.DeadAll())-1] + "orchestrator"}
+			return sent{msg: msg, stream: s.names.DeadStream(), answer: s.names.DeadAll()[:len(s.names.DeadAll())-1] + "orchestrator", bySequence: true}
 		}},
 		badCase{name: "chat/wrong event type", kind: "chat", code: schemas.CodeMalformedEvent, send: func(t *testing.T, s *shared, id string) sent {
 			return s.chatSent(event(t, s.names.ChatRequest(), bus.TypeTaskRequested, id, schemas.ChatRequest{Message: "hi"}, nil), id)
@@ -147,9 +150,9 @@ func chatCases() []badCase {
 		badCase{name: "chat/body not JSON", kind: "chat", code: schemas.CodeMalformedEvent, send: func(t *testing.T, s *shared, id string) sent {
 			return s.chatSent(raw(s.names.ChatRequest(), `message: hi`, "ce-specversion", "1.0", "ce-id", id, "ce-source", "x", "ce-type", bus.TypeChatRequested, "Content-Type", "application/json"), id)
 		}},
-		badCase{name: "chat/structured body not JSON", kind: "chat", send: func(t *testing.T, s *shared, id string) sent {
+		badCase{name: "chat/structured body not JSON", kind: "chat", code: schemas.CodeMalformedEvent, send: func(t *testing.T, s *shared, id string) sent {
 			msg := raw(s.names.ChatRequest(), `{"specversion":"1.0",`, "Content-Type", "application/cloudevents+json")
-			return sent{msg: msg, stream: s.names.DeadStream(), answer: s.names.DeadAll()[:len(s.names.DeadAll())-1] + "orchestrator"}
+			return sent{msg: msg, stream: s.names.DeadStream(), answer: s.names.DeadAll()[:len(s.names.DeadAll())-1] + "orchestrator", bySequence: true}
 		}},
 	)
 	for _, bad := range []struct{ name, key, value string }{
@@ -321,12 +324,19 @@ func TestCatalogue(t *testing.T) {
 			t.Parallel()
 			id := s.id("bad")
 			out := c.send(t, s, id)
-			s.publish(t, out.msg)
-			final := s.final(t, out.stream, out.answer, 20*time.Second, out.types...)
+			var final *nats.Msg
+			if out.bySequence {
+				ack := s.publishAck(t, out.msg)
+				final = s.finalMatching(t, out.stream, out.answer, 20*time.Second, deadFor(ack))
+			} else {
+				s.publish(t, out.msg)
+				final = s.final(t, out.stream, out.answer, 20*time.Second, out.types...)
+			}
+			if reason := final.Header.Get(bus.HeaderDeadReason); out.stream == s.names.DeadStream() && reason == "" {
+				t.Errorf("dead letter on %s without a reason", final.Subject)
+			}
 			if c.code == "" {
-				if reason := final.Header.Get(bus.HeaderDeadReason); reason == "" {
-					t.Errorf("dead letter on %s without a reason", final.Subject)
-				}
+				// a dead letter, checked above
 			} else if code, msg := codeOf(t, final); code != c.code {
 				t.Errorf("code %q (%s), want %q", code, msg, c.code)
 			}

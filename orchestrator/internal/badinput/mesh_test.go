@@ -120,6 +120,19 @@ func (s *shared) publish(t *testing.T, msg *nats.Msg) {
 // is one of types (any message when types is empty) and returns it.
 func (s *shared) final(t *testing.T, stream, subject string, within time.Duration, types ...string) *nats.Msg {
 	t.Helper()
+	return s.finalMatching(t, stream, subject, within, func(msg *nats.Msg) bool {
+		if len(types) == 0 {
+			return true
+		}
+		ev, err := bus.Decode(msg)
+		return err == nil && contains(types, ev.Type)
+	})
+}
+
+// finalMatching waits for the first message on subject in stream that
+// match accepts and returns it.
+func (s *shared) finalMatching(t *testing.T, stream, subject string, within time.Duration, match func(*nats.Msg) bool) *nats.Msg {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), within)
 	defer cancel()
 	cons, err := s.js.OrderedConsumer(ctx, stream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{subject}})
@@ -140,11 +153,7 @@ func (s *shared) final(t *testing.T, stream, subject string, within time.Duratio
 			t.Fatalf("nothing on %s within %s: %v", subject, within, err)
 		}
 		msg := &nats.Msg{Subject: m.Subject(), Header: m.Headers(), Data: m.Data()}
-		if len(types) == 0 {
-			return msg
-		}
-		ev, err := bus.Decode(msg)
-		if err == nil && contains(types, ev.Type) {
+		if match(msg) {
 			return msg
 		}
 	}
@@ -163,6 +172,9 @@ func contains(xs []string, x string) bool {
 // or a task's result.
 func codeOf(t *testing.T, msg *nats.Msg) (code, message string) {
 	t.Helper()
+	if reason := msg.Header.Get(bus.HeaderDeadReason); reason != "" {
+		return msg.Header.Get(bus.HeaderDeadCode), reason // a refusal on a dead-letter subject
+	}
 	ev, err := bus.Decode(msg)
 	if err != nil {
 		t.Fatalf("final event on %s does not decode: %v", msg.Subject, err)

@@ -5,6 +5,7 @@ package meshtest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -160,4 +161,36 @@ func MustValue(t testing.TB, typ string, v any, source string) schemas.TypedValu
 // Files is a FILE_IDS value of ids with content hint.
 func Files(hint string, ids ...string) schemas.TypedValue {
 	return schemas.FilesValue(schemas.FromIDs(hint, ids...), "")
+}
+
+// Stuck runs agent name, whose tasks never end before the test does, and
+// fills MESH_TASKS, limited to room tasks with the discard policy new,
+// with tasks for it: the stream refuses the next task (an operator's
+// MaxMsgs reached while an agent is behind). Its one input, "text", is
+// TEXT and optional.
+func (m *Mesh) Stuck(t testing.TB, name string, room int64) {
+	t.Helper()
+	release := make(chan struct{})
+	m.Agent(t, schemas.AgentContract{Name: name, Capability: schemas.CapTransformation, Description: "never finishes in time",
+		Inputs:  []schemas.TypedInput{{Name: "text", DataType: schemas.TypeText}},
+		Outputs: []schemas.TypedOutput{{Name: "out", DataType: schemas.TypeText}}},
+		func(ctx context.Context, ec *schemas.ExecutionContext) (schemas.AgentResult, error) {
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+			return OK(name, "late", nil), nil
+		}, 1)
+	t.Cleanup(func() { close(release) }) // before the agent stops: it drains its tasks
+	names := m.Srv.Names()
+	m.Srv.LimitStream(t, names.TasksStream(), room)
+	d := client.NewDispatcher(m.Srv.JetStream(t), names, "test")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for i := range room {
+		task := schemas.TaskRequest{Inputs: map[string]schemas.TypedValue{"text": schemas.TextValue("fill", "test")}}
+		if _, err := d.Dispatch(ctx, name, task, client.DispatchMeta{TaskID: fmt.Sprintf("%s-filler-%d", name, i)}); err != nil {
+			t.Fatalf("meshtest: filling MESH_TASKS: %v", err)
+		}
+	}
 }

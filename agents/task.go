@@ -326,7 +326,7 @@ func (r *Runtime) finish(d *delivery, res schemas.AgentResult) bool {
 // terminated, so that it is not left unanswered in the stream.
 func (r *Runtime) giveUpPublishing(d *delivery, cause error) {
 	reason := fmt.Sprintf("gave up after %d deliveries: publishing the result failed: %s", d.attempt, schemas.Clip(oneLine(cause), 1000))
-	if err := r.deadLetter(d, reason); err != nil {
+	if err := r.deadLetter(d, schemas.CodeExhausted, reason); err != nil {
 		r.log.ErrorContext(d.ctx, "dead-lettering task", "err", err)
 	}
 	res := schemas.Failure(r.contract.Name, schemas.CodeExhausted, reason, false)

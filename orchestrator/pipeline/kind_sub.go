@@ -241,6 +241,9 @@ func (s *Scheduler) endSub(ctx context.Context, child *state.RunSpec, h *state.R
 	if !ph.Running(sd, p.Step) {
 		return nil
 	}
+	if _, err := s.loadRecord(ctx, sd.ID, p.Step); !errors.Is(err, state.ErrNotFound) {
+		return err // nil: the step ended already
+	}
 	rec := s.subRecord(ctx, sd, ph, p.Step, child, h)
 	if p.Item != nil { // an item of a for_each
 		k, ok := loopOf(sd, p.Step)

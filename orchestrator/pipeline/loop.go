@@ -165,6 +165,7 @@ func (s *Scheduler) applyItemRecord(ctx context.Context, k loopKind, sd *state.R
 		if p, rev, err = s.store.LoopProgress(ctx, sd.ID, id); err != nil {
 			return err
 		}
+		s.loops.put(sd.ID, id, items, p, rev)
 	}
 	if i >= p.N {
 		return nil
@@ -173,14 +174,68 @@ func (s *Scheduler) applyItemRecord(ctx context.Context, k loopKind, sd *state.R
 	if err != nil {
 		return err
 	}
+	return s.endItems(ctx, k, sd, h, id, itemEnd{i: i, stop: stop, code: code})
+}
+
+// itemEnd is item i of a loop that ended, and why the loop stops because
+// of it ("" to go on) with the code that fails the step.
+type itemEnd struct {
+	i          int
+	stop, code string
+}
+
+// itemBatch is the ends of one loop's items waiting for one progress
+// update (see endItems).
+type itemBatch struct {
+	ends []itemEnd
+	done chan struct{} // closed once written (or failed: err)
+	err  error
+}
+
+// endItems writes the ends of items of loop step id to its progress, which
+// may start more items, and ends the loop when it is over. Ends of one loop
+// that come in while an update is written gather into the next one, so the
+// items of a loop share their progress writes instead of queueing one
+// compare-and-set each.
+func (s *Scheduler) endItems(ctx context.Context, k loopKind, sd *state.RunSpec, h *state.RunHeader, id string, end itemEnd) error {
+	key := sd.ID + "\x00" + id
+	s.batchMu.Lock()
+	b := s.items[key]
+	if b == nil {
+		b = &itemBatch{done: make(chan struct{})}
+		s.items[key] = b
+	}
+	b.ends = append(b.ends, end)
+	s.batchMu.Unlock()
+
+	unlock := s.locks.lock(key)
+	s.batchMu.Lock()
+	mine := s.items[key] == b
+	if mine {
+		delete(s.items, key)
+	}
+	s.batchMu.Unlock()
+	if !mine {
+		unlock()
+		<-b.done
+		return b.err
+	}
+	defer close(b.done)
+	items, p, rev := s.loops.get(sd.ID, id)
 	var started []int
-	unlock := s.locks.lock(sd.ID + "\x00" + id)
 	next, nrev, err := s.store.UpdateLoop(ctx, sd.ID, id, p, rev, func(p *state.LoopProgress) error {
-		if !p.End(i) {
-			return state.ErrUnchanged
+		changed := false
+		for _, e := range b.ends {
+			if e.i >= p.N || !p.End(e.i) {
+				continue
+			}
+			changed = true
+			if p.Stop == "" {
+				p.Stop, p.Code = e.stop, e.code
+			}
 		}
-		if p.Stop == "" {
-			p.Stop, p.Code = stop, code
+		if !changed {
+			return state.ErrUnchanged
 		}
 		started = p.Fill()
 		return nil
@@ -190,15 +245,26 @@ func (s *Scheduler) applyItemRecord(ctx context.Context, k loopKind, sd *state.R
 	case errors.Is(err, state.ErrUnchanged):
 		started = next.Running()
 	case err != nil:
+		b.err = err
 		return err
 	default:
 		s.loops.put(sd.ID, id, items, next, nrev)
-		s.emitLoopProgress(sd, h, id, next, i)
+		for _, e := range b.ends {
+			s.emitLoopProgress(sd, h, id, next, e.i)
+		}
 	}
 	if next.Over() || next.Stop != "" && len(next.Running()) == 0 {
-		return s.endLoop(ctx, k, sd, h, id, next)
+		b.err = s.endLoop(ctx, k, sd, h, id, next)
+		return b.err
 	}
-	return s.sendItems(ctx, k, sd, h, id, items, started, false)
+	if items == nil {
+		if items, err = s.store.LoopItems(ctx, sd.ID, id); err != nil {
+			b.err = err
+			return err
+		}
+	}
+	b.err = s.sendItems(ctx, k, sd, h, id, items, started, false)
+	return b.err
 }
 
 // endLoop writes the record of a loop that is over and settles it.

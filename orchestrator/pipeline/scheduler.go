@@ -72,6 +72,7 @@ type Scheduler struct {
 
 	batchMu sync.Mutex
 	batches map[string]*settleBatch // per run: records waiting for the header update
+	items   map[string]*itemBatch   // per loop: item ends waiting for the progress update
 
 	mu     sync.Mutex
 	active map[string]bool      // runs this replica's sweep looks at
@@ -108,7 +109,7 @@ func New(nc *nats.Conn, names bus.Names, store *state.Store, router *route.Route
 	cfg.Limits = cfg.Limits.OrDefaults()
 	return &Scheduler{cfg: cfg, nc: nc, names: names, store: store, router: router, dispatcher: dispatcher,
 		lookup: lookup, log: cfg.Logger, observer: cfg.Observer,
-		batches: map[string]*settleBatch{}, active: map[string]bool{}, dirty: map[string]bool{}}
+		batches: map[string]*settleBatch{}, items: map[string]*itemBatch{}, active: map[string]bool{}, dirty: map[string]bool{}}
 }
 
 // Reject reports a submission that cannot be accepted, touching no state:

@@ -41,6 +41,10 @@ const (
 	CodeApprovalRequired = "approval_required" // the agent asks a person to approve before a side effect; the message says what it would do
 )
 
+// CodeForbidden: a client's request about a run or conversation another
+// client owns (docs/security.md).
+const CodeForbidden = "forbidden"
+
 // ResultError is the error half of a failed AgentResult. It crosses the bus,
 // so errors.Is matches on the code: errors.Is(err, &ResultError{Code: CodeTimeout}).
 type ResultError struct {

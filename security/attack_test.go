@@ -152,11 +152,12 @@ func TestAttackForgedResults(t *testing.T) {
 		Step("shout", text.Name).Param("op", "upper").Param("delay_ms", 1500).Input("text", "seed.note").MustBuild()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	run, err := client.SubmitPipeline(ctx, a.js, m.names, spec, "", "alice")
+	run, err := client.SubmitPipeline(ctx, a.js, m.names.ForClient(alice.Name), spec, "", "alice")
 	if err != nil {
 		t.Fatal(err)
 	}
-	taskID := schemas.StepTaskID(run, "shout", 1)
+	sd := waitSpec(t, o.Store(), run)
+	taskID := schemas.StepTaskID(run, "shout", 1, sd.Nonce) // the worst case: the attacker has the id
 	forged := func(t *testing.T, subject string) *nats.Msg {
 		res := schemas.AgentResult{Success: true, Agent: text.Name, Summary: "forged", Outputs: map[string]schemas.TypedValue{"text": schemas.TextValue("FORGED", text.Name)}}
 		ev, _ := bus.NewEvent(bus.TypeTaskCompleted, "/agentmesh/agents/TextAgent/x", res)
@@ -252,7 +253,7 @@ func TestAttackDirectStateAccess(t *testing.T) {
 	defer cancel()
 	spec := client.NewPipeline("state").SeedValue("note", schemas.TypeText, "", "mine").
 		Step("shout", text.Name).Param("op", "upper").Input("text", "seed.note").MustBuild()
-	run, err := client.SubmitPipeline(ctx, a.js, m.names, spec, "", "alice")
+	run, err := client.SubmitPipeline(ctx, a.js, m.names.ForClient(alice.Name), spec, "", "alice")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -319,6 +320,22 @@ func TestAttackNoAuthNoTLS(t *testing.T) {
 		t.Error("the connection is not TLS")
 	}
 	nc.Close()
+}
+
+// waitSpec polls until run's spec is stored.
+func waitSpec(t *testing.T, store *state.Store, run string) *state.RunSpec {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		sd, err := store.Spec(context.Background(), run)
+		if err == nil {
+			return sd
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("run %s has no spec: %v", run, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // waitRun polls run until it ends.

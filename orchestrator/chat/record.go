@@ -9,6 +9,7 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/orchestrator/state"
 	"github.com/agentmesh/agentmesh/schemas"
 )
@@ -20,6 +21,10 @@ type chatRecord struct {
 	Current *chatTurn                        `json:"current,omitempty"`
 	Done    []doneTurn                       `json:"done,omitempty"`  // the last responses, by request
 	Asked   *askedTurn                       `json:"asked,omitempty"` // a turn that ended input_required, until the next message continues it
+	// Owner is the client whose request started the conversation (the
+	// client its subject named, bus.Requester); "" when it came on the
+	// plain subject. Only the owner's requests, and plain ones, add turns.
+	Owner string `json:"owner,omitempty"`
 }
 
 // chatTurn is the turn in progress.
@@ -53,6 +58,10 @@ type session struct {
 	turn *chatTurn
 }
 
+// ErrNotOwner is a client's request for a conversation another client
+// (or no client) started; it is refused with code forbidden.
+var ErrNotOwner = errors.New("not the owner")
+
 // errTakenOver means another replica advanced the same turn further.
 var errTakenOver = errors.New("chat turn taken over by another replica")
 
@@ -65,9 +74,16 @@ var errTakenOver = errors.New("chat turn taken over by another replica")
 // long ago was lost and is closed.
 func (c *Chat) begin(ctx context.Context, conv, requestID, message string) (*session, error) {
 	s := &session{conv: conv}
+	requester := bus.Requester(ctx)
 	for {
 		if err := c.load(ctx, s); err != nil {
 			return nil, err
+		}
+		if s.rev == 0 {
+			s.rec.Owner = requester // a new conversation is its sender's
+		} else if requester != "" && requester != s.rec.Owner {
+			return nil, withCode(schemas.CodeForbidden, fmt.Errorf("%w: conversation %s was not started by client %s: only the client that started a conversation (or admin) may add turns to it; start a new conversation",
+				ErrNotOwner, conv, requester))
 		}
 		for _, d := range s.rec.Done {
 			if d.RequestID == requestID {

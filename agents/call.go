@@ -225,6 +225,9 @@ func (c *caller) publish(ctx context.Context, callee, id, replyTo string, deadli
 	// The id is the caller's task id and the call's number: a redelivered
 	// caller calling again is stored once, and finds the first result.
 	msg.Header.Set(jetstream.MsgIDHeader, id)
+	if err := bus.SignTask(c.r.nc, msg); err != nil { // the callee answers this agent's signed calls only
+		return err
+	}
 	pctx, cancel := context.WithTimeout(ctx, publishTimeout)
 	defer cancel()
 	if _, err := bus.Publish(pctx, c.r.js, msg); err != nil {

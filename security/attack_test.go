@@ -190,7 +190,8 @@ func TestAttackForgedResults(t *testing.T) {
 }
 
 // Confused deputy: a task cannot make an agent write into state; the
-// server refuses it, and the agent refuses such a replyto before that.
+// server refuses it, and the agent refuses such a replyto before that,
+// answering on the sender's own result subjects.
 func TestAttackConfusedDeputy(t *testing.T) {
 	m := startSecure(t)
 	m.serve(t, text.New())
@@ -210,7 +211,9 @@ func TestAttackConfusedDeputy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw := waitLast(t, m.res.Results, m.names.Result(text.Name, id))
+	// The refusal goes to mallory's own result subjects, where the task's
+	// signature says it came from.
+	raw := waitLast(t, m.res.Results, m.names.ClientResult(text.Name, mallory.Name, id))
 	ev, _ := bus.Decode(&nats.Msg{Subject: raw.Subject, Header: raw.Header, Data: raw.Data})
 	var res schemas.AgentResult
 	if err := ev.DataAs(&res); err != nil || res.Error == nil || res.Error.Code != schemas.CodeMalformedEvent || !strings.Contains(res.Error.Message, "replyto") {

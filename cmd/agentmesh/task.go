@@ -175,6 +175,9 @@ func sendDurable(ctx context.Context, m *mesh, agent string, ev bus.Event, timeo
 	if err != nil {
 		return nil, err
 	}
+	if err := bus.SignTask(m.NC, msg); err != nil {
+		return nil, err
+	}
 	pctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	if _, err := m.JS.PublishMsg(pctx, msg); err != nil {

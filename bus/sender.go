@@ -43,7 +43,7 @@ type Credentials struct {
 	account string
 
 	mu      sync.Mutex
-	senders map[[32]byte]sender // verified sender JWTs, by hash
+	senders map[string]sender // verified sender JWTs (at most maxSenders)
 }
 
 type sender struct {
@@ -75,7 +75,7 @@ func LoadCredentials(path string) (*Credentials, error) {
 		return nil, fmt.Errorf("credentials file %s: the user key: %w", path, err)
 	}
 	return &Credentials{id: id, token: token, kp: kp, issuer: claims.Issuer, account: claims.IssuerAccount,
-		senders: map[[32]byte]sender{}}, nil
+		senders: map[string]sender{}}, nil
 }
 
 // Identity returns the identity the credentials are of.
@@ -121,9 +121,8 @@ func (c *Credentials) Sender(msg *nats.Msg) (Identity, error) {
 }
 
 func (c *Credentials) verifiedSender(token string) (sender, error) {
-	h := sha256.Sum256([]byte(token))
 	c.mu.Lock()
-	s, ok := c.senders[h]
+	s, ok := c.senders[token]
 	c.mu.Unlock()
 	if ok {
 		return s, nil
@@ -150,7 +149,7 @@ func (c *Credentials) verifiedSender(token string) (sender, error) {
 	if len(c.senders) >= maxSenders {
 		clear(c.senders)
 	}
-	c.senders[h] = s
+	c.senders[token] = s
 	c.mu.Unlock()
 	return s, nil
 }

@@ -141,3 +141,25 @@ func FuzzTaskSender(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkTaskSender measures signing a task and checking its sender.
+func BenchmarkTaskSender(b *testing.B) {
+	mesh := b.TempDir()
+	agent := credsOf(b, mesh, bus.Identity{Role: bus.RoleAgent, Name: "TextAgent"})
+	alice := credsOf(b, mesh, bus.Identity{Role: bus.RoleClient, Name: "alice"})
+	msg := taskMsg(b, "mesh.result.TextAgent.client.alice.t1")
+	b.Run("sign", func(b *testing.B) {
+		for b.Loop() {
+			if err := alice.Sign(msg); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("check", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := agent.Sender(msg); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -25,6 +25,10 @@ type chatRecord struct {
 	// client its subject named, bus.Requester); "" when it came on the
 	// plain subject. Only the owner's requests, and plain ones, add turns.
 	Owner string `json:"owner,omitempty"`
+	// Nonce tags the conversation's tool call task ids (schemas.TaskTag),
+	// so no one can send a task under one before the turn does; "" in
+	// conversations started before nonces (their ids stay untagged).
+	Nonce string `json:"nonce,omitempty"`
 }
 
 // chatTurn is the turn in progress.
@@ -81,6 +85,7 @@ func (c *Chat) begin(ctx context.Context, conv, requestID, message string) (*ses
 		}
 		if s.rev == 0 {
 			s.rec.Owner = requester // a new conversation is its sender's
+			s.rec.Nonce = schemas.NewRunNonce()
 		} else if requester != "" && requester != s.rec.Owner {
 			return nil, withCode(schemas.CodeForbidden, fmt.Errorf("%w: conversation %s was not started by client %s: only the client that started a conversation (or admin) may add turns to it; start a new conversation",
 				ErrNotOwner, conv, requester))

@@ -173,7 +173,7 @@ func (c *caller) Call(ctx context.Context, target schemas.CallTarget, task schem
 	if !ok {
 		return refuse(schemas.CodeTimeout, "%s calling %s: no time left before the deadline", me, callee)
 	}
-	id := callID(c.d.event.ID, n)
+	id := callID(c.d.event.ID, n, c.d.raw.Header.Get(bus.HeaderSignature))
 	replyTo := c.r.cfg.names.CallResult(callee, me, id)
 	if err := c.publish(ctx, callee, id, replyTo, deadline, task); err != nil {
 		return schemas.AgentResult{}, err
@@ -225,6 +225,9 @@ func (c *caller) publish(ctx context.Context, callee, id, replyTo string, deadli
 	// The id is the caller's task id and the call's number: a redelivered
 	// caller calling again is stored once, and finds the first result.
 	msg.Header.Set(jetstream.MsgIDHeader, id)
+	if err := bus.SignTask(c.r.nc, msg); err != nil { // the callee answers this agent's signed calls only
+		return err
+	}
 	pctx, cancel := context.WithTimeout(ctx, publishTimeout)
 	defer cancel()
 	if _, err := bus.Publish(pctx, c.r.js, msg); err != nil {
@@ -293,9 +296,14 @@ func calleeDeadline(ctx context.Context, task schemas.TaskRequest) (time.Time, b
 }
 
 // callID is the id of call n of task parent: <parent>-c<n>, or a digest
-// of it when that is longer than an id may be.
-func callID(parent string, n int) string {
-	id := parent + "-c" + strconv.Itoa(n)
+// of it when that is longer than an id may be. On a secure mesh key is
+// the signature of the parent's task (bus.HeaderSignature), which only
+// this agent reads: the id is then tagged with it (schemas.TaskTag), so
+// no one who sees the parent's id in an event can send a task under the
+// call's id first and have the call dropped as a duplicate. Redeliveries
+// of the parent carry the same signature, and so make the same ids.
+func callID(parent string, n int, key string) string {
+	id := schemas.TaskTag(parent+"-c"+strconv.Itoa(n), key)
 	if len(id) <= 128 {
 		return id
 	}

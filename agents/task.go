@@ -60,7 +60,11 @@ func (r *Runtime) handle(msg jetstream.Msg, s slot) {
 		r.rejectMalformed(d, err)
 		return
 	}
-	taskID := d.event.ID
+	if refuseOn, err := r.checkSender(d); err != nil {
+		r.refuseSender(d, refuseOn, err)
+		return
+	}
+	taskID := doneKey(d.event)
 	if r.done.has(taskID) {
 		_ = msg.Ack() // answered already; the redelivery only needs its ack
 		r.finished(d, schemas.OutcomeDuplicate, schemas.AgentResult{Success: true})
@@ -312,7 +316,7 @@ func (r *Runtime) finish(d *delivery, res schemas.AgentResult) bool {
 		return false
 	}
 	if d.event.ID != "" {
-		r.done.add(d.event.ID)
+		r.done.add(doneKey(d.event))
 	}
 	if err := d.msg.Ack(); err != nil {
 		r.log.WarnContext(d.ctx, "acking task", "err", err)
@@ -380,7 +384,8 @@ func (r *Runtime) taskRef(d *delivery) schemas.TaskRef {
 
 // publishResult sends the result event to the task's replyto, else to
 // mesh.result.<agent>.<taskid>, with a JetStream publish and a Nats-Msg-Id
-// of result-<taskid>, so a second result of the same task is dropped. A
+// of result-<taskid> (resultMsgID), so a second result of the same task is
+// dropped. A
 // replyto outside mesh.result.<agent>.> is never used: an agent publishes
 // only where results of its own tasks go, so a task cannot make it write
 // into a KV key or another agent's results (a confused deputy).
@@ -394,7 +399,7 @@ func (r *Runtime) publishResult(task bus.Event, res schemas.AgentResult) error {
 		return err
 	}
 	if task.ID != "" {
-		msg.Header.Set(jetstream.MsgIDHeader, "result-"+task.ID)
+		msg.Header.Set(jetstream.MsgIDHeader, r.resultMsgID(task.ID, subject))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), publishTimeout)
 	defer cancel()
@@ -456,6 +461,12 @@ func (r *Runtime) rejectMalformed(d *delivery, cause error) {
 		replyTo = ""
 	}
 	idOK := ev.ID != "" && bus.ValidateToken("task id", ev.ID) == nil
+	if to, known := r.senderReply(d, replyTo); !known {
+		replyTo, idOK = "", false // nowhere its sender may be answered
+	} else if to != replyTo {
+		replyTo = to
+		ev.SetExt(bus.ExtReplyTo, to)
+	}
 	if replyTo != "" || idOK {
 		if !idOK {
 			ev.ID = ""

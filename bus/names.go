@@ -22,6 +22,7 @@ const (
 type Names struct {
 	prefix string
 	upper  string
+	client string // ForClient: the client whose request subjects these are
 }
 
 // NewNames returns the names for prefix ("" means DefaultPrefix). The prefix
@@ -163,15 +164,63 @@ func (n Names) Departures() string { return n.subj("registry", "depart", ">") }
 // RegistryQuery returns mesh.registry.query.
 func (n Names) RegistryQuery() string { return n.subj("registry", "query") }
 
-// ChatRequest returns mesh.chat.request.
-func (n Names) ChatRequest() string { return n.subj("chat", "request") }
+// ChatRequest returns mesh.chat.request, or for the names of a client
+// (ForClient) mesh.chat.request.client.<client>.
+func (n Names) ChatRequest() string { return n.request("chat", "request") }
 
-// PipelineSubmit returns mesh.pipeline.submit.
-func (n Names) PipelineSubmit() string { return n.subj("pipeline", "submit") }
+// PipelineSubmit returns mesh.pipeline.submit, or for the names of a
+// client mesh.pipeline.submit.client.<client>.
+func (n Names) PipelineSubmit() string { return n.request("pipeline", "submit") }
 
 // PipelineResolve returns mesh.pipeline.resolve, where a person's answer
-// to an approval or input step goes.
-func (n Names) PipelineResolve() string { return n.subj("pipeline", "resolve") }
+// to an approval or input step goes, or for the names of a client
+// mesh.pipeline.resolve.client.<client>.
+func (n Names) PipelineResolve() string { return n.request("pipeline", "resolve") }
+
+func (n Names) request(parts ...string) string {
+	if n.client == "" {
+		return n.subj(parts...)
+	}
+	return n.subj(append(parts, "client", n.client)...)
+}
+
+// ForClient returns the names of client c: its requests (ChatRequest,
+// PipelineSubmit, PipelineResolve) go on <request subject>.client.<c>. A
+// secure mesh lets client c publish requests only there, so the subject,
+// which the server vouches for, tells the orchestrator who sent a request
+// and so who owns the run or conversation it starts. "" is the plain
+// names again.
+func (n Names) ForClient(c string) Names {
+	n.client = c
+	return n
+}
+
+// Client returns the client of names made by ForClient, else "".
+func (n Names) Client() string { return n.client }
+
+// Requests returns the subjects of the requests stream: each request
+// subject, and its form for any client (<subject>.client.*).
+func (n Names) Requests() []string {
+	plain := n.ForClient("")
+	var out []string
+	for _, s := range []string{plain.ChatRequest(), plain.PipelineSubmit(), plain.PipelineResolve()} {
+		out = append(out, s, s+".client.*")
+	}
+	return out
+}
+
+// SplitRequest returns the plain request subject of subject (ChatRequest,
+// PipelineSubmit or PipelineResolve of names without a client) and the
+// client it names: "" for the plain subject itself. A subject that is no
+// request subject is returned as it is, with no client.
+func (n Names) SplitRequest(subject string) (plain, client string) {
+	for _, s := range []string{n.subj("chat", "request"), n.subj("pipeline", "submit"), n.subj("pipeline", "resolve")} {
+		if c, ok := strings.CutPrefix(subject, s+".client."); ok && c != "" && !strings.Contains(c, ".") {
+			return s, c
+		}
+	}
+	return subject, ""
+}
 
 // Control returns mesh.control.<agent>, the subject of cancellations.
 func (n Names) Control(agent string) (string, error) {

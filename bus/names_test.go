@@ -187,3 +187,37 @@ func TestIdentityUsers(t *testing.T) {
 		}
 	}
 }
+
+// A client's request subjects carry its name; the orchestrator reads the
+// plain subject and the client back from them, and nothing else names one.
+func TestNamesForClientRequests(t *testing.T) {
+	n := bus.MustNames("")
+	alice := n.ForClient("alice")
+	if alice.Client() != "alice" || n.Client() != "" || alice.ForClient("").Client() != "" {
+		t.Fatalf("clients %q %q", alice.Client(), n.Client())
+	}
+	for _, tt := range []struct{ own, plain string }{
+		{alice.ChatRequest(), n.ChatRequest()},
+		{alice.PipelineSubmit(), n.PipelineSubmit()},
+		{alice.PipelineResolve(), n.PipelineResolve()},
+	} {
+		if tt.own != tt.plain+".client.alice" {
+			t.Errorf("alice's subject %q, want %s.client.alice", tt.own, tt.plain)
+		}
+		if p, c := n.SplitRequest(tt.own); p != tt.plain || c != "alice" {
+			t.Errorf("SplitRequest(%q) = %q, %q", tt.own, p, c)
+		}
+		if p, c := n.SplitRequest(tt.plain); p != tt.plain || c != "" {
+			t.Errorf("SplitRequest(%q) = %q, %q", tt.plain, p, c)
+		}
+	}
+	for _, s := range []string{"mesh.chat.request.client.", "mesh.chat.request.client.a.b", "mesh.task.x.client.alice", "other.chat.request.client.alice"} {
+		if _, c := n.SplitRequest(s); c != "" {
+			t.Errorf("SplitRequest(%q) names client %q, want none", s, c)
+		}
+	}
+	want := []string{"mesh.chat.request", "mesh.chat.request.client.*", "mesh.pipeline.submit", "mesh.pipeline.submit.client.*", "mesh.pipeline.resolve", "mesh.pipeline.resolve.client.*"}
+	if got := alice.Requests(); strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("Requests() = %v, want %v", got, want)
+	}
+}

@@ -120,6 +120,13 @@ func (o ConnectOptions) dial(ctx context.Context) (*nats.Conn, error) {
 		if r.err != nil {
 			return nil, explainConnectError(shown, r.err)
 		}
+		if o.CredsFile != "" {
+			// An agentmesh identity signs the tasks it sends and checks
+			// who sent the tasks it takes (CredentialsOf).
+			if c, err := LoadCredentials(o.CredsFile); err == nil {
+				credentials.Store(r.nc, c)
+			}
+		}
 		return r.nc, nil
 	case <-ctx.Done():
 		go func() {
@@ -156,7 +163,8 @@ func (o ConnectOptions) natsOptions(ctx context.Context) ([]nats.Option, error) 
 		// An agentmesh identity reads replies only under its own inbox
 		// prefix on a secure mesh; other credentials keep the default.
 		if id, err := CredsIdentity(o.CredsFile); err == nil {
-			opts = append(opts, nats.CustomInboxPrefix(id.InboxPrefix()))
+			opts = append(opts, nats.CustomInboxPrefix(id.InboxPrefix()),
+				nats.ClosedHandler(func(nc *nats.Conn) { credentials.Delete(nc) }))
 		}
 	}
 	if o.NKeySeedFile != "" {

@@ -179,7 +179,7 @@ func Provision(ctx context.Context, js jetstream.JetStream, n Names, o Provision
 		dst *jetstream.Stream
 		spec
 	}{
-		{&r.Requests, streamSpec(n.RequestsStream(), "agentmesh chat requests, pipeline submissions and resolutions", jetstream.WorkQueuePolicy, age(o.RequestsMaxAge, DefaultRequestsMaxAge), o, n.ChatRequest(), n.PipelineSubmit(), n.PipelineResolve())},
+		{&r.Requests, streamSpec(n.RequestsStream(), "agentmesh chat requests, pipeline submissions and resolutions", jetstream.WorkQueuePolicy, age(o.RequestsMaxAge, DefaultRequestsMaxAge), o, n.Requests()...)},
 		{&r.Tasks, streamSpec(n.TasksStream(), "agentmesh tasks, one subject per agent", jetstream.WorkQueuePolicy, age(o.TasksMaxAge, DefaultTasksMaxAge), o, n.Tasks())},
 		{&r.Results, streamSpec(n.ResultsStream(), "agentmesh task results", jetstream.LimitsPolicy, age(o.ResultsMaxAge, DefaultResultsMaxAge), o, n.Results())},
 		{&r.Events, streamSpec(n.EventsStream(), "agentmesh progress events of conversations and runs", jetstream.LimitsPolicy, age(o.EventsMaxAge, DefaultEventsMaxAge), o, n.AllEvents())},

@@ -52,7 +52,8 @@ func TestProvisionIdempotent(t *testing.T) {
 			t.Errorf("%s: retention %v subjects %v replicas %d storage %v", name, c.Retention, c.Subjects, c.Replicas, c.Storage)
 		}
 	}
-	check("MESH_REQUESTS", jetstream.WorkQueuePolicy, "mesh.chat.request", "mesh.pipeline.submit", "mesh.pipeline.resolve")
+	check("MESH_REQUESTS", jetstream.WorkQueuePolicy, "mesh.chat.request", "mesh.chat.request.client.*", "mesh.pipeline.submit", "mesh.pipeline.submit.client.*",
+		"mesh.pipeline.resolve", "mesh.pipeline.resolve.client.*")
 	check("MESH_TASKS", jetstream.WorkQueuePolicy, "mesh.task.>")
 	check("MESH_RESULTS", jetstream.LimitsPolicy, "mesh.result.>")
 	check("MESH_EVENTS", jetstream.LimitsPolicy, "mesh.events.>")

@@ -15,7 +15,8 @@ import (
 )
 
 // SendChat publishes an io.agentmesh.chat.requested event on
-// mesh.chat.request with a JetStream publish (the ack says an orchestrator
+// names.ChatRequest() (mesh.chat.request, or the client's own subject for
+// names.ForClient) with a JetStream publish (the ack says an orchestrator
 // will take it) and returns the conversation id (conversationID, or the
 // event id for a new conversation) and the request's event id.
 //

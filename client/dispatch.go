@@ -121,6 +121,11 @@ func (d *Dispatcher) message(agent string, task schemas.TaskRequest, meta *Dispa
 		return nil, err
 	}
 	msg.Header.Set(jetstream.MsgIDHeader, ev.ID)
+	// On a secure mesh the task says who sends it: the agent answers
+	// only into that identity's result subjects.
+	if err := bus.SignTask(d.js.Conn(), msg); err != nil {
+		return nil, err
+	}
 	return msg, nil
 }
 

@@ -41,7 +41,9 @@ func nonEmpty(s string) any {
 }
 
 // ResolveStep publishes a person's answer to an approval or input step
-// (r) as io.agentmesh.pipeline.resolve.requested on mesh.pipeline.resolve
+// (r) as io.agentmesh.pipeline.resolve.requested on names.PipelineResolve()
+// (mesh.pipeline.resolve, or a client's own subject: a client may answer
+// only the runs it submitted, docs/security.md)
 // and returns the event's id. Any orchestrator replica applies it: the
 // step's completed or failed event follows on mesh.events.<run>.pipeline,
 // or an io.agentmesh.pipeline.resolve.refused naming this id says why

@@ -137,8 +137,9 @@ func NormalizeSpec(spec schemas.PipelineSpec) (schemas.PipelineSpec, error) {
 }
 
 // SubmitPipeline publishes spec as an io.agentmesh.pipeline.submitted event
-// on mesh.pipeline.submit with a JetStream publish (the ack says the request
-// was accepted) and returns the run id: runID, or the event id when runID
+// on names.PipelineSubmit() (mesh.pipeline.submit, or the client's own
+// subject, which makes it the run's owner) with a JetStream publish (the
+// ack says the request was accepted) and returns the run id: runID, or the event id when runID
 // is empty. It records a producer span "pipeline submit" whose context the
 // submission carries as its traceparent: the run's spans join its trace.
 func SubmitPipeline(ctx context.Context, js jetstream.JetStream, names bus.Names, spec schemas.PipelineSpec, runID, source string) (_ string, err error) {

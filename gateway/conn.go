@@ -48,6 +48,9 @@ func newConn(ctx context.Context, nc *nats.Conn, names bus.Names, id bus.Identit
 	if err != nil {
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
+	if id.Role == bus.RoleClient {
+		names = names.ForClient(id.Name) // a client's requests go on its own subjects
+	}
 	c := &conn{nc: nc, js: js, names: names, res: res, id: id, reg: reg,
 		files: resolvers.NewObjectStore(res.Files), disp: client.NewDispatcher(js, names, source)}
 	if id.Role != bus.RoleClient && id.Role != bus.RoleAgent {

@@ -32,6 +32,20 @@ func drained(t testing.TB, m *meshtest.Mesh) {
 	t.Fatal("results consumer did not drain")
 }
 
+// nonceOf returns the nonce run's task ids are tagged with (only the
+// orchestrator's store has it).
+func nonceOf(t testing.TB, o *orchestrator.Orchestrator, run string) string {
+	t.Helper()
+	sd, err := o.Store().Spec(context.Background(), run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sd.Nonce == "" {
+		t.Fatalf("run %s has no nonce", run)
+	}
+	return sd.Nonce
+}
+
 func pollUntil(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
@@ -164,7 +178,7 @@ func TestEarlyResultIsAppliedOnceItsWaveStarts(t *testing.T) {
 
 	res := meshtest.OK("AgentB", "early", nil)
 	ev, _ := bus.NewEvent(bus.TypeTaskCompleted, "test", res)
-	ev.SetExt(bus.ExtTaskID, schemas.StepTaskID(id, "b", 1))
+	ev.SetExt(bus.ExtTaskID, schemas.StepTaskID(id, "b", 1, nonceOf(t, o, id)))
 	ev.SetExt(bus.ExtRunID, id)
 	ev.SetExt(bus.ExtStepID, "b")
 	msg, _ := bus.Encode(m.Srv.Names().OrchestratorResult("AgentB", id), ev)

@@ -279,8 +279,12 @@ func (o *Orchestrator) handleRequest(ctx context.Context, m jetstream.Msg) {
 		return
 	}
 	ctx = telemetry.WithTraceParent(ctx, ev.Ext(bus.ExtTraceParent))
+	// The client a request came from is the one its subject names: on a
+	// secure mesh only that client may publish there (docs/security.md).
+	plain, requester := o.names.SplitRequest(m.Subject())
+	ctx = bus.WithRequester(ctx, requester)
 	want := bus.TypeChatRequested
-	switch m.Subject() {
+	switch plain {
 	case o.names.PipelineSubmit():
 		want = bus.TypePipelineSubmitted
 	case o.names.PipelineResolve():
@@ -453,6 +457,7 @@ func keepAlive(m jetstream.Msg, every time.Duration) (stop func()) {
 // the event id's subject. It returns an error wrapping bus.ErrNoReplySubject
 // when no id can be.
 func (o *Orchestrator) rejectRequest(ctx context.Context, subject string, ev bus.Event, code string, cause error) error {
+	subject, _ = o.names.SplitRequest(subject)
 	if subject == o.names.PipelineResolve() {
 		return o.pipelines.RefuseResolve(ev, code, cause)
 	}

@@ -136,7 +136,7 @@ func TestThreeStepPipelineRoutesOutputsIntoSlots(t *testing.T) {
 	}
 	for _, s := range []string{"search", "analyze", "organize"} {
 		st := run.Steps[s]
-		if st.Status != schemas.StepCompleted || st.TaskID != schemas.StepTaskID(id, s, 1) || st.FinishedAt.Before(st.DispatchedAt) {
+		if st.Status != schemas.StepCompleted || st.TaskID != schemas.StepTaskID(id, s, 1, nonceOf(t, o, id)) || st.FinishedAt.Before(st.DispatchedAt) {
 			t.Errorf("step %s = %+v", s, st)
 		}
 	}

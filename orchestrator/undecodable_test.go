@@ -58,7 +58,7 @@ func TestUndecodableResultFailsStepAtOnce(t *testing.T) {
 			case <-time.After(10 * time.Second):
 				t.Fatal("the step's task never reached the agent")
 			}
-			taskID := schemas.StepTaskID(run, "stuck", 1)
+			taskID := schemas.StepTaskID(run, "stuck", 1, nonceOf(t, o, run))
 			ev, err := bus.NewEvent(bus.TypeTaskCompleted, "test", meshtest.OK("StuckAgent", "fine", nil))
 			if err != nil {
 				t.Fatal(err)

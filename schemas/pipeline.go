@@ -198,9 +198,13 @@ var StepKinds = []string{StepKindAgent, StepKindRouter, StepKindEvaluator, StepK
 // request name none.
 const DefaultTaskTimeout = 60 * time.Second
 
-// StepTaskID returns the deterministic id of a pipeline step's task:
-// <run>-<step>-<attempt>. It is also the JetStream Nats-Msg-Id of the task,
-// so dispatching the same attempt twice runs it once.
-func StepTaskID(runID, stepID string, attempt int) string {
-	return runID + "-" + stepID + "-" + strconv.Itoa(attempt)
+// StepTaskID returns the id of a pipeline step's task:
+// <run>-<step>-<attempt>-<tag>, where tag is TaskTag of the run's nonce
+// (state.RunSpec.Nonce), or <run>-<step>-<attempt> for a run without one
+// (runs stored before nonces). Every replica computes the same id, and it
+// is also the JetStream Nats-Msg-Id of the task, so dispatching the same
+// attempt twice runs it once; only who knows the nonce can compute it, so
+// no one else can send a task under it first (docs/security.md).
+func StepTaskID(runID, stepID string, attempt int, nonce string) string {
+	return TaskTag(runID+"-"+stepID+"-"+strconv.Itoa(attempt), nonce)
 }

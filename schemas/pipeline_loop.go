@@ -115,16 +115,28 @@ func (s PipelineStep) validateLoop() []error {
 }
 
 // LoopTaskID is the task id of item (or iteration) i of a loop step:
-// <run>-<step>-1-<i>. LoopItem reads i back from one.
-func LoopTaskID(runID, stepID string, i int) string {
-	return fmt.Sprintf("%s-%d", StepTaskID(runID, stepID, 1), i)
+// <run>-<step>-1-<i>-<tag> (TaskTag of the run's nonce), or
+// <run>-<step>-1-<i> for a run without a nonce. LoopItem reads i back
+// from one.
+func LoopTaskID(runID, stepID string, i int, nonce string) string {
+	return TaskTag(fmt.Sprintf("%s-%s-1-%d", runID, stepID, i), nonce)
 }
 
 // LoopItem returns the item a loop step's task id names: true only for an
-// id LoopTaskID makes.
-func LoopItem(runID, stepID, taskID string) (int, bool) {
-	rest, ok := strings.CutPrefix(taskID, StepTaskID(runID, stepID, 1)+"-")
-	if !ok || rest == "" || len(rest) > 6 || len(rest) > 1 && rest[0] == '0' {
+// id LoopTaskID makes with the same nonce.
+func LoopItem(runID, stepID, taskID, nonce string) (int, bool) {
+	rest, ok := strings.CutPrefix(taskID, runID+"-"+stepID+"-1-")
+	if !ok {
+		return 0, false
+	}
+	if nonce != "" {
+		cut := strings.LastIndexByte(rest, '-')
+		if cut < 0 {
+			return 0, false
+		}
+		rest = rest[:cut]
+	}
+	if rest == "" || len(rest) > 6 || len(rest) > 1 && rest[0] == '0' {
 		return 0, false // one spelling per item: no leading zeros
 	}
 	n := 0
@@ -133,6 +145,9 @@ func LoopItem(runID, stepID, taskID string) (int, bool) {
 			return 0, false
 		}
 		n = n*10 + int(c-'0')
+	}
+	if LoopTaskID(runID, stepID, n, nonce) != taskID {
+		return 0, false // a tag that is not the nonce's
 	}
 	return n, true
 }

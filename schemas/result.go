@@ -47,6 +47,10 @@ const (
 	CodeBacklogFull = "backlog_full" // a stream (MESH_TASKS, MESH_REQUESTS) or the account is at a limit: the request was not stored
 )
 
+// CodeForbidden: a client's request about a run or conversation another
+// client owns (docs/security.md).
+const CodeForbidden = "forbidden"
+
 // ResultError is the error half of a failed AgentResult. It crosses the bus,
 // so errors.Is matches on the code: errors.Is(err, &ResultError{Code: CodeTimeout}).
 type ResultError struct {

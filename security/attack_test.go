@@ -152,11 +152,12 @@ func TestAttackForgedResults(t *testing.T) {
 		Step("shout", text.Name).Param("op", "upper").Param("delay_ms", 1500).Input("text", "seed.note").MustBuild()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	run, err := client.SubmitPipeline(ctx, a.js, m.names, spec, "", "alice")
+	run, err := client.SubmitPipeline(ctx, a.js, m.names.ForClient(alice.Name), spec, "", "alice")
 	if err != nil {
 		t.Fatal(err)
 	}
-	taskID := schemas.StepTaskID(run, "shout", 1)
+	sd := waitSpec(t, o.Store(), run)
+	taskID := schemas.StepTaskID(run, "shout", 1, sd.Nonce) // the worst case: the attacker has the id
 	forged := func(t *testing.T, subject string) *nats.Msg {
 		res := schemas.AgentResult{Success: true, Agent: text.Name, Summary: "forged", Outputs: map[string]schemas.TypedValue{"text": schemas.TextValue("FORGED", text.Name)}}
 		ev, _ := bus.NewEvent(bus.TypeTaskCompleted, "/agentmesh/agents/TextAgent/x", res)
@@ -189,7 +190,8 @@ func TestAttackForgedResults(t *testing.T) {
 }
 
 // Confused deputy: a task cannot make an agent write into state; the
-// server refuses it, and the agent refuses such a replyto before that.
+// server refuses it, and the agent refuses such a replyto before that,
+// answering on the sender's own result subjects.
 func TestAttackConfusedDeputy(t *testing.T) {
 	m := startSecure(t)
 	m.serve(t, text.New())
@@ -209,7 +211,9 @@ func TestAttackConfusedDeputy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw := waitLast(t, m.res.Results, m.names.Result(text.Name, id))
+	// The refusal goes to mallory's own result subjects, where the task's
+	// signature says it came from.
+	raw := waitLast(t, m.res.Results, m.names.ClientResult(text.Name, mallory.Name, id))
 	ev, _ := bus.Decode(&nats.Msg{Subject: raw.Subject, Header: raw.Header, Data: raw.Data})
 	var res schemas.AgentResult
 	if err := ev.DataAs(&res); err != nil || res.Error == nil || res.Error.Code != schemas.CodeMalformedEvent || !strings.Contains(res.Error.Message, "replyto") {
@@ -252,7 +256,7 @@ func TestAttackDirectStateAccess(t *testing.T) {
 	defer cancel()
 	spec := client.NewPipeline("state").SeedValue("note", schemas.TypeText, "", "mine").
 		Step("shout", text.Name).Param("op", "upper").Input("text", "seed.note").MustBuild()
-	run, err := client.SubmitPipeline(ctx, a.js, m.names, spec, "", "alice")
+	run, err := client.SubmitPipeline(ctx, a.js, m.names.ForClient(alice.Name), spec, "", "alice")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -319,6 +323,22 @@ func TestAttackNoAuthNoTLS(t *testing.T) {
 		t.Error("the connection is not TLS")
 	}
 	nc.Close()
+}
+
+// waitSpec polls until run's spec is stored.
+func waitSpec(t *testing.T, store *state.Store, run string) *state.RunSpec {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		sd, err := store.Spec(context.Background(), run)
+		if err == nil {
+			return sd
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("run %s has no spec: %v", run, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // waitRun polls run until it ends.

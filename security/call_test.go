@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentmesh/agentmesh/agents"
 	"github.com/agentmesh/agentmesh/agents/builtin/text"
+	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -37,10 +38,29 @@ func TestAgentCallSecure(t *testing.T) {
 	if !res.Result.Success || res.Result.Summary != "asked "+text.Name || !strings.Contains(string(res.Result.Outputs["text"].Value), "HELLO") {
 		t.Fatalf("Asker's call of TextAgent on a secure mesh: %+v %+v", res.Result, res.Result.Error)
 	}
+	// The call's task id is tagged with the signature of Asker's task, so
+	// it is not <parent>-c1, which anyone who saw the parent's id in an
+	// event could send a task under first.
+	parent := res.Event.Ext(bus.ExtTaskID)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	info, err := m.res.Results.Info(ctx, jetstream.WithSubjectFilter(m.names.CallResults("Asker")))
+	cancel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	untagged := m.names.CallResult(text.Name, "Asker", parent+"-c1")
+	if len(info.State.Subjects) != 1 || info.State.Subjects[untagged] != 0 {
+		t.Errorf("Asker's call results on %v; want one subject, not %s", info.State.Subjects, untagged)
+	}
+	for subject := range info.State.Subjects {
+		if tag, ok := strings.CutPrefix(subject, untagged+"-"); !ok || len(tag) != 16 {
+			t.Errorf("call result subject %s, want %s-<16-character tag>", subject, untagged)
+		}
+	}
 	e := m.connect(t, evil)
 	filter := m.names.CallResults("Asker")
-	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
-	_, err := e.js.CreateConsumer(ctx, m.names.ResultsStream(), jetstream.ConsumerConfig{Name: "peek", FilterSubject: filter})
+	ctx, cancel = context.WithTimeout(context.Background(), 500*time.Millisecond)
+	_, err = e.js.CreateConsumer(ctx, m.names.ResultsStream(), jetstream.ConsumerConfig{Name: "peek", FilterSubject: filter})
 	cancel()
 	if err == nil {
 		t.Fatal("EvilAgent made a consumer on Asker's call results")

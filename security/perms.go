@@ -120,8 +120,12 @@ func (g *grants) denyOrchestratorDurables(n bus.Names) {
 // clientGrants: client c submits requests and direct calls, reads the
 // registry, events, and the results of its own direct calls.
 func clientGrants(g *grants, c string, n bus.Names) {
-	g.pub(n.ChatRequest(), n.PipelineSubmit())
-	g.pub(n.PipelineResolve())    // answers to approval and input steps
+	// Requests on its own subjects only: the subject tells the
+	// orchestrator who sent a request, and so who owns the run or
+	// conversation it starts.
+	own := n.ForClient(c)
+	g.pub(own.ChatRequest(), own.PipelineSubmit())
+	g.pub(own.PipelineResolve())  // answers to approval and input steps
 	g.pub(n.Prefix() + ".task.*") // direct calls; agents answer only on their result subjects
 	g.pub(n.RegistryQuery())
 	g.pub(n.Prefix()+".call.*", n.Prefix()+".call.*.>") // agents' NATS micro endpoints

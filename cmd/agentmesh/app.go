@@ -107,6 +107,9 @@ func (a *app) connect(ctx context.Context, name string) (*mesh, error) {
 		nc.Close()
 		return nil, err
 	}
+	if id.Role == bus.RoleClient {
+		names = names.ForClient(id.Name) // a client's requests go on its own subjects
+	}
 	return &mesh{NC: nc, JS: js, Names: names, Res: res, ID: id}, nil
 }
 

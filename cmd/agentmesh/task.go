@@ -178,6 +178,9 @@ func sendDurable(ctx context.Context, m *mesh, agent string, ev bus.Event, timeo
 		return nil, err
 	}
 	msg.Header.Set(jetstream.MsgIDHeader, ev.ID) // a try whose ack was lost is stored once
+	if err := bus.SignTask(m.NC, msg); err != nil {
+		return nil, err
+	}
 	pctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	if _, err := bus.Publish(pctx, m.JS, msg); err != nil {

@@ -94,6 +94,9 @@ func RoundTripData(ctx context.Context, env Env, agent string, data []byte) (tim
 	if err != nil {
 		return 0, nil, err
 	}
+	if err := bus.SignTask(env.NC, msg); err != nil { // a secure mesh's agent answers signed tasks only
+		return 0, nil, err
+	}
 	if _, err := js.PublishMsg(ctx, msg); err != nil {
 		return 0, nil, err
 	}

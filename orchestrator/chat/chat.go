@@ -220,6 +220,9 @@ func (c *Chat) Refuse(ctx context.Context, requestID, conv string, cause error) 
 func (c *Chat) Handle(ctx context.Context, conv, requestID, message string) (schemas.ChatResponse, error) {
 	ctx = telemetry.WithLogAttrs(ctx, "conversation", conv, "request", requestID)
 	s, err := c.begin(ctx, conv, requestID, message)
+	if errors.Is(err, ErrNotOwner) {
+		return c.Refuse(ctx, requestID, conv, err)
+	}
 	if err == nil && s.turn == nil { // already answered
 		resp, err := c.answered(ctx, s, requestID)
 		if err != nil {

@@ -367,6 +367,15 @@ func TestOfflinePlannerAnswersSeedScenario(t *testing.T) {
 	if !slices.Equal(agents, []string{"ImageSearch", "ImageAnalysis", "FolderOrganizer"}) {
 		t.Errorf("ran %v", agents)
 	}
+	// The plan's call ids are the planner's own (plan_<i>): the task ids
+	// carry the conversation's tag, so no one can send a task under one
+	// before the turn does (docs/security.md).
+	for i, tc := range resp.ToolCalls {
+		base := fmt.Sprintf("%s-t1-plan_%d-", conv, i)
+		if tag, ok := strings.CutPrefix(tc.TaskID, base); !ok || len(tag) != 16 {
+			t.Errorf("tool call %d: task id %q, want %s<16-character tag>", i, tc.TaskID, base)
+		}
+	}
 	if n := slotCount(t, conversation(t, m, conv), route.SlotCategorization); n != 2 {
 		t.Errorf("categories = %d", n)
 	}

@@ -117,7 +117,7 @@ func (c *Chat) runCalls(ctx context.Context, s *session, calls []openai.ToolCall
 	recs := make([]schemas.ToolCallRecord, len(calls))
 	var wg sync.WaitGroup
 	for i, call := range calls {
-		taskID := fmt.Sprintf("%s-t%d-%s", s.conv, t.Number, taskToken(call.ID))
+		taskID := schemas.TaskTag(fmt.Sprintf("%s-t%d-%s", s.conv, t.Number, taskToken(call.ID)), s.rec.Nonce)
 		wg.Go(func() { obs[i], recs[i] = c.callTool(ctx, s, taskID, call) })
 	}
 	wg.Wait()

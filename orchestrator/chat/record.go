@@ -10,6 +10,7 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/orchestrator/state"
 	"github.com/agentmesh/agentmesh/schemas"
 )
@@ -27,6 +28,14 @@ type chatRecord struct {
 	// answers, read to answer a redelivered request again.
 	LegacyTurns []messages `json:"turns,omitempty"`
 	LegacyDone  []doneTurn `json:"done,omitempty"`
+	// Owner is the client whose request started the conversation (the
+	// client its subject named, bus.Requester); "" when it came on the
+	// plain subject. Only the owner's requests, and plain ones, add turns.
+	Owner string `json:"owner,omitempty"`
+	// Nonce tags the conversation's tool call task ids (schemas.TaskTag),
+	// so no one can send a task under one before the turn does; "" in
+	// conversations started before nonces (their ids stay untagged).
+	Nonce string `json:"nonce,omitempty"`
 }
 
 // chatTurn is the turn in progress.
@@ -83,6 +92,10 @@ type session struct {
 	mu      sync.Mutex // guards turn.Results while calls run in parallel
 }
 
+// ErrNotOwner is a client's request for a conversation another client
+// (or no client) started; it is refused with code forbidden.
+var ErrNotOwner = errors.New("not the owner")
+
 // errTakenOver means another replica advanced the same turn further.
 var errTakenOver = errors.New("chat turn taken over by another replica")
 
@@ -95,9 +108,17 @@ var errTakenOver = errors.New("chat turn taken over by another replica")
 // long ago was lost and is closed.
 func (c *Chat) begin(ctx context.Context, conv, requestID, message string) (*session, error) {
 	s := &session{conv: conv}
+	requester := bus.Requester(ctx)
 	for {
 		if err := c.load(ctx, s); err != nil {
 			return nil, err
+		}
+		if s.rev == 0 {
+			s.rec.Owner = requester // a new conversation is its sender's
+			s.rec.Nonce = schemas.NewRunNonce()
+		} else if requester != "" && requester != s.rec.Owner {
+			return nil, withCode(schemas.CodeForbidden, fmt.Errorf("%w: conversation %s was not started by client %s: only the client that started a conversation (or admin) may add turns to it; start a new conversation",
+				ErrNotOwner, conv, requester))
 		}
 		if done, err := c.done(ctx, s, requestID); done || err != nil {
 			return s, err

@@ -28,7 +28,7 @@ const approvalAttempt = 2
 func asksApproval(sd *state.RunSpec, stepID, taskID string, res schemas.AgentResult) bool {
 	step, _ := sd.Step(stepID)
 	return !res.Success && res.Error != nil && res.Error.Code == schemas.CodeApprovalRequired &&
-		isAgentStep(step) && taskID == schemas.StepTaskID(sd.ID, stepID, 1)
+		isAgentStep(step) && taskID == schemas.StepTaskID(sd.ID, stepID, 1, sd.Nonce)
 }
 
 func isAgentStep(step schemas.PipelineStep) bool { return step.Kind == "" || step.Kind == KindAgent }
@@ -36,11 +36,11 @@ func isAgentStep(step schemas.PipelineStep) bool { return step.Kind == "" || ste
 // stepTaskOf reports whether taskID is a task of step stepID: its first,
 // or for an agent step the one sent after an approval.
 func stepTaskOf(sd *state.RunSpec, stepID, taskID string) bool {
-	if taskID == schemas.StepTaskID(sd.ID, stepID, 1) {
+	if taskID == schemas.StepTaskID(sd.ID, stepID, 1, sd.Nonce) {
 		return true
 	}
 	step, _ := sd.Step(stepID)
-	return isAgentStep(step) && taskID == schemas.StepTaskID(sd.ID, stepID, approvalAttempt)
+	return isAgentStep(step) && taskID == schemas.StepTaskID(sd.ID, stepID, approvalAttempt, sd.Nonce)
 }
 
 // awaitApproval lists the step under Waiting and says so with a
@@ -74,7 +74,7 @@ func (s *Scheduler) awaitApproval(ctx context.Context, sd *state.RunSpec, stepID
 	}
 	step, _ := sd.Step(stepID)
 	s.emitStep(sd, schemas.StepEvent{RunID: sd.ID, Step: stepID, Agent: step.Agent, Status: schemas.StepWaiting, Wave: next.Wave,
-		Attempt: 1, TaskID: schemas.StepTaskID(sd.ID, stepID, 1), Reason: reason, Summary: res.Summary, At: time.Now().UTC()})
+		Attempt: 1, TaskID: schemas.StepTaskID(sd.ID, stepID, 1, sd.Nonce), Reason: reason, Summary: res.Summary, At: time.Now().UTC()})
 	return nil
 }
 
@@ -116,7 +116,7 @@ func (s *Scheduler) resolveAgent(ctx context.Context, sd *state.RunSpec, step sc
 		task.Params = map[string]any{}
 	}
 	task.Params["approved"] = true
-	meta.TaskID = schemas.StepTaskID(sd.ID, r.Step, approvalAttempt)
+	meta.TaskID = schemas.StepTaskID(sd.ID, r.Step, approvalAttempt, sd.Nonce)
 	if _, err := s.dispatcher.Dispatch(ctx, agent, task, meta); err != nil {
 		return err
 	}

@@ -105,12 +105,12 @@ func (s *Scheduler) stopTasks(ctx context.Context, sd *state.RunSpec, id string)
 	if err != nil {
 		return
 	}
-	tasks := []string{schemas.StepTaskID(sd.ID, id, 1), schemas.StepTaskID(sd.ID, id, approvalAttempt)}
+	tasks := []string{schemas.StepTaskID(sd.ID, id, 1, sd.Nonce), schemas.StepTaskID(sd.ID, id, approvalAttempt, sd.Nonce)}
 	if schemas.IsLoopKind(step.Kind) {
 		tasks = tasks[:0]
 		if p, _, err := s.store.LoopProgress(ctx, sd.ID, id); err == nil {
 			for _, i := range p.Running() {
-				tasks = append(tasks, schemas.LoopTaskID(sd.ID, id, i))
+				tasks = append(tasks, schemas.LoopTaskID(sd.ID, id, i, sd.Nonce))
 			}
 		}
 	}

@@ -85,7 +85,7 @@ func (s *Scheduler) emitStep(sd *state.RunSpec, e schemas.StepEvent) {
 			// One transition is stored once, whichever replica or path
 			// sends it (inside the stream's duplicate window).
 			id := "step-" + e.RunID + "-" + e.Step + "-" + e.Status
-			if e.TaskID != "" && e.TaskID != schemas.StepTaskID(e.RunID, e.Step, 1) {
+			if e.TaskID != "" && e.TaskID != schemas.StepTaskID(e.RunID, e.Step, 1, sd.Nonce) {
 				id += "-" + e.TaskID // a loop's item, a sub-pipeline's run
 			}
 			msg.Header.Set(jetstream.MsgIDHeader, id)
@@ -102,7 +102,7 @@ func (s *Scheduler) emitStep(sd *state.RunSpec, e schemas.StepEvent) {
 func (s *Scheduler) emitStarted(sd *state.RunSpec, h *state.RunHeader, id string) {
 	step, _ := sd.Step(id)
 	s.emitStep(sd, schemas.StepEvent{RunID: h.ID, Step: id, Agent: step.Agent, Status: schemas.StepRunning, Wave: h.Wave,
-		Attempt: 1, TaskID: schemas.StepTaskID(h.ID, id, 1), At: h.WaveStartedAt})
+		Attempt: 1, TaskID: schemas.StepTaskID(h.ID, id, 1, sd.Nonce), At: h.WaveStartedAt})
 }
 
 // emitRun publishes a run's end and tells the observer; a run's start is

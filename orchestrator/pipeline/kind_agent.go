@@ -84,7 +84,7 @@ func (s *Scheduler) stepTask(ctx context.Context, st stepStart) (string, schemas
 	}
 	timeout := sd.Timeout(id)
 	return step.Agent, schemas.TaskRequest{Inputs: inputs, Params: params, TimeoutMS: timeout.Milliseconds()}, client.DispatchMeta{
-		TaskID: schemas.StepTaskID(sd.ID, id, 1), RunID: sd.ID, StepID: id, Deadline: h.WaveStartedAt.Add(timeout),
+		TaskID: schemas.StepTaskID(sd.ID, id, 1, sd.Nonce), RunID: sd.ID, StepID: id, Deadline: h.WaveStartedAt.Add(timeout),
 		TraceParent: telemetry.StepTraceParent(sd.TraceParent, sd.ID, id),
 	}, nil
 }

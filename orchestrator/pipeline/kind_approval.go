@@ -29,7 +29,7 @@ func (humanKind) start(_ context.Context, s *Scheduler, st stepStart) (*state.St
 	}
 	step, _ := st.sd.Step(st.id)
 	s.emitStep(st.sd, schemas.StepEvent{RunID: st.h.ID, Step: st.id, Status: schemas.StepWaiting, Wave: st.h.Wave,
-		Attempt: 1, TaskID: schemas.StepTaskID(st.h.ID, st.id, 1), Reason: waitingFor(step), At: st.h.WaveStartedAt})
+		Attempt: 1, TaskID: schemas.StepTaskID(st.h.ID, st.id, 1, st.sd.Nonce), Reason: waitingFor(step), At: st.h.WaveStartedAt})
 	return nil, nil
 }
 
@@ -115,7 +115,7 @@ func inputValue(reg *schemas.DataTypeRegistry, step schemas.PipelineStep, v any,
 // with code rejected; an input completed with its value as output "value".
 func humanRecord(sd *state.RunSpec, h *state.RunHeader, step schemas.PipelineStep, decision string, value *schemas.TypedValue, by, comment string, now time.Time) *state.StepState {
 	rec := &state.StepState{ID: step.ID, Wave: waveOf(sd, step.ID), Status: schemas.StepCompleted, Attempt: 1,
-		TaskID: schemas.StepTaskID(h.ID, step.ID, 1), DispatchedAt: h.WaveStartedAt, Deadline: h.WaveStartedAt.Add(sd.Timeout(step.ID)),
+		TaskID: schemas.StepTaskID(h.ID, step.ID, 1, sd.Nonce), DispatchedAt: h.WaveStartedAt, Deadline: h.WaveStartedAt.Add(sd.Timeout(step.ID)),
 		FinishedAt: now}
 	what := "approved"
 	switch {
@@ -177,6 +177,10 @@ func refuse(code, format string, args ...any) error {
 // a person.
 var ErrNotWaiting = errors.New("not waiting")
 
+// ErrNotOwner is a request from a client about a run another client (or
+// no client) submitted.
+var ErrNotOwner = errors.New("not the owner")
+
 // Resolve applies a person's answer (io.agentmesh.pipeline.resolve.requested)
 // to an approval or input step that waits: the step ends as the answer
 // says and the run goes on, on whichever replica takes the request. An
@@ -237,6 +241,10 @@ func (s *Scheduler) resolve(ctx context.Context, r schemas.Resolution, at time.T
 	}
 	if err != nil {
 		return err
+	}
+	if c := bus.Requester(ctx); c != "" && c != sd.Owner {
+		return refuse(schemas.CodeForbidden, "%w: run %s was not submitted by client %s: only the client that submitted a run (or admin) may answer its steps",
+			ErrNotOwner, r.RunID, c)
 	}
 	step, ok := sd.Step(r.Step)
 	if ok && isAgentStep(step) {

@@ -104,7 +104,7 @@ func (forEach) prepare(ctx context.Context, s *Scheduler, st stepStart) (*state.
 	if err != nil {
 		return nil, nil, err
 	}
-	view := (&state.RunSpec{ID: sd.ID, Spec: itemsView(sd.Spec, id, in.Name), Contracts: sd.Contracts, Waves: sd.Waves}).Init()
+	view := (&state.RunSpec{ID: sd.ID, Spec: itemsView(sd.Spec, id, in.Name), Contracts: sd.Contracts, Waves: sd.Waves, Nonce: sd.Nonce, Owner: sd.Owner}).Init()
 	inputs, err := stepInputs(ctx, s.router, view, id,
 		func(p string) (*state.StepState, error) { return s.loadRecord(ctx, sd.ID, p) },
 		func() (map[string]schemas.TypedValue, error) { return s.store.RunSlots(ctx, sd.ID) })
@@ -343,7 +343,7 @@ func (s *Scheduler) itemRecords(ctx context.Context, run, id string, n int) ([]*
 func loopRecord(sd *state.RunSpec, h *state.RunHeader, id string, recs []*state.StepState, now time.Time) *state.StepState {
 	step, _ := sd.Step(id)
 	rec := &state.StepState{ID: id, Agent: step.Agent, Wave: waveOf(sd, id), Status: schemas.StepCompleted, Attempt: 1,
-		TaskID: schemas.StepTaskID(sd.ID, id, 1), DispatchedAt: h.WaveStartedAt, Deadline: h.WaveStartedAt.Add(sd.Timeout(id)), FinishedAt: now}
+		TaskID: schemas.StepTaskID(sd.ID, id, 1, sd.Nonce), DispatchedAt: h.WaveStartedAt, Deadline: h.WaveStartedAt.Add(sd.Timeout(id)), FinishedAt: now}
 	for _, r := range recs {
 		rec.Metrics.Tokens = rec.Metrics.Tokens.Add(r.Metrics.Tokens)
 		rec.Metrics.Cost += r.Metrics.Cost

@@ -78,7 +78,7 @@ func (s *Scheduler) runChild(ctx context.Context, sd *state.RunSpec, h *state.Ru
 	}
 	now := time.Now().UTC()
 	child := (&state.RunSpec{ID: childID, Spec: spec, Contracts: contracts, Waves: waves, CreatedAt: now,
-		TraceParent: sd.TraceParent, Parent: &parent}).Init()
+		TraceParent: sd.TraceParent, Parent: &parent, Nonce: schemas.NewRunNonce(), Owner: sd.Owner}).Init()
 	var ch runChanges
 	ch0 := newHeader(child, spec.Name, nil, now, &ch)
 	cst := schemas.NewConversationState(childID)
@@ -142,7 +142,7 @@ func (s *Scheduler) startItemRun(ctx context.Context, k loopKind, sd *state.RunS
 	var bad *childRefused
 	if errors.As(err, &bad) {
 		rec := failedRecord(sd, h, id, bad.code, fmt.Sprintf("pipeline %s (run %s): %v", step.Pipeline.Ref(), childID, bad.err), time.Now().UTC())
-		rec.TaskID = schemas.LoopTaskID(sd.ID, id, i)
+		rec.TaskID = schemas.LoopTaskID(sd.ID, id, i, sd.Nonce)
 		return s.applyItemRecord(ctx, k, sd, h, id, i, rec)
 	}
 	return err
@@ -187,7 +187,7 @@ func (s *Scheduler) subRecord(ctx context.Context, sd *state.RunSpec, h *state.R
 		}
 		return failedRecord(sd, h, id, code, fmt.Sprintf("pipeline %s (run %s) failed: %s", step.Pipeline.Ref(), csd.ID, ch.Error), now)
 	}
-	rec := &state.StepState{ID: id, Wave: waveOf(sd, id), Status: schemas.StepCompleted, Attempt: 1, TaskID: schemas.StepTaskID(sd.ID, id, 1),
+	rec := &state.StepState{ID: id, Wave: waveOf(sd, id), Status: schemas.StepCompleted, Attempt: 1, TaskID: schemas.StepTaskID(sd.ID, id, 1, sd.Nonce),
 		DispatchedAt: h.WaveStartedAt, Deadline: h.WaveStartedAt.Add(sd.Timeout(id)), FinishedAt: now,
 		Metrics: schemas.Metrics{DurationMS: now.Sub(h.WaveStartedAt).Milliseconds(), Tokens: ch.Usage.Tokens, Cost: ch.Usage.Cost, ModelMS: ch.Usage.ModelMS}}
 	outs := step.Pipeline.Outputs
@@ -250,7 +250,7 @@ func (s *Scheduler) endSub(ctx context.Context, child *state.RunSpec, h *state.R
 		if !ok {
 			return nil
 		}
-		rec.TaskID = schemas.LoopTaskID(sd.ID, p.Step, *p.Item)
+		rec.TaskID = schemas.LoopTaskID(sd.ID, p.Step, *p.Item, sd.Nonce)
 		return s.applyItemRecord(ctx, k, sd, ph, p.Step, *p.Item, rec)
 	}
 	stored, err := s.store.RecordStep(ctx, sd.ID, rec)

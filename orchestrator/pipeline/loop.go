@@ -113,7 +113,7 @@ func (s *Scheduler) sendItems(ctx context.Context, k loopKind, sd *state.RunSpec
 		if deadline.After(end) {
 			deadline = end
 		}
-		meta := dispatchMeta(sd, id, schemas.LoopTaskID(sd.ID, id, i), deadline)
+		meta := dispatchMeta(sd, id, schemas.LoopTaskID(sd.ID, id, i, sd.Nonce), deadline)
 		if confirm {
 			_, err = s.dispatcher.Dispatch(ctx, step.Agent, task, meta)
 			if errors.Is(err, bus.ErrBacklogFull) {
@@ -138,7 +138,7 @@ func (s *Scheduler) sendItems(ctx context.Context, k loopKind, sd *state.RunSpec
 // replica that died between the progress and the publish.
 func (s *Scheduler) applyItem(ctx context.Context, sd *state.RunSpec, h *state.RunHeader, id, taskID string, res schemas.AgentResult) error {
 	k, ok := loopOf(sd, id)
-	i, isItem := schemas.LoopItem(sd.ID, id, taskID)
+	i, isItem := schemas.LoopItem(sd.ID, id, taskID, sd.Nonce)
 	if !ok || !isItem {
 		return nil
 	}
@@ -341,7 +341,7 @@ func (s *Scheduler) emitLoopProgress(sd *state.RunSpec, h *state.RunHeader, id s
 		return
 	}
 	s.emitStep(sd, schemas.StepEvent{RunID: sd.ID, Step: id, Agent: step.Agent, Status: schemas.StepRunning, Wave: h.Wave,
-		Attempt: 1, TaskID: schemas.LoopTaskID(sd.ID, id, i), Reason: why, At: time.Now().UTC()})
+		Attempt: 1, TaskID: schemas.LoopTaskID(sd.ID, id, i, sd.Nonce), Reason: why, At: time.Now().UTC()})
 }
 
 // loopCache keeps, per loop this replica touched, its items and the

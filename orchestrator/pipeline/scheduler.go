@@ -228,7 +228,7 @@ func (s *Scheduler) Submit(ctx context.Context, ev bus.Event) error {
 	}
 	now := time.Now().UTC()
 	sd := (&state.RunSpec{ID: runID, Spec: spec, Contracts: contracts, Waves: waves, CreatedAt: now, Submission: ev.ID,
-		TraceParent: ev.Ext(bus.ExtTraceParent)}).Init()
+		TraceParent: ev.Ext(bus.ExtTraceParent), Nonce: schemas.NewRunNonce(), Owner: bus.Requester(ctx)}).Init()
 	var ch runChanges
 	h := newHeader(sd, spec.Name, verr, now, &ch)
 	st := schemas.NewConversationState(runID)
@@ -322,7 +322,7 @@ func (s *Scheduler) ApplyResult(ctx context.Context, runID, stepID, taskID strin
 			return nil // a duplicate, or late: the step has ended
 		}
 	}
-	if taskID == schemas.StepTaskID(runID, stepID, approvalAttempt) && h.Waiting[stepID] != "" {
+	if taskID == schemas.StepTaskID(runID, stepID, approvalAttempt, sd.Nonce) && h.Waiting[stepID] != "" {
 		// The approved task goes out before the header records the
 		// approval (resolveAgent): a quick answer can beat that
 		// write, and is handled again once it is in.
@@ -389,8 +389,8 @@ func (s *Scheduler) FailUndecodable(ctx context.Context, from, runID, stepID, ta
 	if step.Agent != from {
 		return "", fmt.Errorf("%w: an undecodable result for step %q of run %s, which went to %s, came from %s", ErrWrongAgent, stepID, runID, step.Agent, from)
 	}
-	if _, item := schemas.LoopItem(runID, stepID, taskID); !item || !schemas.IsLoopKind(step.Kind) {
-		taskID = schemas.StepTaskID(runID, stepID, 1)
+	if _, item := schemas.LoopItem(runID, stepID, taskID, sd.Nonce); !item || !schemas.IsLoopKind(step.Kind) {
+		taskID = schemas.StepTaskID(runID, stepID, 1, sd.Nonce)
 	}
 	res := schemas.Failure(step.Agent, schemas.CodeMalformedResult,
 		fmt.Sprintf("the result of task %s could not be decoded: %v", taskID, cause), false)
@@ -398,22 +398,18 @@ func (s *Scheduler) FailUndecodable(ctx context.Context, from, runID, stepID, ta
 }
 
 // stepOfTask is the step of run sd that task id taskID names: an agent
-// step's <run>-<step>-1, or a loop item's <run>-<step>-1-<item>; "" when
-// it names none.
+// step's first task, or a loop item's (schemas.StepTaskID,
+// schemas.LoopTaskID); "" when it names none.
 func stepOfTask(sd *state.RunSpec, taskID string) string {
-	rest, ok := strings.CutPrefix(taskID, sd.ID+"-")
-	if !ok {
+	if !strings.HasPrefix(taskID, sd.ID+"-") {
 		return ""
 	}
-	if id, ok := strings.CutSuffix(rest, "-1"); ok && sd.Has(id) {
-		return id
-	}
-	if cut := strings.LastIndexByte(rest, '-'); cut > 0 {
-		id, _ := strings.CutSuffix(rest[:cut], "-1")
-		if step, ok := sd.Step(id); ok && schemas.IsLoopKind(step.Kind) {
-			if _, item := schemas.LoopItem(sd.ID, id, taskID); item {
-				return id
-			}
+	for _, step := range sd.Spec.Steps {
+		if taskID == schemas.StepTaskID(sd.ID, step.ID, 1, sd.Nonce) {
+			return step.ID
+		}
+		if _, item := schemas.LoopItem(sd.ID, step.ID, taskID, sd.Nonce); item && schemas.IsLoopKind(step.Kind) {
+			return step.ID
 		}
 	}
 	return ""

@@ -36,7 +36,7 @@ func TestRunOfThePreviousLayoutGoesOn(t *testing.T) {
 		return schemas.AgentResult{Success: true, Agent: "X", Summary: s, Outputs: map[string]schemas.TypedValue{"text": schemas.TextValue(s, "X")}}
 	}
 	h0 := &state.RunHeader{ID: id, Status: schemas.RunRunning, Wave: 0, WaveStartedAt: now}
-	a1 := resultRecord(sd, h0, "a1", schemas.StepTaskID(id, "a1", 1), text("from a1"), now)
+	a1 := resultRecord(sd, h0, "a1", schemas.StepTaskID(id, "a1", 1, ""), text("from a1"), now)
 	a2 := failedRecord(sd, h0, "a2", schemas.CodeAgentError, "boom", now)
 
 	// What the previous layout stored, written as it wrote it.
@@ -62,7 +62,7 @@ func TestRunOfThePreviousLayoutGoesOn(t *testing.T) {
 		"wave_ended": []string{"d"}, "failed": map[string]string{"a2": "boom"},
 		"skipped": map[string]string{"d": `dependency "a2" failed: boom`}, "created_at": now, "updated_at": now})
 
-	if err := o.ApplyResult(ctx, id, "b", schemas.StepTaskID(id, "b", 1), text("from b")); err != nil {
+	if err := o.ApplyResult(ctx, id, "b", schemas.StepTaskID(id, "b", 1, ""), text("from b")); err != nil {
 		t.Fatal(err)
 	}
 	h, _, err := o.store.Header(ctx, id)
@@ -72,7 +72,7 @@ func TestRunOfThePreviousLayoutGoesOn(t *testing.T) {
 	if h.Legacy() || h.Wave != 2 || h.Completed != 2 || h.FailedSteps != 1 || h.SkippedSteps != 1 || h.Ends != 0 {
 		t.Fatalf("header after the first result: %+v; want upgraded, in wave 2, 2 completed, 1 failed, 1 skipped", h)
 	}
-	if err := o.ApplyResult(ctx, id, "c", schemas.StepTaskID(id, "c", 1), text("from c")); err != nil {
+	if err := o.ApplyResult(ctx, id, "c", schemas.StepTaskID(id, "c", 1, ""), text("from c")); err != nil {
 		t.Fatal(err)
 	}
 	run, err := o.store.Run(ctx, id)

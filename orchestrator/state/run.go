@@ -125,6 +125,17 @@ type RunSpec struct {
 	// Parent is the run and step that started this run as a sub-pipeline;
 	// its end ends that step.
 	Parent *RunParent `json:"parent,omitempty"`
+	// Nonce is the run's secret (schemas.NewRunNonce): its task ids are
+	// tagged with it (schemas.StepTaskID), so no one who has not read this
+	// spec can compute them. Empty in runs stored before nonces: their
+	// task ids are untagged.
+	Nonce string `json:"nonce,omitempty"`
+	// Owner is the client that submitted the run (the client name of
+	// the subject it came on, which the server let only that client
+	// publish to); "" when it came on the plain subject. Only the owner
+	// (or a plain-subject sender: admin, the orchestrator, anyone on a
+	// mesh without credentials) may resolve its steps.
+	Owner string `json:"owner,omitempty"`
 
 	index  map[string]int // step id -> index in Spec.Steps
 	waveOf map[string]int
@@ -346,7 +357,7 @@ func (s *Store) Run(ctx context.Context, id string) (*RunState, error) {
 				}
 			case errors.Is(err, ErrNotFound):
 				if h.Running(&sd, step.ID) {
-					st.Status, st.Attempt, st.TaskID = schemas.StepRunning, 1, schemas.StepTaskID(id, step.ID, 1)
+					st.Status, st.Attempt, st.TaskID = schemas.StepRunning, 1, schemas.StepTaskID(id, step.ID, 1, sd.Nonce)
 					if w, ok := h.Waiting[step.ID]; ok {
 						st.Status, st.Reason = schemas.StepWaiting, w
 					}

@@ -1,0 +1,137 @@
+package agents
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/agentmesh/agentmesh/bus"
+	"github.com/agentmesh/agentmesh/schemas"
+)
+
+// ErrForeignReplyTo is a signed task whose replyto lies in the result
+// subjects of another identity than the one that signed it.
+var ErrForeignReplyTo = errors.New("replyto outside the sender's result subjects")
+
+// senderSpace returns the result subjects an identity may name as the
+// replyto of a task for this agent: mesh.result.<agent>.client.<client>.
+// for a client, mesh.result.<agent>.agent.<caller>. for an agent, and ""
+// (any of this agent's result subjects) for the orchestrator and admin.
+func (r *Runtime) senderSpace(id bus.Identity) string {
+	switch id.Role {
+	case bus.RoleClient:
+		return r.cfg.names.ClientResult(r.contract.Name, id.Name, "")
+	case bus.RoleAgent:
+		return r.cfg.names.CallResult(r.contract.Name, id.Name, "")
+	}
+	return ""
+}
+
+// checkSender makes sure, on a secure mesh (the runtime's connection was
+// made with an agentmesh identity's credentials), that a task answers
+// only into the result subjects of the identity that sent it: the task
+// must be signed (bus.Credentials.Sender) and its replyto (or, with none,
+// mesh.result.<agent>.<taskid>) lie in the signer's space (senderSpace).
+// A refused task from a known sender is answered, with code forbidden, on
+// its own space (refuseOn); one whose sender is unknown has no subject
+// anyone may be answered on ("").
+func (r *Runtime) checkSender(d *delivery) (refuseOn string, err error) {
+	creds := bus.CredentialsOf(r.nc)
+	if creds == nil {
+		return "", nil
+	}
+	id, err := creds.Sender(d.raw)
+	if err != nil {
+		return "", err
+	}
+	space := r.senderSpace(id)
+	replyTo := d.event.Ext(bus.ExtReplyTo)
+	if space == "" || strings.HasPrefix(replyTo, space) && len(replyTo) > len(space) {
+		return "", nil
+	}
+	if replyTo == "" {
+		replyTo = r.cfg.names.Result(r.contract.Name, d.event.ID)
+	}
+	return space + d.event.ID, fmt.Errorf("%w: task %s from %s names replyto %q: %s may only name a subject under %s> (the default %s is not its)",
+		ErrForeignReplyTo, d.event.ID, id.User(), replyTo, id.User(), space, r.cfg.names.Result(r.contract.Name, "<taskid>"))
+}
+
+// refuseSender ends a task checkSender refused: answered with a failed
+// result of code forbidden on refuseOn, or, with no subject to answer on,
+// dead-lettered. Either way it is terminated and nothing runs.
+func (r *Runtime) refuseSender(d *delivery, refuseOn string, cause error) {
+	reason := oneLine(cause)
+	r.log.WarnContext(d.ctx, "task refused: its sender may not be answered where it asks", "subject", d.raw.Subject, "err", reason)
+	res := schemas.Failure(r.contract.Name, schemas.CodeForbidden, reason, false)
+	res.Agent, res.Capability = r.contract.Name, r.contract.Capability
+	res.Metrics.Attempt = d.attempt
+	if refuseOn != "" {
+		msg, _, err := r.resultMessage(refuseOn, d.event, res)
+		if err == nil {
+			// Its own message id: the refusal must not take the place of
+			// the result of another requester's task of the same id.
+			msg.Header.Set(jetstream.MsgIDHeader, "refused-"+d.event.ID+"@"+strings.TrimPrefix(refuseOn, r.resultPrefix))
+			ctx, cancel := context.WithTimeout(context.Background(), publishTimeout)
+			_, err = bus.Publish(ctx, r.js, msg)
+			cancel()
+		}
+		if err == nil {
+			_ = d.msg.TermWithReason(schemas.CodeForbidden)
+			r.finished(d, schemas.OutcomeFailed, res)
+			return
+		}
+		r.log.ErrorContext(d.ctx, "answering a refused task", "err", err)
+	}
+	if err := r.deadLetter(d, schemas.CodeForbidden, schemas.CodeForbidden+": "+reason); err != nil {
+		r.log.ErrorContext(d.ctx, "dead-lettering a refused task", "err", err)
+		_ = d.msg.NakWithDelay(r.cfg.backoff[0])
+		r.finished(d, schemas.OutcomeRetry, schemas.Failure(r.contract.Name, schemas.CodeForbidden, reason, true))
+		return
+	}
+	_ = d.msg.TermWithReason(schemas.CodeForbidden)
+	r.finished(d, schemas.OutcomeDeadLetter, res)
+}
+
+// doneKey is what a finished task is remembered by (the done set): its id
+// and its replyto. Task ids are chosen by their senders, and another
+// requester's task may carry the same id; it is not answered already.
+func doneKey(ev bus.Event) string { return ev.ID + " " + ev.Ext(bus.ExtReplyTo) }
+
+// resultMsgID is the Nats-Msg-Id of the result of task taskID on subject:
+// result-<taskid>, or, on a client's or an agent's result subjects,
+// result-<taskid>@<client|agent>.<name>.<rest>, so that the result of one
+// requester's task never takes the place of another's with the same id.
+func (r *Runtime) resultMsgID(taskID, subject string) string {
+	rest := strings.TrimPrefix(subject, r.resultPrefix)
+	if strings.HasPrefix(rest, "client.") || strings.HasPrefix(rest, "agent.") {
+		return "result-" + taskID + "@" + rest
+	}
+	return "result-" + taskID
+}
+
+// senderReply returns where a malformed task may be answered on a secure
+// mesh: replyTo when it lies in the signer's space (or the signer is the
+// orchestrator or admin), else the signer's own space with the task's id;
+// known is false when the sender cannot be told, and the task is only
+// dead-lettered. On a plain mesh it returns replyTo.
+func (r *Runtime) senderReply(d *delivery, replyTo string) (to string, known bool) {
+	creds := bus.CredentialsOf(r.nc)
+	if creds == nil {
+		return replyTo, true
+	}
+	id, err := creds.Sender(d.raw)
+	if err != nil {
+		return "", false
+	}
+	space := r.senderSpace(id)
+	switch {
+	case space == "" || strings.HasPrefix(replyTo, space):
+		return replyTo, true
+	case d.event.ID != "" && bus.ValidateToken("task id", d.event.ID) == nil:
+		return space + d.event.ID, true
+	}
+	return "", false
+}

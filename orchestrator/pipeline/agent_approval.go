@@ -26,21 +26,8 @@ const approvalAttempt = 2
 // asksApproval reports whether res, the result of the first task of an
 // agent step, asks for a person's approval.
 func asksApproval(sd *state.RunSpec, stepID, taskID string, res schemas.AgentResult) bool {
-	step, _ := sd.Step(stepID)
 	return !res.Success && res.Error != nil && res.Error.Code == schemas.CodeApprovalRequired &&
-		isAgentStep(step) && taskID == schemas.StepTaskID(sd.ID, stepID, 1, sd.Nonce)
-}
-
-func isAgentStep(step schemas.PipelineStep) bool { return step.Kind == "" || step.Kind == KindAgent }
-
-// stepTaskOf reports whether taskID is a task of step stepID: its first,
-// or for an agent step the one sent after an approval.
-func stepTaskOf(sd *state.RunSpec, stepID, taskID string) bool {
-	if taskID == schemas.StepTaskID(sd.ID, stepID, 1, sd.Nonce) {
-		return true
-	}
-	step, _ := sd.Step(stepID)
-	return isAgentStep(step) && taskID == schemas.StepTaskID(sd.ID, stepID, approvalAttempt, sd.Nonce)
+		taskID == schemas.StepTaskID(sd.ID, stepID, 1, sd.Nonce)
 }
 
 // awaitApproval lists the step under Waiting and says so with a

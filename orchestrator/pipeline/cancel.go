@@ -25,21 +25,12 @@ import (
 // step ended so); depth bounds how many levels of children are cancelled.
 func (s *Scheduler) cancelStepRuns(ctx context.Context, sd *state.RunSpec, id, why string, depth int) {
 	step, _ := sd.Step(id)
-	reason := fmt.Sprintf("%s: the parent run %s no longer waits for it: its step %q %s", schemas.CodeCancelled, sd.ID, id, why)
-	var children []string
-	switch {
-	case step.Kind == KindPipeline:
-		children = append(children, subRunID(sd.ID, id))
-	case step.Kind == schemas.StepKindForEach && step.Pipeline != nil:
-		p, _, err := s.store.LoopProgress(ctx, sd.ID, id)
-		if err != nil {
-			return // never started: no child
-		}
-		for _, i := range p.Running() {
-			children = append(children, itemRunID(sd.ID, id, i))
-		}
+	k, err := kindOf(step)
+	if err != nil {
+		return
 	}
-	for _, child := range children {
+	reason := fmt.Sprintf("%s: the parent run %s no longer waits for it: its step %q %s", schemas.CodeCancelled, sd.ID, id, why)
+	for _, child := range k.children(ctx, s, sd, id) {
 		if err := s.cancelRun(ctx, child, reason, depth-1); err != nil {
 			s.log.WarnContext(runContext(sd), "cancelling a child run", "step", id, "child", child, "err", err)
 		}
@@ -98,23 +89,15 @@ func (s *Scheduler) cancelRun(ctx context.Context, id, reason string, depth int)
 // running the task ignores the request.
 func (s *Scheduler) stopTasks(ctx context.Context, sd *state.RunSpec, id string) {
 	step, _ := sd.Step(id)
-	if step.Agent == "" || step.Pipeline != nil {
+	k, err := kindOf(step)
+	if step.Agent == "" || err != nil {
 		return
 	}
 	subj, err := s.names.Control(step.Agent)
 	if err != nil {
 		return
 	}
-	tasks := []string{schemas.StepTaskID(sd.ID, id, 1, sd.Nonce), schemas.StepTaskID(sd.ID, id, approvalAttempt, sd.Nonce)}
-	if schemas.IsLoopKind(step.Kind) {
-		tasks = tasks[:0]
-		if p, _, err := s.store.LoopProgress(ctx, sd.ID, id); err == nil {
-			for _, i := range p.Running() {
-				tasks = append(tasks, schemas.LoopTaskID(sd.ID, id, i, sd.Nonce))
-			}
-		}
-	}
-	for _, t := range tasks {
+	for _, t := range k.tasks(ctx, s, sd, id) {
 		body, _ := json.Marshal(map[string]string{"taskid": t})
 		if err := s.nc.Publish(subj, body); err != nil {
 			s.log.WarnContext(runContext(sd), "asking a task to stop", "task", t, "err", err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/agentmesh/agentmesh/orchestrator/state"
 	"github.com/agentmesh/agentmesh/schemas"
@@ -15,9 +16,12 @@ const KindAgent = schemas.StepKindAgent
 
 // stepKind is how one kind of step runs. The scheduler knows steps only
 // through it: waves, skips, records, events and the sweep are the same for
-// every kind, so a new kind (a condition, an approval, a loop, a
-// sub-pipeline) is a new file with a type implementing stepKind and one
-// entry in kinds, plus its checks in Validate.
+// every kind, and what differs (how a step starts, which tasks are its own
+// and what their results do, what its deadline ends it with, what the sweep
+// looks after, what a cancel stops) is the kind's, in its own file. A new
+// kind is a new file with a type implementing stepKind (embedding oneTask
+// for what a step of one task does) and one entry in kinds, plus its checks
+// in Validate.
 type stepKind interface {
 	// start begins a step whose wave started. It returns a record when the
 	// step ended at once (it could not start, or it needs no waiting);
@@ -25,12 +29,61 @@ type stepKind interface {
 	// result or the sweep's timeout. An error with no record leaves the
 	// step to the sweep, which starts it again with confirm set.
 	start(ctx context.Context, s *Scheduler, st stepStart) (*state.StepState, error)
+	// owns reports whether taskID is one of the step's tasks.
+	owns(sd *state.RunSpec, id, taskID string) bool
+	// result applies the result of the step's task taskID, the run's
+	// header (maybe cached) being h.
+	result(ctx context.Context, s *Scheduler, sd *state.RunSpec, h *state.RunHeader, id, taskID string, res schemas.AgentResult) error
+	// expire is the record of the running step once its deadline passed.
+	expire(sd *state.RunSpec, h *state.RunHeader, id string, deadline, now time.Time) *state.StepState
+	// tend is what the sweep does for the running step before its
+	// deadline, once a sweep interval.
+	tend(ctx context.Context, s *Scheduler, sd *state.RunSpec, h *state.RunHeader, id string, now time.Time)
+	// tasks are the ids of the step's tasks that may be running, to ask
+	// their agent to stop.
+	tasks(ctx context.Context, s *Scheduler, sd *state.RunSpec, id string) []string
+	// children are the runs the step started that may be running, to
+	// cancel with it.
+	children(ctx context.Context, s *Scheduler, sd *state.RunSpec, id string) []string
 }
+
+// oneTask is what a step that runs (at most) one task does, the default of
+// every kind: its task is <run>-<step>-1 (schemas.StepTaskID), its result
+// is its record, its deadline fails it with code timeout, and the sweep
+// and a cancel have nothing of its own to look after.
+type oneTask struct{}
+
+func (oneTask) owns(sd *state.RunSpec, id, taskID string) bool {
+	return taskID == schemas.StepTaskID(sd.ID, id, 1, sd.Nonce)
+}
+
+func (oneTask) result(ctx context.Context, s *Scheduler, sd *state.RunSpec, h *state.RunHeader, id, taskID string, res schemas.AgentResult) error {
+	h, err := s.inWave(ctx, sd, h, id)
+	if err != nil || h == nil {
+		return err
+	}
+	return s.settleRecords(ctx, sd, nil, []*state.StepState{resultRecord(sd, h, id, taskID, res, time.Now().UTC())})
+}
+
+func (oneTask) expire(sd *state.RunSpec, h *state.RunHeader, id string, deadline, now time.Time) *state.StepState {
+	msg := fmt.Sprintf("%s: no result by the deadline %s (timeout %s)", schemas.CodeTimeout,
+		deadline.UTC().Format(time.RFC3339), sd.Timeout(id))
+	return failedRecord(sd, h, id, schemas.CodeTimeout, msg, now)
+}
+
+func (oneTask) tend(context.Context, *Scheduler, *state.RunSpec, *state.RunHeader, string, time.Time) {
+}
+
+func (oneTask) tasks(_ context.Context, _ *Scheduler, sd *state.RunSpec, id string) []string {
+	return []string{schemas.StepTaskID(sd.ID, id, 1, sd.Nonce)}
+}
+
+func (oneTask) children(context.Context, *Scheduler, *state.RunSpec, string) []string { return nil }
 
 // kinds are the step kinds by name.
 var kinds = map[string]stepKind{KindAgent: agentKind{}, KindRouter: routerKind{}, KindEvaluator: evaluatorKind{},
 	schemas.StepKindApproval: humanKind{}, schemas.StepKindInput: humanKind{},
-	schemas.StepKindForEach: loopKind{forEach{}}, schemas.StepKindRepeat: loopKind{repeat{}}, KindPipeline: subKind{}}
+	schemas.StepKindForEach: loopKind{d: forEach{}}, schemas.StepKindRepeat: loopKind{d: repeat{}}, KindPipeline: subKind{}}
 
 // stepStart is one start of a step.
 type stepStart struct {

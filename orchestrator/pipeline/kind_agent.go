@@ -18,7 +18,49 @@ import (
 // mesh.task.<agent> with the deterministic id <run>-<step>-1 and the run's
 // results subject as replyto, and the step ends when its result is applied
 // (ApplyResult) or the sweep times it out.
-type agentKind struct{}
+type agentKind struct{ oneTask }
+
+// owns: its task, or the one sent after a person approved (see
+// agent_approval.go).
+func (agentKind) owns(sd *state.RunSpec, id, taskID string) bool {
+	return taskID == schemas.StepTaskID(sd.ID, id, 1, sd.Nonce) || taskID == schemas.StepTaskID(sd.ID, id, approvalAttempt, sd.Nonce)
+}
+
+// result ends the step with its agent's result, unless the agent asks for
+// a person's approval (the step then waits for it).
+func (agentKind) result(ctx context.Context, s *Scheduler, sd *state.RunSpec, h *state.RunHeader, id, taskID string, res schemas.AgentResult) error {
+	h, err := s.inWave(ctx, sd, h, id)
+	if err != nil || h == nil {
+		return err
+	}
+	if taskID == schemas.StepTaskID(sd.ID, id, approvalAttempt, sd.Nonce) && h.Waiting[id] != "" {
+		// The approved task goes out before the header records the
+		// approval (resolveAgent): a quick answer can beat that
+		// write, and is handled again once it is in.
+		if h, err = s.loadHeader(ctx, sd.ID, true); err != nil {
+			return err
+		}
+		if h.Waiting[id] != "" {
+			return fmt.Errorf("%w: step %q of run %s answered its approved task before the approval was recorded", ErrEarly, id, sd.ID)
+		}
+	}
+	if asksApproval(sd, id, taskID, res) {
+		return s.awaitApproval(ctx, sd, id, res)
+	}
+	return s.settleRecords(ctx, sd, nil, []*state.StepState{resultRecord(sd, h, id, taskID, res, time.Now().UTC())})
+}
+
+// expire: an agent that asked for approval and got none is rejected.
+func (k agentKind) expire(sd *state.RunSpec, h *state.RunHeader, id string, deadline, now time.Time) *state.StepState {
+	if w := h.Waiting[id]; w != "" {
+		return failedRecord(sd, h, id, schemas.CodeRejected, fmt.Sprintf("rejected by default (no answer within %s) to %s", sd.Timeout(id), w), now)
+	}
+	return k.oneTask.expire(sd, h, id, deadline, now)
+}
+
+func (agentKind) tasks(_ context.Context, _ *Scheduler, sd *state.RunSpec, id string) []string {
+	return []string{schemas.StepTaskID(sd.ID, id, 1, sd.Nonce), schemas.StepTaskID(sd.ID, id, approvalAttempt, sd.Nonce)}
+}
 
 // start builds the step's inputs and publishes its task. Without confirm
 // the publish does not wait for the stream (see client.Dispatcher.Send): a
@@ -93,3 +135,6 @@ func (s *Scheduler) stepTask(ctx context.Context, st stepStart) (string, schemas
 // published again: well inside the tasks stream's duplicate window, so a
 // task published twice is stored once.
 const republishWithin = time.Minute
+
+// isAgentStep reports whether step runs one task of its agent.
+func isAgentStep(step schemas.PipelineStep) bool { return step.Kind == "" || step.Kind == KindAgent }

@@ -19,7 +19,16 @@ import (
 // mesh.pipeline.resolve (Resolve, on any replica) or, at its deadline, with
 // its default (the sweep's overdueRecord). Both write the step's record
 // with create, so the first of them decides.
-type humanKind struct{}
+type humanKind struct{ oneTask }
+
+// expire: nobody answered in time, the step takes its default.
+func (humanKind) expire(sd *state.RunSpec, h *state.RunHeader, id string, _, now time.Time) *state.StepState {
+	step, _ := sd.Step(id)
+	return defaultRecord(sd, h, step, now)
+}
+
+// tasks: a person answers, no agent.
+func (humanKind) tasks(context.Context, *Scheduler, *state.RunSpec, string) []string { return nil }
 
 // start says the step waits. Never ahead of the header that starts its
 // wave (see dispatchAhead): a person told it waits must find it waiting.

@@ -26,7 +26,7 @@ var ErrNoModel = errors.New("no model")
 // evaluatorKind asks the scheduler's model to score the value at
 // evaluate.output against evaluate.criteria, and ends at once with the
 // EVALUATION {score, reasoning} as its output.
-type evaluatorKind struct{}
+type evaluatorKind struct{ oneTask }
 
 func (evaluatorKind) start(ctx context.Context, s *Scheduler, st stepStart) (*state.StepState, error) {
 	step, _ := st.sd.Step(st.id)

@@ -30,7 +30,7 @@ const routerOutput = "branch"
 // the model names none, the first branch whose rule holds, else the
 // default. The chosen branch starts with the next wave; the gate skips the
 // others.
-type routerKind struct{}
+type routerKind struct{ oneTask }
 
 func (routerKind) start(ctx context.Context, s *Scheduler, st stepStart) (*state.StepState, error) {
 	step, _ := st.sd.Step(st.id)

@@ -23,7 +23,20 @@ const KindPipeline = schemas.StepKindPipeline
 // with the values pipeline.inputs maps; the child's end (follow, or the
 // sweep when the replica that ended it died first) ends the step, with
 // the outputs pipeline.outputs maps, or failed with the child's error.
-type subKind struct{}
+type subKind struct{ oneTask }
+
+// tend ends the step when its child run ended but the replica that ended
+// it died before ending the step.
+func (subKind) tend(ctx context.Context, s *Scheduler, sd *state.RunSpec, _ *state.RunHeader, id string, _ time.Time) {
+	s.sweepSub(ctx, sd, id)
+}
+
+// tasks: its child's steps have the tasks, the child's cancel stops them.
+func (subKind) tasks(context.Context, *Scheduler, *state.RunSpec, string) []string { return nil }
+
+func (subKind) children(_ context.Context, _ *Scheduler, sd *state.RunSpec, id string) []string {
+	return []string{subRunID(sd.ID, id)}
+}
 
 // subRunID is the id of the child run of step id of run.
 func subRunID(run, id string) string { return run + "-" + id }

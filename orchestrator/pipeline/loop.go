@@ -39,7 +39,66 @@ type loopDriver interface {
 }
 
 // loopKind adapts a loopDriver to stepKind.
-type loopKind struct{ d loopDriver }
+type loopKind struct {
+	oneTask // its deadline: the whole loop's
+	d       loopDriver
+}
+
+// owns: the tasks of its items (schemas.LoopTaskID).
+func (loopKind) owns(sd *state.RunSpec, id, taskID string) bool {
+	_, item := schemas.LoopItem(sd.ID, id, taskID, sd.Nonce)
+	return item
+}
+
+// result ends an item (applyItem); the loop ends with its last.
+func (loopKind) result(ctx context.Context, s *Scheduler, sd *state.RunSpec, h *state.RunHeader, id, taskID string, res schemas.AgentResult) error {
+	var err error
+	if !h.Running(sd, id) {
+		if h, err = s.loadHeader(ctx, sd.ID, true); err != nil || !h.Running(sd, id) {
+			return err // nil: a late item
+		}
+	}
+	return s.applyItem(ctx, sd, h, id, taskID, res)
+}
+
+// tend ends a loop that is over but was not ended, and publishes again the
+// items of one that stood still (sweepLoopStep).
+func (loopKind) tend(ctx context.Context, s *Scheduler, sd *state.RunSpec, h *state.RunHeader, id string, now time.Time) {
+	if _, err := s.loadRecord(ctx, sd.ID, id); !errors.Is(err, state.ErrNotFound) {
+		return // ended
+	}
+	s.sweepLoopStep(ctx, sd, h, id, now)
+}
+
+// tasks are the running items' (none when each item runs a pipeline: its
+// children's cancel stops those).
+func (loopKind) tasks(ctx context.Context, s *Scheduler, sd *state.RunSpec, id string) []string {
+	var out []string
+	if step, _ := sd.Step(id); step.Pipeline != nil {
+		return nil
+	}
+	if p, _, err := s.store.LoopProgress(ctx, sd.ID, id); err == nil {
+		for _, i := range p.Running() {
+			out = append(out, schemas.LoopTaskID(sd.ID, id, i, sd.Nonce))
+		}
+	}
+	return out
+}
+
+// children are the running items' child runs, for a for_each that runs a
+// pipeline per item.
+func (loopKind) children(ctx context.Context, s *Scheduler, sd *state.RunSpec, id string) []string {
+	var out []string
+	if step, _ := sd.Step(id); step.Pipeline == nil {
+		return nil
+	}
+	if p, _, err := s.store.LoopProgress(ctx, sd.ID, id); err == nil {
+		for _, i := range p.Running() {
+			out = append(out, itemRunID(sd.ID, id, i))
+		}
+	}
+	return out
+}
 
 // start stores the loop's items and progress (or reads them: the sweep
 // starts a step again) and publishes its running items; a loop with no

@@ -278,66 +278,57 @@ func (s *Scheduler) ApplyResult(ctx context.Context, runID, stepID, taskID strin
 		return err
 	}
 	step, ok := sd.Step(stepID)
-	loop := ok && schemas.IsLoopKind(step.Kind)
-	if !ok || (!loop && !stepTaskOf(sd, stepID, taskID)) {
+	if !ok {
+		return nil
+	}
+	k, err := kindOf(step)
+	if err != nil || !k.owns(sd, stepID, taskID) {
 		return nil
 	}
 	h, err := s.loadHeader(ctx, runID, false)
 	if err != nil {
 		return err
 	}
-	if loop {
-		if !h.Running(sd, stepID) {
-			if h, err = s.loadHeader(ctx, runID, true); err != nil || !h.Running(sd, stepID) {
-				return err // nil: a late item
-			}
-		}
-		return s.applyItem(ctx, sd, h, stepID, taskID, res)
-	}
-	if early(sd, h, stepID) {
+	return k.result(ctx, s, sd, h, stepID, taskID, res)
+}
+
+// inWave returns the header of run sd when its wave in progress is step
+// id's: h (maybe cached) when it says so, else the stored header. It
+// returns nil when the step's wave is over (a duplicate or late result),
+// and an error wrapping ErrEarly when the stored header has not started
+// the step's wave yet.
+func (s *Scheduler) inWave(ctx context.Context, sd *state.RunSpec, h *state.RunHeader, id string) (*state.RunHeader, error) {
+	var err error
+	if early(sd, h, id) {
 		// The task went out ahead of the header that starts its wave
 		// (see dispatchAhead), and that header may be being written on
 		// this replica: wait for the write.
-		if over := s.cache.aheadWrite(runID); over != nil {
+		if over := s.cache.aheadWrite(sd.ID); over != nil {
 			select {
 			case <-over:
 			case <-ctx.Done():
-				return ctx.Err()
+				return nil, ctx.Err()
 			case <-time.After(s.cfg.AckWait / 2):
 			}
 		}
-		if h, err = s.loadHeader(ctx, runID, false); err != nil {
-			return err
+		if h, err = s.loadHeader(ctx, sd.ID, false); err != nil {
+			return nil, err
 		}
 	}
-	if !h.Running(sd, stepID) {
-		// The cached header may be behind another replica's: read it.
-		if h, err = s.loadHeader(ctx, runID, true); err != nil {
-			return err
-		}
-		if early(sd, h, stepID) {
-			return fmt.Errorf("%w: step %q of run %s is in wave %d, the run is in wave %d", ErrEarly, stepID, runID, waveOf(sd, stepID), h.Wave)
-		}
-		if !h.Running(sd, stepID) {
-			return nil // a duplicate, or late: the step has ended
-		}
+	if h.Running(sd, id) {
+		return h, nil
 	}
-	if taskID == schemas.StepTaskID(runID, stepID, approvalAttempt, sd.Nonce) && h.Waiting[stepID] != "" {
-		// The approved task goes out before the header records the
-		// approval (resolveAgent): a quick answer can beat that
-		// write, and is handled again once it is in.
-		if h, err = s.loadHeader(ctx, runID, true); err != nil {
-			return err
-		}
-		if h.Waiting[stepID] != "" {
-			return fmt.Errorf("%w: step %q of run %s answered its approved task before the approval was recorded", ErrEarly, stepID, runID)
-		}
+	// The cached header may be behind another replica's: read it.
+	if h, err = s.loadHeader(ctx, sd.ID, true); err != nil {
+		return nil, err
 	}
-	if asksApproval(sd, stepID, taskID, res) {
-		return s.awaitApproval(ctx, sd, stepID, res)
+	if early(sd, h, id) {
+		return nil, fmt.Errorf("%w: step %q of run %s is in wave %d, the run is in wave %d", ErrEarly, id, sd.ID, waveOf(sd, id), h.Wave)
 	}
-	rec := resultRecord(sd, h, stepID, taskID, res, time.Now().UTC())
-	return s.settleRecords(ctx, sd, nil, []*state.StepState{rec})
+	if !h.Running(sd, id) {
+		return nil, nil // a duplicate, or late: the step has ended
+	}
+	return h, nil
 }
 
 // ApplyResultFrom is ApplyResult for a result that came from agent (the
@@ -389,7 +380,7 @@ func (s *Scheduler) FailUndecodable(ctx context.Context, from, runID, stepID, ta
 	if step.Agent != from {
 		return "", fmt.Errorf("%w: an undecodable result for step %q of run %s, which went to %s, came from %s", ErrWrongAgent, stepID, runID, step.Agent, from)
 	}
-	if _, item := schemas.LoopItem(runID, stepID, taskID, sd.Nonce); !item || !schemas.IsLoopKind(step.Kind) {
+	if k, err := kindOf(step); err != nil || !k.owns(sd, stepID, taskID) {
 		taskID = schemas.StepTaskID(runID, stepID, 1, sd.Nonce)
 	}
 	res := schemas.Failure(step.Agent, schemas.CodeMalformedResult,
@@ -405,10 +396,7 @@ func stepOfTask(sd *state.RunSpec, taskID string) string {
 		return ""
 	}
 	for _, step := range sd.Spec.Steps {
-		if taskID == schemas.StepTaskID(sd.ID, step.ID, 1, sd.Nonce) {
-			return step.ID
-		}
-		if _, item := schemas.LoopItem(sd.ID, step.ID, taskID, sd.Nonce); item && schemas.IsLoopKind(step.Kind) {
+		if k, err := kindOf(step); err == nil && k.owns(sd, step.ID, taskID) {
 			return step.ID
 		}
 	}

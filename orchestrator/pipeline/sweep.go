@@ -63,21 +63,6 @@ func (s *Scheduler) sweepLoop(ctx context.Context, w jetstream.KeyWatcher) {
 	}
 }
 
-// overdueRecord is the record of a step whose deadline passed: an agent
-// step fails with code timeout; an approval or input step takes its default.
-func overdueRecord(sd *state.RunSpec, h *state.RunHeader, sid string, deadline, now time.Time) *state.StepState {
-	step, _ := sd.Step(sid)
-	if schemas.IsHumanKind(step.Kind) {
-		return defaultRecord(sd, h, step, now)
-	}
-	if w := h.Waiting[sid]; w != "" { // its agent asked for approval: nobody gave it
-		return failedRecord(sd, h, sid, schemas.CodeRejected, fmt.Sprintf("rejected by default (no answer within %s) to %s", sd.Timeout(sid), w), now)
-	}
-	msg := fmt.Sprintf("%s: no result by the deadline %s (timeout %s)", schemas.CodeTimeout,
-		deadline.UTC().Format(time.RFC3339), sd.Timeout(sid))
-	return failedRecord(sd, h, sid, schemas.CodeTimeout, msg, now)
-}
-
 func (s *Scheduler) sweep(ctx context.Context) {
 	s.mu.Lock()
 	for id := range s.dirty {
@@ -102,10 +87,12 @@ func (s *Scheduler) sweep(ctx context.Context) {
 }
 
 // sweepRun looks at the wave in progress of one run and reports whether
-// the run has ended. It reads a step's record only when the step has
-// something to sweep (it is overdue, its tasks are to be published again,
-// or it is a loop or a sub-pipeline), so a sweep of a wave before its
-// deadlines reads nothing per step.
+// the run has ended: each running step's kind tends it (a loop's items, a
+// sub-pipeline's child), an overdue step ends as its kind says (expire),
+// and a wave whose tasks may have been lost is published again. It reads a
+// step's record only when the step is overdue or to be published again,
+// so a sweep of a wave of agent steps before their deadlines reads nothing
+// per step.
 //
 // It is long because each case of the wave in progress (timed out, lost
 // task, a loop's items, a stalled count) reads and writes the same header
@@ -133,35 +120,35 @@ func (s *Scheduler) sweepRun(ctx context.Context, id string) bool {
 	republish := !h.Republished && now.Sub(h.WaveStartedAt) > s.cfg.Republish && now.Sub(h.WaveStartedAt) < republishWithin
 	for _, sid := range sd.Waves[h.Wave] {
 		step, _ := sd.Step(sid)
+		k, err := kindOf(step)
+		if err != nil {
+			continue // failed as it started
+		}
 		deadline := h.WaveStartedAt.Add(sd.Timeout(sid))
 		late := now.After(deadline.Add(s.cfg.Grace))
-		flow := schemas.IsLoopKind(step.Kind) || step.Kind == KindPipeline
-		if !late && !republish && !flow {
+		if !late {
+			k.tend(ctx, s, sd, h, sid, now)
+		}
+		if !late && !republish {
 			continue
 		}
 		if _, err := s.loadRecord(ctx, id, sid); !errors.Is(err, state.ErrNotFound) {
 			continue // ended (settled by its writer, or see sweepStall), or unreadable
 		}
-		switch {
-		case late:
-			rec := overdueRecord(sd, h, sid, deadline, now)
-			stored, err := s.store.RecordStep(ctx, id, rec)
-			if err != nil {
-				s.log.WarnContext(runContext(sd), "timing out", "step", sid, "err", err)
-				continue
-			}
-			s.cache.putRecord(id, stored)
-			if stored == rec {
-				ended = append(ended, rec) // another writer's record is its to settle
-				overdue = append(overdue, sid)
-			}
-		case flow && schemas.IsLoopKind(step.Kind):
-			s.sweepLoopStep(ctx, sd, h, sid, now)
-		case flow:
-			s.sweepSub(ctx, sd, sid)
-		}
-		if !late && republish {
+		if !late {
 			again = append(again, sid)
+			continue
+		}
+		rec := k.expire(sd, h, sid, deadline, now)
+		stored, err := s.store.RecordStep(ctx, id, rec)
+		if err != nil {
+			s.log.WarnContext(runContext(sd), "timing out", "step", sid, "err", err)
+			continue
+		}
+		s.cache.putRecord(id, stored)
+		if stored == rec {
+			ended = append(ended, rec) // another writer's record is its to settle
+			overdue = append(overdue, sid)
 		}
 	}
 	if len(ended) > 0 {

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -226,4 +227,25 @@ steps:
 	wantError(t, "bad run id", m.getJSON(t, "/api/runs/a.b"), 400, schemas.CodeInvalidID)
 	wantError(t, "bad limit", m.getJSON(t, "/api/runs?limit=-2"), 400, schemas.CodeInvalidRequest)
 	wantError(t, "cancel an ended run", m.postJSON(t, "/api/runs/sun-1/cancel", ""), 409, schemas.CodeNotWaiting)
+}
+
+// A task into a full MESH_TASKS (an operator's limit, new messages
+// refused) is answered at once with 503 backlog_full and a Retry-After,
+// not a failure of the mesh.
+func TestTaskIntoAFullStreamIsBacklogFull(t *testing.T) {
+	m := newTestMesh(t)
+	m.srv.LimitStream(t, m.srv.Names().TasksStream(), 1)
+	// A task for an agent nobody serves stays in the stream and fills it.
+	subject, err := m.srv.Names().Task("NobodyServesThis")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.srv.JetStream(t).Publish(context.Background(), subject, []byte("{}")); err != nil {
+		t.Fatal(err)
+	}
+	r := m.postJSON(t, "/api/agents/TextAgent/tasks", `{"inputs":{"text":{"data_type":"TEXT","value":"hi"}},"params":{"op":"upper"}}`)
+	msg := wantError(t, "task into a full stream", r, http.StatusServiceUnavailable, schemas.CodeBacklogFull)
+	if !strings.Contains(msg, "MESH_TASKS") || r.header.Get("Retry-After") == "" {
+		t.Errorf("answer %q, Retry-After %q: want the stream named and a Retry-After", msg, r.header.Get("Retry-After"))
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/client"
 	"github.com/agentmesh/agentmesh/orchestrator/state"
 	"github.com/agentmesh/agentmesh/schemas"
@@ -89,8 +90,10 @@ func statusOf(code string) int {
 		return http.StatusNotFound
 	case schemas.CodeNotWaiting, schemas.CodeCancelled, schemas.CodeRejected, CodeRunExists:
 		return http.StatusConflict
-	case schemas.CodeTooLarge:
+	case schemas.CodeTooLarge, schemas.CodeLimitExceeded:
 		return http.StatusRequestEntityTooLarge
+	case schemas.CodeBacklogFull:
+		return http.StatusServiceUnavailable // with Retry-After (writeError)
 	case schemas.CodeTimeout:
 		return http.StatusGatewayTimeout
 	}
@@ -112,6 +115,8 @@ func meshError(what string, err error) *apiError {
 		return fail(schemas.CodeNotFound, "%s: %v", what, err)
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout):
 		return fail(schemas.CodeTimeout, "%s: the mesh did not answer in time: %v", what, err)
+	case errors.Is(err, bus.ErrBacklogFull):
+		return fail(schemas.CodeBacklogFull, "%s: %v", what, err)
 	case errors.Is(err, nats.ErrPermissionViolation):
 		return fail(CodeForbidden, "%s: the gateway's credentials may not do this: %v", what, err)
 	}

@@ -72,6 +72,10 @@ func (g *Gateway) authorize(r *http.Request, stream bool) (*conn, error) {
 	return nil, fail(CodeUnauthorized, "the bearer token is not one this gateway knows; ask its operator for one (--token-file)")
 }
 
+// backlogRetryAfter is the Retry-After of a request refused with
+// backlog_full, in seconds.
+const backlogRetryAfter = "5"
+
 // errorBody is the JSON of every error answer.
 type errorBody struct {
 	Error *apiError `json:"error"`
@@ -91,6 +95,9 @@ func (g *Gateway) writeError(w http.ResponseWriter, r *http.Request, err error) 
 	}
 	if ae.Status >= 500 {
 		g.cfg.logger.Warn("gateway request failed", "method", r.Method, "path", r.URL.Path, "code", ae.Code, "error", ae.Message)
+	}
+	if ae.Code == schemas.CodeBacklogFull {
+		w.Header().Set("Retry-After", backlogRetryAfter) // the stream's consumers catch up
 	}
 	writeJSON(w, ae.Status, errorBody{ae})
 }

@@ -2,6 +2,7 @@ package resolvers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"iter"
 	"maps"
@@ -220,6 +221,34 @@ func (o *ObjectStore) Index(ctx context.Context) error {
 			}
 		}
 	}()
+	return nil
+}
+
+// CatchUp brings the index of cat, when Index keeps one, up to what the
+// store holds now: a search that found nothing in an index the watch may
+// not have caught up with (files another process stored a moment ago) asks
+// the store itself once. It lists the store's metadata, so it is for the
+// rare empty answer, not for every search. A store without an index, or
+// another catalog, has nothing to catch up.
+func CatchUp(ctx context.Context, cat Catalog) error {
+	o, ok := cat.(*ObjectStore)
+	if !ok {
+		return nil
+	}
+	x := o.index.Load()
+	if x == nil {
+		return nil
+	}
+	infos, err := o.obs.List(ctx)
+	if errors.Is(err, jetstream.ErrNoObjectsFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("list files: %w", err)
+	}
+	for _, info := range infos {
+		x.apply(info) // the watch delivers the same later: applied again, no change
+	}
 	return nil
 }
 

@@ -81,3 +81,43 @@ func TestIndexDerivesOncePerVersion(t *testing.T) {
 		t.Errorf("without an index: %d builds for two reads of two files; want 4", builds)
 	}
 }
+
+// CatchUp makes an index hold what another process stored a moment ago,
+// without waiting for the watch: what a search that found nothing asks for.
+func TestIndexCatchUp(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	files := bustest.Start(t).Provision(t).Files
+	indexed := resolvers.NewObjectStore(files)
+	if err := indexed.Index(ctx); err != nil {
+		t.Fatal(err)
+	}
+	writer := resolvers.NewObjectStore(files)
+	var want []string
+	for i := range 20 {
+		ref, err := writer.Store(ctx, bytes.NewReader([]byte{byte(i)}), "image/png", map[string]string{resolvers.MetaTags: "sunset"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, ref.ID)
+	}
+	if err := resolvers.CatchUp(ctx, indexed); err != nil {
+		t.Fatal(err)
+	}
+	have := map[string]bool{}
+	for ref, err := range indexed.List(ctx) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		have[ref.ID] = true
+	}
+	for _, id := range want {
+		if !have[id] {
+			t.Errorf("after CatchUp the index lacks %s, stored before it", id)
+		}
+	}
+	// A catalog without an index has nothing to catch up.
+	if err := resolvers.CatchUp(ctx, writer); err != nil {
+		t.Errorf("CatchUp of a store without an index: %v", err)
+	}
+}

@@ -146,15 +146,25 @@ func (a *Agent) Execute(ctx context.Context, ec *schemas.ExecutionContext) (sche
 		return t.Abort(err)
 	}
 	var ix *searchIndex
-	if !ec.Has("scope") {
+	for again := true; !ec.Has("scope"); again = false {
 		set, err := fileagent.Snapshot(ctx, a.cat)
 		if err != nil {
 			return t.Abort(err)
 		}
 		ix = resolvers.DeriveSet(set, indexKey{}, buildIndex)
-		if found, ok := ix.search(s); ok {
+		found, ok := ix.search(s)
+		if ok && len(found) == 0 && again {
+			// Nothing in the watched index: files stored a moment ago by
+			// another process may not be in it yet; ask the store once.
+			if err := resolvers.CatchUp(ctx, a.cat); err != nil {
+				return t.Abort(err)
+			}
+			continue
+		}
+		if ok {
 			return a.found(t, s, found, ix.undecodable)
 		}
+		break
 	}
 	cands, err := a.images(ctx, t, ec, ix)
 	if err != nil {

@@ -116,6 +116,7 @@ type soakSample struct {
 	RSS     map[string]int64 `json:"rss_bytes"`
 	Bytes   map[string]int64 `json:"stream_bytes,omitempty"`
 	Msgs    map[string]int64 `json:"stream_msgs,omitempty"`
+	Cons    map[string]int64 `json:"stream_consumers,omitempty"`
 	Missing string           `json:"missing,omitempty"` // why storage was not read
 }
 
@@ -620,7 +621,7 @@ func (s *soak) sample(ctx context.Context) {
 }
 
 func (s *soak) sampleOnce(ctx context.Context) {
-	smp := soakSample{At: s.elapsed(), RSS: map[string]int64{}, Bytes: map[string]int64{}, Msgs: map[string]int64{}}
+	smp := soakSample{At: s.elapsed(), RSS: map[string]int64{}, Bytes: map[string]int64{}, Msgs: map[string]int64{}, Cons: map[string]int64{}}
 	s.mu.Lock()
 	procs := make(map[string]int, len(s.procs))
 	for role, sp := range s.procs {
@@ -640,10 +641,11 @@ func (s *soak) sampleOnce(ctx context.Context) {
 	for info := range streams.Info() {
 		smp.Bytes[info.Config.Name] = int64(info.State.Bytes)
 		smp.Msgs[info.Config.Name] = int64(info.State.Msgs)
+		smp.Cons[info.Config.Name] = int64(info.State.Consumers)
 	}
 	if err := streams.Err(); err != nil {
 		smp.Missing = err.Error()
-		smp.Bytes, smp.Msgs = nil, nil
+		smp.Bytes, smp.Msgs, smp.Cons = nil, nil, nil
 	}
 	s.mu.Lock()
 	s.samples = append(s.samples, smp)

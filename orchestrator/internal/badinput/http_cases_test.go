@@ -192,7 +192,9 @@ func mcpCases() []badCase {
 			call: func(ctx context.Context, s *shared, id string) (reply, error) { return s.mcpCall(ctx, tool, args) }})
 	}
 	cs = append(cs, badCase{name: "mcp/a tool that does not exist", kind: "mcp", code: "rpc",
-		call: func(ctx context.Context, s *shared, id string) (reply, error) { return s.mcpCall(ctx, "NoSuchAgent", map[string]any{}) }})
+		call: func(ctx context.Context, s *shared, id string) (reply, error) {
+			return s.mcpCall(ctx, "NoSuchAgent", map[string]any{})
+		}})
 	add("TextAgent without its input", text.Name, map[string]any{}, schemas.CodeInvalidInput)
 	add("TextAgent text a number", text.Name, map[string]any{"text": 5}, schemas.CodeInvalidInput)
 	add("TextAgent text an object", text.Name, map[string]any{"text": map[string]any{"a": 1}}, schemas.CodeInvalidInput)

@@ -196,4 +196,3 @@ func (s *shared) mcpCall(ctx context.Context, tool string, args any) (reply, err
 	}
 	return r, nil
 }
-

@@ -72,7 +72,9 @@ func soakDuration(t *testing.T) time.Duration {
 //   - storage is flat: with every age set to a sixth of the soak, each
 //     stream's highest byte count in the last third is within half again
 //     plus 1 MiB of its highest once the ages applied (from one age in,
-//     for a third of the soak); the work queues end empty.
+//     for a third of the soak); the work queues end empty; no stream's
+//     consumers pile up (last third within half again plus ten of the
+//     first).
 //
 // It writes soak-report.json (samples, counts, outcomes, recovery times)
 // to $AGENTMESH_ARTIFACTS.
@@ -766,6 +768,16 @@ func (s *soak) check(t *testing.T) {
 		}
 		if last > bound {
 			t.Errorf("stream %s grew: %s at most once its ages applied, %s in the last third; want at most %s", name, mib(base), mib(last), mib(bound))
+		}
+	}
+	// Consumers: each stream's in the last third at most half again plus
+	// ten more than in the first (a reader that stops leaves none behind).
+	for _, name := range names {
+		get := func(smp soakSample) (int64, bool) { v, ok := smp.Cons[name]; return v, ok }
+		first, _ := s.windowMax(0, third, get)
+		last, _ := s.windowMax(2*third, d+1e9, get)
+		if bound := first + first/2 + 10; last > bound {
+			t.Errorf("consumers of %s grew: %d at most in the first third, %d in the last; want at most %d", name, first, last, bound)
 		}
 	}
 	if age+third > 2*third {

@@ -48,6 +48,9 @@ type badCase struct {
 	status int
 	// check, when set, looks further at a call's answer.
 	check func(t *testing.T, s *shared, id string, r reply)
+	// output, when set, is the TEXT output "text" a handled task must
+	// have produced.
+	output *string
 }
 
 func wholeRun(id string) []string { return []string{id, id + ".spec", id + ".state"} }
@@ -354,6 +357,15 @@ func TestCatalogue(t *testing.T) {
 				if c.check != nil && !t.Failed() {
 					c.check(t, s, id, r)
 				}
+				if c.output != nil && !t.Failed() {
+					var ans struct {
+						Result schemas.AgentResult `json:"result"`
+					}
+					if err := jsonUnmarshal(r.body, &ans); err != nil {
+						t.Errorf("answer %s: %v", clip(r.body), err)
+					}
+					checkOutput(t, ans.Result, *c.output)
+				}
 				if t.Failed() {
 					return
 				}
@@ -375,7 +387,10 @@ func TestCatalogue(t *testing.T) {
 				t.Errorf("dead letter on %s without a reason", final.Subject)
 			}
 			if c.handled {
-				succeeded(t, final)
+				res := succeeded(t, final)
+				if c.output != nil {
+					checkOutput(t, res, *c.output)
+				}
 			} else if c.code == "" {
 				// a dead letter, checked above
 			} else if code, msg := codeOf(t, final); code != c.code {

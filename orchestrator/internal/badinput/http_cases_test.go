@@ -230,9 +230,10 @@ func handledCases() []badCase {
 		{"markup", "<script>alert(1)</script>"}, {"a 60 KB text", strings.Repeat("abc ", 15<<10)}, {"only spaces", "   "},
 	}
 	for _, o := range odd {
-		cs = append(cs, badCase{name: "task/handled: text with " + o.name, kind: "task", handled: true,
+		upper := strings.ToUpper(o.text)
+		cs = append(cs, badCase{name: "task/handled: text with " + o.name, kind: "task", handled: true, output: &upper,
 			send: task(text.Name, textTask(o.text, map[string]any{"op": "upper"}), nil)})
-		cs = append(cs, badCase{name: "gateway/handled: task text with " + o.name, kind: "http", status: http.StatusOK,
+		cs = append(cs, badCase{name: "gateway/handled: task text with " + o.name, kind: "http", status: http.StatusOK, output: &upper,
 			call: gwReq(http.MethodPost, "/api/agents/"+text.Name+"/tasks", "application/json", mustJSON(textTask(o.text, map[string]any{"op": "upper"})))})
 	}
 	for _, o := range odd[:4] {

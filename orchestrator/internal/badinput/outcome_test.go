@@ -135,8 +135,8 @@ func (tl *tally) report(t *testing.T, cases int) {
 }
 
 // succeeded checks that a final event reports success: a completed chat
-// turn or run, a successful task.
-func succeeded(t *testing.T, msg *nats.Msg) {
+// turn or run, a successful task (whose result it returns).
+func succeeded(t *testing.T, msg *nats.Msg) schemas.AgentResult {
 	t.Helper()
 	if reason := msg.Header.Get(bus.HeaderDeadReason); reason != "" {
 		t.Fatalf("refused on %s: %s", msg.Subject, reason)
@@ -161,8 +161,20 @@ func succeeded(t *testing.T, msg *nats.Msg) {
 		if err := ev.DataAs(&r); err != nil || !r.Success {
 			t.Fatalf("task result on %s failed: %+v (%v)", msg.Subject, r.Error, err)
 		}
+		return r
 	default:
 		t.Fatalf("unexpected final event %s on %s", ev.Type, msg.Subject)
+	}
+	return schemas.AgentResult{}
+}
+
+// checkOutput checks a task's TEXT output "text" is want.
+func checkOutput(t *testing.T, r schemas.AgentResult, want string) {
+	t.Helper()
+	v, ok := r.Outputs["text"]
+	var got string
+	if !ok || jsonUnmarshal(string(v.Value), &got) != nil || got != want {
+		t.Errorf("output text %s, want %q", clip(string(v.Value)), clip(want))
 	}
 }
 

@@ -98,10 +98,11 @@ func soakAge(d time.Duration) time.Duration {
 
 // soakProc is one role's process; a restart replaces p.
 type soakProc struct {
-	role string
-	args []string
-	re   *regexp.Regexp
-	p    *proctest.Proc
+	role    string
+	args    []string
+	re      *regexp.Regexp
+	p       *proctest.Proc
+	metrics string // the /metrics URL of a process started with --metrics-addr
 }
 
 // soakRequest is one request the load sent and the mesh accepted.
@@ -116,6 +117,7 @@ type soakRequest struct {
 type soakSample struct {
 	At      float64          `json:"at_s"`
 	RSS     map[string]int64 `json:"rss_bytes"`
+	Heap    map[string]int64 `json:"heap_inuse_bytes,omitempty"` // of the processes serving /metrics
 	Bytes   map[string]int64 `json:"stream_bytes,omitempty"`
 	Msgs    map[string]int64 `json:"stream_msgs,omitempty"`
 	Cons    map[string]int64 `json:"stream_consumers,omitempty"`
@@ -177,6 +179,20 @@ func (s *soak) spawn(t *testing.T, role string) *soakProc {
 	if role == "gateway" {
 		s.httpURL = m[1]
 	}
+	if slices.Contains(sp.args, "--metrics-addr") {
+		metricsOn := regexp.MustCompile(`metrics on (http://\S+/metrics)`)
+		for deadline := time.Now().Add(proctest.ReadyTimeout); ; time.Sleep(20 * time.Millisecond) {
+			if m := metricsOn.FindStringSubmatch(sp.p.Stderr.String()); m != nil {
+				s.mu.Lock()
+				sp.metrics = m[1]
+				s.mu.Unlock()
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s printed no metrics address:\n%s", role, sp.p.Stderr)
+			}
+		}
+	}
 	return sp
 }
 
@@ -187,7 +203,9 @@ func (s *soak) add(role string, re *regexp.Regexp, args ...string) {
 // start provisions the mesh with short ages, stores the sample images and
 // starts every process.
 func (s *soak) start(t *testing.T) {
-	s.add("server", regexp.MustCompile(`listening on (nats://\S+)`), "server", "--port", fmt.Sprint(s.port), "--store", s.store)
+	// The server's Go heap (from its /metrics) tells a leak from the
+	// garbage collector's slack in its resident memory.
+	s.add("server", regexp.MustCompile(`listening on (nats://\S+)`), "server", "--port", fmt.Sprint(s.port), "--store", s.store, "--metrics-addr", "127.0.0.1:0")
 	s.spawn(t, "server")
 	nc, err := nats.Connect(s.url, nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
 	if err != nil {
@@ -626,15 +644,27 @@ func (s *soak) sampleOnce(ctx context.Context) {
 	smp := soakSample{At: s.elapsed(), RSS: map[string]int64{}, Bytes: map[string]int64{}, Msgs: map[string]int64{}, Cons: map[string]int64{}}
 	s.mu.Lock()
 	procs := make(map[string]int, len(s.procs))
+	metrics := map[string]string{}
 	for role, sp := range s.procs {
 		if sp.p != nil {
 			procs[role] = sp.p.Cmd.Process.Pid
+		}
+		if sp.metrics != "" {
+			metrics[role] = sp.metrics
 		}
 	}
 	s.mu.Unlock()
 	for role, pid := range procs {
 		if v, err := vmRSS(pid); err == nil {
 			smp.RSS[role] = v
+		}
+	}
+	for role, u := range metrics {
+		if v, ok := heapInuse(ctx, u); ok {
+			if smp.Heap == nil {
+				smp.Heap = map[string]int64{}
+			}
+			smp.Heap[role] = v
 		}
 	}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
@@ -669,6 +699,34 @@ func vmRSS(pid int) (int64, error) {
 		}
 	}
 	return 0, fmt.Errorf("pid %d: no VmRSS (a zombie)", pid)
+}
+
+// heapInuse reads go_memstats_heap_inuse_bytes from a /metrics URL.
+func heapInuse(ctx context.Context, u string) (int64, bool) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(rctx, http.MethodGet, u, nil)
+	if err != nil {
+		return 0, false
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, false
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, false
+	}
+	for line := range strings.Lines(string(b)) {
+		if rest, ok := strings.CutPrefix(line, "go_memstats_heap_inuse_bytes "); ok {
+			var v float64
+			if _, err := fmt.Sscan(strings.TrimSpace(rest), &v); err == nil {
+				return int64(v), true
+			}
+		}
+	}
+	return 0, false
 }
 
 // windowMax is the highest value of key in get over the samples taken in
@@ -739,7 +797,13 @@ func (s *soak) check(t *testing.T) {
 			continue
 		}
 		bound := first + first/2 + 32<<20
-		t.Logf("RSS %-16s first third max %s, last third max %s (bound %s)", role, mib(first), mib(last), mib(bound))
+		heap := ""
+		getHeap := func(smp soakSample) (int64, bool) { v, ok := smp.Heap[role]; return v, ok }
+		if h1, ok := s.windowMax(0, third, getHeap); ok {
+			h3, _ := s.windowMax(2*third, d+1e9, getHeap)
+			heap = fmt.Sprintf("; Go heap in use %s, %s", mib(h1), mib(h3))
+		}
+		t.Logf("RSS %-16s first third max %s, last third max %s (bound %s)%s", role, mib(first), mib(last), mib(bound), heap)
 		if last > bound {
 			t.Errorf("%s's resident memory grew: %s at most in the first third, %s in the last; want at most %s", role, mib(first), mib(last), mib(bound))
 		}

@@ -174,8 +174,11 @@ func (s *soak) spawn(t *testing.T, role string) *soakProc {
 	sp := s.procs[role]
 	cmd := exec.Command(s.bin, sp.args...)
 	cmd.Env = append(cleanEnv(), "OPENAI_API_KEY=", "OPENAI_BASE_URL=")
-	sp.p = proctest.Start(t, cmd, sp.re)
-	m := sp.p.WaitReady(t)
+	p := proctest.Start(t, cmd, sp.re)
+	s.mu.Lock() // the sampler reads sp.p
+	sp.p, sp.metrics = p, ""
+	s.mu.Unlock()
+	m := p.WaitReady(t)
 	if role == "gateway" {
 		s.httpURL = m[1]
 	}

@@ -150,8 +150,9 @@ type soak struct {
 	reqs    map[string]*soakRequest // by kind + "/" + id (task/ for tasks through the gateway too)
 	early   map[string][]string     // outcomes read before their request's publish was acknowledged
 	refused map[string]int          // by kind: not accepted (the server was down)
-	samples []soakSample
-	faults  []soakFault
+	samples  []soakSample
+	faults   []soakFault
+	profiles [][]byte // the server's heap profiles (heapProfiles)
 }
 
 func newSoak(t *testing.T, d time.Duration) *soak {
@@ -208,7 +209,7 @@ func (s *soak) add(role string, re *regexp.Regexp, args ...string) {
 func (s *soak) start(t *testing.T) {
 	// The server's Go heap (from its /metrics) tells a leak from the
 	// garbage collector's slack in its resident memory.
-	s.add("server", regexp.MustCompile(`listening on (nats://\S+)`), "server", "--port", fmt.Sprint(s.port), "--store", s.store, "--metrics-addr", "127.0.0.1:0")
+	s.add("server", regexp.MustCompile(`listening on (nats://\S+)`), "server", "--port", fmt.Sprint(s.port), "--store", s.store, "--metrics-addr", "127.0.0.1:0", "--pprof")
 	s.spawn(t, "server")
 	nc, err := nats.Connect(s.url, nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
 	if err != nil {
@@ -302,6 +303,7 @@ func (s *soak) run(t *testing.T) {
 	every(time.Second, s.upload)
 	load.Go(func() { s.sample(ctx) })
 	load.Go(func() { s.inject(ctx, t) })
+	load.Go(func() { s.heapProfiles(ctx, t) })
 	load.Wait()
 
 	// Every accepted request gets its outcome within a minute of the load's
@@ -498,9 +500,13 @@ func (s *soak) post(ctx context.Context, path, contentType string, body io.Reade
 }
 
 func (s *soak) get(ctx context.Context, path string) ([]byte, error) {
+	return s.getURL(ctx, s.httpURL+path)
+}
+
+func (s *soak) getURL(ctx context.Context, u string) ([]byte, error) {
 	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(rctx, http.MethodGet, s.httpURL+path, nil)
+	req, err := http.NewRequestWithContext(rctx, http.MethodGet, u, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -702,6 +708,30 @@ func vmRSS(pid int) (int64, error) {
 		}
 	}
 	return 0, fmt.Errorf("pid %d: no VmRSS (a zombie)", pid)
+}
+
+// heapProfiles keeps two heap profiles of the server, at a fifth of the
+// soak and just before it is killed (at three fifths), for
+// go tool pprof -base soak-server-heap-1.pb.gz soak-server-heap-2.pb.gz.
+func (s *soak) heapProfiles(ctx context.Context, t *testing.T) {
+	for _, at := range []float64{0.2, 0.58} {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Until(s.started.Add(time.Duration(at * float64(s.d))))):
+		}
+		s.mu.Lock()
+		u := strings.TrimSuffix(s.procs["server"].metrics, "/metrics") + "/debug/pprof/heap"
+		s.mu.Unlock()
+		b, err := s.getURL(ctx, u)
+		if err != nil {
+			t.Logf("no heap profile of the server: %v", err)
+			return
+		}
+		s.mu.Lock()
+		s.profiles = append(s.profiles, b)
+		s.mu.Unlock()
+	}
 }
 
 // heapInuse reads go_memstats_heap_inuse_bytes from a /metrics URL.
@@ -906,6 +936,11 @@ func (s *soak) writeReport(t *testing.T) {
 	b, err := json.MarshalIndent(report, "", "  ")
 	if err != nil {
 		t.Fatal(err)
+	}
+	for i, p := range s.profiles {
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("soak-server-heap-%d.pb.gz", i+1)), p, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	path := filepath.Join(dir, "soak-report.json")
 	if err := os.WriteFile(path, b, 0o644); err != nil {

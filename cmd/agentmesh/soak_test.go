@@ -146,10 +146,10 @@ type soak struct {
 	names   bus.Names
 	res     *bus.Resources
 
-	mu      sync.Mutex
-	reqs    map[string]*soakRequest // by kind + "/" + id (task/ for tasks through the gateway too)
-	early   map[string][]string     // outcomes read before their request's publish was acknowledged
-	refused map[string]int          // by kind: not accepted (the server was down)
+	mu       sync.Mutex
+	reqs     map[string]*soakRequest // by kind + "/" + id (task/ for tasks through the gateway too)
+	early    map[string][]string     // outcomes read before their request's publish was acknowledged
+	refused  map[string]int          // by kind: not accepted (the server was down)
 	samples  []soakSample
 	faults   []soakFault
 	profiles [][]byte // the server's heap profiles (heapProfiles)

@@ -187,7 +187,7 @@ type Result struct {
 // decoded.
 func (d *Dispatcher) Await(ctx context.Context, replyTo, taskID string) (Result, error) {
 	cons, err := d.js.OrderedConsumer(ctx, d.names.ResultsStream(), jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{replyTo},
+		FilterSubjects: []string{replyTo}, InactiveThreshold: orderedInactive,
 	})
 	if err != nil {
 		return Result{}, fmt.Errorf("awaiting task %s: %w", taskID, err)

@@ -3,11 +3,19 @@ package client
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/agentmesh/agentmesh/bus"
 )
+
+// orderedInactive is how long the server keeps the consumer of a Follow or
+// an Await once its reader has gone: a reader pulls all along, so only a
+// stopped one is idle this long. Without it each turn, awaited task and
+// followed run would leave a consumer on the server for nats.go's default
+// of five minutes (thousands, under load).
+const orderedInactive = 5 * time.Second
 
 // Follow delivers the events stored on subject (mesh.events.<id>.> for
 // everything of a run or conversation, names.Events(id, "chat") for one
@@ -17,7 +25,7 @@ import (
 // Messages that are not CloudEvents are skipped. Call stop when done; the
 // channel is never closed.
 func Follow(ctx context.Context, js jetstream.JetStream, names bus.Names, subject string, fromNow bool) (events <-chan bus.Event, stop func(), err error) {
-	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{subject}}
+	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{subject}, InactiveThreshold: orderedInactive}
 	if fromNow {
 		s, err := js.Stream(ctx, names.EventsStream())
 		if err != nil {

@@ -68,6 +68,11 @@ func (s *Server) chat(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallT
 	if strings.TrimSpace(args.Message) == "" {
 		return toolError(schemas.CodeInvalidRequest, "message is empty: say what to ask the mesh", false), nil
 	}
+	if args.ConversationID != "" {
+		if err := bus.ValidateToken("conversation id", args.ConversationID); err != nil {
+			return toolError(schemas.CodeInvalidID, err.Error()+"; give the conversation_id of an earlier answer, or leave it out to start a conversation", false), nil
+		}
+	}
 	p := newProgress(ctx, req)
 	tctx, cancel := context.WithTimeout(ctx, s.cfg.timeout)
 	defer cancel()

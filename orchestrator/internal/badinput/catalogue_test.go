@@ -2,6 +2,7 @@ package badinput
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -31,12 +32,25 @@ type sent struct {
 
 type badCase struct {
 	name string
-	kind string // "chat", "pipeline", "task" or "registry": the good request sent next
+	kind string // "chat", "pipeline", "task", "registry", "http", "a2a" or "mcp": the good request sent next
 	send func(t *testing.T, s *shared, id string) sent
 	code string // the documented code; "" for a dead letter
 	// keys each checked id may hold afterwards: nil means none; a refused
 	// pipeline that decoded is kept whole as a failed run.
 	keys func(id string) []string
+	// handled: the request is one the mesh accepts and serves; its final
+	// event must say it succeeded.
+	handled bool
+	// call, instead of send, makes a request of an HTTP surface (the
+	// gateway, the A2A bridge) or the MCP server; its answer must have
+	// status (when not 0) and code ("" for a success: handled).
+	call   func(ctx context.Context, s *shared, id string) (reply, error)
+	status int
+	// check, when set, looks further at a call's answer.
+	check func(t *testing.T, s *shared, id string, r reply)
+	// output, when set, is the TEXT output "text" a handled task must
+	// have produced.
+	output *string
 }
 
 func wholeRun(id string) []string { return []string{id, id + ".spec", id + ".state"} }
@@ -107,7 +121,8 @@ var upText = map[string]string{"text": "text:hello"}
 var long = strings.Repeat("x", 200)
 
 func catalogue() []badCase {
-	return slices.Concat(chatCases(), pipelineCases(), taskCases(), fileCases(), registryCases(), silentCases())
+	return slices.Concat(chatCases(), pipelineCases(), taskCases(), fileCases(), registryCases(), silentCases(),
+		idCases(), gatewayCases(), a2aCases(), mcpCases(), handledCases())
 }
 
 func chatCases() []badCase {
@@ -124,14 +139,7 @@ func chatCases() []badCase {
 	chat("data an array", []string{"hi"}, nil, self, schemas.CodeMalformedEvent)
 	chat("data a string", "hi", nil, self, schemas.CodeMalformedEvent)
 	chat("data null", nil, nil, self, schemas.CodeMalformedEvent)
-	for _, bad := range []struct{ name, conv string }{
-		{"conversation id of 200 characters", long}, {"conversation id with dots", "a.b.c"},
-		{"conversation id with a space", "a b"}, {"conversation id with a wildcard", "a*"},
-		{"conversation id with a tail wildcard", ">"}, {"conversation id not ASCII", "café"},
-		{"conversation id with a slash", "a/b"}, {"conversation id with a newline", "a\nb"},
-	} {
-		chat(bad.name, schemas.ChatRequest{ConversationID: bad.conv, Message: "hello"}, nil, self, schemas.CodeInvalidID)
-	}
+	// Conversation ids that cannot be a subject token: idCases.
 	chat("conversation id wrong type", map[string]any{"conversation_id": 7, "message": "hello"}, nil, self, schemas.CodeMalformedEvent)
 	cs = append(cs,
 		badCase{name: "chat/event id with dots and no conversation id", kind: "chat", code: schemas.CodeInvalidID, send: func(t *testing.T, s *shared, id string) sent {
@@ -198,12 +206,7 @@ func pipelineCases() []badCase {
 	run("spec an array", []int{1}, schemas.CodeInvalidPipeline)
 	run("steps a string", map[string]any{"name": "x", "steps": "a"}, schemas.CodeInvalidPipeline)
 	run("unknown field", map[string]any{"name": "x", "stepz": []any{}}, schemas.CodeInvalidPipeline)
-	for _, bad := range []struct{ name, run string }{
-		{"run id with dots", "r.1"}, {"run id of 200 characters", long}, {"run id with a space", "r 1"}, {"run id with a wildcard", "r*"},
-	} {
-		cs = append(cs, badCase{name: "pipeline/" + bad.name, kind: "pipeline", code: schemas.CodeInvalidID,
-			send: submit(pipe(step("a", text.Name, upText, nil)), func(string) string { return bad.run }, self)})
-	}
+	// Run ids that cannot be a subject token: idCases.
 	cs = append(cs,
 		badCase{name: "pipeline/seed over the state limit", kind: "pipeline", code: schemas.CodeTooLarge,
 			send: submit(map[string]any{"name": "big", "steps": []any{map[string]any{"id": "a", "agent": text.Name, "inputs": upText}},
@@ -316,13 +319,60 @@ func bigIDs(n int) []string {
 func TestCatalogue(t *testing.T) {
 	s := newShared(t)
 	cs := catalogue()
-	if len(cs) < 60 {
-		t.Errorf("the catalogue has %d cases; keep at least 60", len(cs))
+	if len(cs) < minCases {
+		t.Errorf("the catalogue has %d cases; keep at least %d", len(cs), minCases)
 	}
+	tally := newTally(t, cs)
+	seen := map[string]bool{}
 	for _, c := range cs {
+		if seen[c.name] {
+			t.Fatalf("two cases named %q", c.name)
+		}
+		seen[c.name] = true
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
+			// How far the case got when it failed: no answer (silent), a
+			// wrong answer or state (corrupt), or the mesh no longer
+			// serving the next good request (crash).
+			stage := outSilent
+			defer func() { tally.add(c, stage, t.Failed()) }()
 			id := s.id("bad")
+			if c.call != nil {
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				r, err := c.call(ctx, s, id)
+				if errors.Is(err, errTransport) {
+					stage = outCrash
+				}
+				if err != nil {
+					t.Fatalf("no answer: %v", err)
+				}
+				stage = outCorrupt
+				if c.status != 0 && r.status != c.status {
+					t.Errorf("HTTP %d (%s), want %d", r.status, clip(r.body), c.status)
+				}
+				if r.code != c.code {
+					t.Errorf("code %q (%s), want %q", r.code, clip(r.body), c.code)
+				}
+				if c.check != nil && !t.Failed() {
+					c.check(t, s, id, r)
+				}
+				if c.output != nil && !t.Failed() {
+					var ans struct {
+						Result schemas.AgentResult `json:"result"`
+					}
+					if err := jsonUnmarshal(r.body, &ans); err != nil {
+						t.Errorf("answer %s: %v", clip(r.body), err)
+					}
+					checkOutput(t, ans.Result, *c.output)
+				}
+				if t.Failed() {
+					return
+				}
+				stage = outCrash
+				s.good(t, c.kind)
+				return
+			}
 			out := c.send(t, s, id)
 			var final *nats.Msg
 			if out.bySequence {
@@ -332,13 +382,22 @@ func TestCatalogue(t *testing.T) {
 				s.publish(t, out.msg)
 				final = s.final(t, out.stream, out.answer, 20*time.Second, out.types...)
 			}
+			stage = outCorrupt
 			if reason := final.Header.Get(bus.HeaderDeadReason); out.stream == s.names.DeadStream() && reason == "" {
 				t.Errorf("dead letter on %s without a reason", final.Subject)
 			}
-			if c.code == "" {
+			if c.handled {
+				res := succeeded(t, final)
+				if c.output != nil {
+					checkOutput(t, res, *c.output)
+				}
+			} else if c.code == "" {
 				// a dead letter, checked above
 			} else if code, msg := codeOf(t, final); code != c.code {
 				t.Errorf("code %q (%s), want %q", code, msg, c.code)
+			}
+			if c.handled {
+				out.convIDs, out.runIDs = nil, nil // what a served request keeps is its own
 			}
 			for _, conv := range out.convIDs {
 				var want []string
@@ -360,6 +419,10 @@ func TestCatalogue(t *testing.T) {
 					t.Errorf("run keys of %s: %q: a refused run leaves none, or the whole failed run", run, got)
 				}
 			}
+			if t.Failed() {
+				return
+			}
+			stage = outCrash
 			s.good(t, c.kind)
 		})
 	}

@@ -33,6 +33,7 @@ type shared struct {
 	js    jetstream.JetStream
 	names bus.Names
 	seq   atomic.Int64
+	surfaces
 }
 
 func newShared(t *testing.T) *shared {
@@ -72,7 +73,9 @@ func newShared(t *testing.T) *shared {
 			t.Fatal(err)
 		}
 	}
-	return &shared{m: m, o: o, js: m.Srv.JetStream(t), names: m.Srv.Names()}
+	s := &shared{m: m, o: o, js: m.Srv.JetStream(t), names: m.Srv.Names()}
+	s.surfaces = startSurfaces(t, m)
+	return s
 }
 
 // id returns a fresh id with prefix p.
@@ -258,6 +261,8 @@ func (s *shared) good(t *testing.T, kind string) {
 		}
 	case "registry":
 		s.goodAnnouncement(t)
+	case "http", "a2a", "mcp":
+		s.goodCall(t, kind)
 	case "task":
 		id := s.id("good-task")
 		subj, _ := s.names.Task(text.Name)

@@ -172,7 +172,7 @@ func (c *Chat) begin(ctx context.Context, conv, requestID, message string) (*ses
 func (c *Chat) count(ctx context.Context, s *session) error {
 	t := s.turn
 	if t.Number == 0 {
-		st, err := c.store.Conversation(ctx, s.conv)
+		st, err := c.store.ConversationState(ctx, s.conv)
 		switch {
 		case errors.Is(err, state.ErrNotFound):
 			t.Number = 1

@@ -132,6 +132,14 @@ func (s *Scheduler) loadSpec(ctx context.Context, id string) (*state.RunSpec, er
 	if sd := s.cache.spec(id); sd != nil {
 		return sd, nil
 	}
+	// One read per run at a time: the results of a wide wave arriving on a
+	// replica that has not cached the run's spec would each read it (a
+	// 10,000-step spec each).
+	unlock := s.locks.lock(id + "\x00spec")
+	defer unlock()
+	if sd := s.cache.spec(id); sd != nil {
+		return sd, nil
+	}
 	sd, err := s.store.Spec(ctx, id)
 	if err != nil {
 		return nil, err

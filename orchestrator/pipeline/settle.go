@@ -333,7 +333,9 @@ func (s *Scheduler) loadInto(ctx context.Context, run string, rs *recordSet) (bo
 	)
 	for _, id := range missing {
 		if rec := s.cache.record(run, id); rec != nil {
+			mu.Lock() // the loads started below write rs.m too
 			rs.m[id] = rec
+			mu.Unlock()
 			continue
 		}
 		wg.Add(1)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -98,5 +99,35 @@ func TestRunOfThePreviousLayoutGoesOn(t *testing.T) {
 	sum, _, err := o.store.RecentRuns(ctx, 0)
 	if err != nil || len(sum) != 1 || sum[0].Completed != 3 || sum[0].Failed != 1 || sum[0].Skipped != 1 {
 		t.Errorf("run summary %+v (%v): want 3 completed, 1 failed, 1 skipped", sum, err)
+	}
+}
+
+// loadInto fills a record set from this replica's cache and, for the
+// records it lacks, from the store in parallel: both write the set (a
+// replica died of "concurrent map writes" here; the race detector sees
+// it without the lock).
+func TestLoadIntoMixesCachedAndStoredRecords(t *testing.T) {
+	_, o := replica(t)
+	ctx := context.Background()
+	var steps []schemas.PipelineStep
+	for i := range 40 {
+		steps = append(steps, schemas.PipelineStep{ID: "s" + strconv.Itoa(i), Agent: "X"})
+	}
+	sd := startRunOf(t, o, "mix1", schemas.AgentContract{Name: "X", Capability: schemas.CapTransformation, Description: "x"}, steps...)
+	h, _ := o.cache.header(sd.ID)
+	rs := newRecordSet(nil)
+	for i, st := range steps {
+		rec := resultRecord(sd, h, st.ID, schemas.StepTaskID(sd.ID, st.ID, 1, sd.Nonce), schemas.AgentResult{Success: true, Agent: "X"}, time.Now().UTC())
+		if _, err := o.store.RecordStep(ctx, sd.ID, rec); err != nil {
+			t.Fatal(err)
+		}
+		if i%2 == 0 {
+			o.cache.putRecord(sd.ID, rec)
+		}
+		rs.missing = append(rs.missing, st.ID)
+	}
+	found, err := o.loadInto(ctx, sd.ID, rs)
+	if err != nil || !found || len(rs.m) != len(steps) {
+		t.Fatalf("loadInto: found %v, %d of %d records, err %v", found, len(rs.m), len(steps), err)
 	}
 }

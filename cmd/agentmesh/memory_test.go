@@ -252,10 +252,17 @@ func serveAgent(t testing.TB, url, name string, withOutput bool) {
 // returns its pid once it is ready; it is killed when the test ends.
 func startOrchestrator(t testing.TB, bin, url string, args ...string) int {
 	t.Helper()
+	return startOrchestratorProc(t, bin, url, args...).Cmd.Process.Pid
+}
+
+// startOrchestratorProc is startOrchestrator returning the process.
+func startOrchestratorProc(t testing.TB, bin, url string, args ...string) *proctest.Proc {
+	t.Helper()
 	cmd := exec.Command(bin, append([]string{"orchestrator", "--nats", url}, args...)...)
 	cmd.Env = cleanEnv()
-	proctest.Start(t, cmd, regexp.MustCompile(`ready`)).WaitReady(t)
-	return cmd.Process.Pid
+	p := proctest.Start(t, cmd, regexp.MustCompile(`ready`))
+	p.WaitReady(t)
+	return p
 }
 
 // rss is the resident memory of process pid, from /proc.
@@ -327,15 +334,20 @@ var shapeRuns atomic.Int64
 // runShapes submits runs runs, at once, each of width chains of depth
 // steps of agent, and returns how long they took until the last one
 // completed; it fails the test unless every run completes, within two
-// minutes plus a millisecond a step.
+// minutes plus a millisecond a step. When there are several runs, each
+// step's timeout is that whole time: all their tasks are queued at once.
 func runShapes(t testing.TB, nc *nats.Conn, js jetstream.JetStream, names bus.Names, agent string, width, depth, runs int) time.Duration {
 	t.Helper()
+	wait := 2*time.Minute + time.Duration(runs*width*depth)*time.Millisecond
 	p := client.NewPipeline("memory")
 	for d := range depth {
 		for w := range width {
 			p.Step(fmt.Sprintf("s%d-%d", d, w), agent)
 			if d > 0 {
 				p.After(fmt.Sprintf("s%d-%d", d-1, w))
+			}
+			if runs > 1 {
+				p.Timeout(wait)
 			}
 		}
 	}
@@ -382,7 +394,7 @@ func runShapes(t testing.TB, nc *nats.Conn, js jetstream.JetStream, names bus.Na
 	if err, _ := failed.Load().(error); err != nil {
 		t.Fatal(err)
 	}
-	timeout := time.After(2*time.Minute + time.Duration(runs*width*depth)*time.Millisecond)
+	timeout := time.After(wait)
 	for done := 0; done < runs; done++ {
 		select {
 		case msg := <-ended:

@@ -37,7 +37,7 @@ var (
 )
 
 // agentBinary builds the agentmesh binary once per test run.
-func agentBinary(t *testing.T) string {
+func agentBinary(t testing.TB) string {
 	t.Helper()
 	agentBinOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "agentmesh-agent-test-")

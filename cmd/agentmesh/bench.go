@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"runtime/pprof"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -21,8 +23,9 @@ func init() {
 // every scenario and reads best in one place.
 func newBenchCmd(a *app) *cobra.Command {
 	var (
-		only   []string
-		rounds int
+		only       []string
+		rounds     int
+		profileDir string
 	)
 	cmd := &cobra.Command{
 		Use:   "bench",
@@ -116,6 +119,9 @@ docs/benchmarks.md explains the figures.`,
 					if a.tlsCA != "" {
 						args = append(args, "--tls-ca", a.tlsCA)
 					}
+					if profileDir != "" {
+						args = append(args, "--cpuprofile", filepath.Join(profileDir, string(role)+".pprof"))
+					}
 					return exec.Command(self, args...)
 				}}
 			pairs, closer, err := benchsuite.Pairs(ctx, env, only...)
@@ -152,6 +158,7 @@ docs/benchmarks.md explains the figures.`,
 		},
 	}
 	cmd.Flags().IntVar(&rounds, "rounds", benchsuite.Rounds, "how many times each side runs, alternating; figures are the medians")
+	cmd.Flags().StringVar(&profileDir, "cpuprofile-dir", "", "write a CPU profile of each process of the run-state scenarios, for its whole life, into this directory (orchestrator.pprof, agents.pprof; read with go tool pprof)")
 	cmd.Flags().StringSliceVar(&only, "only", nil, "run only the scenarios of these exact names, e.g. --only durable-hop,throughput or --only wave-1000")
 	return cmd
 }
@@ -159,7 +166,8 @@ docs/benchmarks.md explains the figures.`,
 // newBenchRoleCmd is the hidden command bench starts its run-state
 // scenarios' processes with: the agents, or an orchestrator replica.
 func newBenchRoleCmd(a *app) *cobra.Command {
-	return &cobra.Command{
+	var cpuprofile string
+	cmd := &cobra.Command{
 		Use:    "bench-role agents|orchestrator",
 		Short:  "Play a process of the bench's run-state scenarios (started by agentmesh bench)",
 		Hidden: true,
@@ -169,6 +177,17 @@ func newBenchRoleCmd(a *app) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if cpuprofile != "" {
+				f, err := os.Create(cpuprofile)
+				if err != nil {
+					return fmt.Errorf("--cpuprofile: %w", err)
+				}
+				defer f.Close()
+				if err := pprof.StartCPUProfile(f); err != nil {
+					return fmt.Errorf("--cpuprofile %s: %w", cpuprofile, err)
+				}
+				defer pprof.StopCPUProfile()
+			}
 			m, err := a.connect(cmd.Context(), "agentmesh bench-role "+args[0])
 			if err != nil {
 				return err
@@ -177,4 +196,6 @@ func newBenchRoleCmd(a *app) *cobra.Command {
 			return benchsuite.RunRole(cmd.Context(), m.NC, m.Names, role, func() { fmt.Fprintln(a.out, benchsuite.ReadyLine(role)) })
 		},
 	}
+	cmd.Flags().StringVar(&cpuprofile, "cpuprofile", "", "write a CPU profile of this process to this file until it ends")
+	return cmd
 }

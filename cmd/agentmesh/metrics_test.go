@@ -21,7 +21,7 @@ import (
 )
 
 // freeAddr returns 127.0.0.1:PORT with a port that was free a moment ago.
-func freeAddr(t *testing.T) string {
+func freeAddr(t testing.TB) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -110,15 +110,14 @@ func BenchmarkOrchestratorReplicas(b *testing.B) {
 			}
 			orch, self := procsCPU(pids)-orchAt, selfCPU()-selfAt
 			wg.Wait()
-			// A replica that died is not a failure of the benchmark (the
-			// other one finishes the runs), but its figures are then
-			// not those of the replicas asked for: say so, loudly.
+			// A replica that died fails the benchmark: the other one
+			// finishes the runs, but nothing should kill a replica.
 			exited := 0
 			for i, p := range procs {
 				select {
 				case <-p.Exited():
 					exited++
-					b.Logf("orchestrator replica %d of %d exited during the benchmark (%v); the figures are not those of %d replicas; its stderr:\n%s",
+					b.Errorf("orchestrator replica %d of %d exited during the benchmark (%v); the figures are not those of %d replicas; its stderr:\n%s",
 						i+1, replicas, p.Err(), replicas, p.Stderr)
 				default:
 				}

@@ -18,6 +18,12 @@ import (
 // again empty.
 const maxCachedRuns = 4096
 
+// maxCachedRecords bounds the step records a replica caches across its
+// runs (a few hundred bytes each): past it a record is read from KV when
+// needed (a wave's end reads the ones it lacks in parallel), so many wide
+// runs at once do not hold every record in memory.
+const maxCachedRecords = 20_000
+
 type cachedHeader struct {
 	h   *state.RunHeader // shared: never mutated (updates work on a clone)
 	rev uint64
@@ -28,6 +34,7 @@ type runCache struct {
 	specs   map[string]*state.RunSpec
 	headers map[string]cachedHeader
 	records map[string]map[string]*state.StepState
+	nrecs   int // records cached, across runs
 	// states: per run, the state this replica last wrote, with its revision.
 	states map[string]cachedState
 	// ahead: per run, the steps whose tasks went out ahead of the header
@@ -140,6 +147,7 @@ func (c *runCache) putSpec(sd *state.RunSpec) {
 	defer c.mu.Unlock()
 	if c.specs == nil || len(c.specs) >= maxCachedRuns {
 		c.specs, c.headers, c.records, c.ahead, c.states = map[string]*state.RunSpec{}, map[string]cachedHeader{}, map[string]map[string]*state.StepState{}, nil, nil
+		c.nrecs = 0
 	}
 	c.specs[sd.ID] = sd
 }
@@ -175,9 +183,15 @@ func (c *runCache) putRecord(run string, rec *state.StepState) {
 		return
 	}
 	m := c.records[run]
+	if _, have := m[rec.ID]; !have && c.nrecs >= maxCachedRecords {
+		return
+	}
 	if m == nil {
 		m = map[string]*state.StepState{}
 		c.records[run] = m
+	}
+	if _, have := m[rec.ID]; !have {
+		c.nrecs++
 	}
 	m[rec.ID] = rec
 }
@@ -187,6 +201,7 @@ func (c *runCache) drop(run string) {
 	defer c.mu.Unlock()
 	delete(c.specs, run)
 	delete(c.headers, run)
+	c.nrecs -= len(c.records[run])
 	delete(c.records, run)
 	delete(c.ahead, run)
 	delete(c.states, run)

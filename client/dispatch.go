@@ -185,14 +185,20 @@ type Result struct {
 // before Await was called is found too. It returns when ctx ends, or at
 // once with an *UndecodableResultError when a result of the task cannot be
 // decoded.
+//
+// The consumer is made again while the cluster cannot answer (a node
+// left and JetStream elects a new leader, bus.Transient), for up to
+// bus.TransientWait: the task is out and its result will come.
 func (d *Dispatcher) Await(ctx context.Context, replyTo, taskID string) (Result, error) {
-	cons, err := d.js.OrderedConsumer(ctx, d.names.ResultsStream(), jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{replyTo},
+	it, err := bus.Retry(ctx, bus.TransientWait, nil, func() (jetstream.MessagesContext, error) {
+		cons, err := d.js.OrderedConsumer(ctx, d.names.ResultsStream(), jetstream.OrderedConsumerConfig{
+			FilterSubjects: []string{replyTo},
+		})
+		if err != nil {
+			return nil, err
+		}
+		return cons.Messages()
 	})
-	if err != nil {
-		return Result{}, fmt.Errorf("awaiting task %s: %w", taskID, err)
-	}
-	it, err := cons.Messages()
 	if err != nil {
 		return Result{}, fmt.Errorf("awaiting task %s: %w", taskID, err)
 	}

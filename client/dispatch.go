@@ -185,7 +185,26 @@ type Result struct {
 // before Await was called is found too. It returns when ctx ends, or at
 // once with an *UndecodableResultError when a result of the task cannot be
 // decoded.
+//
+// While the cluster cannot answer (bus.Transient: a node left and
+// JetStream elects new leaders, the connection moves node), Await reads
+// the subject again once it can, for as long as ctx lives: the task is
+// out and its result will come.
 func (d *Dispatcher) Await(ctx context.Context, replyTo, taskID string) (Result, error) {
+	res, err := bus.Retry(ctx, awaitTransient, nil, func() (Result, error) { return d.await(ctx, replyTo, taskID) })
+	if err != nil && ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
+		return res, fmt.Errorf("awaiting task %s on %s: %w (%v)", taskID, replyTo, ctx.Err(), err)
+	}
+	return res, err
+}
+
+// awaitTransient bounds how long Await reads again while the cluster
+// cannot answer: as long as its ctx lives.
+const awaitTransient = 365 * 24 * time.Hour
+
+// await is one read of replyTo for taskID's result, through one ordered
+// consumer.
+func (d *Dispatcher) await(ctx context.Context, replyTo, taskID string) (Result, error) {
 	cons, err := d.js.OrderedConsumer(ctx, d.names.ResultsStream(), jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{replyTo}, InactiveThreshold: orderedInactive,
 	})

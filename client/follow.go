@@ -25,23 +25,35 @@ const orderedInactive = 5 * time.Second
 // Messages that are not CloudEvents are skipped. Call stop when done; the
 // channel is never closed.
 func Follow(ctx context.Context, js jetstream.JetStream, names bus.Names, subject string, fromNow bool) (events <-chan bus.Event, stop func(), err error) {
+	out := make(chan bus.Event, 64)
+	// Made again while the cluster cannot answer (bus.Transient: a node
+	// left and JetStream elects a new leader), for up to bus.TransientWait.
+	cc, err := bus.Retry(ctx, bus.TransientWait, nil, func() (jetstream.ConsumeContext, error) {
+		return follow(ctx, js, names, subject, fromNow, out)
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return out, cc.Stop, nil
+}
+
+func follow(ctx context.Context, js jetstream.JetStream, names bus.Names, subject string, fromNow bool, out chan<- bus.Event) (jetstream.ConsumeContext, error) {
 	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{subject}, InactiveThreshold: orderedInactive}
 	if fromNow {
 		s, err := js.Stream(ctx, names.EventsStream())
 		if err != nil {
-			return nil, nil, fmt.Errorf("following %s: stream %s: %w", subject, names.EventsStream(), err)
+			return nil, fmt.Errorf("following %s: stream %s: %w", subject, names.EventsStream(), err)
 		}
 		info, err := s.Info(ctx)
 		if err != nil {
-			return nil, nil, fmt.Errorf("following %s: stream %s: %w", subject, names.EventsStream(), err)
+			return nil, fmt.Errorf("following %s: stream %s: %w", subject, names.EventsStream(), err)
 		}
 		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, info.State.LastSeq+1
 	}
 	cons, err := js.OrderedConsumer(ctx, names.EventsStream(), cfg)
 	if err != nil {
-		return nil, nil, fmt.Errorf("following %s: %w", subject, err)
+		return nil, fmt.Errorf("following %s: %w", subject, err)
 	}
-	out := make(chan bus.Event, 64)
 	cc, err := cons.Consume(func(msg jetstream.Msg) {
 		ev, err := bus.DecodeJS(msg)
 		if err != nil {
@@ -53,7 +65,7 @@ func Follow(ctx context.Context, js jetstream.JetStream, names bus.Names, subjec
 		}
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("following %s: %w", subject, err)
+		return nil, fmt.Errorf("following %s: %w", subject, err)
 	}
-	return out, cc.Stop, nil
+	return cc, nil
 }

@@ -1,0 +1,538 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/agentmesh/agentmesh/bus"
+	"github.com/agentmesh/agentmesh/client"
+	"github.com/agentmesh/agentmesh/internal/proctest"
+	"github.com/agentmesh/agentmesh/schemas"
+)
+
+// partitionDefect is what the partition test finds today.
+const partitionDefect = "a pipeline run or chat turn submitted just as the node is cut off can stay unanswered for ever " +
+	"(3 runs and 1 chat turn in 8 runs of the test): the run's second step is dispatched, then nothing - " +
+	"no result applied, no timeout after the 60 s task timeout, no warning logged - while every stream and " +
+	"durable consumer is drained; the cause is not found yet"
+
+// partitionFor is how long the partition test keeps a node cut off.
+const partitionFor = 20 * time.Second
+
+var orchestratorReady = regexp.MustCompile(`^orchestrator ready`)
+
+// A three-node cluster of `agentmesh server` processes, each in a network
+// namespace of its own, runs a steady load of pipelines and chat turns
+// while one node (holding an orchestrator replica, agents, and by then the
+// leader of every stream and consumer) is cut off the network for 20 s and
+// then put back. Every request the cluster accepted ends exactly once and
+// completes: one pipeline.completed per run, one chat.responded per turn,
+// none for anything else. The test reports how long the majority took to
+// serve again, how long after the heal the last answer came, and when the
+// cut node was a current replica of every stream again.
+//
+// It runs when AGENTMESH_PARTITION_TEST=1: today it fails about two runs
+// in five, on a defect it found (see partitionDefect), and CI must stay
+// green until that is fixed.
+func TestClusterPartition(t *testing.T) {
+	if os.Getenv("AGENTMESH_PARTITION_TEST") != "1" {
+		t.Skip("skipped: set AGENTMESH_PARTITION_TEST=1 to run it (as root); " + partitionDefect)
+	}
+	lab := newNetLab(t, 3)
+	bin := agentBinary(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+
+	// The cluster: n1, n2, n3, each in its namespace on its own address.
+	var routes, urls []string
+	for i := range 3 {
+		routes = append(routes, fmt.Sprintf("nats://%s:6222", lab.nodeIP(i)))
+	}
+	for i := range 3 {
+		p := proctest.Start(t, lab.command(i, bin, "server", "--name", fmt.Sprintf("n%d", i+1), "--host", lab.nodeIP(i), "--port", "4222",
+			"--store", filepath.Join(t.TempDir(), "store"), "--cluster-name", "mesh",
+			"--cluster-listen", lab.nodeIP(i)+":6222", "--routes", strings.Join(routes, ",")), serverListening)
+		urls = append(urls, p.WaitReady(t)[1])
+	}
+	// The test's own connection comes from the hub and stays with the
+	// majority (n1 and n2): what it submits is what the cluster accepts.
+	nc, err := nats.Connect(urls[0]+","+urls[1], nats.SetCustomDialer(lab.dialer()), nats.IgnoreDiscoveredServers(),
+		nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	waitJetStream(t, ctx, js)
+	if out, err := lab.command(0, bin, "--nats", urls[0], "--js-replicas", "3", "agents").CombinedOutput(); err != nil {
+		t.Fatalf("provisioning with three replicas: %v\n%s", err, out)
+	}
+
+	// Orchestrator replicas on n1 and n3; agents on n2 and n3. Each process
+	// talks to its own node only. No LLM: the offline planner answers chat.
+	env := append(os.Environ(), "OPENAI_API_KEY=", "OPENAI_BASE_URL=")
+	for _, i := range []int{0, 2} {
+		cmd := lab.command(i, bin, "--nats", urls[i], "orchestrator")
+		cmd.Env = env
+		proctest.Start(t, cmd, orchestratorReady).WaitReady(t)
+	}
+	for _, i := range []int{1, 2} {
+		for _, agent := range []string{"TextAgent", "ImageSearchAgent"} {
+			proctest.Start(t, lab.command(i, bin, "agent", agent, "--nats", urls[i]), agentReady).WaitReady(t)
+		}
+	}
+	reg, err := client.NewRegistry(ctx, mustKV(t, ctx, js, "mesh_agents"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reg.Stop()
+	for _, agent := range []string{"TextAgent", "ImageSearchAgent"} {
+		if err := reg.Wait(ctx, agent, 2); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	names := bus.MustNames("")
+	seen := watchOutcomes(t, ctx, js, names)
+	const cutNode = 2
+	leadOn(t, ctx, js, fmt.Sprintf("n%d", cutNode+1))
+
+	// The load: a two-step pipeline every 200 ms and a chat turn every
+	// 500 ms, from 3 s before the cut until 3 s after the heal.
+	load := startLoad(ctx, js, names)
+	time.Sleep(3 * time.Second)
+	cutAt := time.Now()
+	lab.cut(cutNode)
+	time.Sleep(partitionFor)
+	lab.heal(cutNode)
+	healAt := time.Now()
+	caughtUp := make(chan time.Time, 1)
+	go func() { caughtUp <- waitCurrent(ctx, js, fmt.Sprintf("n%d", cutNode+1)) }()
+	time.Sleep(3 * time.Second)
+	accepted := load.stop()
+	if len(accepted.failed) > 0 {
+		t.Errorf("the majority refused %d submissions: %v", len(accepted.failed), accepted.failed)
+	}
+	during := 0
+	for _, r := range accepted.reqs {
+		if r.at.After(cutAt) && r.at.Before(healAt) {
+			during++
+		}
+	}
+	if during == 0 {
+		t.Fatalf("nothing was accepted while n%d was cut off", cutNode+1)
+	}
+
+	// Every accepted request answered, then the mesh quiet: nothing left
+	// to deliver or to acknowledge anywhere, so no answer can follow.
+	// A task lost on the way would fail its step after the default task
+	// timeout (60 s): 90 s is enough for every request to end somehow.
+	wctx, wcancel := context.WithTimeout(ctx, 90*time.Second)
+	defer wcancel()
+	last := seen.waitAll(t, wctx, accepted.reqs)
+	waitQuiet(t, wctx, js, names)
+	current := <-caughtUp
+
+	// Count the answers in the stream itself.
+	got := readOutcomes(t, ctx, js, names)
+	want := map[string]bool{}
+	for _, r := range accepted.reqs {
+		want[r.id] = true
+		evs := got[r.id]
+		if len(evs) != 1 {
+			raw, _ := json.Marshal(evs)
+			t.Errorf("%s %s: %d outcomes, want exactly 1: %s", r.kind, r.id, len(evs), raw)
+			continue
+		}
+		if err := completed(evs[0]); err != nil {
+			t.Errorf("%s %s: %v", r.kind, r.id, err)
+		}
+	}
+	for id := range got {
+		if !want[id] {
+			t.Errorf("an outcome for %s, which nobody submitted", id)
+		}
+	}
+
+	first := seen.firstAfter(cutAt)
+	runs, chats := accepted.count()
+	t.Logf("%d pipelines and %d chat turns accepted, %d while n%d was cut off for %s", runs, chats, during, cutNode+1, partitionFor)
+	t.Logf("recovery: the majority answered %s after the cut; the last answer came %s after the heal; n%d was a current replica of every stream %s after the heal; slowest request %s",
+		first.Sub(cutAt).Round(100*time.Millisecond), max(0, last.Sub(healAt)).Round(100*time.Millisecond), cutNode+1,
+		current.Sub(healAt).Round(100*time.Millisecond), seen.slowest(accepted.reqs).Round(100*time.Millisecond))
+}
+
+// request is one accepted submission.
+type request struct {
+	kind, id string // kind "run" or "chat"
+	at       time.Time
+}
+
+// loadGen submits pipelines and chat turns until stopped.
+type loadGen struct {
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	reqs   []request
+	failed []string
+}
+
+func startLoad(ctx context.Context, js jetstream.JetStream, names bus.Names) *loadGen {
+	ctx, cancel := context.WithCancel(ctx)
+	g := &loadGen{cancel: cancel}
+	spec := client.NewPipeline("partition").
+		Step("upper", "TextAgent").Param("op", "upper").Input("text", "text:hello partition").
+		Then("count", "TextAgent").Param("op", "wordcount").
+		MustBuild()
+	g.every(ctx, 200*time.Millisecond, "run", func(n int) (string, error) {
+		return client.SubmitPipeline(ctx, js, names, spec, fmt.Sprintf("part-run-%d", n), "partition test")
+	})
+	g.every(ctx, 500*time.Millisecond, "chat", func(int) (string, error) {
+		conv, _, err := client.SendChat(ctx, js, names, "", "find sunset images", "partition test")
+		return conv, err
+	})
+	return g
+}
+
+// every calls submit every period (or as soon as the last one returned,
+// when it took longer) until ctx ends, recording what was accepted.
+func (g *loadGen) every(ctx context.Context, period time.Duration, kind string, submit func(n int) (string, error)) {
+	g.wg.Add(1)
+	go func() {
+		defer g.wg.Done()
+		tick := time.NewTicker(period)
+		defer tick.Stop()
+		for n := 0; ; n++ {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			id, err := submit(n)
+			g.mu.Lock()
+			switch {
+			case err == nil:
+				g.reqs = append(g.reqs, request{kind: kind, id: id, at: time.Now()})
+			case ctx.Err() == nil:
+				g.failed = append(g.failed, fmt.Sprintf("%s %d: %v", kind, n, err))
+			}
+			g.mu.Unlock()
+		}
+	}()
+}
+
+// accepted is what a load generator submitted.
+type accepted struct {
+	reqs   []request
+	failed []string
+}
+
+func (a accepted) count() (runs, chats int) {
+	for _, r := range a.reqs {
+		if r.kind == "run" {
+			runs++
+		} else {
+			chats++
+		}
+	}
+	return runs, chats
+}
+
+// stop ends the load and returns what was submitted. A submission cut
+// short by the stop is neither accepted nor failed: its publish may or
+// may not have been stored, and then has an outcome nobody waits for.
+func (g *loadGen) stop() accepted {
+	g.cancel()
+	g.wg.Wait()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return accepted{reqs: slices.Clone(g.reqs), failed: slices.Clone(g.failed)}
+}
+
+// outcomeFilters are the event subjects of runs and conversations.
+func outcomeFilters(names bus.Names) []string {
+	return []string{names.Events("*", "pipeline"), names.Events("*", "chat")}
+}
+
+// outcomeID is the run or conversation an outcome event answers, or ""
+// for any other event.
+func outcomeID(ev bus.Event) string {
+	switch ev.Type {
+	case bus.TypePipelineCompleted:
+		return ev.Ext(bus.ExtRunID)
+	case bus.TypeChatResponded:
+		return ev.Ext(bus.ExtConversationID)
+	}
+	return ""
+}
+
+// completed says why an outcome is not a success, or nil.
+func completed(ev bus.Event) error {
+	if ev.Type == bus.TypePipelineCompleted {
+		var r schemas.RunEvent
+		if err := ev.DataAs(&r); err != nil || r.Status != schemas.RunCompleted {
+			return fmt.Errorf("run ended %s (%v): %s %s", r.Status, err, r.Code, r.Error)
+		}
+		return nil
+	}
+	var r schemas.ChatResponse
+	if err := ev.DataAs(&r); err != nil || r.State != schemas.ChatCompleted {
+		return fmt.Errorf("chat turn ended %s (%v): %s", r.State, err, r.Error)
+	}
+	return nil
+}
+
+// outcomeWatch records when the first outcome of each run or
+// conversation was seen, as it happens.
+type outcomeWatch struct {
+	mu      sync.Mutex
+	at      map[string]time.Time
+	changed chan struct{}
+}
+
+func watchOutcomes(t *testing.T, ctx context.Context, js jetstream.JetStream, names bus.Names) *outcomeWatch {
+	t.Helper()
+	w := &outcomeWatch{at: map[string]time.Time{}, changed: make(chan struct{}, 1)}
+	cons, err := js.OrderedConsumer(ctx, names.EventsStream(), jetstream.OrderedConsumerConfig{FilterSubjects: outcomeFilters(names)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc, err := cons.Consume(func(m jetstream.Msg) {
+		ev, err := bus.DecodeJS(m)
+		if err != nil {
+			return
+		}
+		if id := outcomeID(ev); id != "" {
+			w.mu.Lock()
+			if _, ok := w.at[id]; !ok {
+				w.at[id] = time.Now()
+			}
+			w.mu.Unlock()
+			select {
+			case w.changed <- struct{}{}:
+			default:
+			}
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cc.Stop)
+	return w
+}
+
+// waitAll waits until every request has an outcome and returns when the
+// last one came.
+func (w *outcomeWatch) waitAll(t *testing.T, ctx context.Context, reqs []request) time.Time {
+	t.Helper()
+	for {
+		var missing []string
+		var last time.Time
+		w.mu.Lock()
+		for _, r := range reqs {
+			if at, ok := w.at[r.id]; !ok {
+				missing = append(missing, r.kind+" "+r.id)
+			} else if at.After(last) {
+				last = at
+			}
+		}
+		w.mu.Unlock()
+		if len(missing) == 0 {
+			return last
+		}
+		select {
+		case <-w.changed:
+		case <-ctx.Done():
+			t.Fatalf("%d of %d accepted requests never answered: %v", len(missing), len(reqs), missing)
+		}
+	}
+}
+
+// firstAfter is when the first outcome came after t.
+func (w *outcomeWatch) firstAfter(t time.Time) time.Time {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var first time.Time
+	for _, at := range w.at {
+		if at.After(t) && (first.IsZero() || at.Before(first)) {
+			first = at
+		}
+	}
+	return first
+}
+
+// slowest is the longest time from acceptance to outcome.
+func (w *outcomeWatch) slowest(reqs []request) time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var d time.Duration
+	for _, r := range reqs {
+		d = max(d, w.at[r.id].Sub(r.at))
+	}
+	return d
+}
+
+// readOutcomes reads every outcome event stored so far, by run or
+// conversation (the mesh is quiet: no more are coming).
+func readOutcomes(t *testing.T, ctx context.Context, js jetstream.JetStream, names bus.Names) map[string][]bus.Event {
+	t.Helper()
+	var mu sync.Mutex
+	got := map[string][]bus.Event{}
+	done := make(chan struct{})
+	cons, err := js.OrderedConsumer(ctx, names.EventsStream(), jetstream.OrderedConsumerConfig{FilterSubjects: outcomeFilters(names)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc, err := cons.Consume(func(m jetstream.Msg) {
+		mu.Lock()
+		defer mu.Unlock()
+		if ev, err := bus.DecodeJS(m); err == nil {
+			if id := outcomeID(ev); id != "" {
+				got[id] = append(got[id], ev)
+			}
+		}
+		if meta, err := m.Metadata(); err == nil && meta.NumPending == 0 && done != nil {
+			close(done)
+			done = nil
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Stop()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		t.Fatal("reading outcomes: the events stream was never read to its end")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	return got
+}
+
+// leadOn moves the leadership of every stream (buckets and the object
+// store included) to node, so that cutting it off takes every stream's
+// leader away at once. (Consumers keep theirs: a consumer stepdown with a
+// preferred placement can leave the consumer without a leader.)
+func leadOn(t *testing.T, ctx context.Context, js jetstream.JetStream, node string) {
+	t.Helper()
+	req, _ := json.Marshal(map[string]any{"placement": map[string]string{"preferred": node}})
+	leader := func(s jetstream.Stream) string {
+		actx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		if i, err := s.Info(actx); err == nil && i.Cluster != nil {
+			return i.Cluster.Leader
+		}
+		return ""
+	}
+	streams := js.ListStreams(ctx)
+	for info := range streams.Info() {
+		name := info.Config.Name
+		s, err := js.Stream(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for try := 0; leader(s) != node; try++ {
+			if try == 5 {
+				t.Fatalf("stream %s: the leader is still %q, not %s", name, leader(s), node)
+			}
+			if _, err := js.Conn().Request("$JS.API.STREAM.LEADER.STEPDOWN."+name, req, 5*time.Second); err != nil {
+				t.Logf("stream %s: stepdown: %v", name, err)
+			}
+			for range 20 { // the new leader takes over within a few heartbeats
+				if leader(s) == node {
+					break
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+		}
+	}
+	if err := streams.Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitQuiet waits until the request and task streams are empty and no
+// durable consumer of the mesh has anything pending or unacknowledged: no
+// process holds a message, and none will be delivered again.
+func waitQuiet(t *testing.T, ctx context.Context, js jetstream.JetStream, names bus.Names) {
+	t.Helper()
+	var why string
+	for {
+		why = quiet(ctx, js, names)
+		if why == "" {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the mesh never went quiet: %s", why)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// quiet says what is still in flight, or "".
+func quiet(ctx context.Context, js jetstream.JetStream, names bus.Names) string {
+	for _, name := range []string{names.RequestsStream(), names.TasksStream(), names.ResultsStream()} {
+		s, err := js.Stream(ctx, name)
+		if err != nil {
+			return err.Error()
+		}
+		info, err := s.Info(ctx)
+		if err != nil {
+			return err.Error()
+		}
+		if info.Config.Retention == jetstream.WorkQueuePolicy && info.State.Msgs > 0 {
+			return fmt.Sprintf("%s holds %d messages", name, info.State.Msgs)
+		}
+		consumers := s.ListConsumers(ctx)
+		for ci := range consumers.Info() {
+			if ci.Config.Durable != "" && (ci.NumPending > 0 || ci.NumAckPending > 0) {
+				return fmt.Sprintf("consumer %s of %s: %d pending, %d unacknowledged", ci.Name, name, ci.NumPending, ci.NumAckPending)
+			}
+		}
+		if err := consumers.Err(); err != nil {
+			return err.Error()
+		}
+	}
+	return ""
+}
+
+// waitCurrent waits until node is a current replica of every stream and
+// returns when it was seen so (the zero time if ctx ends first).
+func waitCurrent(ctx context.Context, js jetstream.JetStream, node string) time.Time {
+	for {
+		caughtUp := true
+		streams := js.ListStreams(ctx)
+		for info := range streams.Info() {
+			if info.Cluster == nil || info.Cluster.Leader == node {
+				caughtUp = caughtUp && info.Cluster != nil
+				continue
+			}
+			i := slices.IndexFunc(info.Cluster.Replicas, func(p *jetstream.PeerInfo) bool { return p.Name == node })
+			if i < 0 || !info.Cluster.Replicas[i].Current || info.Cluster.Replicas[i].Offline {
+				caughtUp = false
+			}
+		}
+		if streams.Err() == nil && caughtUp {
+			return time.Now()
+		}
+		select {
+		case <-ctx.Done():
+			return time.Time{}
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}

@@ -29,7 +29,6 @@ func (s *Scheduler) StartSweep(ctx context.Context) (done <-chan struct{}, err e
 	ch := make(chan struct{})
 	go func() {
 		defer close(ch)
-		defer func() { _ = w.Stop() }()
 		s.sweepLoop(ctx, w)
 	}()
 	return ch, nil
@@ -40,16 +39,28 @@ func (s *Scheduler) StartSweep(ctx context.Context) (done <-chan struct{}, err e
 // a wave whose tasks were maybe never published is published again (the
 // deterministic task id makes that harmless), and a step whose record was
 // written by a replica that died before telling the header is settled.
+// A watch that ends while the replica runs (the cluster moved under it)
+// is made again at the next interval, the sweep going on meanwhile: a new
+// watch lists every run again, so none started meanwhile is missed.
 func (s *Scheduler) sweepLoop(ctx context.Context, w jetstream.KeyWatcher) {
 	t := time.NewTicker(s.cfg.Sweep)
 	defer t.Stop()
+	defer func() {
+		if w != nil {
+			_ = w.Stop()
+		}
+	}()
+	updates := w.Updates()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case e, ok := <-w.Updates():
+		case e, ok := <-updates:
 			if !ok {
-				return
+				s.log.Warn("pipeline: the watch of runs ended; watching again at the next sweep")
+				_ = w.Stop()
+				w, updates = nil, nil
+				continue
 			}
 			if e == nil || e.Operation() != jetstream.KeyValuePut {
 				continue
@@ -58,6 +69,13 @@ func (s *Scheduler) sweepLoop(ctx context.Context, w jetstream.KeyWatcher) {
 				s.track(id)
 			}
 		case <-t.C:
+			if w == nil {
+				if nw, err := s.store.WatchRunSpecs(ctx); err == nil {
+					w, updates = nw, nw.Updates()
+				} else {
+					s.log.Warn("pipeline: watching runs again", "err", err)
+				}
+			}
 			s.sweep(ctx)
 		}
 	}

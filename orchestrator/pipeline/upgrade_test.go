@@ -131,3 +131,32 @@ func TestLoadIntoMixesCachedAndStoredRecords(t *testing.T) {
 		t.Fatalf("loadInto: found %v, %d of %d records, err %v", found, len(rs.m), len(steps), err)
 	}
 }
+
+// A watch of the runs that ends under the sweep (the cluster moved) is
+// made again: a run started after it ended is still swept.
+func TestSweepWatchesRunsAgain(t *testing.T) {
+	_, o := replica(t, Config{Sweep: 20 * time.Millisecond})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	w, err := o.store.WatchRunSpecs(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { defer close(done); o.sweepLoop(ctx, w) }()
+	defer func() { cancel(); <-done }()
+	_ = w.Stop() // the watch ends
+	time.Sleep(100 * time.Millisecond)
+	startRun(t, o, "after-watch")
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		o.mu.Lock()
+		swept := o.active["after-watch"]
+		o.mu.Unlock()
+		if swept {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("a run started after the watch of runs ended is not swept")
+		}
+	}
+}

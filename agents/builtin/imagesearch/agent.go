@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/agentmesh/agentmesh/agents"
 	"github.com/agentmesh/agentmesh/agents/builtin/imagefeat"
@@ -138,6 +139,10 @@ func (c *candidate) score(terms []string) float64 {
 
 // Execute lists the images (or the scope), makes sure each has visual
 // words, scores them against the query and returns the best.
+// catchUpWait bounds how long a search that found nothing waits for the
+// store's own list (see resolvers.CatchUp).
+const catchUpWait = 2 * time.Second
+
 func (a *Agent) Execute(ctx context.Context, ec *schemas.ExecutionContext) (schemas.AgentResult, error) {
 	t := fileagent.Start(a.Contract())
 	t.Skipping = "scope ids"
@@ -155,11 +160,15 @@ func (a *Agent) Execute(ctx context.Context, ec *schemas.ExecutionContext) (sche
 		found, ok := ix.search(s)
 		if ok && len(found) == 0 && again {
 			// Nothing in the watched index: files stored a moment ago by
-			// another process may not be in it yet; ask the store once.
-			if err := resolvers.CatchUp(ctx, a.cat); err != nil {
-				return t.Abort(err)
+			// another process may not be in it yet; ask the store once,
+			// briefly (a store that does not answer leaves the answer as
+			// the index gives it).
+			cctx, cancel := context.WithTimeout(ctx, catchUpWait)
+			err := resolvers.CatchUp(cctx, a.cat)
+			cancel()
+			if err == nil {
+				continue
 			}
-			continue
 		}
 		if ok {
 			return a.found(t, s, found, ix.undecodable)

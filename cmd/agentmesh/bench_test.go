@@ -9,10 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-
-	"github.com/agentmesh/agentmesh/bus"
 )
 
 // TestBenchCommand runs the direct call comparison through the CLI and
@@ -75,26 +72,8 @@ func TestBenchCodecPointsToGoTest(t *testing.T) {
 // testing.Benchmark and lose the whole run's output (or, had the publish
 // errors been seen, report 0s/op and exit 0).
 func TestBenchReportsFailedScenario(t *testing.T) {
-	emb, err := bus.StartEmbedded(bus.EmbeddedOptions{StoreDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(emb.Shutdown)
-	nc, err := nats.Connect(emb.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	emb, _, js, _, res := provisionedServer(t)
 	ctx := context.Background()
-	names := bus.MustNames(bus.DefaultPrefix)
-	res, err := bus.Provision(ctx, js, names, bus.ProvisionOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	cfg := res.Tasks.CachedInfo().Config
 	cfg.MaxMsgs, cfg.Discard = 1, jetstream.DiscardNew
 	if _, err := js.UpdateStream(ctx, cfg); err != nil {

@@ -42,26 +42,7 @@ func TestOrchestratorMemory(t *testing.T) {
 		t.Skip("runs 11,000 steps and writes 10,000 conversations: about 20s")
 	}
 	bin := agentBinary(t)
-	emb, err := bus.StartEmbedded(bus.EmbeddedOptions{StoreDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(emb.Shutdown)
-	nc, err := nats.Connect(emb.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	names := bus.MustNames(bus.DefaultPrefix)
-	res, err := bus.Provision(ctx, js, names, bus.ProvisionOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	emb, nc, js, names, res := provisionedServer(t)
 	serveNoop(t, emb.URL(), "MemNoop")
 	pid := startOrchestrator(t, bin, emb.URL())
 
@@ -116,24 +97,7 @@ func TestOrchestratorReplicasMemory(t *testing.T) {
 		t.Skip("runs a 2,000-step wave on two orchestrator processes: about 10s")
 	}
 	bin := agentBinary(t)
-	emb, err := bus.StartEmbedded(bus.EmbeddedOptions{StoreDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(emb.Shutdown)
-	nc, err := nats.Connect(emb.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	names := bus.MustNames(bus.DefaultPrefix)
-	if _, err := bus.Provision(context.Background(), js, names, bus.ProvisionOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	emb, nc, js, names, _ := provisionedServer(t)
 	serveAgent(t, emb.URL(), "MemEmit", true)
 	for _, c := range []struct {
 		name        string
@@ -414,3 +378,29 @@ func runShapes(t testing.TB, nc *nats.Conn, js jetstream.JetStream, names bus.Na
 }
 
 func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
+
+// provisionedServer starts an embedded NATS server for the test (JetStream
+// in a temporary directory), connects to it and provisions the mesh on it.
+func provisionedServer(t *testing.T) (*bus.Embedded, *nats.Conn, jetstream.JetStream, bus.Names, *bus.Resources) {
+	t.Helper()
+	emb, err := bus.StartEmbedded(bus.EmbeddedOptions{StoreDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(emb.Shutdown)
+	nc, err := nats.Connect(emb.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := bus.MustNames(bus.DefaultPrefix)
+	res, err := bus.Provision(context.Background(), js, names, bus.ProvisionOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return emb, nc, js, names, res
+}

@@ -11,7 +11,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/agentmesh/agentmesh/bus"
-	"github.com/agentmesh/agentmesh/schemas"
 )
 
 // Pipelined writes. A KV put is a JetStream publish on $KV.<bucket>.<key>
@@ -123,16 +122,6 @@ func (s *Store) Header(ctx context.Context, runID string) (*RunHeader, uint64, e
 // each key's run). Headers, written at every step, are not watched.
 func (s *Store) WatchRunSpecs(ctx context.Context) (jetstream.KeyWatcher, error) {
 	return s.runs.Watch(ctx, specKey("*"), jetstream.MetaOnly())
-}
-
-// RunSlotsOf decodes the slots of a run's state as encoded by
-// ApplyRunState.
-func RunSlotsOf(raw []byte) (map[string]schemas.TypedValue, error) {
-	st := schemas.NewConversationState("")
-	if err := json.Unmarshal(raw, st); err != nil {
-		return nil, err
-	}
-	return st.Slots, nil
 }
 
 // RunsBucket is the runs bucket, for reading its history; write it only

@@ -38,13 +38,22 @@ func (d *envDuration) Set(s string) error {
 // variable is set; a bad variable is reported when a command runs.
 func durationFlag(f *pflag.FlagSet, name, env string, def time.Duration, usage string) *envDuration {
 	d := &envDuration{v: def, env: env}
+	d.envErr = envFlag(f, d, name, env, usage)
+	return d
+}
+
+// envFlag sets v from the variable env when it is set and registers v as
+// --name; it returns the error of a bad variable, which a command reports
+// when it runs.
+func envFlag(f *pflag.FlagSet, v pflag.Value, name, env, usage string) error {
+	var err error
 	if raw, ok := os.LookupEnv(env); ok && raw != "" {
-		if err := d.Set(raw); err != nil {
-			d.envErr = fmt.Errorf("%s=%w", env, err)
+		if serr := v.Set(raw); serr != nil {
+			err = fmt.Errorf("%s=%w", env, serr)
 		}
 	}
-	f.Var(d, name, usage+" (env "+env+")")
-	return d
+	f.Var(v, name, usage+" (env "+env+")")
+	return err
 }
 
 // envBytes is a byte-size flag (512MiB, 2GiB, 1000000; 0 for no limit)
@@ -95,12 +104,7 @@ func formatBytes(v int64) string {
 // variable is set; a bad variable is reported when a command runs.
 func bytesFlag(f *pflag.FlagSet, name, env string, def int64, usage string) *envBytes {
 	b := &envBytes{v: def, env: env}
-	if raw, ok := os.LookupEnv(env); ok && raw != "" {
-		if err := b.Set(raw); err != nil {
-			b.envErr = fmt.Errorf("%s=%w", env, err)
-		}
-	}
-	f.Var(b, name, usage+" (env "+env+")")
+	b.envErr = envFlag(f, b, name, env, usage)
 	return b
 }
 

@@ -200,33 +200,20 @@ func awaitRun(ctx context.Context, env Env, spec schemas.PipelineSpec, id string
 type rawPipeline struct {
 	env           Env
 	sh            pipeShape
-	it            jetstream.MessagesContext
 	subject, into string
-	durable       string
+	resultsReader
 }
 
 func newRawPipeline(ctx context.Context, env Env, sh pipeShape) (*rawPipeline, error) {
-	r := &rawPipeline{env: env, sh: sh, durable: "bench-raw-" + sh.id}
+	r := &rawPipeline{env: env, sh: sh}
 	r.subject, _ = env.Names.Task(sh.agent) // the name is valid
 	r.into = env.Names.Result(sh.agent, "rawbench")
-	cons, err := env.JS.CreateOrUpdateConsumer(ctx, env.Names.ResultsStream(), jetstream.ConsumerConfig{
-		Durable: r.durable, FilterSubject: r.into + ".>", AckPolicy: jetstream.AckExplicitPolicy,
-	})
+	rr, err := readResults(ctx, env, "bench-raw-"+sh.id, r.into+".>", jetstream.DeliverAllPolicy)
 	if err != nil {
 		return nil, fmt.Errorf("baseline consumer: %w", err)
 	}
-	if r.it, err = cons.Messages(); err != nil {
-		return nil, err
-	}
+	r.resultsReader = rr
 	return r, nil
-}
-
-// Close stops the baseline's consumer and deletes it.
-func (r *rawPipeline) Close() error {
-	r.it.Stop()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	return r.env.JS.DeleteConsumer(ctx, r.env.Names.ResultsStream(), r.durable)
 }
 
 // run runs one pipeline and returns how long it took.

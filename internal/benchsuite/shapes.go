@@ -313,33 +313,48 @@ type handTask struct {
 // the results from MESH_RESULTS with a durable consumer, and records each
 // result with one KV compare-and-set of the run's key.
 type hand struct {
+	env Env
+	resultsReader
+}
+
+func newHand(ctx context.Context, env Env) (*hand, error) {
+	// An agent answers only on its own result subjects: the hand's are
+	// <prefix>.result.<agent>.hand.<task>.
+	rr, err := readResults(ctx, env, "bench-hand", env.Names.Result("*", "hand")+".>", jetstream.DeliverNewPolicy)
+	if err != nil {
+		return nil, fmt.Errorf("the hand-driven side's consumer: %w", err)
+	}
+	return &hand{env: env, resultsReader: rr}, nil
+}
+
+// resultsReader is a baseline's durable consumer of the results stream,
+// read as messages come.
+type resultsReader struct {
 	env     Env
 	it      jetstream.MessagesContext
 	durable string
 }
 
-func newHand(ctx context.Context, env Env) (*hand, error) {
-	h := &hand{env: env, durable: "bench-hand"}
-	// An agent answers only on its own result subjects: the hand's are
-	// <prefix>.result.<agent>.hand.<task>.
+// readResults makes durable, a consumer of the results on filter, and
+// starts reading it.
+func readResults(ctx context.Context, env Env, durable, filter string, deliver jetstream.DeliverPolicy) (resultsReader, error) {
+	rr := resultsReader{env: env, durable: durable}
 	cons, err := env.JS.CreateOrUpdateConsumer(ctx, env.Names.ResultsStream(), jetstream.ConsumerConfig{
-		Durable: h.durable, FilterSubject: env.Names.Result("*", "hand") + ".>", AckPolicy: jetstream.AckExplicitPolicy, DeliverPolicy: jetstream.DeliverNewPolicy,
+		Durable: durable, FilterSubject: filter, AckPolicy: jetstream.AckExplicitPolicy, DeliverPolicy: deliver,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("the hand-driven side's consumer: %w", err)
+		return rr, err
 	}
-	if h.it, err = cons.Messages(); err != nil {
-		return nil, err
-	}
-	return h, nil
+	rr.it, err = cons.Messages()
+	return rr, err
 }
 
 // Close stops the consumer and deletes it.
-func (h *hand) Close() error {
-	h.it.Stop()
+func (rr resultsReader) Close() error {
+	rr.it.Stop()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := h.env.JS.DeleteConsumer(ctx, h.env.Names.ResultsStream(), h.durable); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+	if err := rr.env.JS.DeleteConsumer(ctx, rr.env.Names.ResultsStream(), rr.durable); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
 		return err
 	}
 	return nil

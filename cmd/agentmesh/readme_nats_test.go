@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"regexp"
 	"strings"
@@ -84,7 +85,13 @@ func TestREADMENatsExample(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the README names stream %s: %v", get[1], err)
 	}
+	// The stream stores a message on its own queue: a subscriber can see
+	// the result a moment before the stream holds it.
 	kept, err := stream.GetLastMsgForSubject(ctx, get[2])
+	for errors.Is(err, jetstream.ErrMsgNotFound) && ctx.Err() == nil {
+		time.Sleep(20 * time.Millisecond)
+		kept, err = stream.GetLastMsgForSubject(ctx, get[2])
+	}
 	if err != nil || string(kept.Data) != string(res.Data) {
 		t.Errorf("stream %s, last for %s: %v; want the result again", get[1], get[2], err)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -50,6 +51,10 @@ type Orchestrator struct {
 	ownsReg    bool
 	pipelines  *pipeline.Scheduler
 	log        *slog.Logger
+	// admit holds one token per submission being taken in: decoding and
+	// checking a spec is CPU work whose memory grows with the spec, so
+	// taking in more at once than there are CPUs only adds memory.
+	admit chan struct{}
 }
 
 // New returns a replica on nc. The mesh must be provisioned (bus.Provision).
@@ -112,7 +117,7 @@ func New(nc *nats.Conn, opts ...Option) (*Orchestrator, error) {
 	if cfg.router == nil {
 		cfg.router = route.NewRouter(route.WithValueResolver(cfg.values))
 	}
-	o := &Orchestrator{cfg: cfg, nc: nc, js: js, names: cfg.names, router: cfg.router,
+	o := &Orchestrator{cfg: cfg, nc: nc, js: js, names: cfg.names, router: cfg.router, admit: make(chan struct{}, runtime.GOMAXPROCS(0)),
 		store:      state.New(convs, runs, append([]state.Option{state.WithPipelining(kvjs)}, cfg.stateOpts...)...),
 		dispatcher: client.NewDispatcher(js, cfg.names, cfg.source), registry: cfg.registry, log: cfg.logger}
 	if o.registry == nil {
@@ -244,7 +249,9 @@ func (o *Orchestrator) RunReady(ctx context.Context, ready func()) error {
 	if err != nil {
 		return fmt.Errorf("orchestrator: consuming results: %w", err)
 	}
-	qc, err := requests.Consume(submit(func(m jetstream.Msg) { o.handleRequest(hctx, m) }))
+	// A submission can be a large spec: buffer a few beyond the workers
+	// (the default 500 would hold hundreds of them in memory at once).
+	qc, err := requests.Consume(submit(func(m jetstream.Msg) { o.handleRequest(hctx, m) }), jetstream.PullMaxMessages(requestsBuffered))
 	if err != nil {
 		rc.Stop()
 		return fmt.Errorf("orchestrator: consuming requests: %w", err)
@@ -265,6 +272,10 @@ func (o *Orchestrator) RunReady(ctx context.Context, ready func()) error {
 	wg.Wait()
 	return nil
 }
+
+// requestsBuffered is how many requests a replica holds beyond the ones
+// its workers have in hand.
+const requestsBuffered = 16
 
 // handleRequest takes one message from MESH_REQUESTS. Every request ends
 // with one answer its sender can read (see docs/errors.md): the chat loop's
@@ -297,7 +308,11 @@ func (o *Orchestrator) handleRequest(ctx context.Context, m jetstream.Msg) {
 	}
 	switch ev.Type {
 	case bus.TypePipelineSubmitted:
+		stop := keepAlive(m, o.cfg.ackWait/3)
+		o.admit <- struct{}{}
 		err := o.pipelines.Submit(ctx, ev)
+		<-o.admit
+		stop()
 		if errors.Is(err, bus.ErrNoReplySubject) {
 			o.settleRefusal(m, err)
 			return

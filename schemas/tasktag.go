@@ -5,6 +5,8 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base32"
+	"hash"
+	"sync"
 )
 
 // tagEncoding spells tags and nonces with lower-case letters and digits,
@@ -31,7 +33,48 @@ func TaskTag(base, nonce string) string {
 	if nonce == "" {
 		return base
 	}
-	mac := hmac.New(sha256.New, []byte(nonce))
-	mac.Write([]byte(base))
-	return base + "-" + tagEncoding.EncodeToString(mac.Sum(nil))[:tagLen]
+	k := macs.get(nonce)
+	k.mu.Lock()
+	k.mac.Reset()
+	k.mac.Write([]byte(base))
+	var sum [sha256.Size]byte
+	k.mac.Sum(sum[:0])
+	k.mu.Unlock()
+	var tag [(sha256.Size*8 + 4) / 5]byte
+	tagEncoding.Encode(tag[:], sum[:])
+	return base + "-" + string(tag[:tagLen])
+}
+
+// keyedMAC is an HMAC keyed with one run's nonce. Keying it costs as much
+// as tagging a short id (two more blocks of SHA-256 and five
+// allocations), and every step of a run tags its task ids, so the keyed
+// state is kept and Reset between uses.
+type keyedMAC struct {
+	mu  sync.Mutex
+	mac hash.Hash
+}
+
+// macCache holds the keyed MACs of the runs in hand, at most maxMACs; past
+// that it starts again empty (a run whose MAC is dropped keys a new one).
+type macCache struct {
+	mu sync.Mutex
+	m  map[string]*keyedMAC
+}
+
+const maxMACs = 4096
+
+var macs macCache
+
+func (c *macCache) get(nonce string) *keyedMAC {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if k, ok := c.m[nonce]; ok {
+		return k
+	}
+	if c.m == nil || len(c.m) >= maxMACs {
+		c.m = make(map[string]*keyedMAC)
+	}
+	k := &keyedMAC{mac: hmac.New(sha256.New, []byte(nonce))}
+	c.m[nonce] = k
+	return k
 }

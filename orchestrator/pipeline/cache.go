@@ -21,8 +21,9 @@ const maxCachedRuns = 4096
 // maxCachedRecords bounds the step records a replica caches across its
 // runs (a few hundred bytes each): past it a record is read from KV when
 // needed (a wave's end reads the ones it lacks in parallel), so many wide
-// runs at once do not hold every record in memory.
-const maxCachedRecords = 20_000
+// runs at once do not hold every record in memory. A wave of up to this
+// many steps settles from the cache alone.
+const maxCachedRecords = 10_000
 
 type cachedHeader struct {
 	h   *state.RunHeader // shared: never mutated (updates work on a clone)

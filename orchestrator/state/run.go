@@ -137,9 +137,13 @@ type RunSpec struct {
 	// mesh without credentials) may resolve its steps.
 	Owner string `json:"owner,omitempty"`
 
-	index  map[string]int // step id -> index in Spec.Steps
-	waveOf map[string]int
+	// pos is where each step id is: its index in Spec.Steps and its wave
+	// (-1 when in none). One map, not two: a replica holds the spec of
+	// every run it serves, and a wide run has many steps.
+	pos map[string]stepPos
 }
+
+type stepPos struct{ index, wave int32 }
 
 // RunParent names the step of kind pipeline a child run runs for.
 type RunParent struct {
@@ -151,16 +155,39 @@ type RunParent struct {
 }
 
 func (sd *RunSpec) Init() *RunSpec {
-	sd.index = make(map[string]int, len(sd.Spec.Steps))
-	for i, s := range sd.Spec.Steps {
-		if _, dup := sd.index[s.ID]; !dup {
-			sd.index[s.ID] = i
+	if n := len(sd.Spec.Steps); cap(sd.Spec.Steps) > n+n/4 {
+		// The JSON decoder grows the slice by doubling: a replica keeps
+		// the spec as long as the run is served, so keep it to size.
+		sd.Spec.Steps = slices.Clone(sd.Spec.Steps)
+	}
+	sd.pos = make(map[string]stepPos, len(sd.Spec.Steps))
+	// A decoded spec holds a copy of a step's agent and kind names per
+	// step: a wide run of one agent keeps one.
+	names := map[string]string{}
+	intern := func(v *string) {
+		if u, ok := names[*v]; ok {
+			*v = u
+		} else {
+			names[*v] = *v
 		}
 	}
-	sd.waveOf = map[string]int{}
+	for i := range sd.Spec.Steps {
+		s := &sd.Spec.Steps[i]
+		intern(&s.Agent)
+		intern(&s.Kind)
+		if _, dup := sd.pos[s.ID]; !dup {
+			sd.pos[s.ID] = stepPos{index: int32(i), wave: -1}
+		}
+	}
 	for w, wave := range sd.Waves {
-		for _, id := range wave {
-			sd.waveOf[id] = w
+		for j, id := range wave {
+			p, ok := sd.pos[id]
+			if !ok {
+				continue // not a step of the spec: no wave to tell
+			}
+			p.wave = int32(w)
+			sd.pos[id] = p
+			wave[j] = sd.Spec.Steps[p.index].ID // one copy of the id
 		}
 	}
 	return sd
@@ -168,23 +195,26 @@ func (sd *RunSpec) Init() *RunSpec {
 
 // Step returns the spec of step id.
 func (sd *RunSpec) Step(id string) (schemas.PipelineStep, bool) {
-	i, ok := sd.index[id]
+	p, ok := sd.pos[id]
 	if !ok {
 		return schemas.PipelineStep{}, false
 	}
-	return sd.Spec.Steps[i], true
+	return sd.Spec.Steps[p.index], true
 }
 
 // Has reports whether the spec has a step id.
 func (sd *RunSpec) Has(id string) bool {
-	_, ok := sd.index[id]
+	_, ok := sd.pos[id]
 	return ok
 }
 
 // WaveOf returns the wave step id runs in; false for a step not in the spec.
 func (sd *RunSpec) WaveOf(id string) (int, bool) {
-	w, ok := sd.waveOf[id]
-	return w, ok
+	p, ok := sd.pos[id]
+	if !ok || p.wave < 0 {
+		return 0, false
+	}
+	return int(p.wave), true
 }
 
 // Timeout is the time budget of a step: its own, else for a loop or a
@@ -289,7 +319,7 @@ func (h *RunHeader) Done() bool {
 // run that has not ended: dispatched, and running unless its record says
 // it ended.
 func (h *RunHeader) Running(sd *RunSpec, id string) bool {
-	w, ok := sd.waveOf[id]
+	w, ok := sd.WaveOf(id)
 	return ok && !h.Done() && h.Wave == w
 }
 
@@ -335,7 +365,7 @@ func (s *Store) Run(ctx context.Context, id string) (*RunState, error) {
 		Waves: sd.Waves, Wave: max(h.Wave, 0), Steps: map[string]*StepState{}, State: st,
 		CreatedAt: h.CreatedAt, UpdatedAt: h.UpdatedAt, FinishedAt: h.FinishedAt}
 	for _, step := range sd.Spec.Steps {
-		w, inWave := sd.waveOf[step.ID]
+		w, inWave := sd.WaveOf(step.ID)
 		st := &StepState{ID: step.ID, Agent: step.Agent, Wave: w, Status: schemas.StepPending}
 		r.Steps[step.ID] = st
 		switch {

@@ -32,6 +32,6 @@ var (
 	// ErrRunExists reports a submission naming a run id that another
 	// submission took first (the stream's deduplication on the run id
 	// decides, across every client and gateway): the mesh dropped this
-	// one. It also matches bus.ErrDuplicate.
-	ErrRunExists = fmt.Errorf("client: run id taken: %w", bus.ErrDuplicate)
+	// one. The error also wraps bus.ErrDuplicate.
+	ErrRunExists = errors.New("client: run id taken")
 )

@@ -174,7 +174,7 @@ func SubmitPipeline(ctx context.Context, js jetstream.JetStream, names bus.Names
 	msg.Header.Set(jetstream.MsgIDHeader, "submit-"+runID)
 	if _, err := bus.PublishNew(ctx, js, msg); err != nil {
 		if errors.Is(err, bus.ErrDuplicate) {
-			return "", fmt.Errorf("%w: run id %q was submitted by another request first, and this submission was dropped; submit with another run id, or none to have one made", ErrRunExists, runID)
+			return "", fmt.Errorf("%w: run id %q was submitted by another request first, and this submission was dropped (%w); submit with another run id, or none to have one made", ErrRunExists, runID, err)
 		}
 		if errors.Is(err, context.DeadlineExceeded) {
 			return "", fmt.Errorf("submitting pipeline: no JetStream ack (is the mesh provisioned?): %w", err)

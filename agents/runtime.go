@@ -46,10 +46,10 @@ type Runtime struct {
 	instance schemas.InstanceInfo
 	ttl      time.Duration
 
-	taskSubj, callSubj, announceSubj, departSubj, controlSubj, deadSubj string
-	kvKey                                                               string
-	resultPrefix                                                        string
-	dispatcher                                                          *client.Dispatcher // agent-to-agent calls (call.go)
+	taskSubj, callSubj, announceSubj, departSubj, controlSubj, deadSubj, refusedSubj string
+	kvKey                                                                            string
+	resultPrefix                                                                     string
+	dispatcher                                                                       *client.Dispatcher // agent-to-agent calls (call.go)
 
 	done    *doneSet
 	params  *paramsCheck
@@ -137,6 +137,7 @@ func NewRuntime(nc *nats.Conn, a Agent, opts ...Option) (*Runtime, error) {
 	r.departSubj, _ = n.Depart(c.Name)
 	r.controlSubj, _ = n.Control(c.Name)
 	r.deadSubj, _ = n.Dead(c.Name)
+	r.refusedSubj, _ = n.DeadRefused(c.Name)
 	r.resultPrefix = strings.TrimSuffix(n.AgentResults(c.Name), ">")
 	r.dispatcher = client.NewDispatcher(js, n, r.source)
 	return r, nil

@@ -85,7 +85,7 @@ func (r *Runtime) refuseSender(d *delivery, refuseOn string, cause error) {
 		}
 		r.log.ErrorContext(d.ctx, "answering a refused task", "err", err)
 	}
-	if err := r.deadLetter(d, schemas.CodeForbidden, schemas.CodeForbidden+": "+reason); err != nil {
+	if err := r.refuseUnanswered(d, schemas.CodeForbidden, schemas.CodeForbidden+": "+reason); err != nil {
 		r.log.ErrorContext(d.ctx, "dead-lettering a refused task", "err", err)
 		_ = d.msg.NakWithDelay(r.cfg.backoff[0])
 		r.finished(d, schemas.OutcomeRetry, schemas.Failure(r.contract.Name, schemas.CodeForbidden, reason, true))

@@ -485,7 +485,7 @@ func (r *Runtime) rejectMalformed(d *delivery, cause error) {
 		}
 		r.log.ErrorContext(d.ctx, "answering malformed task", "err", err)
 	}
-	if err := r.deadLetter(d, schemas.CodeMalformedEvent, "malformed event: "+reason); err != nil {
+	if err := r.refuseUnanswered(d, schemas.CodeMalformedEvent, "malformed event: "+reason); err != nil {
 		r.log.ErrorContext(d.ctx, "dead-lettering malformed task", "err", err)
 		_ = d.msg.NakWithDelay(r.cfg.backoff[0])
 		r.finished(d, schemas.OutcomeRetry, schemas.Failure(r.contract.Name, schemas.CodeMalformedEvent, reason, true))
@@ -500,6 +500,13 @@ func (r *Runtime) rejectMalformed(d *delivery, cause error) {
 // taken from MESH_TASKS, the stream sequence it was stored at: a sender
 // whose task has no id to answer on finds its refusal by that sequence.
 func (r *Runtime) deadLetter(d *delivery, code, reason string) error {
+	_, err := r.publishDead(d, code, reason)
+	return err
+}
+
+// publishDead publishes the dead letter of d (see deadLetter) and returns
+// it.
+func (r *Runtime) publishDead(d *delivery, code, reason string) (*nats.Msg, error) {
 	m := bus.DeadLetter(r.deadSubj, d.raw, r.contract.Name, reason)
 	if d.msg != nil {
 		m = bus.DeadLetterOf(r.deadSubj, d.msg, r.contract.Name, code, reason)
@@ -509,7 +516,27 @@ func (r *Runtime) deadLetter(d *delivery, code, reason string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), publishTimeout)
 	defer cancel()
 	_, err := bus.Publish(ctx, r.js, m)
-	return err
+	return m, err
+}
+
+// refuseUnanswered dead-letters a task refused with code that can be
+// answered on no result subject (no usable id, or, on a secure mesh, a
+// sender that cannot be told). On a secure mesh, where only the
+// orchestrator and admin read mesh.dead.<agent>, it also posts the
+// refusal's notice (bus.RefusalNotice) on mesh.dead.<agent>.refused,
+// which every identity may read: the sender finds it by its task id or by
+// the sequence its publish was acknowledged with.
+func (r *Runtime) refuseUnanswered(d *delivery, code, reason string) error {
+	dead, err := r.publishDead(d, code, reason)
+	if err != nil || bus.CredentialsOf(r.nc) == nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), publishTimeout)
+	defer cancel()
+	if _, err := bus.Publish(ctx, r.js, bus.RefusalNotice(r.refusedSubj, dead, d.event.ID)); err != nil {
+		return fmt.Errorf("posting the refusal on %s: %w", r.refusedSubj, err)
+	}
+	return nil
 }
 
 // progressSubject is mesh.events.<conversation|run|task>.task.

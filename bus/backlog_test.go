@@ -98,3 +98,36 @@ func TestTransientByErrorCode(t *testing.T) {
 		}
 	}
 }
+
+// PublishNew of a message id the stream holds fails with ErrDuplicate
+// naming the id and the stream; Publish takes the duplicate as stored.
+func TestPublishNewRefusesATakenID(t *testing.T) {
+	srv := bustest.Start(t)
+	srv.Provision(t)
+	names := srv.Names()
+	js := srv.JetStream(t)
+	subj, _ := names.Task("Nobody")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	msg := func() *nats.Msg {
+		m := nats.NewMsg(subj)
+		m.Header.Set(jetstream.MsgIDHeader, "once-1")
+		m.Data = []byte("{}")
+		return m
+	}
+	if _, err := bus.PublishNew(ctx, js, msg()); err != nil {
+		t.Fatalf("first publish of the id: %v", err)
+	}
+	_, err := bus.PublishNew(ctx, js, msg())
+	if !errors.Is(err, bus.ErrDuplicate) {
+		t.Fatalf("second publish of the id: %v, want ErrDuplicate", err)
+	}
+	for _, want := range []string{`"once-1"`, names.TasksStream()} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %s", err, want)
+		}
+	}
+	if ack, err := bus.Publish(ctx, js, msg()); err != nil || !ack.Duplicate {
+		t.Errorf("Publish of the id again: ack %+v, err %v; want a duplicate ack and no error", ack, err)
+	}
+}

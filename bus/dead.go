@@ -75,3 +75,30 @@ func DeadLetterOf(subject string, m jetstream.Msg, agent, code, reason string) *
 	}
 	return dead
 }
+
+// RefusalNotice returns the refusal, on subject (a Names.DeadRefused
+// subject), of dead, the dead letter (DeadLetterOf) of task taskID that a
+// secure mesh refused and can answer on no result subject: its sender
+// cannot be told (the task is unsigned, or its signature does not check),
+// or it names no id to answer under. Every identity may read the notice,
+// so it carries only what names the task and its refusal: the dead
+// letter's Agentmesh-Dead-* headers (the code, the reason, the stream and
+// sequence its publisher was acknowledged with) and, in ce-id, the task's
+// id when it is a subject token; no data and no other header of the task.
+// Its Nats-Msg-Id is refused-<stream>-<sequence>, so a task handled twice
+// is refused once.
+func RefusalNotice(subject string, dead *nats.Msg, taskID string) *nats.Msg {
+	m := nats.NewMsg(subject)
+	for _, k := range []string{HeaderDeadCode, HeaderDeadReason, HeaderDeadAgent, HeaderDeadStream, HeaderDeadSequence} {
+		if v := dead.Header.Get(k); v != "" {
+			m.Header.Set(k, v)
+		}
+	}
+	if taskID != "" && ValidateToken("task id", taskID) == nil {
+		m.Header.Set(headerPrefix+"id", taskID)
+	}
+	if st, seq := dead.Header.Get(HeaderDeadStream), dead.Header.Get(HeaderDeadSequence); st != "" && seq != "" {
+		m.Header.Set(jetstream.MsgIDHeader, "refused-"+st+"-"+seq)
+	}
+	return m
+}

@@ -51,4 +51,9 @@ var (
 	// server or the account is at a limit (see BacklogError): the request
 	// was not stored, and trying again at once will not store it.
 	ErrBacklogFull = errors.New("bus: backlog full")
+
+	// ErrDuplicate reports a publish (see PublishNew) whose Nats-Msg-Id
+	// another publish stored first, within the stream's duplicate window:
+	// the stream kept the other message and dropped this one.
+	ErrDuplicate = errors.New("bus: duplicate message id")
 )

@@ -247,6 +247,19 @@ func (n Names) Dead(agent string) (string, error) {
 	return n.subj("dead", agent), nil
 }
 
+// DeadRefused returns mesh.dead.<agent>.refused, where the agent posts,
+// on a secure mesh, the refusal of a task it can answer on no result
+// subject (see RefusalNotice): every identity may read it.
+func (n Names) DeadRefused(agent string) (string, error) {
+	if err := ValidateAgentName(agent); err != nil {
+		return "", err
+	}
+	return n.subj("dead", agent, "refused"), nil
+}
+
+// DeadRefusedAll returns mesh.dead.*.refused.
+func (n Names) DeadRefusedAll() string { return n.subj("dead", "*", "refused") }
+
 // DeadAll returns mesh.dead.>.
 func (n Names) DeadAll() string { return n.subj("dead", ">") }
 

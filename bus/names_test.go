@@ -78,6 +78,8 @@ func TestNamesSubjects(t *testing.T) {
 		{must(n.Call("search")), "mesh.call.search"},
 		{must(n.Dead("search")), "mesh.dead.search"},
 		{n.DeadAll(), "mesh.dead.>"},
+		{must(n.DeadRefused("search")), "mesh.dead.search.refused"},
+		{n.DeadRefusedAll(), "mesh.dead.*.refused"},
 		{n.RequestsStream(), "MESH_REQUESTS"},
 		{n.TasksStream(), "MESH_TASKS"},
 		{n.ResultsStream(), "MESH_RESULTS"},

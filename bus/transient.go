@@ -68,13 +68,35 @@ const publishTry = 5 * time.Second
 // a limit fails it at once with a *BacklogError naming the stream and the
 // limit (errors.Is(err, ErrBacklogFull)).
 func Publish(ctx context.Context, js jetstream.JetStream, msg *nats.Msg, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
-	ack, err := Retry(ctx, TransientWait, nil, func() (*jetstream.PubAck, error) {
+	ack, _, err := publish(ctx, js, msg, opts)
+	return ack, err
+}
+
+// PublishNew is Publish for a message that must be the first of its
+// Nats-Msg-Id, as a submission naming its run id: when the stream answers
+// the first try with a duplicate, another publish stored that id first
+// and PublishNew fails with ErrDuplicate (the stream dropped msg). A
+// duplicate answering a later try is this call's own earlier try, whose
+// acknowledgement was lost: msg is stored, and that is no error.
+func PublishNew(ctx context.Context, js jetstream.JetStream, msg *nats.Msg, opts ...jetstream.PublishOpt) (*jetstream.PubAck, error) {
+	ack, retried, err := publish(ctx, js, msg, opts)
+	if err == nil && ack.Duplicate && !retried {
+		return ack, fmt.Errorf("%w: %s %q is stored in %s already (as sequence %d)", ErrDuplicate, jetstream.MsgIDHeader, msg.Header.Get(jetstream.MsgIDHeader), ack.Stream, ack.Sequence)
+	}
+	return ack, err
+}
+
+// publish is Publish, and whether the answer is that of a try after the
+// first.
+func publish(ctx context.Context, js jetstream.JetStream, msg *nats.Msg, opts []jetstream.PublishOpt) (*jetstream.PubAck, bool, error) {
+	retried := false
+	ack, err := Retry(ctx, TransientWait, func(error) { retried = true }, func() (*jetstream.PubAck, error) {
 		tctx, cancel := context.WithTimeout(ctx, publishTry)
 		defer cancel()
 		return js.PublishMsg(tctx, msg, opts...)
 	})
 	if err != nil {
-		return ack, backlogError(ctx, js, msg.Subject, err)
+		return ack, retried, backlogError(ctx, js, msg.Subject, err)
 	}
-	return ack, nil
+	return ack, retried, nil
 }

@@ -29,4 +29,9 @@ var (
 	// *bus.BacklogError naming the stream and the limit; it carries the
 	// code backlog_full. Send again later.
 	ErrBacklogFull = bus.ErrBacklogFull
+	// ErrRunExists reports a submission naming a run id that another
+	// submission took first (the stream's deduplication on the run id
+	// decides, across every client and gateway): the mesh dropped this
+	// one. The error also wraps bus.ErrDuplicate.
+	ErrRunExists = errors.New("client: run id taken")
 )

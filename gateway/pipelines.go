@@ -62,6 +62,9 @@ func (g *Gateway) handleSubmit(w http.ResponseWriter, r *http.Request, c *conn) 
 		}
 	}
 	id, err := client.SubmitPipeline(r.Context(), c.js, c.names, spec, runID, g.cfg.source)
+	if errors.Is(err, client.ErrRunExists) { // another submission, through any gateway, was first
+		return fail(CodeRunExists, "run id %q is taken by a submission accepted just before this one (GET /api/runs/%s); submit with another run_id, or none to have one made", runID, runID)
+	}
 	if err != nil {
 		return meshError("submitting the pipeline", err)
 	}
@@ -70,7 +73,9 @@ func (g *Gateway) handleSubmit(w http.ResponseWriter, r *http.Request, c *conn) 
 }
 
 // checkRunFree refuses a run id that names a run the mesh holds (409
-// run_exists): the orchestrator would drop the submission. An identity
+// run_exists): the orchestrator would drop the submission. It is a
+// courtesy: of submissions racing for one run id, the requests stream
+// decides (client.SubmitPipeline, ErrRunExists). An identity
 // that may not read run state (a client on a secure mesh) is not checked
 // here; the orchestrator refuses the submission on its event id.
 func (c *conn) checkRunFree(ctx context.Context, runID string) error {

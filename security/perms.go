@@ -82,6 +82,7 @@ func agentGrants(g *grants, a string, n bus.Names) {
 	depart, _ := n.Depart(a)
 	control, _ := n.Control(a)
 	dead, _ := n.Dead(a)
+	refused, _ := n.DeadRefused(a)
 	tasks := n.TasksStream()
 	// Its durable consumer, named after it and filtered on its subject:
 	// the subject form carries the filter, so no other filter passes.
@@ -91,7 +92,7 @@ func agentGrants(g *grants, a string, n bus.Names) {
 	g.pub("$JS.ACK." + tasks + "." + a + ".>")
 	g.pub(n.AgentResults(a))                                 // results of its tasks, nowhere else
 	g.pub(n.Events("*", "task"))                             // progress of its tasks
-	g.pub(announce, depart, dead)                            // the registry events and dead letters of its name
+	g.pub(announce, depart, dead, refused)                   // the registry events, dead letters and refusals of its name
 	g.pub(n.KVPut(n.AgentsBucket(), a+".>"))                 // its registry keys, <agent>.<instance>
 	g.sub(n.RegistryQuery(), control)                        // registry queries, cancellations
 	g.sub("$SRV.>")                                          // NATS micro discovery (PING, INFO, STATS)
@@ -137,6 +138,13 @@ func clientGrants(g *grants, c string, n bus.Names) {
 	g.readStream(n.EventsStream())
 	g.sub(n.AllEvents())
 	g.readStream("KV_" + n.AgentsBucket())
+	// The refusals of tasks no result subject can answer (an unsigned
+	// task, one with no usable id), and nothing else of the dead letters:
+	// consumers filtered on them, no direct gets.
+	dead := n.DeadStream()
+	g.pub(jsAPI("CONSUMER.CREATE", dead, "*", n.DeadRefusedAll()))
+	g.pub(jsAPI("CONSUMER.INFO", dead, "*"), jsAPI("CONSUMER.DELETE", dead, "*"), jsAPI("CONSUMER.MSG.NEXT", dead, "*"))
+	g.sub(n.DeadRefusedAll())
 	g.denyOrchestratorDurables(n)
 }
 

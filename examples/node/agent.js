@@ -7,7 +7,11 @@
 // MESH_TASKS, validates every task against the project's JSON Schemas and its
 // own contract, publishes the result to the task's replyto (else
 // mesh.result.<agent>.<taskid>) and only then acks. A replyto outside
-// mesh.result.<agent>. is refused: results go nowhere else. SIGTERM drains: no new tasks,
+// mesh.result.<agent>. is refused: results go nowhere else. On a secure mesh
+// (NATS_CREDS) it checks who signed each task (signed.js): an unsigned or
+// forged task is refused with code forbidden on mesh.dead.<agent>.refused,
+// and a replyto outside the signer's result subjects is answered forbidden
+// on the signer's own. SIGTERM drains: no new tasks,
 // running ones finish, the departure is announced and the key deleted.
 //
 //   NATS_URL=nats://127.0.0.1:4222 node agent.js
@@ -23,6 +27,7 @@ import { Objm } from "@nats-io/obj";
 
 import { names, types, toMsg, fromMsg, rawAttrs, newEvent, tokenRE, Schemas, connectOptions } from "./mesh.js";
 import { traceTask, shutdownTracing } from "./tracing.js";
+import { Senders, senderSpace } from "./signed.js";
 
 const contract = {
   name: process.env.AGENT_NAME || "NodeWordCount",
@@ -105,6 +110,7 @@ const checkParams = schemas.compile(contract.params);
   }
 }
 
+const senders = new Senders(); // checks nothing on a plain mesh
 const nc = await connect(connectOptions(contract.name));
 const js = jetstream(nc);
 const jsm = await jetstreamManager(nc);
@@ -204,14 +210,22 @@ function correlation(task) {
   return out;
 }
 
-async function publishResult(task, res) {
+async function publishResult(task, res, msgIDOf) {
   const type = res.success ? types.taskCompleted : types.taskFailed;
   const ext = { ...correlation(task), taskid: task.id };
   const ev = newEvent(type, source, res, ext);
   const subject = validReplyTo(task.replyto) ? task.replyto : n.result(contract.name, task.id);
   const m = toMsg(ev);
-  // Inside MESH_RESULTS: a JetStream publish, deduplicated by task id.
-  await js.publish(subject, m.data, { headers: m.headers, msgID: `result-${task.id}` });
+  // Inside MESH_RESULTS: a JetStream publish, deduplicated by task id; on a
+  // client's or an agent's result subjects by requester too, so another
+  // requester's task of the same id keeps its own result.
+  const rest = subject.slice(n.agentResults(contract.name).length);
+  const msgID = msgIDOf
+    ? msgIDOf(rest)
+    : rest.startsWith("client.") || rest.startsWith("agent.")
+      ? `result-${task.id}@${rest}`
+      : `result-${task.id}`;
+  await js.publish(subject, m.data, { headers: m.headers, msgID });
 }
 
 function progress(task, message, percent) {
@@ -224,16 +238,66 @@ function progress(task, message, percent) {
   nc.publish(n.events(id, "task"), m.data, { headers: m.headers });
 }
 
-async function deadLetter(msg, reason, attempt) {
+// deadLetter publishes the task message, headers and body, to
+// mesh.dead.<agent> with the code, the reason and the stream sequence it
+// was stored at (the sender's acknowledgement names it), once per task.
+async function deadLetter(msg, code, reason, attempt) {
   const h = headers();
   if (msg.headers) {
     for (const k of msg.headers.keys()) if (!k.startsWith("Nats-")) h.set(k, msg.headers.get(k));
   }
+  h.set("Agentmesh-Dead-Code", code);
   h.set("Agentmesh-Dead-Reason", reason.replace(/[\r\n]+/g, "; ").slice(0, 1000));
   h.set("Agentmesh-Dead-Agent", contract.name);
   h.set("Agentmesh-Dead-Instance", instanceID);
   h.set("Agentmesh-Dead-Deliveries", String(attempt));
-  await js.publish(n.dead(contract.name), msg.data, { headers: h });
+  h.set("Agentmesh-Dead-Stream", msg.info.stream);
+  h.set("Agentmesh-Dead-Sequence", String(msg.info.streamSequence));
+  await js.publish(n.dead(contract.name), msg.data, { headers: h, msgID: `dead-${msg.info.stream}-${msg.info.streamSequence}` });
+  return h;
+}
+
+// refuseUnanswered dead-letters a task refused with code that no result
+// subject can answer (no usable id, or a sender that cannot be told) and,
+// on a secure mesh, where only the orchestrator and admin read the dead
+// letters, posts the refusal on mesh.dead.<agent>.refused, which every
+// identity may read: the code, the reason, where the task was stored and
+// its id, none of its data (docs/security.md, "Who sent a task").
+async function refuseUnanswered(msg, code, reason, attempt) {
+  const dead = await deadLetter(msg, code, reason, attempt);
+  if (!senders.secure) return;
+  const h = headers();
+  for (const k of ["Agentmesh-Dead-Code", "Agentmesh-Dead-Reason", "Agentmesh-Dead-Agent", "Agentmesh-Dead-Stream", "Agentmesh-Dead-Sequence"]) {
+    h.set(k, dead.get(k));
+  }
+  const { id } = rawAttrs(msg);
+  if (tokenRE.test(id)) h.set("ce-id", id);
+  await js.publish(n.deadRefused(contract.name), new Uint8Array(), {
+    headers: h,
+    msgID: `refused-${msg.info.stream}-${msg.info.streamSequence}`,
+  });
+}
+
+// checkSender returns, on a secure mesh, why task (read from msg) may not
+// run: its sender cannot be told ({ unknown: true }), or its replyto (or,
+// with none, mesh.result.<agent>.<taskid>, the orchestrator's) is not in
+// the signer's result subjects ({ refuseOn: the signer's own subject }).
+// null when it may run.
+function checkSender(msg, task) {
+  let id;
+  try {
+    id = senders.senderOf(msg);
+  } catch (err) {
+    return { unknown: true, reason: err.message };
+  }
+  if (!id) return null; // a plain mesh
+  const space = senderSpace(n, contract.name, id);
+  const replyTo = task.replyto || "";
+  if (space === "" || (replyTo.startsWith(space) && replyTo.length > space.length)) return null;
+  return {
+    refuseOn: space + task.id,
+    reason: `replyto outside the sender's result subjects: task ${task.id} from ${id.user} names replyto "${replyTo || n.result(contract.name, task.id)}": ${id.user} may only name a subject under ${space}>`,
+  };
 }
 
 // validateInputs checks inputs against the contract and each value against
@@ -404,21 +468,60 @@ async function run(task, msg) {
 async function rejectMalformed(msg, err, attempt) {
   const reason = String(err && err.message ? err.message : err).replace(/\n/g, "; ");
   log("malformed task:", reason);
-  const { id, replyto } = rawAttrs(msg);
-  const idOK = tokenRE.test(id);
-  if (idOK || validReplyTo(replyto)) {
+  const { id } = rawAttrs(msg);
+  let { replyto } = rawAttrs(msg);
+  let idOK = tokenRE.test(id);
+  if (!validReplyTo(replyto)) replyto = "";
+  // On a secure mesh only where its signer may be answered: replyto when it
+  // lies in the signer's result subjects, else the signer's own with the id.
+  const check = checkSender(msg, { id, replyto });
+  if (check && check.unknown) {
+    replyto = "";
+    idOK = false;
+  } else if (check) {
+    replyto = idOK ? check.refuseOn : "";
+  }
+  if (idOK || replyto) {
     const res = failure("malformed_event", `task event on ${msg.subject}: ${reason}`);
     res.metrics = { duration_ms: 0, attempt };
     try {
-      await publishResult({ id: idOK ? id : "unknown", replyto: validReplyTo(replyto) ? replyto : "" }, res);
+      await publishResult({ id: idOK ? id : "unknown", replyto }, res);
       msg.term("malformed event");
       return;
     } catch (e) {
       log("answering a malformed task:", e.message);
     }
   }
-  await deadLetter(msg, `malformed event: ${reason}`, attempt);
+  await refuseUnanswered(msg, "malformed_event", `malformed event: ${reason}`, attempt);
   msg.term("malformed event");
+}
+
+// refuseSender ends a task checkSender refused, without running it:
+// answered forbidden on the signer's own result subject, or, with no
+// sender to answer, refused on mesh.dead.<agent>.refused.
+async function refuseSender(msg, task, check, attempt) {
+  log(`task refused: ${check.reason}`);
+  if (check.refuseOn) {
+    const res = failure("forbidden", check.reason);
+    res.metrics = { duration_ms: 0, attempt };
+    try {
+      // Its own message id: the refusal must not take the place of the
+      // result of the signer's own task of the same id.
+      await publishResult({ ...task, replyto: check.refuseOn }, res, (rest) => `refused-${task.id}@${rest}`);
+      msg.term("forbidden");
+      return;
+    } catch (err) {
+      log("answering a refused task:", err.message);
+    }
+  }
+  try {
+    await refuseUnanswered(msg, "forbidden", `forbidden: ${check.reason}`, attempt);
+  } catch (err) {
+    log("refusing a task:", err.message);
+    msg.nak(cfg.backoffMs[0]); // not answered: let it come back
+    return;
+  }
+  msg.term("forbidden");
 }
 
 async function handle(msg) {
@@ -435,6 +538,8 @@ async function handle(msg) {
   } catch (err) {
     return rejectMalformed(msg, err, attempt);
   }
+  const check = checkSender(msg, task);
+  if (check) return refuseSender(msg, task, check, attempt);
   const span = traceTask(contract.name, task, msg.subject, start, attempt);
   try {
     await answer(msg, task, start, attempt, span);
@@ -459,7 +564,7 @@ async function answer(msg, task, start, attempt, span) {
       return;
     }
     const reason = `gave up after ${attempt} deliveries: ${err.message}`;
-    await deadLetter(msg, reason, attempt);
+    await deadLetter(msg, "retries_exhausted", reason, attempt);
     res = failure("retries_exhausted", reason);
   }
   res.agent = contract.name;

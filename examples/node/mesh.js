@@ -33,6 +33,9 @@ export function names(prefix = process.env.AGENTMESH_PREFIX || process.env.MESH_
     pipelineSubmit: `${prefix}.pipeline.submit`,
     control: (agent) => `${prefix}.control.${agent}`,
     dead: (agent) => `${prefix}.dead.${agent}`,
+    // Where, on a secure mesh, an agent posts the refusal of a task it can
+    // answer on no result subject; every identity may read it.
+    deadRefused: (agent) => `${prefix}.dead.${agent}.refused`,
     tasksStream: `${upper}_TASKS`,
     eventsStream: `${upper}_EVENTS`,
     agentsBucket: `${prefix}_agents`,

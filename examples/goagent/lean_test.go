@@ -16,62 +16,95 @@ var sdkRoots = []string{
 	"github.com/agentmesh/agentmesh/examples/goagent",
 }
 
+// The built-in agents are checked too; the prompt agent is the one that
+// talks to an LLM, so it alone may link an LLM client.
+const (
+	builtinAgents = "github.com/agentmesh/agentmesh/agents/builtin/..."
+	llmAgent      = "github.com/agentmesh/agentmesh/agents/builtin/prompt"
+)
+
+// Who may link a heavy package.
+const (
+	nobody  = iota // no agent or client program
+	llmOnly        // only the LLM agent
+	builtin        // built-in agents may (their own work needs it), the SDK may not
+)
+
 // heavy lists what an agent or client program must not link, by import
 // path (the package and those below it; a path ending in "/" is a folder
 // of modules), with where it belongs instead.
-var heavy = []struct{ prefix, why string }{
-	{"github.com/nats-io/nats-server/", "the NATS server: only bus/embedded (agentmesh server/up, tests) links it"},
-	{"github.com/agentmesh/agentmesh/bus/embedded", "the in-process NATS server"},
-	{"github.com/sashabaranov/go-openai", "an LLM client: only LLM agents (agents/builtin/prompt) and the orchestrator link one"},
-	{"github.com/anthropics/", "an LLM client: only LLM agents and the orchestrator link one"},
-	{"github.com/agentmesh/agentmesh/llm", "the LLM client: only LLM agents and the orchestrator link it"},
-	{"go.opentelemetry.io/otel/sdk", "the OpenTelemetry SDK: agents use the API only; telemetry/export installs the SDK in the agentmesh command"},
-	{"go.opentelemetry.io/otel/exporters/", "an OpenTelemetry exporter: only telemetry/export links one"},
-	{"github.com/agentmesh/agentmesh/telemetry/export", "the OpenTelemetry SDK and exporter"},
-	{"google.golang.org/grpc", "gRPC: nothing on the agent path speaks it"},
-	{"github.com/prometheus/client_golang", "Prometheus metrics: only observe/metrics links them"},
-	{"github.com/tetratelabs/wazero", "a WebAssembly runtime"},
-	{"github.com/ledongthuc/pdf", "PDF extraction: only the built-in file agents link it"},
-	{"github.com/chromedp/", "a browser driver: only tests link it"},
-	{"github.com/goccy/go-graphviz", "Graphviz: only the agentmesh command links it"},
-	{"github.com/getkin/kin-openapi", "OpenAPI: only the gateway links it"},
-	{"github.com/modelcontextprotocol/", "MCP: only its bridge links it"},
-	{"github.com/agentmesh/agentmesh/orchestrator", "the orchestrator"},
-	{"github.com/agentmesh/agentmesh/gateway", "the HTTP gateway"},
+var heavy = []struct {
+	prefix, why string
+	allowed     int
+}{
+	{"github.com/nats-io/nats-server/", "the NATS server: only bus/embedded (agentmesh server/up, tests) links it", nobody},
+	{"github.com/agentmesh/agentmesh/bus/embedded", "the in-process NATS server", nobody},
+	{"go.opentelemetry.io/otel/sdk", "the OpenTelemetry SDK: agents use the API only; telemetry/export installs the SDK in the agentmesh command", nobody},
+	{"go.opentelemetry.io/otel/exporters/", "an OpenTelemetry exporter: only telemetry/export links one", nobody},
+	{"github.com/agentmesh/agentmesh/telemetry/export", "the OpenTelemetry SDK and exporter", nobody},
+	{"google.golang.org/grpc", "gRPC: nothing on the agent path speaks it", nobody},
+	{"github.com/prometheus/client_golang", "Prometheus metrics: only observe/metrics links them", nobody},
+	{"github.com/agentmesh/agentmesh/orchestrator", "the orchestrator", nobody},
+	{"github.com/agentmesh/agentmesh/gateway", "the HTTP gateway", nobody},
+	{"github.com/goccy/go-graphviz", "Graphviz: only the gateway links it", nobody},
+	{"github.com/tetratelabs/wazero", "a WebAssembly runtime: only Graphviz in the gateway links it", nobody},
+	{"github.com/getkin/kin-openapi", "OpenAPI: only the gateway links it", nobody},
+	{"github.com/modelcontextprotocol/", "MCP: only its bridge links it", nobody},
+	{"github.com/chromedp/", "a browser driver: only tests link it", nobody},
+	{"github.com/sashabaranov/go-openai", "an LLM client: only the LLM agent (agents/builtin/prompt) and the orchestrator link one", llmOnly},
+	{"github.com/anthropics/", "an LLM client: only the LLM agent and the orchestrator link one", llmOnly},
+	{"github.com/agentmesh/agentmesh/llm", "the LLM client: only the LLM agent and the orchestrator link it; other agents take an llmiface model", llmOnly},
+	{"github.com/ledongthuc/pdf", "PDF extraction: only the built-in file agents link it", builtin},
 }
 
-// TestSDKLinksNoServer checks the import graph of agents, client and the
-// README's agent: none reaches the NATS server, an LLM client, the
-// OpenTelemetry SDK or another heavy dependency it does not use. A failure
-// names the chain of imports that pulls the package in.
+// TestSDKLinksNoServer checks the import graph of agents, client, the
+// README's agent and the built-in agents: none reaches the NATS server, an
+// LLM client it does not use, the OpenTelemetry SDK or another heavy
+// dependency. A failure names the chain of imports that pulls the package
+// in.
 func TestSDKLinksNoServer(t *testing.T) {
-	args := append([]string{"list", "-deps", "-f", "{{.ImportPath}}{{range .Imports}} {{.}}{{end}}"}, sdkRoots...)
-	out, err := exec.Command("go", args...).Output()
-	if err != nil {
-		t.Fatalf("go list: %v", err)
+	list := func(args ...string) string {
+		out, err := exec.Command("go", append([]string{"list"}, args...)...).Output()
+		if err != nil {
+			t.Fatalf("go list %s: %v", strings.Join(args, " "), err)
+		}
+		return string(out)
 	}
+	builtins := strings.Fields(list(builtinAgents))
 	imports := map[string][]string{}
-	for line := range strings.Lines(string(out)) {
-		f := strings.Fields(line)
-		if len(f) > 0 {
+	graph := list(append([]string{"-deps", "-f", "{{.ImportPath}}{{range .Imports}} {{.}}{{end}}"}, append(sdkRoots, builtins...)...)...)
+	for line := range strings.Lines(graph) {
+		if f := strings.Fields(line); len(f) > 0 {
 			imports[f[0]] = f[1:]
 		}
 	}
-	for _, root := range sdkRoots {
+	if len(builtins) < 5 {
+		t.Fatalf("go list %s found only %v", builtinAgents, builtins)
+	}
+	check := func(root string, allowed func(int) bool) {
 		if _, ok := imports[root]; !ok {
 			t.Fatalf("go list did not list %s", root)
 		}
 		for _, h := range heavy {
+			if allowed(h.allowed) {
+				continue
+			}
 			if chain := importChain(imports, root, h.prefix); chain != nil {
 				t.Errorf("%s links %s (%s) through %s; move that import behind a package %s does not import",
 					root, chain[len(chain)-1], h.why, strings.Join(chain, " -> "), root)
 			}
 		}
 	}
+	for _, root := range sdkRoots {
+		check(root, func(int) bool { return false })
+	}
+	for _, root := range builtins {
+		check(root, func(a int) bool { return a == builtin || (a == llmOnly && root == llmAgent) })
+	}
 }
 
 // importChain returns the shortest chain of imports from root to a
-// package whose path starts with prefix, or nil when root reaches none.
+// package under prefix, or nil when root reaches none.
 func importChain(imports map[string][]string, root, prefix string) []string {
 	from := map[string]string{root: ""}
 	queue := []string{root}

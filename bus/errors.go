@@ -13,16 +13,6 @@ var (
 	// ErrAuth reports that the NATS server refused the credentials.
 	ErrAuth = errors.New("bus: NATS authorization failed")
 
-	// ErrPortInUse reports that the embedded server could not listen on its port.
-	ErrPortInUse = errors.New("bus: port in use")
-
-	// ErrInvalidOption reports an embedded server option that cannot work
-	// (a cluster node without a name of its own, a route that is no URL).
-	ErrInvalidOption = errors.New("bus: invalid server option")
-
-	// ErrServerNotReady reports that the embedded server did not become ready.
-	ErrServerNotReady = errors.New("bus: embedded NATS server not ready")
-
 	// ErrConflict reports an existing stream, bucket or object store whose
 	// configuration conflicts with the one the mesh needs.
 	ErrConflict = errors.New("bus: conflicting JetStream configuration")

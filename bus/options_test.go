@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/bus/bustest"
+	"github.com/agentmesh/agentmesh/bus/embedded"
 )
 
 // startAuthServer runs a plain server (no JetStream) with the given auth.
@@ -133,10 +134,10 @@ func TestConnectRetriesUntilServerStarts(t *testing.T) {
 	}
 	port := l.Addr().(*net.TCPAddr).Port
 	l.Close()
-	started := make(chan *bus.Embedded, 1)
+	started := make(chan *embedded.Server, 1)
 	go func() {
 		time.Sleep(800 * time.Millisecond)
-		emb, err := bus.StartEmbedded(bus.EmbeddedOptions{Port: port, StoreDir: t.TempDir()})
+		emb, err := embedded.Start(embedded.Options{Port: port, StoreDir: t.TempDir()})
 		if err != nil {
 			t.Error(err)
 		}

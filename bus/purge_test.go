@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/agentmesh/agentmesh/bus"
+	"github.com/agentmesh/agentmesh/bus/embedded"
 )
 
 // restartable is an embedded server on one store directory that a test can
@@ -19,7 +20,7 @@ import (
 type restartable struct {
 	t     *testing.T
 	dir   string
-	emb   *bus.Embedded
+	emb   *embedded.Server
 	nc    *nats.Conn
 	js    jetstream.JetStream
 	names bus.Names
@@ -27,7 +28,7 @@ type restartable struct {
 
 func (r *restartable) start() {
 	r.t.Helper()
-	emb, err := bus.StartEmbedded(bus.EmbeddedOptions{StoreDir: r.dir})
+	emb, err := embedded.Start(embedded.Options{StoreDir: r.dir})
 	if err != nil {
 		r.t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/agentmesh/agentmesh/agents"
-	"github.com/agentmesh/agentmesh/bus"
+	"github.com/agentmesh/agentmesh/bus/embedded"
 	"github.com/agentmesh/agentmesh/client"
 	"github.com/agentmesh/agentmesh/schemas"
 )
@@ -17,7 +17,7 @@ import (
 func ExampleDispatcher() {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	mesh, err := bus.StartLocal(ctx, bus.EmbeddedOptions{})
+	mesh, err := embedded.StartLocal(ctx, embedded.Options{})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentmesh/agentmesh/agents"
 	"github.com/agentmesh/agentmesh/bus"
+	"github.com/agentmesh/agentmesh/bus/embedded"
 	"github.com/agentmesh/agentmesh/client"
 	"github.com/agentmesh/agentmesh/orchestrator"
 	"github.com/agentmesh/agentmesh/schemas"
@@ -19,7 +20,7 @@ import (
 func Example() {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	mesh, err := bus.StartLocal(ctx, bus.EmbeddedOptions{})
+	mesh, err := embedded.StartLocal(ctx, embedded.Options{})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/agentmesh/agentmesh/bus"
+	"github.com/agentmesh/agentmesh/bus/embedded"
 )
 
 // serverEnv makes the test binary run as a NATS server process: heap
@@ -23,7 +24,7 @@ const serverEnv = "AGENTMESH_RESOLVERS_TEST_SERVER"
 
 func TestMain(m *testing.M) {
 	if dir := os.Getenv(serverEnv); dir != "" {
-		emb, err := bus.StartEmbedded(bus.EmbeddedOptions{StoreDir: dir})
+		emb, err := embedded.Start(embedded.Options{StoreDir: dir})
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(2)

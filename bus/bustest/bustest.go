@@ -12,11 +12,12 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/agentmesh/agentmesh/bus"
+	"github.com/agentmesh/agentmesh/bus/embedded"
 )
 
 // Server is an embedded NATS server with JetStream owned by one test.
 type Server struct {
-	emb   *bus.Embedded
+	emb   *embedded.Server
 	names bus.Names
 }
 
@@ -24,7 +25,7 @@ type Server struct {
 // in t.TempDir(), and shuts it down when the test ends.
 func Start(t testing.TB) *Server {
 	t.Helper()
-	emb, err := bus.StartEmbedded(bus.EmbeddedOptions{StoreDir: t.TempDir()})
+	emb, err := embedded.Start(embedded.Options{StoreDir: t.TempDir()})
 	if err != nil {
 		t.Fatalf("bustest: starting embedded NATS: %v", err)
 	}
@@ -36,7 +37,7 @@ func Start(t testing.TB) *Server {
 func (s *Server) URL() string { return s.emb.URL() }
 
 // Embedded returns the running server.
-func (s *Server) Embedded() *bus.Embedded { return s.emb }
+func (s *Server) Embedded() *embedded.Server { return s.emb }
 
 // Names returns the names for the default prefix "mesh".
 func (s *Server) Names() bus.Names { return s.names }

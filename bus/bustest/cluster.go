@@ -12,12 +12,13 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/agentmesh/agentmesh/bus"
+	"github.com/agentmesh/agentmesh/bus/embedded"
 )
 
 // Cluster is a NATS cluster of embedded JetStream servers on loopback,
 // owned by one test.
 type Cluster struct {
-	Nodes []*bus.Embedded
+	Nodes []*embedded.Server
 	names bus.Names
 }
 
@@ -52,8 +53,8 @@ func StartCluster(t testing.TB, n int) *Cluster {
 	}
 	c := &Cluster{names: bus.MustNames(bus.DefaultPrefix)}
 	for i := range n {
-		emb, err := bus.StartEmbedded(bus.EmbeddedOptions{StoreDir: t.TempDir(), Name: fmt.Sprintf("n%d", i+1),
-			Cluster: bus.ClusterOptions{Name: "mesh", Listen: fmt.Sprintf("127.0.0.1:%d", ports[i]), Routes: routes}})
+		emb, err := embedded.Start(embedded.Options{StoreDir: t.TempDir(), Name: fmt.Sprintf("n%d", i+1),
+			Cluster: embedded.ClusterOptions{Name: "mesh", Listen: fmt.Sprintf("127.0.0.1:%d", ports[i]), Routes: routes}})
 		if err != nil {
 			t.Fatalf("bustest: starting cluster node %d: %v", i+1, err)
 		}

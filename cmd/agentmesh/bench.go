@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentmesh/agentmesh/bus"
+	"github.com/agentmesh/agentmesh/bus/embedded"
 	"github.com/agentmesh/agentmesh/internal/benchsuite"
 )
 
@@ -91,7 +92,7 @@ docs/benchmarks.md explains the figures.`,
 					return err
 				}
 				defer os.RemoveAll(dir)
-				srv, err := bus.StartEmbedded(bus.EmbeddedOptions{StoreDir: dir})
+				srv, err := embedded.Start(embedded.Options{StoreDir: dir})
 				if err != nil {
 					return err
 				}

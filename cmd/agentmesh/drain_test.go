@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentmesh/agentmesh/bus"
+	"github.com/agentmesh/agentmesh/bus/embedded"
 	"github.com/agentmesh/agentmesh/internal/proctest"
 )
 
@@ -18,7 +18,7 @@ import (
 // cannot reach anyone.
 func TestProcessesExitOnSIGTERMAfterTheirServerVanished(t *testing.T) {
 	bin := agentBinary(t)
-	emb, err := bus.StartEmbedded(bus.EmbeddedOptions{StoreDir: t.TempDir()})
+	emb, err := embedded.Start(embedded.Options{StoreDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

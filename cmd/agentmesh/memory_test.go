@@ -19,6 +19,7 @@ import (
 
 	"github.com/agentmesh/agentmesh/agents"
 	"github.com/agentmesh/agentmesh/bus"
+	"github.com/agentmesh/agentmesh/bus/embedded"
 	"github.com/agentmesh/agentmesh/client"
 	"github.com/agentmesh/agentmesh/internal/inproc"
 	"github.com/agentmesh/agentmesh/internal/proctest"
@@ -381,9 +382,9 @@ func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
 
 // provisionedServer starts an embedded NATS server for the test (JetStream
 // in a temporary directory), connects to it and provisions the mesh on it.
-func provisionedServer(t *testing.T) (*bus.Embedded, *nats.Conn, jetstream.JetStream, bus.Names, *bus.Resources) {
+func provisionedServer(t *testing.T) (*embedded.Server, *nats.Conn, jetstream.JetStream, bus.Names, *bus.Resources) {
 	t.Helper()
-	emb, err := bus.StartEmbedded(bus.EmbeddedOptions{StoreDir: t.TempDir()})
+	emb, err := embedded.Start(embedded.Options{StoreDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

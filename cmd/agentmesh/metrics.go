@@ -14,7 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
 
-	"github.com/agentmesh/agentmesh/bus"
+	"github.com/agentmesh/agentmesh/bus/embedded"
 	"github.com/agentmesh/agentmesh/observe/metrics"
 	"github.com/agentmesh/agentmesh/schemas"
 )
@@ -217,7 +217,7 @@ func natsHTTPPortFlag(f *pflag.FlagSet, port *int) {
 
 // printMonitor says where the embedded server's monitoring endpoint is,
 // when it serves one.
-func printMonitor(w io.Writer, srv *bus.Embedded) {
+func printMonitor(w io.Writer, srv *embedded.Server) {
 	if u := srv.MonitorURL(); u != "" {
 		fmt.Fprintf(w, "NATS monitoring on %s (/varz, /jsz, /connz, /healthz; point prometheus-nats-exporter at it)\n", u)
 	}

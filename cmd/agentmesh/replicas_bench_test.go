@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/agentmesh/agentmesh/bus"
+	"github.com/agentmesh/agentmesh/bus/embedded"
 	"github.com/agentmesh/agentmesh/internal/proctest"
 )
 
@@ -56,7 +57,7 @@ func BenchmarkOrchestratorReplicas(b *testing.B) {
 	bin := agentBinary(b)
 	for _, replicas := range []int{1, 2} {
 		b.Run(fmt.Sprintf("replicas-%d", replicas), func(b *testing.B) {
-			emb, err := bus.StartEmbedded(bus.EmbeddedOptions{StoreDir: b.TempDir()})
+			emb, err := embedded.Start(embedded.Options{StoreDir: b.TempDir()})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/agentmesh/agentmesh/bus"
+	"github.com/agentmesh/agentmesh/bus/embedded"
 	"github.com/agentmesh/agentmesh/security"
 )
 
@@ -36,7 +37,7 @@ func (s *secureFlags) register(f *pflag.FlagSet) {
 // secureServer sets opts up for the secure mode when asked: it makes or
 // loads the keys and TLS files under the store, and points this process at
 // the admin credentials and the CA, so what it provisions it does as admin.
-func (a *app) secureServer(opts *bus.EmbeddedOptions, s secureFlags) (*security.Server, error) {
+func (a *app) secureServer(opts *embedded.Options, s secureFlags) (*security.Server, error) {
 	if !s.on {
 		if s.cert != "" || s.key != "" {
 			return nil, errors.New("--tls-cert and --tls-key need --secure")

@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/agentmesh/agentmesh/bus"
+	"github.com/agentmesh/agentmesh/bus/embedded"
 )
 
 func init() { register(newServerCmd) }
@@ -14,7 +14,7 @@ func init() { register(newServerCmd) }
 // newServerCmd is the server command: long for its help text and flags
 // (clustering, security, metrics), which read best in one place.
 func newServerCmd(a *app) *cobra.Command {
-	var opts bus.EmbeddedOptions
+	var opts embedded.Options
 	var (
 		provision bool
 		mf        metricsFlags
@@ -68,7 +68,7 @@ orchestrator without a restart. See docs/security.md.`,
 			if err != nil {
 				return err
 			}
-			srv, err := bus.StartEmbedded(opts)
+			srv, err := embedded.Start(opts)
 			if err != nil {
 				return err
 			}

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentmesh/agentmesh/bus"
+	"github.com/agentmesh/agentmesh/bus/embedded"
 	"github.com/agentmesh/agentmesh/client"
 	"github.com/agentmesh/agentmesh/security"
 )
@@ -38,7 +39,7 @@ type stackOptions struct {
 // stack is a running mesh: the embedded NATS server (unless --nats named an
 // existing one), the orchestrator and the built-in agents as child processes.
 type stack struct {
-	srv    *bus.Embedded
+	srv    *embedded.Server
 	sec    *security.Server // the secure mode's keys and TLS files, or nil
 	sup    *supervisor
 	url    string
@@ -197,12 +198,12 @@ func (a *app) startStack(ctx context.Context, opts stackOptions, log io.Writer) 
 		if err != nil {
 			return nil, err
 		}
-		eopts := bus.EmbeddedOptions{Host: opts.host, Port: opts.port, StoreDir: store, HTTPPort: opts.httpPort}
+		eopts := embedded.Options{Host: opts.host, Port: opts.port, StoreDir: store, HTTPPort: opts.httpPort}
 		sec, err := a.secureServer(&eopts, opts.secure)
 		if err != nil {
 			return nil, err
 		}
-		srv, err := bus.StartEmbedded(eopts)
+		srv, err := embedded.Start(eopts)
 		if err != nil {
 			return nil, err
 		}

@@ -19,7 +19,7 @@ import (
 
 // NewRegistry returns a registry of its own for one process, holding the
 // Go runtime and process collectors. The mesh never uses the global
-// registry: two meshes in one process (tests, bus.StartLocal) stay apart.
+// registry: two meshes in one process (tests, embedded.StartLocal) stay apart.
 func NewRegistry() *prometheus.Registry {
 	r := prometheus.NewRegistry()
 	r.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/agentmesh/agentmesh/bus"
+	"github.com/agentmesh/agentmesh/bus/embedded"
 	"github.com/agentmesh/agentmesh/orchestrator/state"
 	"github.com/agentmesh/agentmesh/schemas"
 )
@@ -14,7 +14,7 @@ import (
 // retrying when another replica wrote in between.
 func ExampleStore_UpdateConversation() {
 	ctx := context.Background()
-	mesh, err := bus.StartLocal(ctx, bus.EmbeddedOptions{})
+	mesh, err := embedded.StartLocal(ctx, embedded.Options{})
 	if err != nil {
 		fmt.Println(err)
 		return

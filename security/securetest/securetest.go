@@ -14,13 +14,14 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/agentmesh/agentmesh/bus"
+	"github.com/agentmesh/agentmesh/bus/embedded"
 	"github.com/agentmesh/agentmesh/security"
 )
 
 // Server is a running secure server with the mesh provisioned.
 type Server struct {
 	Sec   *security.Server
-	Emb   *bus.Embedded
+	Emb   *embedded.Server
 	Names bus.Names
 	Res   *bus.Resources // bound as admin
 	Admin *nats.Conn
@@ -34,7 +35,7 @@ func Start(t testing.TB) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	emb, err := bus.StartEmbedded(bus.EmbeddedOptions{StoreDir: dir, Configure: sec.Configure})
+	emb, err := embedded.Start(embedded.Options{StoreDir: dir, Configure: sec.Configure})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package bus_test
+package embedded_test
 
 import (
 	"encoding/json"
@@ -10,11 +10,11 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/agentmesh/agentmesh/bus"
+	"github.com/agentmesh/agentmesh/bus/embedded"
 )
 
-func TestStartEmbedded(t *testing.T) {
-	e, err := bus.StartEmbedded(bus.EmbeddedOptions{StoreDir: t.TempDir()})
+func TestStart(t *testing.T) {
+	e, err := embedded.Start(embedded.Options{StoreDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -22,7 +22,7 @@ func TestStartEmbedded(t *testing.T) {
 	if !strings.HasPrefix(e.URL(), "nats://127.0.0.1:") {
 		t.Errorf("URL() = %q", e.URL())
 	}
-	if !e.Server().JetStreamEnabled() {
+	if !e.NATS().JetStreamEnabled() {
 		t.Error("JetStream is off")
 	}
 	nc, err := nats.Connect(e.URL())
@@ -32,28 +32,28 @@ func TestStartEmbedded(t *testing.T) {
 	nc.Close()
 	e.Shutdown()
 	e.Shutdown() // twice is fine
-	if e.Server().Running() {
+	if e.NATS().Running() {
 		t.Error("server still running after Shutdown")
 	}
 }
 
-func TestStartEmbeddedTempStore(t *testing.T) {
-	e, err := bus.StartEmbedded(bus.EmbeddedOptions{})
+func TestStartTempStore(t *testing.T) {
+	e, err := embedded.Start(embedded.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.Shutdown()
 }
 
-func TestStartEmbeddedPortTaken(t *testing.T) {
+func TestStartPortTaken(t *testing.T) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Close()
 	port := l.Addr().(*net.TCPAddr).Port
-	_, err = bus.StartEmbedded(bus.EmbeddedOptions{Port: port, StoreDir: t.TempDir()})
-	if !errors.Is(err, bus.ErrPortInUse) {
+	_, err = embedded.Start(embedded.Options{Port: port, StoreDir: t.TempDir()})
+	if !errors.Is(err, embedded.ErrPortInUse) {
 		t.Fatalf("err = %v, want ErrPortInUse", err)
 	}
 	if !strings.Contains(err.Error(), l.Addr().String()) {
@@ -64,8 +64,8 @@ func TestStartEmbeddedPortTaken(t *testing.T) {
 // With a monitoring port the server serves its own monitoring endpoint,
 // the one prometheus-nats-exporter reads; a bad or taken port is refused
 // up front with its value.
-func TestStartEmbeddedMonitoring(t *testing.T) {
-	e, err := bus.StartEmbedded(bus.EmbeddedOptions{StoreDir: t.TempDir(), HTTPPort: -1})
+func TestStartMonitoring(t *testing.T) {
+	e, err := embedded.Start(embedded.Options{StoreDir: t.TempDir(), HTTPPort: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +83,7 @@ func TestStartEmbeddedMonitoring(t *testing.T) {
 		t.Errorf("/varz: status %d, %+v, err %v", resp.StatusCode, varz, err)
 	}
 
-	off, err := bus.StartEmbedded(bus.EmbeddedOptions{StoreDir: t.TempDir()})
+	off, err := embedded.Start(embedded.Options{StoreDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +92,7 @@ func TestStartEmbeddedMonitoring(t *testing.T) {
 		t.Errorf("MonitorURL without a monitoring port = %q, want empty", off.MonitorURL())
 	}
 
-	if _, err := bus.StartEmbedded(bus.EmbeddedOptions{StoreDir: t.TempDir(), HTTPPort: -2}); err == nil || !strings.Contains(err.Error(), "-2") {
+	if _, err := embedded.Start(embedded.Options{StoreDir: t.TempDir(), HTTPPort: -2}); err == nil || !strings.Contains(err.Error(), "-2") {
 		t.Errorf("HTTPPort -2: err = %v", err)
 	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -100,8 +100,8 @@ func TestStartEmbeddedMonitoring(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	_, err = bus.StartEmbedded(bus.EmbeddedOptions{StoreDir: t.TempDir(), HTTPPort: l.Addr().(*net.TCPAddr).Port})
-	if !errors.Is(err, bus.ErrPortInUse) || !strings.Contains(err.Error(), "monitoring port") {
+	_, err = embedded.Start(embedded.Options{StoreDir: t.TempDir(), HTTPPort: l.Addr().(*net.TCPAddr).Port})
+	if !errors.Is(err, embedded.ErrPortInUse) || !strings.Contains(err.Error(), "monitoring port") {
 		t.Errorf("taken monitoring port: err = %v", err)
 	}
 }

@@ -1,4 +1,9 @@
-package bus
+// Package embedded runs a NATS server with JetStream inside the process:
+// one node, a node of a cluster, or a whole mesh (Local: server, connection
+// and provisioned streams and buckets). The agentmesh command, tests and
+// single-process demos use it; agents and clients do not, so a program built
+// on agents or client links no NATS server.
+package embedded
 
 import (
 	"fmt"
@@ -11,10 +16,10 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 )
 
-const embeddedReadyTimeout = 10 * time.Second
+const readyTimeout = 10 * time.Second
 
-// EmbeddedOptions configure an in-process NATS server with JetStream.
-type EmbeddedOptions struct {
+// Options configure an in-process NATS server with JetStream.
+type Options struct {
 	Host     string // default 127.0.0.1
 	Port     int    // 0 picks a free port
 	StoreDir string // JetStream data; default a temporary directory removed on Shutdown
@@ -35,16 +40,16 @@ type EmbeddedOptions struct {
 
 const defaultServerName = "agentmesh"
 
-// Embedded is a running in-process NATS server with JetStream.
-type Embedded struct {
+// Server is a running in-process NATS server with JetStream.
+type Server struct {
 	srv      *server.Server
 	tempDir  string
 	stopOnce sync.Once
 }
 
-// StartEmbedded starts the server and waits until it accepts connections.
-func StartEmbedded(opts EmbeddedOptions) (*Embedded, error) {
-	e := &Embedded{}
+// Start starts the server and waits until it accepts connections.
+func Start(opts Options) (*Server, error) {
+	e := &Server{}
 	sopts, err := e.serverOptions(opts)
 	if err != nil {
 		e.removeTemp()
@@ -60,14 +65,14 @@ func StartEmbedded(opts EmbeddedOptions) (*Embedded, error) {
 	}
 	e.srv = srv
 	srv.Start()
-	if !srv.ReadyForConnections(embeddedReadyTimeout) {
+	if !srv.ReadyForConnections(readyTimeout) {
 		e.Shutdown()
 		if opts.Port != 0 {
 			if err := checkPortFree(sopts.Host, sopts.Port); err != nil {
 				return nil, err
 			}
 		}
-		return nil, fmt.Errorf("%w: not accepting connections on %s after %s: run with logs on to see why", ErrServerNotReady, net.JoinHostPort(sopts.Host, strconv.Itoa(sopts.Port)), embeddedReadyTimeout)
+		return nil, fmt.Errorf("%w: not accepting connections on %s after %s: run with logs on to see why", ErrServerNotReady, net.JoinHostPort(sopts.Host, strconv.Itoa(sopts.Port)), readyTimeout)
 	}
 	if !srv.JetStreamEnabled() {
 		e.Shutdown()
@@ -79,7 +84,7 @@ func StartEmbedded(opts EmbeddedOptions) (*Embedded, error) {
 // serverOptions checks opts and turns them into the server's options,
 // making a temporary store directory (removed on Shutdown) when none is
 // given.
-func (e *Embedded) serverOptions(opts EmbeddedOptions) (*server.Options, error) {
+func (e *Server) serverOptions(opts Options) (*server.Options, error) {
 	host := opts.Host
 	if host == "" {
 		host = "127.0.0.1"
@@ -138,23 +143,23 @@ func checkPortFree(host string, port int) error {
 }
 
 // URL returns the client URL, e.g. nats://127.0.0.1:4222.
-func (e *Embedded) URL() string { return e.srv.ClientURL() }
+func (e *Server) URL() string { return e.srv.ClientURL() }
 
 // MonitorURL returns the base URL of the server's monitoring endpoint,
-// e.g. http://127.0.0.1:8222, or "" when EmbeddedOptions.HTTPPort was 0.
-func (e *Embedded) MonitorURL() string {
+// e.g. http://127.0.0.1:8222, or "" when Options.HTTPPort was 0.
+func (e *Server) MonitorURL() string {
 	if a := e.srv.MonitorAddr(); a != nil {
 		return "http://" + a.String()
 	}
 	return ""
 }
 
-// Server returns the underlying server.
-func (e *Embedded) Server() *server.Server { return e.srv }
+// NATS returns the underlying nats-server.
+func (e *Server) NATS() *server.Server { return e.srv }
 
 // Shutdown stops the server, waits until it has stopped and removes the
 // temporary store dir, if one was made. It is safe to call more than once.
-func (e *Embedded) Shutdown() {
+func (e *Server) Shutdown() {
 	if e == nil {
 		return
 	}
@@ -167,7 +172,7 @@ func (e *Embedded) Shutdown() {
 	})
 }
 
-func (e *Embedded) removeTemp() {
+func (e *Server) removeTemp() {
 	if e.tempDir != "" {
 		_ = os.RemoveAll(e.tempDir)
 	}

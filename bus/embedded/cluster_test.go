@@ -1,4 +1,4 @@
-package bus_test
+package embedded_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/bus/bustest"
+	"github.com/agentmesh/agentmesh/bus/embedded"
 )
 
 // Three embedded servers form a cluster; the mesh provisioned with three
@@ -40,20 +41,20 @@ func TestClusterKeepsReplicas(t *testing.T) {
 
 func TestClusterOptionsAreChecked(t *testing.T) {
 	for _, c := range []struct {
-		opts bus.EmbeddedOptions
+		opts embedded.Options
 		want string
 	}{
-		{bus.EmbeddedOptions{Cluster: bus.ClusterOptions{Listen: "127.0.0.1:6222"}}, "need --cluster-name"},
-		{bus.EmbeddedOptions{Cluster: bus.ClusterOptions{Name: "mesh", Listen: "127.0.0.1:6222"}}, "needs a name of its own"},
-		{bus.EmbeddedOptions{Name: "n1", Cluster: bus.ClusterOptions{Name: "mesh", Listen: "6222"}}, `--cluster-listen "6222" is not host:port`},
-		{bus.EmbeddedOptions{Name: "n1", Cluster: bus.ClusterOptions{Name: "mesh", Listen: "127.0.0.1:6222", Routes: []string{"127.0.0.1:6223"}}}, `route "127.0.0.1:6223" is not a route URL`},
+		{embedded.Options{Cluster: embedded.ClusterOptions{Listen: "127.0.0.1:6222"}}, "need --cluster-name"},
+		{embedded.Options{Cluster: embedded.ClusterOptions{Name: "mesh", Listen: "127.0.0.1:6222"}}, "needs a name of its own"},
+		{embedded.Options{Name: "n1", Cluster: embedded.ClusterOptions{Name: "mesh", Listen: "6222"}}, `--cluster-listen "6222" is not host:port`},
+		{embedded.Options{Name: "n1", Cluster: embedded.ClusterOptions{Name: "mesh", Listen: "127.0.0.1:6222", Routes: []string{"127.0.0.1:6223"}}}, `route "127.0.0.1:6223" is not a route URL`},
 	} {
 		c.opts.StoreDir = t.TempDir()
-		srv, err := bus.StartEmbedded(c.opts)
+		srv, err := embedded.Start(c.opts)
 		if err == nil {
 			srv.Shutdown()
 		}
-		if !errors.Is(err, bus.ErrInvalidOption) || !strings.Contains(err.Error(), c.want) {
+		if !errors.Is(err, embedded.ErrInvalidOption) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: %v, want ErrInvalidOption saying %q", c.opts, err, c.want)
 		}
 	}

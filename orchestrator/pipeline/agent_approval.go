@@ -37,9 +37,7 @@ func (s *Scheduler) awaitApproval(ctx context.Context, sd *state.RunSpec, stepID
 	if _, err := s.loadRecord(ctx, sd.ID, stepID); !errors.Is(err, state.ErrNotFound) {
 		return err // nil: the step has ended, this answer is late
 	}
-	unlock := s.locks.lock(sd.ID)
-	h, rev := s.cache.header(sd.ID)
-	next, nrev, err := s.store.UpdateHeader(ctx, sd.ID, h, rev, func(h *state.RunHeader) error {
+	next, err := s.amend(ctx, sd.ID, func(h *state.RunHeader) error {
 		if !h.Running(sd, stepID) || h.Waiting[stepID] != "" || h.Approved[stepID] != "" {
 			return state.ErrUnchanged
 		}
@@ -49,10 +47,6 @@ func (s *Scheduler) awaitApproval(ctx context.Context, sd *state.RunSpec, stepID
 		h.Waiting[stepID] = reason
 		return nil
 	})
-	if next != nil {
-		s.cache.putHeader(next, nrev)
-	}
-	unlock()
 	if errors.Is(err, state.ErrUnchanged) {
 		return nil
 	}
@@ -111,10 +105,7 @@ func (s *Scheduler) resolveAgent(ctx context.Context, sd *state.RunSpec, step sc
 	if r.Comment != "" {
 		approval += ": " + r.Comment
 	}
-	unlock := s.locks.lock(sd.ID)
-	defer unlock()
-	ch, rev := s.cache.header(sd.ID)
-	next, nrev, err := s.store.UpdateHeader(ctx, sd.ID, ch, rev, func(h *state.RunHeader) error {
+	_, err = s.amend(ctx, sd.ID, func(h *state.RunHeader) error {
 		if !h.Running(sd, r.Step) || h.Waiting[r.Step] == "" {
 			return state.ErrUnchanged
 		}
@@ -125,9 +116,6 @@ func (s *Scheduler) resolveAgent(ctx context.Context, sd *state.RunSpec, step sc
 		h.Approved[r.Step] = approval
 		return nil
 	})
-	if next != nil {
-		s.cache.putHeader(next, nrev)
-	}
 	if errors.Is(err, state.ErrUnchanged) {
 		return refuse(schemas.CodeNotWaiting, "%w: step %q of run %s was answered already", ErrNotWaiting, r.Step, r.RunID)
 	}

@@ -186,19 +186,13 @@ func (s *Scheduler) sweepRun(ctx context.Context, id string) bool {
 	// Mark first, then publish again: within the duplicate window the
 	// stream stores a task id once, so this never runs a step twice.
 	wave := h.Wave
-	unlock := s.locks.lock(id)
-	ch, rev := s.cache.header(id)
-	next, nrev, err := s.store.UpdateHeader(ctx, id, ch, rev, func(h *state.RunHeader) error {
+	next, err := s.amend(ctx, id, func(h *state.RunHeader) error {
 		if h.Done() || h.Wave != wave || h.Republished {
 			return state.ErrUnchanged
 		}
 		h.Republished = true
 		return nil
 	})
-	if next != nil {
-		s.cache.putHeader(next, nrev)
-	}
-	unlock()
 	if err != nil {
 		return false
 	}

@@ -32,12 +32,12 @@ func asksApproval(sd *state.RunSpec, stepID, taskID string, res schemas.AgentRes
 
 // awaitApproval lists the step under Waiting and says so with a
 // step.waiting event; a step already waiting, or approved, is left alone.
-func (s *Scheduler) awaitApproval(ctx context.Context, sd *state.RunSpec, stepID string, res schemas.AgentResult) error {
+func awaitApproval(ctx context.Context, e env, sd *state.RunSpec, stepID string, res schemas.AgentResult) error {
 	reason := "approval: " + res.Error.Message
-	if _, err := s.loadRecord(ctx, sd.ID, stepID); !errors.Is(err, state.ErrNotFound) {
+	if _, err := e.record(ctx, sd.ID, stepID); !errors.Is(err, state.ErrNotFound) {
 		return err // nil: the step has ended, this answer is late
 	}
-	next, err := s.amend(ctx, sd.ID, func(h *state.RunHeader) error {
+	next, err := e.amend(ctx, sd.ID, func(h *state.RunHeader) error {
 		if !h.Running(sd, stepID) || h.Waiting[stepID] != "" || h.Approved[stepID] != "" {
 			return state.ErrUnchanged
 		}
@@ -54,7 +54,7 @@ func (s *Scheduler) awaitApproval(ctx context.Context, sd *state.RunSpec, stepID
 		return err
 	}
 	step, _ := sd.Step(stepID)
-	s.emitStep(sd, schemas.StepEvent{RunID: sd.ID, Step: stepID, Agent: step.Agent, Status: schemas.StepWaiting, Wave: next.Wave,
+	e.emitStep(sd, schemas.StepEvent{RunID: sd.ID, Step: stepID, Agent: step.Agent, Status: schemas.StepWaiting, Wave: next.Wave,
 		Attempt: 1, TaskID: schemas.StepTaskID(sd.ID, stepID, 1, sd.Nonce), Reason: reason, Summary: res.Summary, At: time.Now().UTC()})
 	return nil
 }
@@ -88,7 +88,7 @@ func (s *Scheduler) resolveAgent(ctx context.Context, sd *state.RunSpec, step sc
 	}
 	// Sent before the header says so: a request redelivered after a crash
 	// between the two sends the same task id, which the stream stores once.
-	agent, task, meta, err := s.stepTask(ctx, stepStart{sd: sd, h: h, id: r.Step})
+	agent, task, meta, err := stepTask(ctx, schedEnv{s}, stepStart{sd: sd, h: h, id: r.Step})
 	if err != nil {
 		return err
 	}

@@ -27,17 +27,17 @@ func (humanKind) expire(sd *state.RunSpec, h *state.RunHeader, id string, _, now
 	return defaultRecord(sd, h, step, now)
 }
 
-// tasks: a person answers, no agent.
-func (humanKind) tasks(context.Context, *Scheduler, *state.RunSpec, string) []string { return nil }
+// cancel: a person answers, no agent runs a task.
+func (humanKind) cancel(context.Context, env, *state.RunSpec, string, stepCancel) {}
 
 // start says the step waits. Never ahead of the header that starts its
 // wave (see dispatchAhead): a person told it waits must find it waiting.
-func (humanKind) start(_ context.Context, s *Scheduler, st stepStart) (*state.StepState, error) {
+func (humanKind) start(_ context.Context, e env, st stepStart) (*state.StepState, error) {
 	if st.ahead() {
 		return nil, errWaitsForHeader
 	}
 	step, _ := st.sd.Step(st.id)
-	s.emitStep(st.sd, schemas.StepEvent{RunID: st.h.ID, Step: st.id, Status: schemas.StepWaiting, Wave: st.h.Wave,
+	e.emitStep(st.sd, schemas.StepEvent{RunID: st.h.ID, Step: st.id, Status: schemas.StepWaiting, Wave: st.h.Wave,
 		Attempt: 1, TaskID: schemas.StepTaskID(st.h.ID, st.id, 1, st.sd.Nonce), Reason: waitingFor(step), At: st.h.WaveStartedAt})
 	return nil, nil
 }

@@ -32,10 +32,10 @@ const routerOutput = "branch"
 // others.
 type routerKind struct{ oneTask }
 
-func (routerKind) start(ctx context.Context, s *Scheduler, st stepStart) (*state.StepState, error) {
+func (routerKind) start(ctx context.Context, e env, st stepStart) (*state.StepState, error) {
 	step, _ := st.sd.Step(st.id)
 	began := time.Now()
-	choice, why, usage, err := s.chooseBranch(ctx, st.sd, step)
+	choice, why, usage, err := chooseBranch(ctx, e, st.sd, step)
 	now := time.Now().UTC()
 	if errors.Is(err, ErrBadCondition) {
 		return failedRecord(st.sd, st.h, st.id, schemas.CodeInvalidInput, err.Error(), now), nil
@@ -60,11 +60,11 @@ func routerChoice(rec *state.StepState) string {
 }
 
 // chooseBranch picks step's branch and says why.
-func (s *Scheduler) chooseBranch(ctx context.Context, sd *state.RunSpec, step schemas.PipelineStep) (choice, why string, usage schemas.Usage, err error) {
+func chooseBranch(ctx context.Context, e env, sd *state.RunSpec, step schemas.PipelineStep) (choice, why string, usage schemas.Usage, err error) {
 	r := step.Router
 	var asked string
-	if s.cfg.Model != nil {
-		reply, u, merr := s.askModel(ctx, sd, step)
+	if e.config().model != nil {
+		reply, u, merr := askModel(ctx, e, sd, step)
 		usage = u
 		if merr == nil {
 			for _, name := range r.Names() {
@@ -81,7 +81,7 @@ func (s *Scheduler) chooseBranch(ctx context.Context, sd *state.RunSpec, step sc
 		if b.When == "" {
 			continue
 		}
-		ok, err := s.holds(ctx, sd, step.ID, b.When)
+		ok, err := e.holds(ctx, sd, step.ID, b.When, nil)
 		if err != nil {
 			return "", "", usage, fmt.Errorf("router.branches[%d].when: %w", i, err)
 		}
@@ -97,7 +97,7 @@ func (s *Scheduler) chooseBranch(ctx context.Context, sd *state.RunSpec, step sc
 
 // askModel asks the model to name a branch, telling it the prompt, the
 // branches and the run's variables and slots.
-func (s *Scheduler) askModel(ctx context.Context, sd *state.RunSpec, step schemas.PipelineStep) (string, schemas.Usage, error) {
+func askModel(ctx context.Context, e env, sd *state.RunSpec, step schemas.PipelineStep) (string, schemas.Usage, error) {
 	ctx, cancel := context.WithTimeout(ctx, sd.Timeout(step.ID))
 	defer cancel()
 	var b strings.Builder
@@ -113,7 +113,7 @@ func (s *Scheduler) askModel(ctx context.Context, sd *state.RunSpec, step schema
 		v, _ := json.Marshal(sd.Spec.Vars)
 		fmt.Fprintf(&b, "\nVariables: %s\n", v)
 	}
-	if slots, err := s.store.RunSlots(ctx, sd.ID); err == nil && len(slots) > 0 {
+	if slots, err := e.slots(ctx, sd.ID); err == nil && len(slots) > 0 {
 		vals := map[string]any{}
 		for name, tv := range slots {
 			vals[name] = jsonValue(tv)
@@ -121,7 +121,7 @@ func (s *Scheduler) askModel(ctx context.Context, sd *state.RunSpec, step schema
 		v, _ := json.Marshal(vals)
 		fmt.Fprintf(&b, "\nState: %s\n", clip(string(v), 4000))
 	}
-	reply, usage, err := s.cfg.Model.Complete(ctx, "You route a workflow to one of its branches. Answer with the name of exactly one branch and nothing else.", b.String())
+	reply, usage, err := e.config().model.Complete(ctx, "You route a workflow to one of its branches. Answer with the name of exactly one branch and nothing else.", b.String())
 	return strings.Trim(strings.TrimSpace(reply), "\"'`."), usage, err
 }
 

@@ -145,7 +145,7 @@ func (s *Scheduler) sweepRun(ctx context.Context, id string) bool {
 		deadline := h.WaveStartedAt.Add(sd.Timeout(sid))
 		late := now.After(deadline.Add(s.cfg.Grace))
 		if !late {
-			k.tend(ctx, s, sd, h, sid, now)
+			k.tend(ctx, schedEnv{s}, sd, h, sid, now)
 		}
 		if !late && !republish {
 			continue
@@ -175,7 +175,7 @@ func (s *Scheduler) sweepRun(ctx context.Context, id string) bool {
 		}
 	}
 	for _, sid := range overdue {
-		s.cancelStepRuns(ctx, sd, sid, fmt.Sprintf("timed out (timeout %s)", sd.Timeout(sid)), schemas.MaxPipelineDepth)
+		s.cancelStep(ctx, sd, sid, stepCancel{why: fmt.Sprintf("timed out (timeout %s)", sd.Timeout(sid)), depth: schemas.MaxPipelineDepth})
 	}
 	if len(ended) == 0 && len(again) == 0 {
 		s.sweepStall(ctx, sd, h, now)

@@ -305,7 +305,7 @@ func (s *Scheduler) follow(ctx context.Context, sd *state.RunSpec, h *state.RunH
 		done()
 		s.cache.drop(h.ID)
 		if sd.Parent != nil {
-			if err := s.endSub(ctx, sd, h); err != nil {
+			if err := endSub(ctx, schedEnv{s}, sd, h); err != nil {
 				// The sweep of the parent run ends the step.
 				s.log.WarnContext(runContext(sd), "ending the parent's step", "parent", sd.Parent.Run, "step", sd.Parent.Step, "err", err)
 			}

@@ -25,6 +25,10 @@ const KindAgent = schemas.StepKindAgent
 // type implementing stepKind (embedding oneTask for what a step of one
 // task does) and one entry in kinds.
 type stepKind interface {
+	// validate is the kind's own checks of step at submit, beyond the
+	// structural ones (spec.Validate) and those of every step (Validate):
+	// each problem, reported with the others.
+	validate(c *checks, step schemas.PipelineStep) []error
 	// start begins a step whose wave started. It returns a record when the
 	// step ended at once (it could not start, or it needs no waiting);
 	// otherwise the step runs until something ends it, such as an agent's
@@ -79,6 +83,8 @@ func cancelChildren(ctx context.Context, e env, sd *state.RunSpec, id string, c 
 // nothing of its own to look after and a cancel asks its agent to stop
 // the task.
 type oneTask struct{}
+
+func (oneTask) validate(*checks, schemas.PipelineStep) []error { return nil }
 
 func (oneTask) owns(sd *state.RunSpec, id, taskID string) bool {
 	return taskID == schemas.StepTaskID(sd.ID, id, 1, sd.Nonce)

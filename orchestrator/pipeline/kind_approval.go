@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/agentmesh/agentmesh/bus"
-	"github.com/agentmesh/agentmesh/orchestrator/route"
 	"github.com/agentmesh/agentmesh/orchestrator/state"
 	"github.com/agentmesh/agentmesh/schemas"
 )
@@ -89,20 +88,16 @@ func stepContract(contracts map[string]schemas.AgentContract, step schemas.Pipel
 	return c, ok
 }
 
-// checkHuman checks what the structural checks cannot: an input step's
+// validate checks what the structural checks cannot: an input step's
 // data type is registered and its default is a value of it.
-func checkHuman(spec schemas.PipelineSpec, router *route.Router) []error {
-	var errs []error
-	reg := router.DataTypes()
-	for _, s := range spec.Steps {
-		if s.Kind != schemas.StepKindInput || s.Human == nil || s.Human.Default == nil {
-			continue
-		}
-		if _, err := inputValue(reg, s, s.Human.Default, "default"); err != nil {
-			errs = append(errs, fmt.Errorf("step %q: human.default: %w", s.ID, err))
-		}
+func (humanKind) validate(c *checks, s schemas.PipelineStep) []error {
+	if s.Kind != schemas.StepKindInput || s.Human == nil || s.Human.Default == nil {
+		return nil
 	}
-	return errs
+	if _, err := inputValue(c.router.DataTypes(), s, s.Human.Default, "default"); err != nil {
+		return []error{fmt.Errorf("step %q: human.default: %w", s.ID, err)}
+	}
+	return nil
 }
 
 // inputValue is v as an input step's typed value, checked against the

@@ -28,6 +28,25 @@ var ErrNoModel = errors.New("no model")
 // EVALUATION {score, reasoning} as its output.
 type evaluatorKind struct{ oneTask }
 
+// needsModel refuses spec, submitted to an orchestrator with no model,
+// when a step of it is an evaluator.
+func needsModel(spec schemas.PipelineSpec) error {
+	for _, st := range spec.Steps {
+		if st.Kind == KindEvaluator {
+			return fmt.Errorf("%w %q: step %q: %w: an evaluator needs an LLM; configure one on the orchestrator (OPENAI_API_KEY or OPENAI_BASE_URL)",
+				ErrInvalidPipeline, spec.Name, st.ID, ErrNoModel)
+		}
+	}
+	return nil
+}
+
+func (evaluatorKind) validate(c *checks, step schemas.PipelineStep) []error {
+	if err := checkEvaluate(c.spec, step); err != nil {
+		return []error{err}
+	}
+	return nil
+}
+
 func (evaluatorKind) start(ctx context.Context, e env, st stepStart) (*state.StepState, error) {
 	step, _ := st.sd.Step(st.id)
 	began := time.Now()

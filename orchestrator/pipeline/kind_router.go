@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -32,6 +33,31 @@ const routerOutput = "branch"
 // others.
 type routerKind struct{ oneTask }
 
+// validate compiles the router's rules, which read what the router reads
+// (its own ancestors, itself excluded), and resolves its prompt.
+func (routerKind) validate(c *checks, s schemas.PipelineStep) []error {
+	if s.Router == nil {
+		return nil // reported by spec.Validate
+	}
+	var errs []error
+	if _, err := resolveParams(map[string]any{"prompt": s.Router.Prompt}, c.spec.Vars); err != nil {
+		errs = append(errs, fmt.Errorf("step %q: router.prompt: %w", s.ID, err))
+	}
+	var anc []string
+	for i, b := range s.Router.Branches {
+		if b.When == "" {
+			continue
+		}
+		if anc == nil {
+			anc = ancestors(c.spec, s.ID)
+		}
+		if _, _, err := compileCondition(b.When, c.spec.Vars, anc); err != nil {
+			errs = append(errs, fmt.Errorf("step %q: router.branches[%d].when: %w", s.ID, i, err))
+		}
+	}
+	return errs
+}
+
 func (routerKind) start(ctx context.Context, e env, st stepStart) (*state.StepState, error) {
 	step, _ := st.sd.Step(st.id)
 	began := time.Now()
@@ -48,6 +74,42 @@ func (routerKind) start(ctx context.Context, e env, st stepStart) (*state.StepSt
 		Outputs: map[string]schemas.TypedValue{routerOutput: schemas.TextValue(choice, st.id)},
 		Metrics: schemas.Metrics{DurationMS: now.Sub(began).Milliseconds(), Tokens: usage.Tokens, Cost: usage.Cost, ModelMS: usage.ModelMS}}
 	return rec, nil
+}
+
+// routerSkipPrefix starts the skip reason of a branch its router did not
+// choose (see offPath).
+const routerSkipPrefix = "router "
+
+// routerOf returns the router among step's dependencies that has it as a
+// branch.
+func routerOf(sd *state.RunSpec, step schemas.PipelineStep) (string, bool) {
+	for _, d := range step.DependsOn {
+		if ds, ok := sd.Step(d); ok && ds.Router != nil && slices.Contains(ds.Router.Names(), step.ID) {
+			return d, true
+		}
+	}
+	return "", false
+}
+
+// offBranch is the skipped record of step, a branch of a router among its
+// dependencies that chose another; nil when it is none or was chosen.
+func offBranch(ctx context.Context, e env, st stepStart, step schemas.PipelineStep) (*state.StepState, error) {
+	r, ok := routerOf(st.sd, step)
+	if !ok {
+		return nil, nil
+	}
+	rec, err := e.record(ctx, st.sd.ID, r)
+	if err != nil {
+		return nil, err
+	}
+	if chosen := routerChoice(rec); chosen != step.ID {
+		why := fmt.Sprintf(routerSkipPrefix+"%q chose %q", r, chosen)
+		if chosen == "" {
+			why = fmt.Sprintf(routerSkipPrefix+"%q chose no branch", r)
+		}
+		return skippedRecord(st.sd, st.h, st.id, why, time.Now().UTC()), nil
+	}
+	return nil, nil
 }
 
 // routerChoice is the branch a router's record chose ("" for none).

@@ -311,47 +311,49 @@ func resolveSubs(spec schemas.PipelineSpec, lookup func(string) (schemas.Pipelin
 	return spec, errors.Join(errs...)
 }
 
-// checkSubs validates the child of every step of kind pipeline, as it
-// would run: the seed values its inputs map must be declared by the child
-// (they give their data types), its outputs must name child steps.
-func checkSubs(spec schemas.PipelineSpec, lookup ContractLookup, router *route.Router, limits schemas.Limits) []error {
+// validate checks the child pipeline (see checkSub).
+func (subKind) validate(c *checks, step schemas.PipelineStep) []error { return checkSub(c, step) }
+
+// checkSub validates the child of a step that runs a pipeline (of kind
+// pipeline, or a for_each that runs one per item), as it would run: the
+// seed values its inputs map must be declared by the child (they give
+// their data types), its outputs must name child steps.
+func checkSub(c *checks, st schemas.PipelineStep) []error {
+	if st.Pipeline == nil || st.Pipeline.Spec == nil {
+		return nil
+	}
 	var errs []error
-	for _, st := range spec.Steps {
-		if st.Pipeline == nil || st.Pipeline.Spec == nil {
+	p := st.Pipeline
+	if st.Kind == schemas.StepKindForEach {
+		if _, err := itemSeed(st); err != nil {
+			errs = append(errs, fmt.Errorf("step %q: %w", st.ID, err))
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(p.Inputs)) {
+		if _, ok := p.Spec.Seed.Values[name]; !ok {
+			errs = append(errs, fmt.Errorf("step %q: pipeline.inputs.%s: pipeline %s declares no seed value %q; declare it under its seed.values (with a default)", st.ID, name, p.Ref(), name))
+		}
+		src := p.Inputs[name]
+		if _, lit := textLiteral(src); lit {
 			continue
 		}
-		p := st.Pipeline
-		if st.Kind == schemas.StepKindForEach {
-			if _, err := itemSeed(st); err != nil {
-				errs = append(errs, fmt.Errorf("step %q: %w", st.ID, err))
-			}
+		if head, _, _ := strings.Cut(src, "."); head != "seed" && head != "state" && !slices.Contains(ancestors(c.spec, st.ID), head) {
+			errs = append(errs, fmt.Errorf("step %q: pipeline.inputs.%s: %s is not a seed, a slot, an output of a step this one depends on or a text: literal", st.ID, name, src))
 		}
-		for _, name := range slices.Sorted(maps.Keys(p.Inputs)) {
-			if _, ok := p.Spec.Seed.Values[name]; !ok {
-				errs = append(errs, fmt.Errorf("step %q: pipeline.inputs.%s: pipeline %s declares no seed value %q; declare it under its seed.values (with a default)", st.ID, name, p.Ref(), name))
-			}
-			src := p.Inputs[name]
-			if _, lit := textLiteral(src); lit {
-				continue
-			}
-			if head, _, _ := strings.Cut(src, "."); head != "seed" && head != "state" && !slices.Contains(ancestors(spec, st.ID), head) {
-				errs = append(errs, fmt.Errorf("step %q: pipeline.inputs.%s: %s is not a seed, a slot, an output of a step this one depends on or a text: literal", st.ID, name, src))
-			}
+	}
+	ids := map[string]bool{}
+	for _, cs := range p.Spec.Steps {
+		ids[cs.ID] = true
+	}
+	for _, name := range slices.Sorted(maps.Keys(p.Outputs)) {
+		if cid, _, _ := strings.Cut(p.Outputs[name], "."); !ids[cid] {
+			errs = append(errs, fmt.Errorf("step %q: pipeline.outputs.%s: pipeline %s has no step %q", st.ID, name, p.Ref(), cid))
 		}
-		ids := map[string]bool{}
-		for _, cs := range p.Spec.Steps {
-			ids[cs.ID] = true
-		}
-		for _, name := range slices.Sorted(maps.Keys(p.Outputs)) {
-			if cid, _, _ := strings.Cut(p.Outputs[name], "."); !ids[cid] {
-				errs = append(errs, fmt.Errorf("step %q: pipeline.outputs.%s: pipeline %s has no step %q", st.ID, name, p.Ref(), cid))
-			}
-		}
-		// The child's structure was checked with the whole spec's: only
-		// what needs the agents is checked here, once per child.
-		if _, _, cerrs := validate(*p.Spec, lookup, router, limits); len(cerrs) > 0 {
-			errs = append(errs, fmt.Errorf("step %q: pipeline %s: %w %q: %w", st.ID, schemas.Clip(p.Ref(), 100), ErrInvalidPipeline, schemas.Clip(p.Spec.Name, 100), bounded(cerrs)))
-		}
+	}
+	// The child's structure was checked with the whole spec's: only
+	// what needs the agents is checked here, once per child.
+	if _, _, cerrs := validate(*p.Spec, c.lookup, c.router, c.limits); len(cerrs) > 0 {
+		errs = append(errs, fmt.Errorf("step %q: pipeline %s: %w %q: %w", st.ID, schemas.Clip(p.Ref(), 100), ErrInvalidPipeline, schemas.Clip(p.Spec.Name, 100), bounded(cerrs)))
 	}
 	return errs
 }

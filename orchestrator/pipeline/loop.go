@@ -25,6 +25,8 @@ import (
 
 // loopDriver is what differs between the loop kinds.
 type loopDriver interface {
+	// validate is the loop's checks at submit (stepKind.validate).
+	validate(c *checks, step schemas.PipelineStep) []error
 	// prepare builds the loop's items and shared inputs and its progress
 	// (N and Parallel set) as the step starts.
 	prepare(ctx context.Context, e env, st stepStart) (*state.LoopItems, *state.LoopProgress, error)
@@ -42,6 +44,10 @@ type loopDriver interface {
 type loopKind struct {
 	oneTask // its deadline: the whole loop's
 	d       loopDriver
+}
+
+func (k loopKind) validate(c *checks, step schemas.PipelineStep) []error {
+	return k.d.validate(c, step)
 }
 
 // owns: the tasks of its items (schemas.LoopTaskID).

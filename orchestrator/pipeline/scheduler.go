@@ -222,13 +222,7 @@ func (s *Scheduler) Submit(ctx context.Context, ev bus.Event) error {
 			verr = errors.Join(verr, rerr)
 		}
 		if verr == nil && s.cfg.Model == nil {
-			for _, st := range spec.Steps {
-				if st.Kind == KindEvaluator {
-					verr = fmt.Errorf("%w %q: step %q: %w: an evaluator needs an LLM; configure one on the orchestrator (OPENAI_API_KEY or OPENAI_BASE_URL)",
-						ErrInvalidPipeline, spec.Name, st.ID, ErrNoModel)
-					break
-				}
-			}
+			verr = needsModel(spec)
 		}
 	} else {
 		verr = fmt.Errorf("%w: %w", ErrInvalidPipeline, verr)

@@ -9,6 +9,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/agentmesh/agentmesh/orchestrator/route"
+	"github.com/agentmesh/agentmesh/schemas"
 )
 
 // packageCalls lists, per non-test file of this package, the selector
@@ -51,5 +54,47 @@ func TestOneRunWriter(t *testing.T) {
 		if file != "settle.go" {
 			t.Errorf("%s writes a run's header (%s); change it through amend or settleRecords in settle.go", file, strings.Join(calls, ", "))
 		}
+	}
+}
+
+// TestKindsValidateTheirSteps: each kind checks what is its own through
+// its validate (the checks Validate leaves to the kinds), and a step of
+// another kind is none of its business.
+func TestKindsValidateTheirSteps(t *testing.T) {
+	spec := schemas.PipelineSpec{Name: "p", Vars: map[string]any{"n": 1}, Steps: []schemas.PipelineStep{{ID: "a", Agent: "A"}}}
+	c := &checks{spec: spec, view: spec, contracts: map[string]schemas.AgentContract{}, router: route.NewRouter(), limits: schemas.Limits{}.OrDefaults()}
+	cases := []struct {
+		name string
+		step schemas.PipelineStep
+		want string // "" for no problem
+	}{
+		{"router rule", schemas.PipelineStep{ID: "r", Kind: KindRouter, DependsOn: []string{"a"},
+			Router: &schemas.RouterSpec{Branches: []schemas.RouterBranch{{Step: "x", When: "vars.n >"}}}}, "router.branches[0].when"},
+		{"router prompt", schemas.PipelineStep{ID: "r", Kind: KindRouter,
+			Router: &schemas.RouterSpec{Prompt: "${vars.nope}", Branches: []schemas.RouterBranch{{Step: "x"}}}}, "router.prompt"},
+		{"router fine", schemas.PipelineStep{ID: "r", Kind: KindRouter, DependsOn: []string{"a"},
+			Router: &schemas.RouterSpec{Branches: []schemas.RouterBranch{{Step: "x", When: "vars.n > 0"}}}}, ""},
+		{"repeat until", schemas.PipelineStep{ID: "l", Kind: schemas.StepKindRepeat, Agent: "A",
+			Repeat: &schemas.RepeatSpec{Until: "output.x ==", MaxIterations: 3}}, "repeat.until"},
+		{"input default", schemas.PipelineStep{ID: "i", Kind: schemas.StepKindInput,
+			Human: &schemas.HumanStep{Prompt: "how many?", DataType: schemas.TypeText, Default: 7}}, "human.default"},
+		{"evaluator source", schemas.PipelineStep{ID: "e", Kind: KindEvaluator,
+			Evaluate: &schemas.EvaluateSpec{Output: "seed.nothing", Criteria: "good"}}, "evaluate.output"},
+		{"agent", schemas.PipelineStep{ID: "b", Agent: "A"}, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			k, err := kindOf(tc.step)
+			if err != nil {
+				t.Fatal(err)
+			}
+			errs := k.validate(c, tc.step)
+			switch {
+			case tc.want == "" && len(errs) > 0:
+				t.Fatalf("problems %v, want none", errs)
+			case tc.want != "" && (len(errs) != 1 || !strings.Contains(errs[0].Error(), tc.want) || !strings.Contains(errs[0].Error(), fmt.Sprintf("step %q", tc.step.ID))):
+				t.Fatalf("problems %v, want one naming step %q and %s", errs, tc.step.ID, tc.want)
+			}
+		})
 	}
 }

@@ -61,15 +61,15 @@ func awaitApproval(ctx context.Context, e env, sd *state.RunSpec, stepID string,
 
 // resolveAgent applies a person's decision to an agent step that waits
 // for approval: see the top of this file.
-func (s *Scheduler) resolveAgent(ctx context.Context, sd *state.RunSpec, step schemas.PipelineStep, r schemas.Resolution, at time.Time) error {
-	h, err := s.loadHeader(ctx, r.RunID, true)
+func resolveAgent(ctx context.Context, e env, sd *state.RunSpec, step schemas.PipelineStep, r schemas.Resolution, at time.Time) error {
+	h, err := e.header(ctx, r.RunID, true)
 	if err != nil {
 		return err
 	}
 	if !h.Running(sd, r.Step) || h.Waiting[r.Step] == "" {
 		why := "its agent did not ask for approval"
 		if !h.Running(sd, r.Step) {
-			why = s.notWaitingWhy(ctx, sd, h, r.Step)
+			why = notWaitingWhy(ctx, e, sd, h, r.Step)
 		}
 		return refuse(schemas.CodeNotWaiting, "%w: run %s has no approval or input step %q waiting for a person: it is a step of agent %s, and %s",
 			ErrNotWaiting, r.RunID, r.Step, step.Agent, why)
@@ -84,11 +84,11 @@ func (s *Scheduler) resolveAgent(ctx context.Context, sd *state.RunSpec, step sc
 	if r.Decision == schemas.DecisionReject {
 		rec := humanRecord(sd, h, step, r.Decision, nil, by, r.Comment, at)
 		rec.Agent = step.Agent
-		return s.recordResolution(ctx, sd, r, rec)
+		return recordResolution(ctx, e, sd, r, rec)
 	}
 	// Sent before the header says so: a request redelivered after a crash
 	// between the two sends the same task id, which the stream stores once.
-	agent, task, meta, err := stepTask(ctx, schedEnv{s}, stepStart{sd: sd, h: h, id: r.Step})
+	agent, task, meta, err := stepTask(ctx, e, stepStart{sd: sd, h: h, id: r.Step})
 	if err != nil {
 		return err
 	}
@@ -98,14 +98,14 @@ func (s *Scheduler) resolveAgent(ctx context.Context, sd *state.RunSpec, step sc
 	}
 	task.Params["approved"] = true
 	meta.TaskID = schemas.StepTaskID(sd.ID, r.Step, approvalAttempt, sd.Nonce)
-	if _, err := s.dispatcher.Dispatch(ctx, agent, task, meta); err != nil {
+	if err := e.dispatch(ctx, agent, task, meta, true); err != nil {
 		return err
 	}
 	approval := "approved by " + by
 	if r.Comment != "" {
 		approval += ": " + r.Comment
 	}
-	_, err = s.amend(ctx, sd.ID, func(h *state.RunHeader) error {
+	_, err = e.amend(ctx, sd.ID, func(h *state.RunHeader) error {
 		if !h.Running(sd, r.Step) || h.Waiting[r.Step] == "" {
 			return state.ErrUnchanged
 		}

@@ -37,8 +37,9 @@ type env interface {
 	// fresh (records to write): the one way a step's end reaches the header.
 	settle(ctx context.Context, sd *state.RunSpec, recs, fresh []*state.StepState) error
 	// end writes rec, the record of a step of sd, unless another stands,
-	// and settles the one that stands.
-	end(ctx context.Context, sd *state.RunSpec, rec *state.StepState) error
+	// and settles the one that stands, which it returns (nil when it could
+	// not be written).
+	end(ctx context.Context, sd *state.RunSpec, rec *state.StepState) (*state.StepState, error)
 	// amend changes the run's header other than by a step's end (see
 	// Scheduler.amend).
 	amend(ctx context.Context, run string, fn func(*state.RunHeader) error) (*state.RunHeader, error)
@@ -110,13 +111,13 @@ func (e schedEnv) settle(ctx context.Context, sd *state.RunSpec, recs, fresh []*
 	return e.s.settleRecords(ctx, sd, recs, fresh)
 }
 
-func (e schedEnv) end(ctx context.Context, sd *state.RunSpec, rec *state.StepState) error {
+func (e schedEnv) end(ctx context.Context, sd *state.RunSpec, rec *state.StepState) (*state.StepState, error) {
 	stored, err := e.s.store.RecordStep(ctx, sd.ID, rec)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	e.s.cache.putRecord(sd.ID, stored)
-	return e.s.settle(ctx, sd, []*state.StepState{stored})
+	return stored, e.s.settle(ctx, sd, []*state.StepState{stored})
 }
 
 func (e schedEnv) amend(ctx context.Context, run string, fn func(*state.RunHeader) error) (*state.RunHeader, error) {

@@ -238,7 +238,8 @@ func endSub(ctx context.Context, e env, child *state.RunSpec, h *state.RunHeader
 		rec.TaskID = schemas.LoopTaskID(sd.ID, p.Step, *p.Item, sd.Nonce)
 		return applyItemRecord(ctx, e, k, sd, ph, p.Step, *p.Item, rec)
 	}
-	return e.end(ctx, sd, rec)
+	_, err = e.end(ctx, sd, rec)
+	return err
 }
 
 // sweepSub ends step id of kind pipeline when its child run ended but the

@@ -339,7 +339,8 @@ func endLoop(ctx context.Context, e env, k loopKind, sd *state.RunSpec, h *state
 		return err
 	}
 	e.loops().drop(sd.ID, id)
-	return e.end(ctx, sd, rec)
+	_, err = e.end(ctx, sd, rec)
+	return err
 }
 
 // sweepLoopStep looks at loop step id of the wave in progress, which has no

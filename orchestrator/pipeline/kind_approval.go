@@ -16,7 +16,7 @@ import (
 // Its wave's header lists it under Waiting (see markWaiting) and a
 // step.waiting event says what for; it ends when a resolution arrives on
 // mesh.pipeline.resolve (Resolve, on any replica) or, at its deadline, with
-// its default (the sweep's overdueRecord). Both write the step's record
+// its default (the sweep, through expire). Both write the step's record
 // with create, so the first of them decides.
 type humanKind struct{ oneTask }
 

@@ -95,8 +95,10 @@ func (c clipped) Error() string { return schemas.Clip(c.err.Error(), maxProblemR
 func (c clipped) Unwrap() error { return c.err }
 
 // validate runs the checks of Validate that the structural ones
-// (spec.ValidateWithin, which covers the sub-pipelines) leave, on spec
-// and, through checkSubs, on each of its sub-pipelines once.
+// (spec.ValidateWithin, which covers the sub-pipelines) leave, on spec:
+// those of every step here, each kind's own through its validate (which
+// for a step that runs a pipeline checks it once, see checkSub), then the
+// inputs.
 func validate(spec schemas.PipelineSpec, lookup ContractLookup, router *route.Router, limits schemas.Limits) (map[string]schemas.AgentContract, [][]string, []error) {
 	var errs []error
 	waves, werr := schemas.Waves(spec)

@@ -67,5 +67,5 @@ func (s *Scheduler) cancelRun(ctx context.Context, id, reason string, depth int)
 	if len(recs) == 0 {
 		return nil
 	}
-	return s.settle(ctx, sd, recs)
+	return s.settle(ctx, sd, recs, nil)
 }

@@ -27,7 +27,7 @@
 //     kind_repeat.go (over the loop engine in loop.go, validate_loop.go),
 //     kind_sub.go (a sub-pipeline): each kind's special cases, in its file.
 //   - settle.go: the one run writer. A step's end reaches the header only
-//     through settleRecords (batched per run, pipelined writes, the next
+//     through settle (batched per run, pipelined writes, the next
 //     wave started by the update that ends one); any other change of the
 //     header (an approval asked for or given, the sweep's republish mark,
 //     the upgrade of a header of the previous layout) goes through amend

@@ -108,7 +108,7 @@ func (e schedEnv) spec(ctx context.Context, run string) (*state.RunSpec, error) 
 }
 
 func (e schedEnv) settle(ctx context.Context, sd *state.RunSpec, recs, fresh []*state.StepState) error {
-	return e.s.settleRecords(ctx, sd, recs, fresh)
+	return e.s.settle(ctx, sd, recs, fresh)
 }
 
 func (e schedEnv) end(ctx context.Context, sd *state.RunSpec, rec *state.StepState) (*state.StepState, error) {
@@ -117,7 +117,7 @@ func (e schedEnv) end(ctx context.Context, sd *state.RunSpec, rec *state.StepSta
 		return nil, err
 	}
 	e.s.cache.putRecord(sd.ID, stored)
-	return stored, e.s.settle(ctx, sd, []*state.StepState{stored})
+	return stored, e.s.settle(ctx, sd, []*state.StepState{stored}, nil)
 }
 
 func (e schedEnv) amend(ctx context.Context, run string, fn func(*state.RunHeader) error) (*state.RunHeader, error) {
@@ -148,7 +148,7 @@ func (e schedEnv) stopTasks(sd *state.RunSpec, agent string, tasks []string) {
 func (e schedEnv) emitStep(sd *state.RunSpec, ev schemas.StepEvent) { e.s.emitStep(sd, ev) }
 
 func (e schedEnv) holds(ctx context.Context, sd *state.RunSpec, id, src string, extra map[string]any) (bool, error) {
-	return e.s.holdsWith(ctx, sd, id, src, extra)
+	return e.s.holds(ctx, sd, id, src, extra)
 }
 
 func (e schedEnv) startRun(ctx context.Context, sd *state.RunSpec, childID string, spec schemas.PipelineSpec, parent state.RunParent, started func()) error {

@@ -42,7 +42,7 @@ func (s *Scheduler) gate(ctx context.Context, st stepStart, step schemas.Pipelin
 	if step.When == "" {
 		return nil, nil
 	}
-	ok, err := s.holdsWith(ctx, st.sd, st.id, step.When, nil)
+	ok, err := s.holds(ctx, st.sd, st.id, step.When, nil)
 	if errors.Is(err, ErrBadCondition) {
 		return failedRecord(st.sd, st.h, st.id, schemas.CodeInvalidInput, fmt.Sprintf("when: %v", err), time.Now().UTC()), nil
 	}
@@ -55,10 +55,10 @@ func (s *Scheduler) gate(ctx context.Context, st stepStart, step schemas.Pipelin
 	return nil, nil
 }
 
-// holdsWith evaluates src, a condition of step id (its when or one of its
+// holds evaluates src, a condition of step id (its when or one of its
 // rules), against the run's vars, slots and id's ancestors' records, and
 // the names of extra.
-func (s *Scheduler) holdsWith(ctx context.Context, sd *state.RunSpec, id, src string, extra map[string]any) (bool, error) {
+func (s *Scheduler) holds(ctx context.Context, sd *state.RunSpec, id, src string, extra map[string]any) (bool, error) {
 	anc := ancestors(sd.Spec, id)
 	read, env, err := compileConditionWith(src, sd.Spec.Vars, anc, extra)
 	if err != nil {

@@ -19,18 +19,14 @@ import (
 // next wave. None of this reads or writes anything whose size grows with
 // the run.
 
-// settle makes the run know that the steps of recs (their records written)
-// ended. Settling a record twice (a redelivery, the sweep) counts it twice,
-// which is harmless: a wave ends only once every step has a record.
-func (s *Scheduler) settle(ctx context.Context, sd *state.RunSpec, recs []*state.StepState) error {
-	return s.settleRecords(ctx, sd, recs, nil)
-}
-
-// settleRecords is settle for written records (recs) and records not yet
-// written (fresh). Records of one run settled at the same time on this
-// replica share one header update: while one update is written, the next
-// ones gather into a batch.
-func (s *Scheduler) settleRecords(ctx context.Context, sd *state.RunSpec, recs, fresh []*state.StepState) error {
+// settle is the one way a step's end reaches its run: it makes run sd
+// know that the steps of recs (their records written) and of fresh
+// (records not yet written) ended. Settling a record twice (a redelivery,
+// the sweep) counts it twice, which is harmless: a wave ends only once
+// every step has a record. Records of one run settled at the same time on
+// this replica share one header update: while one update is written, the
+// next ones gather into a batch.
+func (s *Scheduler) settle(ctx context.Context, sd *state.RunSpec, recs, fresh []*state.StepState) error {
 	s.batchMu.Lock()
 	b := s.batches[sd.ID]
 	if b == nil {
@@ -68,7 +64,7 @@ func (s *Scheduler) settleRecords(ctx context.Context, sd *state.RunSpec, recs, 
 }
 
 // amend is the one way a run's header changes other than by settling step
-// ends (settleRecords): a person's approval asked for or given, a wave's
+// ends (settle): a person's approval asked for or given, a wave's
 // tasks marked republished. fn changes a copy of the header
 // (state.ErrUnchanged: nothing to write), decided on the stored header
 // when this replica's cached copy does not do; it runs under the run's

@@ -47,12 +47,12 @@ func packageCalls(t *testing.T, names ...string) map[string][]string {
 }
 
 // TestOneRunWriter pins the scheduler's one run writer: every write of a
-// run's header is in settle.go (settleRecords for step ends, amend for the
+// run's header is in settle.go (settle for step ends, amend for the
 // rest), so no kind or sweep keeps a compare-and-set loop of its own.
 func TestOneRunWriter(t *testing.T) {
 	for file, calls := range packageCalls(t, "UpdateHeader", "PutHeader", "PutHeaderAsync") {
 		if file != "settle.go" {
-			t.Errorf("%s writes a run's header (%s); change it through amend or settleRecords in settle.go", file, strings.Join(calls, ", "))
+			t.Errorf("%s writes a run's header (%s); change it through amend or settle in settle.go", file, strings.Join(calls, ", "))
 		}
 	}
 }

@@ -170,7 +170,7 @@ func (s *Scheduler) sweepRun(ctx context.Context, id string) bool {
 		}
 	}
 	if len(ended) > 0 {
-		if err := s.settle(ctx, sd, ended); err != nil {
+		if err := s.settle(ctx, sd, ended, nil); err != nil {
 			s.log.WarnContext(runContext(sd), "sweep", "err", err)
 		}
 	}
@@ -211,7 +211,7 @@ func (s *Scheduler) sweepRun(ctx context.Context, id string) bool {
 		}
 	}
 	if len(atOnce) > 0 {
-		if err := s.settle(ctx, sd, atOnce); err != nil {
+		if err := s.settle(ctx, sd, atOnce, nil); err != nil {
 			s.log.WarnContext(runContext(sd), "sweep", "err", err)
 		}
 	}
@@ -253,7 +253,7 @@ func (s *Scheduler) sweepStall(ctx context.Context, sd *state.RunSpec, h *state.
 		recs = append(recs, rec)
 	}
 	s.log.InfoContext(runContext(sd), "every step of the wave has ended: settling its records", "wave", h.Wave)
-	if err := s.settle(ctx, sd, recs); err != nil {
+	if err := s.settle(ctx, sd, recs, nil); err != nil {
 		s.log.WarnContext(runContext(sd), "sweep", "err", err)
 	}
 }

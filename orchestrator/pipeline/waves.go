@@ -343,7 +343,7 @@ func (s *Scheduler) follow(ctx context.Context, sd *state.RunSpec, h *state.RunH
 	if len(failed) > 0 {
 		// Steps that ended as they started (inputs that could not be
 		// built) are settled, which may start the next wave.
-		if err := s.settle(ctx, sd, failed); err != nil {
+		if err := s.settle(ctx, sd, failed, nil); err != nil {
 			s.log.WarnContext(runContext(sd), "failing steps", "err", err)
 		}
 	}

@@ -33,7 +33,7 @@ func TestRunEventsMatchTheirSchemas(t *testing.T) {
 		Then("never", "Fine").
 		Step("side", "Fine").After("first").
 		MustBuild()
-	events := subscribeEvents(t, m, "events-run")
+	events := m.Events(t, "events-run")
 	m.Submit(t, spec, "events-run")
 
 	seen := map[string]int{}

@@ -27,11 +27,11 @@ func TestLoopsAndSubPipelineSurviveSIGKILL(t *testing.T) {
 		t.Skip("builds the binary and kills replicas")
 	}
 	m := meshtest.New(t)
-	f := &filer{delay: 40 * time.Millisecond}
-	m.Agent(t, f.contract(), f.execute, 16)
+	f := &meshtest.Filer{Delay: 40 * time.Millisecond}
+	m.Agent(t, f.Contract(), f.Execute, 16)
 	m.Run(t, text.New(), agents.WithConcurrency(4))
 	var calls atomic.Int64
-	appender(t, m, &calls)
+	m.Appender(t, &calls)
 	bin := buildBinary(t)
 	store := state.New(m.Res.Conversations, m.Res.Runs)
 
@@ -45,7 +45,7 @@ func TestLoopsAndSubPipelineSurviveSIGKILL(t *testing.T) {
 		MustBuild()
 	spec := client.NewPipeline("survivor").
 		SeedValue("ids", schemas.TypeText, "", strings.Join(lines, "\n")).
-		Step("each", filerName).ForEach("seed.ids", 4).
+		Step("each", meshtest.FilerName).ForEach("seed.ids", 4).
 		SubPipeline("sub", child).After("each").MapIn("text", "text:go").MapOut("out", "up.text").
 		Step("grow", "Appender").After("sub").Input("text", "sub.out").RepeatUntil("iteration >= 3", 5).
 		MustBuild()
@@ -53,7 +53,7 @@ func TestLoopsAndSubPipelineSurviveSIGKILL(t *testing.T) {
 	a := startReplica(t, bin, m.Srv.URL())
 	id := m.Submit(t, spec, "survivor")
 	ctx := context.Background()
-	pollUntil(t, "a quarter of the items ended", func() bool {
+	meshtest.PollUntil(t, "a quarter of the items ended", func() bool {
 		p, _, err := store.LoopProgress(ctx, id, "each")
 		return err == nil && p.Low >= 15
 	})
@@ -62,7 +62,7 @@ func TestLoopsAndSubPipelineSurviveSIGKILL(t *testing.T) {
 	}
 	<-a.done
 	b := startReplica(t, bin, m.Srv.URL())
-	pollUntil(t, "the child run under way", func() bool {
+	meshtest.PollUntil(t, "the child run under way", func() bool {
 		h, _, err := store.Header(ctx, id+"-sub")
 		return err == nil && !h.Done() && h.Wave == 0
 	})
@@ -83,8 +83,8 @@ func TestLoopsAndSubPipelineSurviveSIGKILL(t *testing.T) {
 	if got := fc.IDs(); len(got) != 60 || got[0] != "doc-00" || got[59] != "doc-59" {
 		t.Errorf("merged %d ids, want doc-00..doc-59", len(got))
 	}
-	if got := textOut(t, r, "grow"); got != "GOxxx" {
+	if got := meshtest.TextOut(t, r, "grow"); got != "GOxxx" {
 		t.Errorf("grow = %q, want GOxxx", got)
 	}
-	t.Logf("%d item tasks ran for 60 items", f.done.Load())
+	t.Logf("%d item tasks ran for 60 items", f.Done.Load())
 }

@@ -57,7 +57,7 @@ func finalEvent(t *testing.T, ch <-chan bus.Event, within time.Duration) schemas
 func requestsSettled(t *testing.T, m *meshtest.Mesh) {
 	t.Helper()
 	ctx := context.Background()
-	pollUntil(t, "MESH_REQUESTS to be empty and acknowledged", func() bool {
+	meshtest.PollUntil(t, "MESH_REQUESTS to be empty and acknowledged", func() bool {
 		si, err := m.Res.Requests.Info(ctx)
 		if err != nil || si.State.Msgs != 0 {
 			return false
@@ -87,7 +87,7 @@ func TestDeepPipelineIsAnsweredOnce(t *testing.T) {
 	}
 
 	runID := "deep-500"
-	events := subscribeEvents(t, m, runID)
+	events := m.Events(t, runID)
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
@@ -138,7 +138,7 @@ func TestRequestWhoseOutcomeCannotBeWritten(t *testing.T) {
 	o := m.Orchestrator(t, []string{text.Name}, orchestrator.WithMaxDeliver(3))
 
 	runID := "unwritable"
-	events := subscribeEvents(t, m, runID)
+	events := m.Events(t, runID)
 	spec := client.NewPipeline("unwritable").Step("up", text.Name).Param("op", "upper").
 		Input("text", "text:"+strings.Repeat("x", 300)).MustBuild()
 	m.Submit(t, spec, runID)

@@ -151,7 +151,7 @@ func TestTwoReplicaProcessesSurviveSIGKILL(t *testing.T) {
 	}
 	more := submitMany(100, 120)
 	// Kill one replica in the middle of the 20: once some steps completed.
-	pollUntil(t, "the second batch under way", func() bool {
+	meshtest.PollUntil(t, "the second batch under way", func() bool {
 		n := 0
 		for k := range runs.Snapshot() {
 			if k >= "run-100" {

@@ -2,7 +2,6 @@ package orchestrator_test
 
 import (
 	"context"
-	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
@@ -10,52 +9,11 @@ import (
 
 	"github.com/agentmesh/agentmesh/orchestrator/internal/meshtest"
 
-	"github.com/nats-io/nats.go"
-
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/client"
 	"github.com/agentmesh/agentmesh/orchestrator/route"
 	"github.com/agentmesh/agentmesh/schemas"
 )
-
-// The seed scenario's three agents.
-func searchAgent(t testing.TB, m *meshtest.Mesh, runs *meshtest.Counter) {
-	m.Agent(t, schemas.AgentContract{Name: "ImageSearchAgent", Capability: schemas.CapSearch, Description: "finds images",
-		Params:  json.RawMessage(`{"type":"object","properties":{"query":{"type":"string"}},"required":["query"]}`),
-		Outputs: []schemas.TypedOutput{meshtest.FilesOut("images", schemas.ContentImages, true)}},
-		func(ctx context.Context, ec *schemas.ExecutionContext) (schemas.AgentResult, error) {
-			if runs != nil {
-				runs.Add("search")
-			}
-			q := ec.Param("query")
-			fc := schemas.FromIDs(schemas.ContentImages, q+"-1", q+"-2", q+"-3").WithSource(schemas.CapSearch)
-			return meshtest.OK("ImageSearchAgent", "found 3 "+q+" images", map[string]schemas.TypedValue{"images": schemas.FilesValue(fc, "")}), nil
-		}, 4)
-}
-
-func analysisAgent(t testing.TB, m *meshtest.Mesh) {
-	m.Agent(t, schemas.AgentContract{Name: "AnalysisAgent", Capability: schemas.CapAnalysis, Description: "labels images",
-		Inputs: []schemas.TypedInput{meshtest.FilesIn("images", schemas.ContentImages, true)},
-		Outputs: []schemas.TypedOutput{{Name: "analysis", DataType: schemas.TypeAnalysisResult},
-			{Name: "categories", DataType: schemas.TypeCategorization, Mergeable: true}}},
-		func(ctx context.Context, ec *schemas.ExecutionContext) (schemas.AgentResult, error) {
-			fc, err := ec.Files("images")
-			if err != nil {
-				return schemas.AgentResult{}, err
-			}
-			var items []schemas.AnalysisItem
-			cats := map[string][]string{}
-			for i, id := range fc.IDs() {
-				items = append(items, schemas.AnalysisItem{ID: id, Labels: []string{"sky"}})
-				k := []string{"warm", "cool"}[i%2]
-				cats[k] = append(cats[k], id)
-			}
-			return meshtest.OK("AnalysisAgent", "analysed", map[string]schemas.TypedValue{
-				"analysis":   meshtest.MustValue(t, schemas.TypeAnalysisResult, schemas.AnalysisResult{Items: items}, ""),
-				"categories": meshtest.MustValue(t, schemas.TypeCategorization, schemas.Categorization{Categories: cats}, ""),
-			}), nil
-		}, 4)
-}
 
 func organizeAgent(t testing.TB, m *meshtest.Mesh, seen chan<- []string) {
 	m.Agent(t, schemas.AgentContract{Name: "OrganizerAgent", Capability: schemas.CapOrganization, Description: "folders",
@@ -87,8 +45,8 @@ func organizeAgent(t testing.TB, m *meshtest.Mesh, seen chan<- []string) {
 func TestThreeStepPipelineRoutesOutputsIntoSlots(t *testing.T) {
 	m := meshtest.New(t)
 	seen := make(chan []string, 1)
-	searchAgent(t, m, nil)
-	analysisAgent(t, m)
+	m.SearchAgent(t, nil)
+	m.AnalysisAgent(t)
 	organizeAgent(t, m, seen)
 	o := m.Orchestrator(t, []string{"ImageSearchAgent", "AnalysisAgent", "OrganizerAgent"})
 
@@ -136,7 +94,7 @@ func TestThreeStepPipelineRoutesOutputsIntoSlots(t *testing.T) {
 	}
 	for _, s := range []string{"search", "analyze", "organize"} {
 		st := run.Steps[s]
-		if st.Status != schemas.StepCompleted || st.TaskID != schemas.StepTaskID(id, s, 1, nonceOf(t, o, id)) || st.FinishedAt.Before(st.DispatchedAt) {
+		if st.Status != schemas.StepCompleted || st.TaskID != schemas.StepTaskID(id, s, 1, meshtest.Nonce(t, o, id)) || st.FinishedAt.Before(st.DispatchedAt) {
 			t.Errorf("step %s = %+v", s, st)
 		}
 	}
@@ -144,7 +102,7 @@ func TestThreeStepPipelineRoutesOutputsIntoSlots(t *testing.T) {
 
 func TestDiamondRunsParallelWaveAndMergesFanIn(t *testing.T) {
 	m := meshtest.New(t)
-	searchAgent(t, m, nil)
+	m.SearchAgent(t, nil)
 	var runs meshtest.Counter
 	variant := func(name, suffix string) {
 		m.Agent(t, schemas.AgentContract{Name: name, Capability: schemas.CapTransformation, Description: "variants",
@@ -206,7 +164,7 @@ func TestDiamondRunsParallelWaveAndMergesFanIn(t *testing.T) {
 func TestNonMergeableFanInRejectedBeforeAnythingRuns(t *testing.T) {
 	m := meshtest.New(t)
 	var runs meshtest.Counter
-	searchAgent(t, m, &runs)
+	m.SearchAgent(t, &runs)
 	for _, name := range []string{"BAgent", "CAgent"} {
 		name := name
 		m.Agent(t, schemas.AgentContract{Name: name, Capability: schemas.CapAnalysis, Description: "analyses",
@@ -225,7 +183,7 @@ func TestNonMergeableFanInRejectedBeforeAnythingRuns(t *testing.T) {
 		}, 1)
 	o := m.Orchestrator(t, []string{"ImageSearchAgent", "BAgent", "CAgent", "DAgent"})
 
-	events := subscribeEvents(t, m, "bad-diamond")
+	events := m.Events(t, "bad-diamond")
 	spec := client.NewPipeline("bad-diamond").
 		Step("a", "ImageSearchAgent").Param("query", "x").
 		Then("b", "BAgent").
@@ -253,21 +211,4 @@ func TestNonMergeableFanInRejectedBeforeAnythingRuns(t *testing.T) {
 	if n := runs.Snapshot(); len(n) != 0 {
 		t.Errorf("agents ran: %v", n)
 	}
-}
-
-func subscribeEvents(t testing.TB, m *meshtest.Mesh, runID string) <-chan bus.Event {
-	ch := make(chan bus.Event, 4096)
-	sub, err := m.NC.Subscribe(m.Srv.Names().EventsOf(runID), func(msg *nats.Msg) {
-		if ev, err := bus.Decode(msg); err == nil {
-			ch <- ev
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = sub.Unsubscribe() })
-	if err := m.NC.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	return ch
 }

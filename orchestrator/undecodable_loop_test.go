@@ -68,7 +68,7 @@ func TestUndecodableItemResultFailsLoopAtOnce(t *testing.T) {
 				case <-time.After(10 * time.Second):
 					t.Fatal("the loop's first item never reached the agent")
 				}
-				taskID := schemas.LoopTaskID(run, "loop", 0, nonceOf(t, o, run))
+				taskID := schemas.LoopTaskID(run, "loop", 0, meshtest.Nonce(t, o, run))
 				ev, err := bus.NewEvent(bus.TypeTaskCompleted, "test", meshtest.OK("StuckText", "fine", nil))
 				if err != nil {
 					t.Fatal(err)

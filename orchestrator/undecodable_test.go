@@ -58,7 +58,7 @@ func TestUndecodableResultFailsStepAtOnce(t *testing.T) {
 			case <-time.After(10 * time.Second):
 				t.Fatal("the step's task never reached the agent")
 			}
-			taskID := schemas.StepTaskID(run, "stuck", 1, nonceOf(t, o, run))
+			taskID := schemas.StepTaskID(run, "stuck", 1, meshtest.Nonce(t, o, run))
 			ev, err := bus.NewEvent(bus.TypeTaskCompleted, "test", meshtest.OK("StuckAgent", "fine", nil))
 			if err != nil {
 				t.Fatal(err)
@@ -144,7 +144,7 @@ func lastDead(t *testing.T, m *meshtest.Mesh, agent string, n uint64) *jetstream
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	pollUntil(t, "the dead letter", func() bool {
+	meshtest.PollUntil(t, "the dead letter", func() bool {
 		info, err := m.Res.Dead.Info(ctx, jetstream.WithSubjectFilter(subject))
 		return err == nil && info.State.Subjects[subject] >= n
 	})

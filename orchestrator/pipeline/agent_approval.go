@@ -32,14 +32,12 @@ func asksApproval(sd *state.RunSpec, stepID, taskID string, res schemas.AgentRes
 
 // awaitApproval lists the step under Waiting and says so with a
 // step.waiting event; a step already waiting, or approved, is left alone.
-func (s *Scheduler) awaitApproval(ctx context.Context, sd *state.RunSpec, stepID string, res schemas.AgentResult) error {
+func awaitApproval(ctx context.Context, e env, sd *state.RunSpec, stepID string, res schemas.AgentResult) error {
 	reason := "approval: " + res.Error.Message
-	if _, err := s.loadRecord(ctx, sd.ID, stepID); !errors.Is(err, state.ErrNotFound) {
+	if _, err := e.record(ctx, sd.ID, stepID); !errors.Is(err, state.ErrNotFound) {
 		return err // nil: the step has ended, this answer is late
 	}
-	unlock := s.locks.lock(sd.ID)
-	h, rev := s.cache.header(sd.ID)
-	next, nrev, err := s.store.UpdateHeader(ctx, sd.ID, h, rev, func(h *state.RunHeader) error {
+	next, err := e.amend(ctx, sd.ID, func(h *state.RunHeader) error {
 		if !h.Running(sd, stepID) || h.Waiting[stepID] != "" || h.Approved[stepID] != "" {
 			return state.ErrUnchanged
 		}
@@ -49,10 +47,6 @@ func (s *Scheduler) awaitApproval(ctx context.Context, sd *state.RunSpec, stepID
 		h.Waiting[stepID] = reason
 		return nil
 	})
-	if next != nil {
-		s.cache.putHeader(next, nrev)
-	}
-	unlock()
 	if errors.Is(err, state.ErrUnchanged) {
 		return nil
 	}
@@ -60,22 +54,22 @@ func (s *Scheduler) awaitApproval(ctx context.Context, sd *state.RunSpec, stepID
 		return err
 	}
 	step, _ := sd.Step(stepID)
-	s.emitStep(sd, schemas.StepEvent{RunID: sd.ID, Step: stepID, Agent: step.Agent, Status: schemas.StepWaiting, Wave: next.Wave,
+	e.emitStep(sd, schemas.StepEvent{RunID: sd.ID, Step: stepID, Agent: step.Agent, Status: schemas.StepWaiting, Wave: next.Wave,
 		Attempt: 1, TaskID: schemas.StepTaskID(sd.ID, stepID, 1, sd.Nonce), Reason: reason, Summary: res.Summary, At: time.Now().UTC()})
 	return nil
 }
 
 // resolveAgent applies a person's decision to an agent step that waits
 // for approval: see the top of this file.
-func (s *Scheduler) resolveAgent(ctx context.Context, sd *state.RunSpec, step schemas.PipelineStep, r schemas.Resolution, at time.Time) error {
-	h, err := s.loadHeader(ctx, r.RunID, true)
+func resolveAgent(ctx context.Context, e env, sd *state.RunSpec, step schemas.PipelineStep, r schemas.Resolution, at time.Time) error {
+	h, err := e.header(ctx, r.RunID, true)
 	if err != nil {
 		return err
 	}
 	if !h.Running(sd, r.Step) || h.Waiting[r.Step] == "" {
 		why := "its agent did not ask for approval"
 		if !h.Running(sd, r.Step) {
-			why = s.notWaitingWhy(ctx, sd, h, r.Step)
+			why = notWaitingWhy(ctx, e, sd, h, r.Step)
 		}
 		return refuse(schemas.CodeNotWaiting, "%w: run %s has no approval or input step %q waiting for a person: it is a step of agent %s, and %s",
 			ErrNotWaiting, r.RunID, r.Step, step.Agent, why)
@@ -90,11 +84,11 @@ func (s *Scheduler) resolveAgent(ctx context.Context, sd *state.RunSpec, step sc
 	if r.Decision == schemas.DecisionReject {
 		rec := humanRecord(sd, h, step, r.Decision, nil, by, r.Comment, at)
 		rec.Agent = step.Agent
-		return s.recordResolution(ctx, sd, r, rec)
+		return recordResolution(ctx, e, sd, r, rec)
 	}
 	// Sent before the header says so: a request redelivered after a crash
 	// between the two sends the same task id, which the stream stores once.
-	agent, task, meta, err := s.stepTask(ctx, stepStart{sd: sd, h: h, id: r.Step})
+	agent, task, meta, err := stepTask(ctx, e, stepStart{sd: sd, h: h, id: r.Step})
 	if err != nil {
 		return err
 	}
@@ -104,17 +98,14 @@ func (s *Scheduler) resolveAgent(ctx context.Context, sd *state.RunSpec, step sc
 	}
 	task.Params["approved"] = true
 	meta.TaskID = schemas.StepTaskID(sd.ID, r.Step, approvalAttempt, sd.Nonce)
-	if _, err := s.dispatcher.Dispatch(ctx, agent, task, meta); err != nil {
+	if err := e.dispatch(ctx, agent, task, meta, true); err != nil {
 		return err
 	}
 	approval := "approved by " + by
 	if r.Comment != "" {
 		approval += ": " + r.Comment
 	}
-	unlock := s.locks.lock(sd.ID)
-	defer unlock()
-	ch, rev := s.cache.header(sd.ID)
-	next, nrev, err := s.store.UpdateHeader(ctx, sd.ID, ch, rev, func(h *state.RunHeader) error {
+	_, err = e.amend(ctx, sd.ID, func(h *state.RunHeader) error {
 		if !h.Running(sd, r.Step) || h.Waiting[r.Step] == "" {
 			return state.ErrUnchanged
 		}
@@ -125,9 +116,6 @@ func (s *Scheduler) resolveAgent(ctx context.Context, sd *state.RunSpec, step sc
 		h.Approved[r.Step] = approval
 		return nil
 	})
-	if next != nil {
-		s.cache.putHeader(next, nrev)
-	}
 	if errors.Is(err, state.ErrUnchanged) {
 		return refuse(schemas.CodeNotWaiting, "%w: step %q of run %s was answered already", ErrNotWaiting, r.Step, r.RunID)
 	}

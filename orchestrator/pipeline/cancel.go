@@ -2,9 +2,7 @@ package pipeline
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/agentmesh/agentmesh/orchestrator/state"
@@ -19,21 +17,12 @@ import (
 // so the child fails and its later steps are skipped. A child of the child
 // is cancelled the same way.
 
-// cancelStepRuns cancels the child runs step id of sd has running: the
-// child of a step of kind pipeline, the running items' children of a
-// for_each that runs a pipeline per item. why says why (the parent's
-// step ended so); depth bounds how many levels of children are cancelled.
-func (s *Scheduler) cancelStepRuns(ctx context.Context, sd *state.RunSpec, id, why string, depth int) {
+// cancelStep cancels what step id of sd started (its kind's cancel, see
+// stepCancel).
+func (s *Scheduler) cancelStep(ctx context.Context, sd *state.RunSpec, id string, c stepCancel) {
 	step, _ := sd.Step(id)
-	k, err := kindOf(step)
-	if err != nil {
-		return
-	}
-	reason := fmt.Sprintf("%s: the parent run %s no longer waits for it: its step %q %s", schemas.CodeCancelled, sd.ID, id, why)
-	for _, child := range k.children(ctx, s, sd, id) {
-		if err := s.cancelRun(ctx, child, reason, depth-1); err != nil {
-			s.log.WarnContext(runContext(sd), "cancelling a child run", "step", id, "child", child, "err", err)
-		}
+	if k, err := kindOf(step); err == nil {
+		k.cancel(ctx, schedEnv{s}, sd, id, c)
 	}
 }
 
@@ -73,34 +62,10 @@ func (s *Scheduler) cancelRun(ctx context.Context, id, reason string, depth int)
 		}
 		s.cache.putRecord(id, rec)
 		recs = append(recs, rec)
-		s.stopTasks(ctx, sd, sid)
-		if depth > 0 {
-			s.cancelStepRuns(ctx, sd, sid, "was cancelled", depth)
-		}
+		s.cancelStep(ctx, sd, sid, stepCancel{why: "was cancelled", depth: depth, tasks: true})
 	}
 	if len(recs) == 0 {
 		return nil
 	}
-	return s.settle(ctx, sd, recs)
-}
-
-// stopTasks asks the agent of step id of sd to stop its running tasks: the
-// step's task, or a loop's running items. Nothing answers; an instance not
-// running the task ignores the request.
-func (s *Scheduler) stopTasks(ctx context.Context, sd *state.RunSpec, id string) {
-	step, _ := sd.Step(id)
-	k, err := kindOf(step)
-	if step.Agent == "" || err != nil {
-		return
-	}
-	subj, err := s.names.Control(step.Agent)
-	if err != nil {
-		return
-	}
-	for _, t := range k.tasks(ctx, s, sd, id) {
-		body, _ := json.Marshal(map[string]string{"taskid": t})
-		if err := s.nc.Publish(subj, body); err != nil {
-			s.log.WarnContext(runContext(sd), "asking a task to stop", "task", t, "err", err)
-		}
-	}
+	return s.settle(ctx, sd, recs, nil)
 }

@@ -203,39 +203,20 @@ func ancestors(spec schemas.PipelineSpec, id string) []string {
 	return slices.Sorted(maps.Keys(seen))
 }
 
-// checkConditions compiles every condition of spec (steps' when and
-// routers' rules) and resolves every step's params against the vars.
+// checkConditions compiles every step's when and resolves every step's
+// params against the vars (a router's rules are its kind's, see
+// routerKind.validate).
 func checkConditions(spec schemas.PipelineSpec) []error {
 	errs := checkVars(spec.Vars)
 	for _, s := range spec.Steps {
 		if _, err := resolveParams(s.Params, spec.Vars); err != nil {
 			errs = append(errs, fmt.Errorf("step %q: %w", s.ID, err))
 		}
-		if err := checkEvaluate(spec, s); err != nil {
-			errs = append(errs, err)
-		}
-		if s.When == "" && s.Router == nil {
+		if s.When == "" {
 			continue // its ancestors are not walked: a long chain stays linear
 		}
-		anc := ancestors(spec, s.ID)
-		if s.When != "" {
-			if _, _, err := compileCondition(s.When, spec.Vars, anc); err != nil {
-				errs = append(errs, fmt.Errorf("step %q: when: %w", s.ID, err))
-			}
-		}
-		if s.Router != nil {
-			if _, err := resolveParams(map[string]any{"prompt": s.Router.Prompt}, spec.Vars); err != nil {
-				errs = append(errs, fmt.Errorf("step %q: router.prompt: %w", s.ID, err))
-			}
-			// A rule reads what the router reads: its own ancestors and itself excluded.
-			for i, b := range s.Router.Branches {
-				if b.When == "" {
-					continue
-				}
-				if _, _, err := compileCondition(b.When, spec.Vars, anc); err != nil {
-					errs = append(errs, fmt.Errorf("step %q: router.branches[%d].when: %w", s.ID, i, err))
-				}
-			}
+		if _, _, err := compileCondition(s.When, spec.Vars, ancestors(spec, s.ID)); err != nil {
+			errs = append(errs, fmt.Errorf("step %q: when: %w", s.ID, err))
 		}
 	}
 	return errs

@@ -22,10 +22,6 @@ import (
 // or it ends at once with a record, which only follow settles.
 var errNotAhead = errors.New("step is not started ahead of its wave")
 
-// routerSkipPrefix starts the skip reason of a branch its router did not
-// choose (see offPath).
-const routerSkipPrefix = "router "
-
 // gated reports whether step's start may end it at once: it has a
 // condition, is a branch of a router, or is not of kind agent.
 func gated(sd *state.RunSpec, step schemas.PipelineStep) bool {
@@ -36,38 +32,17 @@ func gated(sd *state.RunSpec, step schemas.PipelineStep) bool {
 	return ok
 }
 
-// routerOf returns the router among step's dependencies that has it as a
-// branch.
-func routerOf(sd *state.RunSpec, step schemas.PipelineStep) (string, bool) {
-	for _, d := range step.DependsOn {
-		if ds, ok := sd.Step(d); ok && ds.Router != nil && slices.Contains(ds.Router.Names(), step.ID) {
-			return d, true
-		}
-	}
-	return "", false
-}
-
 // gate returns the record of a step that ends before it starts: skipped by
 // its router or its condition, or failed when the condition cannot be
 // evaluated. nil, nil lets the step start.
 func (s *Scheduler) gate(ctx context.Context, st stepStart, step schemas.PipelineStep) (*state.StepState, error) {
-	if r, ok := routerOf(st.sd, step); ok {
-		rec, err := s.loadRecord(ctx, st.sd.ID, r)
-		if err != nil {
-			return nil, err
-		}
-		if chosen := routerChoice(rec); chosen != step.ID {
-			why := fmt.Sprintf(routerSkipPrefix+"%q chose %q", r, chosen)
-			if chosen == "" {
-				why = fmt.Sprintf(routerSkipPrefix+"%q chose no branch", r)
-			}
-			return skippedRecord(st.sd, st.h, st.id, why, time.Now().UTC()), nil
-		}
+	if rec, err := offBranch(ctx, schedEnv{s}, st, step); rec != nil || err != nil {
+		return rec, err
 	}
 	if step.When == "" {
 		return nil, nil
 	}
-	ok, err := s.holds(ctx, st.sd, st.id, step.When)
+	ok, err := s.holds(ctx, st.sd, st.id, step.When, nil)
 	if errors.Is(err, ErrBadCondition) {
 		return failedRecord(st.sd, st.h, st.id, schemas.CodeInvalidInput, fmt.Sprintf("when: %v", err), time.Now().UTC()), nil
 	}
@@ -81,13 +56,9 @@ func (s *Scheduler) gate(ctx context.Context, st stepStart, step schemas.Pipelin
 }
 
 // holds evaluates src, a condition of step id (its when or one of its
-// rules), against the run's vars, slots and id's ancestors' records.
-func (s *Scheduler) holds(ctx context.Context, sd *state.RunSpec, id, src string) (bool, error) {
-	return s.holdsWith(ctx, sd, id, src, nil)
-}
-
-// holdsWith is holds for a condition that also reads the names of extra.
-func (s *Scheduler) holdsWith(ctx context.Context, sd *state.RunSpec, id, src string, extra map[string]any) (bool, error) {
+// rules), against the run's vars, slots and id's ancestors' records, and
+// the names of extra.
+func (s *Scheduler) holds(ctx context.Context, sd *state.RunSpec, id, src string, extra map[string]any) (bool, error) {
 	anc := ancestors(sd.Spec, id)
 	read, env, err := compileConditionWith(src, sd.Spec.Vars, anc, extra)
 	if err != nil {

@@ -18,51 +18,84 @@ const KindAgent = schemas.StepKindAgent
 // through it: waves, skips, records, events and the sweep are the same for
 // every kind, and what differs (how a step starts, which tasks are its own
 // and what their results do, what its deadline ends it with, what the sweep
-// looks after, what a cancel stops) is the kind's, in its own file. A new
-// kind is a new file with a type implementing stepKind (embedding oneTask
-// for what a step of one task does) and one entry in kinds, plus its checks
-// in Validate.
+// looks after, what a cancel stops) is the kind's, in its own file. A kind
+// reaches the scheduler only through env (env.go): it reads the run's
+// facts, ends its step through the one run writer and publishes tasks and
+// events, never holding the Scheduler. A new kind is a new file with a
+// type implementing stepKind (embedding oneTask for what a step of one
+// task does) and one entry in kinds.
 type stepKind interface {
+	// validate is the kind's own checks of step at submit, beyond the
+	// structural ones (spec.Validate) and those of every step (Validate):
+	// each problem, reported with the others.
+	validate(c *checks, step schemas.PipelineStep) []error
 	// start begins a step whose wave started. It returns a record when the
 	// step ended at once (it could not start, or it needs no waiting);
 	// otherwise the step runs until something ends it, such as an agent's
 	// result or the sweep's timeout. An error with no record leaves the
 	// step to the sweep, which starts it again with confirm set.
-	start(ctx context.Context, s *Scheduler, st stepStart) (*state.StepState, error)
+	start(ctx context.Context, e env, st stepStart) (*state.StepState, error)
 	// owns reports whether taskID is one of the step's tasks.
 	owns(sd *state.RunSpec, id, taskID string) bool
 	// result applies the result of the step's task taskID, the run's
 	// header (maybe cached) being h.
-	result(ctx context.Context, s *Scheduler, sd *state.RunSpec, h *state.RunHeader, id, taskID string, res schemas.AgentResult) error
+	result(ctx context.Context, e env, sd *state.RunSpec, h *state.RunHeader, id, taskID string, res schemas.AgentResult) error
 	// expire is the record of the running step once its deadline passed.
 	expire(sd *state.RunSpec, h *state.RunHeader, id string, deadline, now time.Time) *state.StepState
 	// tend is what the sweep does for the running step before its
 	// deadline, once a sweep interval.
-	tend(ctx context.Context, s *Scheduler, sd *state.RunSpec, h *state.RunHeader, id string, now time.Time)
-	// tasks are the ids of the step's tasks that may be running, to ask
-	// their agent to stop.
-	tasks(ctx context.Context, s *Scheduler, sd *state.RunSpec, id string) []string
-	// children are the runs the step started that may be running, to
-	// cancel with it.
-	children(ctx context.Context, s *Scheduler, sd *state.RunSpec, id string) []string
+	tend(ctx context.Context, e env, sd *state.RunSpec, h *state.RunHeader, id string, now time.Time)
+	// cancel stops what the step, which ended without them, started (see
+	// stepCancel).
+	cancel(ctx context.Context, e env, sd *state.RunSpec, id string, c stepCancel)
+}
+
+// stepCancel is what a cancel of a step stops: its agent's running tasks
+// when tasks is set (its run is cancelled), and, when depth is above 0,
+// the child runs it started, each with depth-1 levels of their own
+// children. why says why (the step "timed out", "was cancelled").
+type stepCancel struct {
+	why   string
+	depth int
+	tasks bool
+}
+
+// childReason is the reason a child run of step id of sd is cancelled with.
+func childReason(sd *state.RunSpec, id string, c stepCancel) string {
+	return fmt.Sprintf("%s: the parent run %s no longer waits for it: its step %q %s", schemas.CodeCancelled, sd.ID, id, c.why)
+}
+
+// cancelChildren cancels the child runs of step id of sd (see stepCancel).
+func cancelChildren(ctx context.Context, e env, sd *state.RunSpec, id string, c stepCancel, children []string) {
+	if c.depth <= 0 {
+		return
+	}
+	for _, child := range children {
+		if err := e.cancelRun(ctx, child, childReason(sd, id, c), c.depth-1); err != nil {
+			e.config().log.WarnContext(runContext(sd), "cancelling a child run", "step", id, "child", child, "err", err)
+		}
+	}
 }
 
 // oneTask is what a step that runs (at most) one task does, the default of
 // every kind: its task is <run>-<step>-1 (schemas.StepTaskID), its result
-// is its record, its deadline fails it with code timeout, and the sweep
-// and a cancel have nothing of its own to look after.
+// is its record, its deadline fails it with code timeout, the sweep has
+// nothing of its own to look after and a cancel asks its agent to stop
+// the task.
 type oneTask struct{}
+
+func (oneTask) validate(*checks, schemas.PipelineStep) []error { return nil }
 
 func (oneTask) owns(sd *state.RunSpec, id, taskID string) bool {
 	return taskID == schemas.StepTaskID(sd.ID, id, 1, sd.Nonce)
 }
 
-func (oneTask) result(ctx context.Context, s *Scheduler, sd *state.RunSpec, h *state.RunHeader, id, taskID string, res schemas.AgentResult) error {
-	h, err := s.inWave(ctx, sd, h, id)
+func (oneTask) result(ctx context.Context, e env, sd *state.RunSpec, h *state.RunHeader, id, taskID string, res schemas.AgentResult) error {
+	h, err := e.inWave(ctx, sd, h, id)
 	if err != nil || h == nil {
 		return err
 	}
-	return s.settleRecords(ctx, sd, nil, []*state.StepState{resultRecord(sd, h, id, taskID, res, time.Now().UTC())})
+	return e.settle(ctx, sd, nil, []*state.StepState{resultRecord(sd, h, id, taskID, res, time.Now().UTC())})
 }
 
 func (oneTask) expire(sd *state.RunSpec, h *state.RunHeader, id string, deadline, now time.Time) *state.StepState {
@@ -71,14 +104,13 @@ func (oneTask) expire(sd *state.RunSpec, h *state.RunHeader, id string, deadline
 	return failedRecord(sd, h, id, schemas.CodeTimeout, msg, now)
 }
 
-func (oneTask) tend(context.Context, *Scheduler, *state.RunSpec, *state.RunHeader, string, time.Time) {
-}
+func (oneTask) tend(context.Context, env, *state.RunSpec, *state.RunHeader, string, time.Time) {}
 
-func (oneTask) tasks(_ context.Context, _ *Scheduler, sd *state.RunSpec, id string) []string {
-	return []string{schemas.StepTaskID(sd.ID, id, 1, sd.Nonce)}
+func (oneTask) cancel(_ context.Context, e env, sd *state.RunSpec, id string, c stepCancel) {
+	if step, _ := sd.Step(id); c.tasks && step.Agent != "" {
+		e.stopTasks(sd, step.Agent, []string{schemas.StepTaskID(sd.ID, id, 1, sd.Nonce)})
+	}
 }
-
-func (oneTask) children(context.Context, *Scheduler, *state.RunSpec, string) []string { return nil }
 
 // kinds are the step kinds by name.
 var kinds = map[string]stepKind{KindAgent: agentKind{}, KindRouter: routerKind{}, KindEvaluator: evaluatorKind{},
@@ -120,7 +152,7 @@ func (s *Scheduler) start(ctx context.Context, st stepStart) (*state.StepState, 
 	if st.announce {
 		s.emitStarted(st.sd, st.h, st.id)
 	}
-	return k.start(ctx, s, st)
+	return k.start(ctx, schedEnv{s}, st)
 }
 
 // kindOf returns the kind of step (KindAgent when it names none).

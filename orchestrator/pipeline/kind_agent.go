@@ -28,8 +28,8 @@ func (agentKind) owns(sd *state.RunSpec, id, taskID string) bool {
 
 // result ends the step with its agent's result, unless the agent asks for
 // a person's approval (the step then waits for it).
-func (agentKind) result(ctx context.Context, s *Scheduler, sd *state.RunSpec, h *state.RunHeader, id, taskID string, res schemas.AgentResult) error {
-	h, err := s.inWave(ctx, sd, h, id)
+func (agentKind) result(ctx context.Context, e env, sd *state.RunSpec, h *state.RunHeader, id, taskID string, res schemas.AgentResult) error {
+	h, err := e.inWave(ctx, sd, h, id)
 	if err != nil || h == nil {
 		return err
 	}
@@ -37,7 +37,7 @@ func (agentKind) result(ctx context.Context, s *Scheduler, sd *state.RunSpec, h 
 		// The approved task goes out before the header records the
 		// approval (resolveAgent): a quick answer can beat that
 		// write, and is handled again once it is in.
-		if h, err = s.loadHeader(ctx, sd.ID, true); err != nil {
+		if h, err = e.header(ctx, sd.ID, true); err != nil {
 			return err
 		}
 		if h.Waiting[id] != "" {
@@ -45,9 +45,9 @@ func (agentKind) result(ctx context.Context, s *Scheduler, sd *state.RunSpec, h 
 		}
 	}
 	if asksApproval(sd, id, taskID, res) {
-		return s.awaitApproval(ctx, sd, id, res)
+		return awaitApproval(ctx, e, sd, id, res)
 	}
-	return s.settleRecords(ctx, sd, nil, []*state.StepState{resultRecord(sd, h, id, taskID, res, time.Now().UTC())})
+	return e.settle(ctx, sd, nil, []*state.StepState{resultRecord(sd, h, id, taskID, res, time.Now().UTC())})
 }
 
 // expire: an agent that asked for approval and got none is rejected.
@@ -58,8 +58,11 @@ func (k agentKind) expire(sd *state.RunSpec, h *state.RunHeader, id string, dead
 	return k.oneTask.expire(sd, h, id, deadline, now)
 }
 
-func (agentKind) tasks(_ context.Context, _ *Scheduler, sd *state.RunSpec, id string) []string {
-	return []string{schemas.StepTaskID(sd.ID, id, 1, sd.Nonce), schemas.StepTaskID(sd.ID, id, approvalAttempt, sd.Nonce)}
+// cancel: its task, and the one sent after a person approved.
+func (agentKind) cancel(_ context.Context, e env, sd *state.RunSpec, id string, c stepCancel) {
+	if step, _ := sd.Step(id); c.tasks && step.Agent != "" {
+		e.stopTasks(sd, step.Agent, []string{schemas.StepTaskID(sd.ID, id, 1, sd.Nonce), schemas.StepTaskID(sd.ID, id, approvalAttempt, sd.Nonce)})
+	}
 }
 
 // start builds the step's inputs and publishes its task. Without confirm
@@ -68,8 +71,8 @@ func (agentKind) tasks(_ context.Context, _ *Scheduler, sd *state.RunSpec, id st
 // which reports the stream's reason for a refusal: a stream at a limit
 // fails the step with backlog_full. A required input that nothing fills
 // ends the step at once, failed.
-func (agentKind) start(ctx context.Context, s *Scheduler, st stepStart) (*state.StepState, error) {
-	agent, task, meta, err := s.stepTask(ctx, st)
+func (agentKind) start(ctx context.Context, e env, st stepStart) (*state.StepState, error) {
+	agent, task, meta, err := stepTask(ctx, e, st)
 	if errors.Is(err, route.ErrMissingInput) && !st.ahead() {
 		return failedRecord(st.sd, st.h, st.id, schemas.CodeInvalidInput, err.Error(), time.Now().UTC()), err
 	}
@@ -77,7 +80,7 @@ func (agentKind) start(ctx context.Context, s *Scheduler, st stepStart) (*state.
 		return nil, err
 	}
 	if st.confirm {
-		_, err = s.dispatcher.Dispatch(ctx, agent, task, meta)
+		err = e.dispatch(ctx, agent, task, meta, true)
 		if errors.Is(err, bus.ErrBacklogFull) {
 			// MESH_TASKS or the account is at a limit: waiting for the
 			// step's timeout would only hold the run.
@@ -85,7 +88,7 @@ func (agentKind) start(ctx context.Context, s *Scheduler, st stepStart) (*state.
 		}
 		return nil, err
 	}
-	return nil, s.dispatcher.Send(agent, task, meta)
+	return nil, e.dispatch(ctx, agent, task, meta, false)
 }
 
 // errNeedsSlots is a step whose inputs read the run's slots, built where
@@ -94,17 +97,17 @@ var errNeedsSlots = errors.New("inputs read the run's slots")
 
 // stepTask builds the task of a step of the wave in progress; started
 // ahead, it refuses (errNeedsSlots) a step whose inputs read the run's slots.
-func (s *Scheduler) stepTask(ctx context.Context, st stepStart) (string, schemas.TaskRequest, client.DispatchMeta, error) {
+func stepTask(ctx context.Context, e env, st stepStart) (string, schemas.TaskRequest, client.DispatchMeta, error) {
 	sd, h, id := st.sd, st.h, st.id
 	var slots map[string]schemas.TypedValue
-	inputs, err := stepInputs(ctx, s.router, sd, id,
+	inputs, err := stepInputs(ctx, e.config().router, sd, id,
 		func(p string) (*state.StepState, error) {
 			for _, rec := range st.pending {
 				if rec.ID == p {
 					return rec, nil
 				}
 			}
-			return s.loadRecord(ctx, sd.ID, p)
+			return e.record(ctx, sd.ID, p)
 		},
 		func() (map[string]schemas.TypedValue, error) {
 			if st.noSlots {
@@ -112,7 +115,7 @@ func (s *Scheduler) stepTask(ctx context.Context, st stepStart) (string, schemas
 			}
 			var err error
 			if slots == nil {
-				slots, err = s.store.RunSlots(ctx, sd.ID)
+				slots, err = e.slots(ctx, sd.ID)
 			}
 			return slots, err
 		})

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/agentmesh/agentmesh/bus"
-	"github.com/agentmesh/agentmesh/orchestrator/route"
 	"github.com/agentmesh/agentmesh/orchestrator/state"
 	"github.com/agentmesh/agentmesh/schemas"
 )
@@ -17,7 +16,7 @@ import (
 // Its wave's header lists it under Waiting (see markWaiting) and a
 // step.waiting event says what for; it ends when a resolution arrives on
 // mesh.pipeline.resolve (Resolve, on any replica) or, at its deadline, with
-// its default (the sweep's overdueRecord). Both write the step's record
+// its default (the sweep, through expire). Both write the step's record
 // with create, so the first of them decides.
 type humanKind struct{ oneTask }
 
@@ -27,17 +26,17 @@ func (humanKind) expire(sd *state.RunSpec, h *state.RunHeader, id string, _, now
 	return defaultRecord(sd, h, step, now)
 }
 
-// tasks: a person answers, no agent.
-func (humanKind) tasks(context.Context, *Scheduler, *state.RunSpec, string) []string { return nil }
+// cancel: a person answers, no agent runs a task.
+func (humanKind) cancel(context.Context, env, *state.RunSpec, string, stepCancel) {}
 
 // start says the step waits. Never ahead of the header that starts its
 // wave (see dispatchAhead): a person told it waits must find it waiting.
-func (humanKind) start(_ context.Context, s *Scheduler, st stepStart) (*state.StepState, error) {
+func (humanKind) start(_ context.Context, e env, st stepStart) (*state.StepState, error) {
 	if st.ahead() {
 		return nil, errWaitsForHeader
 	}
 	step, _ := st.sd.Step(st.id)
-	s.emitStep(st.sd, schemas.StepEvent{RunID: st.h.ID, Step: st.id, Status: schemas.StepWaiting, Wave: st.h.Wave,
+	e.emitStep(st.sd, schemas.StepEvent{RunID: st.h.ID, Step: st.id, Status: schemas.StepWaiting, Wave: st.h.Wave,
 		Attempt: 1, TaskID: schemas.StepTaskID(st.h.ID, st.id, 1, st.sd.Nonce), Reason: waitingFor(step), At: st.h.WaveStartedAt})
 	return nil, nil
 }
@@ -89,20 +88,16 @@ func stepContract(contracts map[string]schemas.AgentContract, step schemas.Pipel
 	return c, ok
 }
 
-// checkHuman checks what the structural checks cannot: an input step's
+// validate checks what the structural checks cannot: an input step's
 // data type is registered and its default is a value of it.
-func checkHuman(spec schemas.PipelineSpec, router *route.Router) []error {
-	var errs []error
-	reg := router.DataTypes()
-	for _, s := range spec.Steps {
-		if s.Kind != schemas.StepKindInput || s.Human == nil || s.Human.Default == nil {
-			continue
-		}
-		if _, err := inputValue(reg, s, s.Human.Default, "default"); err != nil {
-			errs = append(errs, fmt.Errorf("step %q: human.default: %w", s.ID, err))
-		}
+func (humanKind) validate(c *checks, s schemas.PipelineStep) []error {
+	if s.Kind != schemas.StepKindInput || s.Human == nil || s.Human.Default == nil {
+		return nil
 	}
-	return errs
+	if _, err := inputValue(c.router.DataTypes(), s, s.Human.Default, "default"); err != nil {
+		return []error{fmt.Errorf("step %q: human.default: %w", s.ID, err)}
+	}
+	return nil
 }
 
 // inputValue is v as an input step's typed value, checked against the
@@ -211,7 +206,7 @@ func (s *Scheduler) Resolve(ctx context.Context, ev bus.Event) error {
 		if at.IsZero() {
 			at = time.Now().UTC()
 		}
-		err = s.resolve(ctx, r, at)
+		err = resolve(ctx, schedEnv{s}, r, at)
 	}
 	var ref *refusal
 	if !errors.As(err, &ref) {
@@ -243,8 +238,8 @@ func (s *Scheduler) refuseResolve(id string, r schemas.Resolution, code string, 
 }
 
 // resolve checks r against the run and writes the step's record; see Resolve.
-func (s *Scheduler) resolve(ctx context.Context, r schemas.Resolution, at time.Time) error {
-	sd, err := s.loadSpec(ctx, r.RunID)
+func resolve(ctx context.Context, e env, r schemas.Resolution, at time.Time) error {
+	sd, err := e.spec(ctx, r.RunID)
 	if errors.Is(err, state.ErrNotFound) {
 		return refuse(schemas.CodeNotWaiting, "%w: there is no run %q; check the id with agentmesh runs", ErrNotWaiting, r.RunID)
 	}
@@ -257,7 +252,7 @@ func (s *Scheduler) resolve(ctx context.Context, r schemas.Resolution, at time.T
 	}
 	step, ok := sd.Step(r.Step)
 	if ok && isAgentStep(step) {
-		return s.resolveAgent(ctx, sd, step, r, at)
+		return resolveAgent(ctx, e, sd, step, r, at)
 	}
 	if !ok || !schemas.IsHumanKind(step.Kind) {
 		return refuse(schemas.CodeNotWaiting, "%w: run %s has no approval or input step %q; agentmesh state show %s lists its steps", ErrNotWaiting, r.RunID, r.Step, r.RunID)
@@ -269,45 +264,44 @@ func (s *Scheduler) resolve(ctx context.Context, r schemas.Resolution, at time.T
 	case step.Kind == schemas.StepKindInput && (r.Value == nil || r.Decision != ""):
 		return refuse(schemas.CodeInvalidInput, "step %q of run %s is an input: answer it with a value of data type %s and no decision", r.Step, r.RunID, step.Human.InputType())
 	case step.Kind == schemas.StepKindInput:
-		v, err := inputValue(s.router.DataTypes(), step, r.Value, "input")
+		v, err := inputValue(e.config().router.DataTypes(), step, r.Value, "input")
 		if err != nil {
 			return refuse(schemas.CodeInvalidInput, "step %q of run %s: %v", r.Step, r.RunID, err)
 		}
 		value = &v
 	}
-	h, err := s.loadHeader(ctx, r.RunID, true)
+	h, err := e.header(ctx, r.RunID, true)
 	if err != nil {
 		return err
 	}
 	if !h.Running(sd, r.Step) {
-		return refuse(schemas.CodeNotWaiting, "%w: step %q of run %s does not wait for a person: %s", ErrNotWaiting, r.Step, r.RunID, s.notWaitingWhy(ctx, sd, h, r.Step))
+		return refuse(schemas.CodeNotWaiting, "%w: step %q of run %s does not wait for a person: %s", ErrNotWaiting, r.Step, r.RunID, notWaitingWhy(ctx, e, sd, h, r.Step))
 	}
 	by := r.By
 	if by == "" {
 		by = "someone"
 	}
-	return s.recordResolution(ctx, sd, r, humanRecord(sd, h, step, r.Decision, value, by, r.Comment, at))
+	return recordResolution(ctx, e, sd, r, humanRecord(sd, h, step, r.Decision, value, by, r.Comment, at))
 }
 
 // recordResolution writes the record of a step a person ended and settles
 // it; when another outcome came first it is refused.
-func (s *Scheduler) recordResolution(ctx context.Context, sd *state.RunSpec, r schemas.Resolution, rec *state.StepState) error {
-	stored, err := s.store.RecordStep(ctx, r.RunID, rec)
-	if err != nil {
+func recordResolution(ctx context.Context, e env, sd *state.RunSpec, r schemas.Resolution, rec *state.StepState) error {
+	// The sweep's default, or another answer, may have come first: the
+	// record that stands is settled in case its writer died before telling
+	// the header, and this answer refused.
+	stored, err := e.end(ctx, sd, rec)
+	if stored == nil {
 		return err
 	}
-	s.cache.putRecord(r.RunID, stored)
 	if !stored.FinishedAt.Equal(rec.FinishedAt) || stored.Status != rec.Status || stored.Summary != rec.Summary {
-		// The sweep's default, or another answer, came first; settle it
-		// in case its writer died before telling the header.
-		_ = s.settle(ctx, sd, []*state.StepState{stored})
 		return refuse(schemas.CodeNotWaiting, "%w: step %q of run %s ended already (%s %s)", ErrNotWaiting, r.Step, r.RunID, stored.Status, stored.Summary+stored.Error)
 	}
-	return s.settle(ctx, sd, []*state.StepState{stored})
+	return err
 }
 
 // notWaitingWhy says why step id, known to the run, does not wait.
-func (s *Scheduler) notWaitingWhy(ctx context.Context, sd *state.RunSpec, h *state.RunHeader, id string) string {
+func notWaitingWhy(ctx context.Context, e env, sd *state.RunSpec, h *state.RunHeader, id string) string {
 	switch {
 	case h.Done():
 		return "the run has ended (" + h.Status + ")"
@@ -316,7 +310,7 @@ func (s *Scheduler) notWaitingWhy(ctx context.Context, sd *state.RunSpec, h *sta
 	case waveOf(sd, id) > h.Wave:
 		return fmt.Sprintf("it has not started (it runs in wave %d, the run is in wave %d)", waveOf(sd, id), h.Wave)
 	}
-	if rec, err := s.loadRecord(ctx, sd.ID, id); err == nil && rec.Status == schemas.StepSkipped {
+	if rec, err := e.record(ctx, sd.ID, id); err == nil && rec.Status == schemas.StepSkipped {
 		return "it was skipped: " + rec.Reason
 	}
 	return "it has ended"

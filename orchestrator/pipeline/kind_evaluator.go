@@ -28,16 +28,36 @@ var ErrNoModel = errors.New("no model")
 // EVALUATION {score, reasoning} as its output.
 type evaluatorKind struct{ oneTask }
 
-func (evaluatorKind) start(ctx context.Context, s *Scheduler, st stepStart) (*state.StepState, error) {
+// needsModel refuses spec, submitted to an orchestrator with no model,
+// when a step of it is an evaluator.
+func needsModel(spec schemas.PipelineSpec) error {
+	for _, st := range spec.Steps {
+		if st.Kind == KindEvaluator {
+			return fmt.Errorf("%w %q: step %q: %w: an evaluator needs an LLM; configure one on the orchestrator (OPENAI_API_KEY or OPENAI_BASE_URL)",
+				ErrInvalidPipeline, spec.Name, st.ID, ErrNoModel)
+		}
+	}
+	return nil
+}
+
+func (evaluatorKind) validate(c *checks, step schemas.PipelineStep) []error {
+	if err := checkEvaluate(c.spec, step); err != nil {
+		return []error{err}
+	}
+	return nil
+}
+
+func (evaluatorKind) start(ctx context.Context, e env, st stepStart) (*state.StepState, error) {
 	step, _ := st.sd.Step(st.id)
 	began := time.Now()
 	fail := func(code, msg string) (*state.StepState, error) {
 		return failedRecord(st.sd, st.h, st.id, code, msg, time.Now().UTC()), nil
 	}
-	if s.cfg.Model == nil {
+	model := e.config().model
+	if model == nil {
 		return fail(schemas.CodeUnavailable, ErrNoModel.Error()+": an evaluator needs an LLM; configure one on the orchestrator (OPENAI_API_KEY or OPENAI_BASE_URL)")
 	}
-	v, err := s.sourceValue(ctx, st.sd, step.Evaluate.Output)
+	v, err := sourceValue(ctx, e, st.sd, step.Evaluate.Output)
 	if errors.Is(err, state.ErrNotFound) {
 		return fail(schemas.CodeNotFound, fmt.Sprintf("evaluate.output %s: no such value in the run", step.Evaluate.Output))
 	}
@@ -46,7 +66,7 @@ func (evaluatorKind) start(ctx context.Context, s *Scheduler, st stepStart) (*st
 	}
 	mctx, cancel := context.WithTimeout(ctx, st.sd.Timeout(st.id))
 	defer cancel()
-	reply, usage, err := s.cfg.Model.Complete(mctx,
+	reply, usage, err := model.Complete(mctx,
 		`You evaluate an output against criteria. Answer with JSON only: {"score": a number from 0 (fails the criteria) to 1 (meets them fully), "reasoning": "one or two sentences"}.`,
 		fmt.Sprintf("Criteria: %s\n\nOutput (%s):\n%s", step.Evaluate.Criteria, v.DataType, clip(valueText(v), 8000)))
 	metrics := schemas.Metrics{DurationMS: time.Since(began).Milliseconds(), Tokens: usage.Tokens, Cost: usage.Cost, ModelMS: usage.ModelMS}
@@ -55,19 +75,19 @@ func (evaluatorKind) start(ctx context.Context, s *Scheduler, st stepStart) (*st
 		rec.Metrics = metrics
 		return rec, nil
 	}
-	e, err := parseEvaluation(reply)
+	ev, err := parseEvaluation(reply)
 	if err != nil {
 		rec, _ := fail(schemas.CodeMalformedResult, err.Error())
 		rec.Metrics = metrics
 		return rec, nil
 	}
-	e.Criteria = step.Evaluate.Criteria
-	tv, err := schemas.NewValue(schemas.TypeEvaluation, e, st.id)
+	ev.Criteria = step.Evaluate.Criteria
+	tv, err := schemas.NewValue(schemas.TypeEvaluation, ev, st.id)
 	if err != nil {
 		return nil, err
 	}
 	return &state.StepState{ID: st.id, Wave: waveOf(st.sd, st.id), Status: schemas.StepCompleted, Attempt: 1,
-		DispatchedAt: st.h.WaveStartedAt, FinishedAt: time.Now().UTC(), Summary: fmt.Sprintf("score %.2f: %s", e.Score, e.Reasoning),
+		DispatchedAt: st.h.WaveStartedAt, FinishedAt: time.Now().UTC(), Summary: fmt.Sprintf("score %.2f: %s", ev.Score, ev.Reasoning),
 		Outputs: map[string]schemas.TypedValue{evaluatorOutput: tv}, Metrics: metrics}, nil
 }
 
@@ -101,7 +121,7 @@ func valueText(v schemas.TypedValue) string {
 
 // sourceValue reads the value at src: "<step>.<output>" (a record),
 // "state.<slot>" or "seed.<name>"; state.ErrNotFound when there is none.
-func (s *Scheduler) sourceValue(ctx context.Context, sd *state.RunSpec, src string) (schemas.TypedValue, error) {
+func sourceValue(ctx context.Context, e env, sd *state.RunSpec, src string) (schemas.TypedValue, error) {
 	head, tail, _ := strings.Cut(src, ".")
 	switch head {
 	case "seed":
@@ -111,7 +131,7 @@ func (s *Scheduler) sourceValue(ctx context.Context, sd *state.RunSpec, src stri
 		}
 		return sv.Typed("seed")
 	case "state":
-		slots, err := s.store.RunSlots(ctx, sd.ID)
+		slots, err := e.slots(ctx, sd.ID)
 		if err != nil {
 			return schemas.TypedValue{}, err
 		}
@@ -121,7 +141,7 @@ func (s *Scheduler) sourceValue(ctx context.Context, sd *state.RunSpec, src stri
 		}
 		return v, nil
 	}
-	rec, err := s.loadRecord(ctx, sd.ID, head)
+	rec, err := e.record(ctx, sd.ID, head)
 	if err != nil {
 		return schemas.TypedValue{}, err
 	}

@@ -94,20 +94,20 @@ func itemsView(spec schemas.PipelineSpec, id, input string) schemas.PipelineSpec
 	return spec
 }
 
-func (forEach) prepare(ctx context.Context, s *Scheduler, st stepStart) (*state.LoopItems, *state.LoopProgress, error) {
+func (forEach) prepare(ctx context.Context, e env, st stepStart) (*state.LoopItems, *state.LoopProgress, error) {
 	sd, id := st.sd, st.id
 	step, _ := sd.Step(id)
 	if step.Pipeline != nil {
-		return s.pipelineItems(ctx, sd, step)
+		return pipelineItems(ctx, e, sd, step)
 	}
 	in, err := itemInput(step, sd.Contracts[step.Agent])
 	if err != nil {
 		return nil, nil, err
 	}
 	view := (&state.RunSpec{ID: sd.ID, Spec: itemsView(sd.Spec, id, in.Name), Contracts: sd.Contracts, Waves: sd.Waves, Nonce: sd.Nonce, Owner: sd.Owner}).Init()
-	inputs, err := stepInputs(ctx, s.router, view, id,
-		func(p string) (*state.StepState, error) { return s.loadRecord(ctx, sd.ID, p) },
-		func() (map[string]schemas.TypedValue, error) { return s.store.RunSlots(ctx, sd.ID) })
+	inputs, err := stepInputs(ctx, e.config().router, view, id,
+		func(p string) (*state.StepState, error) { return e.record(ctx, sd.ID, p) },
+		func() (map[string]schemas.TypedValue, error) { return e.store().RunSlots(ctx, sd.ID) })
 	if err != nil {
 		return nil, nil, err
 	}
@@ -125,8 +125,8 @@ func (forEach) prepare(ctx context.Context, s *Scheduler, st stepStart) (*state.
 	if !route.Feeds(items.DataType, items.Hint, in) {
 		return nil, nil, badItems("for_each.items %s holds %s items but input %q takes %s%s", step.ForEach.Items, items.DataType, in.Name, in.DataType, route.HintSuffix(in.ContentTypeHint))
 	}
-	if len(items.Values) > s.cfg.Limits.ForEachItems {
-		return nil, nil, badItems("%w", schemas.ItemsOverLimit(id, step.ForEach.Items, len(items.Values), s.cfg.Limits.ForEachItems))
+	if len(items.Values) > e.config().limits.ForEachItems {
+		return nil, nil, badItems("%w", schemas.ItemsOverLimit(id, step.ForEach.Items, len(items.Values), e.config().limits.ForEachItems))
 	}
 	items.Input, items.Base = in.Name, inputs
 	return items, &state.LoopProgress{N: len(items.Values), Parallel: step.ForEach.Limit()}, nil
@@ -135,7 +135,7 @@ func (forEach) prepare(ctx context.Context, s *Scheduler, st stepStart) (*state.
 // pipelineItems are the items of a for_each that runs a pipeline per
 // item: each is given as the child's seed value itemSeed names, which
 // must be of the items' data type.
-func (s *Scheduler) pipelineItems(ctx context.Context, sd *state.RunSpec, step schemas.PipelineStep) (*state.LoopItems, *state.LoopProgress, error) {
+func pipelineItems(ctx context.Context, e env, sd *state.RunSpec, step schemas.PipelineStep) (*state.LoopItems, *state.LoopProgress, error) {
 	name, err := itemSeed(step)
 	if err != nil {
 		return nil, nil, err
@@ -145,8 +145,8 @@ func (s *Scheduler) pipelineItems(ctx context.Context, sd *state.RunSpec, step s
 	if v, ok := strings.CutPrefix(src, varsPrefix); ok {
 		items, err = listItems(sd.Spec.Vars[v], src)
 	} else {
-		coll, found, serr := source(sd, src, func(p string) (*state.StepState, error) { return s.loadRecord(ctx, sd.ID, p) },
-			func() (map[string]schemas.TypedValue, error) { return s.store.RunSlots(ctx, sd.ID) })
+		coll, found, serr := source(sd, src, func(p string) (*state.StepState, error) { return e.record(ctx, sd.ID, p) },
+			func() (map[string]schemas.TypedValue, error) { return e.store().RunSlots(ctx, sd.ID) })
 		switch {
 		case serr != nil:
 			return nil, nil, serr
@@ -161,8 +161,8 @@ func (s *Scheduler) pipelineItems(ctx context.Context, sd *state.RunSpec, step s
 	if want := step.Pipeline.Spec.Seed.Values[name].DataType; want != items.DataType {
 		return nil, nil, badItems("for_each.items %s holds %s items but seed value %s of pipeline %s is %s", src, items.DataType, name, step.Pipeline.Ref(), want)
 	}
-	if len(items.Values) > s.cfg.Limits.ForEachItems {
-		return nil, nil, badItems("%w", schemas.ItemsOverLimit(step.ID, src, len(items.Values), s.cfg.Limits.ForEachItems))
+	if len(items.Values) > e.config().limits.ForEachItems {
+		return nil, nil, badItems("%w", schemas.ItemsOverLimit(step.ID, src, len(items.Values), e.config().limits.ForEachItems))
 	}
 	items.Input = name
 	return items, &state.LoopProgress{N: len(items.Values), Parallel: step.ForEach.Limit()}, nil
@@ -236,7 +236,7 @@ func textItems(texts []string) []json.RawMessage {
 	return out
 }
 
-func (forEach) inputs(_ context.Context, _ *Scheduler, _ *state.RunSpec, _ string, items *state.LoopItems, i int) (map[string]schemas.TypedValue, error) {
+func (forEach) inputs(_ context.Context, _ env, _ *state.RunSpec, _ string, items *state.LoopItems, i int) (map[string]schemas.TypedValue, error) {
 	in := maps.Clone(items.Base)
 	if in == nil {
 		in = map[string]schemas.TypedValue{}
@@ -245,20 +245,20 @@ func (forEach) inputs(_ context.Context, _ *Scheduler, _ *state.RunSpec, _ strin
 	return in, nil
 }
 
-func (forEach) decide(_ context.Context, _ *Scheduler, _ *state.RunSpec, _ string, p *state.LoopProgress, i int, rec *state.StepState) (string, string, error) {
+func (forEach) decide(_ context.Context, _ env, _ *state.RunSpec, _ string, p *state.LoopProgress, i int, rec *state.StepState) (string, string, error) {
 	if rec.Status == schemas.StepCompleted {
 		return "", "", nil
 	}
 	return fmt.Sprintf("item %d of %d (task %s) failed: %s", i+1, p.N, rec.TaskID, rec.Error), rec.Code, nil
 }
 
-func (forEach) finish(ctx context.Context, s *Scheduler, sd *state.RunSpec, h *state.RunHeader, id string, p *state.LoopProgress) (*state.StepState, error) {
+func (forEach) finish(ctx context.Context, e env, sd *state.RunSpec, h *state.RunHeader, id string, p *state.LoopProgress) (*state.StepState, error) {
 	step, _ := sd.Step(id)
 	now := time.Now().UTC()
 	if p.Code != "" {
 		return failedRecord(sd, h, id, p.Code, p.Stop, now), nil
 	}
-	recs, err := s.itemRecords(ctx, sd.ID, id, p.N)
+	recs, err := itemRecords(ctx, e, sd.ID, id, p.N)
 	if err != nil {
 		return nil, err
 	}
@@ -271,7 +271,7 @@ func (forEach) finish(ctx context.Context, s *Scheduler, sd *state.RunSpec, h *s
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(byName)) {
-		v, err := s.mergeItems(ctx, byName[name], id)
+		v, err := mergeItems(ctx, e, byName[name], id)
 		if errors.Is(err, schemas.ErrNotMergeable) {
 			rec.Summary += fmt.Sprintf("; output %s (%s) has no merge: left out", name, byName[name][0].DataType)
 			continue
@@ -288,14 +288,14 @@ func (forEach) finish(ctx context.Context, s *Scheduler, sd *state.RunSpec, h *s
 }
 
 // mergeItems merges the values of one output of the items, in item order.
-func (s *Scheduler) mergeItems(ctx context.Context, vals []schemas.TypedValue, source string) (schemas.TypedValue, error) {
+func mergeItems(ctx context.Context, e env, vals []schemas.TypedValue, source string) (schemas.TypedValue, error) {
 	dt := vals[0].DataType
 	switch {
-	case s.router.DataTypes().Mergeable(dt):
+	case e.config().router.DataTypes().Mergeable(dt):
 		m := vals[0]
 		for _, v := range vals[1:] {
 			var err error
-			if m, err = s.router.Merge(ctx, m, v, source); err != nil {
+			if m, err = e.config().router.Merge(ctx, m, v, source); err != nil {
 				return m, err
 			}
 		}
@@ -316,7 +316,7 @@ func (s *Scheduler) mergeItems(ctx context.Context, vals []schemas.TypedValue, s
 
 // itemRecords reads the records of items [0, n) of a loop step, a few at
 // a time.
-func (s *Scheduler) itemRecords(ctx context.Context, run, id string, n int) ([]*state.StepState, error) {
+func itemRecords(ctx context.Context, e env, run, id string, n int) ([]*state.StepState, error) {
 	out := make([]*state.StepState, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
@@ -326,7 +326,7 @@ func (s *Scheduler) itemRecords(ctx context.Context, run, id string, n int) ([]*
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				out[i], errs[i] = s.store.ItemRecord(ctx, run, id, i)
+				out[i], errs[i] = e.store().ItemRecord(ctx, run, id, i)
 			}
 		}()
 	}

@@ -31,19 +31,19 @@ func untilNames(outputs map[string]any, iteration int) map[string]any {
 	return map[string]any{"output": outputs, "iteration": iteration}
 }
 
-func (repeat) prepare(ctx context.Context, s *Scheduler, st stepStart) (*state.LoopItems, *state.LoopProgress, error) {
+func (repeat) prepare(ctx context.Context, e env, st stepStart) (*state.LoopItems, *state.LoopProgress, error) {
 	sd, id := st.sd, st.id
 	step, _ := sd.Step(id)
-	inputs, err := stepInputs(ctx, s.router, sd, id,
-		func(p string) (*state.StepState, error) { return s.loadRecord(ctx, sd.ID, p) },
-		func() (map[string]schemas.TypedValue, error) { return s.store.RunSlots(ctx, sd.ID) })
+	inputs, err := stepInputs(ctx, e.config().router, sd, id,
+		func(p string) (*state.StepState, error) { return e.record(ctx, sd.ID, p) },
+		func() (map[string]schemas.TypedValue, error) { return e.store().RunSlots(ctx, sd.ID) })
 	if err != nil {
 		return nil, nil, err
 	}
 	return &state.LoopItems{Base: inputs}, &state.LoopProgress{N: step.Repeat.MaxIterations, Parallel: 1}, nil
 }
 
-func (repeat) inputs(ctx context.Context, s *Scheduler, sd *state.RunSpec, id string, items *state.LoopItems, i int) (map[string]schemas.TypedValue, error) {
+func (repeat) inputs(ctx context.Context, e env, sd *state.RunSpec, id string, items *state.LoopItems, i int) (map[string]schemas.TypedValue, error) {
 	in := maps.Clone(items.Base)
 	if in == nil {
 		in = map[string]schemas.TypedValue{}
@@ -51,7 +51,7 @@ func (repeat) inputs(ctx context.Context, s *Scheduler, sd *state.RunSpec, id st
 	if i == 0 {
 		return in, nil
 	}
-	prev, err := s.store.ItemRecord(ctx, sd.ID, id, i-1)
+	prev, err := e.store().ItemRecord(ctx, sd.ID, id, i-1)
 	if err != nil {
 		return nil, err
 	}
@@ -76,7 +76,7 @@ func (repeat) inputs(ctx context.Context, s *Scheduler, sd *state.RunSpec, id st
 	return in, nil
 }
 
-func (repeat) decide(ctx context.Context, s *Scheduler, sd *state.RunSpec, id string, p *state.LoopProgress, i int, rec *state.StepState) (string, string, error) {
+func (repeat) decide(ctx context.Context, e env, sd *state.RunSpec, id string, p *state.LoopProgress, i int, rec *state.StepState) (string, string, error) {
 	if rec.Status != schemas.StepCompleted {
 		return fmt.Sprintf("iteration %d (task %s) failed: %s", i+1, rec.TaskID, rec.Error), rec.Code, nil
 	}
@@ -85,7 +85,7 @@ func (repeat) decide(ctx context.Context, s *Scheduler, sd *state.RunSpec, id st
 	for name, tv := range rec.Outputs {
 		outs[name] = jsonValue(tv)
 	}
-	ok, err := s.holdsWith(ctx, sd, id, step.Repeat.Until, untilNames(outs, i+1))
+	ok, err := e.holds(ctx, sd, id, step.Repeat.Until, untilNames(outs, i+1))
 	switch {
 	case err != nil:
 		return fmt.Sprintf("repeat.until after iteration %d: %v", i+1, err), schemas.CodeInvalidInput, nil
@@ -97,12 +97,12 @@ func (repeat) decide(ctx context.Context, s *Scheduler, sd *state.RunSpec, id st
 	return "", "", nil
 }
 
-func (repeat) finish(ctx context.Context, s *Scheduler, sd *state.RunSpec, h *state.RunHeader, id string, p *state.LoopProgress) (*state.StepState, error) {
+func (repeat) finish(ctx context.Context, e env, sd *state.RunSpec, h *state.RunHeader, id string, p *state.LoopProgress) (*state.StepState, error) {
 	now := time.Now().UTC()
 	if p.Code != "" {
 		return failedRecord(sd, h, id, p.Code, p.Stop, now), nil
 	}
-	recs, err := s.itemRecords(ctx, sd.ID, id, p.Next)
+	recs, err := itemRecords(ctx, e, sd.ID, id, p.Next)
 	if err != nil {
 		return nil, err
 	}

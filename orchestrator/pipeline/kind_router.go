@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -32,10 +33,35 @@ const routerOutput = "branch"
 // others.
 type routerKind struct{ oneTask }
 
-func (routerKind) start(ctx context.Context, s *Scheduler, st stepStart) (*state.StepState, error) {
+// validate compiles the router's rules, which read what the router reads
+// (its own ancestors, itself excluded), and resolves its prompt.
+func (routerKind) validate(c *checks, s schemas.PipelineStep) []error {
+	if s.Router == nil {
+		return nil // reported by spec.Validate
+	}
+	var errs []error
+	if _, err := resolveParams(map[string]any{"prompt": s.Router.Prompt}, c.spec.Vars); err != nil {
+		errs = append(errs, fmt.Errorf("step %q: router.prompt: %w", s.ID, err))
+	}
+	var anc []string
+	for i, b := range s.Router.Branches {
+		if b.When == "" {
+			continue
+		}
+		if anc == nil {
+			anc = ancestors(c.spec, s.ID)
+		}
+		if _, _, err := compileCondition(b.When, c.spec.Vars, anc); err != nil {
+			errs = append(errs, fmt.Errorf("step %q: router.branches[%d].when: %w", s.ID, i, err))
+		}
+	}
+	return errs
+}
+
+func (routerKind) start(ctx context.Context, e env, st stepStart) (*state.StepState, error) {
 	step, _ := st.sd.Step(st.id)
 	began := time.Now()
-	choice, why, usage, err := s.chooseBranch(ctx, st.sd, step)
+	choice, why, usage, err := chooseBranch(ctx, e, st.sd, step)
 	now := time.Now().UTC()
 	if errors.Is(err, ErrBadCondition) {
 		return failedRecord(st.sd, st.h, st.id, schemas.CodeInvalidInput, err.Error(), now), nil
@@ -50,6 +76,42 @@ func (routerKind) start(ctx context.Context, s *Scheduler, st stepStart) (*state
 	return rec, nil
 }
 
+// routerSkipPrefix starts the skip reason of a branch its router did not
+// choose (see offPath).
+const routerSkipPrefix = "router "
+
+// routerOf returns the router among step's dependencies that has it as a
+// branch.
+func routerOf(sd *state.RunSpec, step schemas.PipelineStep) (string, bool) {
+	for _, d := range step.DependsOn {
+		if ds, ok := sd.Step(d); ok && ds.Router != nil && slices.Contains(ds.Router.Names(), step.ID) {
+			return d, true
+		}
+	}
+	return "", false
+}
+
+// offBranch is the skipped record of step, a branch of a router among its
+// dependencies that chose another; nil when it is none or was chosen.
+func offBranch(ctx context.Context, e env, st stepStart, step schemas.PipelineStep) (*state.StepState, error) {
+	r, ok := routerOf(st.sd, step)
+	if !ok {
+		return nil, nil
+	}
+	rec, err := e.record(ctx, st.sd.ID, r)
+	if err != nil {
+		return nil, err
+	}
+	if chosen := routerChoice(rec); chosen != step.ID {
+		why := fmt.Sprintf(routerSkipPrefix+"%q chose %q", r, chosen)
+		if chosen == "" {
+			why = fmt.Sprintf(routerSkipPrefix+"%q chose no branch", r)
+		}
+		return skippedRecord(st.sd, st.h, st.id, why, time.Now().UTC()), nil
+	}
+	return nil, nil
+}
+
 // routerChoice is the branch a router's record chose ("" for none).
 func routerChoice(rec *state.StepState) string {
 	var s string
@@ -60,11 +122,11 @@ func routerChoice(rec *state.StepState) string {
 }
 
 // chooseBranch picks step's branch and says why.
-func (s *Scheduler) chooseBranch(ctx context.Context, sd *state.RunSpec, step schemas.PipelineStep) (choice, why string, usage schemas.Usage, err error) {
+func chooseBranch(ctx context.Context, e env, sd *state.RunSpec, step schemas.PipelineStep) (choice, why string, usage schemas.Usage, err error) {
 	r := step.Router
 	var asked string
-	if s.cfg.Model != nil {
-		reply, u, merr := s.askModel(ctx, sd, step)
+	if e.config().model != nil {
+		reply, u, merr := askModel(ctx, e, sd, step)
 		usage = u
 		if merr == nil {
 			for _, name := range r.Names() {
@@ -81,7 +143,7 @@ func (s *Scheduler) chooseBranch(ctx context.Context, sd *state.RunSpec, step sc
 		if b.When == "" {
 			continue
 		}
-		ok, err := s.holds(ctx, sd, step.ID, b.When)
+		ok, err := e.holds(ctx, sd, step.ID, b.When, nil)
 		if err != nil {
 			return "", "", usage, fmt.Errorf("router.branches[%d].when: %w", i, err)
 		}
@@ -97,7 +159,7 @@ func (s *Scheduler) chooseBranch(ctx context.Context, sd *state.RunSpec, step sc
 
 // askModel asks the model to name a branch, telling it the prompt, the
 // branches and the run's variables and slots.
-func (s *Scheduler) askModel(ctx context.Context, sd *state.RunSpec, step schemas.PipelineStep) (string, schemas.Usage, error) {
+func askModel(ctx context.Context, e env, sd *state.RunSpec, step schemas.PipelineStep) (string, schemas.Usage, error) {
 	ctx, cancel := context.WithTimeout(ctx, sd.Timeout(step.ID))
 	defer cancel()
 	var b strings.Builder
@@ -113,7 +175,7 @@ func (s *Scheduler) askModel(ctx context.Context, sd *state.RunSpec, step schema
 		v, _ := json.Marshal(sd.Spec.Vars)
 		fmt.Fprintf(&b, "\nVariables: %s\n", v)
 	}
-	if slots, err := s.store.RunSlots(ctx, sd.ID); err == nil && len(slots) > 0 {
+	if slots, err := e.slots(ctx, sd.ID); err == nil && len(slots) > 0 {
 		vals := map[string]any{}
 		for name, tv := range slots {
 			vals[name] = jsonValue(tv)
@@ -121,7 +183,7 @@ func (s *Scheduler) askModel(ctx context.Context, sd *state.RunSpec, step schema
 		v, _ := json.Marshal(vals)
 		fmt.Fprintf(&b, "\nState: %s\n", clip(string(v), 4000))
 	}
-	reply, usage, err := s.cfg.Model.Complete(ctx, "You route a workflow to one of its branches. Answer with the name of exactly one branch and nothing else.", b.String())
+	reply, usage, err := e.config().model.Complete(ctx, "You route a workflow to one of its branches. Answer with the name of exactly one branch and nothing else.", b.String())
 	return strings.Trim(strings.TrimSpace(reply), "\"'`."), usage, err
 }
 

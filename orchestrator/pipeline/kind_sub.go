@@ -27,42 +27,40 @@ type subKind struct{ oneTask }
 
 // tend ends the step when its child run ended but the replica that ended
 // it died before ending the step.
-func (subKind) tend(ctx context.Context, s *Scheduler, sd *state.RunSpec, _ *state.RunHeader, id string, _ time.Time) {
-	s.sweepSub(ctx, sd, id)
+func (subKind) tend(ctx context.Context, e env, sd *state.RunSpec, _ *state.RunHeader, id string, _ time.Time) {
+	sweepSub(ctx, e, sd, id)
 }
 
-// tasks: its child's steps have the tasks, the child's cancel stops them.
-func (subKind) tasks(context.Context, *Scheduler, *state.RunSpec, string) []string { return nil }
-
-func (subKind) children(_ context.Context, _ *Scheduler, sd *state.RunSpec, id string) []string {
-	return []string{subRunID(sd.ID, id)}
+// cancel cancels its child run, whose cancel stops the child's tasks.
+func (subKind) cancel(ctx context.Context, e env, sd *state.RunSpec, id string, c stepCancel) {
+	cancelChildren(ctx, e, sd, id, c, []string{subRunID(sd.ID, id)})
 }
 
 // subRunID is the id of the child run of step id of run.
 func subRunID(run, id string) string { return run + "-" + id }
 
-func (subKind) start(ctx context.Context, s *Scheduler, st stepStart) (*state.StepState, error) {
+func (subKind) start(ctx context.Context, e env, st stepStart) (*state.StepState, error) {
 	sd, id := st.sd, st.id
 	step, _ := sd.Step(id)
 	childID := subRunID(sd.ID, id)
-	if ch, _, err := s.store.Header(ctx, childID); err == nil {
+	if ch, _, err := e.store().Header(ctx, childID); err == nil {
 		if !ch.Done() {
 			return nil, nil // started before (the sweep starts a step again)
 		}
-		csd, err := s.loadSpec(ctx, childID)
+		csd, err := e.spec(ctx, childID)
 		if err != nil {
 			return nil, err
 		}
-		return s.subRecord(ctx, sd, st.h, id, csd, ch), nil
+		return subRecord(ctx, e, sd, st.h, id, csd, ch), nil
 	} else if !errors.Is(err, state.ErrNotFound) {
 		return nil, err
 	}
 	now := time.Now().UTC()
-	spec, err := s.childSpec(ctx, sd, step)
+	spec, err := childSpec(ctx, e, sd, step)
 	if err != nil {
 		return failedRecord(sd, st.h, id, schemas.CodeInvalidInput, fmt.Sprintf("step %q (pipeline %s): %v", id, step.Pipeline.Ref(), err), now), nil
 	}
-	if err := s.runChild(ctx, sd, st.h, childID, spec, state.RunParent{Run: sd.ID, Step: id}); err != nil {
+	if err := runChild(ctx, e, sd, st.h, childID, spec, state.RunParent{Run: sd.ID, Step: id}); err != nil {
 		var bad *childRefused
 		if errors.As(err, &bad) {
 			return failedRecord(sd, st.h, id, bad.code, fmt.Sprintf("step %q (pipeline %s): %v", id, step.Pipeline.Ref(), bad.err), now), nil
@@ -80,44 +78,18 @@ type childRefused struct {
 
 func (c *childRefused) Error() string { return c.err.Error() }
 
-// runChild validates spec and starts it as run childID for parent; a run
-// with that id is taken as the child, started before. A spec that cannot
-// run is a *childRefused, and nothing starts.
-func (s *Scheduler) runChild(ctx context.Context, sd *state.RunSpec, h *state.RunHeader, childID string, spec schemas.PipelineSpec, parent state.RunParent) error {
+// runChild starts spec as run childID for parent (see env.startRun),
+// saying so with the parent step's running event (for a for_each, for its
+// first few items).
+func runChild(ctx context.Context, e env, sd *state.RunSpec, h *state.RunHeader, childID string, spec schemas.PipelineSpec, parent state.RunParent) error {
 	step, _ := sd.Step(parent.Step)
-	contracts, waves, verr := ValidateWithin(spec, s.lookup, s.router, s.cfg.Limits)
-	if verr != nil {
-		return &childRefused{code: schemas.CodeInvalidPipeline, err: verr}
-	}
 	now := time.Now().UTC()
-	child := (&state.RunSpec{ID: childID, Spec: spec, Contracts: contracts, Waves: waves, CreatedAt: now,
-		TraceParent: sd.TraceParent, Parent: &parent, Nonce: schemas.NewRunNonce(), Owner: sd.Owner}).Init()
-	var ch runChanges
-	ch0 := newHeader(child, spec.Name, nil, now, &ch)
-	cst := schemas.NewConversationState(childID)
-	maps.Copy(cst.Slots, seedSlots(spec.Seed, s.router))
-	rev, err := s.store.CreateRun(ctx, child, ch0, cst)
-	switch {
-	case errors.Is(err, state.ErrExists):
-		return nil // another replica started it
-	case errors.Is(err, state.ErrTooLarge):
-		return &childRefused{code: schemas.CodeTooLarge, err: err}
-	case err != nil:
-		return err
-	}
-	s.cache.putSpec(child)
-	s.cache.putHeader(ch0, rev)
-	s.track(childID)
-	e := schemas.StepEvent{RunID: sd.ID, Step: parent.Step, Status: schemas.StepRunning, Wave: h.Wave, Attempt: 1,
-		TaskID: childID, Reason: fmt.Sprintf("runs pipeline %s as run %s", step.Pipeline.Ref(), childID), At: now}
-	if parent.Item == nil || *parent.Item < 3 { // of a for_each, the first few
-		s.emitStep(sd, e)
-	}
-	if ch0.Status == schemas.RunRunning {
-		s.emitRun(ch0, child)
-	}
-	s.follow(ctx, child, ch0, &ch)
-	return nil
+	return e.startRun(ctx, sd, childID, spec, parent, func() {
+		if parent.Item == nil || *parent.Item < 3 {
+			e.emitStep(sd, schemas.StepEvent{RunID: sd.ID, Step: parent.Step, Status: schemas.StepRunning, Wave: h.Wave, Attempt: 1,
+				TaskID: childID, Reason: fmt.Sprintf("runs pipeline %s as run %s", step.Pipeline.Ref(), childID), At: now})
+		}
+	})
 }
 
 // itemRunID is the id of the child run of item i of for_each step id.
@@ -127,18 +99,18 @@ func itemRunID(run, id string, i int) string { return fmt.Sprintf("%s-%s-%d", ru
 // the item as the child's seed value items.Input; an item whose child ran
 // before (the sweep re-publishes the running items) is applied if the
 // child ended.
-func (s *Scheduler) startItemRun(ctx context.Context, k loopKind, sd *state.RunSpec, h *state.RunHeader, id string, items *state.LoopItems, i int) error {
+func startItemRun(ctx context.Context, e env, k loopKind, sd *state.RunSpec, h *state.RunHeader, id string, items *state.LoopItems, i int) error {
 	step, _ := sd.Step(id)
 	childID := itemRunID(sd.ID, id, i)
-	if ch, _, err := s.store.Header(ctx, childID); err == nil {
+	if ch, _, err := e.store().Header(ctx, childID); err == nil {
 		if !ch.Done() {
 			return nil
 		}
-		csd, err := s.loadSpec(ctx, childID)
+		csd, err := e.spec(ctx, childID)
 		if err != nil {
 			return err
 		}
-		return s.endSub(ctx, csd, ch)
+		return endSub(ctx, e, csd, ch)
 	} else if !errors.Is(err, state.ErrNotFound) {
 		return err
 	}
@@ -151,25 +123,25 @@ func (s *Scheduler) startItemRun(ctx context.Context, k loopKind, sd *state.RunS
 	}
 	spec.Seed.Values[items.Input] = schemas.SeedValue{DataType: item.DataType, ContentTypeHint: item.ContentTypeHint, Value: val}
 	item0 := i
-	err := s.runChild(ctx, sd, h, childID, spec, state.RunParent{Run: sd.ID, Step: id, Item: &item0})
+	err := runChild(ctx, e, sd, h, childID, spec, state.RunParent{Run: sd.ID, Step: id, Item: &item0})
 	var bad *childRefused
 	if errors.As(err, &bad) {
 		rec := failedRecord(sd, h, id, bad.code, fmt.Sprintf("pipeline %s (run %s): %v", step.Pipeline.Ref(), childID, bad.err), time.Now().UTC())
 		rec.TaskID = schemas.LoopTaskID(sd.ID, id, i, sd.Nonce)
-		return s.applyItemRecord(ctx, k, sd, h, id, i, rec)
+		return applyItemRecord(ctx, e, k, sd, h, id, i, rec)
 	}
 	return err
 }
 
 // childSpec is the child spec of step with the values its inputs map
 // written into the child's seed values.
-func (s *Scheduler) childSpec(ctx context.Context, sd *state.RunSpec, step schemas.PipelineStep) (schemas.PipelineSpec, error) {
+func childSpec(ctx context.Context, e env, sd *state.RunSpec, step schemas.PipelineStep) (schemas.PipelineSpec, error) {
 	spec := *step.Pipeline.Spec
 	spec.Seed.Values = maps.Clone(spec.Seed.Values)
 	for _, name := range slices.Sorted(maps.Keys(step.Pipeline.Inputs)) {
 		src := step.Pipeline.Inputs[name]
-		v, found, err := source(sd, src, func(p string) (*state.StepState, error) { return s.loadRecord(ctx, sd.ID, p) },
-			func() (map[string]schemas.TypedValue, error) { return s.store.RunSlots(ctx, sd.ID) })
+		v, found, err := source(sd, src, func(p string) (*state.StepState, error) { return e.record(ctx, sd.ID, p) },
+			func() (map[string]schemas.TypedValue, error) { return e.store().RunSlots(ctx, sd.ID) })
 		if err != nil {
 			return spec, err
 		}
@@ -190,7 +162,7 @@ func (s *Scheduler) childSpec(ctx context.Context, sd *state.RunSpec, step schem
 
 // subRecord is the record of step id of sd whose child run (csd, ended
 // as ch says) is over.
-func (s *Scheduler) subRecord(ctx context.Context, sd *state.RunSpec, h *state.RunHeader, id string, csd *state.RunSpec, ch *state.RunHeader) *state.StepState {
+func subRecord(ctx context.Context, e env, sd *state.RunSpec, h *state.RunHeader, id string, csd *state.RunSpec, ch *state.RunHeader) *state.StepState {
 	step, _ := sd.Step(id)
 	now := time.Now().UTC()
 	if ch.Status != schemas.RunCompleted {
@@ -207,7 +179,7 @@ func (s *Scheduler) subRecord(ctx context.Context, sd *state.RunSpec, h *state.R
 	if len(outs) == 0 && len(csd.Waves) > 0 {
 		outs = map[string]string{}
 		for _, cid := range csd.Waves[len(csd.Waves)-1] {
-			if r, err := s.store.StepRecord(ctx, csd.ID, cid); err == nil {
+			if r, err := e.store().StepRecord(ctx, csd.ID, cid); err == nil {
 				for name := range r.Outputs {
 					outs[name] = cid + "." + name
 				}
@@ -217,7 +189,7 @@ func (s *Scheduler) subRecord(ctx context.Context, sd *state.RunSpec, h *state.R
 	var missing []string
 	for _, name := range slices.Sorted(maps.Keys(outs)) {
 		cid, out, _ := strings.Cut(outs[name], ".")
-		r, err := s.store.StepRecord(ctx, csd.ID, cid)
+		r, err := e.store().StepRecord(ctx, csd.ID, cid)
 		v, ok := schemas.TypedValue{}, false
 		if err == nil {
 			v, ok = r.Outputs[out]
@@ -241,53 +213,49 @@ func (s *Scheduler) subRecord(ctx context.Context, sd *state.RunSpec, h *state.R
 // endSub ends the step a child run runs for, once the child ended as h
 // says: the step's record, then its settling. A step that ended already
 // (timed out, say) is left alone.
-func (s *Scheduler) endSub(ctx context.Context, child *state.RunSpec, h *state.RunHeader) error {
+func endSub(ctx context.Context, e env, child *state.RunSpec, h *state.RunHeader) error {
 	p := child.Parent
-	sd, err := s.loadSpec(ctx, p.Run)
+	sd, err := e.spec(ctx, p.Run)
 	if err != nil {
 		return err
 	}
-	ph, err := s.loadHeader(ctx, p.Run, true)
+	ph, err := e.header(ctx, p.Run, true)
 	if err != nil {
 		return err
 	}
 	if !ph.Running(sd, p.Step) {
 		return nil
 	}
-	if _, err := s.loadRecord(ctx, sd.ID, p.Step); !errors.Is(err, state.ErrNotFound) {
+	if _, err := e.record(ctx, sd.ID, p.Step); !errors.Is(err, state.ErrNotFound) {
 		return err // nil: the step ended already
 	}
-	rec := s.subRecord(ctx, sd, ph, p.Step, child, h)
+	rec := subRecord(ctx, e, sd, ph, p.Step, child, h)
 	if p.Item != nil { // an item of a for_each
 		k, ok := loopOf(sd, p.Step)
 		if !ok {
 			return nil
 		}
 		rec.TaskID = schemas.LoopTaskID(sd.ID, p.Step, *p.Item, sd.Nonce)
-		return s.applyItemRecord(ctx, k, sd, ph, p.Step, *p.Item, rec)
+		return applyItemRecord(ctx, e, k, sd, ph, p.Step, *p.Item, rec)
 	}
-	stored, err := s.store.RecordStep(ctx, sd.ID, rec)
-	if err != nil {
-		return err
-	}
-	s.cache.putRecord(sd.ID, stored)
-	return s.settle(ctx, sd, []*state.StepState{stored})
+	_, err = e.end(ctx, sd, rec)
+	return err
 }
 
 // sweepSub ends step id of kind pipeline when its child run ended but the
 // replica that ended it died before ending the step.
-func (s *Scheduler) sweepSub(ctx context.Context, sd *state.RunSpec, id string) {
+func sweepSub(ctx context.Context, e env, sd *state.RunSpec, id string) {
 	childID := subRunID(sd.ID, id)
-	ch, _, err := s.store.Header(ctx, childID)
+	ch, _, err := e.store().Header(ctx, childID)
 	if err != nil || !ch.Done() {
 		return
 	}
-	csd, err := s.loadSpec(ctx, childID)
+	csd, err := e.spec(ctx, childID)
 	if err == nil {
-		err = s.endSub(ctx, csd, ch)
+		err = endSub(ctx, e, csd, ch)
 	}
 	if err != nil {
-		s.log.WarnContext(runContext(sd), "ending sub-pipeline step", "step", id, "err", err)
+		e.config().log.WarnContext(runContext(sd), "ending sub-pipeline step", "step", id, "err", err)
 	}
 }
 
@@ -344,47 +312,49 @@ func resolveSubs(spec schemas.PipelineSpec, lookup func(string) (schemas.Pipelin
 	return spec, errors.Join(errs...)
 }
 
-// checkSubs validates the child of every step of kind pipeline, as it
-// would run: the seed values its inputs map must be declared by the child
-// (they give their data types), its outputs must name child steps.
-func checkSubs(spec schemas.PipelineSpec, lookup ContractLookup, router *route.Router, limits schemas.Limits) []error {
+// validate checks the child pipeline (see checkSub).
+func (subKind) validate(c *checks, step schemas.PipelineStep) []error { return checkSub(c, step) }
+
+// checkSub validates the child of a step that runs a pipeline (of kind
+// pipeline, or a for_each that runs one per item), as it would run: the
+// seed values its inputs map must be declared by the child (they give
+// their data types), its outputs must name child steps.
+func checkSub(c *checks, st schemas.PipelineStep) []error {
+	if st.Pipeline == nil || st.Pipeline.Spec == nil {
+		return nil
+	}
 	var errs []error
-	for _, st := range spec.Steps {
-		if st.Pipeline == nil || st.Pipeline.Spec == nil {
+	p := st.Pipeline
+	if st.Kind == schemas.StepKindForEach {
+		if _, err := itemSeed(st); err != nil {
+			errs = append(errs, fmt.Errorf("step %q: %w", st.ID, err))
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(p.Inputs)) {
+		if _, ok := p.Spec.Seed.Values[name]; !ok {
+			errs = append(errs, fmt.Errorf("step %q: pipeline.inputs.%s: pipeline %s declares no seed value %q; declare it under its seed.values (with a default)", st.ID, name, p.Ref(), name))
+		}
+		src := p.Inputs[name]
+		if _, lit := textLiteral(src); lit {
 			continue
 		}
-		p := st.Pipeline
-		if st.Kind == schemas.StepKindForEach {
-			if _, err := itemSeed(st); err != nil {
-				errs = append(errs, fmt.Errorf("step %q: %w", st.ID, err))
-			}
+		if head, _, _ := strings.Cut(src, "."); head != "seed" && head != "state" && !slices.Contains(ancestors(c.spec, st.ID), head) {
+			errs = append(errs, fmt.Errorf("step %q: pipeline.inputs.%s: %s is not a seed, a slot, an output of a step this one depends on or a text: literal", st.ID, name, src))
 		}
-		for _, name := range slices.Sorted(maps.Keys(p.Inputs)) {
-			if _, ok := p.Spec.Seed.Values[name]; !ok {
-				errs = append(errs, fmt.Errorf("step %q: pipeline.inputs.%s: pipeline %s declares no seed value %q; declare it under its seed.values (with a default)", st.ID, name, p.Ref(), name))
-			}
-			src := p.Inputs[name]
-			if _, lit := textLiteral(src); lit {
-				continue
-			}
-			if head, _, _ := strings.Cut(src, "."); head != "seed" && head != "state" && !slices.Contains(ancestors(spec, st.ID), head) {
-				errs = append(errs, fmt.Errorf("step %q: pipeline.inputs.%s: %s is not a seed, a slot, an output of a step this one depends on or a text: literal", st.ID, name, src))
-			}
+	}
+	ids := map[string]bool{}
+	for _, cs := range p.Spec.Steps {
+		ids[cs.ID] = true
+	}
+	for _, name := range slices.Sorted(maps.Keys(p.Outputs)) {
+		if cid, _, _ := strings.Cut(p.Outputs[name], "."); !ids[cid] {
+			errs = append(errs, fmt.Errorf("step %q: pipeline.outputs.%s: pipeline %s has no step %q", st.ID, name, p.Ref(), cid))
 		}
-		ids := map[string]bool{}
-		for _, cs := range p.Spec.Steps {
-			ids[cs.ID] = true
-		}
-		for _, name := range slices.Sorted(maps.Keys(p.Outputs)) {
-			if cid, _, _ := strings.Cut(p.Outputs[name], "."); !ids[cid] {
-				errs = append(errs, fmt.Errorf("step %q: pipeline.outputs.%s: pipeline %s has no step %q", st.ID, name, p.Ref(), cid))
-			}
-		}
-		// The child's structure was checked with the whole spec's: only
-		// what needs the agents is checked here, once per child.
-		if _, _, cerrs := validate(*p.Spec, lookup, router, limits); len(cerrs) > 0 {
-			errs = append(errs, fmt.Errorf("step %q: pipeline %s: %w %q: %w", st.ID, schemas.Clip(p.Ref(), 100), ErrInvalidPipeline, schemas.Clip(p.Spec.Name, 100), bounded(cerrs)))
-		}
+	}
+	// The child's structure was checked with the whole spec's: only
+	// what needs the agents is checked here, once per child.
+	if _, _, cerrs := validate(*p.Spec, c.lookup, c.router, c.limits); len(cerrs) > 0 {
+		errs = append(errs, fmt.Errorf("step %q: pipeline %s: %w %q: %w", st.ID, schemas.Clip(p.Ref(), 100), ErrInvalidPipeline, schemas.Clip(p.Spec.Name, 100), bounded(cerrs)))
 	}
 	return errs
 }

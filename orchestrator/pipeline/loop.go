@@ -25,23 +25,29 @@ import (
 
 // loopDriver is what differs between the loop kinds.
 type loopDriver interface {
+	// validate is the loop's checks at submit (stepKind.validate).
+	validate(c *checks, step schemas.PipelineStep) []error
 	// prepare builds the loop's items and shared inputs and its progress
 	// (N and Parallel set) as the step starts.
-	prepare(ctx context.Context, s *Scheduler, st stepStart) (*state.LoopItems, *state.LoopProgress, error)
+	prepare(ctx context.Context, e env, st stepStart) (*state.LoopItems, *state.LoopProgress, error)
 	// inputs are the inputs of item i's task.
-	inputs(ctx context.Context, s *Scheduler, sd *state.RunSpec, id string, items *state.LoopItems, i int) (map[string]schemas.TypedValue, error)
+	inputs(ctx context.Context, e env, sd *state.RunSpec, id string, items *state.LoopItems, i int) (map[string]schemas.TypedValue, error)
 	// decide is called with the record of item i before its end is
 	// written to the progress: it returns why the loop stops ("" to go on).
 	// and, when that fails the step, its error code.
-	decide(ctx context.Context, s *Scheduler, sd *state.RunSpec, id string, p *state.LoopProgress, i int, rec *state.StepState) (stop, code string, err error)
+	decide(ctx context.Context, e env, sd *state.RunSpec, id string, p *state.LoopProgress, i int, rec *state.StepState) (stop, code string, err error)
 	// finish is the step's record once the loop is over.
-	finish(ctx context.Context, s *Scheduler, sd *state.RunSpec, h *state.RunHeader, id string, p *state.LoopProgress) (*state.StepState, error)
+	finish(ctx context.Context, e env, sd *state.RunSpec, h *state.RunHeader, id string, p *state.LoopProgress) (*state.StepState, error)
 }
 
 // loopKind adapts a loopDriver to stepKind.
 type loopKind struct {
 	oneTask // its deadline: the whole loop's
 	d       loopDriver
+}
+
+func (k loopKind) validate(c *checks, step schemas.PipelineStep) []error {
+	return k.d.validate(c, step)
 }
 
 // owns: the tasks of its items (schemas.LoopTaskID).
@@ -51,66 +57,62 @@ func (loopKind) owns(sd *state.RunSpec, id, taskID string) bool {
 }
 
 // result ends an item (applyItem); the loop ends with its last.
-func (loopKind) result(ctx context.Context, s *Scheduler, sd *state.RunSpec, h *state.RunHeader, id, taskID string, res schemas.AgentResult) error {
+func (loopKind) result(ctx context.Context, e env, sd *state.RunSpec, h *state.RunHeader, id, taskID string, res schemas.AgentResult) error {
 	var err error
 	if !h.Running(sd, id) {
-		if h, err = s.loadHeader(ctx, sd.ID, true); err != nil || !h.Running(sd, id) {
+		if h, err = e.header(ctx, sd.ID, true); err != nil || !h.Running(sd, id) {
 			return err // nil: a late item
 		}
 	}
-	return s.applyItem(ctx, sd, h, id, taskID, res)
+	return applyItem(ctx, e, sd, h, id, taskID, res)
 }
 
 // tend ends a loop that is over but was not ended, and publishes again the
 // items of one that stood still (sweepLoopStep).
-func (loopKind) tend(ctx context.Context, s *Scheduler, sd *state.RunSpec, h *state.RunHeader, id string, now time.Time) {
-	if _, err := s.loadRecord(ctx, sd.ID, id); !errors.Is(err, state.ErrNotFound) {
+func (loopKind) tend(ctx context.Context, e env, sd *state.RunSpec, h *state.RunHeader, id string, now time.Time) {
+	if _, err := e.record(ctx, sd.ID, id); !errors.Is(err, state.ErrNotFound) {
 		return // ended
 	}
-	s.sweepLoopStep(ctx, sd, h, id, now)
+	sweepLoopStep(ctx, e, sd, h, id, now)
 }
 
-// tasks are the running items' (none when each item runs a pipeline: its
-// children's cancel stops those).
-func (loopKind) tasks(ctx context.Context, s *Scheduler, sd *state.RunSpec, id string) []string {
-	var out []string
-	if step, _ := sd.Step(id); step.Pipeline != nil {
-		return nil
+// cancel stops the running items' tasks or, for a for_each that runs a
+// pipeline per item, cancels their child runs.
+func (loopKind) cancel(ctx context.Context, e env, sd *state.RunSpec, id string, c stepCancel) {
+	step, _ := sd.Step(id)
+	if step.Pipeline == nil && (!c.tasks || step.Agent == "") || step.Pipeline != nil && c.depth <= 0 {
+		return
 	}
-	if p, _, err := s.store.LoopProgress(ctx, sd.ID, id); err == nil {
-		for _, i := range p.Running() {
+	p, _, err := e.store().LoopProgress(ctx, sd.ID, id)
+	if err != nil {
+		return
+	}
+	var out []string
+	for _, i := range p.Running() {
+		if step.Pipeline != nil {
+			out = append(out, itemRunID(sd.ID, id, i))
+		} else {
 			out = append(out, schemas.LoopTaskID(sd.ID, id, i, sd.Nonce))
 		}
 	}
-	return out
-}
-
-// children are the running items' child runs, for a for_each that runs a
-// pipeline per item.
-func (loopKind) children(ctx context.Context, s *Scheduler, sd *state.RunSpec, id string) []string {
-	var out []string
-	if step, _ := sd.Step(id); step.Pipeline == nil {
-		return nil
+	if step.Pipeline != nil {
+		cancelChildren(ctx, e, sd, id, c, out)
+		return
 	}
-	if p, _, err := s.store.LoopProgress(ctx, sd.ID, id); err == nil {
-		for _, i := range p.Running() {
-			out = append(out, itemRunID(sd.ID, id, i))
-		}
-	}
-	return out
+	e.stopTasks(sd, step.Agent, out)
 }
 
 // start stores the loop's items and progress (or reads them: the sweep
 // starts a step again) and publishes its running items; a loop with no
 // items, or one that is over, ends at once.
-func (k loopKind) start(ctx context.Context, s *Scheduler, st stepStart) (*state.StepState, error) {
+func (k loopKind) start(ctx context.Context, e env, st stepStart) (*state.StepState, error) {
 	sd, id := st.sd, st.id
-	items, err := s.store.LoopItems(ctx, sd.ID, id)
+	items, err := e.store().LoopItems(ctx, sd.ID, id)
 	var p *state.LoopProgress
 	var rev uint64
 	if errors.Is(err, state.ErrNotFound) {
 		var prep *state.LoopProgress
-		items, prep, err = k.d.prepare(ctx, s, st)
+		items, prep, err = k.d.prepare(ctx, e, st)
 		if errors.Is(err, errBadItems) || errors.Is(err, route.ErrMissingInput) || errors.Is(err, schemas.ErrInvalidValue) {
 			return loopFailure(sd, st.h, id, err), nil
 		}
@@ -118,21 +120,21 @@ func (k loopKind) start(ctx context.Context, s *Scheduler, st stepStart) (*state
 			return nil, err // the store's trouble: the sweep starts it again
 		}
 		prep.Fill()
-		items, p, rev, err = s.store.StartLoop(ctx, sd.ID, id, items, prep)
+		items, p, rev, err = e.store().StartLoop(ctx, sd.ID, id, items, prep)
 		if errors.Is(err, state.ErrTooLarge) {
 			return loopFailure(sd, st.h, id, err), nil
 		}
 	} else if err == nil {
-		p, rev, err = s.store.LoopProgress(ctx, sd.ID, id)
+		p, rev, err = e.store().LoopProgress(ctx, sd.ID, id)
 	}
 	if err != nil {
 		return nil, err // the sweep starts it again
 	}
-	s.loops.put(sd.ID, id, items, p, rev)
+	e.loops().put(sd.ID, id, items, p, rev)
 	if p.Over() || p.Stop != "" && len(p.Running()) == 0 {
-		return k.d.finish(ctx, s, sd, st.h, id, p)
+		return k.d.finish(ctx, e, sd, st.h, id, p)
 	}
-	return nil, s.sendItems(ctx, k, sd, st.h, id, items, p.Running(), st.confirm)
+	return nil, sendItems(ctx, e, k, sd, st.h, id, items, p.Running(), st.confirm)
 }
 
 // loopFailure is the record of a loop step that could not start.
@@ -146,12 +148,12 @@ func loopFailure(sd *state.RunSpec, h *state.RunHeader, id string, err error) *s
 }
 
 // sendItems publishes the tasks of items of loop step id.
-func (s *Scheduler) sendItems(ctx context.Context, k loopKind, sd *state.RunSpec, h *state.RunHeader, id string, items *state.LoopItems, which []int, confirm bool) error {
+func sendItems(ctx context.Context, e env, k loopKind, sd *state.RunSpec, h *state.RunHeader, id string, items *state.LoopItems, which []int, confirm bool) error {
 	step, _ := sd.Step(id)
 	var errs []error
 	if step.Pipeline != nil { // a child run per item
 		for _, i := range which {
-			errs = append(errs, s.startItemRun(ctx, k, sd, h, id, items, i))
+			errs = append(errs, startItemRun(ctx, e, k, sd, h, id, items, i))
 		}
 		return errors.Join(errs...)
 	}
@@ -162,7 +164,7 @@ func (s *Scheduler) sendItems(ctx context.Context, k loopKind, sd *state.RunSpec
 	// Each task has its agent's time, within what is left of the loop's.
 	timeout, end := sd.TaskTimeout(id), h.WaveStartedAt.Add(sd.Timeout(id))
 	for _, i := range which {
-		inputs, err := k.d.inputs(ctx, s, sd, id, items, i)
+		inputs, err := k.d.inputs(ctx, e, sd, id, items, i)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -174,16 +176,16 @@ func (s *Scheduler) sendItems(ctx context.Context, k loopKind, sd *state.RunSpec
 		}
 		meta := dispatchMeta(sd, id, schemas.LoopTaskID(sd.ID, id, i, sd.Nonce), deadline)
 		if confirm {
-			_, err = s.dispatcher.Dispatch(ctx, step.Agent, task, meta)
+			err = e.dispatch(ctx, step.Agent, task, meta, true)
 			if errors.Is(err, bus.ErrBacklogFull) {
 				// MESH_TASKS is at a limit: the item fails with it, as
 				// an agent's failure would, rather than wait for the
 				// loop's timeout.
 				res := schemas.Failure(step.Agent, schemas.CodeBacklogFull, fmt.Sprintf("step %q (%s): %v", id, step.Agent, err), false)
-				err = s.applyItemRecord(ctx, k, sd, h, id, i, resultRecord(sd, h, id, meta.TaskID, res, time.Now().UTC()))
+				err = applyItemRecord(ctx, e, k, sd, h, id, i, resultRecord(sd, h, id, meta.TaskID, res, time.Now().UTC()))
 			}
 		} else {
-			err = s.dispatcher.Send(step.Agent, task, meta)
+			err = e.dispatch(ctx, step.Agent, task, meta, false)
 		}
 		errs = append(errs, err)
 	}
@@ -195,25 +197,25 @@ func (s *Scheduler) sendItems(ctx context.Context, k loopKind, sd *state.RunSpec
 // loop is over, the step's record. A duplicate changes nothing but
 // re-publishes the running items (their ids make that harmless), for a
 // replica that died between the progress and the publish.
-func (s *Scheduler) applyItem(ctx context.Context, sd *state.RunSpec, h *state.RunHeader, id, taskID string, res schemas.AgentResult) error {
+func applyItem(ctx context.Context, e env, sd *state.RunSpec, h *state.RunHeader, id, taskID string, res schemas.AgentResult) error {
 	k, ok := loopOf(sd, id)
 	i, isItem := schemas.LoopItem(sd.ID, id, taskID, sd.Nonce)
 	if !ok || !isItem {
 		return nil
 	}
-	return s.applyItemRecord(ctx, k, sd, h, id, i, resultRecord(sd, h, id, taskID, res, time.Now().UTC()))
+	return applyItemRecord(ctx, e, k, sd, h, id, i, resultRecord(sd, h, id, taskID, res, time.Now().UTC()))
 }
 
 // applyItemRecord is applyItem for item i ended as rec says (an agent's
 // result, or a child run's end).
-func (s *Scheduler) applyItemRecord(ctx context.Context, k loopKind, sd *state.RunSpec, h *state.RunHeader, id string, i int, rec *state.StepState) error {
-	rec, err := s.store.RecordItem(ctx, sd.ID, id, i, rec)
+func applyItemRecord(ctx context.Context, e env, k loopKind, sd *state.RunSpec, h *state.RunHeader, id string, i int, rec *state.StepState) error {
+	rec, err := e.store().RecordItem(ctx, sd.ID, id, i, rec)
 	if err != nil {
 		return err
 	}
-	items, p, rev := s.loops.get(sd.ID, id)
+	items, p, rev := e.loops().get(sd.ID, id)
 	if items == nil {
-		if items, err = s.store.LoopItems(ctx, sd.ID, id); err != nil {
+		if items, err = e.store().LoopItems(ctx, sd.ID, id); err != nil {
 			return err
 		}
 	}
@@ -221,19 +223,19 @@ func (s *Scheduler) applyItemRecord(ctx context.Context, k loopKind, sd *state.R
 		p = nil // maybe behind: decide on the stored one
 	}
 	if p == nil {
-		if p, rev, err = s.store.LoopProgress(ctx, sd.ID, id); err != nil {
+		if p, rev, err = e.store().LoopProgress(ctx, sd.ID, id); err != nil {
 			return err
 		}
-		s.loops.put(sd.ID, id, items, p, rev)
+		e.loops().put(sd.ID, id, items, p, rev)
 	}
 	if i >= p.N {
 		return nil
 	}
-	stop, code, err := k.d.decide(ctx, s, sd, id, p, i, rec)
+	stop, code, err := k.d.decide(ctx, e, sd, id, p, i, rec)
 	if err != nil {
 		return err
 	}
-	return s.endItems(ctx, k, sd, h, id, itemEnd{i: i, stop: stop, code: code})
+	return endItems(ctx, e, k, sd, h, id, itemEnd{i: i, stop: stop, code: code})
 }
 
 // itemEnd is item i of a loop that ended, and why the loop stops because
@@ -256,41 +258,45 @@ type itemBatch struct {
 // that come in while an update is written gather into the next one, so the
 // items of a loop share their progress writes instead of queueing one
 // compare-and-set each.
-func (s *Scheduler) endItems(ctx context.Context, k loopKind, sd *state.RunSpec, h *state.RunHeader, id string, end itemEnd) error {
+func endItems(ctx context.Context, e env, k loopKind, sd *state.RunSpec, h *state.RunHeader, id string, end itemEnd) error {
 	key := sd.ID + "\x00" + id
-	s.batchMu.Lock()
-	b := s.items[key]
+	lc := e.loops()
+	lc.batchMu.Lock()
+	if lc.batches == nil {
+		lc.batches = map[string]*itemBatch{}
+	}
+	b := lc.batches[key]
 	if b == nil {
 		b = &itemBatch{done: make(chan struct{})}
-		s.items[key] = b
+		lc.batches[key] = b
 	}
 	b.ends = append(b.ends, end)
-	s.batchMu.Unlock()
+	lc.batchMu.Unlock()
 
-	unlock := s.locks.lock(key)
-	s.batchMu.Lock()
-	mine := s.items[key] == b
+	unlock := lc.locks.lock(key)
+	lc.batchMu.Lock()
+	mine := lc.batches[key] == b
 	if mine {
-		delete(s.items, key)
+		delete(lc.batches, key)
 	}
-	s.batchMu.Unlock()
+	lc.batchMu.Unlock()
 	if !mine {
 		unlock()
 		<-b.done
 		return b.err
 	}
 	defer close(b.done)
-	items, p, rev := s.loops.get(sd.ID, id)
+	items, p, rev := e.loops().get(sd.ID, id)
 	var started []int
-	next, nrev, err := s.store.UpdateLoop(ctx, sd.ID, id, p, rev, func(p *state.LoopProgress) error {
+	next, nrev, err := e.store().UpdateLoop(ctx, sd.ID, id, p, rev, func(p *state.LoopProgress) error {
 		changed := false
-		for _, e := range b.ends {
-			if e.i >= p.N || !p.End(e.i) {
+		for _, end := range b.ends {
+			if end.i >= p.N || !p.End(end.i) {
 				continue
 			}
 			changed = true
 			if p.Stop == "" {
-				p.Stop, p.Code = e.stop, e.code
+				p.Stop, p.Code = end.stop, end.code
 			}
 		}
 		if !changed {
@@ -307,68 +313,64 @@ func (s *Scheduler) endItems(ctx context.Context, k loopKind, sd *state.RunSpec,
 		b.err = err
 		return err
 	default:
-		s.loops.put(sd.ID, id, items, next, nrev)
-		for _, e := range b.ends {
-			s.emitLoopProgress(sd, h, id, next, e.i)
+		e.loops().put(sd.ID, id, items, next, nrev)
+		for _, end := range b.ends {
+			emitLoopProgress(e, sd, h, id, next, end.i)
 		}
 	}
 	if next.Over() || next.Stop != "" && len(next.Running()) == 0 {
-		b.err = s.endLoop(ctx, k, sd, h, id, next)
+		b.err = endLoop(ctx, e, k, sd, h, id, next)
 		return b.err
 	}
 	if items == nil {
-		if items, err = s.store.LoopItems(ctx, sd.ID, id); err != nil {
+		if items, err = e.store().LoopItems(ctx, sd.ID, id); err != nil {
 			b.err = err
 			return err
 		}
 	}
-	b.err = s.sendItems(ctx, k, sd, h, id, items, started, false)
+	b.err = sendItems(ctx, e, k, sd, h, id, items, started, false)
 	return b.err
 }
 
 // endLoop writes the record of a loop that is over and settles it.
-func (s *Scheduler) endLoop(ctx context.Context, k loopKind, sd *state.RunSpec, h *state.RunHeader, id string, p *state.LoopProgress) error {
-	rec, err := k.d.finish(ctx, s, sd, h, id, p)
+func endLoop(ctx context.Context, e env, k loopKind, sd *state.RunSpec, h *state.RunHeader, id string, p *state.LoopProgress) error {
+	rec, err := k.d.finish(ctx, e, sd, h, id, p)
 	if err != nil {
 		return err
 	}
-	stored, err := s.store.RecordStep(ctx, sd.ID, rec)
-	if err != nil {
-		return err
-	}
-	s.cache.putRecord(sd.ID, stored)
-	s.loops.drop(sd.ID, id)
-	return s.settle(ctx, sd, []*state.StepState{stored})
+	e.loops().drop(sd.ID, id)
+	_, err = e.end(ctx, sd, rec)
+	return err
 }
 
 // sweepLoopStep looks at loop step id of the wave in progress, which has no
 // record: a loop that is over but was not ended (its replica died) ends; a
 // loop whose progress stood still for the republish interval has its
 // running items published again, once per progress revision.
-func (s *Scheduler) sweepLoopStep(ctx context.Context, sd *state.RunSpec, h *state.RunHeader, id string, now time.Time) {
+func sweepLoopStep(ctx context.Context, e env, sd *state.RunSpec, h *state.RunHeader, id string, now time.Time) {
 	k, ok := loopOf(sd, id)
 	if !ok {
 		return
 	}
-	p, rev, err := s.store.LoopProgress(ctx, sd.ID, id)
+	p, rev, err := e.store().LoopProgress(ctx, sd.ID, id)
 	if err != nil {
 		return // not started yet: the sweep's republish starts it
 	}
 	if p.Over() || p.Stop != "" && len(p.Running()) == 0 {
-		if err := s.endLoop(ctx, k, sd, h, id, p); err != nil {
-			s.log.WarnContext(runContext(sd), "ending loop", "step", id, "err", err)
+		if err := endLoop(ctx, e, k, sd, h, id, p); err != nil {
+			e.config().log.WarnContext(runContext(sd), "ending loop", "step", id, "err", err)
 		}
 		return
 	}
-	if now.Sub(p.UpdatedAt) < s.cfg.Republish || !s.loops.resend(sd.ID, id, rev) {
+	if now.Sub(p.UpdatedAt) < e.config().republish || !e.loops().resend(sd.ID, id, rev) {
 		return
 	}
-	items, err := s.store.LoopItems(ctx, sd.ID, id)
+	items, err := e.store().LoopItems(ctx, sd.ID, id)
 	if err == nil {
-		err = s.sendItems(ctx, k, sd, h, id, items, p.Running(), true)
+		err = sendItems(ctx, e, k, sd, h, id, items, p.Running(), true)
 	}
 	if err != nil {
-		s.log.WarnContext(runContext(sd), "re-publishing loop items", "step", id, "err", err)
+		e.config().log.WarnContext(runContext(sd), "re-publishing loop items", "step", id, "err", err)
 	}
 }
 
@@ -387,7 +389,7 @@ func dispatchMeta(sd *state.RunSpec, id, taskID string, deadline time.Time) clie
 
 // emitLoopProgress tells watchers how a loop goes: for a repeat each
 // iteration, for a for_each every tenth of its items.
-func (s *Scheduler) emitLoopProgress(sd *state.RunSpec, h *state.RunHeader, id string, p *state.LoopProgress, i int) {
+func emitLoopProgress(e env, sd *state.RunSpec, h *state.RunHeader, id string, p *state.LoopProgress, i int) {
 	step, _ := sd.Step(id)
 	ended := p.Low + len(p.Ended)
 	var why string
@@ -399,16 +401,21 @@ func (s *Scheduler) emitLoopProgress(sd *state.RunSpec, h *state.RunHeader, id s
 	default:
 		return
 	}
-	s.emitStep(sd, schemas.StepEvent{RunID: sd.ID, Step: id, Agent: step.Agent, Status: schemas.StepRunning, Wave: h.Wave,
+	e.emitStep(sd, schemas.StepEvent{RunID: sd.ID, Step: id, Agent: step.Agent, Status: schemas.StepRunning, Wave: h.Wave,
 		Attempt: 1, TaskID: schemas.LoopTaskID(sd.ID, id, i, sd.Nonce), Reason: why, At: time.Now().UTC()})
 }
 
 // loopCache keeps, per loop this replica touched, its items and the
 // progress it last read or wrote, and the progress revision its sweep
-// last re-published.
+// last re-published; and the ends of items waiting for a progress update
+// (see endItems).
 type loopCache struct {
 	mu sync.Mutex
 	m  map[string]*cachedLoop
+
+	locks   keyedMutex // serialises this replica's progress updates of one loop
+	batchMu sync.Mutex
+	batches map[string]*itemBatch // per loop: item ends waiting for the progress update
 }
 
 type cachedLoop struct {

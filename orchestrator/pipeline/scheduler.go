@@ -72,7 +72,6 @@ type Scheduler struct {
 
 	batchMu sync.Mutex
 	batches map[string]*settleBatch // per run: records waiting for the header update
-	items   map[string]*itemBatch   // per loop: item ends waiting for the progress update
 
 	mu     sync.Mutex
 	active map[string]bool      // runs this replica's sweep looks at
@@ -109,7 +108,7 @@ func New(nc *nats.Conn, names bus.Names, store *state.Store, router *route.Route
 	cfg.Limits = cfg.Limits.OrDefaults()
 	return &Scheduler{cfg: cfg, nc: nc, names: names, store: store, router: router, dispatcher: dispatcher,
 		lookup: lookup, log: cfg.Logger, observer: cfg.Observer,
-		batches: map[string]*settleBatch{}, items: map[string]*itemBatch{}, active: map[string]bool{}, dirty: map[string]bool{}}
+		batches: map[string]*settleBatch{}, active: map[string]bool{}, dirty: map[string]bool{}}
 }
 
 // Reject reports a submission that cannot be accepted, touching no state:
@@ -223,13 +222,7 @@ func (s *Scheduler) Submit(ctx context.Context, ev bus.Event) error {
 			verr = errors.Join(verr, rerr)
 		}
 		if verr == nil && s.cfg.Model == nil {
-			for _, st := range spec.Steps {
-				if st.Kind == KindEvaluator {
-					verr = fmt.Errorf("%w %q: step %q: %w: an evaluator needs an LLM; configure one on the orchestrator (OPENAI_API_KEY or OPENAI_BASE_URL)",
-						ErrInvalidPipeline, spec.Name, st.ID, ErrNoModel)
-					break
-				}
-			}
+			verr = needsModel(spec)
 		}
 	} else {
 		verr = fmt.Errorf("%w: %w", ErrInvalidPipeline, verr)
@@ -258,6 +251,42 @@ func (s *Scheduler) Submit(ctx context.Context, ev bus.Event) error {
 		s.emitRun(h, sd)
 	}
 	s.follow(ctx, sd, h, &ch)
+	return nil
+}
+
+// startChild validates spec and starts it as run childID, the child of
+// step parent.Step of sd (see env.startRun).
+func (s *Scheduler) startChild(ctx context.Context, sd *state.RunSpec, childID string, spec schemas.PipelineSpec, parent state.RunParent, started func()) error {
+	contracts, waves, verr := ValidateWithin(spec, s.lookup, s.router, s.cfg.Limits)
+	if verr != nil {
+		return &childRefused{code: schemas.CodeInvalidPipeline, err: verr}
+	}
+	now := time.Now().UTC()
+	child := (&state.RunSpec{ID: childID, Spec: spec, Contracts: contracts, Waves: waves, CreatedAt: now,
+		TraceParent: sd.TraceParent, Parent: &parent, Nonce: schemas.NewRunNonce(), Owner: sd.Owner}).Init()
+	var ch runChanges
+	h := newHeader(child, spec.Name, nil, now, &ch)
+	st := schemas.NewConversationState(childID)
+	maps.Copy(st.Slots, seedSlots(spec.Seed, s.router))
+	rev, err := s.store.CreateRun(ctx, child, h, st)
+	switch {
+	case errors.Is(err, state.ErrExists):
+		return nil // another replica started it
+	case errors.Is(err, state.ErrTooLarge):
+		return &childRefused{code: schemas.CodeTooLarge, err: err}
+	case err != nil:
+		return err
+	}
+	s.cache.putSpec(child)
+	s.cache.putHeader(h, rev)
+	s.track(childID)
+	if started != nil {
+		started()
+	}
+	if h.Status == schemas.RunRunning {
+		s.emitRun(h, child)
+	}
+	s.follow(ctx, child, h, &ch)
 	return nil
 }
 
@@ -297,7 +326,7 @@ func (s *Scheduler) ApplyResult(ctx context.Context, runID, stepID, taskID strin
 	if err != nil {
 		return err
 	}
-	return k.result(ctx, s, sd, h, stepID, taskID, res)
+	return k.result(ctx, schedEnv{s}, sd, h, stepID, taskID, res)
 }
 
 // inWave returns the header of run sd when its wave in progress is step

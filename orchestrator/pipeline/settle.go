@@ -19,18 +19,14 @@ import (
 // next wave. None of this reads or writes anything whose size grows with
 // the run.
 
-// settle makes the run know that the steps of recs (their records written)
-// ended. Settling a record twice (a redelivery, the sweep) counts it twice,
-// which is harmless: a wave ends only once every step has a record.
-func (s *Scheduler) settle(ctx context.Context, sd *state.RunSpec, recs []*state.StepState) error {
-	return s.settleRecords(ctx, sd, recs, nil)
-}
-
-// settleRecords is settle for written records (recs) and records not yet
-// written (fresh). Records of one run settled at the same time on this
-// replica share one header update: while one update is written, the next
-// ones gather into a batch.
-func (s *Scheduler) settleRecords(ctx context.Context, sd *state.RunSpec, recs, fresh []*state.StepState) error {
+// settle is the one way a step's end reaches its run: it makes run sd
+// know that the steps of recs (their records written) and of fresh
+// (records not yet written) ended. Settling a record twice (a redelivery,
+// the sweep) counts it twice, which is harmless: a wave ends only once
+// every step has a record. Records of one run settled at the same time on
+// this replica share one header update: while one update is written, the
+// next ones gather into a batch.
+func (s *Scheduler) settle(ctx context.Context, sd *state.RunSpec, recs, fresh []*state.StepState) error {
 	s.batchMu.Lock()
 	b := s.batches[sd.ID]
 	if b == nil {
@@ -65,6 +61,34 @@ func (s *Scheduler) settleRecords(ctx context.Context, sd *state.RunSpec, recs, 
 	b.err = err
 	close(b.done)
 	return err
+}
+
+// amend is the one way a run's header changes other than by settling step
+// ends (settle): a person's approval asked for or given, a wave's
+// tasks marked republished. fn changes a copy of the header
+// (state.ErrUnchanged: nothing to write), decided on the stored header
+// when this replica's cached copy does not do; it runs under the run's
+// lock, so this replica's settles and amends of one run take turns. It
+// returns the header that stands, cached, and fn's ErrUnchanged.
+func (s *Scheduler) amend(ctx context.Context, runID string, fn func(*state.RunHeader) error) (*state.RunHeader, error) {
+	unlock := s.locks.lock(runID)
+	defer unlock()
+	h, rev := s.cache.header(runID)
+	next, _, err := s.writeHeader(ctx, runID, h, rev, fn)
+	return next, err
+}
+
+// writeHeader applies fn to the header h at revision rev (nil: read it)
+// with compare-and-set until it holds, and caches what stands: amend's
+// write, and the upgrade's of a header of the previous layout, whose
+// caller may hold the run's lock already (a settle reading it). It returns
+// the header that stands with its revision.
+func (s *Scheduler) writeHeader(ctx context.Context, runID string, h *state.RunHeader, rev uint64, fn func(*state.RunHeader) error) (*state.RunHeader, uint64, error) {
+	next, nrev, err := s.store.UpdateHeader(ctx, runID, h, rev, fn)
+	if next != nil {
+		s.cache.putHeader(next, nrev)
+	}
+	return next, nrev, err
 }
 
 // settleBatch is the records of one run waiting for one header update.

@@ -145,7 +145,7 @@ func (s *Scheduler) sweepRun(ctx context.Context, id string) bool {
 		deadline := h.WaveStartedAt.Add(sd.Timeout(sid))
 		late := now.After(deadline.Add(s.cfg.Grace))
 		if !late {
-			k.tend(ctx, s, sd, h, sid, now)
+			k.tend(ctx, schedEnv{s}, sd, h, sid, now)
 		}
 		if !late && !republish {
 			continue
@@ -170,12 +170,12 @@ func (s *Scheduler) sweepRun(ctx context.Context, id string) bool {
 		}
 	}
 	if len(ended) > 0 {
-		if err := s.settle(ctx, sd, ended); err != nil {
+		if err := s.settle(ctx, sd, ended, nil); err != nil {
 			s.log.WarnContext(runContext(sd), "sweep", "err", err)
 		}
 	}
 	for _, sid := range overdue {
-		s.cancelStepRuns(ctx, sd, sid, fmt.Sprintf("timed out (timeout %s)", sd.Timeout(sid)), schemas.MaxPipelineDepth)
+		s.cancelStep(ctx, sd, sid, stepCancel{why: fmt.Sprintf("timed out (timeout %s)", sd.Timeout(sid)), depth: schemas.MaxPipelineDepth})
 	}
 	if len(ended) == 0 && len(again) == 0 {
 		s.sweepStall(ctx, sd, h, now)
@@ -186,19 +186,13 @@ func (s *Scheduler) sweepRun(ctx context.Context, id string) bool {
 	// Mark first, then publish again: within the duplicate window the
 	// stream stores a task id once, so this never runs a step twice.
 	wave := h.Wave
-	unlock := s.locks.lock(id)
-	ch, rev := s.cache.header(id)
-	next, nrev, err := s.store.UpdateHeader(ctx, id, ch, rev, func(h *state.RunHeader) error {
+	next, err := s.amend(ctx, id, func(h *state.RunHeader) error {
 		if h.Done() || h.Wave != wave || h.Republished {
 			return state.ErrUnchanged
 		}
 		h.Republished = true
 		return nil
 	})
-	if next != nil {
-		s.cache.putHeader(next, nrev)
-	}
-	unlock()
 	if err != nil {
 		return false
 	}
@@ -217,7 +211,7 @@ func (s *Scheduler) sweepRun(ctx context.Context, id string) bool {
 		}
 	}
 	if len(atOnce) > 0 {
-		if err := s.settle(ctx, sd, atOnce); err != nil {
+		if err := s.settle(ctx, sd, atOnce, nil); err != nil {
 			s.log.WarnContext(runContext(sd), "sweep", "err", err)
 		}
 	}
@@ -259,7 +253,7 @@ func (s *Scheduler) sweepStall(ctx context.Context, sd *state.RunSpec, h *state.
 		recs = append(recs, rec)
 	}
 	s.log.InfoContext(runContext(sd), "every step of the wave has ended: settling its records", "wave", h.Wave)
-	if err := s.settle(ctx, sd, recs); err != nil {
+	if err := s.settle(ctx, sd, recs, nil); err != nil {
 		s.log.WarnContext(runContext(sd), "sweep", "err", err)
 	}
 }

@@ -22,48 +22,43 @@ import (
 // read as it is and never written again. Replicas of both layouts must not
 // run side by side: upgrade them together.
 func (s *Scheduler) upgrade(ctx context.Context, sd *state.RunSpec, h *state.RunHeader, rev uint64) (*state.RunHeader, uint64, error) {
-	for attempt := 0; ; attempt++ {
-		for id, reason := range h.LegacySkipped {
+	next, nrev, err := s.writeHeader(ctx, sd.ID, h, rev, func(next *state.RunHeader) error {
+		if !next.Legacy() || next.Done() {
+			return state.ErrUnchanged // another replica upgraded it, or it ended
+		}
+		for id, reason := range next.LegacySkipped {
 			rec := &state.StepState{ID: id, Agent: stepAgent(sd, id), Wave: waveOf(sd, id), Status: schemas.StepSkipped,
-				FinishedAt: h.UpdatedAt, Reason: reason}
+				FinishedAt: next.UpdatedAt, Reason: reason}
 			if _, err := s.store.RecordStep(ctx, sd.ID, rec); err != nil {
-				return nil, 0, err
+				return err
 			}
 		}
-		next := h.Clone()
+		wave := next.Wave
 		next.LegacyWaveEnded, next.LegacyFailed, next.LegacySkipped = nil, nil, nil
 		next.Completed, next.FailedSteps, next.SkippedSteps, next.Failures, next.Usage, next.Ends = 0, 0, 0, nil, schemas.Usage{}, 0
-		for w := 0; w <= h.Wave && w < len(sd.Waves); w++ {
+		for w := 0; w <= wave && w < len(sd.Waves); w++ {
 			for _, id := range sd.Waves[w] {
 				rec, err := s.store.StepRecord(ctx, sd.ID, id)
 				switch {
-				case err == nil && w < h.Wave:
+				case err == nil && w < wave:
 					tally(next, sd, rec)
 				case err == nil:
 					next.Ends++
-				case w < h.Wave || !errors.Is(err, state.ErrNotFound):
-					return nil, 0, err
+				case w < wave || !errors.Is(err, state.ErrNotFound):
+					return err
 				}
 			}
 		}
-		nrev, err := s.store.PutHeader(ctx, next, rev)
-		if err == nil {
-			s.log.InfoContext(runContext(sd), "run header upgraded to the counted layout", "wave", next.Wave, "ends", next.Ends)
-			return next, nrev, nil
-		}
-		if !state.IsConflict(err) {
-			return nil, 0, err
-		}
-		if err := state.Backoff(ctx, attempt); err != nil {
-			return nil, 0, err
-		}
-		if h, rev, err = s.store.Header(ctx, sd.ID); err != nil {
-			return nil, 0, err
-		}
-		if !h.Legacy() || h.Done() {
-			return h, rev, nil
-		}
+		return nil
+	})
+	if errors.Is(err, state.ErrUnchanged) {
+		return next, nrev, nil
 	}
+	if err != nil {
+		return nil, 0, err
+	}
+	s.log.InfoContext(runContext(sd), "run header upgraded to the counted layout", "wave", next.Wave, "ends", next.Ends)
+	return next, nrev, nil
 }
 
 func stepAgent(sd *state.RunSpec, id string) string {

@@ -95,8 +95,10 @@ func (c clipped) Error() string { return schemas.Clip(c.err.Error(), maxProblemR
 func (c clipped) Unwrap() error { return c.err }
 
 // validate runs the checks of Validate that the structural ones
-// (spec.ValidateWithin, which covers the sub-pipelines) leave, on spec
-// and, through checkSubs, on each of its sub-pipelines once.
+// (spec.ValidateWithin, which covers the sub-pipelines) leave, on spec:
+// those of every step here, each kind's own through its validate (which
+// for a step that runs a pipeline checks it once, see checkSub), then the
+// inputs.
 func validate(spec schemas.PipelineSpec, lookup ContractLookup, router *route.Router, limits schemas.Limits) (map[string]schemas.AgentContract, [][]string, []error) {
 	var errs []error
 	waves, werr := schemas.Waves(spec)
@@ -127,7 +129,6 @@ func validate(spec schemas.PipelineSpec, lookup ContractLookup, router *route.Ro
 	}
 	errs = append(errs, checkSeed(spec.Seed, router)...)
 	errs = append(errs, checkConditions(spec)...)
-	errs = append(errs, checkHuman(spec, router)...)
 	for _, s := range spec.Steps {
 		if c, ok := contracts[s.Agent]; ok {
 			if p, err := resolveParams(s.Params, spec.Vars); err == nil {
@@ -136,13 +137,28 @@ func validate(spec schemas.PipelineSpec, lookup ContractLookup, router *route.Ro
 			errs = append(errs, checkParams(s, c)...)
 		}
 	}
-	errs = append(errs, checkSubs(spec, lookup, router, limits)...)
-	view, lerrs := checkLoops(spec, contracts, limits)
-	errs = append(errs, lerrs...)
+	c := &checks{spec: spec, view: spec, contracts: contracts, lookup: lookup, router: router, limits: limits}
+	for _, s := range spec.Steps {
+		if k, err := kindOf(s); err == nil { // an unknown kind: reported by spec.Validate
+			errs = append(errs, k.validate(c, s)...)
+		}
+	}
 	if werr == nil {
-		errs = append(errs, checkInputs(view, waves, contracts, router)...)
+		errs = append(errs, checkInputs(c.view, waves, contracts, router)...)
 	}
 	return contracts, waves, errs
+}
+
+// checks is what a kind's validate reads: the spec, the contracts of its
+// live agents, the lookup, router and limits it is checked with. view is
+// the spec as its inputs are checked after the kinds' checks, which a kind
+// may rewrite (a for_each maps its item input to its items, itemsView).
+type checks struct {
+	spec, view schemas.PipelineSpec
+	contracts  map[string]schemas.AgentContract
+	lookup     ContractLookup
+	router     *route.Router
+	limits     schemas.Limits
 }
 
 // flatten lists the joined errors inside err (as made by

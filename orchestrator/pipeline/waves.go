@@ -305,7 +305,7 @@ func (s *Scheduler) follow(ctx context.Context, sd *state.RunSpec, h *state.RunH
 		done()
 		s.cache.drop(h.ID)
 		if sd.Parent != nil {
-			if err := s.endSub(ctx, sd, h); err != nil {
+			if err := endSub(ctx, schedEnv{s}, sd, h); err != nil {
 				// The sweep of the parent run ends the step.
 				s.log.WarnContext(runContext(sd), "ending the parent's step", "parent", sd.Parent.Run, "step", sd.Parent.Step, "err", err)
 			}
@@ -343,7 +343,7 @@ func (s *Scheduler) follow(ctx context.Context, sd *state.RunSpec, h *state.RunH
 	if len(failed) > 0 {
 		// Steps that ended as they started (inputs that could not be
 		// built) are settled, which may start the next wave.
-		if err := s.settle(ctx, sd, failed); err != nil {
+		if err := s.settle(ctx, sd, failed, nil); err != nil {
 			s.log.WarnContext(runContext(sd), "failing steps", "err", err)
 		}
 	}

@@ -4,6 +4,7 @@ package meshtest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -193,4 +194,64 @@ func (m *Mesh) Stuck(t testing.TB, name string, room int64) {
 			t.Fatalf("meshtest: filling MESH_TASKS: %v", err)
 		}
 	}
+}
+
+// Events subscribes to the events of run runID (every type) until the test
+// ends.
+func (m *Mesh) Events(t testing.TB, runID string) <-chan bus.Event {
+	t.Helper()
+	ch := make(chan bus.Event, 4096)
+	sub, err := m.NC.Subscribe(m.Srv.Names().EventsOf(runID), func(msg *nats.Msg) {
+		if ev, err := bus.Decode(msg); err == nil {
+			ch <- ev
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sub.Unsubscribe() })
+	if err := m.NC.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	return ch
+}
+
+// PollUntil polls cond until it holds, failing the test after 10 s.
+func PollUntil(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// Nonce returns the nonce run's task ids are tagged with (only the
+// orchestrator's store has it).
+func Nonce(t testing.TB, o *orchestrator.Orchestrator, run string) string {
+	t.Helper()
+	sd, err := o.Store().Spec(context.Background(), run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sd.Nonce == "" {
+		t.Fatalf("run %s has no nonce", run)
+	}
+	return sd.Nonce
+}
+
+// TextOut is the TEXT output "text" of a completed step of r.
+func TextOut(t testing.TB, r *state.RunState, step string) string {
+	t.Helper()
+	st := r.Steps[step]
+	if st == nil || st.Status != schemas.StepCompleted {
+		t.Fatalf("step %s is %+v, want completed", step, st)
+	}
+	var s string
+	if err := json.Unmarshal(st.Outputs["text"].Value, &s); err != nil {
+		t.Fatalf("step %s output: %v", step, err)
+	}
+	return s
 }

@@ -1,4 +1,4 @@
-package orchestrator_test
+package pipeline_test
 
 import (
 	"context"
@@ -32,36 +32,11 @@ func drained(t testing.TB, m *meshtest.Mesh) {
 	t.Fatal("results consumer did not drain")
 }
 
-// nonceOf returns the nonce run's task ids are tagged with (only the
-// orchestrator's store has it).
-func nonceOf(t testing.TB, o *orchestrator.Orchestrator, run string) string {
-	t.Helper()
-	sd, err := o.Store().Spec(context.Background(), run)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if sd.Nonce == "" {
-		t.Fatalf("run %s has no nonce", run)
-	}
-	return sd.Nonce
-}
-
-func pollUntil(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 func TestLateResultAfterTimeoutChangesNothing(t *testing.T) {
 	m := meshtest.New(t)
 	release := make(chan struct{})
 	defer close(release)
-	searchAgent(t, m, nil)
+	m.SearchAgent(t, nil)
 	m.Agent(t, schemas.AgentContract{Name: "SlowAgent", Capability: schemas.CapTransformation, Description: "slow",
 		Inputs:  []schemas.TypedInput{meshtest.FilesIn("images", schemas.ContentImages, true)},
 		Outputs: []schemas.TypedOutput{meshtest.FilesOut("images", schemas.ContentImages, true)}},
@@ -69,7 +44,7 @@ func TestLateResultAfterTimeoutChangesNothing(t *testing.T) {
 			<-release // ignores its deadline, like a stuck agent
 			return meshtest.OK("SlowAgent", "late", map[string]schemas.TypedValue{"images": meshtest.Files(schemas.ContentImages, "late-1")}), nil
 		}, 1)
-	analysisAgent(t, m)
+	m.AnalysisAgent(t)
 	o := m.Orchestrator(t, []string{"ImageSearchAgent", "SlowAgent", "AnalysisAgent"},
 		orchestrator.WithTimeoutGrace(0), orchestrator.WithSweepInterval(100*time.Millisecond))
 
@@ -108,7 +83,7 @@ func TestLateResultAfterTimeoutChangesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	release <- struct{}{} // and the stuck agent's own, later still
-	pollUntil(t, "the stuck agent's late result", func() bool {
+	meshtest.PollUntil(t, "the stuck agent's late result", func() bool {
 		last, err := m.Res.Results.GetLastMsgForSubject(context.Background(), m.Srv.Names().OrchestratorResult("SlowAgent", id))
 		return err == nil && last.Header.Get("ce-source") != "test"
 	})
@@ -171,14 +146,14 @@ func TestEarlyResultIsAppliedOnceItsWaveStarts(t *testing.T) {
 	spec := client.NewPipeline("early").
 		Step("a", "AgentA").Then("b", "AgentB").Timeout(30 * time.Second).MustBuild()
 	id := m.Submit(t, spec, "early")
-	pollUntil(t, "a running", func() bool {
+	meshtest.PollUntil(t, "a running", func() bool {
 		run, err := o.Store().Run(context.Background(), id)
 		return err == nil && run.Steps["a"].Status == schemas.StepRunning
 	})
 
 	res := meshtest.OK("AgentB", "early", nil)
 	ev, _ := bus.NewEvent(bus.TypeTaskCompleted, "test", res)
-	ev.SetExt(bus.ExtTaskID, schemas.StepTaskID(id, "b", 1, nonceOf(t, o, id)))
+	ev.SetExt(bus.ExtTaskID, schemas.StepTaskID(id, "b", 1, meshtest.Nonce(t, o, id)))
 	ev.SetExt(bus.ExtRunID, id)
 	ev.SetExt(bus.ExtStepID, "b")
 	msg, _ := bus.Encode(m.Srv.Names().OrchestratorResult("AgentB", id), ev)

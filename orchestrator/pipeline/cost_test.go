@@ -1,4 +1,4 @@
-package orchestrator_test
+package pipeline_test
 
 import (
 	"context"
@@ -50,7 +50,7 @@ func TestRunTotalsAreTheSumOfTheSteps(t *testing.T) {
 		Step("four", "Costly").Param("n", 4).
 		Step("waste", "Wasteful").
 		MustBuild()
-	events := subscribeEvents(t, m, "cost-run")
+	events := m.Events(t, "cost-run")
 	m.Submit(t, spec, "cost-run")
 
 	var steps schemas.Usage

@@ -1,4 +1,4 @@
-package orchestrator_test
+package pipeline_test
 
 import (
 	"fmt"
@@ -17,16 +17,16 @@ import (
 // the merge at the end. The metric is us/item.
 func BenchmarkForEach(b *testing.B) {
 	m := meshtest.New(b)
-	f := &filer{delay: time.Microsecond}
-	m.Agent(b, f.contract(), f.execute, 32)
-	o := m.Orchestrator(b, []string{filerName})
+	f := &meshtest.Filer{Delay: time.Microsecond}
+	m.Agent(b, f.Contract(), f.Execute, 32)
+	o := m.Orchestrator(b, []string{meshtest.FilerName})
 	var lines []string
 	for i := range 1000 {
 		lines = append(lines, fmt.Sprintf("doc-%04d", i))
 	}
 	spec := client.NewPipeline("bench-each").
 		SeedValue("ids", schemas.TypeText, "", strings.Join(lines, "\n")).
-		Step("each", filerName).ForEach("seed.ids", 8).
+		Step("each", meshtest.FilerName).ForEach("seed.ids", 8).
 		MustBuild()
 	var total time.Duration
 	for i := 0; b.Loop(); i++ {

@@ -1,4 +1,4 @@
-package orchestrator_test
+package pipeline_test
 
 import (
 	"context"
@@ -31,7 +31,7 @@ func shoutBack() schemas.PipelineSpec {
 // fails fails the step with the child's error.
 func TestSubPipeline(t *testing.T) {
 	dir := t.TempDir()
-	b, err := os.ReadFile("../examples/pipelines/shout-back.yaml")
+	b, err := os.ReadFile("../../examples/pipelines/shout-back.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,14 +56,14 @@ func TestSubPipeline(t *testing.T) {
 		if r.Status != schemas.RunCompleted {
 			t.Fatalf("run %s: %s", r.Status, r.Error)
 		}
-		if got := textOut(t, r, "after"); got != "ereht olleh" {
+		if got := meshtest.TextOut(t, r, "after"); got != "ereht olleh" {
 			t.Errorf("after = %q, want the child's EREHT OLLEH lower-cased", got)
 		}
 		if s := r.Steps["sub"].Summary; !strings.Contains(s, "completed") || !strings.Contains(s, id+"-sub") {
 			t.Errorf("sub summary %q", s)
 		}
 		child, err := o.Store().Run(context.Background(), id+"-sub")
-		if err != nil || child.Status != schemas.RunCompleted || textOut(t, child, "up") != "HELLO THERE" {
+		if err != nil || child.Status != schemas.RunCompleted || meshtest.TextOut(t, child, "up") != "HELLO THERE" {
 			t.Fatalf("child run %v: %+v", err, child)
 		}
 	}
@@ -98,7 +98,7 @@ func TestForEachSubPipeline(t *testing.T) {
 	if r.Status != schemas.RunCompleted {
 		t.Fatalf("run %s: %s", r.Status, r.Error)
 	}
-	if got := textOut(t, r, "after"); got != "ba\ndc\nfe\nhg" {
+	if got := meshtest.TextOut(t, r, "after"); got != "ba\ndc\nfe\nhg" {
 		t.Errorf("after = %q", got)
 	}
 	for i := range 4 {

@@ -1,4 +1,4 @@
-package orchestrator_test
+package pipeline_test
 
 import (
 	"encoding/json"
@@ -17,20 +17,6 @@ import (
 	"github.com/agentmesh/agentmesh/orchestrator/state"
 	"github.com/agentmesh/agentmesh/schemas"
 )
-
-// textOut is the TEXT output of a completed step of r.
-func textOut(t *testing.T, r *state.RunState, step string) string {
-	t.Helper()
-	st := r.Steps[step]
-	if st == nil || st.Status != schemas.StepCompleted {
-		t.Fatalf("step %s is %+v, want completed", step, st)
-	}
-	var s string
-	if err := json.Unmarshal(st.Outputs["text"].Value, &s); err != nil {
-		t.Fatalf("step %s output: %v", step, err)
-	}
-	return s
-}
 
 func wantSkipped(t *testing.T, r *state.RunState, step, reason string) {
 	t.Helper()
@@ -66,7 +52,7 @@ func TestConditionSkipsStepAndDependants(t *testing.T) {
 	if r.Status != schemas.RunCompleted {
 		t.Fatalf("run %s: %s", r.Status, r.Error)
 	}
-	if got := textOut(t, r, "shout"); got != "HELLO BIG WORLD" {
+	if got := meshtest.TextOut(t, r, "shout"); got != "HELLO BIG WORLD" {
 		t.Errorf("shout = %q", got)
 	}
 	wantSkipped(t, r, "whisper", `condition "vars.mode == \"quiet\"" is false`)
@@ -81,10 +67,10 @@ func TestConditionSkipsStepAndDependants(t *testing.T) {
 		t.Fatalf("run %s: %s", r.Status, r.Error)
 	}
 	wantSkipped(t, r, "shout", "is false")
-	if got := textOut(t, r, "whisper"); got != "hello big world" {
+	if got := meshtest.TextOut(t, r, "whisper"); got != "hello big world" {
 		t.Errorf("whisper = %q", got)
 	}
-	if got := textOut(t, r, "echo"); got != "HELLO BIG WORLD" {
+	if got := meshtest.TextOut(t, r, "echo"); got != "HELLO BIG WORLD" {
 		t.Errorf("echo = %q", got)
 	}
 
@@ -94,7 +80,7 @@ func TestConditionSkipsStepAndDependants(t *testing.T) {
 		t.Fatal(err)
 	}
 	r = meshtest.WaitRun(t, o.Store(), m.Submit(t, spec, "reversed"), 10*time.Second)
-	if got := textOut(t, r, "shout"); got != "dlroW gib olleH" {
+	if got := meshtest.TextOut(t, r, "shout"); got != "dlroW gib olleH" {
 		t.Errorf("shout with op=reverse = %q", got)
 	}
 }
@@ -165,7 +151,7 @@ func TestRouterRules(t *testing.T) {
 	if r.Status != schemas.RunCompleted {
 		t.Fatalf("run %s: %s", r.Status, r.Error)
 	}
-	if got := textOut(t, r, "loud"); got != "ROUTE ME" {
+	if got := meshtest.TextOut(t, r, "loud"); got != "ROUTE ME" {
 		t.Errorf("loud = %q", got)
 	}
 	wantSkipped(t, r, "quiet", `router "route" chose "loud"`)
@@ -181,7 +167,7 @@ func TestRouterRules(t *testing.T) {
 	if r.Status != schemas.RunCompleted {
 		t.Fatalf("run %s: %s", r.Status, r.Error)
 	}
-	if got := textOut(t, r, "quiet"); got != "route me" {
+	if got := meshtest.TextOut(t, r, "quiet"); got != "route me" {
 		t.Errorf("quiet = %q", got)
 	}
 	wantSkipped(t, r, "loud", `router "route" chose "quiet"`)
@@ -204,7 +190,7 @@ func TestRouterModel(t *testing.T) {
 	if r.Status != schemas.RunCompleted {
 		t.Fatalf("run %s: %s", r.Status, r.Error)
 	}
-	if got := textOut(t, r, "quiet"); got != "route me" {
+	if got := meshtest.TextOut(t, r, "quiet"); got != "route me" {
 		t.Errorf("quiet = %q", got)
 	}
 	wantSkipped(t, r, "loud", `router "route" chose "quiet"`)
@@ -223,7 +209,7 @@ func TestRouterModel(t *testing.T) {
 	}
 
 	r = meshtest.WaitRun(t, o.Store(), m.Submit(t, routerSpec(), "fallback"), 10*time.Second)
-	if got := textOut(t, r, "loud"); got != "ROUTE ME" {
+	if got := meshtest.TextOut(t, r, "loud"); got != "ROUTE ME" {
 		t.Errorf("loud = %q", got)
 	}
 	if got := r.Steps["route"].Summary; !strings.Contains(got, `the model answered "sideways", which is no branch; chose "loud"`) {
@@ -263,7 +249,7 @@ func TestEvaluator(t *testing.T) {
 	if r.Status != schemas.RunCompleted {
 		t.Fatalf("run %s: %s", r.Status, r.Error)
 	}
-	if got := textOut(t, r, "publish"); got != "EREHT OLLEH" {
+	if got := meshtest.TextOut(t, r, "publish"); got != "EREHT OLLEH" {
 		t.Errorf("publish = %q", got)
 	}
 	wantSkipped(t, r, "redo", "is false")

@@ -1,4 +1,4 @@
-package orchestrator_test
+package pipeline_test
 
 import (
 	"context"
@@ -32,17 +32,24 @@ func TestTimedOutSubPipelineCancelsChild(t *testing.T) {
 	o := m.Orchestrator(t, []string{"Holder"})
 	child := client.NewPipeline("hold").SeedValue("text", schemas.TypeText, "", "x").
 		Step("hold", "Holder").Input("text", "seed.text").Timeout(30 * time.Second).MustBuild()
+	// A child whose running step is a for_each of the agent: each running
+	// item's task is asked to stop.
+	eachChild := client.NewPipeline("hold-each").Var("words", []any{"a", "b"}).
+		Step("hold", "Holder").ForEach("vars.words", 2).Timeout(30 * time.Second).MustBuild()
 
 	tests := []struct {
 		name     string
 		spec     schemas.PipelineSpec
 		children func(run string) []string
+		stops    int // tasks asked to stop (0: one a child)
 	}{
 		{"pipeline step", client.NewPipeline("parent").SubPipeline("sub", child).Timeout(500 * time.Millisecond).MustBuild(),
-			func(run string) []string { return []string{run + "-sub"} }},
+			func(run string) []string { return []string{run + "-sub"} }, 0},
 		{"for_each of pipelines", client.NewPipeline("parent-each").Var("words", []any{"a", "b"}).
 			SubPipeline("sub", child).ForEach("vars.words", 2).Timeout(500 * time.Millisecond).MustBuild(),
-			func(run string) []string { return []string{run + "-sub-0", run + "-sub-1"} }},
+			func(run string) []string { return []string{run + "-sub-0", run + "-sub-1"} }, 0},
+		{"child running a for_each", client.NewPipeline("parent-of-each").SubPipeline("sub", eachChild).Timeout(500 * time.Millisecond).MustBuild(),
+			func(run string) []string { return []string{run + "-sub"} }, 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -67,7 +74,11 @@ func TestTimedOutSubPipelineCancelsChild(t *testing.T) {
 			if took := time.Since(ended); took > 5*time.Second {
 				t.Errorf("the children ended %v after the parent; want at once, not at their 30s timeout", took)
 			}
-			for range tt.children(run) {
+			stops := tt.stops
+			if stops == 0 {
+				stops = len(tt.children(run))
+			}
+			for range stops {
 				select {
 				case cause := <-stopped:
 					if !errors.Is(cause, agents.ErrCancelled) {

@@ -1,4 +1,4 @@
-package orchestrator_test
+package pipeline_test
 
 import (
 	"context"
@@ -65,7 +65,7 @@ func TestApprovalApproved(t *testing.T) {
 		Approval("ok", "Publish it?", time.Minute, "").
 		Step("publish", "Echo").After("ok").Input("text", "text:published").
 		MustBuild()
-	events := subscribeEvents(t, m, "appr")
+	events := m.Events(t, "appr")
 	m.Submit(t, spec, "appr")
 	ev := waitFor(t, events, "ok", bus.TypeStepWaiting)
 	if err := schemas.ValidateJSON(schemas.SchemaStepEvent, ev.Data); err != nil {
@@ -129,7 +129,7 @@ func TestApprovalRejected(t *testing.T) {
 		Approval("ok", "Delete everything?", time.Minute, schemas.DecisionApprove).
 		Step("delete", "Echo").After("ok").Input("text", "text:deleted").
 		MustBuild()
-	events := subscribeEvents(t, m, "rej")
+	events := m.Events(t, "rej")
 	m.Submit(t, spec, "rej")
 	waitFor(t, events, "ok", bus.TypeStepWaiting)
 	resolve(t, m, schemas.Resolution{RunID: "rej", Step: "ok", Decision: schemas.DecisionReject, Comment: "no", By: "bob"})
@@ -190,7 +190,7 @@ func TestInputTypedValue(t *testing.T) {
 		HumanInput("text", "Say something", "", time.Minute, nil).
 		Step("say", "Echo").After("when", "text").
 		MustBuild()
-	events := subscribeEvents(t, m, "inp")
+	events := m.Events(t, "inp")
 	m.Submit(t, spec, "inp")
 	waitFor(t, events, "when", bus.TypeStepWaiting)
 	bad := resolve(t, m, schemas.Resolution{RunID: "inp", Step: "when", Value: 42})
@@ -199,7 +199,7 @@ func TestInputTypedValue(t *testing.T) {
 	refusal(t, events, wrongKind, schemas.CodeInvalidInput, "is an input")
 	noStep := resolve(t, m, schemas.Resolution{RunID: "inp", Step: "say", Value: "x"})
 	refusal(t, events, noStep, schemas.CodeNotWaiting, "no approval or input step")
-	nope := subscribeEvents(t, m, "nope")
+	nope := m.Events(t, "nope")
 	noRun := resolve(t, m, schemas.Resolution{RunID: "nope", Step: "when", Value: "x"})
 	refusal(t, nope, noRun, schemas.CodeNotWaiting, `no run "nope"`)
 

@@ -1,4 +1,4 @@
-package orchestrator_test
+package pipeline_test
 
 import (
 	"context"
@@ -41,7 +41,7 @@ func folderRun(t *testing.T, runID string) (*meshtest.Mesh, *resolvers.ObjectSto
 		SeedValue("cats", schemas.TypeCategorization, "", schemas.Categorization{Categories: map[string][]string{"cats": ids}, Method: "test"}).
 		Step("organise", folder.Name).Input("categories", "seed.cats").Param("require_approval", true).
 		MustBuild()
-	events := subscribeEvents(t, m, runID)
+	events := m.Events(t, runID)
 	m.Submit(t, spec, runID)
 	ev := waitFor(t, events, "organise", bus.TypeStepWaiting)
 	if err := schemas.ValidateJSON(schemas.SchemaStepEvent, ev.Data); err != nil {

@@ -1,4 +1,4 @@
-package orchestrator_test
+package pipeline_test
 
 import (
 	"context"
@@ -15,52 +15,14 @@ import (
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
-// filer turns its TEXT input (a file id) into a FILE_IDS of that one id,
-// counting how many of its tasks run at once.
-type filer struct {
-	running, most, done atomic.Int64
-	delay               time.Duration // per task; default 2 ms
-}
-
-const filerName = "Filer"
-
-func (f *filer) contract() schemas.AgentContract {
-	return schemas.AgentContract{Name: filerName, Version: "1.0.0", Capability: schemas.CapTransformation,
-		Description: "Turns a file id given as text into a collection of that one file.",
-		Inputs:      []schemas.TypedInput{{Name: "id", DataType: schemas.TypeText, Required: true}},
-		Outputs:     []schemas.TypedOutput{meshtest.FilesOut("files", schemas.ContentDocuments, true)},
-		TimeoutMS:   60_000}
-}
-
-func (f *filer) execute(ctx context.Context, ec *schemas.ExecutionContext) (schemas.AgentResult, error) {
-	n := f.running.Add(1)
-	defer f.running.Add(-1)
-	for m := f.most.Load(); n > m && !f.most.CompareAndSwap(m, n); m = f.most.Load() {
-	}
-	id, err := ec.Text("id")
-	if err != nil {
-		return schemas.AgentResult{}, err
-	}
-	if id == "bad" {
-		return schemas.AgentResult{}, fmt.Errorf("file id %q is not one", id)
-	}
-	d := f.delay
-	if d == 0 {
-		d = 2 * time.Millisecond
-	}
-	time.Sleep(d)
-	f.done.Add(1)
-	return meshtest.OK(filerName, "one file", map[string]schemas.TypedValue{"files": meshtest.Files(schemas.ContentDocuments, id)}), nil
-}
-
 // TestForEachThousandItems: a for_each over 1,000 items with parallelism 8
 // runs each item once, never more than 8 at a time, merges the items'
 // FILE_IDS in item order, and keeps its progress in one small value.
 func TestForEachThousandItems(t *testing.T) {
 	m := meshtest.New(t)
-	f := &filer{}
-	m.Agent(t, f.contract(), f.execute, 32)
-	o := m.Orchestrator(t, []string{filerName})
+	f := &meshtest.Filer{}
+	m.Agent(t, f.Contract(), f.Execute, 32)
+	o := m.Orchestrator(t, []string{meshtest.FilerName})
 
 	var lines []string
 	for i := range 1000 {
@@ -68,7 +30,7 @@ func TestForEachThousandItems(t *testing.T) {
 	}
 	spec := client.NewPipeline("thousand").
 		SeedValue("ids", schemas.TypeText, "", strings.Join(lines, "\n")).
-		Step("each", filerName).ForEach("seed.ids", 8).
+		Step("each", meshtest.FilerName).ForEach("seed.ids", 8).
 		MustBuild()
 	id := m.Submit(t, spec, "")
 	r := meshtest.WaitRun(t, o.Store(), id, 60*time.Second)
@@ -83,7 +45,7 @@ func TestForEachThousandItems(t *testing.T) {
 	if got := fc.IDs(); len(got) != 1000 || got[0] != "doc-0000" || got[999] != "doc-0999" || got[500] != "doc-0500" {
 		t.Fatalf("merged %d ids (%v...), want doc-0000..doc-0999 in order", len(got), got[:min(3, len(got))])
 	}
-	if most := f.most.Load(); most > 8 || most < 2 {
+	if most := f.Most.Load(); most > 8 || most < 2 {
 		t.Errorf("at most %d items ran at once, want 2..8", most)
 	}
 	if !strings.Contains(st.Summary, "1000 items, 8 at a time") {
@@ -108,12 +70,12 @@ func TestForEachThousandItems(t *testing.T) {
 // completes.
 func TestForEachItemFails(t *testing.T) {
 	m := meshtest.New(t)
-	f := &filer{}
-	m.Agent(t, f.contract(), f.execute, 4)
-	o := m.Orchestrator(t, []string{filerName})
+	f := &meshtest.Filer{}
+	m.Agent(t, f.Contract(), f.Execute, 4)
+	o := m.Orchestrator(t, []string{meshtest.FilerName})
 	spec := client.NewPipeline("one-bad").
 		Var("ids", []any{"a", "b", "bad", "c"}).
-		Step("each", filerName).ForEach("vars.ids", 1).
+		Step("each", meshtest.FilerName).ForEach("vars.ids", 1).
 		MustBuild()
 	r := meshtest.WaitRun(t, o.Store(), m.Submit(t, spec, ""), 20*time.Second)
 	st := r.Steps["each"]
@@ -124,27 +86,11 @@ func TestForEachItemFails(t *testing.T) {
 
 	// No items: the step completes at once, with no outputs.
 	spec = client.NewPipeline("none").Var("ids", []any{}).
-		Step("each", filerName).ForEach("vars.ids", 2).MustBuild()
+		Step("each", meshtest.FilerName).ForEach("vars.ids", 2).MustBuild()
 	r = meshtest.WaitRun(t, o.Store(), m.Submit(t, spec, ""), 20*time.Second)
 	if st := r.Steps["each"]; r.Status != schemas.RunCompleted || st.Summary != "0 items, 2 at a time" || len(st.Outputs) != 0 {
 		t.Fatalf("run %s (%s), step %+v", r.Status, r.Error, st)
 	}
-}
-
-// appender appends "x" to its text.
-func appender(t *testing.T, m *meshtest.Mesh, calls *atomic.Int64) {
-	c := schemas.AgentContract{Name: "Appender", Version: "1.0.0", Capability: schemas.CapTransformation,
-		Description: "Appends x to its text.",
-		Inputs:      []schemas.TypedInput{{Name: "text", DataType: schemas.TypeText, Required: true}},
-		Outputs:     []schemas.TypedOutput{{Name: "text", DataType: schemas.TypeText}}}
-	m.Agent(t, c, func(ctx context.Context, ec *schemas.ExecutionContext) (schemas.AgentResult, error) {
-		calls.Add(1)
-		s, err := ec.Text("text")
-		if err != nil {
-			return schemas.AgentResult{}, err
-		}
-		return meshtest.OK("Appender", "appended", map[string]schemas.TypedValue{"text": schemas.TextValue(s+"x", "Appender")}), nil
-	}, 1)
 }
 
 // TestRepeatUntil: each iteration gets the previous one's output; the loop
@@ -153,7 +99,7 @@ func appender(t *testing.T, m *meshtest.Mesh, calls *atomic.Int64) {
 func TestRepeatUntil(t *testing.T) {
 	m := meshtest.New(t)
 	var calls atomic.Int64
-	appender(t, m, &calls)
+	m.Appender(t, &calls)
 	o := m.Orchestrator(t, []string{"Appender"})
 
 	spec := client.NewPipeline("grow").
@@ -165,13 +111,13 @@ func TestRepeatUntil(t *testing.T) {
 	if r.Status != schemas.RunCompleted {
 		t.Fatalf("run %s: %s", r.Status, r.Error)
 	}
-	if got := textOut(t, r, "grow"); got != "abxxx" {
+	if got := meshtest.TextOut(t, r, "grow"); got != "abxxx" {
 		t.Errorf("grow = %q, want abxxx (three iterations)", got)
 	}
 	if s := r.Steps["grow"].Summary; !strings.Contains(s, `"len(output.text) >= 5" held after iteration 3`) {
 		t.Errorf("summary %q", s)
 	}
-	if got := textOut(t, r, "more"); got != "abxxxx" {
+	if got := meshtest.TextOut(t, r, "more"); got != "abxxxx" {
 		t.Errorf("more = %q", got)
 	}
 	if n := calls.Load(); n != 4 {
@@ -186,7 +132,7 @@ func TestRepeatUntil(t *testing.T) {
 	if r.Status != schemas.RunCompleted {
 		t.Fatalf("run %s: %s", r.Status, r.Error)
 	}
-	if got := textOut(t, r, "grow"); got != "abxxx" {
+	if got := meshtest.TextOut(t, r, "grow"); got != "abxxx" {
 		t.Errorf("grow = %q, want abxxx", got)
 	}
 	if s := r.Steps["grow"].Summary; !strings.Contains(s, `stopped at max_iterations 3: "output.text == \"never\" && iteration > 0" never held`) {
@@ -199,7 +145,7 @@ func TestRepeatUntil(t *testing.T) {
 func TestLoopsInvalidAtSubmit(t *testing.T) {
 	m := meshtest.New(t)
 	var calls atomic.Int64
-	appender(t, m, &calls)
+	m.Appender(t, &calls)
 	o := m.Orchestrator(t, []string{"Appender"})
 	spec := client.NewPipeline("bad-loops").
 		SeedValue("text", schemas.TypeText, "", "ab").

@@ -1,4 +1,4 @@
-package orchestrator_test
+package pipeline_test
 
 import (
 	"testing"
@@ -41,7 +41,7 @@ func TestJoinAfterRouter(t *testing.T) {
 		t.Fatalf("run %s: %s", r.Status, r.Error)
 	}
 	wantSkipped(t, r, "quiet", `router "route" chose "loud"`)
-	if got := textOut(t, r, "join"); got != "Em Etuor" {
+	if got := meshtest.TextOut(t, r, "join"); got != "Em Etuor" {
 		t.Errorf("join = %q, want the title case of after_loud's EM ETUOR", got)
 	}
 
@@ -55,7 +55,7 @@ func TestJoinAfterRouter(t *testing.T) {
 	}
 	wantSkipped(t, r, "after_loud", `dependency "loud" was skipped (its branch was not taken)`)
 	wantSkipped(t, r, "tail", `dependency "after_loud" was skipped`)
-	if got := textOut(t, r, "join"); got != "Route Me" {
+	if got := meshtest.TextOut(t, r, "join"); got != "Route Me" {
 		t.Errorf("join = %q, want the title case of quiet's route me", got)
 	}
 

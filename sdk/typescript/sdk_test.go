@@ -292,11 +292,11 @@ type process struct {
 	err    error
 }
 
-func startNode(t *testing.T, node, natsURL, script string) *process {
+func startNode(t *testing.T, node, natsURL, script string, env ...string) *process {
 	t.Helper()
 	p := &process{out: &proctest.Buffer{}, exited: make(chan struct{})}
 	p.cmd = exec.Command(node, script)
-	p.cmd.Env = append(os.Environ(), "NATS_URL="+natsURL)
+	p.cmd.Env = append(append(os.Environ(), "NATS_URL="+natsURL), env...)
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
 	if err := p.cmd.Start(); err != nil {
 		t.Fatalf("starting node %s: %v", script, err)

@@ -18,7 +18,7 @@
 import { hostname } from "node:os";
 import { randomBytes, createHash } from "node:crypto";
 import { headers as newHeaders, nanos, type NatsConnection, type Subscription } from "@nats-io/nats-core";
-import { jetstream, jetstreamManager, AckPolicy, DeliverPolicy, type JetStreamClient, type JsMsg } from "@nats-io/jetstream";
+import { jetstream, jetstreamManager, AckPolicy, type JetStreamClient, type JsMsg } from "@nats-io/jetstream";
 import { Kvm, type KV } from "@nats-io/kv";
 import { Svcm, type Service, type ServiceMsg } from "@nats-io/services";
 
@@ -26,7 +26,9 @@ import { decode, encode, newEvent, rawAttrs, type MeshEvent } from "./cloudevent
 import { Codes, MeshError, RetryableError, messageOf, serviceErrorCode } from "./errors.js";
 import { Files, defaultMaxCollection } from "./files.js";
 import { EventTypes, Names, agentNamePattern, idPattern } from "./names.js";
+import { openReader } from "./reader.js";
 import { Schemas, problems } from "./schemas.js";
+import { Credentials, envCredentials, headerSignature, taskTag, userOf, type Identity } from "./signing.js";
 import type { AgentContract, AgentResult, Announcement, FileCollection, TaskRequest, TypedValue } from "./types.gen.js";
 
 /** What execute returns: a summary and the outputs by the contract's output names (plain values; the runtime types them). */
@@ -108,6 +110,13 @@ export interface RunOptions {
   log?: (message: string) => void;
   /** the JSON Schemas (the package's copy of schemas/json) */
   schemas?: Schemas;
+  /**
+   * on a secure mesh, the agent's credentials (by default those of the
+   * NATS_CREDS file, when set): it signs the tasks it sends and takes only
+   * tasks signed by an identity of the mesh whose replyto lies in that
+   * identity's result subjects. null turns both off.
+   */
+  credentials?: Credentials | null;
 }
 
 /** A running agent instance. */
@@ -205,6 +214,7 @@ export async function run(nc: NatsConnection, agent: AgentDefinition, opts: RunO
   const agentsKV: KV = await new Kvm(nc).open(names.agentsBucket);
   const files = new Files(nc, names, opts.maxCollection ?? defaultMaxCollection);
   const maxPayload = nc.info?.max_payload ?? 1 << 20;
+  const creds = opts.credentials === null ? undefined : (opts.credentials ?? envCredentials());
 
   // One durable pull consumer per agent name, shared by all its instances.
   const consumerCfg = {
@@ -309,7 +319,7 @@ export async function run(nc: NatsConnection, agent: AgentDefinition, opts: RunO
    * runTask validates and executes one task; it returns its result (with
    * metrics) or throws a RetryableError.
    */
-  async function runTask(ev: MeshEvent, attempt: number, direct: boolean, working?: () => void): Promise<AgentResult> {
+  async function runTask(ev: MeshEvent, attempt: number, direct: boolean, signature: string, working?: () => void): Promise<AgentResult> {
     const start = Date.now();
     const done = (res: AgentResult): AgentResult => {
       res.agent = contract.name;
@@ -395,7 +405,7 @@ export async function run(nc: NatsConnection, agent: AgentDefinition, opts: RunO
         if (++calls > cfg.maxCalls) {
           throw new MeshError(Codes.callFanout, `task ${ev.id} of ${contract.name} made more than ${cfg.maxCalls} agent calls`);
         }
-        const res = await callAgent(ev, calls, target, task, deadline, depth, maxDepth, ac.signal);
+        const res = await callAgent(ev, calls, signature, target, task, deadline, depth, maxDepth, ac.signal);
         const m = res.metrics || {};
         spent.prompt += m.tokens?.prompt || 0;
         spent.completion += m.tokens?.completion || 0;
@@ -542,6 +552,7 @@ export async function run(nc: NatsConnection, agent: AgentDefinition, opts: RunO
     } catch (err) {
       return rejectMalformed(msg, messageOf(err), attempt);
     }
+    if (creds && !(await checkSender(msg, ev, attempt))) return;
     const doneKey = `${ev.id} ${ev.ext.replyto || ""}`;
     if (answered.has(doneKey)) {
       msg.ack(); // answered already: the redelivery only needs its ack
@@ -549,7 +560,7 @@ export async function run(nc: NatsConnection, agent: AgentDefinition, opts: RunO
     }
     let res: AgentResult;
     try {
-      res = await runTask(ev, attempt, false, () => msg.working());
+      res = await runTask(ev, attempt, false, msg.headers?.get(headerSignature) || "", () => msg.working());
     } catch (err) {
       if (attempt < cfg.maxDeliver) {
         const delay = cfg.backoffMs[Math.min(attempt - 1, cfg.backoffMs.length - 1)];
@@ -576,6 +587,42 @@ export async function run(nc: NatsConnection, agent: AgentDefinition, opts: RunO
     }
     remember(doneKey);
     msg.ack();
+  }
+
+  // senderSpace is where an identity's tasks may be answered: its own
+  // result subjects for a client or an agent, any of this agent's for the
+  // orchestrator and admin ("").
+  const senderSpace = (id: Identity) =>
+    id.role === "client" ? `${names.results(contract.name)}client.${id.name}.` : id.role === "agent" ? `${names.results(contract.name)}agent.${id.name}.` : "";
+
+  // checkSender makes sure, on a secure mesh, that a task answers only into
+  // the result subjects of the identity that signed it. An unsigned task,
+  // or one whose signature does not check, is dead-lettered (its sender
+  // cannot be told); a signed one naming another's subjects is answered
+  // forbidden on the signer's own. It returns whether the task may run.
+  async function checkSender(msg: JsMsg, ev: MeshEvent, attempt: number): Promise<boolean> {
+    let who: Identity;
+    try {
+      who = creds!.sender(msg.subject, msg.headers, msg.data);
+    } catch (err) {
+      log(`task refused: ${messageOf(err)}`);
+      await deadLetter(msg, Codes.forbidden, `${Codes.forbidden}: ${messageOf(err)}`, attempt);
+      msg.term(Codes.forbidden);
+      return false;
+    }
+    const space = senderSpace(who);
+    const replyto = ev.ext.replyto || "";
+    if (space === "" || (replyto.startsWith(space) && replyto.length > space.length)) return true;
+    const reason = `task ${ev.id} from ${userOf(who)} names replyto ${JSON.stringify(replyto || names.result(contract.name, ev.id))}: ${userOf(who)} may only name a subject under ${space}> (the default ${names.result(contract.name, "<taskid>")} is not its)`;
+    log(`task refused: ${reason}`);
+    const on = space + ev.id;
+    const res = { ...failure(contract, Codes.forbidden, reason), metrics: { duration_ms: 0, attempt } };
+    const enc = encode(newEvent(EventTypes.taskFailed, source, res, { ...correlation(ev), taskid: ev.id }));
+    // Its own message id: the refusal must not take the place of the result
+    // of another requester's task of the same id.
+    await js.publish(on, enc.data, { headers: enc.headers, msgID: `refused-${ev.id}@${on.slice(names.results(contract.name).length)}` });
+    msg.term(Codes.forbidden);
+    return false;
   }
 
   // rejectMalformed answers a message that is not a readable task: with a
@@ -640,6 +687,7 @@ export async function run(nc: NatsConnection, agent: AgentDefinition, opts: RunO
   async function callAgent(
     caller: MeshEvent,
     n: number,
+    signature: string,
     target: CallTarget,
     task: TaskRequest,
     deadline: number | undefined,
@@ -650,8 +698,11 @@ export async function run(nc: NatsConnection, agent: AgentDefinition, opts: RunO
     const limit = maxDepth > 0 ? maxDepth : cfg.maxCallDepth;
     if (depth + 1 > limit) throw new MeshError(Codes.callDepth, `task ${caller.id} of ${contract.name} is ${depth} calls deep; a call would pass the chain's limit of ${limit}`);
     const callee = await pickCallee(target, signal);
-    let id = `${caller.id}-c${n}`;
-    if (id.length > 128) id = `call-${createHash("sha256").update(id).digest("hex").slice(0, 40)}`;
+    // On a secure mesh the id is tagged with the caller's task signature,
+    // which only this agent reads: no one who saw the caller's id can take
+    // the call's id first. Redeliveries carry the same signature.
+    let id = taskTag(`${caller.id}-c${n}`, creds ? signature : "");
+    if (id.length > 128) id = `call-${createHash("sha256").update(id).digest("hex").slice(0, 32)}`;
     const replyto = names.agentResult(callee, contract.name, id);
     let calleeDeadline: number | undefined;
     if (deadline !== undefined) {
@@ -667,15 +718,16 @@ export async function run(nc: NatsConnection, agent: AgentDefinition, opts: RunO
       maxcalldepth: String(limit),
       deadline: calleeDeadline !== undefined ? new Date(calleeDeadline).toISOString() : undefined,
     };
-    const oc = await js.consumers.get(names.resultsStream, { filter_subjects: [replyto], deliver_policy: DeliverPolicy.All });
+    const oc = await openReader(nc, names.resultsStream, replyto);
     const m = encode(newEvent(EventTypes.taskRequested, source, task, ext, id));
+    creds?.sign(names.task(callee), m.headers, m.data);
     await js.publish(names.task(callee), m.data, { headers: m.headers, msgID: id });
     // While it waits the caller gives its slot back, so the callee may run here.
     busy--;
     slotFreed();
     try {
       const wait = deadline !== undefined ? Math.max(1, deadline - Date.now()) : 3_600_000;
-      const got = oc.next({ expires: Math.min(wait, 30_000) });
+      const got = oc.next(wait);
       let msg: JsMsg | null = null;
       const stopAt = Date.now() + wait;
       const aborted = new Promise<never>((_, reject) => {
@@ -683,7 +735,7 @@ export async function run(nc: NatsConnection, agent: AgentDefinition, opts: RunO
         signal.addEventListener("abort", () => reject(signal.reason), { once: true });
       });
       msg = await Promise.race([got, aborted]);
-      while (!msg && Date.now() < stopAt) msg = await Promise.race([oc.next({ expires: Math.min(stopAt - Date.now(), 30_000) }), aborted]);
+      while (!msg && Date.now() < stopAt) msg = await Promise.race([oc.next(stopAt - Date.now()), aborted]);
       if (!msg) throw new MeshError(Codes.timeout, `${contract.name} calling ${callee} (task ${id}): no result by the deadline`);
       const rev = decode(msg);
       const res = rev.data as AgentResult;
@@ -694,7 +746,7 @@ export async function run(nc: NatsConnection, agent: AgentDefinition, opts: RunO
       return res;
     } finally {
       busy++;
-      await oc.delete().catch(() => undefined);
+      await oc.close();
     }
   }
 
@@ -729,7 +781,7 @@ export async function run(nc: NatsConnection, agent: AgentDefinition, opts: RunO
       return reply(m, ev, { ...failure(contract, Codes.unavailable, `${contract.name} instance ${instanceId} is stopping: call again`, true), metrics: { duration_ms: 0, attempt: 1 } });
     }
     try {
-      res = await runTask(ev, 1, true);
+      res = await runTask(ev, 1, true, m.headers?.get(headerSignature) || "");
     } catch (err) {
       res = { ...failure(contract, Codes.unavailable, messageOf(err), true), metrics: { duration_ms: 0, attempt: 1 } };
     }

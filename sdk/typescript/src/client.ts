@@ -4,11 +4,13 @@
 
 import { randomUUID } from "node:crypto";
 import type { NatsConnection } from "@nats-io/nats-core";
-import { jetstream, DeliverPolicy, type JetStreamClient, type JsMsg } from "@nats-io/jetstream";
+import { jetstream, type JetStreamClient, type JsMsg } from "@nats-io/jetstream";
 
 import { decode, encode, newEvent, type MeshEvent } from "./cloudevents.js";
 import { Codes, MeshError } from "./errors.js";
+import { openReader } from "./reader.js";
 import { EventTypes, Names, agentNamePattern, idPattern } from "./names.js";
+import { envCredentials, type Credentials } from "./signing.js";
 import type { AgentResult, Announcement, ChatResponse, PipelineSpec, Resolution, RunEvent, TaskRequest } from "./types.gen.js";
 
 /** Options of a client. */
@@ -23,6 +25,12 @@ export interface ClientOptions {
   client?: string;
   /** the source attribute of the events it sends ("/agentmesh/sdk/typescript") */
   source?: string;
+  /**
+   * on a secure mesh, the client's credentials (by default those of the
+   * NATS_CREDS file, when set): its tasks are signed with them, and a
+   * client identity's name becomes client. null turns signing off.
+   */
+  credentials?: Credentials | null;
 }
 
 /** Options of one task. */
@@ -52,17 +60,19 @@ export class MeshClient {
   private readonly js: JetStreamClient;
   private readonly client?: string;
   private readonly source: string;
+  private readonly creds?: Credentials;
 
   constructor(
     private readonly nc: NatsConnection,
     opts: ClientOptions = {},
   ) {
     this.names = new Names(opts.prefix);
-    this.js = jetstream(nc);
+    this.js = jetstream(nc, { checkAPI: false });
     if (opts.client !== undefined && !agentNamePattern.test(opts.client)) {
       throw new Error(`client name ${JSON.stringify(opts.client)}: use the name in your credentials (letters, digits, '-' or '_')`);
     }
-    this.client = opts.client;
+    this.creds = opts.credentials === null ? undefined : (opts.credentials ?? envCredentials());
+    this.client = opts.client ?? (this.creds?.identity.role === "client" ? this.creds.identity.name : undefined);
     this.source = opts.source || "/agentmesh/sdk/typescript";
   }
 
@@ -87,6 +97,7 @@ export class MeshClient {
     const id = opts.id || `t-${randomUUID()}`;
     const ev = this.taskEvent(agent, task, { ...opts, id }, this.client ? this.resultSubject(agent, id) : undefined);
     const m = encode(ev);
+    this.creds?.sign(this.names.task(agent), m.headers, m.data);
     await this.js.publish(this.names.task(agent), m.data, { headers: m.headers, msgID: id });
     return id;
   }
@@ -113,6 +124,7 @@ export class MeshClient {
   async call(agent: string, task: TaskRequest, opts: TaskOptions = {}): Promise<TaskOutcome> {
     const ev = this.taskEvent(agent, task, opts);
     const m = encode(ev);
+    this.creds?.sign(this.names.call(agent), m.headers, m.data);
     const timeout = opts.waitMs ?? (task.timeout_ms ? task.timeout_ms + 5000 : 30_000);
     let reply;
     try {
@@ -195,30 +207,27 @@ export class MeshClient {
 
   /** first returns the first message stored on subject in MESH_RESULTS, or null after waitMs. */
   private async first(subject: string, waitMs: number, signal?: AbortSignal): Promise<JsMsg | null> {
-    const oc = await this.js.consumers.get(this.names.resultsStream, { filter_subjects: [subject], deliver_policy: DeliverPolicy.All });
+    const r = await openReader(this.nc, this.names.resultsStream, subject);
     try {
       const until = Date.now() + waitMs;
       while (Date.now() < until) {
         if (signal?.aborted) throw signal.reason;
-        const m = await oc.next({ expires: Math.max(1000, Math.min(5000, until - Date.now())) });
+        const m = await r.next(Math.min(5000, until - Date.now()));
         if (m) return m;
       }
       return null;
     } finally {
-      await oc.delete().catch(() => undefined);
+      await r.close();
     }
   }
 
   /** follow reads mesh.events.<id>.> from MESH_EVENTS until an event matches done. */
   private async follow(id: string, since: Date | undefined, waitMs: number, onEvent: Listener | undefined, done: (e: MeshEvent) => boolean): Promise<MeshEvent> {
-    const oc = await this.js.consumers.get(this.names.eventsStream, {
-      filter_subjects: [this.names.eventsOf(id)],
-      ...(since ? { deliver_policy: DeliverPolicy.StartTime, opt_start_time: since.toISOString() } : { deliver_policy: DeliverPolicy.All }),
-    });
+    const r = await openReader(this.nc, this.names.eventsStream, this.names.eventsOf(id), since);
     try {
       const until = Date.now() + waitMs;
       while (Date.now() < until) {
-        const m = await oc.next({ expires: Math.max(1000, Math.min(5000, until - Date.now())) });
+        const m = await r.next(Math.min(5000, until - Date.now()));
         if (!m) continue;
         let ev: MeshEvent;
         try {
@@ -231,7 +240,7 @@ export class MeshClient {
       }
       throw new MeshError(Codes.timeout, `nothing ended ${id} within ${waitMs} ms`);
     } finally {
-      await oc.delete().catch(() => undefined);
+      await r.close();
     }
   }
 }

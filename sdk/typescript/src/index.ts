@@ -13,3 +13,5 @@ export { Files, newFileID, spillThreshold } from "./files.js";
 export { EventTypes, Names } from "./names.js";
 export { Schemas } from "./schemas.js";
 export type * from "./types.gen.js";
+export { Credentials, parseUser, taskDigest, taskTag } from "./signing.js";
+export type { Identity, Role } from "./signing.js";

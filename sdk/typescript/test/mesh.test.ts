@@ -255,7 +255,7 @@ test("spilled collections: a large FILE_IDS value goes through the object store 
   await assert.rejects(files.read("f-doesnotexist"), (err: MeshError) => err.code === Codes.notFound);
 });
 
-test("an agent calls another agent; a call deeper than the chain allows is refused", async () => {
+test("an agent calls another agent, which answers at depth 1; a call to an agent with no live instance is unknown_agent", async () => {
   const callee = contract("callee");
   await start(callee, (t) => ({ outputs: { text: `callee saw ${t.value("text")} at depth ${t.event.ext.calldepth}` }, metrics: { tokens: { prompt: 5, completion: 2 } } }));
   const caller = contract("caller");
@@ -278,10 +278,43 @@ test("an agent calls another agent; a call deeper than the chain allows is refus
   assert.match(r.result.error!.message, /agent NobodyHome has no live instance/);
 });
 
-test("the result carries the task's traceparent and correlation extensions", async () => {
+test("the result and progress carry the task's traceparent and correlation extensions", async () => {
   const c = contract("traced");
-  await start(c, () => ({ outputs: { text: "ok" } }));
+  await start(c, (t) => {
+    t.progress("halfway", 50);
+    return { outputs: { text: "ok" } };
+  });
   const tp = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
-  const { event } = await client.task(c.name, text("x"), { traceparent: tp });
+  const progress = nc.subscribe("mesh.events.t-traced-1.task", { max: 1 });
+  const { event } = await client.task(c.name, text("x"), { traceparent: tp, id: "t-traced-1" });
   assert.equal(event.ext.traceparent, tp);
+  assert.equal(event.ext.taskid, "t-traced-1");
+  for await (const m of progress) {
+    const ev = decode(m);
+    assert.equal(ev.type, EventTypes.taskProgress);
+    assert.equal(ev.ext.traceparent, tp);
+    assert.equal(ev.ext.taskid, "t-traced-1");
+    assert.deepEqual(ev.data, { taskid: "t-traced-1", agent: c.name, message: "halfway", percent: 50 });
+  }
+});
+
+test("a task deeper in a chain of calls than its maxcalldepth is refused with call_depth before it runs", async () => {
+  const c = contract("deep");
+  let ran = false;
+  await start(c, () => {
+    ran = true;
+    return { outputs: { text: "ran" } };
+  });
+  const { encode, newEvent } = await import("../src/cloudevents.js");
+  const js = (await import("@nats-io/jetstream")).jetstream(nc);
+  for (const [id, depth, max, code] of [
+    ["t-deep-1", "5", "4", Codes.callDepth],
+    ["t-deep-2", "two", "4", Codes.malformedEvent],
+  ]) {
+    const m = encode(newEvent(EventTypes.taskRequested, "test", text("x"), { calldepth: depth, maxcalldepth: max }, id));
+    await js.publish(`mesh.task.${c.name}`, m.data, { headers: m.headers, msgID: id });
+    const { result } = await client.result(c.name, id);
+    assert.equal(result.error?.code, code, JSON.stringify(result));
+  }
+  assert.equal(ran, false);
 });

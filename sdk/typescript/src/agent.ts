@@ -752,15 +752,18 @@ export async function run(nc: NatsConnection, agent: AgentDefinition, opts: RunO
 
   // --- the direct path ------------------------------------------------------------
   let service: Service | undefined;
+  let directQueue: Promise<void> = Promise.resolve();
   if (cfg.direct) {
     const metadata: Record<string, string> = { instance: instanceId, capability: contract.capability };
     const semver = contract.version && /^\d+\.\d+\.\d+/.test(contract.version) ? contract.version : "0.0.0";
     service = await new Svcm(nc as never).add({ name: contract.name, version: semver, description: contract.description, metadata, queue: "q" });
     service.addEndpoint("call", {
       subject: names.call(contract.name),
+      // One direct call at a time, as the Go runtime answers them; calls
+      // queued when the agent stops are answered unavailable.
       handler: (err, m) => {
         if (err) return;
-        void direct(m);
+        directQueue = directQueue.then(() => direct(m)).catch((e) => log(`direct call: ${messageOf(e)}`));
       },
     });
   }

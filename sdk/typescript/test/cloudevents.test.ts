@@ -39,3 +39,19 @@ test("an event round-trips in binary mode, and structured mode is read", () => {
   h.set("ce-id", "t-3");
   assert.throws(() => decode({ headers: h, data: new Uint8Array() }), /missing source, type/);
 });
+
+test("any string survives a header round trip, and decoding bad values only ever throws errors naming the header", () => {
+  const pool = ["a", " ", "%", '"', "\\", "é", "€", "😀", "\u0000", "\n", "+", "~", "!", "%2", "%zz"];
+  let seed = 7;
+  const rand = (n: number) => (seed = (seed * 1103515245 + 12345) % 2147483648) % n;
+  for (let i = 0; i < 2000; i++) {
+    let s = "";
+    for (let j = rand(12); j > 0; j--) s += pool[rand(pool.length)];
+    assert.equal(decodeHeaderValue("ce-x", encodeHeaderValue(s)), s);
+    try {
+      decodeHeaderValue("ce-x", s);
+    } catch (err) {
+      assert.match((err as Error).message, /^header ce-x value /);
+    }
+  }
+});

@@ -149,6 +149,8 @@ test("stop drains: the running task finishes and is answered, then the instance 
   }), { handleSignals: false, log: quiet });
   const kv = await new Kvm(nc).open("mesh_agents");
   assert.ok(await kv.get(`${c.name}.${a.instanceId}`), "no registry key while running");
+  const live = await client.agents();
+  assert.ok(live.some((x) => x.contract.name === c.name && x.instance.id === a.instanceId), "the registry query did not list the instance");
   const departures = nc.subscribe(`mesh.registry.depart.${c.name}`, { max: 1 });
   const id = await client.send(c.name, text("x"));
   await running;

@@ -166,6 +166,37 @@ func TestTypeScriptSDK(t *testing.T) {
 		if err != nil || !strings.Contains(string(out), "measured 3 words") {
 			t.Fatalf("agentmesh task (durable): %v\n%s", err, out)
 		}
+		// A direct call that fails is counted as an error by micro.
+		out, err = exec.CommandContext(ctx, bin, "--nats", srv.URL(), "task", exampleAgent, "--text", "nope=x", "--direct").CombinedOutput()
+		if err == nil || !strings.Contains(string(out), "invalid_input") {
+			t.Fatalf("agentmesh task --direct with an undeclared input: %v\n%s", err, out)
+		}
+		reply, err := nc.Request("$SRV.STATS."+exampleAgent, nil, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var stats micro.Stats
+		if err := json.Unmarshal(reply.Data, &stats); err != nil || len(stats.Endpoints) != 1 {
+			t.Fatalf("micro STATS %s: %v", reply.Data, err)
+		}
+		if e := stats.Endpoints[0]; e.NumRequests != 2 || e.NumErrors != 1 {
+			t.Errorf("micro stats of %s: %d requests, %d errors; want the 2 direct calls, 1 failed", exampleAgent, e.NumRequests, e.NumErrors)
+		}
+		out, err = exec.CommandContext(ctx, bin, "--nats", srv.URL(), "--json", "agents").Output()
+		if err != nil {
+			t.Fatalf("agentmesh agents: %v", err)
+		}
+		var list []client.AgentInfo
+		if err := json.Unmarshal(out, &list); err != nil {
+			t.Fatalf("agentmesh agents --json printed %q: %v", out, err)
+		}
+		listed := false
+		for _, a := range list {
+			listed = listed || (a.Contract.Name == exampleAgent && len(a.Instances) == 1 && len(a.Contract.DataTypes) == 1)
+		}
+		if !listed {
+			t.Errorf("agentmesh agents does not list %s with its instance and data type: %s", exampleAgent, out)
+		}
 	})
 
 	t.Run("packed tarball used from plain JavaScript", func(t *testing.T) {

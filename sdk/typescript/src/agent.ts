@@ -137,8 +137,8 @@ export interface RunningAgent {
 export function defineAgent(contract: AgentContract, execute: Execute, schemas: Schemas = new Schemas()): AgentDefinition {
   const found = schemas.validate("contract", contract);
   for (const def of contract.data_types || []) {
-    if (schemas.hasType(def.name) && !(contract.data_types || []).some((d) => d.name === def.name && d === def)) continue;
-    schemas.declare(def);
+    if (schemas.builtIn(def.name)) found.push(`data_types: ${def.name} is a built-in data type; give yours another name`);
+    else schemas.declare(def);
   }
   for (const io of [...(contract.inputs || []), ...(contract.outputs || [])]) {
     if (!schemas.hasType(io.data_type)) found.push(`${io.name}: unknown data type ${JSON.stringify(io.data_type)}; declare it in data_types`);
@@ -753,6 +753,7 @@ export async function run(nc: NatsConnection, agent: AgentDefinition, opts: RunO
   // --- the direct path ------------------------------------------------------------
   let service: Service | undefined;
   let directQueue: Promise<void> = Promise.resolve();
+  let endpointStats: { countError(err: Error): void } | undefined;
   if (cfg.direct) {
     const metadata: Record<string, string> = { instance: instanceId, capability: contract.capability };
     const semver = contract.version && /^\d+\.\d+\.\d+/.test(contract.version) ? contract.version : "0.0.0";
@@ -766,6 +767,10 @@ export async function run(nc: NatsConnection, agent: AgentDefinition, opts: RunO
         directQueue = directQueue.then(() => direct(m)).catch((e) => log(`direct call: ${messageOf(e)}`));
       },
     });
+    // @nats-io/services counts an error only when a handler throws at once;
+    // a failed reply is counted here, as the Go runtime's micro counts it.
+    const internal = service as unknown as { handlers?: Array<{ name: string; stats?: { countError(err: Error): void } }> };
+    endpointStats = internal.handlers?.find((h) => h.name === "call")?.stats;
   }
 
   async function direct(m: ServiceMsg): Promise<void> {
@@ -798,6 +803,7 @@ export async function run(nc: NatsConnection, agent: AgentDefinition, opts: RunO
       m.respond(enc.data, { headers: enc.headers });
       return;
     }
+    endpointStats?.countError(new Error(`${res.error.code}: ${res.error.message}`));
     m.respondError(serviceErrorCode(res.error.code), `${res.error.code}: ${res.error.message}`.replace(/[\r\n]+/g, "; ").slice(0, 4000), enc.data, { headers: enc.headers });
   }
 

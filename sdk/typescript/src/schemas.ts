@@ -25,6 +25,7 @@ export function defaultSchemaDir(): string {
 export class Schemas {
   private readonly ajv: Ajv2020;
   private readonly base: string;
+  private readonly shipped = new Set<string>();
 
   constructor(dir: string = defaultSchemaDir()) {
     this.ajv = new Ajv2020({ allErrors: true, strict: false });
@@ -35,6 +36,7 @@ export class Schemas {
         if (!f.endsWith(".schema.json")) continue;
         const doc = JSON.parse(readFileSync(join(dir, sub, f), "utf8"));
         this.ajv.addSchema(doc);
+        if (sub === "types") this.shipped.add(f.slice(0, -".schema.json".length));
         if (!base && sub === "") base = doc.$id.slice(0, doc.$id.lastIndexOf("/") + 1);
       }
     }
@@ -53,6 +55,11 @@ export class Schemas {
     const id = `${this.base}types/${def.name}.schema.json`;
     if (this.ajv.getSchema(id)) return;
     this.ajv.addSchema((def.schema === undefined ? true : def.schema) as object, id);
+  }
+
+  /** builtIn tells whether a data type is one of the shipped ones (schemas/json/types). */
+  builtIn(dataType: string): boolean {
+    return this.shipped.has(dataType);
   }
 
   /** hasType tells whether a data type has a schema here (built in or declared). */

@@ -223,6 +223,10 @@ test("a declared data type is announced, and an output that breaks its schema fa
     () => defineAgent(contract("untyped", { outputs: [{ name: "x", data_type: "NOT_DECLARED" }] }), () => ({})),
     /unknown data type "NOT_DECLARED"; declare it in data_types/,
   );
+  assert.throws(
+    () => defineAgent(contract("shadow", { data_types: [{ name: "TEXT", description: "mine" }] }), () => ({})),
+    /TEXT is a built-in data type; give yours another name/,
+  );
 });
 
 test("spilled collections: a large FILE_IDS value goes through the object store both ways", async () => {

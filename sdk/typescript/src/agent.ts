@@ -232,6 +232,11 @@ export async function run(nc: NatsConnection, agent: AgentDefinition, opts: RunO
   }
   const consumer = await js.consumers.get(names.tasksStream, contract.name);
 
+  // stopping is set by stop(); stopSignal aborts what still runs then.
+  let stopping = false;
+  const stopController = new AbortController();
+  const stopSignal = stopController.signal;
+
   // --- registry --------------------------------------------------------------
   const announceEvent = () => encode(newEvent(EventTypes.agentAnnounced, source, announcement));
   async function announce(): Promise<void> {
@@ -808,9 +813,6 @@ export async function run(nc: NatsConnection, agent: AgentDefinition, opts: RunO
   }
 
   // --- main loop ---------------------------------------------------------------------
-  let stopping = false;
-  const stopController = new AbortController();
-  const stopSignal = stopController.signal;
   const inflight = new Set<Promise<void>>();
 
   async function consume(): Promise<void> {
@@ -873,7 +875,13 @@ export async function run(nc: NatsConnection, agent: AgentDefinition, opts: RunO
       await loop;
       clearInterval(heartbeat);
       stopController.abort();
-      for (const s of subs) s.unsubscribe();
+      for (const s of subs) {
+        try {
+          s.unsubscribe();
+        } catch {
+          // the connection is gone already: nothing to unsubscribe from
+        }
+      }
       process.off("SIGTERM", onTerm);
       process.off("SIGINT", onInt);
       if (!nc.isClosed()) {

@@ -173,6 +173,14 @@ test("stop drains: the running task finishes and is answered, then the instance 
   await a.stop(); // twice is fine
 });
 
+test("stop after the connection is gone returns", async () => {
+  const own = await connect({ servers: url! });
+  const a = await run(own, defineAgent(contract("gone"), () => ({ outputs: { text: "x" } })), { handleSignals: false, log: quiet });
+  await own.close();
+  await a.stop();
+  await a.stopped;
+});
+
 test("a direct call on the micro endpoint: the reply is the result, failures carry micro's error headers", async () => {
   const c = contract("direct", { params: { type: "object", properties: { op: { enum: ["upper", "lower"] } } } });
   const a = await start(c, (t) => ({ outputs: { text: t.params.op === "lower" ? String(t.value("text")).toLowerCase() : String(t.value("text")).toUpperCase() } }));

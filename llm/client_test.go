@@ -2,6 +2,7 @@ package llm_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -21,16 +22,15 @@ func TestChatSendsToolsPerRequestAndAccountsCost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tools := []openai.Tool{{Type: openai.ToolTypeFunction, Function: &openai.FunctionDefinition{
-		Name: "ImageSearch", Parameters: map[string]any{"type": "object"}}}}
-	resp, usage, err := c.Chat(context.Background(), openai.ChatCompletionRequest{
-		Messages: []openai.ChatCompletionMessage{{Role: openai.ChatMessageRoleUser, Content: "find sunsets"}},
+	tools := []llm.Tool{{Name: "ImageSearch", Parameters: json.RawMessage(`{"type":"object"}`)}}
+	resp, usage, err := c.Chat(context.Background(), llm.Request{
+		Messages: []llm.Message{{Role: llm.RoleUser, Content: "find sunsets"}},
 		Tools:    tools,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := resp.Choices[0].Message.ToolCalls; len(got) != 1 || got[0].Function.Name != "ImageSearch" || got[0].Function.Arguments != `{"query":"sunset"}` {
+	if got := resp.Message.ToolCalls; len(got) != 1 || got[0].Name != "ImageSearch" || got[0].Arguments != `{"query":"sunset"}` {
 		t.Fatalf("tool calls = %+v", got)
 	}
 	reqs := srv.Requests()

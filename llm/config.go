@@ -12,9 +12,11 @@ import (
 
 // Environment variables read by ConfigFromEnv.
 const (
-	EnvBaseURL    = "OPENAI_BASE_URL"
-	EnvAPIKey     = "OPENAI_API_KEY"
-	EnvModel      = "AGENTMESH_MODEL"
+	EnvBaseURL          = "OPENAI_BASE_URL"
+	EnvAPIKey           = "OPENAI_API_KEY"
+	EnvAnthropicBaseURL = "ANTHROPIC_BASE_URL"
+	EnvAnthropicAPIKey  = "ANTHROPIC_API_KEY"
+	EnvModel            = "AGENTMESH_MODEL" // [provider:]model, such as anthropic:claude-sonnet-4-5 or gpt-4o-mini
 	EnvPrices     = pricing.EnvPrices       // JSON: {"model": {"prompt": 0.15, "completion": 0.6}}, USD per million tokens
 	EnvTimeout    = "AGENTMESH_LLM_TIMEOUT" // Go duration, per attempt
 	EnvMaxRetries = "AGENTMESH_LLM_RETRIES"
@@ -26,6 +28,16 @@ const (
 	DefaultBaseURL    = "https://api.openai.com/v1"
 	DefaultTimeout    = 60 * time.Second
 	DefaultMaxRetries = 3
+
+	DefaultAnthropicBaseURL = "https://api.anthropic.com"
+	DefaultAnthropicModel   = "claude-sonnet-4-5"
+	DefaultMaxTokens        = 4096 // Anthropic requires a limit on the answer's tokens
+)
+
+// Providers, the prefix of AGENTMESH_MODEL that chooses the protocol.
+const (
+	ProviderOpenAI    = "openai"    // OpenAI Chat Completions: OpenAI, Ollama, vLLM, llama.cpp, ...
+	ProviderAnthropic = "anthropic" // Anthropic's Messages API
 )
 
 // Price is what a model costs, in US dollars per million tokens: the
@@ -40,26 +52,31 @@ func DefaultPrices() pricing.Table { return pricing.Default() }
 // Config configures a Client. Zero fields take the defaults above; Prices
 // overrides or extends DefaultPrices entry by entry.
 type Config struct {
+	Provider   string // ProviderOpenAI (the default) or ProviderAnthropic
 	BaseURL    string
 	APIKey     string
 	Model      string
 	Timeout    time.Duration // per attempt; the caller's ctx bounds the whole call
 	MaxRetries int           // retries after the first attempt on 429, 5xx and connection errors; -1 for none
 	Prices     pricing.Table
+	MaxTokens  int // the answer's token limit sent to Anthropic; DefaultMaxTokens when 0
 }
 
-// Configured reports whether an LLM endpoint is set at all: an API key, a
-// base URL, or both. When it is false the orchestrator uses its offline planner.
-func (c Config) Configured() bool { return c.APIKey != "" || c.BaseURL != "" }
-
-// ConfigFromEnv reads OPENAI_BASE_URL, OPENAI_API_KEY, AGENTMESH_MODEL,
-// AGENTMESH_PRICES, AGENTMESH_LLM_TIMEOUT and AGENTMESH_LLM_RETRIES. A
-// malformed value is an error naming the variable.
+// ConfigFromEnv reads AGENTMESH_MODEL, then the chosen provider's base URL
+// and key (OPENAI_BASE_URL and OPENAI_API_KEY, or ANTHROPIC_BASE_URL and
+// ANTHROPIC_API_KEY), AGENTMESH_PRICES, AGENTMESH_LLM_TIMEOUT and
+// AGENTMESH_LLM_RETRIES. A malformed value is an error naming the variable.
 func ConfigFromEnv() (Config, error) {
+	provider, model, err := ParseModel(strings.TrimSpace(os.Getenv(EnvModel)))
+	if err != nil {
+		return Config{}, err
+	}
+	baseEnv, keyEnv := envOf(provider)
 	c := Config{
-		BaseURL: strings.TrimSpace(os.Getenv(EnvBaseURL)),
-		APIKey:  strings.TrimSpace(os.Getenv(EnvAPIKey)),
-		Model:   strings.TrimSpace(os.Getenv(EnvModel)),
+		Provider: provider,
+		BaseURL:  strings.TrimSpace(os.Getenv(baseEnv)),
+		APIKey:   strings.TrimSpace(os.Getenv(keyEnv)),
+		Model:    model,
 	}
 	if s := os.Getenv(EnvPrices); s != "" {
 		prices, err := pricing.Parse(s)
@@ -88,14 +105,64 @@ func ConfigFromEnv() (Config, error) {
 	return c, nil
 }
 
-// withDefaults fills zero fields.
-func (c Config) withDefaults() Config {
-	if c.BaseURL == "" {
-		c.BaseURL = DefaultBaseURL
+// ParseModel splits an AGENTMESH_MODEL value into its provider and model:
+// "anthropic:claude-sonnet-4-5", "openai:gpt-4o-mini", or a bare model name
+// for the OpenAI-compatible endpoint (where a colon may be part of the name,
+// as in Ollama's "llama3.2:3b"). Gemini's prefix is refused with what to do.
+func ParseModel(s string) (provider, model string, err error) {
+	prefix, rest, found := strings.Cut(s, ":")
+	switch {
+	case !found:
+		return ProviderOpenAI, s, nil
+	case prefix == ProviderOpenAI || prefix == ProviderAnthropic:
+		return prefix, rest, nil
+	case prefix == "gemini" || prefix == "google":
+		return "", "", fmt.Errorf("%w: %s=%q: Gemini has no native provider yet; use its OpenAI-compatible endpoint: %s=https://generativelanguage.googleapis.com/v1beta/openai, %s=<Gemini key>, %s=%s",
+			ErrInvalidConfig, EnvModel, s, EnvBaseURL, EnvAPIKey, EnvModel, rest)
+	default:
+		return ProviderOpenAI, s, nil
+	}
+}
+
+// envOf names the base URL and key variables of provider.
+func envOf(provider string) (baseURL, apiKey string) {
+	if provider == ProviderAnthropic {
+		return EnvAnthropicBaseURL, EnvAnthropicAPIKey
+	}
+	return EnvBaseURL, EnvAPIKey
+}
+
+// withDefaults fills zero fields. A Model with a provider prefix chooses
+// the provider when Provider is empty.
+func (c Config) withDefaults() (Config, error) {
+	if c.Provider == "" {
+		p, m, err := ParseModel(c.Model)
+		if err != nil {
+			return c, err
+		}
+		c.Provider, c.Model = p, m
+	}
+	switch c.Provider {
+	case ProviderOpenAI:
+		if c.BaseURL == "" {
+			c.BaseURL = DefaultBaseURL
+		}
+		if c.Model == "" {
+			c.Model = DefaultModel
+		}
+	case ProviderAnthropic:
+		if c.BaseURL == "" {
+			c.BaseURL = DefaultAnthropicBaseURL
+		}
+		if c.Model == "" {
+			c.Model = DefaultAnthropicModel
+		}
+	default:
+		return c, fmt.Errorf("%w: provider %q is not known; use %q or %q (%s=anthropic:claude-sonnet-4-5)", ErrInvalidConfig, c.Provider, ProviderOpenAI, ProviderAnthropic, EnvModel)
 	}
 	c.BaseURL = strings.TrimRight(c.BaseURL, "/")
-	if c.Model == "" {
-		c.Model = DefaultModel
+	if c.MaxTokens <= 0 {
+		c.MaxTokens = DefaultMaxTokens
 	}
 	if c.Timeout <= 0 {
 		c.Timeout = DefaultTimeout
@@ -107,7 +174,7 @@ func (c Config) withDefaults() Config {
 		c.MaxRetries = 0
 	}
 	c.Prices = pricing.Default().With(c.Prices)
-	return c
+	return c, nil
 }
 
 // price finds the price of model in the configured table (pricing.Table.Lookup).

@@ -7,10 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	openai "github.com/sashabaranov/go-openai"
-
 	"github.com/agentmesh/agentmesh/llm"
 	"github.com/agentmesh/agentmesh/llm/llmtest"
+	"github.com/agentmesh/agentmesh/schemas"
 )
 
 func TestChatSendsToolsPerRequestAndAccountsCost(t *testing.T) {
@@ -49,7 +48,7 @@ func TestChatSendsToolsPerRequestAndAccountsCost(t *testing.T) {
 }
 
 func TestCompleteReturnsTextAndTokens(t *testing.T) {
-	srv := llmtest.New(t, llmtest.Reply{Content: "two sunsets", Usage: openai.Usage{PromptTokens: 7, CompletionTokens: 3}})
+	srv := llmtest.New(t, llmtest.Reply{Content: "two sunsets", Usage: schemas.Tokens{Prompt: 7, Completion: 3}})
 	cfg := srv.Config()
 	cfg.Prices = map[string]llm.Price{cfg.Model: {Prompt: 2, Completion: 4}}
 	c, err := llm.New(cfg)

@@ -16,10 +16,10 @@ const (
 	EnvAPIKey           = "OPENAI_API_KEY"
 	EnvAnthropicBaseURL = "ANTHROPIC_BASE_URL"
 	EnvAnthropicAPIKey  = "ANTHROPIC_API_KEY"
-	EnvModel            = "AGENTMESH_MODEL" // [provider:]model, such as anthropic:claude-sonnet-4-5 or gpt-4o-mini
-	EnvPrices     = pricing.EnvPrices       // JSON: {"model": {"prompt": 0.15, "completion": 0.6}}, USD per million tokens
-	EnvTimeout    = "AGENTMESH_LLM_TIMEOUT" // Go duration, per attempt
-	EnvMaxRetries = "AGENTMESH_LLM_RETRIES"
+	EnvModel            = "AGENTMESH_MODEL"       // [provider:]model, such as anthropic:claude-sonnet-4-5 or gpt-4o-mini
+	EnvPrices           = pricing.EnvPrices       // JSON: {"model": {"prompt": 0.15, "completion": 0.6}}, USD per million tokens
+	EnvTimeout          = "AGENTMESH_LLM_TIMEOUT" // Go duration, per attempt
+	EnvMaxRetries       = "AGENTMESH_LLM_RETRIES"
 )
 
 // Defaults applied by New to zero fields.

@@ -13,6 +13,7 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/agentmesh/agentmesh/llm"
+	"github.com/agentmesh/agentmesh/schemas"
 )
 
 // Reply is one scripted response. A non-zero Status other than 200 sends an
@@ -25,7 +26,7 @@ type Reply struct {
 
 	Content   string
 	ToolCalls []ToolCall
-	Usage     openai.Usage // defaults to 100 prompt and 20 completion tokens
+	Usage     schemas.Tokens // defaults to 100 prompt and 20 completion tokens
 
 	// Streamed answers (a request with "stream": true) send Content in
 	// Chunks when set (their concatenation should be Content), else in two
@@ -249,11 +250,10 @@ func (s *Server) write(w http.ResponseWriter, req Request, reply Reply) {
 // usage is the reply's usage, 100 prompt and 20 completion tokens by default.
 func (r Reply) usage() openai.Usage {
 	u := r.Usage
-	if u == (openai.Usage{}) {
-		u = openai.Usage{PromptTokens: 100, CompletionTokens: 20}
+	if u == (schemas.Tokens{}) {
+		u = schemas.Tokens{Prompt: 100, Completion: 20}
 	}
-	u.TotalTokens = u.PromptTokens + u.CompletionTokens
-	return u
+	return openai.Usage{PromptTokens: u.Prompt, CompletionTokens: u.Completion, TotalTokens: u.Prompt + u.Completion}
 }
 
 // stream answers a streamed request as OpenAI does: chat.completion.chunk

@@ -136,9 +136,13 @@ func (c *Client) call(ctx context.Context, req Request, onDelta func(Delta)) (Re
 			usage.Duration = time.Since(start)
 			return resp, usage, nil
 		}
-		if errors.Is(err, ErrEmptyResponse) {
+		switch {
+		case errors.Is(err, ErrEmptyResponse):
 			usage.Duration = time.Since(start)
 			return Response{}, usage, fmt.Errorf("%w from %s (model %s)", ErrEmptyResponse, c.cfg.BaseURL, req.Model)
+		case errors.Is(err, ErrInvalidRequest):
+			usage.Duration = time.Since(start)
+			return Response{}, usage, err // nothing was sent; another attempt would fail the same way
 		}
 		if ctx.Err() != nil {
 			return Response{}, usage, fmt.Errorf("llm call to %s: %w", c.cfg.BaseURL, ctx.Err())

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -23,6 +24,15 @@ import (
 type AnthropicServer struct {
 	srv *httptest.Server
 	script[AnthropicRequest]
+}
+
+// Key is the API key a request carried: its x-api-key header, else its
+// bearer token (the SDK sends the key as one or the other).
+func (r AnthropicRequest) Key() string {
+	if k := r.Header.Get("X-Api-Key"); k != "" {
+		return k
+	}
+	return strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
 }
 
 // AnthropicRequest is one recorded Messages API request.
@@ -130,8 +140,8 @@ func (s *AnthropicServer) serve(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, "request body is not a Messages API request: "+err.Error(), writeAnthropicError)
 		return
 	}
-	if r.Header.Get("X-Api-Key") == "" || r.Header.Get("Anthropic-Version") == "" {
-		s.fail(w, "request without x-api-key or anthropic-version header", writeAnthropicError)
+	if r.Header.Get("X-Api-Key") == "" && r.Header.Get("Authorization") == "" || r.Header.Get("Anthropic-Version") == "" {
+		s.fail(w, "request without a key (x-api-key or authorization) or without anthropic-version", writeAnthropicError)
 		return
 	}
 	if req.Body.MaxTokens <= 0 || len(req.Body.Messages) == 0 {

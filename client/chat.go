@@ -87,8 +87,12 @@ func PublishChatRequest(ctx context.Context, js jetstream.JetStream, names bus.N
 // comes after the request, so earlier turns' answers are not mistaken for
 // this one's. The response carries the conversation id even on error.
 // The turn is a client span "chat" (the trace of the whole turn hangs
-// under it), ended when the answer comes.
-func Turn(ctx context.Context, js jetstream.JetStream, names bus.Names, conversation, message, source string, progress func(schemas.TaskProgress), accepted func(conv string)) (resp schemas.ChatResponse, answer bus.Event, err error) {
+// under it), ended when the answer comes. Options: WithDeltas.
+func Turn(ctx context.Context, js jetstream.JetStream, names bus.Names, conversation, message, source string, progress func(schemas.TaskProgress), accepted func(conv string), opts ...TurnOption) (resp schemas.ChatResponse, answer bus.Event, err error) {
+	var o turnOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
 	ctx, span := telemetry.Start(ctx, "chat", trace.WithSpanKind(trace.SpanKindClient))
 	defer func() {
 		span.SetAttributes(telemetry.AttrConversation.String(resp.ConversationID), telemetry.AttrStatus.String(resp.State))
@@ -104,6 +108,20 @@ func Turn(ctx context.Context, js jetstream.JetStream, names bus.Names, conversa
 		return resp, bus.Event{}, fmt.Errorf("following conversation %s: %w", conv, err)
 	}
 	defer stop()
+	var deltas chan schemas.ChatDelta // nil, and so never ready, without WithDeltas
+	if o.deltas != nil {
+		deltas = make(chan schemas.ChatDelta, 256)
+		stopDeltas, err := FollowDeltas(js.Conn(), names, conv, func(d schemas.ChatDelta) {
+			select {
+			case deltas <- d:
+			default: // at most once: a reader that fell behind loses the piece
+			}
+		})
+		if err != nil {
+			return resp, bus.Event{}, err
+		}
+		defer stopDeltas()
+	}
 	if err := PublishChatRequest(ctx, js, names, ev); err != nil {
 		return resp, bus.Event{}, err
 	}
@@ -114,6 +132,8 @@ func Turn(ctx context.Context, js jetstream.JetStream, names bus.Names, conversa
 		select {
 		case <-ctx.Done():
 			return resp, bus.Event{}, fmt.Errorf("conversation %s: no answer: %w", conv, ctx.Err())
+		case d := <-deltas:
+			o.deltas(d)
 		case e := <-events:
 			switch e.Type {
 			case bus.TypeChatProgress:
@@ -122,6 +142,14 @@ func Turn(ctx context.Context, js jetstream.JetStream, names bus.Names, conversa
 					progress(p)
 				}
 			case bus.TypeChatResponded:
+				for drained := false; !drained; { // pieces that came in before the answer
+					select {
+					case d := <-deltas:
+						o.deltas(d)
+					default:
+						drained = true
+					}
+				}
 				if err := e.DataAs(&resp); err != nil {
 					return resp, e, fmt.Errorf("conversation %s: the answer does not decode: %w", conv, err)
 				}

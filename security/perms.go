@@ -136,6 +136,7 @@ func clientGrants(g *grants, c string, n bus.Names) {
 	g.sub(n.ClientResults(c))
 	g.readStream(n.EventsStream())
 	g.sub(n.AllEvents())
+	g.sub(n.AllDeltas()) // the chat model's text as it is written (core NATS)
 	g.readStream("KV_" + n.AgentsBucket())
 	g.denyOrchestratorDurables(n)
 }

@@ -158,12 +158,30 @@ func (a *app) chatTurnTo(ctx context.Context, m *mesh, conversation, message str
 	var (
 		onProgress func(schemas.TaskProgress)
 		accepted   func(string)
+		opts       []client.TurnOption
 	)
 	if progress != nil {
-		onProgress = func(p schemas.TaskProgress) { fmt.Fprintf(progress, "  … %s\n", p.Message) }
+		// The model's text is written as it comes (client.WithDeltas), on
+		// the progress stream: the answer on stdout stays whole and once.
+		midLine := false
+		endLine := func() {
+			if midLine {
+				fmt.Fprintln(progress)
+				midLine = false
+			}
+		}
+		onProgress = func(p schemas.TaskProgress) { endLine(); fmt.Fprintf(progress, "  … %s\n", p.Message) }
 		accepted = func(conv string) { fmt.Fprintf(progress, "conversation %s\n", conv) }
+		opts = append(opts, client.WithDeltas(func(d schemas.ChatDelta) {
+			if !midLine {
+				fmt.Fprint(progress, "  > ")
+			}
+			fmt.Fprint(progress, strings.ReplaceAll(d.Text, "\n", "\n    "))
+			midLine = true
+		}))
+		defer endLine()
 	}
-	resp, ev, err := client.Turn(ctx, m.JS, m.Names, conversation, message, "agentmesh/cli", onProgress, accepted)
+	resp, ev, err := client.Turn(ctx, m.JS, m.Names, conversation, message, "agentmesh/cli", onProgress, accepted, opts...)
 	if err == nil && final != nil {
 		final(ev)
 	}

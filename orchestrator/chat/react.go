@@ -60,7 +60,7 @@ func (c *Chat) runLLM(ctx context.Context, s *session) (schemas.ChatResponse, er
 		contracts := c.contracts()
 		req := llm.Request{Messages: c.prompt(s, st), Tools: c.tools(contracts)}
 		c.progress(ctx, s.conv, "", "", "thinking")
-		resp, usage, err := c.llm.Chat(ctx, req)
+		resp, usage, err := c.llm.Stream(ctx, req, c.deltas(s))
 		c.observer.Observe(ctx, schemas.LLMCalled{ConversationID: s.conv, Model: usage.Model, Tokens: usage.Tokens,
 			Cost: usage.Cost, Duration: usage.Duration, Err: err})
 		t.Steps++

@@ -25,8 +25,9 @@ func init() {
 	register(newChatCmd)
 }
 
-// chatHandler plugs the chat loop into an orchestrator replica: with an LLM
-// when OPENAI_API_KEY or OPENAI_BASE_URL is set, else the offline planner.
+// chatHandler plugs the chat loop into an orchestrator replica: with the LLM
+// AGENTMESH_MODEL names when its provider's key or base URL is set, else
+// the offline planner.
 func chatHandler(a *app, o *orchestrator.Orchestrator) error {
 	cfg, err := llm.ConfigFromEnv()
 	if err != nil {
@@ -39,9 +40,10 @@ func chatHandler(a *app, o *orchestrator.Orchestrator) error {
 			return err
 		}
 		opts = append(opts, chat.WithLLM(model))
-		fmt.Fprintf(a.errOut, "chat: model %s at %s\n", model.Model(), model.Endpoint())
+		fmt.Fprintf(a.errOut, "chat: model %s (%s) at %s\n", model.Model(), model.Provider(), model.Endpoint())
 	} else {
-		fmt.Fprintf(a.errOut, "chat: no LLM configured (%s / %s); the offline planner answers\n", llm.EnvAPIKey, llm.EnvBaseURL)
+		fmt.Fprintf(a.errOut, "chat: no LLM configured (%s / %s, or %s=anthropic:... with %s); the offline planner answers\n",
+			llm.EnvAPIKey, llm.EnvBaseURL, llm.EnvModel, llm.EnvAnthropicAPIKey)
 	}
 	if s := os.Getenv("AGENTMESH_CHAT_STEPS"); s != "" {
 		var n int
@@ -66,7 +68,8 @@ func newChatCmd(a *app) *cobra.Command {
 		Short: "Send one chat turn to the mesh and print the answer",
 		Long: `Publishes MESSAGE as a chat request (a JetStream publish: the ack says an
 orchestrator will take it), shows the turn's progress on stderr while agents
-run, then prints the answer, what the turn produced (text whole up to 4000
+run, and the model's text there as it writes it (lines starting "  > "),
+then prints the answer, what the turn produced (text whole up to 4000
 characters, collections as counts and their first file names, categories and
 folders as trees), its steps, tokens and cost. Without
 --conversation a new conversation starts; its id is printed so later turns can

@@ -169,6 +169,7 @@ func TestParseModel(t *testing.T) {
 		{"gpt-4o-mini", llm.ProviderOpenAI, "gpt-4o-mini"},
 		{"openai:gpt-4.1", llm.ProviderOpenAI, "gpt-4.1"},
 		{"anthropic:claude-sonnet-4-5", llm.ProviderAnthropic, "claude-sonnet-4-5"},
+		{"gemini:gemini-2.5-flash", llm.ProviderGemini, "gemini-2.5-flash"},
 		{"llama3.2:3b", llm.ProviderOpenAI, "llama3.2:3b"}, // Ollama's tags keep their colon
 		{"", llm.ProviderOpenAI, ""},
 	} {
@@ -177,8 +178,8 @@ func TestParseModel(t *testing.T) {
 			t.Errorf("ParseModel(%q) = %q, %q, %v; want %q, %q", tc.in, p, m, err, tc.provider, tc.model)
 		}
 	}
-	if _, _, err := llm.ParseModel("gemini:gemini-2.5-flash"); !errors.Is(err, llm.ErrInvalidConfig) || !strings.Contains(err.Error(), "OpenAI-compatible") {
-		t.Errorf("gemini: err = %v, want ErrInvalidConfig pointing at the OpenAI-compatible endpoint", err)
+	if _, _, err := llm.ParseModel("google:gemini-2.5-flash"); !errors.Is(err, llm.ErrInvalidConfig) || !strings.Contains(err.Error(), "gemini:gemini-2.5-flash") {
+		t.Errorf("google: err = %v, want ErrInvalidConfig giving the gemini: prefix", err)
 	}
 }
 

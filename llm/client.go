@@ -36,8 +36,8 @@ func (u Usage) Report() schemas.Usage {
 	return schemas.Usage{Tokens: u.Tokens, Cost: u.Cost, ModelMS: u.Duration.Milliseconds()}
 }
 
-// Client is the configured chat model: one provider (OpenAI-compatible or
-// Anthropic) behind the Model interface, with retries on 429, 5xx and
+// Client is the configured chat model: one provider (OpenAI-compatible,
+// Anthropic or Gemini) behind the Model interface, with retries on 429, 5xx and
 // connection errors honouring Retry-After, a timeout per attempt, tracing,
 // and token and cost accounting per call. It is safe for concurrent use and
 // never changes after New: tools and messages travel per request.
@@ -67,6 +67,8 @@ func New(cfg Config) (*Client, error) {
 	switch cfg.Provider {
 	case ProviderAnthropic:
 		c.prov = newAnthropic(cfg, doer)
+	case ProviderGemini:
+		c.prov = newGemini(cfg, doer)
 	default:
 		c.prov = newOpenAI(cfg, doer)
 	}
@@ -80,7 +82,7 @@ func (c Config) Configured() bool { return c.APIKey != "" || c.BaseURL != "" }
 // Model is the model used when a request names none.
 func (c *Client) Model() string { return c.cfg.Model }
 
-// Provider is the protocol the client speaks: ProviderOpenAI or ProviderAnthropic.
+// Provider is the protocol the client speaks: ProviderOpenAI, ProviderAnthropic or ProviderGemini.
 func (c *Client) Provider() string { return c.cfg.Provider }
 
 // Endpoint is the base URL the client talks to.

@@ -16,6 +16,8 @@ const (
 	EnvAPIKey           = "OPENAI_API_KEY"
 	EnvAnthropicBaseURL = "ANTHROPIC_BASE_URL"
 	EnvAnthropicAPIKey  = "ANTHROPIC_API_KEY"
+	EnvGeminiBaseURL    = "GEMINI_BASE_URL"
+	EnvGeminiAPIKey     = "GEMINI_API_KEY"
 	EnvModel            = "AGENTMESH_MODEL"       // [provider:]model, such as anthropic:claude-sonnet-4-5 or gpt-4o-mini
 	EnvPrices           = pricing.EnvPrices       // JSON: {"model": {"prompt": 0.15, "completion": 0.6}}, USD per million tokens
 	EnvTimeout          = "AGENTMESH_LLM_TIMEOUT" // Go duration, per attempt
@@ -31,13 +33,16 @@ const (
 
 	DefaultAnthropicBaseURL = "https://api.anthropic.com"
 	DefaultAnthropicModel   = "claude-sonnet-4-5"
-	DefaultMaxTokens        = 4096 // Anthropic requires a limit on the answer's tokens
+	DefaultGeminiBaseURL    = "https://generativelanguage.googleapis.com"
+	DefaultGeminiModel      = "gemini-2.5-flash"
+	DefaultMaxTokens        = 4096 // Anthropic requires a limit on the answer's tokens; Gemini is sent it too
 )
 
 // Providers, the prefix of AGENTMESH_MODEL that chooses the protocol.
 const (
 	ProviderOpenAI    = "openai"    // OpenAI Chat Completions: OpenAI, Ollama, vLLM, llama.cpp, ...
 	ProviderAnthropic = "anthropic" // Anthropic's Messages API
+	ProviderGemini    = "gemini"    // the Gemini API (generateContent), over REST
 )
 
 // Price is what a model costs, in US dollars per million tokens: the
@@ -52,19 +57,19 @@ func DefaultPrices() pricing.Table { return pricing.Default() }
 // Config configures a Client. Zero fields take the defaults above; Prices
 // overrides or extends DefaultPrices entry by entry.
 type Config struct {
-	Provider   string // ProviderOpenAI (the default) or ProviderAnthropic
+	Provider   string // ProviderOpenAI (the default), ProviderAnthropic or ProviderGemini
 	BaseURL    string
 	APIKey     string
 	Model      string
 	Timeout    time.Duration // per attempt; the caller's ctx bounds the whole call
 	MaxRetries int           // retries after the first attempt on 429, 5xx and connection errors; -1 for none
 	Prices     pricing.Table
-	MaxTokens  int // the answer's token limit sent to Anthropic; DefaultMaxTokens when 0
+	MaxTokens  int // the answer's token limit sent to Anthropic and Gemini; DefaultMaxTokens when 0
 }
 
 // ConfigFromEnv reads AGENTMESH_MODEL, then the chosen provider's base URL
-// and key (OPENAI_BASE_URL and OPENAI_API_KEY, or ANTHROPIC_BASE_URL and
-// ANTHROPIC_API_KEY), AGENTMESH_PRICES, AGENTMESH_LLM_TIMEOUT and
+// and key (OPENAI_BASE_URL and OPENAI_API_KEY, ANTHROPIC_BASE_URL and
+// ANTHROPIC_API_KEY, or GEMINI_BASE_URL and GEMINI_API_KEY), AGENTMESH_PRICES, AGENTMESH_LLM_TIMEOUT and
 // AGENTMESH_LLM_RETRIES. A malformed value is an error naming the variable.
 func ConfigFromEnv() (Config, error) {
 	provider, model, err := ParseModel(strings.TrimSpace(os.Getenv(EnvModel)))
@@ -106,19 +111,17 @@ func ConfigFromEnv() (Config, error) {
 }
 
 // ParseModel splits an AGENTMESH_MODEL value into its provider and model:
-// "anthropic:claude-sonnet-4-5", "openai:gpt-4o-mini", or a bare model name
-// for the OpenAI-compatible endpoint (where a colon may be part of the name,
-// as in Ollama's "llama3.2:3b"). Gemini's prefix is refused with what to do.
+// "anthropic:claude-sonnet-4-5", "gemini:gemini-2.5-flash",
+// "openai:gpt-4o-mini", or a bare model name for the OpenAI-compatible
+// endpoint (where a colon may be part of the name, as in Ollama's
+// "llama3.2:3b").
 func ParseModel(s string) (provider, model string, err error) {
 	prefix, rest, found := strings.Cut(s, ":")
 	switch {
-	case !found:
-		return ProviderOpenAI, s, nil
-	case prefix == ProviderOpenAI || prefix == ProviderAnthropic:
+	case found && (prefix == ProviderOpenAI || prefix == ProviderAnthropic || prefix == ProviderGemini):
 		return prefix, rest, nil
-	case prefix == "gemini" || prefix == "google":
-		return "", "", fmt.Errorf("%w: %s=%q: Gemini has no native provider yet; use its OpenAI-compatible endpoint: %s=https://generativelanguage.googleapis.com/v1beta/openai, %s=<Gemini key>, %s=%s",
-			ErrInvalidConfig, EnvModel, s, EnvBaseURL, EnvAPIKey, EnvModel, rest)
+	case found && prefix == "google":
+		return "", "", fmt.Errorf("%w: %s=%q: the Gemini API's prefix is %q (%s=gemini:%s)", ErrInvalidConfig, EnvModel, s, ProviderGemini, EnvModel, rest)
 	default:
 		return ProviderOpenAI, s, nil
 	}
@@ -126,8 +129,11 @@ func ParseModel(s string) (provider, model string, err error) {
 
 // envOf names the base URL and key variables of provider.
 func envOf(provider string) (baseURL, apiKey string) {
-	if provider == ProviderAnthropic {
+	switch provider {
+	case ProviderAnthropic:
 		return EnvAnthropicBaseURL, EnvAnthropicAPIKey
+	case ProviderGemini:
+		return EnvGeminiBaseURL, EnvGeminiAPIKey
 	}
 	return EnvBaseURL, EnvAPIKey
 }
@@ -157,8 +163,15 @@ func (c Config) withDefaults() (Config, error) {
 		if c.Model == "" {
 			c.Model = DefaultAnthropicModel
 		}
+	case ProviderGemini:
+		if c.BaseURL == "" {
+			c.BaseURL = DefaultGeminiBaseURL
+		}
+		if c.Model == "" {
+			c.Model = DefaultGeminiModel
+		}
 	default:
-		return c, fmt.Errorf("%w: provider %q is not known; use %q or %q (%s=anthropic:claude-sonnet-4-5)", ErrInvalidConfig, c.Provider, ProviderOpenAI, ProviderAnthropic, EnvModel)
+		return c, fmt.Errorf("%w: provider %q is not known; use %q, %q or %q (%s=anthropic:claude-sonnet-4-5)", ErrInvalidConfig, c.Provider, ProviderOpenAI, ProviderAnthropic, ProviderGemini, EnvModel)
 	}
 	c.BaseURL = strings.TrimRight(c.BaseURL, "/")
 	if c.MaxTokens <= 0 {

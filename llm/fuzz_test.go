@@ -12,7 +12,7 @@ import (
 	"github.com/agentmesh/agentmesh/llm"
 )
 
-// FuzzStreamDecode feeds any body to both providers' stream readers as a
+// FuzzStreamDecode feeds any body to every provider's stream reader as a
 // server-sent event stream: a call returns an answer or an error, never
 // panics, and an answer is always the assistant's.
 func FuzzStreamDecode(f *testing.F) {
@@ -24,6 +24,8 @@ func FuzzStreamDecode(f *testing.F) {
 		"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n")
 	f.Add("event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"x\"}}\n\n")
 	f.Add("data: not json\n\n")
+	f.Add("data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"a\"},{\"functionCall\":{\"name\":\"A\",\"args\":null}}]}}]}\r\n\r\n")
+	f.Add("data: {\"error\":{\"code\":503,\"message\":\"x\"}}\r\n\r\n")
 	var body atomic.Value
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
@@ -34,6 +36,7 @@ func FuzzStreamDecode(f *testing.F) {
 	for _, cfg := range []llm.Config{
 		{Provider: llm.ProviderOpenAI, BaseURL: srv.URL + "/v1", APIKey: "k", MaxRetries: -1},
 		{Provider: llm.ProviderAnthropic, BaseURL: srv.URL, APIKey: "k", MaxRetries: -1},
+		{Provider: llm.ProviderGemini, BaseURL: srv.URL, APIKey: "k", MaxRetries: -1},
 	} {
 		c, err := llm.New(cfg)
 		if err != nil {

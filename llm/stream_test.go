@@ -14,9 +14,8 @@ import (
 // scripted is one provider's scripted server, for tests that run against
 // each.
 type scripted struct {
-	name   string
-	start  func(t *testing.T, replies ...llmtest.Reply) (llm.Config, func() int)
-	stream func(t *testing.T, raw []byte) bool // whether the request asked for a stream
+	name  string
+	start func(t *testing.T, replies ...llmtest.Reply) (llm.Config, func() int)
 }
 
 func providers() []scripted {
@@ -27,6 +26,10 @@ func providers() []scripted {
 		}},
 		{name: "anthropic", start: func(t *testing.T, replies ...llmtest.Reply) (llm.Config, func() int) {
 			s := llmtest.NewAnthropic(t, replies...)
+			return s.Config(), func() int { return len(s.Requests()) }
+		}},
+		{name: "gemini", start: func(t *testing.T, replies ...llmtest.Reply) (llm.Config, func() int) {
+			s := llmtest.NewGemini(t, replies...)
 			return s.Config(), func() int { return len(s.Requests()) }
 		}},
 	}

@@ -20,8 +20,11 @@ const genAISystem = attribute.Key("gen_ai.system")
 // conventions: span name "{operation} {model}", kind client).
 func (c *Client) startSpan(ctx context.Context, model string, streamed bool) (context.Context, trace.Span) {
 	provider := semconv.GenAIProviderNameOpenAI
-	if c.prov.name() == ProviderAnthropic {
+	switch c.prov.name() {
+	case ProviderAnthropic:
 		provider = semconv.GenAIProviderNameAnthropic
+	case ProviderGemini:
+		provider = semconv.GenAIProviderNameGCPGemini
 	}
 	attrs := []attribute.KeyValue{
 		semconv.GenAIOperationNameChat, genAISystem.String(c.prov.name()), provider,

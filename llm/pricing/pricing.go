@@ -52,6 +52,10 @@ func Default() Table {
 		"claude-haiku-4-5":  {Prompt: 1.00, Completion: 5.00},
 		"claude-3-5-haiku":  {Prompt: 0.80, Completion: 4.00},
 		"claude-3-7-sonnet": {Prompt: 3.00, Completion: 15.00},
+
+		"gemini-2.5-pro":        {Prompt: 1.25, Completion: 10.00},
+		"gemini-2.5-flash":      {Prompt: 0.30, Completion: 2.50},
+		"gemini-2.5-flash-lite": {Prompt: 0.10, Completion: 0.40},
 	}
 }
 

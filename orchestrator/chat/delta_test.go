@@ -19,7 +19,8 @@ import (
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
-// While the chat loop's model writes its answer, the text reaches a
+// The seed chat runs end to end with each provider's scripted server, and
+// while the chat loop's model writes its answer, the text reaches a
 // reader of the conversation's delta subject piece by piece: the scripted
 // model holds the rest of its answer until the test has read the first
 // piece. The answer and the state are those of a turn without streaming.
@@ -34,6 +35,13 @@ func TestChatStreamsTheModelsTextAsItIsWritten(t *testing.T) {
 		{"openai", func(t *testing.T, replies ...llmtest.Reply) llm.Model { return newLLM(t, llmtest.New(t, replies...)) }},
 		{"anthropic", func(t *testing.T, replies ...llmtest.Reply) llm.Model {
 			c, err := llm.New(llmtest.NewAnthropic(t, replies...).Config())
+			if err != nil {
+				t.Fatal(err)
+			}
+			return c
+		}},
+		{"gemini", func(t *testing.T, replies ...llmtest.Reply) llm.Model {
+			c, err := llm.New(llmtest.NewGemini(t, replies...).Config())
 			if err != nil {
 				t.Fatal(err)
 			}

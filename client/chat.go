@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"go.opentelemetry.io/otel/trace"
 
@@ -108,19 +109,17 @@ func Turn(ctx context.Context, js jetstream.JetStream, names bus.Names, conversa
 		return resp, bus.Event{}, fmt.Errorf("following conversation %s: %w", conv, err)
 	}
 	defer stop()
-	var deltas chan schemas.ChatDelta // nil, and so never ready, without WithDeltas
+	// A channel subscription: the connection's reader puts each piece in
+	// it as it reads it, so the pieces written before the answer are in it
+	// when the answer (read later on the same connection) comes.
+	var deltas chan *nats.Msg // nil, and so never ready, without WithDeltas
 	if o.deltas != nil {
-		deltas = make(chan schemas.ChatDelta, 256)
-		stopDeltas, err := FollowDeltas(js.Conn(), names, conv, func(d schemas.ChatDelta) {
-			select {
-			case deltas <- d:
-			default: // at most once: a reader that fell behind loses the piece
-			}
-		})
+		deltas = make(chan *nats.Msg, 1024)
+		sub, err := js.Conn().ChanSubscribe(names.Deltas(conv), deltas)
 		if err != nil {
-			return resp, bus.Event{}, err
+			return resp, bus.Event{}, fmt.Errorf("following the text of conversation %s: %w", conv, err)
 		}
-		defer stopDeltas()
+		defer func() { _ = sub.Unsubscribe() }()
 	}
 	if err := PublishChatRequest(ctx, js, names, ev); err != nil {
 		return resp, bus.Event{}, err
@@ -132,8 +131,8 @@ func Turn(ctx context.Context, js jetstream.JetStream, names bus.Names, conversa
 		select {
 		case <-ctx.Done():
 			return resp, bus.Event{}, fmt.Errorf("conversation %s: no answer: %w", conv, ctx.Err())
-		case d := <-deltas:
-			o.deltas(d)
+		case m := <-deltas:
+			o.delta(m)
 		case e := <-events:
 			switch e.Type {
 			case bus.TypeChatProgress:
@@ -144,8 +143,8 @@ func Turn(ctx context.Context, js jetstream.JetStream, names bus.Names, conversa
 			case bus.TypeChatResponded:
 				for drained := false; !drained; { // pieces that came in before the answer
 					select {
-					case d := <-deltas:
-						o.deltas(d)
+					case m := <-deltas:
+						o.delta(m)
 					default:
 						drained = true
 					}

@@ -211,3 +211,23 @@ func TestConfigFromEnvChoosesTheProvider(t *testing.T) {
 		t.Fatalf("anthropic without a key: err = %v, want ErrNotConfigured naming %s (OpenAI's key is not Anthropic's)", err, llm.EnvAnthropicAPIKey)
 	}
 }
+
+// A request may name its model with the client's provider prefix (a
+// PromptAgent's config may); another provider's prefix is refused before
+// anything is sent.
+func TestRequestModelWithAProviderPrefix(t *testing.T) {
+	srv := llmtest.NewAnthropic(t, llmtest.Answer("ok"))
+	c, err := llm.New(srv.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := llm.Request{Model: "anthropic:claude-haiku-4-5", Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}}
+	if _, usage, err := c.Chat(context.Background(), req); err != nil || srv.Requests()[0].Body.Model != "claude-haiku-4-5" || usage.Model != "claude-haiku-4-5" {
+		t.Fatalf("Chat = %+v, %v; sent model %q", usage, err, srv.Requests()[0].Body.Model)
+	}
+	req.Model = "openai:gpt-4o-mini"
+	_, _, err = c.Chat(context.Background(), req)
+	if !errors.Is(err, llm.ErrInvalidRequest) || !strings.Contains(err.Error(), `"openai:gpt-4o-mini"`) || len(srv.Requests()) != 1 {
+		t.Fatalf("another provider's model: err = %v after %d requests", err, len(srv.Requests()))
+	}
+}

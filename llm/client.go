@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/agentmesh/agentmesh/schemas"
@@ -105,12 +106,35 @@ func (c *Client) Chat(ctx context.Context, req Request) (Response, Usage, error)
 // first delta is retried like Chat's; once a delta went out the failure is
 // returned as it is, so no piece is sent twice. A nil onDelta is Chat.
 func (c *Client) Stream(ctx context.Context, req Request, onDelta func(Delta)) (resp Response, usage Usage, err error) {
-	if req.Model == "" {
-		req.Model = c.cfg.Model
+	if req.Model, err = c.model(req.Model); err != nil {
+		return Response{}, Usage{Model: req.Model}, err
 	}
 	ctx, span := c.startSpan(ctx, req.Model, onDelta != nil)
 	defer func() { c.endSpan(span, resp, usage, err) }()
 	return c.call(ctx, req, onDelta)
+}
+
+// model is the model a request names in the client's protocol: the
+// configured one for "", the name without its provider prefix when it has
+// the client's ("anthropic:claude-…" on an Anthropic client, as a
+// PromptAgent's config may give it); another provider's prefix is an
+// error, as this client cannot speak to that provider.
+func (c *Client) model(m string) (string, error) {
+	if m == "" {
+		return c.cfg.Model, nil
+	}
+	prefix, rest, found := strings.Cut(m, ":")
+	if !found || prefix != ProviderOpenAI && prefix != ProviderAnthropic && prefix != ProviderGemini {
+		return m, nil
+	}
+	if prefix != c.cfg.Provider {
+		return m, fmt.Errorf("%w: model %q is %s's, but this client speaks %s (%s=%s:%s); set %s to a %s model, or name a %s model",
+			ErrInvalidRequest, m, prefix, c.cfg.Provider, EnvModel, c.cfg.Provider, c.cfg.Model, EnvModel, prefix, c.cfg.Provider)
+	}
+	if rest == "" {
+		return c.cfg.Model, nil
+	}
+	return rest, nil
 }
 
 func (c *Client) call(ctx context.Context, req Request, onDelta func(Delta)) (Response, Usage, error) {

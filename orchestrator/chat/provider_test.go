@@ -82,3 +82,49 @@ func TestChatSeedScenarioWithAnthropic(t *testing.T) {
 		t.Errorf("current_categorization holds %d categories, want 2", n)
 	}
 }
+
+// A conversation stored by the previous layout, in the OpenAI client's
+// message JSON, goes on with an Anthropic model: its earlier turn reaches
+// the Messages API as a tool_use block with the call's name and arguments
+// and the tool_result that answered it.
+func TestChatConversationOfThePreviousLayoutGoesOnWithAnthropic(t *testing.T) {
+	t.Parallel()
+	m := meshtest.New(t)
+	conv := "legacy-anthropic"
+	putPreviousLayoutConversation(t, m, conv)
+	srv := llmtest.NewAnthropic(t, llmtest.Answer("Nothing more to do."))
+	model, err := llm.New(srv.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	chatReplica(t, m, nil, nil, chat.WithLLM(model))
+	_, r, _ := ask(t, m, conv, "thanks, anything else?")
+	if r.State != schemas.ChatCompleted || r.Output != "Nothing more to do." {
+		t.Fatalf("next turn: %s %s", r.State, r.Output)
+	}
+	var use, result *llmtest.ContentBlock
+	var users []string
+	for _, msg := range srv.Requests()[0].Body.Messages {
+		for i, b := range msg.Content {
+			switch b.Type {
+			case "tool_use":
+				use = &msg.Content[i]
+			case "tool_result":
+				result = &msg.Content[i]
+			case "text":
+				if msg.Role == "user" {
+					users = append(users, b.Text)
+				}
+			}
+		}
+	}
+	if use == nil || use.ID != "call_1" || use.Name != "ImageSearch" || string(use.Input) != `{"query":"beach"}` {
+		t.Fatalf("tool_use of the stored turn = %+v", use)
+	}
+	if result == nil || result.ToolUseID != "call_1" || result.ResultText() != "found 3 beach photos" {
+		t.Fatalf("tool_result of the stored turn = %+v", result)
+	}
+	if strings.Join(users, "|") != "find beach photos|thanks, anything else?" {
+		t.Errorf("user messages = %q", users)
+	}
+}

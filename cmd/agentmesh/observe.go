@@ -45,12 +45,12 @@ func (o *observability) register(f *pflag.FlagSet) {
 // OTEL_SERVICE_NAME says otherwise.
 func (o *observability) start(cmd *cobra.Command) error {
 	if _, err := telemetry.ParseLogFormat(o.logFormat); err != nil {
-		return fmt.Errorf("--log-format: %w", err)
+		return usageError{fmt.Errorf("--log-format: %w", err)}
 	}
 	if o.logLevel != "" {
 		lvl, err := telemetry.ParseLogLevel(o.logLevel)
 		if err != nil {
-			return fmt.Errorf("--log-level: %w", err)
+			return usageError{fmt.Errorf("--log-level: %w", err)}
 		}
 		o.level, o.levelSet = lvl, true
 		_ = os.Setenv(envLogLevel, o.logLevel)

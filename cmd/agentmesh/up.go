@@ -161,10 +161,10 @@ func parseReplicas(pairs []string) (map[string]int, error) {
 		name, n, ok := strings.Cut(p, "=")
 		count, err := strconv.Atoi(n)
 		if !ok || err != nil || count < 0 {
-			return nil, fmt.Errorf("--replicas %q: write NAME=N with N a whole number, e.g. AnalysisAgent=3", p)
+			return nil, usagef("--replicas %q: write NAME=N with N a whole number, e.g. AnalysisAgent=3", p)
 		}
 		if !contains(known, name) {
-			return nil, fmt.Errorf("--replicas %q: no built-in agent %q (known: %s)", p, name, strings.Join(known, ", "))
+			return nil, usagef("--replicas %q: no built-in agent %q (known: %s)", p, name, strings.Join(known, ", "))
 		}
 		out[name] = count
 	}

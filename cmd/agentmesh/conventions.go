@@ -73,6 +73,7 @@ var flagGroups = map[string]flagGroup{
 	"files ls":              groupClient | groupJSON,
 	"files get":             groupClient,
 	"files rm":              groupClient | groupJSON,
+	"files samples":         groupClient,
 	"files info":            groupClient | groupJSON,
 	"gateway":               groupClient | groupLog,
 	"input":                 groupClient, // its own --json says VALUE is JSON

@@ -35,7 +35,7 @@ func newFilesCmd(a *app) *cobra.Command {
 		Long: `Files live in the JetStream object store of the mesh under generated IDs.
 Agents pass the IDs around; content moves only when an agent reads it.`,
 	}
-	cmd.AddCommand(newFilesPutCmd(a), newFilesLsCmd(a), newFilesGetCmd(a), newFilesRmCmd(a), newFilesInfoCmd(a))
+	cmd.AddCommand(newFilesPutCmd(a), newFilesLsCmd(a), newFilesGetCmd(a), newFilesRmCmd(a), newFilesInfoCmd(a), newSamplesCmd(a))
 	return cmd
 }
 

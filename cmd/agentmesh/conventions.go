@@ -137,11 +137,12 @@ func checkFlags(cmd *cobra.Command) error {
 			return
 		}
 		if _, ours := rootFlagGroup[f.Name]; ours && !takes(cmd, f.Name) {
-			what := "that flag"
+			path := commandPath(cmd)
 			if f.Name == "json" {
-				what = "JSON output"
+				err = usagef("--json: 'agentmesh %s' has no JSON output; see 'agentmesh %s --help' for its flags", path, path)
+				return
 			}
-			err = usagef("--%s: 'agentmesh %s' has no %s; see 'agentmesh %s --help' for its flags", f.Name, commandPath(cmd), what, commandPath(cmd))
+			err = usagef("--%s does not apply to 'agentmesh %s'; see 'agentmesh %s --help' for its flags", f.Name, path, path)
 		}
 	})
 	return err

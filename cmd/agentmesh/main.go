@@ -84,7 +84,7 @@ wherever a command has it; the version is --version or 'agentmesh version'.`,
 	// --version without -v, which is --verbose wherever a command has it.
 	root.Flags().Bool("version", false, "print the version of this binary (also 'agentmesh version')")
 	f := root.PersistentFlags()
-	f.StringVar(&a.natsURL, "nats", envOr("NATS_URL", ""), "NATS server URL (env NATS_URL; default nats://127.0.0.1:4222)")
+	f.StringVar(&a.natsURL, "nats", envOr("NATS_URL", ""), "NATS server URL (env NATS_URL; without either, nats://127.0.0.1:4222)")
 	f.StringVar(&a.creds, "creds", os.Getenv("NATS_CREDS"), "NATS credentials file, e.g. from 'agentmesh creds' (env NATS_CREDS)")
 	f.StringVar(&a.tlsCA, "tls-ca", os.Getenv("NATS_CA"), "CA certificate to trust for the server's TLS, e.g. STORE/secure/ca.pem of 'agentmesh server --secure' (env NATS_CA)")
 	f.StringVar(&a.prefix, "prefix", envOr("AGENTMESH_PREFIX", "mesh"), "subject prefix of the mesh (env AGENTMESH_PREFIX)")

@@ -36,7 +36,7 @@ func (o *observability) register(f *pflag.FlagSet) {
 	f.StringVar(&o.logFormat, "log-format", envOr(envLogFormat, "text"),
 		"log lines on stderr as text or json (env "+envLogFormat+")")
 	f.StringVar(&o.logLevel, "log-level", os.Getenv(envLogLevel),
-		"least level logged: debug, info, warn or error (env "+envLogLevel+"; default warn, info with --verbose)")
+		"least level logged: debug, info, warn or error (env "+envLogLevel+"; without either, warn, or info with --verbose)")
 }
 
 // start checks the log flags, hands them on to child processes, and

@@ -129,4 +129,7 @@ func TestWatchEndsWithItsRun(t *testing.T) {
 		!strings.Contains(r.errOut, "run slow-run cancelled") {
 		t.Errorf("watch of a cancelled run: exit %d, want %d\n%s%s", r.code, exitCancelled, r.out, r.errOut)
 	}
+	if code, out, errOut := runArgs("--nats", url, "state", "show", "slow-run"); code != 0 || !strings.Contains(out, `run slow-run  "slow"  cancelled`) {
+		t.Errorf("state show of a cancelled run: exit %d\n%s%s", code, out, errOut)
+	}
 }

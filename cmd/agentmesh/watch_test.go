@@ -113,16 +113,20 @@ func TestWatchEndsWithItsRun(t *testing.T) {
 	done := startWatch(url, "slow-run")
 	control, _ := names.Control("TextAgent")
 	body, _ := json.Marshal(map[string]string{"taskid": task})
-	// A cancel reaches a task an instance holds: ask until one answers.
-	for {
-		reply, err := nc.Request(control, body, time.Second)
-		if err == nil && strings.Contains(string(reply.Data), `"cancelled":true`) {
-			break
+	// A cancel reaches a task an instance holds or is about to start: ask
+	// until the step fails.
+	for failed := false; !failed; {
+		if err := nc.Publish(control, body); err != nil {
+			t.Fatal(err)
 		}
-		if ctx.Err() != nil {
+		select {
+		case ev := <-events:
+			var se schemas.StepEvent
+			failed = ev.Type == bus.TypeStepFailed && ev.DataAs(&se) == nil && se.Code == schemas.CodeCancelled
+		case <-time.After(200 * time.Millisecond):
+		case <-ctx.Done():
 			t.Fatal("no instance cancelled the held task")
 		}
-		time.Sleep(50 * time.Millisecond)
 	}
 	r = waitWatch(t, done, "a cancelled run")
 	if r.code != exitCancelled || !strings.Contains(r.out, "run slow-run cancelled") || strings.Contains(r.out, "run slow-run failed") ||

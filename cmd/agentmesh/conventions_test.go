@@ -142,3 +142,77 @@ func TestVersionJSON(t *testing.T) {
 		t.Errorf("--version printed %q, want the same version as --json (%q)", plain, v.Version)
 	}
 }
+
+// TestJSONEverywhereItIsOffered runs every command that offers --json with
+// it and checks it prints JSON (JSON Lines for run and watch); files rm
+// printed nothing before. approve,
+// chat and bench are checked by their own tests (approval_test, chat_test,
+// bench_test), which need a waiting step, a chat planner or minutes.
+func TestJSONEverywhereItIsOffered(t *testing.T) {
+	url := pipelineMesh(t)
+	file := pipelineFile(t, "shout.yaml", shoutPipeline)
+	doc := pipelineFile(t, "note.txt", "a note to store")
+	var id string
+	tests := []struct {
+		args  []string
+		lines bool // JSON Lines
+		after func(out string)
+	}{
+		{args: []string{"agents"}},
+		{args: []string{"run", file, "--run-id", "json-run"}, lines: true},
+		{args: []string{"watch", "json-run"}, lines: true},
+		{args: []string{"runs"}},
+		{args: []string{"conversations"}},
+		{args: []string{"state", "show", "json-run"}},
+		{args: []string{"task", "TextAgent", "--text", "text=hi", "--param", "op=upper"}},
+		{args: []string{"files", "put", doc}, after: func(out string) {
+			var refs []struct {
+				ID string `json:"id"`
+			}
+			_ = json.Unmarshal([]byte(out), &refs)
+			if len(refs) == 1 {
+				id = refs[0].ID
+			}
+		}},
+		{args: []string{"files", "ls"}},
+		{args: []string{"files", "info", "ID"}},
+		{args: []string{"files", "rm", "ID"}},
+	}
+	ran := map[string]bool{"approve": true, "chat": true, "bench": true, "version": true} // version: TestVersionJSON
+	for _, tt := range tests {
+		args := append([]string{"--nats", url, "--json"}, tt.args...)
+		for i, a := range args {
+			if a == "ID" {
+				args[i] = id
+			}
+		}
+		code, out, errOut := runArgs(args...)
+		if code != 0 {
+			t.Errorf("%s --json: exit %d: %s", strings.Join(tt.args, " "), code, errOut)
+			continue
+		}
+		docs := []string{out}
+		if tt.lines {
+			docs = strings.Split(strings.TrimSpace(out), "\n")
+		}
+		for _, d := range docs {
+			if !json.Valid([]byte(d)) {
+				t.Errorf("%s --json printed what is not JSON: %q", strings.Join(tt.args, " "), d)
+				break
+			}
+		}
+		if tt.after != nil {
+			tt.after(out)
+		}
+		name := tt.args[0]
+		if name == "files" || name == "state" {
+			name += " " + tt.args[1]
+		}
+		ran[name] = true
+	}
+	for path, g := range flagGroups {
+		if g&groupJSON != 0 && !ran[path] {
+			t.Errorf("%s offers --json and is not checked here", path)
+		}
+	}
+}

@@ -81,7 +81,7 @@ var flagGroups = map[string]flagGroup{
 	"orchestrator":          groupClient | groupSettings | groupLog,
 	"run":                   groupClient | groupJSON,
 	"runs":                  groupClient | groupJSON,
-	"server":                groupPrefix | groupSettings,
+	"server":                groupPrefix | groupSettings | groupLog,
 	"state":                 0,
 	"state show":            groupClient | groupJSON,
 	"task":                  groupClient | groupJSON,

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/agentmesh/agentmesh/bus"
 )
@@ -41,6 +42,7 @@ func (g *Gateway) handleEvents(w http.ResponseWriter, r *http.Request, c *conn) 
 	tick := time.NewTicker(keepAlive)
 	defer tick.Stop()
 	changed := c.reg.Changes()
+	var seen recentIDs
 	if sendRegistry(s, c) != nil {
 		return nil
 	}
@@ -59,7 +61,7 @@ func (g *Gateway) handleEvents(w http.ResponseWriter, r *http.Request, c *conn) 
 			}
 		case m := <-ch:
 			ev, err := bus.Decode(m)
-			if err != nil || !meshWideType(ev.Type) {
+			if err != nil || !meshWideType(ev.Type) || seen.again(m.Header.Get(jetstream.MsgIDHeader)) {
 				continue
 			}
 			if s.sendEvent(ev) != nil {
@@ -84,4 +86,33 @@ func sendRegistry(s *sseWriter, c *conn) error {
 		return err
 	}
 	return s.send("", TypeRegistryChanged, data)
+}
+
+// recentIDs remembers the last message ids a live stream passed on. A
+// transition may be published twice (a replica that ends a wave sends
+// again the ends another replica settled, so that they precede the next
+// wave's events): the events stream keeps one, and a live subscriber,
+// which sees both, passes on the first.
+type recentIDs struct {
+	ring [512]string
+	next int
+	set  map[string]bool
+}
+
+// again reports whether id was seen among the last ones, and remembers it.
+func (r *recentIDs) again(id string) bool {
+	if id == "" {
+		return false
+	}
+	if r.set == nil {
+		r.set = make(map[string]bool, len(r.ring))
+	}
+	if r.set[id] {
+		return true
+	}
+	delete(r.set, r.ring[r.next])
+	r.ring[r.next] = id
+	r.next = (r.next + 1) % len(r.ring)
+	r.set[id] = true
+	return false
 }

@@ -34,7 +34,7 @@ type runCache struct {
 	mu      sync.Mutex
 	specs   map[string]*state.RunSpec
 	headers map[string]cachedHeader
-	records map[string]map[string]*state.StepState
+	records map[string]map[string]cachedRecord
 	nrecs   int // records cached, across runs
 	// states: per run, the state this replica last wrote, with its revision.
 	states map[string]cachedState
@@ -147,7 +147,7 @@ func (c *runCache) putSpec(sd *state.RunSpec) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.specs == nil || len(c.specs) >= maxCachedRuns {
-		c.specs, c.headers, c.records, c.ahead, c.states = map[string]*state.RunSpec{}, map[string]cachedHeader{}, map[string]map[string]*state.StepState{}, nil, nil
+		c.specs, c.headers, c.records, c.ahead, c.states = map[string]*state.RunSpec{}, map[string]cachedHeader{}, map[string]map[string]cachedRecord{}, nil, nil
 		c.nrecs = 0
 	}
 	c.specs[sd.ID] = sd
@@ -171,30 +171,52 @@ func (c *runCache) putHeader(h *state.RunHeader, rev uint64) {
 	}
 }
 
+// cachedRecord is a step record this replica wrote or settled (its end
+// event is this replica's to send, and was sent in order: told) or only
+// read from KV (another replica's to send).
+type cachedRecord struct {
+	rec  *state.StepState
+	told bool
+}
+
 func (c *runCache) record(run, step string) *state.StepState {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.records[run][step]
+	return c.records[run][step].rec
 }
 
-func (c *runCache) putRecord(run string, rec *state.StepState) {
+// told reports whether this replica settled the record of step: the event
+// of its end went out from here, before any later event of the run.
+func (c *runCache) told(run, step string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.records[run][step].told
+}
+
+// putRecord caches a record this replica settles (see told); putRead one
+// it only read.
+func (c *runCache) putRecord(run string, rec *state.StepState) { c.put(run, rec, true) }
+func (c *runCache) putRead(run string, rec *state.StepState)   { c.put(run, rec, false) }
+
+func (c *runCache) put(run string, rec *state.StepState, told bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.records == nil || c.specs[run] == nil {
 		return
 	}
 	m := c.records[run]
-	if _, have := m[rec.ID]; !have && c.nrecs >= maxCachedRecords {
+	e, have := m[rec.ID]
+	if !have && c.nrecs >= maxCachedRecords {
 		return
 	}
 	if m == nil {
-		m = map[string]*state.StepState{}
+		m = map[string]cachedRecord{}
 		c.records[run] = m
 	}
-	if _, have := m[rec.ID]; !have {
+	if !have {
 		c.nrecs++
 	}
-	m[rec.ID] = rec
+	m[rec.ID] = cachedRecord{rec: rec, told: told || e.told}
 }
 
 func (c *runCache) drop(run string) {

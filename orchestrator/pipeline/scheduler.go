@@ -186,7 +186,7 @@ func (s *Scheduler) loadRecord(ctx context.Context, run, step string) (*state.St
 	if err != nil {
 		return nil, err
 	}
-	s.cache.putRecord(run, rec)
+	s.cache.putRead(run, rec)
 	return rec, nil
 }
 

@@ -327,6 +327,7 @@ func (s *Scheduler) settled(ctx context.Context, sd *state.RunSpec, h *state.Run
 		next, ch := base.Clone(), baseCh
 		ch.events = slices.Clone(baseCh.events)
 		if advance(next, sd, now, &ch, rs) {
+			s.tellOthersEnds(sd, &ch, len(baseCh.events), now)
 			return next, ch, mine, nil
 		}
 		found, err := s.loadInto(ctx, sd.ID, rs)
@@ -336,6 +337,32 @@ func (s *Scheduler) settled(ctx context.Context, sd *state.RunSpec, h *state.Run
 		if !found {
 			return base, baseCh, mine, nil
 		}
+	}
+}
+
+// tellOthersEnds puts first among ch's events the ends of the wave ch
+// ended that another replica settled (the first counted of ch's events
+// are this update's own): that replica sends each when its write is over,
+// which may be after this update starts the next wave. Sent here too,
+// before any event of the next wave, a dependency's end is stored before
+// its dependents' started events; the events stream keeps the first copy
+// of each (emitStep's message id).
+func (s *Scheduler) tellOthersEnds(sd *state.RunSpec, ch *runChanges, counted int, now time.Time) {
+	if ch.ended < 0 {
+		return
+	}
+	own := make(map[string]bool, counted)
+	for _, e := range ch.events[:counted] {
+		own[e.Step] = true
+	}
+	var others []schemas.StepEvent
+	for _, rec := range ch.endedRecs {
+		if !own[rec.ID] && !s.cache.told(sd.ID, rec.ID) {
+			others = append(others, stepEvent(sd.ID, rec, now))
+		}
+	}
+	if len(others) > 0 {
+		ch.events = append(others, ch.events...)
 	}
 }
 
@@ -489,6 +516,14 @@ func (s *Scheduler) dispatchAhead(ctx context.Context, sd *state.RunSpec, next *
 			return over
 		}
 	}
+	// The events of the updates written before this one, then this one's
+	// (the ends it counts, the skips it makes), then the started events:
+	// no step starts, as its dependents see it, before they ended.
+	s.eventsInOrder(sd.ID)()
+	for _, e := range ch.events {
+		s.emitStep(sd, e)
+	}
+	ch.events = nil
 	var sent []string
 	for _, id := range ch.dispatch {
 		// Its started event before its task (see follow); should the task

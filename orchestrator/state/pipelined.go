@@ -104,6 +104,7 @@ func (s *Store) Spec(ctx context.Context, runID string) (*RunSpec, error) {
 	if _, err := s.getJSON(ctx, specKey(runID), sd); err != nil {
 		return nil, err
 	}
+	sd.compact()
 	return sd.Init(), nil
 }
 

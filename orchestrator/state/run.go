@@ -155,14 +155,33 @@ type RunParent struct {
 }
 
 func (sd *RunSpec) Init() *RunSpec {
-	if n := len(sd.Spec.Steps); cap(sd.Spec.Steps) > n+n/4 {
-		// The JSON decoder grows the slice by doubling: a replica keeps
-		// the spec as long as the run is served, so keep it to size.
+	sd.pos = make(map[string]stepPos, len(sd.Spec.Steps))
+	for i, s := range sd.Spec.Steps {
+		if _, dup := sd.pos[s.ID]; !dup {
+			sd.pos[s.ID] = stepPos{index: int32(i), wave: -1}
+		}
+	}
+	for w, wave := range sd.Waves {
+		for _, id := range wave {
+			if p, ok := sd.pos[id]; ok {
+				p.wave = int32(w)
+				sd.pos[id] = p
+			}
+		}
+	}
+	return sd
+}
+
+// compact makes a spec just decoded from KV hold less: a replica keeps the
+// spec of every run it serves for as long as it serves it. The decoder
+// grows the steps slice by doubling and gives each step its own copy of
+// its agent's and kind's names and each wave its own copy of the step ids;
+// compact keeps the slice to size and one copy of each name. Only for a
+// spec nobody else holds: it changes the spec in place.
+func (sd *RunSpec) compact() {
+	if n := len(sd.Spec.Steps); cap(sd.Spec.Steps) > n {
 		sd.Spec.Steps = slices.Clone(sd.Spec.Steps)
 	}
-	sd.pos = make(map[string]stepPos, len(sd.Spec.Steps))
-	// A decoded spec holds a copy of a step's agent and kind names per
-	// step: a wide run of one agent keeps one.
 	names := map[string]string{}
 	intern := func(v *string) {
 		if u, ok := names[*v]; ok {
@@ -171,26 +190,20 @@ func (sd *RunSpec) Init() *RunSpec {
 			names[*v] = *v
 		}
 	}
+	ids := make(map[string]string, len(sd.Spec.Steps))
 	for i := range sd.Spec.Steps {
 		s := &sd.Spec.Steps[i]
 		intern(&s.Agent)
 		intern(&s.Kind)
-		if _, dup := sd.pos[s.ID]; !dup {
-			sd.pos[s.ID] = stepPos{index: int32(i), wave: -1}
-		}
+		ids[s.ID] = s.ID
 	}
-	for w, wave := range sd.Waves {
+	for _, wave := range sd.Waves {
 		for j, id := range wave {
-			p, ok := sd.pos[id]
-			if !ok {
-				continue // not a step of the spec: no wave to tell
+			if u, ok := ids[id]; ok {
+				wave[j] = u
 			}
-			p.wave = int32(w)
-			sd.pos[id] = p
-			wave[j] = sd.Spec.Steps[p.index].ID // one copy of the id
 		}
 	}
-	return sd
 }
 
 // Step returns the spec of step id.

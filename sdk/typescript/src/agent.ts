@@ -17,7 +17,7 @@
 
 import { hostname } from "node:os";
 import { randomBytes, createHash } from "node:crypto";
-import { headers as newHeaders, nanos, type NatsConnection, type Subscription } from "@nats-io/nats-core";
+import { headers as newHeaders, nanos, type MsgHdrs, type NatsConnection, type Subscription } from "@nats-io/nats-core";
 import { jetstream, jetstreamManager, AckPolicy, type JetStreamClient, type JsMsg } from "@nats-io/jetstream";
 import { Kvm, type KV } from "@nats-io/kv";
 import { Svcm, type Service, type ServiceMsg } from "@nats-io/services";
@@ -25,7 +25,7 @@ import { Svcm, type Service, type ServiceMsg } from "@nats-io/services";
 import { decode, encode, newEvent, rawAttrs, type MeshEvent } from "./cloudevents.js";
 import { Codes, MeshError, RetryableError, messageOf, serviceErrorCode } from "./errors.js";
 import { Files, defaultMaxCollection } from "./files.js";
-import { EventTypes, Names, agentNamePattern, idPattern } from "./names.js";
+import { EventTypes, Names, agentNamePattern, deadHeaders, idPattern } from "./names.js";
 import { openReader } from "./reader.js";
 import { Schemas, problems } from "./schemas.js";
 import { Credentials, envCredentials, headerSignature, taskTag, userOf, type Identity } from "./signing.js";
@@ -524,17 +524,23 @@ export async function run(nc: NatsConnection, agent: AgentDefinition, opts: RunO
     await js.publish(subject, m.data, { headers: m.headers, msgID: resultMsgID(ev.id, subject) });
   }
 
-  async function deadLetter(msg: JsMsg, code: string, reason: string, attempt: number): Promise<void> {
+  // deadLetter publishes the task message, headers and body, to
+  // mesh.dead.<agent> with the code, the reason and where the task was
+  // stored (its publisher's acknowledgement names the stream and sequence),
+  // once per stored task (Nats-Msg-Id dead-<stream>-<sequence>). It
+  // returns the dead letter's headers.
+  async function deadLetter(msg: JsMsg, code: string, reason: string, attempt: number): Promise<MsgHdrs> {
     const h = newHeaders();
     if (msg.headers) for (const k of msg.headers.keys()) if (!k.startsWith("Nats-")) h.set(k, msg.headers.get(k));
-    h.set("Agentmesh-Dead-Reason", reason.replace(/[\r\n]+/g, "; ").slice(0, 1000));
-    h.set("Agentmesh-Dead-Agent", contract.name);
-    h.set("Agentmesh-Dead-Instance", instanceId);
-    h.set("Agentmesh-Dead-Deliveries", String(attempt));
-    h.set("Agentmesh-Dead-Code", code);
-    h.set("Agentmesh-Dead-Stream", msg.info.stream);
-    h.set("Agentmesh-Dead-Sequence", String(msg.info.streamSequence));
+    h.set(deadHeaders.reason, reason.replace(/\r/g, " ").replace(/\n/g, "; ").slice(0, 1000));
+    h.set(deadHeaders.agent, contract.name);
+    h.set(deadHeaders.instance, instanceId);
+    h.set(deadHeaders.deliveries, String(attempt));
+    h.set(deadHeaders.code, code);
+    h.set(deadHeaders.stream, msg.info.stream);
+    h.set(deadHeaders.sequence, String(msg.info.streamSequence));
     await js.publish(names.dead(contract.name), msg.data, { headers: h, msgID: `dead-${msg.info.stream}-${msg.info.streamSequence}` });
+    return h;
   }
 
   // Tasks answered by this instance, by id and replyto (bounded).
@@ -601,18 +607,17 @@ export async function run(nc: NatsConnection, agent: AgentDefinition, opts: RunO
     id.role === "client" ? `${names.results(contract.name)}client.${id.name}.` : id.role === "agent" ? `${names.results(contract.name)}agent.${id.name}.` : "";
 
   // checkSender makes sure, on a secure mesh, that a task answers only into
-  // the result subjects of the identity that signed it. An unsigned task,
-  // or one whose signature does not check, is dead-lettered (its sender
-  // cannot be told); a signed one naming another's subjects is answered
-  // forbidden on the signer's own. It returns whether the task may run.
+  // the result subjects of the identity that signed it. A signed task
+  // naming another's subjects is answered forbidden on the signer's own; an
+  // unsigned one, or one whose signature does not check, has no sender to
+  // tell and is refused on mesh.dead.<agent>.refused (refuseUnanswered).
+  // It returns whether the task may run.
   async function checkSender(msg: JsMsg, ev: MeshEvent, attempt: number): Promise<boolean> {
     let who: Identity;
     try {
       who = creds!.sender(msg.subject, msg.headers, msg.data);
     } catch (err) {
-      log(`task refused: ${messageOf(err)}`);
-      await deadLetter(msg, Codes.forbidden, `${Codes.forbidden}: ${messageOf(err)}`, attempt);
-      msg.term(Codes.forbidden);
+      await refuse(msg, ev.id, Codes.forbidden, `${Codes.forbidden}: ${messageOf(err)}`, attempt);
       return false;
     }
     const space = senderSpace(who);
@@ -623,21 +628,95 @@ export async function run(nc: NatsConnection, agent: AgentDefinition, opts: RunO
     const on = space + ev.id;
     const res = { ...failure(contract, Codes.forbidden, reason), metrics: { duration_ms: 0, attempt } };
     const enc = encode(newEvent(EventTypes.taskFailed, source, res, { ...correlation(ev), taskid: ev.id }));
-    // Its own message id: the refusal must not take the place of the result
-    // of another requester's task of the same id.
-    await js.publish(on, enc.data, { headers: enc.headers, msgID: `refused-${ev.id}@${on.slice(names.results(contract.name).length)}` });
-    msg.term(Codes.forbidden);
+    try {
+      // Its own message id: the refusal must not take the place of the
+      // result of another requester's task of the same id.
+      await js.publish(on, enc.data, { headers: enc.headers, msgID: `refused-${ev.id}@${on.slice(names.results(contract.name).length)}` });
+      msg.term(Codes.forbidden);
+    } catch (err) {
+      log(`answering a refused task: ${messageOf(err)}`);
+      await refuse(msg, ev.id, Codes.forbidden, `${Codes.forbidden}: ${reason}`, attempt);
+    }
     return false;
   }
 
+  // refuse ends a task refused with code that no result subject can
+  // answer: refuseUnanswered, then terminated; when that fails, it comes
+  // back after the first back-off, since its sender was told nothing.
+  async function refuse(msg: JsMsg, id: string, code: string, reason: string, attempt: number): Promise<void> {
+    log(`task refused: ${reason}`);
+    try {
+      await refuseUnanswered(msg, id, code, reason, attempt);
+    } catch (err) {
+      log(`refusing a task: ${messageOf(err)}`);
+      msg.nak(cfg.backoffMs[0]);
+      return;
+    }
+    msg.term(code);
+  }
+
+  // refuseUnanswered dead-letters a task refused with code that can be
+  // answered on no result subject (no usable id, or, on a secure mesh, a
+  // sender that cannot be told). On a secure mesh, where only the
+  // orchestrator and admin read mesh.dead.<agent>, it also posts the
+  // refusal's notice on mesh.dead.<agent>.refused, which every identity may
+  // read: the dead letter's code, reason, agent, stream and sequence, the
+  // task id in ce-id when it is a subject token, no data and no other
+  // header, with Nats-Msg-Id refused-<stream>-<sequence> (bus.RefusalNotice).
+  async function refuseUnanswered(msg: JsMsg, id: string, code: string, reason: string, attempt: number): Promise<void> {
+    const dead = await deadLetter(msg, code, reason, attempt);
+    if (!creds) return;
+    const h = newHeaders();
+    for (const k of [deadHeaders.code, deadHeaders.reason, deadHeaders.agent, deadHeaders.stream, deadHeaders.sequence]) {
+      const v = dead.get(k);
+      if (v) h.set(k, v);
+    }
+    if (idPattern.test(id)) h.set("ce-id", id);
+    const subject = names.deadRefused(contract.name);
+    try {
+      await js.publish(subject, new Uint8Array(), { headers: h, msgID: `refused-${msg.info.stream}-${msg.info.streamSequence}` });
+    } catch (err) {
+      throw new Error(`posting the refusal on ${subject}: ${messageOf(err)}`);
+    }
+  }
+
+  // senderReply returns where a malformed task may be answered on a secure
+  // mesh: replyto when it lies in the signer's result subjects (or the
+  // signer is the orchestrator or admin), else the signer's own with the
+  // task's id; known is false when the sender cannot be told. On a plain
+  // mesh it returns replyto.
+  function senderReply(msg: JsMsg, id: string, replyto: string): { to: string; known: boolean } {
+    if (!creds) return { to: replyto, known: true };
+    let who: Identity;
+    try {
+      who = creds.sender(msg.subject, msg.headers, msg.data);
+    } catch {
+      return { to: "", known: false };
+    }
+    const space = senderSpace(who);
+    if (space === "" || replyto.startsWith(space)) return { to: replyto, known: true };
+    if (idPattern.test(id)) return { to: space + id, known: true };
+    return { to: "", known: false };
+  }
+
   // rejectMalformed answers a message that is not a readable task: with a
-  // failed result where an id or replyto can be read, else by dead-lettering it.
+  // failed result where an id or replyto its sender may be answered on can
+  // be read, else by refusing it (refuseUnanswered).
   async function rejectMalformed(msg: JsMsg, reason: string, attempt: number): Promise<void> {
     log(`malformed task on ${msg.subject}: ${reason}`);
-    const { id, replyto } = rawAttrs(msg);
-    const idOK = idPattern.test(id);
-    if (idOK || validReplyTo(replyto)) {
-      const ev = { id: idOK ? id : "unknown", ext: validReplyTo(replyto) ? { replyto } : {} } as MeshEvent;
+    const { id } = rawAttrs(msg);
+    let { replyto } = rawAttrs(msg);
+    let idOK = idPattern.test(id);
+    if (!validReplyTo(replyto)) replyto = "";
+    const sender = senderReply(msg, id, replyto);
+    if (!sender.known) {
+      replyto = "";
+      idOK = false; // nowhere its sender may be answered
+    } else {
+      replyto = sender.to;
+    }
+    if (idOK || replyto) {
+      const ev = { id: idOK ? id : "unknown", ext: replyto ? { replyto } : {} } as MeshEvent;
       try {
         await publishResult(ev, { ...failure(contract, Codes.malformedEvent, `task event on ${msg.subject}: ${reason}`), metrics: { duration_ms: 0, attempt } });
         msg.term("malformed event");
@@ -646,8 +725,7 @@ export async function run(nc: NatsConnection, agent: AgentDefinition, opts: RunO
         log(`answering a malformed task: ${messageOf(err)}`);
       }
     }
-    await deadLetter(msg, Codes.malformedEvent, `malformed event: ${reason}`, attempt);
-    msg.term("malformed event");
+    await refuse(msg, id, Codes.malformedEvent, `malformed event: ${reason}`, attempt);
   }
 
   // --- agent-to-agent calls --------------------------------------------------------

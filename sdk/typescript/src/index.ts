@@ -10,7 +10,7 @@ export type { MeshEvent } from "./cloudevents.js";
 export { connectOptions } from "./connect.js";
 export { Codes, MeshError, RetryableError } from "./errors.js";
 export { Files, newFileID, spillThreshold } from "./files.js";
-export { EventTypes, Names } from "./names.js";
+export { EventTypes, Names, deadHeaders } from "./names.js";
 export { Schemas } from "./schemas.js";
 export type * from "./types.gen.js";
 export { Credentials, parseUser, taskDigest, taskTag } from "./signing.js";

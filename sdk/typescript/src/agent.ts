@@ -13,7 +13,8 @@
 //   6. retry with back-off, dead-letter after the last delivery;
 //   7. drain and depart on SIGTERM;
 // plus the micro endpoint for direct calls, declared data types, files and
-// spilled collections, agent-to-agent calls and traceparent.
+// spilled collections, agent-to-agent calls, traceparent and a span per
+// task (tracing.ts).
 
 import { hostname } from "node:os";
 import { randomBytes, createHash } from "node:crypto";
@@ -28,6 +29,7 @@ import { Files, defaultMaxCollection } from "./files.js";
 import { EventTypes, Names, agentNamePattern, deadHeaders, idPattern } from "./names.js";
 import { openReader } from "./reader.js";
 import { Schemas, problems } from "./schemas.js";
+import { startTaskSpan } from "./tracing.js";
 import { Credentials, envCredentials, headerSignature, taskTag, userOf, type Identity } from "./signing.js";
 import type { AgentContract, AgentResult, Announcement, FileCollection, TaskRequest, TypedValue } from "./types.gen.js";
 
@@ -324,7 +326,7 @@ export async function run(nc: NatsConnection, agent: AgentDefinition, opts: RunO
    * runTask validates and executes one task; it returns its result (with
    * metrics) or throws a RetryableError.
    */
-  async function runTask(ev: MeshEvent, attempt: number, direct: boolean, signature: string, working?: () => void): Promise<AgentResult> {
+  async function runTask(ev: MeshEvent, attempt: number, direct: boolean, signature: string, working?: () => void, traceparent?: string): Promise<AgentResult> {
     const start = Date.now();
     const done = (res: AgentResult): AgentResult => {
       res.agent = contract.name;
@@ -410,7 +412,7 @@ export async function run(nc: NatsConnection, agent: AgentDefinition, opts: RunO
         if (++calls > cfg.maxCalls) {
           throw new MeshError(Codes.callFanout, `task ${ev.id} of ${contract.name} made more than ${cfg.maxCalls} agent calls`);
         }
-        const res = await callAgent(ev, calls, signature, target, task, deadline, depth, maxDepth, ac.signal);
+        const res = await callAgent(ev, calls, signature, target, task, deadline, depth, maxDepth, ac.signal, traceparent);
         const m = res.metrics || {};
         spent.prompt += m.tokens?.prompt || 0;
         spent.completion += m.tokens?.completion || 0;
@@ -551,6 +553,7 @@ export async function run(nc: NatsConnection, agent: AgentDefinition, opts: RunO
   };
 
   async function handle(msg: JsMsg): Promise<void> {
+    const received = Date.now();
     const attempt = msg.info.deliveryCount;
     let ev: MeshEvent;
     try {
@@ -564,24 +567,29 @@ export async function run(nc: NatsConnection, agent: AgentDefinition, opts: RunO
       return rejectMalformed(msg, messageOf(err), attempt);
     }
     if (creds && !(await checkSender(msg, ev, attempt))) return;
+    const span = startTaskSpan(contract.name, instanceId, ev, msg.subject, received, attempt);
     const doneKey = `${ev.id} ${ev.ext.replyto || ""}`;
     if (answered.has(doneKey)) {
       msg.ack(); // answered already: the redelivery only needs its ack
+      span.end("duplicate");
       return;
     }
     let res: AgentResult;
+    let outcome = "";
     try {
-      res = await runTask(ev, attempt, false, msg.headers?.get(headerSignature) || "", () => msg.working());
+      res = await runTask(ev, attempt, false, msg.headers?.get(headerSignature) || "", () => msg.working(), span.traceparent);
     } catch (err) {
       if (attempt < cfg.maxDeliver) {
         const delay = cfg.backoffMs[Math.min(attempt - 1, cfg.backoffMs.length - 1)];
         log(`task ${ev.id} will be retried in ${delay} ms (delivery ${attempt} of ${cfg.maxDeliver}): ${messageOf(err)}`);
         msg.nak(delay);
+        span.end("retry", failure(contract, Codes.unavailable, messageOf(err), true));
         return;
       }
       const reason = `gave up after ${attempt} deliveries: ${messageOf(err)}`;
       await deadLetter(msg, Codes.retriesExhausted, reason, attempt);
       res = { ...failure(contract, Codes.retriesExhausted, reason), metrics: { duration_ms: 0, attempt } };
+      outcome = "dead_letter";
     }
     try {
       await publishResult(ev, res);
@@ -589,15 +597,18 @@ export async function run(nc: NatsConnection, agent: AgentDefinition, opts: RunO
       if (attempt < cfg.maxDeliver) {
         log(`publishing the result of ${ev.id}: ${messageOf(err)}`);
         msg.nak(cfg.backoffMs[Math.min(attempt - 1, cfg.backoffMs.length - 1)]);
+        span.end("retry", failure(contract, Codes.unavailable, `publishing the result: ${messageOf(err)}`, true));
         return;
       }
       const reason = `retries_exhausted: gave up after ${attempt} deliveries: publishing the result failed: ${messageOf(err)}`;
       await deadLetter(msg, Codes.retriesExhausted, reason, attempt).catch((e) => log(`dead-lettering ${ev.id}: ${messageOf(e)}`));
       msg.term(reason);
+      span.end("dead_letter", failure(contract, Codes.retriesExhausted, reason));
       return;
     }
     remember(doneKey);
     msg.ack();
+    span.end(outcome || (res.success ? "completed" : "failed"), res);
   }
 
   // senderSpace is where an identity's tasks may be answered: its own
@@ -777,6 +788,7 @@ export async function run(nc: NatsConnection, agent: AgentDefinition, opts: RunO
     depth: number,
     maxDepth: number,
     signal: AbortSignal,
+    traceparent: string | undefined,
   ): Promise<AgentResult> {
     const limit = maxDepth > 0 ? maxDepth : cfg.maxCallDepth;
     if (depth + 1 > limit) throw new MeshError(Codes.callDepth, `task ${caller.id} of ${contract.name} is ${depth} calls deep; a call would pass the chain's limit of ${limit}`);
@@ -796,7 +808,8 @@ export async function run(nc: NatsConnection, agent: AgentDefinition, opts: RunO
       replyto,
       runid: caller.ext.runid,
       conversationid: caller.ext.conversationid,
-      traceparent: caller.ext.traceparent,
+      // the task's span when one records (the callee's is its child), else the task's own
+      traceparent: traceparent ?? caller.ext.traceparent,
       calldepth: String(depth + 1),
       maxcalldepth: String(limit),
       deadline: calleeDeadline !== undefined ? new Date(calleeDeadline).toISOString() : undefined,
@@ -857,6 +870,7 @@ export async function run(nc: NatsConnection, agent: AgentDefinition, opts: RunO
   }
 
   async function direct(m: ServiceMsg): Promise<void> {
+    const received = Date.now();
     let ev: MeshEvent;
     let res: AgentResult;
     try {
@@ -871,11 +885,13 @@ export async function run(nc: NatsConnection, agent: AgentDefinition, opts: RunO
     if (stopping) {
       return reply(m, ev, { ...failure(contract, Codes.unavailable, `${contract.name} instance ${instanceId} is stopping: call again`, true), metrics: { duration_ms: 0, attempt: 1 } });
     }
+    const span = startTaskSpan(contract.name, instanceId, ev, m.subject, received, 1);
     try {
-      res = await runTask(ev, 1, true, m.headers?.get(headerSignature) || "");
+      res = await runTask(ev, 1, true, m.headers?.get(headerSignature) || "", undefined, span.traceparent);
     } catch (err) {
       res = { ...failure(contract, Codes.unavailable, messageOf(err), true), metrics: { duration_ms: 0, attempt: 1 } };
     }
+    span.end(res.success ? "completed" : "failed", res);
     return reply(m, ev, res);
   }
 

@@ -35,7 +35,7 @@ func TestTypeScriptSDKSecure(t *testing.T) {
 		t.Skipf("skipping the TypeScript SDK: %v", err)
 	}
 	nodetest.Install(t, npm, ".")
-	npmRun(t, npm, "run", "build")
+	nodetest.Build(t, npm, ".")
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

@@ -39,8 +39,9 @@ and a few documents, asks "` + demoMessage + `"
 through the chat path, shows the progress, prints the folders with their files,
 stops everything and exits 0.
 
-An LLM plans the work when OPENAI_API_KEY or OPENAI_BASE_URL is set; otherwise
-the offline planner does, and says so.`,
+An LLM plans the work when OPENAI_API_KEY or OPENAI_BASE_URL is set (or
+AGENTMESH_MODEL=anthropic:MODEL with ANTHROPIC_API_KEY, gemini:MODEL with
+GEMINI_API_KEY); otherwise the offline planner does, and says so.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()

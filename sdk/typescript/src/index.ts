@@ -4,7 +4,7 @@
 export { defineAgent, run } from "./agent.js";
 export type { AgentDefinition, CallTarget, Execute, Outcome, RunOptions, RunningAgent, TaskContext } from "./agent.js";
 export { MeshClient } from "./client.js";
-export type { ClientOptions, Listener, TaskOptions, TaskOutcome } from "./client.js";
+export type { ClientOptions, DeltaListener, Listener, TaskOptions, TaskOutcome } from "./client.js";
 export { decode, encode, newEvent, encodeHeaderValue, decodeHeaderValue } from "./cloudevents.js";
 export type { MeshEvent } from "./cloudevents.js";
 export { connectOptions } from "./connect.js";

@@ -78,6 +78,10 @@ export class Names {
   events(id: string, kind: "task" | "chat" | "pipeline" | "registry"): string {
     return `${this.prefix}.events.${id}.${kind}`;
   }
+  /** Where the chat model's text for conversation goes, piece by piece (core NATS, never stored). */
+  deltas(conversation: string): string {
+    return `${this.prefix}.delta.${conversation}`;
+  }
   eventsOf(id: string): string {
     return `${this.prefix}.events.${id}.>`;
   }

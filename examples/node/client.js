@@ -1,6 +1,7 @@
 // client.js: submits one chat turn to an agentmesh mesh with the SDK's
-// MeshClient and prints its progress as it streams, then the final
-// answer. Exit status 0 when the turn ends "completed", 1 when it ends
+// MeshClient and prints its progress and the model's text as they stream
+// (the text only when the orchestrator has a model that streams), then the
+// final answer. Exit status 0 when the turn ends "completed", 1 when it ends
 // otherwise, 2 on a usage or connection error or when no answer comes in
 // time.
 //
@@ -34,15 +35,28 @@ const nc = await connect(connectOptions("agentmesh node client")).catch((err) =>
 const mesh = new MeshClient(nc, { prefix: names().prefix, source: "/agentmesh/examples/node/client" });
 
 let seen = "";
+let writing = false; // a line of the model's text is open
 const onEvent = (e) => {
   const d = e.data || {};
+  if (writing && (e.type === EventTypes.chatProgress || e.type === EventTypes.taskProgress)) {
+    process.stdout.write("\n");
+    writing = false;
+  }
   if (!seen && e.ext.conversationid) console.log(`conversation: ${(seen = e.ext.conversationid)}`);
   if (e.type === EventTypes.chatProgress) console.log(`… ${d.message}`);
   if (e.type === EventTypes.taskProgress) console.log(`… ${d.agent || "agent"}: ${d.message}${d.percent ? ` (${d.percent}%)` : ""}`);
 };
+// The model's text, piece by piece, as it writes it (pieces may be lost;
+// the answer below is whole).
+const onDelta = (d) => {
+  if (!writing) process.stdout.write("> ");
+  writing = true;
+  process.stdout.write(d.text);
+};
 let answer;
 try {
-  answer = await mesh.chat(message, { conversationId: conversation || undefined, waitMs: timeoutS * 1000, onEvent });
+  answer = await mesh.chat(message, { conversationId: conversation || undefined, waitMs: timeoutS * 1000, onEvent, onDelta });
+  if (writing) process.stdout.write("\n");
 } catch (err) {
   console.error(`no answer within ${timeoutS}s (${err.message}): is an orchestrator running (agentmesh orchestrator)?`);
   process.exit(2);

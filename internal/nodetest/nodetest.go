@@ -10,6 +10,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -41,7 +42,7 @@ func Install(tb testing.TB, npm, dir string) {
 	tb.Helper()
 	for _, local := range localDeps(tb, dir) {
 		Install(tb, npm, local)
-		Build(tb, npm, local)
+		build(tb, npm, local, false)
 	}
 	unlock := lock(tb, dir)
 	defer unlock()
@@ -58,9 +59,50 @@ func Install(tb testing.TB, npm, dir string) {
 // Build runs npm run build in dir, under the folder's file lock.
 func Build(tb testing.TB, npm, dir string) {
 	tb.Helper()
+	build(tb, npm, dir, true)
+}
+
+// buildStamp is written into node_modules after a build: npm ci removes
+// it, and a file of the package changed after it makes the build stale.
+const buildStamp = ".agentmesh-build"
+
+// build runs npm run build in dir; unless always, only when a file of dir
+// (outside node_modules and dist) is newer than the last build's stamp.
+func build(tb testing.TB, npm, dir string, always bool) {
+	tb.Helper()
 	unlock := lock(tb, dir)
 	defer unlock()
+	stamp := filepath.Join(dir, "node_modules", buildStamp)
+	if !always && !stale(dir, stamp) {
+		return
+	}
 	npmIn(tb, npm, dir, "run", "build")
+	if err := os.WriteFile(stamp, nil, 0o644); err != nil {
+		tb.Fatalf("after building %s: %v", dir, err)
+	}
+}
+
+// stale reports whether the build of dir is missing or older than a file
+// of dir outside node_modules and dist.
+func stale(dir, stamp string) bool {
+	st, err := os.Stat(stamp)
+	if err != nil {
+		return true
+	}
+	newer := false
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || newer {
+			return filepath.SkipAll
+		}
+		if d.IsDir() && (d.Name() == "node_modules" || d.Name() == "dist") {
+			return filepath.SkipDir
+		}
+		if info, err := d.Info(); err == nil && !d.IsDir() && info.ModTime().After(st.ModTime()) {
+			newer = true
+		}
+		return nil
+	})
+	return newer
 }
 
 func npmIn(tb testing.TB, npm, dir string, args ...string) {

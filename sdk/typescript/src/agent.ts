@@ -29,7 +29,7 @@ import { Files, defaultMaxCollection } from "./files.js";
 import { EventTypes, Names, agentNamePattern, deadHeaders, idPattern } from "./names.js";
 import { openReader } from "./reader.js";
 import { Schemas, problems } from "./schemas.js";
-import { startTaskSpan } from "./tracing.js";
+import { startTaskSpan, type TaskSpan } from "./tracing.js";
 import { Credentials, envCredentials, headerSignature, taskTag, userOf, type Identity } from "./signing.js";
 import type { AgentContract, AgentResult, Announcement, FileCollection, TaskRequest, TypedValue } from "./types.gen.js";
 
@@ -326,7 +326,8 @@ export async function run(nc: NatsConnection, agent: AgentDefinition, opts: RunO
    * runTask validates and executes one task; it returns its result (with
    * metrics) or throws a RetryableError.
    */
-  async function runTask(ev: MeshEvent, attempt: number, direct: boolean, signature: string, working?: () => void, traceparent?: string): Promise<AgentResult> {
+  async function runTask(ev: MeshEvent, attempt: number, direct: boolean, signature: string, working?: () => void, span?: TaskSpan): Promise<AgentResult> {
+    const traceparent = span?.traceparent;
     const start = Date.now();
     const done = (res: AgentResult): AgentResult => {
       res.agent = contract.name;
@@ -424,7 +425,7 @@ export async function run(nc: NatsConnection, agent: AgentDefinition, opts: RunO
     stopSignal.addEventListener("abort", stopListener, { once: true });
     try {
       const aborted = new Promise<never>((_, reject) => ac.signal.addEventListener("abort", () => reject(ac.signal.reason), { once: true }));
-      const out = await Promise.race([Promise.resolve().then(() => agent.execute(ctx)), aborted]);
+      const out = await Promise.race([Promise.resolve().then(() => (span ? span.within(() => agent.execute(ctx)) : agent.execute(ctx))), aborted]);
       return done(buildResult(ev, out || {}, spent));
     } catch (err) {
       if (err instanceof RetryableError) throw err;
@@ -577,7 +578,7 @@ export async function run(nc: NatsConnection, agent: AgentDefinition, opts: RunO
     let res: AgentResult;
     let outcome = "";
     try {
-      res = await runTask(ev, attempt, false, msg.headers?.get(headerSignature) || "", () => msg.working(), span.traceparent);
+      res = await runTask(ev, attempt, false, msg.headers?.get(headerSignature) || "", () => msg.working(), span);
     } catch (err) {
       if (attempt < cfg.maxDeliver) {
         const delay = cfg.backoffMs[Math.min(attempt - 1, cfg.backoffMs.length - 1)];
@@ -887,7 +888,7 @@ export async function run(nc: NatsConnection, agent: AgentDefinition, opts: RunO
     }
     const span = startTaskSpan(contract.name, instanceId, ev, m.subject, received, 1);
     try {
-      res = await runTask(ev, 1, true, m.headers?.get(headerSignature) || "", undefined, span.traceparent);
+      res = await runTask(ev, 1, true, m.headers?.get(headerSignature) || "", undefined, span);
     } catch (err) {
       res = { ...failure(contract, Codes.unavailable, messageOf(err), true), metrics: { duration_ms: 0, attempt: 1 } };
     }

@@ -5,7 +5,7 @@
 // span the task's W3C traceparent names (the pipeline step or chat tool
 // call that sent it), as the Go runtime records it (agents/trace.go).
 
-import { ROOT_CONTEXT, SpanKind, SpanStatusCode, TraceFlags, trace, type Attributes, type Context, type Span } from "@opentelemetry/api";
+import { ROOT_CONTEXT, SpanKind, SpanStatusCode, TraceFlags, context, trace, type Attributes, type Context, type Span } from "@opentelemetry/api";
 
 import type { MeshEvent } from "./cloudevents.js";
 import type { AgentResult } from "./types.gen.js";
@@ -30,6 +30,12 @@ export function parentContext(traceparent: string | undefined): Context {
 export interface TaskSpan {
   /** the traceparent of this span, for what the task sends on (its calls); undefined when nothing records */
   readonly traceparent?: string;
+  /**
+   * within runs fn in the span's context: with a context manager
+   * registered (the OpenTelemetry Node SDK registers one), spans the
+   * agent's work starts are the task span's children.
+   */
+  within<T>(fn: () => T): T;
   /** end records how the delivery ended (completed, failed, retry, dead_letter, duplicate) and ends the span */
   end(outcome: string, res?: AgentResult): void;
 }
@@ -63,12 +69,13 @@ export function startTaskSpan(agent: string, instance: string, ev: MeshEvent, su
     if (ev.ext[ext]) attributes[key] = ev.ext[ext];
   }
   const span: Span = tracer().startSpan(`task ${agent}`, { kind: SpanKind.CONSUMER, startTime: new Date(start), attributes }, parent);
-  if (!span.isRecording()) return { end: () => span.end() };
+  if (!span.isRecording()) return { within: (fn) => fn(), end: () => span.end() };
   if (start < receivedAt) {
     tracer().startSpan("queue wait", { startTime: new Date(start) }, trace.setSpan(parent, span)).end(new Date(receivedAt));
   }
   const sc = span.spanContext();
   return {
+    within: (fn) => context.with(trace.setSpan(parent, span), fn),
     traceparent: `00-${sc.traceId}-${sc.spanId}-${(sc.traceFlags & TraceFlags.SAMPLED).toString(16).padStart(2, "0")}`,
     end(outcome: string, res?: AgentResult) {
       span.setAttribute("agentmesh.outcome", outcome);

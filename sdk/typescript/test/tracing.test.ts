@@ -3,14 +3,16 @@
 // the API only), each task an agent takes is a CONSUMER span "task
 // <agent>", a child of the span its traceparent names, and a call to
 // another agent is a child of the caller's task span. Against a live mesh
-// (NATS_URL).
+// (NATS_URL). With a context manager registered, the spans the agent's
+// work starts are the task span's children.
 
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { connect } from "@nats-io/transport-node";
 import type { NatsConnection } from "@nats-io/nats-core";
-import { SpanKind, SpanStatusCode, trace } from "@opentelemetry/api";
+import { SpanKind, SpanStatusCode, context, trace } from "@opentelemetry/api";
+import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan } from "@opentelemetry/sdk-trace-base";
 
 import { Codes, MeshClient, MeshError, defineAgent, run, type AgentContract, type Execute } from "../src/index.js";
@@ -21,6 +23,7 @@ if (!url) throw new Error("NATS_URL is not set: these tests need a provisioned m
 const exporter = new InMemorySpanExporter();
 const provider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
 trace.setGlobalTracerProvider(provider);
+context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
 
 const nc: NatsConnection = await connect({ servers: url, name: "sdk tracing tests" });
 const client = new MeshClient(nc);
@@ -65,8 +68,10 @@ async function spanOf(agent: string, id: string): Promise<ReadableSpan> {
 
 test("a task is a CONSUMER span, a child of its traceparent, with the task's ids and outcome", async () => {
   const c = contract("traced");
-  const a = await start(c, (t) => {
+  const a = await start(c, async (t) => {
     if (t.value<string>("text") === "fail") throw new MeshError(Codes.invalidInput, "no thanks");
+    await new Promise((r) => setTimeout(r, 1));
+    trace.getTracer("the agent's own").startSpan(`work on ${t.id}`).end(); // after an await: the context follows
     return { outputs: { text: "ok" } };
   });
   const ok = await client.task(c.name, text("hi"), { traceparent: `00-${traceID}-${parentID}-01` });
@@ -83,6 +88,8 @@ test("a task is a CONSUMER span, a child of its traceparent, with the task's ids
   assert.equal(s.attributes["messaging.system"], "nats");
   assert.equal(s.attributes["messaging.destination.name"], `mesh.task.${c.name}`);
   assert.equal(s.status.code, SpanStatusCode.UNSET);
+  const work = exporter.getFinishedSpans().find((w) => w.name === `work on ${ok.event.ext.taskid}`);
+  assert.equal(work?.parentSpanContext?.spanId, s.spanContext().spanId, "a span the agent's work starts is not the task span's child");
 
   const bad = await client.task(c.name, text("fail"), { traceparent: `00-${traceID}-${parentID}-01` });
   const f = await spanOf(c.name, bad.event.ext.taskid);

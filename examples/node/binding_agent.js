@@ -43,7 +43,7 @@ for await (const m of tasks) {
     stepid: task.stepid,
   });
   const out = toNatsMsg(ev, encodeEverything);
-  const own = n.agentResults(agent);
+  const own = n.results(agent);
   const to = task.replyto && task.replyto.startsWith(own) ? task.replyto : n.result(agent, task.id);
   await js.publish(to, out.data, { headers: out.headers, msgID: `result-${task.id}` });
   m.ack();

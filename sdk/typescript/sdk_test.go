@@ -45,7 +45,7 @@ func TestTypeScriptSDK(t *testing.T) {
 	}
 	nodetest.Install(t, npm, ".")
 	npmRun(t, npm, "run", "check-types")
-	npmRun(t, npm, "run", "build")
+	nodetest.Build(t, npm, ".")
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

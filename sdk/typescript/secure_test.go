@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -25,15 +26,16 @@ import (
 // the Go TextAgent: the TypeScript agent checks who signed each task (a
 // Go client's signed task runs, a task naming another client's result
 // subject is answered forbidden on the signer's own, an unsigned one is
-// dead-lettered), and the Go agent accepts the tasks the TypeScript client
-// and a TypeScript agent's call signed.
+// refused on mesh.dead.<agent>.refused and dead-lettered), and the Go
+// agent accepts the tasks the TypeScript client and a TypeScript agent's
+// call signed.
 func TestTypeScriptSDKSecure(t *testing.T) {
 	node, npm, err := nodetest.Tools()
 	if err != nil {
 		t.Skipf("skipping the TypeScript SDK: %v", err)
 	}
 	nodetest.Install(t, npm, ".")
-	npmRun(t, npm, "run", "build")
+	nodetest.Build(t, npm, ".")
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -107,7 +109,19 @@ func TestTypeScriptSDKSecure(t *testing.T) {
 		}
 	})
 
-	t.Run("an unsigned task is dead-lettered and answered nowhere", func(t *testing.T) {
+	t.Run("an unsigned task is refused on mesh.dead.<agent>.refused, dead-lettered and answered nowhere", func(t *testing.T) {
+		// Alice reads the refusals of tasks no result subject can answer,
+		// as any identity may, with a plain subscription.
+		refused, _ := srv.Names.DeadRefused(exampleAgent)
+		notices := make(chan *nats.Msg, 16)
+		sub, err := aliceNC.ChanSubscribe(refused, notices)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sub.Unsubscribe()
+		if err := aliceNC.Flush(); err != nil {
+			t.Fatal(err)
+		}
 		meta := client.DispatchMeta{TaskID: "t-unsigned", ReplyTo: srv.Names.ClientResult(exampleAgent, alice.Name, "t-unsigned")}
 		ev, err := d.Event(exampleAgent, task, &meta)
 		if err != nil {
@@ -117,21 +131,44 @@ func TestTypeScriptSDKSecure(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := js.PublishMsg(ctx, msg); err != nil {
+		ack, err := js.PublishMsg(ctx, msg)
+		if err != nil {
 			t.Fatal(err)
 		}
-		for {
-			raw, err := srv.Res.Dead.GetLastMsgForSubject(ctx, "mesh.dead."+exampleAgent)
-			if err == nil && raw.Header.Get("ce-id") == "t-unsigned" {
-				if code := raw.Header.Get("Agentmesh-Dead-Code"); code != schemas.CodeForbidden || !strings.Contains(raw.Header.Get("Agentmesh-Dead-Reason"), "not signed") {
-					t.Errorf("dead letter code %q reason %q", code, raw.Header.Get("Agentmesh-Dead-Reason"))
+		seq := strconv.FormatUint(ack.Sequence, 10)
+		var n *nats.Msg
+		for n == nil {
+			select {
+			case m := <-notices:
+				if m.Header.Get(bus.HeaderDeadSequence) == seq {
+					n = m
 				}
-				break
+			case <-ctx.Done():
+				t.Fatalf("no refusal of the task at sequence %s on %s\n%s", seq, refused, agent.out.String())
 			}
-			if ctx.Err() != nil {
-				t.Fatalf("the unsigned task was not dead-lettered\n%s", agent.out.String())
+		}
+		if code := n.Header.Get(bus.HeaderDeadCode); code != schemas.CodeForbidden {
+			t.Errorf("notice code %q, want forbidden", code)
+		}
+		if reason := n.Header.Get(bus.HeaderDeadReason); !strings.Contains(reason, "task not signed by an identity of this mesh") {
+			t.Errorf("notice reason %q", reason)
+		}
+		if n.Header.Get("ce-id") != "t-unsigned" || n.Header.Get(bus.HeaderDeadStream) != ack.Stream || len(n.Data) != 0 {
+			t.Errorf("notice %v %q, want the task id, stream %s and no data", n.Header, n.Data, ack.Stream)
+		}
+		// Exactly the headers bus.RefusalNotice keeps: nothing else of the task.
+		want := bus.RefusalNotice(refused, &nats.Msg{Header: n.Header}, "t-unsigned")
+		for k := range n.Header {
+			if want.Header.Get(k) == "" {
+				t.Errorf("the notice carries header %s: %q", k, n.Header.Get(k))
 			}
-			time.Sleep(50 * time.Millisecond) // polling the stream with the test's deadline
+		}
+		raw, err := srv.Res.Dead.GetLastMsgForSubject(ctx, "mesh.dead."+exampleAgent)
+		if err != nil || raw.Header.Get("ce-id") != "t-unsigned" || raw.Header.Get(bus.HeaderDeadSequence) != seq {
+			t.Fatalf("the dead letter of the unsigned task: %v %v", raw, err)
+		}
+		if code := raw.Header.Get(bus.HeaderDeadCode); code != schemas.CodeForbidden || !strings.Contains(raw.Header.Get(bus.HeaderDeadReason), "not signed") {
+			t.Errorf("dead letter code %q reason %q", code, raw.Header.Get(bus.HeaderDeadReason))
 		}
 		if _, err := srv.Res.Results.GetLastMsgForSubject(ctx, meta.ReplyTo); err == nil {
 			t.Error("the unsigned task was answered")

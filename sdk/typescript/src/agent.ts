@@ -13,11 +13,12 @@
 //   6. retry with back-off, dead-letter after the last delivery;
 //   7. drain and depart on SIGTERM;
 // plus the micro endpoint for direct calls, declared data types, files and
-// spilled collections, agent-to-agent calls and traceparent.
+// spilled collections, agent-to-agent calls, traceparent and a span per
+// task (tracing.ts).
 
 import { hostname } from "node:os";
 import { randomBytes, createHash } from "node:crypto";
-import { headers as newHeaders, nanos, type NatsConnection, type Subscription } from "@nats-io/nats-core";
+import { headers as newHeaders, nanos, type MsgHdrs, type NatsConnection, type Subscription } from "@nats-io/nats-core";
 import { jetstream, jetstreamManager, AckPolicy, type JetStreamClient, type JsMsg } from "@nats-io/jetstream";
 import { Kvm, type KV } from "@nats-io/kv";
 import { Svcm, type Service, type ServiceMsg } from "@nats-io/services";
@@ -25,9 +26,10 @@ import { Svcm, type Service, type ServiceMsg } from "@nats-io/services";
 import { decode, encode, newEvent, rawAttrs, type MeshEvent } from "./cloudevents.js";
 import { Codes, MeshError, RetryableError, messageOf, serviceErrorCode } from "./errors.js";
 import { Files, defaultMaxCollection } from "./files.js";
-import { EventTypes, Names, agentNamePattern, idPattern } from "./names.js";
+import { EventTypes, Names, agentNamePattern, deadHeaders, idPattern } from "./names.js";
 import { openReader } from "./reader.js";
 import { Schemas, problems } from "./schemas.js";
+import { startTaskSpan, type TaskSpan } from "./tracing.js";
 import { Credentials, envCredentials, headerSignature, taskTag, userOf, type Identity } from "./signing.js";
 import type { AgentContract, AgentResult, Announcement, FileCollection, TaskRequest, TypedValue } from "./types.gen.js";
 
@@ -324,7 +326,8 @@ export async function run(nc: NatsConnection, agent: AgentDefinition, opts: RunO
    * runTask validates and executes one task; it returns its result (with
    * metrics) or throws a RetryableError.
    */
-  async function runTask(ev: MeshEvent, attempt: number, direct: boolean, signature: string, working?: () => void): Promise<AgentResult> {
+  async function runTask(ev: MeshEvent, attempt: number, direct: boolean, signature: string, working?: () => void, span?: TaskSpan): Promise<AgentResult> {
+    const traceparent = span?.traceparent;
     const start = Date.now();
     const done = (res: AgentResult): AgentResult => {
       res.agent = contract.name;
@@ -410,7 +413,7 @@ export async function run(nc: NatsConnection, agent: AgentDefinition, opts: RunO
         if (++calls > cfg.maxCalls) {
           throw new MeshError(Codes.callFanout, `task ${ev.id} of ${contract.name} made more than ${cfg.maxCalls} agent calls`);
         }
-        const res = await callAgent(ev, calls, signature, target, task, deadline, depth, maxDepth, ac.signal);
+        const res = await callAgent(ev, calls, signature, target, task, deadline, depth, maxDepth, ac.signal, traceparent);
         const m = res.metrics || {};
         spent.prompt += m.tokens?.prompt || 0;
         spent.completion += m.tokens?.completion || 0;
@@ -422,7 +425,7 @@ export async function run(nc: NatsConnection, agent: AgentDefinition, opts: RunO
     stopSignal.addEventListener("abort", stopListener, { once: true });
     try {
       const aborted = new Promise<never>((_, reject) => ac.signal.addEventListener("abort", () => reject(ac.signal.reason), { once: true }));
-      const out = await Promise.race([Promise.resolve().then(() => agent.execute(ctx)), aborted]);
+      const out = await Promise.race([Promise.resolve().then(() => (span ? span.within(() => agent.execute(ctx)) : agent.execute(ctx))), aborted]);
       return done(buildResult(ev, out || {}, spent));
     } catch (err) {
       if (err instanceof RetryableError) throw err;
@@ -524,17 +527,23 @@ export async function run(nc: NatsConnection, agent: AgentDefinition, opts: RunO
     await js.publish(subject, m.data, { headers: m.headers, msgID: resultMsgID(ev.id, subject) });
   }
 
-  async function deadLetter(msg: JsMsg, code: string, reason: string, attempt: number): Promise<void> {
+  // deadLetter publishes the task message, headers and body, to
+  // mesh.dead.<agent> with the code, the reason and where the task was
+  // stored (its publisher's acknowledgement names the stream and sequence),
+  // once per stored task (Nats-Msg-Id dead-<stream>-<sequence>). It
+  // returns the dead letter's headers.
+  async function deadLetter(msg: JsMsg, code: string, reason: string, attempt: number): Promise<MsgHdrs> {
     const h = newHeaders();
     if (msg.headers) for (const k of msg.headers.keys()) if (!k.startsWith("Nats-")) h.set(k, msg.headers.get(k));
-    h.set("Agentmesh-Dead-Reason", reason.replace(/[\r\n]+/g, "; ").slice(0, 1000));
-    h.set("Agentmesh-Dead-Agent", contract.name);
-    h.set("Agentmesh-Dead-Instance", instanceId);
-    h.set("Agentmesh-Dead-Deliveries", String(attempt));
-    h.set("Agentmesh-Dead-Code", code);
-    h.set("Agentmesh-Dead-Stream", msg.info.stream);
-    h.set("Agentmesh-Dead-Sequence", String(msg.info.streamSequence));
+    h.set(deadHeaders.reason, reason.replace(/\r/g, " ").replace(/\n/g, "; ").slice(0, 1000));
+    h.set(deadHeaders.agent, contract.name);
+    h.set(deadHeaders.instance, instanceId);
+    h.set(deadHeaders.deliveries, String(attempt));
+    h.set(deadHeaders.code, code);
+    h.set(deadHeaders.stream, msg.info.stream);
+    h.set(deadHeaders.sequence, String(msg.info.streamSequence));
     await js.publish(names.dead(contract.name), msg.data, { headers: h, msgID: `dead-${msg.info.stream}-${msg.info.streamSequence}` });
+    return h;
   }
 
   // Tasks answered by this instance, by id and replyto (bounded).
@@ -545,6 +554,7 @@ export async function run(nc: NatsConnection, agent: AgentDefinition, opts: RunO
   };
 
   async function handle(msg: JsMsg): Promise<void> {
+    const received = Date.now();
     const attempt = msg.info.deliveryCount;
     let ev: MeshEvent;
     try {
@@ -558,24 +568,29 @@ export async function run(nc: NatsConnection, agent: AgentDefinition, opts: RunO
       return rejectMalformed(msg, messageOf(err), attempt);
     }
     if (creds && !(await checkSender(msg, ev, attempt))) return;
+    const span = startTaskSpan(contract.name, instanceId, ev, msg.subject, received, attempt);
     const doneKey = `${ev.id} ${ev.ext.replyto || ""}`;
     if (answered.has(doneKey)) {
       msg.ack(); // answered already: the redelivery only needs its ack
+      span.end("duplicate");
       return;
     }
     let res: AgentResult;
+    let outcome = "";
     try {
-      res = await runTask(ev, attempt, false, msg.headers?.get(headerSignature) || "", () => msg.working());
+      res = await runTask(ev, attempt, false, msg.headers?.get(headerSignature) || "", () => msg.working(), span);
     } catch (err) {
       if (attempt < cfg.maxDeliver) {
         const delay = cfg.backoffMs[Math.min(attempt - 1, cfg.backoffMs.length - 1)];
         log(`task ${ev.id} will be retried in ${delay} ms (delivery ${attempt} of ${cfg.maxDeliver}): ${messageOf(err)}`);
         msg.nak(delay);
+        span.end("retry", failure(contract, Codes.unavailable, messageOf(err), true));
         return;
       }
       const reason = `gave up after ${attempt} deliveries: ${messageOf(err)}`;
       await deadLetter(msg, Codes.retriesExhausted, reason, attempt);
       res = { ...failure(contract, Codes.retriesExhausted, reason), metrics: { duration_ms: 0, attempt } };
+      outcome = "dead_letter";
     }
     try {
       await publishResult(ev, res);
@@ -583,15 +598,18 @@ export async function run(nc: NatsConnection, agent: AgentDefinition, opts: RunO
       if (attempt < cfg.maxDeliver) {
         log(`publishing the result of ${ev.id}: ${messageOf(err)}`);
         msg.nak(cfg.backoffMs[Math.min(attempt - 1, cfg.backoffMs.length - 1)]);
+        span.end("retry", failure(contract, Codes.unavailable, `publishing the result: ${messageOf(err)}`, true));
         return;
       }
       const reason = `retries_exhausted: gave up after ${attempt} deliveries: publishing the result failed: ${messageOf(err)}`;
       await deadLetter(msg, Codes.retriesExhausted, reason, attempt).catch((e) => log(`dead-lettering ${ev.id}: ${messageOf(e)}`));
       msg.term(reason);
+      span.end("dead_letter", failure(contract, Codes.retriesExhausted, reason));
       return;
     }
     remember(doneKey);
     msg.ack();
+    span.end(outcome || (res.success ? "completed" : "failed"), res);
   }
 
   // senderSpace is where an identity's tasks may be answered: its own
@@ -601,18 +619,17 @@ export async function run(nc: NatsConnection, agent: AgentDefinition, opts: RunO
     id.role === "client" ? `${names.results(contract.name)}client.${id.name}.` : id.role === "agent" ? `${names.results(contract.name)}agent.${id.name}.` : "";
 
   // checkSender makes sure, on a secure mesh, that a task answers only into
-  // the result subjects of the identity that signed it. An unsigned task,
-  // or one whose signature does not check, is dead-lettered (its sender
-  // cannot be told); a signed one naming another's subjects is answered
-  // forbidden on the signer's own. It returns whether the task may run.
+  // the result subjects of the identity that signed it. A signed task
+  // naming another's subjects is answered forbidden on the signer's own; an
+  // unsigned one, or one whose signature does not check, has no sender to
+  // tell and is refused on mesh.dead.<agent>.refused (refuseUnanswered).
+  // It returns whether the task may run.
   async function checkSender(msg: JsMsg, ev: MeshEvent, attempt: number): Promise<boolean> {
     let who: Identity;
     try {
       who = creds!.sender(msg.subject, msg.headers, msg.data);
     } catch (err) {
-      log(`task refused: ${messageOf(err)}`);
-      await deadLetter(msg, Codes.forbidden, `${Codes.forbidden}: ${messageOf(err)}`, attempt);
-      msg.term(Codes.forbidden);
+      await refuse(msg, ev.id, Codes.forbidden, `${Codes.forbidden}: ${messageOf(err)}`, attempt);
       return false;
     }
     const space = senderSpace(who);
@@ -623,21 +640,95 @@ export async function run(nc: NatsConnection, agent: AgentDefinition, opts: RunO
     const on = space + ev.id;
     const res = { ...failure(contract, Codes.forbidden, reason), metrics: { duration_ms: 0, attempt } };
     const enc = encode(newEvent(EventTypes.taskFailed, source, res, { ...correlation(ev), taskid: ev.id }));
-    // Its own message id: the refusal must not take the place of the result
-    // of another requester's task of the same id.
-    await js.publish(on, enc.data, { headers: enc.headers, msgID: `refused-${ev.id}@${on.slice(names.results(contract.name).length)}` });
-    msg.term(Codes.forbidden);
+    try {
+      // Its own message id: the refusal must not take the place of the
+      // result of another requester's task of the same id.
+      await js.publish(on, enc.data, { headers: enc.headers, msgID: `refused-${ev.id}@${on.slice(names.results(contract.name).length)}` });
+      msg.term(Codes.forbidden);
+    } catch (err) {
+      log(`answering a refused task: ${messageOf(err)}`);
+      await refuse(msg, ev.id, Codes.forbidden, `${Codes.forbidden}: ${reason}`, attempt);
+    }
     return false;
   }
 
+  // refuse ends a task refused with code that no result subject can
+  // answer: refuseUnanswered, then terminated; when that fails, it comes
+  // back after the first back-off, since its sender was told nothing.
+  async function refuse(msg: JsMsg, id: string, code: string, reason: string, attempt: number): Promise<void> {
+    log(`task refused: ${reason}`);
+    try {
+      await refuseUnanswered(msg, id, code, reason, attempt);
+    } catch (err) {
+      log(`refusing a task: ${messageOf(err)}`);
+      msg.nak(cfg.backoffMs[0]);
+      return;
+    }
+    msg.term(code);
+  }
+
+  // refuseUnanswered dead-letters a task refused with code that can be
+  // answered on no result subject (no usable id, or, on a secure mesh, a
+  // sender that cannot be told). On a secure mesh, where only the
+  // orchestrator and admin read mesh.dead.<agent>, it also posts the
+  // refusal's notice on mesh.dead.<agent>.refused, which every identity may
+  // read: the dead letter's code, reason, agent, stream and sequence, the
+  // task id in ce-id when it is a subject token, no data and no other
+  // header, with Nats-Msg-Id refused-<stream>-<sequence> (bus.RefusalNotice).
+  async function refuseUnanswered(msg: JsMsg, id: string, code: string, reason: string, attempt: number): Promise<void> {
+    const dead = await deadLetter(msg, code, reason, attempt);
+    if (!creds) return;
+    const h = newHeaders();
+    for (const k of [deadHeaders.code, deadHeaders.reason, deadHeaders.agent, deadHeaders.stream, deadHeaders.sequence]) {
+      const v = dead.get(k);
+      if (v) h.set(k, v);
+    }
+    if (idPattern.test(id)) h.set("ce-id", id);
+    const subject = names.deadRefused(contract.name);
+    try {
+      await js.publish(subject, new Uint8Array(), { headers: h, msgID: `refused-${msg.info.stream}-${msg.info.streamSequence}` });
+    } catch (err) {
+      throw new Error(`posting the refusal on ${subject}: ${messageOf(err)}`);
+    }
+  }
+
+  // senderReply returns where a malformed task may be answered on a secure
+  // mesh: replyto when it lies in the signer's result subjects (or the
+  // signer is the orchestrator or admin), else the signer's own with the
+  // task's id; known is false when the sender cannot be told. On a plain
+  // mesh it returns replyto.
+  function senderReply(msg: JsMsg, id: string, replyto: string): { to: string; known: boolean } {
+    if (!creds) return { to: replyto, known: true };
+    let who: Identity;
+    try {
+      who = creds.sender(msg.subject, msg.headers, msg.data);
+    } catch {
+      return { to: "", known: false };
+    }
+    const space = senderSpace(who);
+    if (space === "" || replyto.startsWith(space)) return { to: replyto, known: true };
+    if (idPattern.test(id)) return { to: space + id, known: true };
+    return { to: "", known: false };
+  }
+
   // rejectMalformed answers a message that is not a readable task: with a
-  // failed result where an id or replyto can be read, else by dead-lettering it.
+  // failed result where an id or replyto its sender may be answered on can
+  // be read, else by refusing it (refuseUnanswered).
   async function rejectMalformed(msg: JsMsg, reason: string, attempt: number): Promise<void> {
     log(`malformed task on ${msg.subject}: ${reason}`);
-    const { id, replyto } = rawAttrs(msg);
-    const idOK = idPattern.test(id);
-    if (idOK || validReplyTo(replyto)) {
-      const ev = { id: idOK ? id : "unknown", ext: validReplyTo(replyto) ? { replyto } : {} } as MeshEvent;
+    const { id } = rawAttrs(msg);
+    let { replyto } = rawAttrs(msg);
+    let idOK = idPattern.test(id);
+    if (!validReplyTo(replyto)) replyto = "";
+    const sender = senderReply(msg, id, replyto);
+    if (!sender.known) {
+      replyto = "";
+      idOK = false; // nowhere its sender may be answered
+    } else {
+      replyto = sender.to;
+    }
+    if (idOK || replyto) {
+      const ev = { id: idOK ? id : "unknown", ext: replyto ? { replyto } : {} } as MeshEvent;
       try {
         await publishResult(ev, { ...failure(contract, Codes.malformedEvent, `task event on ${msg.subject}: ${reason}`), metrics: { duration_ms: 0, attempt } });
         msg.term("malformed event");
@@ -646,8 +737,7 @@ export async function run(nc: NatsConnection, agent: AgentDefinition, opts: RunO
         log(`answering a malformed task: ${messageOf(err)}`);
       }
     }
-    await deadLetter(msg, Codes.malformedEvent, `malformed event: ${reason}`, attempt);
-    msg.term("malformed event");
+    await refuse(msg, id, Codes.malformedEvent, `malformed event: ${reason}`, attempt);
   }
 
   // --- agent-to-agent calls --------------------------------------------------------
@@ -699,6 +789,7 @@ export async function run(nc: NatsConnection, agent: AgentDefinition, opts: RunO
     depth: number,
     maxDepth: number,
     signal: AbortSignal,
+    traceparent: string | undefined,
   ): Promise<AgentResult> {
     const limit = maxDepth > 0 ? maxDepth : cfg.maxCallDepth;
     if (depth + 1 > limit) throw new MeshError(Codes.callDepth, `task ${caller.id} of ${contract.name} is ${depth} calls deep; a call would pass the chain's limit of ${limit}`);
@@ -718,7 +809,8 @@ export async function run(nc: NatsConnection, agent: AgentDefinition, opts: RunO
       replyto,
       runid: caller.ext.runid,
       conversationid: caller.ext.conversationid,
-      traceparent: caller.ext.traceparent,
+      // the task's span when one records (the callee's is its child), else the task's own
+      traceparent: traceparent ?? caller.ext.traceparent,
       calldepth: String(depth + 1),
       maxcalldepth: String(limit),
       deadline: calleeDeadline !== undefined ? new Date(calleeDeadline).toISOString() : undefined,
@@ -779,6 +871,7 @@ export async function run(nc: NatsConnection, agent: AgentDefinition, opts: RunO
   }
 
   async function direct(m: ServiceMsg): Promise<void> {
+    const received = Date.now();
     let ev: MeshEvent;
     let res: AgentResult;
     try {
@@ -793,11 +886,13 @@ export async function run(nc: NatsConnection, agent: AgentDefinition, opts: RunO
     if (stopping) {
       return reply(m, ev, { ...failure(contract, Codes.unavailable, `${contract.name} instance ${instanceId} is stopping: call again`, true), metrics: { duration_ms: 0, attempt: 1 } });
     }
+    const span = startTaskSpan(contract.name, instanceId, ev, m.subject, received, 1);
     try {
-      res = await runTask(ev, 1, true, m.headers?.get(headerSignature) || "");
+      res = await runTask(ev, 1, true, m.headers?.get(headerSignature) || "", undefined, span);
     } catch (err) {
       res = { ...failure(contract, Codes.unavailable, messageOf(err), true), metrics: { duration_ms: 0, attempt: 1 } };
     }
+    span.end(res.success ? "completed" : "failed", res);
     return reply(m, ev, res);
   }
 

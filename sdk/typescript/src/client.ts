@@ -11,7 +11,7 @@ import { Codes, MeshError } from "./errors.js";
 import { openReader } from "./reader.js";
 import { EventTypes, Names, agentNamePattern, idPattern } from "./names.js";
 import { envCredentials, type Credentials } from "./signing.js";
-import type { AgentResult, Announcement, ChatResponse, PipelineSpec, Resolution, RunEvent, TaskRequest } from "./types.gen.js";
+import type { AgentResult, Announcement, ChatDelta, ChatResponse, PipelineSpec, Resolution, RunEvent, TaskRequest } from "./types.gen.js";
 
 /** Options of a client. */
 export interface ClientOptions {
@@ -53,6 +53,9 @@ export interface TaskOutcome {
 
 /** An event of a run or a conversation, as followed on mesh.events.<id>.>. */
 export type Listener = (ev: MeshEvent) => void;
+
+/** A piece of the text a chat turn's model writes (mesh.delta.<conversation>). */
+export type DeltaListener = (d: ChatDelta) => void;
 
 /** MeshClient sends work to a mesh. */
 export class MeshClient {
@@ -167,19 +170,71 @@ export class MeshClient {
   /**
    * chat sends a chat turn and waits for its answer. Without
    * conversationId it starts a conversation named by the request id.
-   * onEvent sees the turn's progress (io.agentmesh.chat.progress) as it comes.
+   * onEvent sees the turn's progress (io.agentmesh.chat.progress) as it
+   * comes; onDelta each piece of the text the turn's model writes, as it
+   * writes it (mesh.delta.<conversation>, core NATS: a piece is seen at most
+   * once, and every piece that reached this connection before the answer is
+   * handed over before chat resolves). The answer is whole whatever pieces
+   * were lost. An earlier turn's answer is never taken for this one's.
    */
-  async chat(message: string, opts: { conversationId?: string; waitMs?: number; onEvent?: Listener; traceparent?: string } = {}): Promise<ChatResponse> {
+  async chat(
+    message: string,
+    opts: { conversationId?: string; waitMs?: number; onEvent?: Listener; onDelta?: DeltaListener; traceparent?: string } = {},
+  ): Promise<ChatResponse> {
     const id = `c-${randomUUID()}`;
     const conversation = opts.conversationId || id;
+    if (!idPattern.test(conversation)) throw new Error(`conversation id ${JSON.stringify(conversation)}: use 1 to 128 letters, digits, '-', '_' or '='`);
     const data: Record<string, unknown> = { message };
     if (opts.conversationId) data.conversation_id = opts.conversationId;
     const ev = newEvent(EventTypes.chatRequested, this.source, data, { conversationid: conversation, traceparent: opts.traceparent }, id);
     const m = encode(ev);
     const since = new Date(Date.now() - 1000);
-    await this.js.publish(this.names.chatRequest(this.client), m.data, { headers: m.headers, msgID: id });
-    const answer = await this.follow(conversation, since, opts.waitMs ?? 120_000, opts.onEvent, (e) => e.type === EventTypes.chatResponded);
-    return answer.data as ChatResponse;
+    // Subscribed before the request, with a callback: the connection calls
+    // it as it reads each piece, so the pieces read before the answer have
+    // been handed over when the answer (read later on the same connection)
+    // is taken.
+    const stopDeltas = opts.onDelta ? this.followDeltas(conversation, opts.onDelta) : () => undefined;
+    try {
+      await this.js.publish(this.names.chatRequest(this.client), m.data, { headers: m.headers, msgID: id });
+      // The answer to request R is stored with Nats-Msg-Id chat-R.
+      const answer = await this.follow(conversation, since, opts.waitMs ?? 120_000, opts.onEvent, (e, msg) =>
+        e.type === EventTypes.chatResponded && (msg.headers?.get("Nats-Msg-Id") || `chat-${id}`) === `chat-${id}`,
+      );
+      return answer.data as ChatResponse;
+    } finally {
+      stopDeltas();
+    }
+  }
+
+  /**
+   * followDeltas calls fn with each piece of text the chat model writes in
+   * conversation, from now on, until the returned stop is called (the Go
+   * client's FollowDeltas). Pieces are sent at most once and never stored:
+   * one written before this subscription, or lost, is not seen again; seq
+   * counts a step's pieces from 1, so a gap shows. A piece that does not
+   * decode is dropped, as a lost one would be.
+   */
+  followDeltas(conversation: string, fn: DeltaListener): () => void {
+    if (!idPattern.test(conversation)) throw new Error(`conversation id ${JSON.stringify(conversation)}: use 1 to 128 letters, digits, '-', '_' or '='`);
+    const sub = this.nc.subscribe(this.names.deltas(conversation), {
+      callback: (err, m) => {
+        if (err) return;
+        let d: ChatDelta;
+        try {
+          d = JSON.parse(new TextDecoder().decode(m.data)) as ChatDelta;
+        } catch {
+          return;
+        }
+        if (typeof d?.text === "string") fn(d);
+      },
+    });
+    return () => {
+      try {
+        sub.unsubscribe();
+      } catch {
+        // the connection is gone already
+      }
+    };
   }
 
   /** submit submits a pipeline and returns its run id (the event id unless runId is given). */
@@ -222,7 +277,7 @@ export class MeshClient {
   }
 
   /** follow reads mesh.events.<id>.> from MESH_EVENTS until an event matches done. */
-  private async follow(id: string, since: Date | undefined, waitMs: number, onEvent: Listener | undefined, done: (e: MeshEvent) => boolean): Promise<MeshEvent> {
+  private async follow(id: string, since: Date | undefined, waitMs: number, onEvent: Listener | undefined, done: (e: MeshEvent, m: JsMsg) => boolean): Promise<MeshEvent> {
     const r = await openReader(this.nc, this.names.eventsStream, this.names.eventsOf(id), since);
     try {
       const until = Date.now() + waitMs;
@@ -236,7 +291,7 @@ export class MeshClient {
           continue;
         }
         onEvent?.(ev);
-        if (done(ev)) return ev;
+        if (done(ev, m)) return ev;
       }
       throw new MeshError(Codes.timeout, `nothing ended ${id} within ${waitMs} ms`);
     } finally {

@@ -4,13 +4,13 @@
 export { defineAgent, run } from "./agent.js";
 export type { AgentDefinition, CallTarget, Execute, Outcome, RunOptions, RunningAgent, TaskContext } from "./agent.js";
 export { MeshClient } from "./client.js";
-export type { ClientOptions, Listener, TaskOptions, TaskOutcome } from "./client.js";
+export type { ClientOptions, DeltaListener, Listener, TaskOptions, TaskOutcome } from "./client.js";
 export { decode, encode, newEvent, encodeHeaderValue, decodeHeaderValue } from "./cloudevents.js";
 export type { MeshEvent } from "./cloudevents.js";
 export { connectOptions } from "./connect.js";
 export { Codes, MeshError, RetryableError } from "./errors.js";
 export { Files, newFileID, spillThreshold } from "./files.js";
-export { EventTypes, Names } from "./names.js";
+export { EventTypes, Names, deadHeaders } from "./names.js";
 export { Schemas } from "./schemas.js";
 export type * from "./types.gen.js";
 export { Credentials, parseUser, taskDigest, taskTag } from "./signing.js";

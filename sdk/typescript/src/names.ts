@@ -19,6 +19,24 @@ export const EventTypes = {
   resolveRefused: "io.agentmesh.pipeline.resolve.refused",
 } as const;
 
+/**
+ * Headers of a dead letter on mesh.dead.<agent>, next to the task's own
+ * (docs/protocol.md, "6. Retry, back off, dead-letter"); a refusal notice on
+ * mesh.dead.<agent>.refused carries code, reason, agent, stream and
+ * sequence, and the task id in ce-id.
+ */
+export const deadHeaders = {
+  reason: "Agentmesh-Dead-Reason",
+  agent: "Agentmesh-Dead-Agent",
+  instance: "Agentmesh-Dead-Instance",
+  deliveries: "Agentmesh-Dead-Deliveries",
+  /** the error code the task was refused with */
+  code: "Agentmesh-Dead-Code",
+  /** where the task was stored: the stream and sequence its publisher was acknowledged with */
+  stream: "Agentmesh-Dead-Stream",
+  sequence: "Agentmesh-Dead-Sequence",
+} as const;
+
 /** An id that can be a subject token and a KV key (task, run, conversation ids). */
 export const idPattern = /^[A-Za-z0-9_=-]{1,128}$/;
 /** An agent name: one subject token, a durable consumer name and a micro service name. */
@@ -60,11 +78,22 @@ export class Names {
   events(id: string, kind: "task" | "chat" | "pipeline" | "registry"): string {
     return `${this.prefix}.events.${id}.${kind}`;
   }
+  /** Where the chat model's text for conversation goes, piece by piece (core NATS, never stored). */
+  deltas(conversation: string): string {
+    return `${this.prefix}.delta.${conversation}`;
+  }
   eventsOf(id: string): string {
     return `${this.prefix}.events.${id}.>`;
   }
   dead(agent: string): string {
     return `${this.prefix}.dead.${agent}`;
+  }
+  /**
+   * Where, on a secure mesh, agent posts the refusal notice of a task it
+   * can answer on no result subject; every identity may read it.
+   */
+  deadRefused(agent: string): string {
+    return `${this.prefix}.dead.${agent}.refused`;
   }
   announce(agent: string): string {
     return `${this.prefix}.registry.announce.${agent}`;

@@ -17,6 +17,20 @@ export type Announcement = {
   [key: string]: unknown;
 };
 
+/** chat-delta.schema.json: A piece of the text the chat loop's model is writing, on core NATS mesh.delta.<conversation> (not a CloudEvent, never stored, at most once). seq counts the step's pieces from 1, so a gap is a lost piece; the turn's answer in io.agentmesh.chat.responded is whole whatever was lost. */
+export type ChatDelta = {
+  /** the conversation the turn belongs to */
+  conversation_id: string;
+  /** the conversation's turn */
+  turn: number;
+  /** the model call within the turn (a step that ends in tool calls may write text too) */
+  step: number;
+  /** the piece's number within its step, from 1 */
+  seq: number;
+  /** the piece of text */
+  text: string;
+};
+
 /** chat-request.schema.json: Data of io.agentmesh.chat.requested. Without conversation_id the event id names a new conversation. */
 export type ChatRequest = {
   conversation_id?: string;
@@ -476,6 +490,7 @@ export type TextValue = string;
 /** The $id of every schema by its file, for validators. */
 export const schemaIDs = {
   "announcement.schema.json": "https://agentmesh.dev/schemas/announcement.schema.json",
+  "chat-delta.schema.json": "https://agentmesh.dev/schemas/chat-delta.schema.json",
   "chat-request.schema.json": "https://agentmesh.dev/schemas/chat-request.schema.json",
   "chat-response.schema.json": "https://agentmesh.dev/schemas/chat-response.schema.json",
   "contract.schema.json": "https://agentmesh.dev/schemas/contract.schema.json",

@@ -91,7 +91,7 @@ func (g *Gateway) handleConversations(w http.ResponseWriter, r *http.Request, c 
 	if err != nil {
 		return err
 	}
-	return writeRecent(w, r, "conversations", store.RecentConversations)
+	return writeList(w, r, "conversations", conversationFields, store.RecentConversations)
 }
 
 // Conversation is GET /api/conversations/{id}: the stored state (slots and

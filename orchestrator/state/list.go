@@ -28,6 +28,8 @@ type RunSummary struct {
 	Completed int    `json:"completed"`
 	Failed    int    `json:"failed"`
 	Skipped   int    `json:"skipped"`
+	// Agents are the agents the run's steps call, sorted, each once.
+	Agents []string `json:"agents,omitempty"`
 	// Waiting are the steps waiting for a person: step -> what for.
 	Waiting    map[string]string `json:"waiting,omitempty"`
 	CreatedAt  time.Time         `json:"created_at"`
@@ -95,9 +97,21 @@ func (s *Store) RecentRuns(ctx context.Context, limit int) ([]RunSummary, int, e
 		sd.Init()
 		out = append(out, RunSummary{ID: id, Name: h.Name, Status: h.Status, Error: h.Error, Steps: len(sd.Spec.Steps),
 			Completed: h.CompletedSteps(&sd), Failed: h.FailedCount(), Skipped: h.SkippedCount(),
-			Waiting: h.Waiting, CreatedAt: h.CreatedAt, UpdatedAt: h.UpdatedAt, FinishedAt: h.FinishedAt})
+			Agents: stepAgents(sd.Spec.Steps), Waiting: h.Waiting, CreatedAt: h.CreatedAt, UpdatedAt: h.UpdatedAt, FinishedAt: h.FinishedAt})
 	}
 	return out, total, nil
+}
+
+// stepAgents lists the agents steps call, sorted, each once.
+func stepAgents(steps []schemas.PipelineStep) []string {
+	var out []string
+	for _, s := range steps {
+		if s.Agent != "" {
+			out = append(out, s.Agent)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // RecentConversations returns the conversations most recently written

@@ -94,11 +94,21 @@ func TestDashboardInBrowser(t *testing.T) {
 	}
 }
 
+// do runs actions in the tab, failing the test when they fail or take
+// over 20 seconds (an element that never comes).
+func (d *dashboard) do(t *testing.T, actions ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(d.tab, 20*time.Second)
+	defer cancel()
+	if err := chromedp.Do(ctx, actions...); err != nil {
+		text, _ := chromedp.Run(d.tab, chromedp.Evaluate[string](`document.getElementById("main").innerText`))
+		t.Fatalf("%v; the page shows:\n%s", err, text)
+	}
+}
+
 func (d *dashboard) open(t *testing.T, hash string) {
 	t.Helper()
-	if err := chromedp.Do(d.tab, chromedp.Navigate(d.m.http.URL+"/"+hash)); err != nil {
-		t.Fatal(err)
-	}
+	d.do(t, chromedp.Navigate(d.m.http.URL+"/"+hash))
 }
 
 func (d *dashboard) until(t *testing.T, what, expr string) {
@@ -123,9 +133,7 @@ const runRows = `[...document.querySelectorAll("#runs tbody tr")].map((r) => r.d
 func (d *dashboard) search(t *testing.T) {
 	d.open(t, "#/runs")
 	d.until(t, "every run", runRows+` === "pub-1,rej-1,beta-1,alpha-2,alpha-1"`)
-	if err := chromedp.Do(d.tab, chromedp.SendKeys(chromedp.CSS("#runs-q"), "ALPHA")); err != nil {
-		t.Fatal(err)
-	}
+	d.do(t, chromedp.SendKeys(chromedp.CSS("#runs-q"), "ALPHA"))
 	d.until(t, "the alpha runs", runRows+` === "alpha-2,alpha-1"`)
 	d.until(t, "the count", `document.getElementById("runs-range").textContent === "1–2 of 2"`)
 	if loc := d.eval(t, `location.hash`); loc != "#/runs?q=ALPHA" {
@@ -147,13 +155,9 @@ func (d *dashboard) filter(t *testing.T) {
 	browsertest.Screenshot(t, d.tab, d.shots, "runs-filter.png")
 	d.open(t, "#/runs?agent=TextAgent")
 	d.until(t, "the runs of TextAgent", runRows+` === "pub-1,beta-1,alpha-2,alpha-1"`)
-	if err := chromedp.Do(d.tab, chromedp.Click(chromedp.CSS(`#runs button[data-name="beta"]`))); err != nil {
-		t.Fatal(err)
-	}
+	d.do(t, chromedp.Click(chromedp.CSS(`#runs button[data-name="beta"]`)))
 	d.until(t, "the runs of pipeline beta", runRows+` === "beta-1" && document.getElementById("runs-name")`)
-	if err := chromedp.Do(d.tab, chromedp.Click(chromedp.CSS(`#runs-name`))); err != nil {
-		t.Fatal(err)
-	}
+	d.do(t, chromedp.Click(chromedp.CSS(`#runs-name`)))
 	d.until(t, "the name filter taken off", runRows+` === "pub-1,beta-1,alpha-2,alpha-1"`)
 	d.open(t, "#/runs?since=24h")
 	d.until(t, "the runs of the last day", runRows+` === "pub-1,rej-1,beta-1,alpha-2,alpha-1"`)
@@ -169,9 +173,7 @@ func (d *dashboard) sortAndPage(t *testing.T) {
 	d.until(t, "the first page", runRows+` === "pub-1,rej-1" && document.getElementById("runs-range").textContent === "1–2 of 5"`)
 	click := func(css string) {
 		t.Helper()
-		if err := chromedp.Do(d.tab, chromedp.Click(chromedp.CSS(css))); err != nil {
-			t.Fatal(err)
-		}
+		d.do(t, chromedp.Click(chromedp.CSS(css)))
 	}
 	click(`th[data-sort="id"] button`)
 	d.until(t, "sorted by id", runRows+` === "alpha-1,alpha-2" && document.querySelector('th[data-sort="id"]').getAttribute("aria-sort") === "ascending"`)
@@ -201,9 +203,7 @@ func (d *dashboard) timeline(t *testing.T) {
 	if side != "beside" {
 		t.Errorf("the timeline is not beside the DAG: %s", side)
 	}
-	if err := chromedp.Do(d.tab, chromedp.Click(chromedp.CSS(`#timeline .gantt-row[data-step="draft"]`))); err != nil {
-		t.Fatal(err)
-	}
+	d.do(t, chromedp.Click(chromedp.CSS(`#timeline .gantt-row[data-step="draft"]`)))
 	d.until(t, "the draft's panel", `document.querySelector("#step-panel h2") && document.querySelector("#step-panel h2").textContent.startsWith("draft")`)
 	if text := d.eval(t, `document.getElementById("step-panel").innerText`); !strings.Contains(text, "wave 1") {
 		t.Errorf("the first wave's step does not say wave 1 (the CLI's numbering):\n%s", text)
@@ -248,9 +248,7 @@ func lightness(css string) float64 {
 func (d *dashboard) approvalSubject(t *testing.T) {
 	d.open(t, "#/runs/pub-1")
 	d.until(t, "the review step", `document.querySelector('#dag g.node[data-step="review"][data-state="waiting"]')`)
-	if err := chromedp.Do(d.tab, chromedp.Click(chromedp.CSS(`#dag g.node[data-step="review"]`))); err != nil {
-		t.Fatal(err)
-	}
+	d.do(t, chromedp.Click(chromedp.CSS(`#dag g.node[data-step="review"]`)))
 	d.until(t, "the subject", `document.querySelector('#step-subject [data-from="draft"] .text-value') && document.querySelector("#step-actions button.approve")`)
 	got := d.eval(t, `document.querySelector('#step-subject [data-from="draft"] .text-value').textContent`)
 	if got != xss+" ship the sunsets" {
@@ -272,9 +270,7 @@ func (d *dashboard) conversations(t *testing.T) {
 	const rows = `[...document.querySelectorAll("#conversations tbody tr")].map((r) => r.dataset.conversation).join()`
 	d.open(t, "#/conversations")
 	d.until(t, "both conversations", rows+` === "c-sunset,c-xss"`)
-	if err := chromedp.Do(d.tab, chromedp.SendKeys(chromedp.CSS("#conversations-q"), "hello")); err != nil {
-		t.Fatal(err)
-	}
+	d.do(t, chromedp.SendKeys(chromedp.CSS("#conversations-q"), "hello"))
 	d.until(t, "the conversation about hello", rows+` === "c-xss"`)
 	if got := d.eval(t, `document.querySelector('tr[data-conversation="c-xss"] td.clip').textContent`); !strings.HasPrefix(got, xss) {
 		t.Errorf("the last message shows %q, want it to start with %q", got, xss)
@@ -309,9 +305,7 @@ func (d *dashboard) fileTiles(t *testing.T) {
 // phoneWidth: at 400 CSS pixels every page fits the screen's width, and
 // the run's DAG, timeline and panel stack.
 func (d *dashboard) phoneWidth(t *testing.T) {
-	if err := chromedp.Do(d.tab, chromedp.EmulateViewport(400, 860, chromedp.EmulateScale(1))); err != nil {
-		t.Fatal(err)
-	}
+	d.do(t, chromedp.EmulateViewport(400, 860, chromedp.EmulateScale(1)))
 	defer func() { _ = chromedp.Do(d.tab, chromedp.EmulateViewport(1280, 860)) }()
 	for _, p := range []struct{ hash, ready, shot string }{
 		{"#/agents", `document.querySelector('section.agent[data-agent="TextAgent"]')`, "phone-agents.png"},

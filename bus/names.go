@@ -139,6 +139,13 @@ func (n Names) EventsOf(id string) string { return n.subj("events", id, ">") }
 // AllEvents returns mesh.events.>.
 func (n Names) AllEvents() string { return n.subj("events", ">") }
 
+// Deltas returns mesh.delta.<id>: the text a model is writing for the
+// conversation id, piece by piece, on core NATS (no stream holds it).
+func (n Names) Deltas(id string) string { return n.subj("delta", id) }
+
+// AllDeltas returns mesh.delta.>.
+func (n Names) AllDeltas() string { return n.subj("delta", ">") }
+
 // Announce returns mesh.registry.announce.<agent>.
 func (n Names) Announce(agent string) (string, error) {
 	if err := ValidateAgentName(agent); err != nil {

@@ -56,6 +56,8 @@ func TestNamesSubjects(t *testing.T) {
 		{n.Result("search", "t1"), "mesh.result.search.t1"},
 		{n.AgentResults("search"), "mesh.result.search.>"},
 		{n.Results(), "mesh.result.>"},
+		{n.Deltas("c1"), "mesh.delta.c1"},
+		{n.AllDeltas(), "mesh.delta.>"},
 		{n.ClientResult("search", "alice", "t1"), "mesh.result.search.client.alice.t1"},
 		{n.ClientResults("alice"), "mesh.result.*.client.alice.>"},
 		{n.OrchestratorResult("search", "o1"), "mesh.result.search.orchestrator.o1"},

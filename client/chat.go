@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"go.opentelemetry.io/otel/trace"
 
@@ -87,8 +88,12 @@ func PublishChatRequest(ctx context.Context, js jetstream.JetStream, names bus.N
 // comes after the request, so earlier turns' answers are not mistaken for
 // this one's. The response carries the conversation id even on error.
 // The turn is a client span "chat" (the trace of the whole turn hangs
-// under it), ended when the answer comes.
-func Turn(ctx context.Context, js jetstream.JetStream, names bus.Names, conversation, message, source string, progress func(schemas.TaskProgress), accepted func(conv string)) (resp schemas.ChatResponse, answer bus.Event, err error) {
+// under it), ended when the answer comes. Options: WithDeltas.
+func Turn(ctx context.Context, js jetstream.JetStream, names bus.Names, conversation, message, source string, progress func(schemas.TaskProgress), accepted func(conv string), opts ...TurnOption) (resp schemas.ChatResponse, answer bus.Event, err error) {
+	var o turnOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
 	ctx, span := telemetry.Start(ctx, "chat", trace.WithSpanKind(trace.SpanKindClient))
 	defer func() {
 		span.SetAttributes(telemetry.AttrConversation.String(resp.ConversationID), telemetry.AttrStatus.String(resp.State))
@@ -104,6 +109,18 @@ func Turn(ctx context.Context, js jetstream.JetStream, names bus.Names, conversa
 		return resp, bus.Event{}, fmt.Errorf("following conversation %s: %w", conv, err)
 	}
 	defer stop()
+	// A channel subscription: the connection's reader puts each piece in
+	// it as it reads it, so the pieces written before the answer are in it
+	// when the answer (read later on the same connection) comes.
+	var deltas chan *nats.Msg // nil, and so never ready, without WithDeltas
+	if o.deltas != nil {
+		deltas = make(chan *nats.Msg, 1024)
+		sub, err := js.Conn().ChanSubscribe(names.Deltas(conv), deltas)
+		if err != nil {
+			return resp, bus.Event{}, fmt.Errorf("following the text of conversation %s: %w", conv, err)
+		}
+		defer func() { _ = sub.Unsubscribe() }()
+	}
 	if err := PublishChatRequest(ctx, js, names, ev); err != nil {
 		return resp, bus.Event{}, err
 	}
@@ -114,6 +131,8 @@ func Turn(ctx context.Context, js jetstream.JetStream, names bus.Names, conversa
 		select {
 		case <-ctx.Done():
 			return resp, bus.Event{}, fmt.Errorf("conversation %s: no answer: %w", conv, ctx.Err())
+		case m := <-deltas:
+			o.delta(m)
 		case e := <-events:
 			switch e.Type {
 			case bus.TypeChatProgress:
@@ -122,6 +141,14 @@ func Turn(ctx context.Context, js jetstream.JetStream, names bus.Names, conversa
 					progress(p)
 				}
 			case bus.TypeChatResponded:
+				for drained := false; !drained; { // pieces that came in before the answer
+					select {
+					case m := <-deltas:
+						o.delta(m)
+					default:
+						drained = true
+					}
+				}
 				if err := e.DataAs(&resp); err != nil {
 					return resp, e, fmt.Errorf("conversation %s: the answer does not decode: %w", conv, err)
 				}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentmesh/agentmesh/agents/builtin/samples"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -206,5 +207,64 @@ func TestUploadTooLarge(t *testing.T) {
 	}
 	if r := m.do(t, "POST", "/api/files?name=small.txt", "text/plain", big[:1000]); r.status != 201 {
 		t.Fatalf("a file under the limit: %d %s", r.status, clip(r.body))
+	}
+}
+
+// TestUploadSniffsGenericType uploads files as curl and browsers send them
+// when they do not know the type (curl's default form encoding, a form
+// part's application/octet-stream, no type at all): each is stored with the
+// type its bytes and name say, so a search by kind finds it. A type the
+// sender does know is kept.
+func TestUploadSniffsGenericType(t *testing.T) {
+	m := newTestMesh(t)
+	jpeg := samples.Images()[0].Content
+	upload := func(name, contentType string, content []byte) schemas.FileRef {
+		t.Helper()
+		var r response
+		if contentType == "multipart" {
+			var body bytes.Buffer
+			mw := multipart.NewWriter(&body)
+			fw, _ := mw.CreateFormFile("file", name) // the part says application/octet-stream
+			_, _ = fw.Write(content)
+			_ = mw.Close()
+			r = m.do(t, "POST", "/api/files", mw.FormDataContentType(), body.Bytes())
+		} else {
+			r = m.do(t, "POST", "/api/files?name="+name, contentType, content)
+		}
+		var ref schemas.FileRef
+		decode(t, r, &ref)
+		if r.status != 201 {
+			t.Fatalf("upload %s as %q: %d %s", name, contentType, r.status, clip(r.body))
+		}
+		return ref
+	}
+	tests := []struct {
+		name, contentType string
+		content           []byte
+		want              string // media type without parameters
+		kind              string // the ?type= that lists it
+	}{
+		{"curl.jpg", "application/x-www-form-urlencoded", jpeg, "image/jpeg", "images"},
+		{"curl.txt", "application/x-www-form-urlencoded", []byte("a plain note about sunsets\n"), "text/plain", "documents"},
+		{"raw.bin", "application/octet-stream", jpeg, "image/jpeg", "images"},
+		{"none.md", "", []byte("# Notes\n\nabout the forest\n"), "text/markdown", "documents"},
+		{"form.jpg", "multipart", jpeg, "image/jpeg", "images"},
+		{"form.pdf", "multipart", samples.PDF("Report", "a one-page report"), "application/pdf", "documents"},
+		{"kept.csv", "text/csv", []byte("a,b\n1,2\n"), "text/csv", "documents"},
+	}
+	for _, tt := range tests {
+		ref := upload(tt.name, tt.contentType, tt.content)
+		if mt, _, _ := strings.Cut(ref.MediaType, ";"); mt != tt.want {
+			t.Errorf("%s sent as %q is stored as %q, want %s", tt.name, tt.contentType, ref.MediaType, tt.want)
+		}
+		var refs []schemas.FileRef
+		decode(t, m.getJSON(t, "/api/files?type="+tt.kind), &refs)
+		found := false
+		for _, r := range refs {
+			found = found || r.ID == ref.ID
+		}
+		if !found {
+			t.Errorf("%s sent as %q is not among the %s", tt.name, tt.contentType, tt.kind)
+		}
 	}
 }

@@ -61,9 +61,7 @@ func (g *Gateway) handlePutFile(w http.ResponseWriter, r *http.Request, c *conn)
 		mediaType = part.Header.Get("Content-Type")
 	} else {
 		content = body
-		if mt != "" && mt != "application/octet-stream" {
-			mediaType = r.Header.Get("Content-Type")
-		}
+		mediaType = r.Header.Get("Content-Type") // a generic one is sniffed (resolvers.GenericMediaType)
 	}
 	name = filepath.Base(strings.ReplaceAll(name, "\\", "/"))
 	if name == "" || name == "." || name == "/" {

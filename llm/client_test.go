@@ -2,14 +2,14 @@ package llm_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
 
-	openai "github.com/sashabaranov/go-openai"
-
 	"github.com/agentmesh/agentmesh/llm"
 	"github.com/agentmesh/agentmesh/llm/llmtest"
+	"github.com/agentmesh/agentmesh/schemas"
 )
 
 func TestChatSendsToolsPerRequestAndAccountsCost(t *testing.T) {
@@ -21,16 +21,15 @@ func TestChatSendsToolsPerRequestAndAccountsCost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tools := []openai.Tool{{Type: openai.ToolTypeFunction, Function: &openai.FunctionDefinition{
-		Name: "ImageSearch", Parameters: map[string]any{"type": "object"}}}}
-	resp, usage, err := c.Chat(context.Background(), openai.ChatCompletionRequest{
-		Messages: []openai.ChatCompletionMessage{{Role: openai.ChatMessageRoleUser, Content: "find sunsets"}},
+	tools := []llm.Tool{{Name: "ImageSearch", Parameters: json.RawMessage(`{"type":"object"}`)}}
+	resp, usage, err := c.Chat(context.Background(), llm.Request{
+		Messages: []llm.Message{{Role: llm.RoleUser, Content: "find sunsets"}},
 		Tools:    tools,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := resp.Choices[0].Message.ToolCalls; len(got) != 1 || got[0].Function.Name != "ImageSearch" || got[0].Function.Arguments != `{"query":"sunset"}` {
+	if got := resp.Message.ToolCalls; len(got) != 1 || got[0].Name != "ImageSearch" || got[0].Arguments != `{"query":"sunset"}` {
 		t.Fatalf("tool calls = %+v", got)
 	}
 	reqs := srv.Requests()
@@ -49,7 +48,7 @@ func TestChatSendsToolsPerRequestAndAccountsCost(t *testing.T) {
 }
 
 func TestCompleteReturnsTextAndTokens(t *testing.T) {
-	srv := llmtest.New(t, llmtest.Reply{Content: "two sunsets", Usage: openai.Usage{PromptTokens: 7, CompletionTokens: 3}})
+	srv := llmtest.New(t, llmtest.Reply{Content: "two sunsets", Usage: schemas.Tokens{Prompt: 7, Completion: 3}})
 	cfg := srv.Config()
 	cfg.Prices = map[string]llm.Price{cfg.Model: {Prompt: 2, Completion: 4}}
 	c, err := llm.New(cfg)

@@ -13,8 +13,11 @@ var (
 	// ErrUnavailable means the endpoint kept failing (5xx or no connection)
 	// after every retry.
 	ErrUnavailable = errors.New("llm: endpoint unavailable")
-	// ErrEmptyResponse means the endpoint answered without any choice.
-	ErrEmptyResponse = errors.New("llm: response has no choices")
+	// ErrEmptyResponse means the endpoint answered without any message.
+	ErrEmptyResponse = errors.New("llm: response has no message")
+	// ErrInvalidRequest means a request cannot be put in the provider's
+	// protocol, such as a tool whose parameters are not a JSON object.
+	ErrInvalidRequest = errors.New("llm: invalid request")
 	// ErrInvalidConfig reports a bad setting, such as malformed AGENTMESH_PRICES.
 	ErrInvalidConfig = errors.New("llm: invalid configuration")
 )

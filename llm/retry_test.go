@@ -75,7 +75,10 @@ func TestRetryAfterIsHonoured(t *testing.T) {
 }
 
 func TestPriceByPrefix(t *testing.T) {
-	cfg := Config{APIKey: "k", Prices: map[string]Price{"gpt-4o-mini": {Prompt: 9}}}.withDefaults()
+	cfg, err := Config{APIKey: "k", Prices: map[string]Price{"gpt-4o-mini": {Prompt: 9}}}.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if p, ok := cfg.price("gpt-4o-mini-2024-07-18"); !ok || p.Prompt != 9 {
 		t.Errorf("dated model priced %+v %v, want the user's gpt-4o-mini price", p, ok)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/url"
 
-	openai "github.com/sashabaranov/go-openai"
 	"go.opentelemetry.io/otel/attribute"
 	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
 	"go.opentelemetry.io/otel/trace"
@@ -19,10 +18,17 @@ const genAISystem = attribute.Key("gen_ai.system")
 
 // startSpan starts the span of one model call (GenAI semantic
 // conventions: span name "{operation} {model}", kind client).
-func (c *Client) startSpan(ctx context.Context, model string) (context.Context, trace.Span) {
+func (c *Client) startSpan(ctx context.Context, model string, streamed bool) (context.Context, trace.Span) {
+	provider := semconv.GenAIProviderNameOpenAI
+	switch c.prov.name() {
+	case ProviderAnthropic:
+		provider = semconv.GenAIProviderNameAnthropic
+	case ProviderGemini:
+		provider = semconv.GenAIProviderNameGCPGemini
+	}
 	attrs := []attribute.KeyValue{
-		semconv.GenAIOperationNameChat, genAISystem.String("openai"), semconv.GenAIProviderNameOpenAI,
-		semconv.GenAIRequestModel(model),
+		semconv.GenAIOperationNameChat, genAISystem.String(c.prov.name()), provider,
+		semconv.GenAIRequestModel(model), attribute.Bool("agentmesh.llm.streamed", streamed),
 	}
 	if u, err := url.Parse(c.cfg.BaseURL); err == nil && u.Hostname() != "" {
 		attrs = append(attrs, semconv.ServerAddress(u.Hostname()))
@@ -31,7 +37,7 @@ func (c *Client) startSpan(ctx context.Context, model string) (context.Context, 
 }
 
 // endSpan records the call's outcome and usage on its span and ends it.
-func (c *Client) endSpan(span trace.Span, resp openai.ChatCompletionResponse, usage Usage, err error) {
+func (c *Client) endSpan(span trace.Span, resp Response, usage Usage, err error) {
 	if span.IsRecording() {
 		span.SetAttributes(semconv.GenAIUsageInputTokens(usage.Tokens.Prompt), semconv.GenAIUsageOutputTokens(usage.Tokens.Completion),
 			telemetry.AttrCost.Float64(usage.Cost), attribute.Int("agentmesh.llm.attempts", usage.Attempts))
@@ -41,8 +47,8 @@ func (c *Client) endSpan(span trace.Span, resp openai.ChatCompletionResponse, us
 		if resp.ID != "" {
 			span.SetAttributes(semconv.GenAIResponseID(resp.ID))
 		}
-		if len(resp.Choices) > 0 && resp.Choices[0].FinishReason != "" {
-			span.SetAttributes(semconv.GenAIResponseFinishReasons(string(resp.Choices[0].FinishReason)))
+		if resp.FinishReason != "" {
+			span.SetAttributes(semconv.GenAIResponseFinishReasons(resp.FinishReason))
 		}
 	}
 	telemetry.End(span, err)

@@ -87,7 +87,9 @@ func NewFileID() string {
 }
 
 // Store streams content into the object store under a new ID. The media type
-// is sniffed from the first bytes when mediaType is "". metadata[MetaFilename]
+// is sniffed from the first bytes and the file's name when mediaType is
+// generic (GenericMediaType: "", application/octet-stream, a form's
+// encoding), so the search agents see what the file is. metadata[MetaFilename]
 // names the file; every other key is kept as user metadata.
 func (o *ObjectStore) Store(ctx context.Context, content io.Reader, mediaType string, metadata map[string]string) (schemas.FileRef, error) {
 	head := make([]byte, SniffLen)
@@ -96,7 +98,7 @@ func (o *ObjectStore) Store(ctx context.Context, content io.Reader, mediaType st
 		return schemas.FileRef{}, fmt.Errorf("store %q: reading content: %w", metadata[MetaFilename], err)
 	}
 	head = head[:n]
-	if mediaType == "" {
+	if GenericMediaType(mediaType) {
 		mediaType = SniffMediaType(head, metadata[MetaFilename])
 	}
 	meta := maps.Clone(metadata)

@@ -52,6 +52,22 @@ func SniffMediaType(head []byte, filename string) string {
 	return ct
 }
 
+// GenericMediaType reports whether a sender's media type says nothing about
+// the content: none, application/octet-stream, or a form encoding such as
+// curl's default application/x-www-form-urlencoded. Such a type is replaced
+// by SniffMediaType's.
+func GenericMediaType(mediaType string) bool {
+	mt, _, err := mime.ParseMediaType(mediaType)
+	if err != nil {
+		return true // unreadable: no better than none
+	}
+	switch mt {
+	case "application/octet-stream", "application/x-www-form-urlencoded", "multipart/form-data", "binary/octet-stream", "application/unknown":
+		return true
+	}
+	return false
+}
+
 // MediaKind maps a media type to the content type of a FileCollection:
 // schemas.ContentImages for image/*, schemas.ContentLinks for URL lists,
 // schemas.ContentDocuments for text, PDF and office formats, and "" for

@@ -86,3 +86,20 @@ func TestMediaKind(t *testing.T) {
 		}
 	}
 }
+
+func TestGenericMediaType(t *testing.T) {
+	for mt, want := range map[string]bool{
+		"":                                  true,
+		"application/octet-stream":          true,
+		"application/x-www-form-urlencoded": true,
+		"Application/X-WWW-Form-Urlencoded; charset=utf-8": true,
+		"not a type;;":              true,
+		"image/png":                 false,
+		"text/plain; charset=utf-8": false,
+		"application/pdf":           false,
+	} {
+		if got := resolvers.GenericMediaType(mt); got != want {
+			t.Errorf("GenericMediaType(%q) = %v, want %v", mt, got, want)
+		}
+	}
+}

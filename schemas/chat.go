@@ -30,6 +30,20 @@ type ChatMessage struct {
 	ToolCalls  []ChatToolCall `json:"tool_calls,omitempty"`   // an assistant message: the calls it makes
 }
 
+// ChatDelta is a piece of the text the chat loop's model is writing, sent
+// on core NATS (bus.Names.Deltas) while it writes: at most once, never
+// stored. Step is the model call of the turn the text belongs to (a step
+// that ends in tool calls may write text too) and Seq counts the step's
+// deltas from 1, so a reader sees a gap. The turn's answer, in
+// io.agentmesh.chat.responded, is whole whatever was lost.
+type ChatDelta struct {
+	ConversationID string `json:"conversation_id"`
+	Turn           int    `json:"turn"`
+	Step           int    `json:"step"`
+	Seq            int    `json:"seq"`
+	Text           string `json:"text"`
+}
+
 // ChatToolCall is one tool call of an assistant message.
 type ChatToolCall struct {
 	ID        string `json:"id"`

@@ -137,6 +137,7 @@ func clientGrants(g *grants, c string, n bus.Names) {
 	g.sub(n.ClientResults(c))
 	g.readStream(n.EventsStream())
 	g.sub(n.AllEvents())
+	g.sub(n.AllDeltas()) // the chat model's text as it is written (core NATS)
 	g.readStream("KV_" + n.AgentsBucket())
 	// The refusals of tasks no result subject can answer (an unsigned
 	// task, one with no usable id), and nothing else of the dead letters:

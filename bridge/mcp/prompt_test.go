@@ -7,13 +7,11 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/agentmesh/agentmesh/agents/builtin/prompt"
 	meshmcp "github.com/agentmesh/agentmesh/bridge/mcp"
 	"github.com/agentmesh/agentmesh/llm"
 	"github.com/agentmesh/agentmesh/llm/llmtest"
-	"github.com/agentmesh/agentmesh/schemas"
 )
 
 var _ prompt.Tool = (*meshmcp.RemoteTool)(nil)
@@ -55,10 +53,7 @@ mcp: [{command: "node server.mjs", tools: [word_count, fail]}]
 	for _, tl := range tools {
 		pts = append(pts, tl)
 	}
-	ag, err := prompt.New(cfg, nil, prompt.WithTools(prompt.ToolModelFunc(func(ctx context.Context, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, schemas.Usage, error) {
-		resp, u, err := c.Chat(ctx, req)
-		return resp, u.Report(), err
-	}), pts...))
+	ag, err := prompt.New(cfg, nil, prompt.WithTools(c, pts...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +72,7 @@ mcp: [{command: "node server.mjs", tools: [word_count, fail]}]
 		t.Fatalf("%d requests; tools shown %v", len(reqs), reqs[0].ToolNames())
 	}
 	var results []string
-	for _, msg := range reqs[1].MessagesOf(openai.ChatMessageRoleTool) {
+	for _, msg := range reqs[1].MessagesOf("tool") {
 		results = append(results, msg.Content)
 	}
 	if !slices.Equal(results, []string{"3 words; most frequent: two, one", "error: failed on purpose: why not"}) {

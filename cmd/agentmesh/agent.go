@@ -36,7 +36,9 @@ Built-in agents: ` + strings.Join(builtinNames(), ", ") + `.
 
 With --config FILE, run a PromptAgent: an LLM agent declared in YAML (name,
 description, capability, system_prompt, inputs, outputs, params). It needs an
-LLM: set OPENAI_API_KEY and/or OPENAI_BASE_URL, and AGENTMESH_MODEL.
+LLM: set OPENAI_API_KEY and/or OPENAI_BASE_URL, and AGENTMESH_MODEL; or
+AGENTMESH_MODEL=anthropic:MODEL with ANTHROPIC_API_KEY, or gemini:MODEL with
+GEMINI_API_KEY (docs/llm.md).
 
 With --mcp 'COMMAND ARGS' (an MCP server on stdio, started here) or --mcp-url
 URL (streamable HTTP), run one agent per tool of that MCP server: the agent is

@@ -84,7 +84,7 @@ docs/benchmarks.md explains the figures.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			if rounds < 1 {
-				return fmt.Errorf("--rounds %d: use 1 or more", rounds)
+				return usagef("--rounds %d: use 1 or more", rounds)
 			}
 			if a.natsURL == "" || !cmd.Flag("nats").Changed {
 				dir, err := os.MkdirTemp("", "agentmesh-bench-")

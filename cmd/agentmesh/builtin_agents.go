@@ -15,8 +15,8 @@ import (
 
 // The built-in agents that work on stored files. They reach the files through
 // the object store resolver on the mesh's mesh_files store. SummarizeAgent
-// and PromptAgent use the LLM configured by OPENAI_API_KEY, OPENAI_BASE_URL
-// and AGENTMESH_MODEL; without one, SummarizeAgent writes an extractive
+// and PromptAgent use the LLM configured by AGENTMESH_MODEL and its
+// provider's key and base URL (docs/llm.md); without one, SummarizeAgent writes an extractive
 // summary. AnalysisAgent categorises by pixel features. The search agents keep
 // an index of the store's metadata, updated by watching the store.
 func init() {

@@ -25,8 +25,9 @@ func init() {
 	register(newChatCmd)
 }
 
-// chatHandler plugs the chat loop into an orchestrator replica: with an LLM
-// when OPENAI_API_KEY or OPENAI_BASE_URL is set, else the offline planner.
+// chatHandler plugs the chat loop into an orchestrator replica: with the LLM
+// AGENTMESH_MODEL names when its provider's key or base URL is set, else
+// the offline planner.
 func chatHandler(a *app, o *orchestrator.Orchestrator) error {
 	cfg, err := llm.ConfigFromEnv()
 	if err != nil {
@@ -39,9 +40,10 @@ func chatHandler(a *app, o *orchestrator.Orchestrator) error {
 			return err
 		}
 		opts = append(opts, chat.WithLLM(model))
-		fmt.Fprintf(a.errOut, "chat: model %s at %s\n", model.Model(), model.Endpoint())
+		fmt.Fprintf(a.errOut, "chat: model %s (%s) at %s\n", model.Model(), model.Provider(), model.Endpoint())
 	} else {
-		fmt.Fprintf(a.errOut, "chat: no LLM configured (%s / %s); the offline planner answers\n", llm.EnvAPIKey, llm.EnvBaseURL)
+		fmt.Fprintf(a.errOut, "chat: no LLM configured (%s / %s, or %s=anthropic:... with %s); the offline planner answers\n",
+			llm.EnvAPIKey, llm.EnvBaseURL, llm.EnvModel, llm.EnvAnthropicAPIKey)
 	}
 	if s := os.Getenv("AGENTMESH_CHAT_STEPS"); s != "" {
 		var n int
@@ -66,7 +68,8 @@ func newChatCmd(a *app) *cobra.Command {
 		Short: "Send one chat turn to the mesh and print the answer",
 		Long: `Publishes MESSAGE as a chat request (a JetStream publish: the ack says an
 orchestrator will take it), shows the turn's progress on stderr while agents
-run, then prints the answer, what the turn produced (text whole up to 4000
+run, and the model's text there as it writes it (lines starting "  > "),
+then prints the answer, what the turn produced (text whole up to 4000
 characters, collections as counts and their first file names, categories and
 folders as trees), its steps, tokens and cost. Without
 --conversation a new conversation starts; its id is printed so later turns can
@@ -158,12 +161,30 @@ func (a *app) chatTurnTo(ctx context.Context, m *mesh, conversation, message str
 	var (
 		onProgress func(schemas.TaskProgress)
 		accepted   func(string)
+		opts       []client.TurnOption
 	)
 	if progress != nil {
-		onProgress = func(p schemas.TaskProgress) { fmt.Fprintf(progress, "  … %s\n", p.Message) }
+		// The model's text is written as it comes (client.WithDeltas), on
+		// the progress stream: the answer on stdout stays whole and once.
+		midLine := false
+		endLine := func() {
+			if midLine {
+				fmt.Fprintln(progress)
+				midLine = false
+			}
+		}
+		onProgress = func(p schemas.TaskProgress) { endLine(); fmt.Fprintf(progress, "  … %s\n", p.Message) }
 		accepted = func(conv string) { fmt.Fprintf(progress, "conversation %s\n", conv) }
+		opts = append(opts, client.WithDeltas(func(d schemas.ChatDelta) {
+			if !midLine {
+				fmt.Fprint(progress, "  > ")
+			}
+			fmt.Fprint(progress, strings.ReplaceAll(d.Text, "\n", "\n    "))
+			midLine = true
+		}))
+		defer endLine()
 	}
-	resp, ev, err := client.Turn(ctx, m.JS, m.Names, conversation, message, "agentmesh/cli", onProgress, accepted)
+	resp, ev, err := client.Turn(ctx, m.JS, m.Names, conversation, message, "agentmesh/cli", onProgress, accepted, opts...)
 	if err == nil && final != nil {
 		final(ev)
 	}

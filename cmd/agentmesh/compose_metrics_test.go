@@ -36,6 +36,7 @@ type composeService struct {
 	Command     []string          `yaml:"command"`
 	Environment map[string]string `yaml:"environment"`
 	Volumes     []string          `yaml:"volumes"`
+	Restart     string            `yaml:"restart"`
 }
 
 // meshMetricsPort returns the port every agentmesh service of compose.yaml
@@ -43,8 +44,8 @@ type composeService struct {
 func meshMetricsPort(t *testing.T, services map[string]composeService) (port string, names []string) {
 	t.Helper()
 	for name, svc := range services {
-		if svc.Image != "agentmesh:latest" {
-			continue
+		if svc.Image != "agentmesh:latest" || svc.Restart == "on-failure" {
+			continue // not agentmesh, or a one-shot job (samples) that exits
 		}
 		names = append(names, name)
 		addr := strings.TrimSuffix(strings.TrimPrefix(svc.Environment[envMetricsAddr], "${"+envMetricsAddr+":-"), "}")

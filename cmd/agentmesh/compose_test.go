@@ -65,6 +65,10 @@ func TestComposeFile(t *testing.T) {
 			}
 		}
 	}
+	// The mesh starts with the samples, as up does.
+	if cmd := strings.Join(doc.Services["samples"].Command, " "); cmd != "files samples" {
+		t.Errorf("samples service command = %q, want \"files samples\" (compose starts with the samples, as up does)", cmd)
+	}
 	for _, name := range []string{"ImageSearchAgent", "AnalysisAgent"} {
 		if r := doc.Services[name].Deploy.Replicas; r != 2 {
 			t.Errorf("%s deploy.replicas = %d, want 2", name, r)

@@ -11,7 +11,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/agentmesh/agentmesh/agents/builtin/samples"
 	"github.com/agentmesh/agentmesh/resolvers"
 	"github.com/agentmesh/agentmesh/schemas"
 )
@@ -25,6 +24,7 @@ func newDemoCmd(a *app) *cobra.Command {
 	var (
 		store   string
 		keep    bool
+		stay    bool
 		message string
 		timeout time.Duration
 		addr    string
@@ -37,10 +37,13 @@ directory, the orchestrator and every built-in agent as separate processes),
 stores generated sample images (sunsets, forests, seascapes, night cities, snow)
 and a few documents, asks "` + demoMessage + `"
 through the chat path, shows the progress, prints the folders with their files,
-stops everything and exits 0.
+stops everything and exits 0. With --stay the mesh and the dashboard stay up
+after the report, with the sample files and the demo's run in them, until
+Ctrl-C.
 
-An LLM plans the work when OPENAI_API_KEY or OPENAI_BASE_URL is set; otherwise
-the offline planner does, and says so.`,
+An LLM plans the work when OPENAI_API_KEY or OPENAI_BASE_URL is set (or
+AGENTMESH_MODEL=anthropic:MODEL with ANTHROPIC_API_KEY, gemini:MODEL with
+GEMINI_API_KEY); otherwise the offline planner does, and says so.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
@@ -57,23 +60,33 @@ the offline planner does, and says so.`,
 				}
 				store = dir
 			}
-			return a.runDemo(ctx, store, message, timeout, addr, cmd.Flag("http").Changed)
+			return a.runDemo(ctx, demoRun{store: store, message: message, timeout: timeout, addr: addr, explicit: cmd.Flag("http").Changed, stay: stay})
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&store, "store", "", "JetStream data directory (default: a temporary one, removed afterwards)")
 	f.BoolVar(&keep, "keep", false, "keep the temporary store directory")
+	f.BoolVar(&stay, "stay", false, "after the report, keep the mesh and the dashboard up until Ctrl-C, to look around")
 	f.StringVar(&message, "message", demoMessage, "what to ask the mesh")
 	f.DurationVar(&timeout, "timeout", 3*time.Minute, "give up after this long")
 	f.StringVar(&addr, "http", defaultHTTP, "serve the dashboard and HTTP API here while the demo runs (HOST:PORT; \"\" for none)")
 	return cmd
 }
 
+// demoRun is what demo was asked to do.
+type demoRun struct {
+	store, message, addr string
+	timeout              time.Duration
+	explicit             bool // --http was given
+	stay                 bool // keep the mesh up after the report until Ctrl-C
+}
+
 // runDemo starts the whole mesh in this process, sends the demo's chat turn
 // and prints what happened. It is long because it is the demo's script, one
 // step after another, and reads best top to bottom.
-func (a *app) runDemo(ctx context.Context, store, message string, timeout time.Duration, addr string, explicit bool) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+func (a *app) runDemo(parent context.Context, d demoRun) error {
+	store, message, addr := d.store, d.message, d.addr
+	ctx, cancel := context.WithTimeout(parent, d.timeout)
 	defer cancel()
 	say := func(format string, args ...any) { fmt.Fprintf(a.out, format+"\n", args...) }
 
@@ -85,7 +98,7 @@ func (a *app) runDemo(ctx context.Context, store, message string, timeout time.D
 	}
 	defer func() { _ = st.stop() }()
 	a.printStatus(a.out, st)
-	dash, err := a.startDashboard(ctx, addr, explicit, "")
+	dash, err := a.startDashboard(parent, addr, d.explicit, "")
 	if err != nil {
 		return err
 	}
@@ -99,17 +112,12 @@ func (a *app) runDemo(ctx context.Context, store, message string, timeout time.D
 	files := resolvers.NewObjectStore(m.Res.Files)
 
 	say("\n== storing sample files")
-	names := map[string]string{}
-	kinds := map[string]int{}
-	for _, s := range append(samples.Images(), samples.Documents()...) {
-		ref, err := files.Store(ctx, bytes.NewReader(s.Content), s.MediaType, s.Metadata())
-		if err != nil {
-			return fmt.Errorf("store sample %s: %w", s.Name, err)
-		}
-		names[ref.ID] = s.Name
-		kinds[resolvers.MediaKind(ref.MediaType)]++
+	set, err := storeSamples(ctx, files)
+	if err != nil {
+		return err
 	}
-	say("stored %s and %s", schemas.Plural(kinds[schemas.ContentImages], "image", "images"), schemas.Plural(kinds[schemas.ContentDocuments], "document", "documents"))
+	names := set.names
+	say("stored %s", set)
 
 	say("\n== asking the mesh: %q", message)
 	resp, err := a.chatTurn(ctx, m, "", message, a.out)
@@ -153,6 +161,10 @@ func (a *app) runDemo(ctx context.Context, store, message string, timeout time.D
 		for _, f := range folders[k] {
 			say("  %s", f)
 		}
+	}
+	if d.stay {
+		say("\n== the mesh stays up on %s (the dashboard too, if it started above); try in another terminal:\n  NATS_URL=%s agentmesh files ls\n  NATS_URL=%s agentmesh chat %q\nCtrl-C stops it.", st.url, st.url, st.url, demoMessage)
+		<-parent.Done()
 	}
 	say("\n== stopping the mesh")
 	dash.stop()

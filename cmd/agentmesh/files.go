@@ -35,7 +35,7 @@ func newFilesCmd(a *app) *cobra.Command {
 		Long: `Files live in the JetStream object store of the mesh under generated IDs.
 Agents pass the IDs around; content moves only when an agent reads it.`,
 	}
-	cmd.AddCommand(newFilesPutCmd(a), newFilesLsCmd(a), newFilesGetCmd(a), newFilesRmCmd(a), newFilesInfoCmd(a))
+	cmd.AddCommand(newFilesPutCmd(a), newFilesLsCmd(a), newFilesGetCmd(a), newFilesRmCmd(a), newFilesInfoCmd(a), newSamplesCmd(a))
 	return cmd
 }
 
@@ -283,7 +283,7 @@ func newFilesGetCmd(a *app) *cobra.Command {
 func newFilesRmCmd(a *app) *cobra.Command {
 	return &cobra.Command{
 		Use:   "rm ID...",
-		Short: "Remove files",
+		Short: "Remove files; --json prints {\"removed\": [IDs]}",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
@@ -293,13 +293,20 @@ func newFilesRmCmd(a *app) *cobra.Command {
 			}
 			defer done()
 			var errs []error
+			removed := []string{}
 			for _, id := range args {
 				if err := store.Delete(ctx, id); err != nil {
 					errs = append(errs, err)
 					continue
 				}
+				removed = append(removed, id)
 				if !a.jsonOut {
 					fmt.Fprintf(a.out, "removed %s\n", id)
+				}
+			}
+			if a.jsonOut {
+				if err := a.printJSON(map[string][]string{"removed": removed}); err != nil {
+					return err
 				}
 			}
 			return errors.Join(errs...)

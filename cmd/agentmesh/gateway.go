@@ -98,7 +98,7 @@ with --allow-host. See docs/security.md.`,
 	f := cmd.Flags()
 	f.StringVar(&addr, "http", defaultHTTP, "listen address HOST:PORT of the dashboard and API (port 0 picks a free one)")
 	f.StringVar(&tokenFile, "token-file", "", "require bearer tokens: a file of lines 'TOKEN CREDENTIALS-FILE'")
-	f.BoolVar(&verbose, "verbose", false, "log each failed request")
+	f.BoolVarP(&verbose, "verbose", "v", false, "log each failed request")
 	f.StringArrayVar(&hosts, "allow-host", nil, "a host name (or host:port) users reach the gateway by through a reverse proxy on this machine; repeat for more (default: loopback names only)")
 	return cmd
 }

@@ -105,7 +105,7 @@ Continue one with 'agentmesh chat --conversation ID'.`,
 // listState connects and hands the state store to list.
 func (a *app) listState(ctx context.Context, name string, limit int, list func(context.Context, *state.Store) error) error {
 	if limit < 0 {
-		return fmt.Errorf("--limit %d: give 0 (all) or a positive number", limit)
+		return usagef("--limit %d: give 0 (all) or a positive number", limit)
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()

@@ -5,9 +5,9 @@ import (
 	"github.com/agentmesh/agentmesh/llm"
 )
 
-// textModelFromEnv returns the LLM configured by OPENAI_API_KEY,
-// OPENAI_BASE_URL and AGENTMESH_MODEL, or a nil interface when none is, so
-// agents fall back to their offline methods.
+// textModelFromEnv returns the LLM configured by AGENTMESH_MODEL and its
+// provider's key and base URL (docs/llm.md), or a nil interface when none
+// is, so agents fall back to their offline methods.
 func textModelFromEnv() (llmiface.TextModel, error) {
 	cfg, err := llm.ConfigFromEnv()
 	if err != nil {

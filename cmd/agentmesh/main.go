@@ -24,8 +24,9 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-// run executes the CLI and returns the exit status. Errors become one clear
-// line on stderr.
+// run executes the CLI and returns the exit status: 0, exitFailure, or
+// exitUsage for a command called wrongly. Errors become one clear line on
+// stderr.
 func run(args []string, stdout, stderr io.Writer) int {
 	a := &app{out: stdout, errOut: stderr}
 	root := a.rootCommand()
@@ -44,7 +45,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return ee.code
 		}
 		fmt.Fprintln(stderr, "agentmesh:", err)
-		return 1
+		if isUsage(err) {
+			return exitUsage
+		}
+		return exitFailure
 	}
 	return 0
 }
@@ -67,14 +71,20 @@ and take tasks from NATS. An orchestrator turns chat messages and pipelines into
 tasks, keeps state in JetStream KV, and routes outputs by data type.
 
 Start everything locally with 'agentmesh up', or see it work with 'agentmesh demo'.
-Every client command talks to the NATS server named by --nats (or NATS_URL).`,
+Every client command talks to the NATS server named by --nats (or NATS_URL).
+Each command's --help lists the flags it takes. Exit status: 0 done, 1 failed,
+2 called wrongly (unknown command or flag, bad argument or flag value);
+'watch' and 'run' exit 3 when their run was cancelled. -v is --verbose
+wherever a command has it; the version is --version or 'agentmesh version'.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       version(),
 	}
 	root.SetVersionTemplate("agentmesh {{.Version}}\n")
+	// --version without -v, which is --verbose wherever a command has it.
+	root.Flags().Bool("version", false, "print the version of this binary (also 'agentmesh version')")
 	f := root.PersistentFlags()
-	f.StringVar(&a.natsURL, "nats", envOr("NATS_URL", ""), "NATS server URL (env NATS_URL; default nats://127.0.0.1:4222)")
+	f.StringVar(&a.natsURL, "nats", envOr("NATS_URL", ""), "NATS server URL (env NATS_URL; without either, nats://127.0.0.1:4222)")
 	f.StringVar(&a.creds, "creds", os.Getenv("NATS_CREDS"), "NATS credentials file, e.g. from 'agentmesh creds' (env NATS_CREDS)")
 	f.StringVar(&a.tlsCA, "tls-ca", os.Getenv("NATS_CA"), "CA certificate to trust for the server's TLS, e.g. STORE/secure/ca.pem of 'agentmesh server --secure' (env NATS_CA)")
 	f.StringVar(&a.prefix, "prefix", envOr("AGENTMESH_PREFIX", "mesh"), "subject prefix of the mesh (env AGENTMESH_PREFIX)")
@@ -82,6 +92,9 @@ Every client command talks to the NATS server named by --nats (or NATS_URL).`,
 	a.settings.register(f)
 	a.obs.register(f)
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		if err := checkFlags(cmd); err != nil {
+			return err
+		}
 		if err := a.settings.check(); err != nil {
 			return err
 		}
@@ -90,6 +103,7 @@ Every client command talks to the NATS server named by --nats (or NATS_URL).`,
 	for _, c := range commands {
 		root.AddCommand(c(a))
 	}
+	conventions(root)
 	return root
 }
 

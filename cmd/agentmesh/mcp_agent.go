@@ -6,13 +6,11 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/agentmesh/agentmesh/agents"
 	"github.com/agentmesh/agentmesh/agents/builtin/prompt"
 	meshmcp "github.com/agentmesh/agentmesh/bridge/mcp"
 	"github.com/agentmesh/agentmesh/llm"
-	"github.com/agentmesh/agentmesh/schemas"
 )
 
 // mcpAgentFlags are the agent command's settings for --mcp and --mcp-url.
@@ -132,8 +130,5 @@ func toolModelFromEnv() (prompt.ToolModel, error) {
 	if err != nil {
 		return nil, err
 	}
-	return prompt.ToolModelFunc(func(ctx context.Context, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, schemas.Usage, error) {
-		resp, u, err := c.Chat(ctx, req)
-		return resp, u.Report(), err
-	}), nil
+	return c, nil
 }

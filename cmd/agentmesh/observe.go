@@ -36,7 +36,7 @@ func (o *observability) register(f *pflag.FlagSet) {
 	f.StringVar(&o.logFormat, "log-format", envOr(envLogFormat, "text"),
 		"log lines on stderr as text or json (env "+envLogFormat+")")
 	f.StringVar(&o.logLevel, "log-level", os.Getenv(envLogLevel),
-		"least level logged: debug, info, warn or error (env "+envLogLevel+"; default warn, info with --verbose)")
+		"least level logged: debug, info, warn or error (env "+envLogLevel+"; without either, warn, or info with --verbose)")
 }
 
 // start checks the log flags, hands them on to child processes, and
@@ -45,12 +45,12 @@ func (o *observability) register(f *pflag.FlagSet) {
 // OTEL_SERVICE_NAME says otherwise.
 func (o *observability) start(cmd *cobra.Command) error {
 	if _, err := telemetry.ParseLogFormat(o.logFormat); err != nil {
-		return fmt.Errorf("--log-format: %w", err)
+		return usageError{fmt.Errorf("--log-format: %w", err)}
 	}
 	if o.logLevel != "" {
 		lvl, err := telemetry.ParseLogLevel(o.logLevel)
 		if err != nil {
-			return fmt.Errorf("--log-level: %w", err)
+			return usageError{fmt.Errorf("--log-level: %w", err)}
 		}
 		o.level, o.levelSet = lvl, true
 		_ = os.Setenv(envLogLevel, o.logLevel)

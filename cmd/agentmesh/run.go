@@ -35,8 +35,9 @@ the run ends, with what each completed step produced: text whole (up to 4000
 characters), collections as counts and their first file names, categories and
 folders as trees. With --json it writes JSON Lines instead: one event per line,
 as 'agentmesh watch --json' does (see the README). The exit status is 0 when
-every step completed, 1 otherwise (a step skipped by its condition or a
-router does not count as a failure).
+every step completed, 3 when the run was cancelled (a step failed with code
+cancelled), 1 otherwise (a step skipped by its condition or a router does not
+count as a failure).
 
 --var name=value sets a workflow variable the file declares under vars
 (repeat it for more); the value takes the type of the variable's default.
@@ -87,12 +88,7 @@ See docs/workflows.md.`,
 					p.print(ctx, ev)
 					if ev.Type == bus.TypePipelineCompleted {
 						p.drain(ctx, events)
-						var re schemas.RunEvent
-						_ = ev.DataAs(&re)
-						if re.Status != schemas.RunCompleted {
-							return exitError{code: 1, msg: fmt.Sprintf("run %s %s: %s", runID, re.Status, oneLine(re.Error))}
-						}
-						return nil
+						return p.runEnd(ev)
 					}
 				}
 			}
@@ -151,6 +147,21 @@ type eventPrinter struct {
 	a     *app
 	store *state.Store
 	v     *viewer
+	// cancelled: a step of the run failed with code cancelled, so a failed
+	// run was cancelled and is shown as such.
+	cancelled bool
+}
+
+// runCancelled is how run and watch show a failed run one of whose steps a
+// cancel request stopped; the run's own status says failed.
+const runCancelled = "cancelled"
+
+// runStatus is the status to show for a run that ended as re says.
+func (p *eventPrinter) runStatus(re schemas.RunEvent) string {
+	if re.Status == schemas.RunFailed && p.cancelled {
+		return runCancelled
+	}
+	return re.Status
 }
 
 func newEventPrinter(ctx context.Context, a *app, m *mesh) *eventPrinter {
@@ -158,10 +169,17 @@ func newEventPrinter(ctx context.Context, a *app, m *mesh) *eventPrinter {
 }
 
 func (p *eventPrinter) print(ctx context.Context, ev bus.Event) {
+	var se schemas.StepEvent
+	if strings.HasPrefix(ev.Type, bus.TypePipelineStepPrefix) && ev.DataAs(&se) == nil &&
+		se.Status == schemas.StepFailed && se.Code == schemas.CodeCancelled {
+		p.cancelled = true
+	}
 	views := p.stepViews(ctx, ev)
 	switch {
 	case p.a.jsonOut:
 		_ = p.a.jsonLine(withViews(eventJSON(ev), views))
+	case ev.Type == bus.TypePipelineCompleted:
+		printRunEnd(p.a.out, ev, p.cancelled)
 	case strings.HasPrefix(ev.Type, "io.agentmesh.pipeline."):
 		printPipelineEvent(p.a.out, ev)
 		printViews(p.a.out, "      ", views)
@@ -196,13 +214,20 @@ func (p *eventPrinter) stepViews(ctx context.Context, ev bus.Event) []valueView 
 	}
 }
 
+// printRunEnd prints a run's end; cancelled says one of its steps was
+// cancelled, so a failed run shows as cancelled.
+func printRunEnd(w io.Writer, ev bus.Event, cancelled bool) {
+	var re schemas.RunEvent
+	_ = ev.DataAs(&re)
+	p := eventPrinter{cancelled: cancelled}
+	fmt.Fprintf(w, "run %s %s: %d completed, %d failed, %d skipped in %s\n", re.RunID, p.runStatus(re),
+		re.Completed, re.Failed, re.Skipped, time.Duration(re.DurationMS)*time.Millisecond)
+	fmt.Fprintf(w, "  totals: %s\n", usageLine(re.Usage))
+}
+
 func printPipelineEvent(w io.Writer, ev bus.Event) {
 	if ev.Type == bus.TypePipelineCompleted {
-		var re schemas.RunEvent
-		_ = ev.DataAs(&re)
-		fmt.Fprintf(w, "run %s %s: %d completed, %d failed, %d skipped in %s\n", re.RunID, re.Status,
-			re.Completed, re.Failed, re.Skipped, time.Duration(re.DurationMS)*time.Millisecond)
-		fmt.Fprintf(w, "  totals: %s\n", usageLine(re.Usage))
+		printRunEnd(w, ev, false)
 		return
 	}
 	if ev.Type == bus.TypeResolveRefused {

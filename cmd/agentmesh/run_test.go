@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -123,8 +122,8 @@ func TestRunStateShowAndWatch(t *testing.T) {
 		t.Errorf("state show of a missing id: exit %d, stderr %q", code, &errOut)
 	}
 
-	// watch: a separate process prints the run's events from the start,
-	// until it is stopped.
+	// watch: a separate process prints the run's events from the start and
+	// ends with the run, exit 0.
 	cmd := exec.Command(agentBinary(t), "watch", "cli-run", "--nats", url)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -158,11 +157,10 @@ func TestRunStateShowAndWatch(t *testing.T) {
 			t.Fatalf("watch did not print the run's end; it printed:\n%s", strings.Join(seen, "\n"))
 		}
 	}
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
+	for range lines { // the lines printed after the end, until watch exits
 	}
 	if err := cmd.Wait(); err != nil {
-		t.Errorf("watch stopped with %v\n%s", err, &watchErr)
+		t.Errorf("watch of a completed run ended with %v, want exit 0\n%s", err, &watchErr)
 	}
 	all := strings.Join(seen, "\n")
 	for _, want := range []string{"upper        TextAgent            running", "upper        TextAgent            completed", "count        TextAgent            completed"} {
@@ -310,7 +308,7 @@ func TestRunsCommand(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &runs); err != nil || len(runs) != 2 || runs[1].ID != "first-run" || runs[1].Completed != 2 || runs[1].Steps != 2 {
 		t.Errorf("runs --json: %v %+v", err, runs)
 	}
-	if code := run([]string{"--nats", url, "runs", "--limit", "-1"}, &out, &errOut); code != 1 {
-		t.Errorf("runs --limit -1: exit %d, want 1", code)
+	if code := run([]string{"--nats", url, "runs", "--limit", "-1"}, &out, &errOut); code != exitUsage {
+		t.Errorf("runs --limit -1: exit %d, want %d (a bad flag value)", code, exitUsage)
 	}
 }

@@ -138,7 +138,7 @@ type settings struct {
 func (s *settings) register(f *pflag.FlagSet) {
 	f.IntVar(&s.replicas, "js-replicas", 0, "JetStream replica count for streams, buckets and the object store, 3 on a cluster (env AGENTMESH_JS_REPLICAS; default: 1 for new ones; existing ones keep theirs)")
 	s.connectWait = durationFlag(f, "connect-wait", "AGENTMESH_CONNECT_WAIT", 0,
-		"keep retrying the first connection this long while no NATS server answers (default: 1m for orchestrator and agent, none for other commands)")
+		"keep retrying the first connection this long while no NATS server answers; 0 tries once")
 	s.taskMaxAge = durationFlag(f, "task-max-age", "AGENTMESH_TASK_MAX_AGE", bus.DefaultTasksMaxAge,
 		"drop a task no agent instance has taken within this age; 0 keeps tasks until taken")
 	s.runsTTL = durationFlag(f, "runs-ttl", "AGENTMESH_RUNS_TTL", bus.DefaultRunsTTL,

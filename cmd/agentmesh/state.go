@@ -60,8 +60,22 @@ func newStateCmd(a *app) *cobra.Command {
 	return cmd
 }
 
+// shownStatus is the status state show prints: cancelled for a failed run
+// one of whose steps a cancel request stopped (the run's own status says
+// failed), as run and watch print it.
+func shownStatus(r *state.RunState) string {
+	if r.Status == schemas.RunFailed {
+		for _, s := range r.Steps {
+			if s != nil && s.Status == schemas.StepFailed && s.Code == schemas.CodeCancelled {
+				return runCancelled
+			}
+		}
+	}
+	return r.Status
+}
+
 func printRun(w io.Writer, v *viewer, r *state.RunState) {
-	fmt.Fprintf(w, "run %s  %q  %s\n", r.ID, r.Name, r.Status)
+	fmt.Fprintf(w, "run %s  %q  %s\n", r.ID, r.Name, shownStatus(r))
 	fmt.Fprintf(w, "  created %s", r.CreatedAt.Format(time.RFC3339))
 	if !r.FinishedAt.IsZero() {
 		fmt.Fprintf(w, ", took %s", r.FinishedAt.Sub(r.CreatedAt).Round(time.Millisecond))

@@ -68,7 +68,7 @@ Examples:
 				return err
 			}
 			if timeout <= 0 {
-				return fmt.Errorf("--timeout %s: give a positive duration such as 30s", timeout)
+				return usagef("--timeout %s: give a positive duration such as 30s", timeout)
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout+10*time.Second)
 			defer cancel()
@@ -93,7 +93,7 @@ Examples:
 			for _, kv := range texts {
 				name, s, ok := strings.Cut(kv, "=")
 				if !ok || name == "" {
-					return fmt.Errorf("--text %q: write name=TEXT, e.g. --text text=hello", kv)
+					return usagef("--text %q: write name=TEXT, e.g. --text text=hello", kv)
 				}
 				req.Inputs[name] = schemas.TextValue(s, "cli")
 			}
@@ -248,7 +248,7 @@ func parseParams(kvs []string) (map[string]any, error) {
 	for _, kv := range kvs {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || k == "" {
-			return nil, fmt.Errorf("--param %q: write k=v, e.g. --param op=upper", kv)
+			return nil, usagef("--param %q: write k=v, e.g. --param op=upper", kv)
 		}
 		var j any
 		if err := json.Unmarshal([]byte(v), &j); err == nil {
@@ -264,7 +264,7 @@ func parseParams(kvs []string) (map[string]any, error) {
 func parseInput(kv string, c schemas.AgentContract) (string, schemas.TypedValue, error) {
 	name, v, ok := strings.Cut(kv, "=")
 	if !ok || name == "" || v == "" {
-		return "", schemas.TypedValue{}, fmt.Errorf("--input %q: write name=ID,ID... or name=@FILE", kv)
+		return "", schemas.TypedValue{}, usagef("--input %q: write name=ID,ID... or name=@FILE", kv)
 	}
 	decl, declared := c.Input(name)
 	if strings.HasPrefix(v, "@") {
@@ -293,7 +293,7 @@ func parseInput(kv string, c schemas.AgentContract) (string, schemas.TypedValue,
 		ids[i] = strings.TrimSpace(ids[i])
 	}
 	if len(ids) == 0 {
-		return "", schemas.TypedValue{}, fmt.Errorf("--input %q: no file ids", kv)
+		return "", schemas.TypedValue{}, usagef("--input %q: no file ids", kv)
 	}
 	hint := decl.ContentTypeHint
 	if hint == "" {

@@ -18,6 +18,7 @@ import (
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/bus/embedded"
 	"github.com/agentmesh/agentmesh/client"
+	"github.com/agentmesh/agentmesh/resolvers"
 	"github.com/agentmesh/agentmesh/security"
 )
 
@@ -52,6 +53,7 @@ func newUpCmd(a *app) *cobra.Command {
 	var (
 		opts     stackOptions
 		replicas []string
+		empty    bool
 	)
 	cmd := &cobra.Command{
 		Use:   "up",
@@ -63,6 +65,11 @@ exits is started again after 1s, then after twice as long each time it exits
 again within 30s of starting (at most 30s); after 5 such quick exits in a row
 up leaves it down and says so. Ctrl-C (or SIGTERM) drains them all, agents
 first (in-flight tasks finish), and exits 0.
+
+Unless --empty, up stores the sample images (sunsets, forests, seascapes,
+night cities, snow) and documents 'agentmesh demo' uses into an object store
+that holds no file yet, so the chat it suggests has something to find; a
+store with files (a restart) is left as it is.
 
 With --nats, up uses that NATS server instead of starting one.
 
@@ -104,6 +111,12 @@ itself as admin. Clients need credentials from 'agentmesh creds'.`,
 			if err != nil {
 				return err
 			}
+			if !empty {
+				if err := a.upSamples(ctx); err != nil {
+					_ = st.stop()
+					return err
+				}
+			}
 			pm.setRunning()
 			a.printStatus(a.out, st)
 			dash, err := a.startDashboard(ctx, opts.http, cmd.Flag("http").Changed, dashboardToken(st, opts.store))
@@ -138,11 +151,27 @@ itself as admin. Clients need credentials from 'agentmesh creds'.`,
 	f.StringVar(&opts.host, "host", "127.0.0.1", "listen address of the embedded server")
 	f.IntVar(&opts.port, "port", 4222, "listen port of the embedded server (0 picks a free port)")
 	f.StringArrayVar(&replicas, "replicas", nil, "instances of one agent as NAME=N (repeatable)")
+	f.BoolVar(&empty, "empty", false, "start without the sample images and documents (they are stored only into an object store that holds no file)")
 	natsHTTPPortFlag(f, &opts.httpPort)
 	f.StringVar(&opts.http, "http", defaultHTTP, "serve the dashboard and HTTP API here (HOST:PORT; \"\" for none); see 'agentmesh gateway --help'")
 	opts.metrics.register(f)
 	opts.secure.register(f)
 	return cmd
+}
+
+// upSamples stores the samples into a fresh mesh's object store and says so.
+func (a *app) upSamples(ctx context.Context) error {
+	m, err := a.connect(ctx, "agentmesh up")
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	msg, err := seedSamples(ctx, resolvers.NewObjectStore(m.Res.Files))
+	if err != nil {
+		return fmt.Errorf("storing the samples (--empty starts without them): %w", err)
+	}
+	fmt.Fprintf(a.out, "%s (--empty starts without them)\n", msg)
+	return nil
 }
 
 // dashboardToken is where up writes the dashboard's bearer token on a
@@ -162,10 +191,10 @@ func parseReplicas(pairs []string) (map[string]int, error) {
 		name, n, ok := strings.Cut(p, "=")
 		count, err := strconv.Atoi(n)
 		if !ok || err != nil || count < 0 {
-			return nil, fmt.Errorf("--replicas %q: write NAME=N with N a whole number, e.g. AnalysisAgent=3", p)
+			return nil, usagef("--replicas %q: write NAME=N with N a whole number, e.g. AnalysisAgent=3", p)
 		}
 		if !contains(known, name) {
-			return nil, fmt.Errorf("--replicas %q: no built-in agent %q (known: %s)", p, name, strings.Join(known, ", "))
+			return nil, usagef("--replicas %q: no built-in agent %q (known: %s)", p, name, strings.Join(known, ", "))
 		}
 		out[name] = count
 	}

@@ -7,14 +7,13 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/agentmesh/agentmesh/llm"
+	"github.com/agentmesh/agentmesh/schemas"
 )
 
 // Reply is one scripted response. A non-zero Status other than 200 sends an
@@ -27,7 +26,35 @@ type Reply struct {
 
 	Content   string
 	ToolCalls []ToolCall
-	Usage     openai.Usage // defaults to 100 prompt and 20 completion tokens
+	Usage     schemas.Tokens // defaults to 100 prompt and 20 completion tokens
+
+	// Streamed answers (a request with "stream": true) send Content in
+	// Chunks when set (their concatenation should be Content), else in two
+	// halves, and each tool call's arguments in two halves. Gate, when not
+	// nil, holds the rest of the stream after the first text chunk until it
+	// is closed, so a test can see a delta arrive before the answer ends.
+	Chunks []string
+	Gate   <-chan struct{}
+}
+
+// pieces is how a streamed reply sends text: Chunks, else two halves.
+func (r Reply) pieces() []string {
+	if len(r.Chunks) > 0 {
+		return r.Chunks
+	}
+	return halves(r.Content)
+}
+
+// halves splits s in two (one piece when it is too short to split).
+func halves(s string) []string {
+	if len(s) < 2 {
+		if s == "" {
+			return nil
+		}
+		return []string{s}
+	}
+	r := []rune(s)
+	return []string{string(r[:len(r)/2]), string(r[len(r)/2:])}
 }
 
 // ToolCall is one tool call in a scripted reply. Arguments is sent as it is,
@@ -115,32 +142,24 @@ func (r Request) MessagesOf(role string) []openai.ChatCompletionMessage {
 	return out
 }
 
-// Server is a running scripted endpoint. Replies are taken from the script
-// in order; when it is empty the handler set with Handle answers; with
-// neither, the server answers 500 and the test fails at cleanup.
+// Server is a running scripted OpenAI Chat Completions endpoint. Replies
+// are taken from the script in order; when it is empty the handler set with
+// Handle answers; with neither, the server answers 500 and the test fails at
+// cleanup. A request with "stream": true is answered with server-sent
+// events as OpenAI sends them.
 type Server struct {
 	srv *httptest.Server
-
-	mu         sync.Mutex
-	script     []Reply
-	handler    func(Request) Reply
-	requests   []Request
-	unexpected []string
-	ids        atomic.Int64
+	script[Request]
 }
 
 // New starts a server answering with replies in order; it stops at the end of the test.
 func New(t testing.TB, replies ...Reply) *Server {
 	t.Helper()
-	s := &Server{script: append([]Reply(nil), replies...)}
+	s := &Server{script: script[Request]{replies: append([]Reply(nil), replies...)}}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	t.Cleanup(func() {
 		s.srv.Close()
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		for _, u := range s.unexpected {
-			t.Errorf("llmtest: %s", u)
-		}
+		s.report(t)
 	})
 	return s
 }
@@ -153,74 +172,27 @@ func (s *Server) Config() llm.Config {
 	return llm.Config{BaseURL: s.URL(), APIKey: "test-key", Model: "test-model", Timeout: 10 * time.Second}
 }
 
-// Enqueue appends replies to the script.
-func (s *Server) Enqueue(replies ...Reply) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.script = append(s.script, replies...)
-}
-
-// Handle sets the function that answers once the script is empty. It may be
-// called concurrently, so it must be safe for that.
-func (s *Server) Handle(fn func(Request) Reply) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.handler = fn
-}
-
-// Requests returns every request received so far, in order.
-func (s *Server) Requests() []Request {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]Request(nil), s.requests...)
-}
-
-// Remaining is the number of scripted replies not yet sent.
-func (s *Server) Remaining() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.script)
-}
-
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost || r.URL.Path != "/v1/chat/completions" {
-		s.fail(w, fmt.Sprintf("unexpected %s %s", r.Method, r.URL.Path))
+		s.fail(w, fmt.Sprintf("unexpected %s %s", r.Method, r.URL.Path), writeError)
 		return
 	}
 	raw, err := io.ReadAll(r.Body)
 	if err != nil {
-		s.fail(w, "reading body: "+err.Error())
+		s.fail(w, "reading body: "+err.Error(), writeError)
 		return
 	}
 	req := Request{Header: r.Header.Clone(), Raw: raw, At: time.Now()}
 	if err := json.Unmarshal(raw, &req.Body); err != nil {
-		s.fail(w, "request body is not a chat completion request: "+err.Error())
+		s.fail(w, "request body is not a chat completion request: "+err.Error(), writeError)
 		return
 	}
-	s.mu.Lock()
-	s.requests = append(s.requests, req)
-	var reply Reply
-	var ok bool
-	if len(s.script) > 0 {
-		reply, s.script, ok = s.script[0], s.script[1:], true
-	}
-	handler := s.handler
-	s.mu.Unlock()
+	reply, ok := s.next(req)
 	if !ok {
-		if handler == nil {
-			s.fail(w, fmt.Sprintf("script exhausted at request %d", len(s.Requests())))
-			return
-		}
-		reply = handler(req)
+		s.fail(w, fmt.Sprintf("script exhausted at request %d", len(s.Requests())), writeError)
+		return
 	}
 	s.write(w, req, reply)
-}
-
-func (s *Server) fail(w http.ResponseWriter, msg string) {
-	s.mu.Lock()
-	s.unexpected = append(s.unexpected, msg)
-	s.mu.Unlock()
-	writeError(w, http.StatusInternalServerError, "llmtest: "+msg)
 }
 
 func writeError(w http.ResponseWriter, status int, msg string) {
@@ -247,6 +219,10 @@ func (s *Server) write(w http.ResponseWriter, req Request, reply Reply) {
 		writeError(w, status, reply.Message)
 		return
 	}
+	if req.Body.Stream {
+		s.stream(w, req, reply)
+		return
+	}
 	msg := openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant, Content: reply.Content}
 	finish := openai.FinishReasonStop
 	for _, c := range reply.ToolCalls {
@@ -258,11 +234,7 @@ func (s *Server) write(w http.ResponseWriter, req Request, reply Reply) {
 			Function: openai.FunctionCall{Name: c.Name, Arguments: c.Arguments}})
 		finish = openai.FinishReasonToolCalls
 	}
-	usage := reply.Usage
-	if usage == (openai.Usage{}) {
-		usage = openai.Usage{PromptTokens: 100, CompletionTokens: 20}
-	}
-	usage.TotalTokens = usage.PromptTokens + usage.CompletionTokens
+	usage := reply.usage()
 	resp := openai.ChatCompletionResponse{
 		ID:      fmt.Sprintf("chatcmpl-%d", s.ids.Add(1)),
 		Object:  "chat.completion",
@@ -273,4 +245,71 @@ func (s *Server) write(w http.ResponseWriter, req Request, reply Reply) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(resp)
+}
+
+// usage is the reply's usage, 100 prompt and 20 completion tokens by default.
+func (r Reply) usage() openai.Usage {
+	u := r.Usage
+	if u == (schemas.Tokens{}) {
+		u = schemas.Tokens{Prompt: 100, Completion: 20}
+	}
+	return openai.Usage{PromptTokens: u.Prompt, CompletionTokens: u.Completion, TotalTokens: u.Prompt + u.Completion}
+}
+
+// stream answers a streamed request as OpenAI does: chat.completion.chunk
+// events, the text in pieces, each tool call's id and name then its
+// arguments in pieces, a chunk with the finish reason, a chunk with the
+// usage when stream_options.include_usage asked for it, then [DONE].
+func (s *Server) stream(w http.ResponseWriter, req Request, reply Reply) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	id := fmt.Sprintf("chatcmpl-%d", s.ids.Add(1))
+	send := func(choices []openai.ChatCompletionStreamChoice, usage *openai.Usage) {
+		chunk := openai.ChatCompletionStreamResponse{ID: id, Object: "chat.completion.chunk", Created: time.Now().Unix(),
+			Model: req.Body.Model, Choices: choices, Usage: usage}
+		if choices == nil {
+			chunk.Choices = []openai.ChatCompletionStreamChoice{}
+		}
+		b, _ := json.Marshal(chunk)
+		fmt.Fprintf(w, "data: %s\n\n", b)
+		flush(w)
+	}
+	delta := func(d openai.ChatCompletionStreamChoiceDelta) {
+		send([]openai.ChatCompletionStreamChoice{{Index: 0, Delta: d}}, nil)
+	}
+	delta(openai.ChatCompletionStreamChoiceDelta{Role: openai.ChatMessageRoleAssistant})
+	for i, p := range reply.pieces() {
+		delta(openai.ChatCompletionStreamChoiceDelta{Content: p})
+		if i == 0 && reply.Gate != nil {
+			<-reply.Gate
+		}
+	}
+	finish := openai.FinishReasonStop
+	for n, c := range reply.ToolCalls {
+		n := n
+		callID := c.ID
+		if callID == "" {
+			callID = fmt.Sprintf("call_%d", s.ids.Add(1))
+		}
+		delta(openai.ChatCompletionStreamChoiceDelta{ToolCalls: []openai.ToolCall{{Index: &n, ID: callID, Type: openai.ToolTypeFunction,
+			Function: openai.FunctionCall{Name: c.Name}}}})
+		for _, p := range halves(c.Arguments) {
+			delta(openai.ChatCompletionStreamChoiceDelta{ToolCalls: []openai.ToolCall{{Index: &n, Function: openai.FunctionCall{Arguments: p}}}})
+		}
+		finish = openai.FinishReasonToolCalls
+	}
+	send([]openai.ChatCompletionStreamChoice{{Index: 0, FinishReason: finish}}, nil)
+	if req.Body.StreamOptions != nil && req.Body.StreamOptions.IncludeUsage {
+		u := reply.usage()
+		send(nil, &u)
+	}
+	_, _ = io.WriteString(w, "data: [DONE]\n\n")
+	flush(w)
+}
+
+func flush(w http.ResponseWriter) {
+	if f, ok := w.(http.Flusher); ok {
+		f.Flush()
+	}
 }

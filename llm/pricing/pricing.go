@@ -45,6 +45,17 @@ func Default() Table {
 		"gpt-4.1-mini": {Prompt: 0.40, Completion: 1.60},
 		"gpt-4.1-nano": {Prompt: 0.10, Completion: 0.40},
 		"o4-mini":      {Prompt: 1.10, Completion: 4.40},
+
+		"claude-opus-4":     {Prompt: 15.00, Completion: 75.00},
+		"claude-opus-4-5":   {Prompt: 5.00, Completion: 25.00},
+		"claude-sonnet-4":   {Prompt: 3.00, Completion: 15.00},
+		"claude-haiku-4-5":  {Prompt: 1.00, Completion: 5.00},
+		"claude-3-5-haiku":  {Prompt: 0.80, Completion: 4.00},
+		"claude-3-7-sonnet": {Prompt: 3.00, Completion: 15.00},
+
+		"gemini-2.5-pro":        {Prompt: 1.25, Completion: 10.00},
+		"gemini-2.5-flash":      {Prompt: 0.30, Completion: 2.50},
+		"gemini-2.5-flash-lite": {Prompt: 0.10, Completion: 0.40},
 	}
 }
 

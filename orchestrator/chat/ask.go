@@ -6,8 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	openai "github.com/sashabaranov/go-openai"
-
+	"github.com/agentmesh/agentmesh/llm"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -28,17 +27,17 @@ type askedTurn struct {
 }
 
 // askUserTool is the function tool offered next to the agents.
-func askUserTool() openai.Tool {
-	return openai.Tool{Type: openai.ToolTypeFunction, Function: &openai.FunctionDefinition{
+func askUserTool() llm.Tool {
+	return llm.Tool{
 		Name: AskUserTool,
 		Description: "Ask the user a question when you cannot go on without their answer (a missing detail, a choice, a confirmation). " +
 			"The turn pauses; the user's next message is this tool's result.",
 		Parameters: json.RawMessage(`{"type":"object","properties":{"question":{"type":"string","description":"the question, in one or two sentences"}},"required":["question"]}`),
-	}}
+	}
 }
 
 // tools are the tools of a model call: one per agent, and ask_user.
-func (c *Chat) tools(contracts []schemas.AgentContract) []openai.Tool {
+func (c *Chat) tools(contracts []schemas.AgentContract) []llm.Tool {
 	tools := Tools(contracts, c.router)
 	if !slices.ContainsFunc(contracts, func(a schemas.AgentContract) bool { return a.Name == AskUserTool }) {
 		tools = append(tools, askUserTool())
@@ -48,14 +47,14 @@ func (c *Chat) tools(contracts []schemas.AgentContract) []openai.Tool {
 
 // askCall splits the model's pending calls into its ask_user call (nil
 // when none) and the agent calls.
-func (c *Chat) askCall(calls []openai.ToolCall) (*openai.ToolCall, []openai.ToolCall) {
+func (c *Chat) askCall(calls []llm.ToolCall) (*llm.ToolCall, []llm.ToolCall) {
 	if _, agent := c.lookup(AskUserTool); agent {
 		return nil, calls
 	}
-	var ask *openai.ToolCall
-	var rest []openai.ToolCall
+	var ask *llm.ToolCall
+	var rest []llm.ToolCall
 	for i := range calls {
-		if calls[i].Function.Name == AskUserTool && ask == nil {
+		if calls[i].Name == AskUserTool && ask == nil {
 			ask = &calls[i]
 			continue
 		}
@@ -66,14 +65,14 @@ func (c *Chat) askCall(calls []openai.ToolCall) (*openai.ToolCall, []openai.Tool
 
 // question is the question of an ask_user call: its question argument, or
 // its raw arguments when they do not decode.
-func question(call openai.ToolCall) string {
+func question(call llm.ToolCall) string {
 	var args struct {
 		Question string `json:"question"`
 	}
-	if json.Unmarshal([]byte(call.Function.Arguments), &args) == nil && strings.TrimSpace(args.Question) != "" {
+	if json.Unmarshal([]byte(call.Arguments), &args) == nil && strings.TrimSpace(args.Question) != "" {
 		return strings.TrimSpace(args.Question)
 	}
-	if q := strings.TrimSpace(call.Function.Arguments); q != "" && q != "{}" {
+	if q := strings.TrimSpace(call.Arguments); q != "" && q != "{}" {
 		return q
 	}
 	return "Could you tell me more?"
@@ -108,11 +107,11 @@ func (c *Chat) ask(ctx context.Context, s *session, callID, question, askedBy st
 // continueAsked is the first messages of a turn that answers an asked
 // turn with message: the asked turn's messages, then the answer, as the
 // ask_user call's result or, when an agent asked, as the user's message.
-func continueAsked(a *askedTurn, message string) []openai.ChatCompletionMessage {
+func continueAsked(a *askedTurn, message string) []llm.Message {
 	msgs := slices.Clone(a.Messages)
 	if a.CallID != "" {
-		return append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleTool, ToolCallID: a.CallID, Name: AskUserTool,
+		return append(msgs, llm.Message{Role: llm.RoleTool, ToolCallID: a.CallID, Name: AskUserTool,
 			Content: "The user answered: " + message})
 	}
-	return append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: message})
+	return append(msgs, llm.Message{Role: llm.RoleUser, Content: message})
 }

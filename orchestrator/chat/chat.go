@@ -10,7 +10,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/nats-io/nats.go/jetstream"
-	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/client"
@@ -65,7 +64,7 @@ type Chat struct {
 	dispatch *client.Dispatcher
 	observer schemas.Observer
 
-	llm         *llm.Client
+	llm         llm.Model
 	maxSteps    int
 	toolTimeout time.Duration
 	budget      int
@@ -79,7 +78,14 @@ type Option func(*Chat)
 
 // WithLLM sets the model client; without it (or with nil) the offline
 // planner answers.
-func WithLLM(c *llm.Client) Option { return func(ch *Chat) { ch.llm = c } }
+func WithLLM(c llm.Model) Option {
+	return func(ch *Chat) {
+		if cl, ok := c.(*llm.Client); ok && cl == nil {
+			c = nil // a nil client is no model
+		}
+		ch.llm = c
+	}
+}
 
 // WithMaxSteps sets the step limit of a turn: model calls with the LLM,
 // agent calls with the offline planner (default 10).
@@ -289,8 +295,8 @@ func (c *Chat) finish(ctx context.Context, s *session, state, output string, cau
 		}
 	}
 	turnMsgs := slices.Clone(t.Messages)
-	if last := turnMsgs[len(turnMsgs)-1]; last.Role != openai.ChatMessageRoleAssistant || len(last.ToolCalls) > 0 {
-		turnMsgs = append(turnMsgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant, Content: output})
+	if last := turnMsgs[len(turnMsgs)-1]; last.Role != llm.RoleAssistant || len(last.ToolCalls) > 0 {
+		turnMsgs = append(turnMsgs, llm.Message{Role: llm.RoleAssistant, Content: output})
 	}
 	if asked { // an asked turn goes on in the next one, which carries its messages
 		turnMsgs = nil

@@ -49,7 +49,7 @@ func failureCode(err error) string {
 	case errors.Is(err, bus.ErrInvalidName):
 		return schemas.CodeInvalidID
 	case errors.Is(err, llm.ErrUnavailable), errors.Is(err, llm.ErrRateLimited), errors.Is(err, llm.ErrUnauthorized),
-		errors.Is(err, llm.ErrEmptyResponse), errors.Is(err, llm.ErrNotConfigured):
+		errors.Is(err, llm.ErrEmptyResponse), errors.Is(err, llm.ErrNotConfigured), errors.Is(err, llm.ErrInvalidRequest):
 		return schemas.CodeUnavailable
 	}
 	return state.Code(err)

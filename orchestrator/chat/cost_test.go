@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	openai "github.com/sashabaranov/go-openai"
-
 	"github.com/agentmesh/agentmesh/llm"
 	"github.com/agentmesh/agentmesh/llm/llmtest"
 	"github.com/agentmesh/agentmesh/orchestrator/chat"
@@ -31,8 +29,8 @@ func TestChatTurnTotalsIncludeAgents(t *testing.T) {
 			return res, nil
 		}, 2)
 	srv := llmtest.New(t,
-		llmtest.Reply{ToolCalls: []llmtest.ToolCall{llmtest.Call("Writer", nil)}, Usage: openai.Usage{PromptTokens: 100, CompletionTokens: 20}},
-		llmtest.Reply{Content: "Here is a poem.", Usage: openai.Usage{PromptTokens: 150, CompletionTokens: 30}},
+		llmtest.Reply{ToolCalls: []llmtest.ToolCall{llmtest.Call("Writer", nil)}, Usage: schemas.Tokens{Prompt: 100, Completion: 20}},
+		llmtest.Reply{Content: "Here is a poem.", Usage: schemas.Tokens{Prompt: 150, Completion: 30}},
 	)
 	cfg := srv.Config()
 	cfg.Prices = map[string]llm.Price{cfg.Model: {Prompt: 1, Completion: 2}} // USD per million tokens

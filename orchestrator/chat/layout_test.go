@@ -114,10 +114,12 @@ func TestChatTurnWritesDoNotGrowWithTheConversation(t *testing.T) {
 // turns, a history in the conversation key) goes on: a redelivered request
 // of an old turn gets its answer, and the next turn's prompt shows the old
 // turns.
-func TestChatConversationOfThePreviousLayoutGoesOn(t *testing.T) {
-	m := meshtest.New(t)
+// putPreviousLayoutConversation stores conversation conv as the layout
+// before per-turn keys did, with the OpenAI client's message JSON: one turn
+// that called ImageSearch, and its answer.
+func putPreviousLayoutConversation(t *testing.T, m *meshtest.Mesh, conv string) {
+	t.Helper()
 	ctx := context.Background()
-	conv := "legacy1"
 	old := map[string]any{
 		"turns": [][]map[string]any{{
 			{"role": "user", "content": "find beach photos"},
@@ -136,6 +138,13 @@ func TestChatConversationOfThePreviousLayoutGoesOn(t *testing.T) {
 	if _, err := m.Res.Conversations.Put(ctx, conv, b); err != nil {
 		t.Fatal(err)
 	}
+}
+
+func TestChatConversationOfThePreviousLayoutGoesOn(t *testing.T) {
+	m := meshtest.New(t)
+	ctx := context.Background()
+	conv := "legacy1"
+	putPreviousLayoutConversation(t, m, conv)
 	srv := llmtest.New(t, llmtest.Answer("Nothing more to do."))
 	chatReplica(t, m, nil, nil, chat.WithLLM(newLLM(t, srv)))
 

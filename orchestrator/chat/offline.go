@@ -7,8 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	openai "github.com/sashabaranov/go-openai"
-
+	"github.com/agentmesh/agentmesh/llm"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -38,11 +37,10 @@ func (c *Chat) runOffline(ctx context.Context, s *session) (schemas.ChatResponse
 		}
 		step := t.Plan[i]
 		args, _ := json.Marshal(step.Params) // plain JSON values
-		call := openai.ToolCall{ID: fmt.Sprintf("plan_%d", i), Type: openai.ToolTypeFunction,
-			Function: openai.FunctionCall{Name: step.Agent, Arguments: string(args)}}
+		call := llm.ToolCall{ID: fmt.Sprintf("plan_%d", i), Name: step.Agent, Arguments: string(args)}
 		t.Steps++
-		t.Messages = append(t.Messages, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant, ToolCalls: []openai.ToolCall{call}})
-		if err := c.runCalls(ctx, s, []openai.ToolCall{call}); err != nil {
+		t.Messages = append(t.Messages, llm.Message{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{call}})
+		if err := c.runCalls(ctx, s, []llm.ToolCall{call}); err != nil {
 			return schemas.ChatResponse{}, err
 		}
 		last := t.ToolCalls[len(t.ToolCalls)-1]
@@ -74,7 +72,7 @@ func (c *Chat) offlineOutput(t *chatTurn, ending string) string {
 	for i, r := range t.ToolCalls {
 		obs := ""
 		for _, m := range t.Messages {
-			if m.Role == openai.ChatMessageRoleTool && m.ToolCallID == fmt.Sprintf("plan_%d", i) {
+			if m.Role == llm.RoleTool && m.ToolCallID == fmt.Sprintf("plan_%d", i) {
 				obs = m.Content
 			}
 		}

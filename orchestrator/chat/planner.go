@@ -179,7 +179,7 @@ func planByDescription(message string, words []string, contracts []schemas.Agent
 		}
 	}
 	if bestScore < minDescribed {
-		return Plan{}, fmt.Errorf("%w: %q asks for nothing the planner recognises and no live agent's description matches it; say what to do (find, categorize, organize, summarize, or words from an agent's description) or configure an LLM with OPENAI_API_KEY",
+		return Plan{}, fmt.Errorf("%w: %q asks for nothing the planner recognises and no live agent's description matches it; say what to do (find, categorize, organize, summarize, or words from an agent's description) or configure an LLM with OPENAI_API_KEY (or AGENTMESH_MODEL=anthropic:MODEL with ANTHROPIC_API_KEY; docs/llm.md)",
 			ErrNoPlan, message)
 	}
 	p := &planner{words: words, contracts: contracts, router: router, have: map[typeHint]bool{}, wanted: map[int][]schemas.TypedInput{}}

@@ -10,10 +10,9 @@ import (
 	"sync"
 	"time"
 
-	openai "github.com/sashabaranov/go-openai"
-
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/client"
+	"github.com/agentmesh/agentmesh/llm"
 	"github.com/agentmesh/agentmesh/orchestrator/state"
 	"github.com/agentmesh/agentmesh/schemas"
 )
@@ -38,7 +37,7 @@ func (c *Chat) runLLM(ctx context.Context, s *session) (schemas.ChatResponse, er
 				return c.ask(ctx, s, ask.ID, question(*ask), "")
 			}
 		}
-		if last := t.Messages[len(t.Messages)-1]; last.Role == openai.ChatMessageRoleAssistant {
+		if last := t.Messages[len(t.Messages)-1]; last.Role == llm.RoleAssistant {
 			out := strings.TrimSpace(last.Content)
 			if out == "" {
 				out = "(the model ended the turn without an answer)"
@@ -59,9 +58,9 @@ func (c *Chat) runLLM(ctx context.Context, s *session) (schemas.ChatResponse, er
 			}
 		}
 		contracts := c.contracts()
-		req := openai.ChatCompletionRequest{Messages: c.prompt(s, st), Tools: c.tools(contracts)}
+		req := llm.Request{Messages: c.prompt(s, st), Tools: c.tools(contracts)}
 		c.progress(ctx, s.conv, "", "", "thinking")
-		resp, usage, err := c.llm.Chat(ctx, req)
+		resp, usage, err := c.llm.Stream(ctx, req, c.deltas(s))
 		c.observer.Observe(ctx, schemas.LLMCalled{ConversationID: s.conv, Model: usage.Model, Tokens: usage.Tokens,
 			Cost: usage.Cost, Duration: usage.Duration, Err: err})
 		t.Steps++
@@ -72,15 +71,12 @@ func (c *Chat) runLLM(ctx context.Context, s *session) (schemas.ChatResponse, er
 			}
 			return c.finish(ctx, s, schemas.ChatFailed, "The language model could not be reached: "+err.Error(), err)
 		}
-		msg := resp.Choices[0].Message
-		msg.Role = openai.ChatMessageRoleAssistant
-		msg.ReasoningContent = ""
+		msg := resp.Message
+		msg.Role = llm.RoleAssistant
 		for i := range msg.ToolCalls {
 			if msg.ToolCalls[i].ID == "" {
 				msg.ToolCalls[i].ID = fmt.Sprintf("call_%d_%d", t.Steps, i)
 			}
-			msg.ToolCalls[i].Type = openai.ToolTypeFunction
-			msg.ToolCalls[i].Index = nil
 		}
 		t.Messages = append(t.Messages, msg)
 		if err := c.save(ctx, s); err != nil {
@@ -91,16 +87,16 @@ func (c *Chat) runLLM(ctx context.Context, s *session) (schemas.ChatResponse, er
 
 // pendingCalls returns the tool calls of the last assistant message that
 // have no tool message yet.
-func pendingCalls(msgs []openai.ChatCompletionMessage) []openai.ToolCall {
+func pendingCalls(msgs []llm.Message) []llm.ToolCall {
 	i := len(msgs) - 1
 	answered := map[string]bool{}
-	for ; i >= 0 && msgs[i].Role == openai.ChatMessageRoleTool; i-- {
+	for ; i >= 0 && msgs[i].Role == llm.RoleTool; i-- {
 		answered[msgs[i].ToolCallID] = true
 	}
-	if i < 0 || msgs[i].Role != openai.ChatMessageRoleAssistant {
+	if i < 0 || msgs[i].Role != llm.RoleAssistant {
 		return nil
 	}
-	var out []openai.ToolCall
+	var out []llm.ToolCall
 	for _, tc := range msgs[i].ToolCalls {
 		if !answered[tc.ID] {
 			out = append(out, tc)
@@ -111,7 +107,7 @@ func pendingCalls(msgs []openai.ChatCompletionMessage) []openai.ToolCall {
 
 // runCalls dispatches calls in parallel, appends their observations in the
 // order of the calls and saves the turn.
-func (c *Chat) runCalls(ctx context.Context, s *session, calls []openai.ToolCall) error {
+func (c *Chat) runCalls(ctx context.Context, s *session, calls []llm.ToolCall) error {
 	t := s.turn
 	obs := make([]string, len(calls))
 	recs := make([]schemas.ToolCallRecord, len(calls))
@@ -125,7 +121,7 @@ func (c *Chat) runCalls(ctx context.Context, s *session, calls []openai.ToolCall
 		return ctx.Err()
 	}
 	for i, call := range calls {
-		t.Messages = append(t.Messages, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleTool, ToolCallID: call.ID, Name: call.Function.Name, Content: obs[i]})
+		t.Messages = append(t.Messages, llm.Message{Role: llm.RoleTool, ToolCallID: call.ID, Name: call.Name, Content: obs[i]})
 		t.ToolCalls = append(t.ToolCalls, recs[i])
 		t.Usage = t.Usage.Add(recs[i].Usage) // saved with the call, so counted once
 	}
@@ -337,8 +333,8 @@ func (c *Chat) state(ctx context.Context, conv string) (*schemas.ConversationSta
 
 // prompt is what the model reads: the system prompt, the state as Data,
 // the earlier turns that fit the history budget, then this turn.
-func (c *Chat) prompt(s *session, st *schemas.ConversationState) []openai.ChatCompletionMessage {
-	msgs := []openai.ChatCompletionMessage{{Role: openai.ChatMessageRoleSystem, Content: c.system}}
+func (c *Chat) prompt(s *session, st *schemas.ConversationState) []llm.Message {
+	msgs := []llm.Message{{Role: llm.RoleSystem, Content: c.system}}
 	msgs = append(msgs, RenderData([]Data{StateData(st, c.router.DataTypes())})...)
 	msgs = append(msgs, s.history...)
 	return append(msgs, s.turn.Messages...)
@@ -348,9 +344,9 @@ func (c *Chat) prompt(s *session, st *schemas.ConversationState) []openai.ChatCo
 // whole turns that fit the history budget, read from their keys newest
 // first until the budget is spent, so a turn's prompt costs the same
 // however long the conversation is.
-func (c *Chat) history(ctx context.Context, s *session) ([]openai.ChatCompletionMessage, error) {
+func (c *Chat) history(ctx context.Context, s *session) ([]llm.Message, error) {
 	var (
-		turns [][]openai.ChatCompletionMessage // newest first
+		turns [][]llm.Message // newest first
 		used  int
 	)
 	for n := s.turn.Number - 1; n >= 0 && used <= c.budget; n-- {
@@ -376,7 +372,7 @@ func (c *Chat) history(ctx context.Context, s *session) ([]openai.ChatCompletion
 	slices.Reverse(turns)
 	out := PruneHistory(turns, c.budget)
 	if out == nil {
-		out = []openai.ChatCompletionMessage{}
+		out = []llm.Message{}
 	}
 	return out, nil
 }
@@ -384,7 +380,7 @@ func (c *Chat) history(ctx context.Context, s *session) ([]openai.ChatCompletion
 // PruneHistory returns the newest whole turns whose estimated tokens fit
 // budget, oldest first. Turns are kept or dropped whole, so a tool message
 // never loses the assistant message that called it.
-func PruneHistory(turns [][]openai.ChatCompletionMessage, budget int) []openai.ChatCompletionMessage {
+func PruneHistory(turns [][]llm.Message, budget int) []llm.Message {
 	used, first := 0, len(turns)
 	for i := len(turns) - 1; i >= 0; i-- {
 		n := 0
@@ -397,7 +393,7 @@ func PruneHistory(turns [][]openai.ChatCompletionMessage, budget int) []openai.C
 		used += n
 		first = i
 	}
-	var out []openai.ChatCompletionMessage
+	var out []llm.Message
 	for _, t := range turns[first:] {
 		out = append(out, t...)
 	}
@@ -406,10 +402,10 @@ func PruneHistory(turns [][]openai.ChatCompletionMessage, budget int) []openai.C
 
 // EstimateTokens guesses a message's size in tokens (4 characters a token,
 // plus a little per message).
-func EstimateTokens(m openai.ChatCompletionMessage) int {
+func EstimateTokens(m llm.Message) int {
 	n := len(m.Content) + len(m.Name)
 	for _, tc := range m.ToolCalls {
-		n += len(tc.Function.Name) + len(tc.Function.Arguments)
+		n += len(tc.Name) + len(tc.Arguments)
 	}
 	return n/4 + 4
 }

@@ -8,9 +8,8 @@ import (
 	"sync"
 	"time"
 
-	openai "github.com/sashabaranov/go-openai"
-
 	"github.com/agentmesh/agentmesh/bus"
+	"github.com/agentmesh/agentmesh/llm"
 	"github.com/agentmesh/agentmesh/orchestrator/state"
 	"github.com/agentmesh/agentmesh/schemas"
 )
@@ -88,7 +87,7 @@ type session struct {
 	turn *chatTurn
 	// history is what the prompt shows of the earlier turns, read once
 	// per run of the turn (nil until then).
-	history []openai.ChatCompletionMessage
+	history []llm.Message
 	mu      sync.Mutex // guards turn.Results while calls run in parallel
 }
 
@@ -139,8 +138,8 @@ func (c *Chat) begin(ctx context.Context, conv, requestID, message string) (*ses
 		if cur != nil && cur.Number > 0 { // a turn that never finished: remember what was asked
 			if err := c.storeTurn(ctx, s.conv, storedTurn{Number: cur.Number, RequestID: cur.RequestID,
 				Messages: messages{
-					{Role: openai.ChatMessageRoleUser, Content: cur.Message},
-					{Role: openai.ChatMessageRoleAssistant, Content: interrupted},
+					{Role: llm.RoleUser, Content: cur.Message},
+					{Role: llm.RoleAssistant, Content: interrupted},
 				},
 				History: []schemas.HistoryEntry{{At: cur.StartedAt, Kind: "user", Text: cur.Message}, {At: cur.UpdatedAt, Kind: "assistant", Text: interrupted}},
 				Response: schemas.ChatResponse{ConversationID: s.conv, Output: interrupted, State: schemas.ChatFailed, Planner: c.Planner(),
@@ -149,7 +148,7 @@ func (c *Chat) begin(ctx context.Context, conv, requestID, message string) (*ses
 			}
 		}
 		s.turn = &chatTurn{RequestID: requestID, Message: message, StartedAt: time.Now().UTC(),
-			Messages: []openai.ChatCompletionMessage{{Role: openai.ChatMessageRoleUser, Content: message}}}
+			Messages: []llm.Message{{Role: llm.RoleUser, Content: message}}}
 		if a := s.rec.Asked; a != nil && c.llm != nil { // this message answers the question the last turn asked
 			s.turn.Messages, s.turn.Continues = continueAsked(a, message), a.RequestID
 		}

@@ -8,8 +8,7 @@ import (
 	"strings"
 	"time"
 
-	openai "github.com/sashabaranov/go-openai"
-
+	"github.com/agentmesh/agentmesh/llm"
 	"github.com/agentmesh/agentmesh/orchestrator/route"
 	"github.com/agentmesh/agentmesh/schemas"
 )
@@ -32,7 +31,7 @@ type Data struct {
 //	{...}
 //	```
 //	Schema for ¶state: {...}
-func RenderData(data []Data) []openai.ChatCompletionMessage {
+func RenderData(data []Data) []llm.Message {
 	var order []string
 	merged := map[string]*Data{}
 	for _, d := range data {
@@ -47,7 +46,7 @@ func RenderData(data []Data) []openai.ChatCompletionMessage {
 			m.Schema = d.Schema
 		}
 	}
-	out := make([]openai.ChatCompletionMessage, 0, len(order))
+	out := make([]llm.Message, 0, len(order))
 	for _, kind := range order {
 		d := merged[kind]
 		body, _ := json.MarshalIndent(d.Value, "", "  ") // maps of plain JSON values always marshal
@@ -56,7 +55,7 @@ func RenderData(data []Data) []openai.ChatCompletionMessage {
 		if len(d.Schema) > 0 {
 			fmt.Fprintf(&b, "Schema for ¶%s: %s", kind, compactJSON(d.Schema))
 		}
-		out = append(out, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleSystem, Content: b.String()})
+		out = append(out, llm.Message{Role: llm.RoleSystem, Content: b.String()})
 	}
 	return out
 }

@@ -8,8 +8,7 @@ import (
 	"slices"
 	"strings"
 
-	openai "github.com/sashabaranov/go-openai"
-
+	"github.com/agentmesh/agentmesh/llm"
 	"github.com/agentmesh/agentmesh/orchestrator/route"
 	"github.com/agentmesh/agentmesh/schemas"
 )
@@ -29,10 +28,10 @@ var emptyParams = json.RawMessage(`{"type":"object","properties":{}}`)
 // Tools returns one function tool per agent, sorted by agent name, each
 // generated from the agent's contract. router, when not nil, lets the
 // description say which state slot each input is read from.
-func Tools(contracts []schemas.AgentContract, router *route.Router) []openai.Tool {
+func Tools(contracts []schemas.AgentContract, router *route.Router) []llm.Tool {
 	sorted := slices.Clone(contracts)
 	slices.SortFunc(sorted, func(a, b schemas.AgentContract) int { return strings.Compare(a.Name, b.Name) })
-	tools := make([]openai.Tool, 0, len(sorted))
+	tools := make([]llm.Tool, 0, len(sorted))
 	for _, c := range sorted {
 		tools = append(tools, Tool(c, router))
 	}
@@ -44,12 +43,12 @@ func Tools(contracts []schemas.AgentContract, router *route.Router) []openai.Too
 // outputs, its parameters the contract's params JSON Schema with one more
 // property per typed input: a literal value of the input's type, or a
 // "†state.<slot>" reference.
-func Tool(c schemas.AgentContract, router *route.Router) openai.Tool {
-	return openai.Tool{Type: openai.ToolTypeFunction, Function: &openai.FunctionDefinition{
+func Tool(c schemas.AgentContract, router *route.Router) llm.Tool {
+	return llm.Tool{
 		Name:        c.Name,
 		Description: toolDescription(c, router),
 		Parameters:  toolParameters(c, dataTypes(router)),
-	}}
+	}
 }
 
 // toolParameters is the contract's params schema with a property for each

@@ -9,8 +9,7 @@ import (
 
 	"github.com/agentmesh/agentmesh/orchestrator/internal/meshtest"
 
-	openai "github.com/sashabaranov/go-openai"
-
+	"github.com/agentmesh/agentmesh/llm"
 	"github.com/agentmesh/agentmesh/orchestrator/chat"
 	"github.com/agentmesh/agentmesh/orchestrator/route"
 	"github.com/agentmesh/agentmesh/schemas"
@@ -21,12 +20,12 @@ func TestToolsOnePerAgentFromContracts(t *testing.T) {
 	tools := chat.Tools([]schemas.AgentContract{chatFolderContract(), chatSearchContract(), chatAnalysisContract()}, router)
 	var names []string
 	for _, tool := range tools {
-		names = append(names, tool.Function.Name)
+		names = append(names, tool.Name)
 	}
 	if strings.Join(names, ",") != "FolderOrganizer,ImageAnalysis,ImageSearch" {
 		t.Fatalf("tools = %v", names)
 	}
-	analysis := tools[1].Function
+	analysis := tools[1]
 	for _, want := range []string{"Categorizes images", "Capability: ANALYSIS", "images (FILE_IDS, images, required, from †state.current_image_ids)", "categories (CATEGORIZATION, into †state.current_categorization)"} {
 		if !strings.Contains(analysis.Description, want) {
 			t.Errorf("description %q lacks %q", analysis.Description, want)
@@ -42,7 +41,7 @@ func TestToolsOnePerAgentFromContracts(t *testing.T) {
 		params.Properties["images"]["type"] != "string" || !strings.Contains(fmt.Sprint(params.Properties["images"]["description"]), "†state.<slot>") {
 		t.Errorf("parameters of an agent without params = %s", p)
 	}
-	if p, _ := json.Marshal(tools[2].Function.Parameters); !jsonEqual(p, searchParams) {
+	if p, _ := json.Marshal(tools[2].Parameters); !jsonEqual(p, searchParams) {
 		t.Errorf("search parameters = %s", p)
 	}
 }
@@ -55,7 +54,7 @@ func TestToolTakesLiteralInputs(t *testing.T) {
 		Params:  json.RawMessage(`{"type":"object","properties":{"op":{"type":"string"}},"additionalProperties":false}`),
 		Outputs: []schemas.TypedOutput{{Name: "text", DataType: schemas.TypeText}}}
 	tool := chat.Tool(text, route.NewRouter())
-	p, _ := json.Marshal(tool.Function.Parameters)
+	p, _ := json.Marshal(tool.Parameters)
 	var params struct {
 		Properties map[string]map[string]any `json:"properties"`
 	}
@@ -173,15 +172,15 @@ func TestObservationHasCountsNotIDs(t *testing.T) {
 }
 
 func TestPruneHistoryKeepsNewestWholeTurns(t *testing.T) {
-	turn := func(n int) []openai.ChatCompletionMessage {
-		return []openai.ChatCompletionMessage{
+	turn := func(n int) []llm.Message {
+		return []llm.Message{
 			{Role: "user", Content: fmt.Sprintf("turn %d %s", n, strings.Repeat("x", 400))},
-			{Role: "assistant", ToolCalls: []openai.ToolCall{{ID: "c", Function: openai.FunctionCall{Name: "A", Arguments: "{}"}}}},
+			{Role: "assistant", ToolCalls: []llm.ToolCall{{ID: "c", Name: "A", Arguments: "{}"}}},
 			{Role: "tool", ToolCallID: "c", Content: "A succeeded"},
 			{Role: "assistant", Content: "done"},
 		}
 	}
-	turns := [][]openai.ChatCompletionMessage{turn(1), turn(2), turn(3)}
+	turns := [][]llm.Message{turn(1), turn(2), turn(3)}
 	per := 0
 	for _, m := range turn(1) {
 		per += chat.EstimateTokens(m)

@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 
-	openai "github.com/sashabaranov/go-openai"
 	"go.opentelemetry.io/otel/attribute"
 	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/agentmesh/agentmesh/bus"
+	"github.com/agentmesh/agentmesh/llm"
 	"github.com/agentmesh/agentmesh/schemas"
 	"github.com/agentmesh/agentmesh/telemetry"
 )
@@ -42,13 +42,13 @@ func endTurn(span trace.Span, resp schemas.ChatResponse, err error) {
 // callTool runs one agent call as a span "execute_tool AGENT" (GenAI
 // semantic conventions); the task it dispatches carries the span as its
 // traceparent, so the agent's span is its child.
-func (c *Chat) callTool(ctx context.Context, s *session, taskID string, call openai.ToolCall) (string, schemas.ToolCallRecord) {
-	agent := call.Function.Name
+func (c *Chat) callTool(ctx context.Context, s *session, taskID string, call llm.ToolCall) (string, schemas.ToolCallRecord) {
+	agent := call.Name
 	ctx, span := telemetry.Start(ctx, "execute_tool "+agent, trace.WithSpanKind(trace.SpanKindInternal),
 		trace.WithAttributes(semconv.GenAIOperationNameExecuteTool, semconv.GenAIToolName(agent),
 			semconv.GenAIToolCallID(call.ID), semconv.GenAIToolType("function"), telemetry.AttrAgent.String(agent),
 			telemetry.AttrTaskID.String(taskID)))
-	obs, rec := c.callAgent(telemetry.WithLogAttrs(ctx, "task", taskID, "agent", agent), s, taskID, agent, call.Function.Arguments)
+	obs, rec := c.callAgent(telemetry.WithLogAttrs(ctx, "task", taskID, "agent", agent), s, taskID, agent, call.Arguments)
 	var err error
 	if rec.Error != "" {
 		err = errors.New(rec.Error)

@@ -71,7 +71,7 @@ func (a *Agent) Config() Config { return a.cfg }
 func (a *Agent) Execute(ctx context.Context, ec *schemas.ExecutionContext) (schemas.AgentResult, error) {
 	if a.model == nil && (len(a.tools) == 0 || a.toolModel == nil) {
 		return schemas.Failure(a.cfg.Name, schemas.CodeUnavailable, fmt.Sprintf(
-			"PromptAgent %s needs an LLM: set OPENAI_API_KEY/OPENAI_BASE_URL (and AGENTMESH_MODEL or the config's model) and restart it",
+			"PromptAgent %s needs an LLM: set OPENAI_API_KEY/OPENAI_BASE_URL (and AGENTMESH_MODEL or the config's model), or AGENTMESH_MODEL=anthropic:MODEL with ANTHROPIC_API_KEY (gemini:MODEL with GEMINI_API_KEY), and restart it",
 			a.cfg.Name), false), nil
 	}
 	for _, in := range a.cfg.Inputs {

@@ -7,9 +7,8 @@ import (
 	"fmt"
 	"strings"
 
-	openai "github.com/sashabaranov/go-openai"
-
 	"github.com/agentmesh/agentmesh/agents"
+	"github.com/agentmesh/agentmesh/llm"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -32,18 +31,18 @@ type Tool interface {
 	Call(ctx context.Context, args json.RawMessage) (string, error)
 }
 
-// ToolModel is a model that calls tools: one Chat Completions round, with
-// what it used (tokens, cost, model time). Implementations must be safe
-// for concurrent use.
+// ToolModel is a model that calls tools: one round of the model, with what
+// it used (tokens, cost, model time). An *llm.Client is one, whichever
+// provider it speaks. Implementations must be safe for concurrent use.
 type ToolModel interface {
-	Chat(ctx context.Context, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, schemas.Usage, error)
+	Chat(ctx context.Context, req llm.Request) (llm.Response, llm.Usage, error)
 }
 
 // ToolModelFunc adapts a function to a ToolModel.
-type ToolModelFunc func(ctx context.Context, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, schemas.Usage, error)
+type ToolModelFunc func(ctx context.Context, req llm.Request) (llm.Response, llm.Usage, error)
 
 // Chat calls f.
-func (f ToolModelFunc) Chat(ctx context.Context, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, schemas.Usage, error) {
+func (f ToolModelFunc) Chat(ctx context.Context, req llm.Request) (llm.Response, llm.Usage, error) {
 	return f(ctx, req)
 }
 
@@ -59,16 +58,14 @@ func WithTools(model ToolModel, tools ...Tool) Option {
 // other; each is reported as task progress.
 func (a *Agent) runTools(ctx context.Context, user string) (string, schemas.Usage, error) {
 	byName := map[string]Tool{}
-	defs := make([]openai.Tool, 0, len(a.tools))
+	defs := make([]llm.Tool, 0, len(a.tools))
 	for _, t := range a.tools {
 		byName[t.Name()] = t
-		defs = append(defs, openai.Tool{Type: openai.ToolTypeFunction, Function: &openai.FunctionDefinition{
-			Name: t.Name(), Description: t.Description(), Parameters: t.InputSchema(),
-		}})
+		defs = append(defs, llm.Tool{Name: t.Name(), Description: t.Description(), Parameters: t.InputSchema()})
 	}
-	msgs := []openai.ChatCompletionMessage{
-		{Role: openai.ChatMessageRoleSystem, Content: a.cfg.SystemPrompt},
-		{Role: openai.ChatMessageRoleUser, Content: user},
+	msgs := []llm.Message{
+		{Role: llm.RoleSystem, Content: a.cfg.SystemPrompt},
+		{Role: llm.RoleUser, Content: user},
 	}
 	steps := a.cfg.MaxToolSteps
 	if steps <= 0 {
@@ -76,12 +73,12 @@ func (a *Agent) runTools(ctx context.Context, user string) (string, schemas.Usag
 	}
 	var total schemas.Usage
 	for range steps {
-		resp, usage, err := a.toolModel.Chat(ctx, openai.ChatCompletionRequest{Model: a.cfg.Model, Messages: msgs, Tools: defs})
-		total = total.Add(usage)
+		resp, usage, err := a.toolModel.Chat(ctx, llm.Request{Model: a.cfg.Model, Messages: msgs, Tools: defs})
+		total = total.Add(usage.Report())
 		if err != nil {
 			return "", total, err
 		}
-		msg := resp.Choices[0].Message
+		msg := resp.Message
 		if len(msg.ToolCalls) == 0 {
 			return msg.Content, total, nil
 		}
@@ -91,24 +88,24 @@ func (a *Agent) runTools(ctx context.Context, user string) (string, schemas.Usag
 			if ctx.Err() != nil {
 				return "", total, ctx.Err()
 			}
-			msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleTool, ToolCallID: call.ID, Content: out})
+			msgs = append(msgs, llm.Message{Role: llm.RoleTool, ToolCallID: call.ID, Name: call.Name, Content: out})
 		}
 	}
 	return "", total, fmt.Errorf("%w (%d): raise max_tool_steps or make the system prompt ask for an answer", ErrToolSteps, steps)
 }
 
 // callTool runs one tool call and returns what the model reads.
-func (a *Agent) callTool(ctx context.Context, byName map[string]Tool, call openai.ToolCall) string {
-	t, ok := byName[call.Function.Name]
+func (a *Agent) callTool(ctx context.Context, byName map[string]Tool, call llm.ToolCall) string {
+	t, ok := byName[call.Name]
 	if !ok {
 		names := make([]string, 0, len(byName))
 		for n := range byName {
 			names = append(names, n)
 		}
-		return fmt.Sprintf("error: there is no tool %q; the tools are %s", call.Function.Name, strings.Join(names, ", "))
+		return fmt.Sprintf("error: there is no tool %q; the tools are %s", call.Name, strings.Join(names, ", "))
 	}
 	agents.ReportProgress(ctx, "calling "+t.Name(), 0)
-	args := json.RawMessage(call.Function.Arguments)
+	args := json.RawMessage(call.Arguments)
 	if !json.Valid(args) {
 		return fmt.Sprintf("error: the arguments of %s are not JSON; send a JSON object", t.Name())
 	}

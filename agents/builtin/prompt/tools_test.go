@@ -7,8 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	openai "github.com/sashabaranov/go-openai"
-
 	"github.com/agentmesh/agentmesh/agents/builtin/prompt"
 	"github.com/agentmesh/agentmesh/llm"
 	"github.com/agentmesh/agentmesh/llm/llmtest"
@@ -36,10 +34,7 @@ func toolAgent(t *testing.T, yaml string, srv *llmtest.Server, tools ...prompt.T
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := prompt.New(cfg, nil, prompt.WithTools(prompt.ToolModelFunc(func(ctx context.Context, req openai.ChatCompletionRequest) (openai.ChatCompletionResponse, schemas.Usage, error) {
-		resp, u, err := c.Chat(ctx, req)
-		return resp, u.Report(), err
-	}), tools...))
+	a, err := prompt.New(cfg, nil, prompt.WithTools(c, tools...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +64,7 @@ func TestToolLoopStopsAtMaxToolSteps(t *testing.T) {
 		t.Fatalf("echo called %d times, want 1 (an unknown tool and bad JSON are not called)", echo.calls)
 	}
 	reqs := srv.Requests()
-	tools := reqs[1].MessagesOf(openai.ChatMessageRoleTool)
+	tools := reqs[1].MessagesOf("tool")
 	if len(tools) != 1 || tools[0].Content != `echo {"n":1}` {
 		t.Fatalf("second request's tool messages %+v", tools)
 	}

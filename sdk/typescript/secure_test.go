@@ -1,0 +1,181 @@
+package typescript_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/agentmesh/agentmesh/agents/builtin/text"
+	"github.com/agentmesh/agentmesh/bus"
+	"github.com/agentmesh/agentmesh/client"
+	"github.com/agentmesh/agentmesh/internal/inproc"
+	"github.com/agentmesh/agentmesh/internal/nodetest"
+	"github.com/agentmesh/agentmesh/schemas"
+	"github.com/agentmesh/agentmesh/security/securetest"
+)
+
+// TestTypeScriptSDKSecure runs the TypeScript example agent and a
+// TypeScript client on a secure mesh (TLS, a credentials file each) next to
+// the Go TextAgent: the TypeScript agent checks who signed each task (a
+// Go client's signed task runs, a task naming another client's result
+// subject is answered forbidden on the signer's own, an unsigned one is
+// dead-lettered), and the Go agent accepts the tasks the TypeScript client
+// and a TypeScript agent's call signed.
+func TestTypeScriptSDKSecure(t *testing.T) {
+	node, npm, err := nodetest.Tools()
+	if err != nil {
+		t.Skipf("skipping the TypeScript SDK: %v", err)
+	}
+	nodetest.Install(t, npm, ".")
+	npmRun(t, npm, "run", "build")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	srv := securetest.Start(t)
+	inproc.Agent(t, srv.Connect(t, bus.Identity{Role: bus.RoleAgent, Name: text.Name}), text.New())
+	agent := startNode(t, node, srv.URL(), "dist/examples/wordlength.js",
+		"NATS_CREDS="+srv.Creds(t, bus.Identity{Role: bus.RoleAgent, Name: exampleAgent}), "NATS_CA="+srv.CA())
+	reg, err := client.NewRegistry(ctx, srv.Res.Agents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reg.Stop()
+	wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)
+	err = reg.Wait(wctx, exampleAgent, 1)
+	wcancel()
+	if err != nil {
+		t.Fatalf("the TypeScript agent never registered on the secure mesh: %v\n%s", err, agent.out.String())
+	}
+
+	alice := bus.Identity{Role: bus.RoleClient, Name: "alice"}
+	aliceNC := srv.Connect(t, alice)
+	js, err := jetstream.New(aliceNC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := client.NewDispatcher(js, srv.Names, "alice")
+	task := schemas.TaskRequest{Inputs: map[string]schemas.TypedValue{"text": schemas.TextValue("one two three", "test")}}
+	lastResult := func(subject string) schemas.AgentResult {
+		t.Helper()
+		for {
+			raw, err := srv.Res.Results.GetLastMsgForSubject(ctx, subject)
+			if err == nil {
+				ev, err := bus.Decode(&nats.Msg{Subject: raw.Subject, Header: raw.Header, Data: raw.Data})
+				var r schemas.AgentResult
+				if err == nil {
+					err = ev.DataAs(&r)
+				}
+				if err != nil {
+					t.Fatalf("result on %s: %v", subject, err)
+				}
+				return r
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("no result on %s\nagent output:\n%s", subject, agent.out.String())
+			}
+			time.Sleep(50 * time.Millisecond) // polling the stream with the test's deadline
+		}
+	}
+
+	t.Run("a signed task from a Go client runs", func(t *testing.T) {
+		meta := client.DispatchMeta{TaskID: "t-alice-1", ReplyTo: srv.Names.ClientResult(exampleAgent, alice.Name, "t-alice-1")}
+		if _, err := d.Dispatch(ctx, exampleAgent, task, meta); err != nil {
+			t.Fatal(err)
+		}
+		if r := lastResult(meta.ReplyTo); !r.Success || r.Summary != "measured 3 words" {
+			t.Fatalf("alice's task: %+v", r)
+		}
+	})
+
+	t.Run("a replyto into another client's results is answered forbidden on the signer's own", func(t *testing.T) {
+		meta := client.DispatchMeta{TaskID: "t-alice-2", ReplyTo: srv.Names.ClientResult(exampleAgent, "bob", "t-alice-2")}
+		if _, err := d.Dispatch(ctx, exampleAgent, task, meta); err != nil {
+			t.Fatal(err)
+		}
+		r := lastResult(srv.Names.ClientResult(exampleAgent, alice.Name, "t-alice-2"))
+		if r.Success || r.Error == nil || r.Error.Code != schemas.CodeForbidden || !strings.Contains(r.Error.Message, "client-alice may only name a subject under") {
+			t.Fatalf("answer %+v, want forbidden naming alice's space", r)
+		}
+		if _, err := srv.Res.Results.GetLastMsgForSubject(ctx, meta.ReplyTo); err == nil {
+			t.Error("something was published on bob's result subject")
+		}
+	})
+
+	t.Run("an unsigned task is dead-lettered and answered nowhere", func(t *testing.T) {
+		meta := client.DispatchMeta{TaskID: "t-unsigned", ReplyTo: srv.Names.ClientResult(exampleAgent, alice.Name, "t-unsigned")}
+		ev, err := d.Event(exampleAgent, task, &meta)
+		if err != nil {
+			t.Fatal(err)
+		}
+		msg, err := bus.Encode("mesh.task."+exampleAgent, ev) // not signed
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := js.PublishMsg(ctx, msg); err != nil {
+			t.Fatal(err)
+		}
+		for {
+			raw, err := srv.Res.Dead.GetLastMsgForSubject(ctx, "mesh.dead."+exampleAgent)
+			if err == nil && raw.Header.Get("ce-id") == "t-unsigned" {
+				if code := raw.Header.Get("Agentmesh-Dead-Code"); code != schemas.CodeForbidden || !strings.Contains(raw.Header.Get("Agentmesh-Dead-Reason"), "not signed") {
+					t.Errorf("dead letter code %q reason %q", code, raw.Header.Get("Agentmesh-Dead-Reason"))
+				}
+				break
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("the unsigned task was not dead-lettered\n%s", agent.out.String())
+			}
+			time.Sleep(50 * time.Millisecond) // polling the stream with the test's deadline
+		}
+		if _, err := srv.Res.Results.GetLastMsgForSubject(ctx, meta.ReplyTo); err == nil {
+			t.Error("the unsigned task was answered")
+		}
+	})
+
+	t.Run("the Go agent takes tasks the TypeScript client and a TypeScript agent's call signed", func(t *testing.T) {
+		cmd := exec.CommandContext(ctx, node, "--input-type=module", "-e", secureScript)
+		cmd.Env = append(os.Environ(), "NATS_URL="+srv.URL(), "NATS_CA="+srv.CA(),
+			"BOB_CREDS="+srv.Creds(t, bus.Identity{Role: bus.RoleClient, Name: "bob"}),
+			"CALLER_CREDS="+srv.Creds(t, bus.Identity{Role: bus.RoleAgent, Name: "TsCaller"}))
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "text: true HELLO SECURE MESH") || !strings.Contains(string(out), "caller: true ESREVER") {
+			t.Fatalf("TypeScript on the secure mesh: %v\n%s", err, out)
+		}
+	})
+}
+
+// secureScript connects as client bob and as agent TsCaller (whose work
+// calls TextAgent), then sends bob's tasks to TextAgent and to TsCaller.
+const secureScript = `import { connect } from "@nats-io/transport-node";
+import { Credentials, MeshClient, connectOptions, defineAgent, run } from "./dist/src/index.js";
+
+async function as(credsFile, name) {
+  process.env.NATS_CREDS = credsFile;
+  const nc = await connect(connectOptions(name));
+  return { nc, creds: Credentials.fromFile(credsFile) };
+}
+const caller = await as(process.env.CALLER_CREDS, "TsCaller");
+const agent = defineAgent({
+  name: "TsCaller", capability: "TRANSFORMATION", description: "reverses a text through TextAgent",
+  inputs: [{ name: "text", data_type: "TEXT", required: true }], outputs: [{ name: "text", data_type: "TEXT" }],
+}, async (t) => {
+  const r = await t.call("TextAgent", { inputs: { text: { data_type: "TEXT", value: t.value("text") } }, params: { op: "reverse" } });
+  return { outputs: { text: r.outputs.text.value } };
+});
+const running = await run(caller.nc, agent, { handleSignals: false, credentials: caller.creds });
+const bob = await as(process.env.BOB_CREDS, "bob");
+const mc = new MeshClient(bob.nc, { credentials: bob.creds });
+const up = await mc.task("TextAgent", { inputs: { text: { data_type: "TEXT", value: "hello secure mesh" } }, params: { op: "upper" } });
+console.log("text:", up.result.success, up.result.outputs?.text?.value ?? JSON.stringify(up.result.error));
+const rev = await mc.task("TsCaller", { inputs: { text: { data_type: "TEXT", value: "reverse" } } });
+console.log("caller:", rev.result.success, rev.result.outputs?.text?.value?.toUpperCase() ?? JSON.stringify(rev.result.error));
+await running.stop();
+await caller.nc.drain();
+await bob.nc.drain();
+`

@@ -1,0 +1,125 @@
+// files.ts: files and file collections in the mesh's object store
+// (docs/protocol.md, "Files and collections"): read and store files by id,
+// resolve spilled collections, spill large ones.
+
+import { createHash, randomBytes } from "node:crypto";
+import type { NatsConnection } from "@nats-io/nats-core";
+import { Objm, type ObjectStore } from "@nats-io/obj";
+
+import { Codes, MeshError, RetryableError, messageOf } from "./errors.js";
+import type { Names } from "./names.js";
+import type { FileCollection } from "./types.gen.js";
+
+/** Collections whose ids, as a JSON array, are larger than this are spilled. */
+export const spillThreshold = 256 << 10;
+/** The object name prefix of spilled collections. */
+export const collectionPrefix = "collections/";
+/** The most file ids a spilled collection may resolve to by default. */
+export const defaultMaxCollection = 100_000;
+
+const base32 = "abcdefghijklmnopqrstuvwxyz234567";
+
+/** newFileID returns "f-" and 20 lower-case base32 characters (100 random bits), as the Go side makes them. */
+export function newFileID(): string {
+  const b = randomBytes(13);
+  let bits = 0;
+  let value = 0;
+  let out = "";
+  for (const byte of b) {
+    value = (value << 8) | byte;
+    bits += 8;
+    while (bits >= 5 && out.length < 20) {
+      out += base32[(value >>> (bits - 5)) & 31];
+      bits -= 5;
+    }
+  }
+  return `f-${out}`;
+}
+
+/** Files reads and writes the mesh's object store (mesh_files). */
+export class Files {
+  private opened?: Promise<ObjectStore>;
+
+  constructor(
+    private readonly nc: NatsConnection,
+    private readonly names: Names,
+    private readonly maxCollection = defaultMaxCollection,
+  ) {}
+
+  private open(): Promise<ObjectStore> {
+    if (!this.opened) {
+      this.opened = new Objm(this.nc).open(this.names.filesStore);
+      this.opened.catch(() => (this.opened = undefined));
+    }
+    return this.opened;
+  }
+
+  /** read returns a file's content; a missing file is a not_found MeshError, a store that fails a RetryableError. */
+  async read(id: string): Promise<Uint8Array> {
+    let blob: Uint8Array | null;
+    try {
+      blob = await (await this.open()).getBlob(id);
+    } catch (err) {
+      throw new RetryableError(`reading file ${id}: ${messageOf(err)}`);
+    }
+    if (!blob) throw new MeshError(Codes.notFound, `file ${id} is not in the object store ${this.names.filesStore}`);
+    return blob;
+  }
+
+  /** store writes content under a new file id and returns the id; filename and media_type go in its metadata. */
+  async store(content: Uint8Array | string, meta: { filename?: string; media_type?: string } = {}): Promise<string> {
+    const id = newFileID();
+    const data = typeof content === "string" ? new TextEncoder().encode(content) : content;
+    const metadata: Record<string, string> = { media_type: meta.media_type || (typeof content === "string" ? "text/plain; charset=utf-8" : "application/octet-stream") };
+    if (meta.filename) metadata.filename = meta.filename;
+    await (await this.open()).putBlob({ name: id, metadata }, data);
+    return id;
+  }
+
+  /** ids returns a collection's file ids, reading a spilled one from the store. */
+  async ids(fc: FileCollection): Promise<string[]> {
+    if (Array.isArray(fc.ids)) return fc.ids;
+    const ref = fc.collection_ref;
+    if (typeof ref !== "string" || !ref.startsWith(collectionPrefix) || ref.length === collectionPrefix.length) {
+      throw new MeshError(Codes.invalidInput, `collection_ref ${JSON.stringify(ref)} is not a spilled collection (want ${collectionPrefix}<sha256>)`);
+    }
+    if (typeof fc.count === "number" && fc.count > this.maxCollection) {
+      throw new MeshError(Codes.limitExceeded, `spilled collection ${ref} holds ${fc.count} file ids; this agent resolves at most ${this.maxCollection}`);
+    }
+    let blob: Uint8Array | null;
+    try {
+      blob = await (await this.open()).getBlob(ref);
+    } catch (err) {
+      throw new RetryableError(`resolving collection ${ref}: ${messageOf(err)}`);
+    }
+    if (!blob) throw new MeshError(Codes.notFound, `spilled collection ${JSON.stringify(ref)} is not in the object store ${this.names.filesStore}`);
+    const ids = JSON.parse(new TextDecoder().decode(blob));
+    if (!Array.isArray(ids) || (typeof fc.count === "number" && ids.length !== fc.count)) {
+      throw new MeshError(Codes.invalidInput, `spilled collection ${ref}: the stored ids do not match its count ${fc.count}`);
+    }
+    return ids;
+  }
+
+  /** collection builds a FILE_IDS value of ids, spilled to the store when its ids pass 256 KiB. */
+  async collection(ids: string[], contentType?: string): Promise<FileCollection> {
+    const json = JSON.stringify(ids);
+    const bytes = new TextEncoder().encode(json);
+    if (bytes.length <= spillThreshold) {
+      const fc: FileCollection = { ids, count: ids.length };
+      if (contentType) fc.content_type = contentType;
+      return fc;
+    }
+    const ref = collectionPrefix + createHash("sha256").update(bytes).digest("hex");
+    const store = await this.open();
+    const info = await store.info(ref);
+    if (!info || info.deleted || info.size !== bytes.length) {
+      await store.putBlob(
+        { name: ref, description: "spilled file collection", metadata: { count: String(ids.length), content_type: contentType || "" } },
+        bytes,
+      );
+    }
+    const fc: FileCollection = { collection_ref: ref, count: ids.length };
+    if (contentType) fc.content_type = contentType;
+    return fc;
+  }
+}

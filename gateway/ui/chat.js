@@ -30,7 +30,8 @@
     const id = params.id;
     const turns = h("div", { id: "turns" }, h("p", { class: "muted" }, "loading…"));
     const progress = h("ol", { id: "progress", class: "progress" });
-    AM.clear(main, h("h1", {}, h("a", { href: "#/conversations" }, "Conversations"), " / ", id), turns,
+    const writing = h("section", { id: "writing", class: "card turn writing", hidden: true, "aria-live": "polite" });
+    AM.clear(main, h("h1", {}, h("a", { href: "#/conversations" }, "Conversations"), " / ", id), turns, writing,
       h("section", { class: "card" }, h("h2", {}, "Live"), progress), chatBox(id, progress));
     const draw = async () => {
       try {
@@ -40,12 +41,41 @@
       }
     };
     const redraw = AM.debounce(draw, 150);
-    AM.follow("/api/conversations/" + encodeURIComponent(id) + "/events", (type, data, meta) => {
+    const stream = { key: "", seq: 0 };
+    AM.follow("/api/conversations/" + encodeURIComponent(id) + "/events?deltas=true", (type, data, meta) => {
+      if (type === AM.typeChatDelta) return showDelta(writing, stream, data || {});
+      if (type.endsWith("chat.responded")) { // the whole answer is in the turn drawn next
+        writing.hidden = true;
+        AM.clear(writing);
+        stream.key = "";
+      }
       logProgress(progress, type, data, meta.time);
       redraw();
     }, redraw);
     await draw();
   };
+
+  // typeChatDelta is the event of a conversation's stream that carries a
+  // piece of the text the model is writing (GET
+  // /api/conversations/{id}/events?deltas=true).
+  AM.typeChatDelta = "io.agentmesh.gateway.chat.delta";
+
+  // showDelta adds a piece of the model's text to what it is writing: a
+  // new model call (turn and step) starts anew; a gap in seq, a piece lost
+  // on the way, shows as "…".
+  function showDelta(el, stream, d) {
+    const key = d.turn + "/" + d.step;
+    if (key !== stream.key) {
+      stream.key = key;
+      stream.seq = 0;
+      AM.clear(el, h("div", { class: "muted" }, "writing…"), h("div", { class: "assistant", id: "writing-text", "data-turn": d.turn, "data-step": d.step }, h("b", {}, "mesh ")));
+      el.hidden = false;
+    }
+    const text = el.querySelector("#writing-text");
+    if (d.seq > stream.seq + 1) text.append(h("span", { class: "lost", title: "a piece of the text was lost on the way; the answer will be whole" }, "…"));
+    stream.seq = Math.max(stream.seq, d.seq || 0);
+    text.append(String(d.text || ""));
+  }
 
   // chatBox sends a turn to conversation id (a new one when empty) and
   // opens the conversation's page, which streams the turn's progress.

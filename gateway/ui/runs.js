@@ -36,7 +36,7 @@
     await view.draw();
   };
 
-  // stepCount says how far a run got: "2/3", with failures, skips and
+  // stepCount says how far a run got: "2/3 steps", with failures, skips and
   // the steps waiting for a person.
   function stepCount(r) {
     if (typeof r.steps === "number") {

@@ -10,6 +10,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/agentmesh/agentmesh/internal/browsertest"
+	"github.com/agentmesh/agentmesh/schemas"
 )
 
 // xss is an agent-provided string that would run script if a page set it
@@ -84,6 +85,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		{"timeline and legend", (*dashboard).timeline},
 		{"approval subject", (*dashboard).approvalSubject},
 		{"conversations", (*dashboard).conversations},
+		{"streamed text", (*dashboard).streamedText},
 		{"file tiles", (*dashboard).fileTiles},
 		{"phone width", (*dashboard).phoneWidth},
 	} {
@@ -289,6 +291,29 @@ func (d *dashboard) conversations(t *testing.T) {
 	if text := d.eval(t, `document.getElementById("turns").innerText`); strings.Contains(text, "1 steps") {
 		t.Errorf("the turn says 1 steps:\n%s", text)
 	}
+}
+
+// streamedText: the text the model writes shows on the conversation's
+// page piece by piece, as text, a lost piece as "…", a new model call's
+// text in place of the last one's.
+func (d *dashboard) streamedText(t *testing.T) {
+	d.do(t, chromedp.Navigate("about:blank"))
+	d.open(t, "#/conversations/c-sunset")
+	d.until(t, "the conversation's stream open", `document.getElementById("live").classList.contains("on") && document.querySelector("#turns .turn")`)
+	if hidden := d.eval(t, `String(document.getElementById("writing").hidden)`); hidden != "true" {
+		t.Errorf("the writing box shows before any piece came")
+	}
+	d.m.publishDeltas(t, "c-sunset",
+		schemas.ChatDelta{Turn: 9, Step: 1, Seq: 1, Text: xss},
+		schemas.ChatDelta{Turn: 9, Step: 1, Seq: 2, Text: " and "},
+		schemas.ChatDelta{Turn: 9, Step: 1, Seq: 4, Text: "more"})
+	d.until(t, "the pieces", `document.getElementById("writing-text") && document.getElementById("writing-text").textContent === "mesh `+xss+` and …more" && !document.getElementById("writing").hidden`)
+	if n := d.eval(t, `String(document.querySelectorAll("#writing img").length)`); n != "0" {
+		t.Errorf("a piece of text was drawn as HTML: %s img elements", n)
+	}
+	browsertest.Screenshot(t, d.tab, d.shots, "conversation-streaming.png")
+	d.m.publishDeltas(t, "c-sunset", schemas.ChatDelta{Turn: 9, Step: 2, Seq: 1, Text: "Here they are."})
+	d.until(t, "the next model call's text", `document.getElementById("writing-text").textContent === "mesh Here they are." && document.getElementById("writing-text").dataset.step === "2"`)
 }
 
 // fileTiles: a text file's tile names its type without parameters and

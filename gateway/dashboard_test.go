@@ -277,6 +277,11 @@ func (d *dashboard) conversations(t *testing.T) {
 		t.Errorf("the last message shows %q, want it to start with %q", got, xss)
 	}
 	browsertest.Screenshot(t, d.tab, d.shots, "conversations-search.png")
+	d.open(t, "#/conversations")
+	d.until(t, "the state filter", `document.getElementById("conversations-status")`)
+	d.eval(t, `(() => { const s = document.getElementById("conversations-status"); s.value = "completed"; s.dispatchEvent(new Event("change")); return ""; })()`)
+	d.until(t, "the completed conversations", `location.hash === "#/conversations?status=completed" && [...document.querySelectorAll("#conversations tbody tr")].some((r) => r.dataset.conversation === "c-sunset") &&
+		[...document.querySelectorAll("#conversations tbody tr")].every((r) => r.dataset.state === "completed")`)
 
 	loaded := time.Now()
 	d.open(t, "#/conversations/c-sunset")

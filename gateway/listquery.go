@@ -15,7 +15,7 @@ import (
 
 // listQuery is what a request for a list of runs or conversations asks
 // for: ?q= (words each found in the id or the name, any case), ?status=
-// (repeat it, or commas), ?agent=, ?name=, ?since= and ?until= (on the
+// (repeat it, or commas), ?agent=, ?name= (runs), ?since= and ?until= (on the
 // creation time), ?sort= (a field, "-" first for descending), ?limit= and
 // ?offset=.
 type listQuery struct {
@@ -30,12 +30,13 @@ type listQuery struct {
 
 // listField is what a list's filters and sort keys read of one item.
 type listField[T any] struct {
-	text    func(T) string   // what ?q= searches
-	status  func(T) []string // the statuses ?status= matches; nil: the list takes no ?status=
-	agents  func(T) []string // nil: the list takes no ?agent=
-	name    func(T) string   // nil: the list takes no ?name=
-	created func(T) time.Time
-	sorts   map[string]func(a, b T) int
+	text     func(T) string   // what ?q= searches
+	statuses []string         // what ?status= takes
+	status   func(T) []string // the statuses ?status= matches
+	agents   func(T) []string // the agents ?agent= matches
+	name     func(T) string   // nil: the list takes no ?name=
+	created  func(T) time.Time
+	sorts    map[string]func(a, b T) int
 }
 
 // runStatuses are what ?status= takes for runs: a run's status, or waiting
@@ -43,7 +44,8 @@ type listField[T any] struct {
 var runStatuses = []string{schemas.RunRunning, "waiting", schemas.RunCompleted, schemas.RunFailed}
 
 var runFields = listField[state.RunSummary]{
-	text: func(r state.RunSummary) string { return r.ID + " " + r.Name },
+	text:     func(r state.RunSummary) string { return r.ID + " " + r.Name },
+	statuses: runStatuses,
 	status: func(r state.RunSummary) []string {
 		if len(r.Waiting) > 0 {
 			return []string{r.Status, "waiting"}
@@ -72,9 +74,17 @@ func runTook(r state.RunSummary) time.Duration {
 	return r.UpdatedAt.Sub(r.CreatedAt)
 }
 
+// conversationStatuses are what ?status= takes for conversations: how
+// the latest turn ended, or running.
+var conversationStatuses = []string{state.ConversationRunning, schemas.ChatInputRequired, schemas.ChatCompleted,
+	schemas.ChatStepLimitReached, schemas.ChatFailed}
+
 var conversationFields = listField[state.ConversationSummary]{
-	text:    func(c state.ConversationSummary) string { return c.ID + " " + c.LastMessage },
-	created: func(c state.ConversationSummary) time.Time { return c.CreatedAt },
+	text:     func(c state.ConversationSummary) string { return c.ID + " " + c.LastMessage },
+	statuses: conversationStatuses,
+	status:   func(c state.ConversationSummary) []string { return []string{c.State} },
+	agents:   func(c state.ConversationSummary) []string { return c.Agents },
+	created:  func(c state.ConversationSummary) time.Time { return c.CreatedAt },
 	sorts: map[string]func(a, b state.ConversationSummary) int{
 		"id":         func(a, b state.ConversationSummary) int { return strings.Compare(a.ID, b.ID) },
 		"turns":      func(a, b state.ConversationSummary) int { return cmp.Compare(a.Turns, b.Turns) },
@@ -101,18 +111,13 @@ func parseListQuery[T any](r *http.Request, what string, f listField[T], now tim
 			if one = strings.TrimSpace(one); one == "" {
 				continue
 			}
-			if f.status == nil {
-				return q, fail(schemas.CodeInvalidRequest, "?status=%s: %s have no status to filter on; use q, since or until", one, what)
-			}
-			if !slices.Contains(runStatuses, one) {
-				return q, fail(schemas.CodeInvalidRequest, "?status=%s: give one of %s", one, strings.Join(runStatuses, ", "))
+			if !slices.Contains(f.statuses, one) {
+				return q, fail(schemas.CodeInvalidRequest, "?status=%s: give one of %s", one, strings.Join(f.statuses, ", "))
 			}
 			q.status = append(q.status, one)
 		}
 	}
-	if q.agent = v.Get("agent"); q.agent != "" && f.agents == nil {
-		return q, fail(schemas.CodeInvalidRequest, "?agent=%s: %s cannot be filtered by agent; use q, since or until", q.agent, what)
-	}
+	q.agent = v.Get("agent")
 	if q.name = v.Get("name"); q.name != "" && f.name == nil {
 		return q, fail(schemas.CodeInvalidRequest, "?name=%s: %s have no name; search them with q", q.name, what)
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentmesh/agentmesh/orchestrator/state"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -106,8 +107,9 @@ func TestListRunsQuery(t *testing.T) {
 	}
 }
 
-// TestListConversationsQuery searches, sorts and pages the conversations
-// list, and refuses the filters only runs have, saying what it takes.
+// TestListConversationsQuery searches, filters (by the latest turn's
+// state and agents), sorts and pages the conversations list, and refuses
+// what only runs take.
 func TestListConversationsQuery(t *testing.T) {
 	m := newTestMesh(t)
 	for _, c := range []struct{ id, message string }{
@@ -138,7 +140,30 @@ func TestListConversationsQuery(t *testing.T) {
 			t.Errorf("GET /api/conversations%s: %v (X-Total-Count %s), want %v (%s)", c.query, ids, total, c.want, c.total)
 		}
 	}
-	for _, q := range []string{"?status=completed", "?agent=TextAgent", "?name=x", "?sort=steps"} {
+	// By the latest turn's state and agents: exactly the conversations
+	// whose summaries say so (how the offline planner answers the others
+	// is its own affair); the sunset search completed with ImageSearchAgent.
+	var all []state.ConversationSummary
+	decode(t, m.getJSON(t, "/api/conversations?sort=id"), &all)
+	byState, byAgent := map[string][]string{}, map[string][]string{}
+	for _, c := range all {
+		byState[c.State] = append(byState[c.State], c.ID)
+		for _, a := range c.Agents {
+			byAgent[a] = append(byAgent[a], c.ID)
+		}
+		if c.ID == "c-sunset" && (c.State != "completed" || !slices.Equal(c.Agents, []string{"ImageSearchAgent"})) {
+			t.Errorf("c-sunset's summary: %+v, want state completed, agents [ImageSearchAgent]", c)
+		}
+	}
+	for _, st := range []string{"running", "input_required", "completed", "step_limit_reached", "failed"} {
+		if ids, _ := m.listIDs(t, "/api/conversations?sort=id&status="+st); !slices.Equal(ids, byState[st]) {
+			t.Errorf("?status=%s: %v, want %v", st, ids, byState[st])
+		}
+	}
+	if ids, _ := m.listIDs(t, "/api/conversations?sort=id&agent=ImageSearchAgent"); !slices.Equal(ids, byAgent["ImageSearchAgent"]) || !slices.Contains(ids, "c-sunset") {
+		t.Errorf("?agent=ImageSearchAgent: %v, want %v with c-sunset", ids, byAgent["ImageSearchAgent"])
+	}
+	for _, q := range []string{"?status=waiting", "?name=x", "?sort=steps"} {
 		wantError(t, "GET /api/conversations"+q, m.getJSON(t, "/api/conversations"+q), 400, schemas.CodeInvalidRequest)
 	}
 }

@@ -1,6 +1,8 @@
-// chat.js: the Conversations pages — the list, one conversation's turns
-// with each tool call's inputs and outputs, and the chat box that sends a
-// turn and streams its progress.
+// chat.js: the Conversations pages — the list (searched, filtered by the
+// latest turn's state and agents, sorted and paged by the gateway), one
+// conversation's turns with each tool call's inputs and outputs and the
+// text the model is writing, and the chat box that sends a turn and
+// streams its progress.
 "use strict";
 
 (function () {
@@ -9,13 +11,15 @@
   AM.pages.conversations = async function (main, params) {
     const view = AM.listView({
       id: "conversations", path: "/api/conversations", page: "conversations", params, noun: "conversation", searchHint: "last message",
-      filters: {},
+      filters: { status: ["running", "input_required", "completed", "step_limit_reached", "failed"], agents: true },
       empty: "No conversation yet: ask the mesh something above.",
-      row: (c) => ({ "data-conversation": c.id }),
+      row: (c) => ({ "data-conversation": c.id, "data-state": c.state || "" }),
       columns: [
         { label: "conversation", sort: "id", cell: (c) => h("a", { href: "#/conversations/" + encodeURIComponent(c.id) }, c.id) },
         { label: "turns", sort: "turns", cell: (c) => c.turns ?? (c.turn_count || "–") },
         { label: "last message", cell: (c) => c.last_message || c.title || c.message || "", attrs: () => ({ class: "clip" }) },
+        { label: "last turn", cell: (c) => c.state ? h("span", { class: "badge " + stateClass(c.state) }, c.state.replace(/_/g, " ")) : "" },
+        { label: "agents", narrow: false, cell: (c) => (c.agents || []).join(", "), attrs: () => ({ class: "clip agents-cell" }) },
         { label: "started", sort: "created_at", narrow: false, cell: (c) => h("span", { title: AM.when(c.created_at) }, AM.ago(c.created_at)) },
         { label: "updated", sort: "updated_at", cell: (c) => h("span", { title: AM.when(c.updated_at) }, AM.ago(c.updated_at)) },
       ],

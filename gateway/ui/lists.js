@@ -37,7 +37,7 @@
       controls.push(el);
       return el;
     };
-    if (o.filters.status) select("status", [["", "any status"]].concat(o.filters.status.map((s) => [s, s])), "status");
+    if (o.filters.status) select("status", [["", "any status"]].concat(o.filters.status.map((s) => [s, s.replace(/_/g, " ")])), "status");
     let agentSelect = null;
     if (o.filters.agents) {
       agentSelect = select("agent", [["", "any agent"]].concat(query.agent ? [[query.agent, query.agent]] : []), "agent");

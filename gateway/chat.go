@@ -91,7 +91,7 @@ func (g *Gateway) handleConversations(w http.ResponseWriter, r *http.Request, c 
 	if err != nil {
 		return err
 	}
-	return writeRecent(w, r, "conversations", store.RecentConversations)
+	return writeList(w, r, "conversations", conversationFields, store.RecentConversations)
 }
 
 // Conversation is GET /api/conversations/{id}: the stored state (slots and
@@ -216,12 +216,38 @@ func (g *Gateway) handleConversationEvents(w http.ResponseWriter, r *http.Reques
 	if err := bus.ValidateToken("conversation id", id); err != nil {
 		return fail(schemas.CodeInvalidID, "%v", err)
 	}
-	return g.followID(w, r, c, id)
+	var deltas <-chan schemas.ChatDelta
+	switch v := r.URL.Query().Get("deltas"); v {
+	case "", "false":
+	case "true":
+		// subscribed before the events are followed: no piece written
+		// after the stream opens is missed
+		ch := make(chan schemas.ChatDelta, deltaBuffer)
+		stop, err := client.FollowDeltas(c.nc, c.names, id, func(d schemas.ChatDelta) {
+			select {
+			case ch <- d:
+			default: // a reader too slow loses pieces, never the answer
+			}
+		})
+		if err != nil {
+			return meshError("following the text of conversation "+id, err)
+		}
+		defer stop()
+		deltas = ch
+	default:
+		return fail(schemas.CodeInvalidRequest, "?deltas=%s: give true or false", v)
+	}
+	return g.followID(w, r, c, id, deltas)
 }
 
+// deltaBuffer is how many pieces of a model's text an event stream holds
+// for a reader that has not taken them yet.
+const deltaBuffer = 256
+
 // followID streams every event of a run or conversation, from the start
-// of what the events stream holds (or, with ?from=now, only new ones).
-func (g *Gateway) followID(w http.ResponseWriter, r *http.Request, c *conn, id string) error {
+// of what the events stream holds (or, with ?from=now, only new ones), and
+// the pieces of deltas as they come (nil: none).
+func (g *Gateway) followID(w http.ResponseWriter, r *http.Request, c *conn, id string, deltas <-chan schemas.ChatDelta) error {
 	fromNow := r.URL.Query().Get("from") == "now"
 	ctx := r.Context()
 	ch, stop, err := client.Follow(ctx, c.js, c.names, c.names.EventsOf(id), fromNow)
@@ -229,7 +255,7 @@ func (g *Gateway) followID(w http.ResponseWriter, r *http.Request, c *conn, id s
 		return meshError("following "+id, err)
 	}
 	defer stop()
-	return streamEvents(ctx, w, r, ch, nil)
+	return streamEvents(ctx, w, r, ch, nil, deltas)
 }
 
 // replay reads the events stored on subject up to now, keeping those of

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"image"
 	"image/color"
 	"image/png"
@@ -12,12 +13,15 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/agentmesh/agentmesh/agents/builtin/text"
 	"github.com/agentmesh/agentmesh/internal/httpguard"
+	"github.com/agentmesh/agentmesh/orchestrator/state"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -189,6 +193,57 @@ func FuzzRequestChecks(f *testing.F) {
 		mt, _, perr := mime.ParseMediaType(contentType)
 		if (err == nil) != (perr == nil && mt == "application/json") {
 			t.Fatalf("Content-Type %q: %v", contentType, err)
+		}
+	})
+}
+
+// FuzzListQuery feeds query strings to the list endpoints' parser and
+// applies what it takes to a list of runs: it never panics, a refusal is
+// 400 invalid_request with a message, and a page holds at most limit items
+// of those that match, in the order asked for.
+func FuzzListQuery(f *testing.F) {
+	for _, q := range []string{"", "q=alpha+2&status=waiting,completed", "agent=TextAgent&sort=-name&limit=2&offset=1",
+		"since=24h&until=2026-01-02T15:04:05Z", "status=done", "sort=colour", "since=yesterday", "offset=-1", "limit=99999999999999999999"} {
+		f.Add(q)
+	}
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var runs []state.RunSummary
+	for i, st := range []string{"running", "completed", "failed", "completed", "running"} {
+		r := state.RunSummary{ID: fmt.Sprintf("r-%d", i), Name: []string{"alpha", "beta"}[i%2], Status: st, Steps: i,
+			Agents: []string{"TextAgent"}, CreatedAt: t0.Add(time.Duration(i) * time.Hour), UpdatedAt: t0.Add(time.Duration(10-i) * time.Hour)}
+		if i == 4 {
+			r.Waiting = map[string]string{"review": "approval: ship?"}
+		}
+		runs = append(runs, r)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		r := httptest.NewRequest("GET", "/api/runs", nil)
+		r.URL.RawQuery = raw
+		q, err := parseListQuery(r, "runs", runFields, t0.Add(24*time.Hour))
+		if err != nil {
+			var ae *apiError
+			if !errors.As(err, &ae) || ae.Status != 400 || ae.Code != schemas.CodeInvalidRequest || ae.Message == "" {
+				t.Fatalf("refusal %v is not 400 invalid_request with a message", err)
+			}
+			return
+		}
+		page, total := apply(q, runFields, slices.Clone(runs))
+		if total > len(runs) || (q.limit > 0 && len(page) > q.limit) || len(page) > total {
+			t.Fatalf("query %q: a page of %d of %d matching, limit %d", raw, len(page), total, q.limit)
+		}
+		for i, it := range page {
+			if !matches(q, runFields, it) {
+				t.Fatalf("query %q: %s does not match", raw, it.ID)
+			}
+			if q.sort != "" && i > 0 {
+				c := runFields.sorts[q.sort](page[i-1], it)
+				if q.desc {
+					c = -c
+				}
+				if c > 0 {
+					t.Fatalf("query %q: %s before %s", raw, page[i-1].ID, it.ID)
+				}
+			}
 		}
 	})
 }

@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"context"
 	"errors"
 	"net/http"
 	"strconv"
@@ -16,7 +15,7 @@ func (g *Gateway) handleRuns(w http.ResponseWriter, r *http.Request, c *conn) er
 	if err != nil {
 		return err
 	}
-	return writeRecent(w, r, "runs", store.RecentRuns)
+	return writeList(w, r, "runs", runFields, store.RecentRuns)
 }
 
 func (g *Gateway) handleRun(w http.ResponseWriter, r *http.Request, c *conn) error {
@@ -53,7 +52,7 @@ func (g *Gateway) handleRunEvents(w http.ResponseWriter, r *http.Request, c *con
 	if err := bus.ValidateToken("run id", id); err != nil {
 		return fail(schemas.CodeInvalidID, "%v", err)
 	}
-	return g.followID(w, r, c, id)
+	return g.followID(w, r, c, id, nil)
 }
 
 func (g *Gateway) handleRunGraph(w http.ResponseWriter, r *http.Request, c *conn) error {
@@ -80,24 +79,4 @@ func intParam(r *http.Request, name string, def int) (int, error) {
 		return 0, fail(schemas.CodeInvalidRequest, "?%s=%s: give a whole number, 0 or more", name, v)
 	}
 	return n, nil
-}
-
-// writeRecent answers a list request with the newest ?limit= (default 50)
-// items recent gives, an empty list as [], and the number there are in
-// X-Total-Count.
-func writeRecent[T any](w http.ResponseWriter, r *http.Request, what string, recent func(context.Context, int) ([]T, int, error)) error {
-	limit, err := intParam(r, "limit", 50)
-	if err != nil {
-		return err
-	}
-	list, total, err := recent(r.Context(), limit)
-	if err != nil {
-		return meshError("listing "+what, err)
-	}
-	if list == nil {
-		list = []T{}
-	}
-	w.Header().Set("X-Total-Count", strconv.Itoa(total))
-	writeJSON(w, http.StatusOK, list)
-	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agentmesh/agentmesh/bus"
+	"github.com/agentmesh/agentmesh/schemas"
 )
 
 // keepAlive is how often an idle event stream gets a comment line, so
@@ -107,9 +108,10 @@ func structured(ev bus.Event) map[string]any {
 }
 
 // streamEvents writes the events of ch to the response until the request
-// ends. After a reconnection (the Last-Event-ID header), the events up to
-// and including that id are skipped: the stream replays from the start.
-func streamEvents(ctx context.Context, w http.ResponseWriter, r *http.Request, ch <-chan bus.Event, keep func(bus.Event) bool) error {
+// ends, and the pieces of deltas (nil: none) as TypeChatDelta events.
+// After a reconnection (the Last-Event-ID header), the events up to and
+// including that id are skipped: the stream replays from the start.
+func streamEvents(ctx context.Context, w http.ResponseWriter, r *http.Request, ch <-chan bus.Event, keep func(bus.Event) bool, deltas <-chan schemas.ChatDelta) error {
 	s, err := startSSE(w)
 	if err != nil {
 		return nil
@@ -138,9 +140,44 @@ func streamEvents(ctx context.Context, w http.ResponseWriter, r *http.Request, c
 			if s.sendEvent(ev) != nil {
 				return nil
 			}
+		case d := <-deltas:
+			if s.sendDelta(d) != nil {
+				return nil
+			}
 		}
 	}
 }
+
+// TypeChatDelta is the event type of a conversation's stream, asked for
+// with ?deltas=true, that carries a piece of the text the chat model is
+// writing (schemas.ChatDelta, from mesh.delta.<conversation>). It has no
+// "id:" line: pieces are not stored, so a reconnection resumes after the
+// last stored event and the pieces written meanwhile are lost.
+const TypeChatDelta = "io.agentmesh.gateway.chat.delta"
+
+// sendDelta writes a piece of a model's text as a CloudEvent of type
+// TypeChatDelta.
+func (s *sseWriter) sendDelta(d schemas.ChatDelta) error {
+	raw, err := json.Marshal(d)
+	if err != nil {
+		return err
+	}
+	data, err := json.Marshal(structured(bus.Event{
+		ID:         fmt.Sprintf("%s-%d-%d-%d", d.ConversationID, d.Turn, d.Step, d.Seq),
+		Source:     deltaSource,
+		Type:       TypeChatDelta,
+		Time:       time.Now(),
+		Extensions: map[string]string{"conversationid": d.ConversationID},
+		Data:       raw,
+	}))
+	if err != nil {
+		return err
+	}
+	return s.send("", TypeChatDelta, data)
+}
+
+// deltaSource is the CloudEvents source of TypeChatDelta events.
+const deltaSource = "agentmesh/gateway"
 
 // eventTypes of the mesh-wide stream (GET /api/events): runs and
 // conversations changing; registry changes are TypeRegistryChanged.

@@ -1,15 +1,16 @@
 // app.js: the hash router. #/agents, #/conversations[/ID], #/runs[/ID],
-// #/files[/ID], #/submit.
+// #/files[/ID], #/submit; a list's query after "?" (#/runs?status=failed).
 "use strict";
 
 (function () {
   const main = document.getElementById("main");
 
   function route() {
-    const parts = location.hash.replace(/^#\/?/, "").split("/").map(decodeURIComponent);
+    const [path, query] = location.hash.replace(/^#\/?/, "").split("?");
+    const parts = path.split("/").map(decodeURIComponent);
     const [page, id] = [parts[0] || "agents", parts[1] || ""];
-    const params = Object.fromEntries(new URLSearchParams(location.hash.split("?")[1] || ""));
-    params.id = id.split("?")[0];
+    const params = Object.fromEntries(new URLSearchParams(query || ""));
+    params.id = id;
     const fn = {
       agents: AM.pages.agents,
       conversations: params.id ? AM.pages.conversation : AM.pages.conversations,

@@ -1,39 +1,41 @@
-// chat.js: the Conversations pages — the list, one conversation's turns
-// with each tool call's inputs and outputs, and the chat box that sends a
-// turn and streams its progress.
+// chat.js: the Conversations pages — the list (searched, filtered by the
+// latest turn's state and agents, sorted and paged by the gateway), one
+// conversation's turns with each tool call's inputs and outputs and the
+// text the model is writing, and the chat box that sends a turn and
+// streams its progress.
 "use strict";
 
 (function () {
   const h = AM.h;
 
-  AM.pages.conversations = async function (main) {
-    const list = h("div", { id: "conversations" }, h("p", { class: "muted" }, "loading conversations…"));
-    AM.clear(main, h("h1", {}, "Conversations"), chatBox(""), list);
-    const draw = async () => {
-      try {
-        const convs = AM.list(await AM.api("GET", "/api/conversations"), "conversations");
-        convs.sort((a, b) => String(b.updated_at || "").localeCompare(String(a.updated_at || "")));
-        AM.clear(list, convs.length ? h("table", { class: "list" },
-          h("thead", {}, h("tr", {}, ["conversation", "turns", "last message", "updated"].map((c) => h("th", {}, c)))),
-          h("tbody", {}, convs.map((c) => h("tr", { "data-conversation": c.id },
-            h("td", {}, h("a", { href: "#/conversations/" + encodeURIComponent(c.id) }, c.id)),
-            h("td", {}, c.turns ?? (c.turn_count || "–")),
-            h("td", { class: "clip" }, c.last_message || c.title || c.message || ""),
-            h("td", {}, AM.ago(c.updated_at)))))) : h("p", { class: "muted" }, "No conversation yet: ask the mesh something above."));
-      } catch (e) {
-        AM.clear(list, AM.error(e));
-      }
-    };
-    const redraw = AM.debounce(draw, 200);
+  AM.pages.conversations = async function (main, params) {
+    const view = AM.listView({
+      id: "conversations", path: "/api/conversations", page: "conversations", params, noun: "conversation", searchHint: "last message",
+      filters: { status: ["running", "input_required", "completed", "step_limit_reached", "failed"], agents: true },
+      empty: "No conversation yet: ask the mesh something above.",
+      row: (c) => ({ "data-conversation": c.id, "data-state": c.state || "" }),
+      columns: [
+        { label: "conversation", sort: "id", cell: (c) => h("a", { href: "#/conversations/" + encodeURIComponent(c.id) }, c.id) },
+        { label: "turns", sort: "turns", cell: (c) => c.turns ?? (c.turn_count || "–") },
+        { label: "last message", cell: (c) => c.last_message || c.title || c.message || "", attrs: () => ({ class: "clip" }) },
+        { label: "last turn", cell: (c) => c.state ? h("span", { class: "badge " + stateClass(c.state) }, c.state.replace(/_/g, " ")) : "" },
+        { label: "agents", narrow: false, cell: (c) => (c.agents || []).join(", "), attrs: () => ({ class: "clip agents-cell" }) },
+        { label: "started", sort: "created_at", narrow: false, cell: (c) => h("span", { title: AM.when(c.created_at) }, AM.ago(c.created_at)) },
+        { label: "updated", sort: "updated_at", cell: (c) => h("span", { title: AM.when(c.updated_at) }, AM.ago(c.updated_at)) },
+      ],
+    });
+    AM.clear(main, h("h1", {}, "Conversations"), chatBox(""), view.el);
+    const redraw = AM.debounce(view.draw, 200);
     AM.follow("/api/events", (type) => { if (type.includes("chat") || type.includes("conversation")) redraw(); }, redraw);
-    await draw();
+    await view.draw();
   };
 
   AM.pages.conversation = async function (main, params) {
     const id = params.id;
     const turns = h("div", { id: "turns" }, h("p", { class: "muted" }, "loading…"));
     const progress = h("ol", { id: "progress", class: "progress" });
-    AM.clear(main, h("h1", {}, h("a", { href: "#/conversations" }, "Conversations"), " / ", id), turns,
+    const writing = h("section", { id: "writing", class: "card turn writing", hidden: true, "aria-live": "polite" });
+    AM.clear(main, h("h1", {}, h("a", { href: "#/conversations" }, "Conversations"), " / ", id), turns, writing,
       h("section", { class: "card" }, h("h2", {}, "Live"), progress), chatBox(id, progress));
     const draw = async () => {
       try {
@@ -43,12 +45,41 @@
       }
     };
     const redraw = AM.debounce(draw, 150);
-    AM.follow("/api/conversations/" + encodeURIComponent(id) + "/events", (type, data) => {
-      logProgress(progress, type, data);
+    const stream = { key: "", seq: 0 };
+    AM.follow("/api/conversations/" + encodeURIComponent(id) + "/events?deltas=true", (type, data, meta) => {
+      if (type === AM.typeChatDelta) return showDelta(writing, stream, data || {});
+      if (type.endsWith("chat.responded")) { // the whole answer is in the turn drawn next
+        writing.hidden = true;
+        AM.clear(writing);
+        stream.key = "";
+      }
+      logProgress(progress, type, data, meta.time);
       redraw();
     }, redraw);
     await draw();
   };
+
+  // typeChatDelta is the event of a conversation's stream that carries a
+  // piece of the text the model is writing (GET
+  // /api/conversations/{id}/events?deltas=true).
+  AM.typeChatDelta = "io.agentmesh.gateway.chat.delta";
+
+  // showDelta adds a piece of the model's text to what it is writing: a
+  // new model call (turn and step) starts anew; a gap in seq, a piece lost
+  // on the way, shows as "…".
+  function showDelta(el, stream, d) {
+    const key = d.turn + "/" + d.step;
+    if (key !== stream.key) {
+      stream.key = key;
+      stream.seq = 0;
+      AM.clear(el, h("div", { class: "muted" }, "writing…"), h("div", { class: "assistant", id: "writing-text", "data-turn": d.turn, "data-step": d.step }, h("b", {}, "mesh ")));
+      el.hidden = false;
+    }
+    const text = el.querySelector("#writing-text");
+    if (d.seq > stream.seq + 1) text.append(h("span", { class: "lost", title: "a piece of the text was lost on the way; the answer will be whole" }, "…"));
+    stream.seq = Math.max(stream.seq, d.seq || 0);
+    text.append(String(d.text || ""));
+  }
 
   // chatBox sends a turn to conversation id (a new one when empty) and
   // opens the conversation's page, which streams the turn's progress.
@@ -68,7 +99,7 @@
         const r = await AM.api("POST", "/api/chat", body);
         input.value = "";
         AM.clear(status, "accepted (request " + (r.request_id || "?") + ")");
-        if (progress) logProgress(progress, "sent", { message });
+        if (progress) logProgress(progress, "sent", { message }, new Date().toISOString());
         if (!id) location.hash = "#/conversations/" + encodeURIComponent(r.conversation_id);
       } catch (err) {
         AM.clear(status, AM.error(err));
@@ -81,14 +112,15 @@
   }
 
   // logProgress adds one line per event of the turn: progress messages,
-  // tool calls, the answer.
-  function logProgress(list, type, data) {
+  // tool calls, the answer; each with the time it happened (when, from the
+  // event), not the time the page read it.
+  function logProgress(list, type, data, when) {
     const d = data || {};
     let text = d.message || d.summary || d.output || "";
     if (type.endsWith("chat.responded")) text = "answer (" + (d.state || "?") + "): " + (d.output || d.error || "");
     else if (d.agent && !text.includes(d.agent)) text = d.agent + ": " + text;
     if (!text) text = typeof data === "string" ? data : JSON.stringify(d);
-    list.append(h("li", { "data-type": type }, h("span", { class: "muted" }, new Date().toLocaleTimeString() + " "), text));
+    list.append(h("li", { "data-type": type, "data-time": when || "" }, h("time", { class: "muted", datetime: when || "" }, AM.clock(when) + " "), text));
     while (list.children.length > 200) list.firstChild.remove();
   }
 
@@ -104,7 +136,7 @@
         h("div", { class: "meta" },
           r.state ? h("span", { class: "badge " + stateClass(r.state) }, r.state) : "",
           " ", AM.ms(r.duration_ms), " · ", AM.tokens(r), " · ", AM.cost(r.cost),
-          r.steps ? " · " + r.steps + " steps" : "", r.planner ? " · " + r.planner + " planner" : ""),
+          r.steps ? " · " + AM.plural(r.steps, "step") : "", r.planner ? " · " + r.planner + " planner" : ""),
         (t.tool_calls || r.tool_calls || []).map(toolCall),
         r.output ? h("div", { class: "assistant" }, h("b", {}, "mesh "), r.output) : "",
         r.error ? AM.error({ code: r.code, message: r.error }) : "");

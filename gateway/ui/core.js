@@ -58,6 +58,12 @@ AM.APIError = APIError;
 // api calls the gateway: api("GET", "/api/agents"), api("POST", path, body,
 // contentType). JSON bodies are encoded here; a string body goes as is.
 AM.api = async function (method, path, body, contentType) {
+  return (await AM.call(method, path, body, contentType)).data;
+};
+
+// call is api answering {data, headers}, for the answers whose headers
+// matter (a list's X-Total-Count).
+AM.call = async function (method, path, body, contentType) {
   const init = { method, headers: authHeaders() };
   if (body !== undefined) {
     if (typeof body === "string") {
@@ -77,7 +83,7 @@ AM.api = async function (method, path, body, contentType) {
     const e = (data && data.error) || {};
     throw new APIError(resp.status, e.code || "http_" + resp.status, e.message || String(text || resp.statusText));
   }
-  return data;
+  return { data, headers: resp.headers };
 };
 
 AM.askToken = function () {
@@ -92,9 +98,10 @@ AM.list = function (data, ...keys) {
 };
 
 // sse follows a text/event-stream with fetch, so the bearer token goes in a
-// header (EventSource cannot send one). onEvent(type, data) gets each event
-// with its JSON data decoded (the data of a whole CloudEvent unwrapped, its
-// type taken when the stream names none). It reconnects after a drop, with
+// header (EventSource cannot send one). onEvent(type, data, meta) gets each
+// event with its JSON data decoded (the data of a whole CloudEvent
+// unwrapped, its type taken when the stream names none) and meta.time, when
+// the event happened (the CloudEvent's time, else its data's). It reconnects after a drop, with
 // onOpen called on every connection so the page can read what it missed.
 // The returned function stops it.
 AM.sse = function (path, onEvent, onOpen) {
@@ -149,12 +156,15 @@ async function readEvents(body, onEvent, last) {
 
 function dispatch(type, raw, onEvent) {
   let data = raw;
+  const meta = { time: "" };
   try { data = JSON.parse(raw); } catch (_) { /* plain text data */ }
   if (data && typeof data === "object" && data.specversion && "data" in data) {
     type = type || data.type;
+    meta.time = data.time || "";
     data = data.data;
   }
-  try { onEvent(type || "message", data); } catch (e) { console.error(e); }
+  if (!meta.time && data && typeof data === "object") meta.time = data.at || data.time || data.timestamp || "";
+  try { onEvent(type || "message", data, meta); } catch (e) { console.error(e); }
 }
 
 AM.setLive = function (on) {
@@ -203,6 +213,15 @@ AM.ago = function (t) {
 };
 
 AM.when = (t) => (t ? new Date(t).toLocaleString() : "–");
+
+// clock is a time of day with seconds ("14:03:27"), or "–".
+AM.clock = function (t) {
+  const d = t ? new Date(t) : null;
+  return d && !isNaN(d) ? d.toLocaleTimeString() : "–";
+};
+
+// plural counts: plural(1, "step") is "1 step", plural(3, "step") "3 steps".
+AM.plural = (n, one, many) => n + " " + (Number(n) === 1 ? one : many || one + "s");
 
 AM.pct = (x) => (x === undefined || x === null ? "–" : Math.round(Number(x) * 1000) / 10 + " %");
 

@@ -119,9 +119,20 @@
           name + " (" + counts[name] + ")"))));
   }
 
+  // fileKind is the short name of a file's type for its tile: the media
+  // type's subtype without parameters (charset) or vendor prefixes, "PLAIN"
+  // as "TXT": text/plain; charset=utf-8 is TXT, application/vnd.ms-excel
+  // MS-EXCEL.
+  const kindNames = { plain: "TXT", markdown: "MD", "x-markdown": "MD", javascript: "JS", "octet-stream": "BIN" };
+  function fileKind(f) {
+    const sub = (f.media_type || f.content_type || "").split(";")[0].trim().toLowerCase().split("/")[1] || "";
+    const short = kindNames[sub] || sub.replace(/^(x-|vnd\.)/, "").split("+").pop();
+    return (short || "file").slice(0, 8).toUpperCase();
+  }
+
   function fileCard(f, preview) {
-    return h("button", { class: "file", type: "button", "data-file": f.id, onclick: () => showFile(preview, f) },
-      isImage(f) ? h("img", { src: AM.fileURL(f.id, true), alt: fileName(f), loading: "lazy" }) : h("div", { class: "doc-icon" }, ((f.media_type || "").split("/")[1] || "file").toUpperCase()),
+    return h("button", { class: "file", type: "button", "data-file": f.id, title: fileName(f), onclick: () => showFile(preview, f) },
+      isImage(f) ? h("img", { src: AM.fileURL(f.id, true), alt: fileName(f), loading: "lazy" }) : h("div", { class: "doc-icon", title: f.media_type || "" }, fileKind(f)),
       h("div", { class: "name" }, fileName(f)),
       h("div", { class: "muted" }, [fileFolder(f) && fileFolder(f) + "/", AM.bytes(f.size)].filter(Boolean).join(" · ")));
   }

@@ -1,44 +1,46 @@
-// runs.js: the Runs pages — the list with each run's status, and one run's
-// DAG drawn as SVG from the server's layout (/api/runs/{id}/graph), each
-// step coloured by its state as the run's events arrive, with the chosen
-// step's inputs, outputs, timing and error, and buttons for a step that
-// waits for a person.
+// runs.js: the Runs pages — the list with each run's status (searched,
+// filtered, sorted and paged by the gateway), and one run's DAG drawn as SVG
+// from the server's layout (/api/runs/{id}/graph) beside its timeline, each
+// step coloured by its state as the run's events arrive (a legend says
+// which colour is which), with the chosen step's inputs, outputs, timing
+// and error, and for a step that waits for a person what it acts on and
+// its buttons.
 "use strict";
 
 (function () {
   const h = AM.h;
 
-  AM.pages.runs = async function (main) {
-    const list = h("div", { id: "runs" }, h("p", { class: "muted" }, "loading runs…"));
-    AM.clear(main, h("h1", {}, "Runs ", h("a", { class: "button", href: "#/submit" }, "Submit a pipeline")), list);
-    const draw = async () => {
-      try {
-        const runs = AM.list(await AM.api("GET", "/api/runs"), "runs");
-        runs.sort((a, b) => String(b.created_at || "").localeCompare(String(a.created_at || "")));
-        AM.clear(list, runs.length ? h("table", { class: "list" },
-          h("thead", {}, h("tr", {}, ["run", "pipeline", "status", "steps", "started", "took"].map((c) => h("th", {}, c)))),
-          h("tbody", {}, runs.map((r) => h("tr", { "data-run": r.id, "data-status": r.status },
-            h("td", {}, h("a", { href: "#/runs/" + encodeURIComponent(r.id) }, r.id)),
-            h("td", {}, r.name || (r.spec && r.spec.name) || ""),
-            h("td", {}, h("span", { class: "state-chip s-" + r.status, title: r.error || "" }, r.status)),
-            h("td", {}, stepCount(r)),
-            h("td", {}, AM.ago(r.created_at)),
-            h("td", {}, r.finished_at ? AM.ms(new Date(r.finished_at) - new Date(r.created_at)) : "–"))))) :
-          h("p", { class: "muted" }, "No run yet."));
-      } catch (e) {
-        AM.clear(list, AM.error(e));
-      }
-    };
-    const redraw = AM.debounce(draw, 200);
+  // runStatuses are what the runs list filters on (GET /api/runs?status=).
+  const runStatuses = ["running", "waiting", "completed", "failed"];
+
+  AM.pages.runs = async function (main, params) {
+    const view = AM.listView({
+      id: "runs", path: "/api/runs", page: "runs", params, noun: "run", searchHint: "pipeline name",
+      filters: { status: runStatuses, agents: true },
+      empty: "No run yet: submit a pipeline, or run one with agentmesh run.",
+      row: (r) => ({ "data-run": r.id, "data-status": r.status }),
+      columns: [
+        { label: "run", sort: "id", cell: (r) => h("a", { href: "#/runs/" + encodeURIComponent(r.id) }, r.id) },
+        { label: "pipeline", sort: "name", cell: (r) => r.name ? h("button", { type: "button", class: "link", title: "only runs of " + r.name,
+          "data-name": r.name, onclick: () => view.set("name", r.name) }, r.name) : "" },
+        { label: "status", sort: "status", cell: (r) => h("span", { class: "state-chip s-" + r.status, title: r.error || "" }, r.status) },
+        { label: "steps", sort: "steps", cell: stepCount },
+        { label: "agents", narrow: false, cell: (r) => (r.agents || []).join(", "), attrs: () => ({ class: "clip agents-cell" }) },
+        { label: "started", sort: "created_at", cell: (r) => h("span", { title: AM.when(r.created_at) }, AM.ago(r.created_at)) },
+        { label: "took", sort: "duration_ms", narrow: false, cell: (r) => r.finished_at ? AM.ms(new Date(r.finished_at) - new Date(r.created_at)) : "–" },
+      ],
+    });
+    AM.clear(main, h("h1", {}, "Runs ", h("a", { class: "button", href: "#/submit" }, "Submit a pipeline")), view.el);
+    const redraw = AM.debounce(view.draw, 200);
     AM.follow("/api/events", (type) => { if (type.includes("pipeline") || type.includes("run")) redraw(); }, redraw);
-    await draw();
+    await view.draw();
   };
 
-  // stepCount says how far a run got: "2/3", with failures, skips and
+  // stepCount says how far a run got: "2/3 steps", with failures, skips and
   // the steps waiting for a person.
   function stepCount(r) {
     if (typeof r.steps === "number") {
-      const parts = [(r.completed ?? 0) + "/" + r.steps];
+      const parts = [(r.completed ?? 0) + "/" + AM.plural(r.steps, "step")];
       if (r.failed) parts.push(r.failed + " failed");
       if (r.skipped) parts.push(r.skipped + " skipped");
       const waiting = Object.keys(r.waiting || {});
@@ -53,9 +55,14 @@
     const id = params.id;
     const head = h("div", { class: "run-head" });
     const dag = h("div", { class: "dag", id: "dag" }, h("p", { class: "muted" }, "laying out…"));
+    const timeline = h("div", { class: "timeline", id: "timeline" });
     const panel = h("aside", { class: "step-panel", id: "step-panel" }, h("p", { class: "muted" }, "Click a step for its inputs, outputs, timing and error."));
-    AM.clear(main, h("h1", {}, h("a", { href: "#/runs" }, "Runs"), " / ", id), head, h("div", { class: "split2" }, dag, panel));
-    const view = { id, run: null, selected: params.step || "", dag, panel, head };
+    AM.clear(main, h("h1", {}, h("a", { href: "#/runs" }, "Runs"), " / ", id), head, legend(),
+      h("div", { class: "run-grid" },
+        h("section", { class: "card dag-card" }, h("h2", {}, "Steps"), dag),
+        h("section", { class: "card timeline-card" }, h("h2", {}, "Timeline"), timeline),
+        panel));
+    const view = { id, run: null, selected: params.step || "", dag, timeline, panel, head };
     const reload = async () => {
       try {
         const [run, graph] = await Promise.all([
@@ -66,6 +73,7 @@
         drawHead(view);
         AM.clear(dag, drawGraph(graph, view));
         applyStates(view);
+        drawTimeline(view);
         if (view.selected) showStep(view, view.selected);
       } catch (e) {
         AM.clear(dag, AM.error(e));
@@ -83,8 +91,25 @@
       if (type.endsWith("pipeline.completed") && view.run) view.run.status = d.status || "completed";
       refetch();
     }, refetch);
+    // a run under way: its timeline's open bars grow with the clock
+    const tick = setInterval(() => { if (view.run && view.run.status === "running") drawTimeline(view); }, 1000);
+    AM.onLeave(() => clearInterval(tick));
     await reload();
   };
+
+  // legend says what each step colour means, in the DAG and the timeline.
+  function legend() {
+    const states = [["pending", "pending: not started"], ["running", "running"], ["waiting", "waiting for a person"],
+      ["completed", "completed"], ["failed", "failed"], ["skipped", "skipped: a step it needs did not complete"]];
+    return h("div", { class: "legend", id: "legend", role: "list", "aria-label": "legend" },
+      states.map(([s, text]) => h("span", { class: "legend-item", role: "listitem", "data-state": s }, h("span", { class: "swatch s-" + s }), text)),
+      h("span", { class: "legend-item", role: "listitem", "data-bar": "wait" }, h("span", { class: "swatch bar wait" }), "queue wait"),
+      h("span", { class: "legend-item", role: "listitem", "data-bar": "run" }, h("span", { class: "swatch bar run" }), "run time"));
+  }
+
+  function drawTimeline(view) {
+    AM.clear(view.timeline, AM.timeline(view.run, (step) => showStep(view, step), view.selected));
+  }
 
   function drawHead(view) {
     const r = view.run;
@@ -151,13 +176,15 @@
   function showStep(view, id) {
     view.selected = id;
     for (const g of view.dag.querySelectorAll("g.node")) g.classList.toggle("selected", g.dataset.step === id);
+    for (const row of view.timeline.querySelectorAll(".gantt-row")) row.classList.toggle("selected", row.dataset.step === id);
     const s = stepOf(view.run, id);
     const spec = ((view.run && view.run.spec && view.run.spec.steps) || []).find((x) => x.id === id) || {};
     if (!s) return AM.clear(view.panel, h("h2", {}, id), h("p", { class: "muted" }, "No record of this step yet."));
     const took = s.duration_ms ?? (s.finished_at && s.dispatched_at ? new Date(s.finished_at) - new Date(s.dispatched_at) : undefined);
     AM.clear(view.panel,
       h("h2", {}, id, " ", h("span", { class: "state-chip s-" + s.status }, s.status)),
-      h("div", { class: "muted" }, (spec.kind || "agent") + (s.agent ? " · " + s.agent : "") + " · wave " + s.wave + (s.attempt > 1 ? " · attempt " + s.attempt : "")),
+      h("div", { class: "muted" }, (spec.kind || "agent") + (s.agent ? " · " + s.agent : "") + waveOf(s) + (s.attempt > 1 ? " · attempt " + s.attempt : "")),
+      humanKinds.has(spec.kind) ? subject(view, id, spec) : "",
       waitingActions(view, s, spec),
       h("dl", { class: "timing" },
         h("dt", {}, "dispatched"), h("dd", {}, AM.when(s.dispatched_at)),
@@ -170,6 +197,35 @@
       h("h3", {}, "inputs"), s.inputs ? AM.values(s.inputs) : specInputs(spec),
       h("h3", {}, "outputs"), AM.values(s.outputs),
       spec.params ? [h("h3", {}, "params"), AM.json(spec.params)] : "");
+  }
+
+  // waveOf numbers a step's wave from 1, as the CLI does.
+  const waveOf = (s) => (typeof s.wave === "number" && s.wave >= 0 ? " · wave " + (s.wave + 1) : "");
+
+  const humanKinds = new Set(["approval", "input"]);
+
+  // subject is what a step that waits for a person acts on: the outputs of
+  // the steps it depends on (without depends_on, those of the wave before
+  // it) and the inputs its spec gives.
+  function subject(view, id, spec) {
+    const run = view.run || {};
+    let parents = spec.depends_on || [];
+    if (!parents.length) {
+      const w = (run.waves || []).findIndex((ids) => ids.includes(id));
+      parents = w > 0 ? run.waves[w - 1] : [];
+    }
+    const given = Object.keys(spec.inputs || {}).length;
+    return h("section", { class: "subject", id: "step-subject" },
+      h("h3", {}, spec.kind === "input" ? "asked about" : "subject: what is approved"),
+      parents.map((p) => {
+        const ps = stepOf(run, p);
+        const outs = ps && ps.outputs && Object.keys(ps.outputs).length;
+        return h("div", { class: "subject-from", "data-from": p },
+          h("h4", {}, "from ", h("a", { href: "#/runs/" + encodeURIComponent(view.id) + "?step=" + encodeURIComponent(p) }, p), ps && ps.agent ? " (" + ps.agent + ")" : ""),
+          outs ? AM.values(ps.outputs) : h("span", { class: "muted" }, ps ? (ps.status === "completed" ? "no outputs" : ps.status) : "not run yet"));
+      }),
+      given ? [h("h4", {}, "inputs given"), specInputs(spec)] : "",
+      !parents.length && !given ? h("p", { class: "muted" }, "Nothing but the run going on: this step depends on no other.") : "");
   }
 
   function specInputs(spec) {

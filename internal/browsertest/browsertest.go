@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -99,4 +100,51 @@ func Tab(t *testing.T, limit time.Duration) context.Context {
 		}
 	})
 	return tab
+}
+
+// ArtifactDir is where a test's screenshots go: $AGENTMESH_ARTIFACTS when
+// set (CI keeps it), else the test's temporary directory.
+func ArtifactDir(t *testing.T) string {
+	t.Helper()
+	if d := os.Getenv("AGENTMESH_ARTIFACTS"); d != "" {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	return t.TempDir()
+}
+
+// Screenshot saves the whole page as dir/name (PNG) and returns its path.
+func Screenshot(t *testing.T, tab context.Context, dir, name string) string {
+	t.Helper()
+	png, err := chromedp.Run(tab, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatalf("screenshot %s: %v", name, err)
+	}
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot: %s (%d bytes)", path, len(png))
+	return path
+}
+
+// Until evaluates the JavaScript expression expr in the tab until it is
+// true, failing the test with what the page's main element shows when it
+// is not within d.
+func Until(t *testing.T, tab context.Context, d time.Duration, what, expr string) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		ok, err := chromedp.Run(tab, chromedp.Evaluate[bool]("!!("+expr+")"))
+		if err == nil && ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			text, _ := chromedp.Run(tab, chromedp.Evaluate[string](`(document.getElementById("main") || document.body).innerText`))
+			t.Fatalf("%s: %s is not true after %s (%v); the page shows:\n%s", what, expr, d, err, text)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }

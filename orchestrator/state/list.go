@@ -28,6 +28,8 @@ type RunSummary struct {
 	Completed int    `json:"completed"`
 	Failed    int    `json:"failed"`
 	Skipped   int    `json:"skipped"`
+	// Agents are the agents the run's steps call, sorted, each once.
+	Agents []string `json:"agents,omitempty"`
 	// Waiting are the steps waiting for a person: step -> what for.
 	Waiting    map[string]string `json:"waiting,omitempty"`
 	CreatedAt  time.Time         `json:"created_at"`
@@ -37,13 +39,22 @@ type RunSummary struct {
 
 // ConversationSummary is one line of a list of conversations.
 type ConversationSummary struct {
-	ID          string    `json:"id"`
-	Turns       int       `json:"turns"`
-	Slots       int       `json:"slots"`
-	LastMessage string    `json:"last_message,omitempty"` // the last user message, clipped
-	CreatedAt   time.Time `json:"created_at"`
-	UpdatedAt   time.Time `json:"updated_at"`
+	ID          string `json:"id"`
+	Turns       int    `json:"turns"`
+	Slots       int    `json:"slots"`
+	LastMessage string `json:"last_message,omitempty"` // the last user message, clipped
+	// State is how its latest turn ended (schemas.ChatCompleted, ...), or
+	// ConversationRunning while that turn runs.
+	State string `json:"state,omitempty"`
+	// Agents are the agents its latest turn called, sorted, each once.
+	Agents    []string  `json:"agents,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
 }
+
+// ConversationRunning is a ConversationSummary's State while its latest
+// turn runs.
+const ConversationRunning = "running"
 
 // CompletedSteps counts the steps of sd that completed as far as h knows:
 // those of the waves over (every wave, once the run has ended). A header of
@@ -95,9 +106,34 @@ func (s *Store) RecentRuns(ctx context.Context, limit int) ([]RunSummary, int, e
 		sd.Init()
 		out = append(out, RunSummary{ID: id, Name: h.Name, Status: h.Status, Error: h.Error, Steps: len(sd.Spec.Steps),
 			Completed: h.CompletedSteps(&sd), Failed: h.FailedCount(), Skipped: h.SkippedCount(),
-			Waiting: h.Waiting, CreatedAt: h.CreatedAt, UpdatedAt: h.UpdatedAt, FinishedAt: h.FinishedAt})
+			Agents: stepAgents(sd.Spec.Steps), Waiting: h.Waiting, CreatedAt: h.CreatedAt, UpdatedAt: h.UpdatedAt, FinishedAt: h.FinishedAt})
 	}
 	return out, total, nil
+}
+
+// stepAgents lists the agents steps call, sorted, each once.
+func stepAgents(steps []schemas.PipelineStep) []string {
+	var out []string
+	for _, s := range steps {
+		if s.Agent != "" {
+			out = append(out, s.Agent)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// historyAgents lists the agents a history's entries name, sorted, each
+// once.
+func historyAgents(history []schemas.HistoryEntry) []string {
+	var out []string
+	for _, e := range history {
+		if e.Agent != "" {
+			out = append(out, e.Agent)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // RecentConversations returns the conversations most recently written
@@ -119,13 +155,21 @@ func (s *Store) RecentConversations(ctx context.Context, limit int) ([]Conversat
 		}
 		c := ConversationSummary{ID: id, Turns: st.Turns, Slots: len(st.Slots), CreatedAt: st.CreatedAt, UpdatedAt: st.UpdatedAt}
 		history := st.History // a conversation of the previous layout
-		if raw, err := s.Turn(ctx, id, st.Turns); err == nil {
+		raw, err := s.Turn(ctx, id, st.Turns)
+		switch {
+		case err == nil:
 			var t struct {
-				History []schemas.HistoryEntry `json:"history"`
+				History  []schemas.HistoryEntry `json:"history"`
+				Response struct {
+					State string `json:"state"`
+				} `json:"response"`
 			}
 			if json.Unmarshal(raw, &t) == nil {
-				history = t.History
+				history, c.State = t.History, t.Response.State
+				c.Agents = historyAgents(t.History)
 			}
+		case errors.Is(err, ErrNotFound) && st.Turns > 0: // counted when it starts, stored when it ends
+			c.State = ConversationRunning
 		}
 		for i := len(history) - 1; i >= 0; i-- {
 			if history[i].Kind == "user" {

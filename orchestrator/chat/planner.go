@@ -98,6 +98,16 @@ func PlanOffline(message string, contracts []schemas.AgentContract, slots map[st
 	for i := range p.req.isCont {
 		anchors[i] = true
 	}
+	// "title case": a word that follows an asking word in an agent's own
+	// description asks too.
+	for name, m := range p.matches {
+		d := p.ix.doc(name)
+		for i := range m.words {
+			for j := i + 1; j < len(p.req.words) && d.bigrams[[2]string{lastStem(p.req.words[j-1]), p.req.words[j].stems[0]}]; j++ {
+				anchors[j] = true
+			}
+		}
+	}
 	for i := range p.req.numbers {
 		anchors[i] = true
 	}
@@ -160,7 +170,13 @@ func (p *planner) match(d *agentDoc) match {
 	r := p.req
 	meaningful := func(i int) bool {
 		_, num := r.numbers[i]
-		return !r.inQuote[i] && !r.isCont[i] && !num
+		_, cont := r.isCont[i]
+		return !r.inQuote[i] && !cont && !num
+	}
+	for i, ct := range r.isCont {
+		if ct != "" && d.produced[ct] && !r.inQuote[i] {
+			m.words[i] = true // "the sunset photos" asks for images
+		}
 	}
 	for i, w := range r.words {
 		if !meaningful(i) {
@@ -226,14 +242,21 @@ func (p *planner) namesEnum(e string, meaningful func(int) bool) []int {
 // compatible reports whether d works on the content type the message
 // names: an agent of images is not what "summarize the documents" asks.
 func (p *planner) compatible(d *agentDoc) bool {
-	ct := p.req.content
-	if ct == "" || len(d.contents) == 0 {
+	if len(p.req.contents) == 0 || len(d.contents) == 0 || d.contents[schemas.ContentMixed] {
 		return true
 	}
-	return d.contents[ct] || d.contents[schemas.ContentMixed]
+	for ct := range p.req.contents {
+		if d.contents[ct] {
+			return true
+		}
+	}
+	return false
 }
 
 func (p *planner) plan() (Plan, error) {
+	if missing := p.missingCapabilities(); len(missing) > 0 {
+		return Plan{}, fmt.Errorf("%w: no live agent has capability %s; start one (agentmesh agent NAME) or configure an LLM (docs/llm.md)", ErrNoPlan, strings.Join(missing, ", "))
+	}
 	var goals []*agentDoc
 	for _, d := range p.ix.docs {
 		if _, ok := p.matches[d.c.Name]; ok && p.compatible(d) {
@@ -246,7 +269,7 @@ func (p *planner) plan() (Plan, error) {
 	failScore := -1.0
 	for range maxGoals {
 		var best *chain
-		var bestKey [3]float64
+		var bestKey [4]float64
 		var bestName string
 		for _, g := range goals {
 			if c.has(g.c.Name) || !p.adds(g, covered) {
@@ -259,7 +282,7 @@ func (p *planner) plan() (Plan, error) {
 				}
 				continue
 			}
-			key := [3]float64{float64(p.newlyCovered(next.steps, covered)), float64(next.affinity - c.affinity), p.ix.score(g, p.req.stems)}
+			key := [4]float64{float64(p.newlyCovered(next.steps, covered)), -float64(len(next.steps) - len(c.steps)), float64(next.affinity - c.affinity), p.ix.score(g, p.req.stems)}
 			if best == nil || slices.Compare(key[:], bestKey[:]) > 0 || (slices.Compare(key[:], bestKey[:]) == 0 && g.c.Name < bestName) {
 				best, bestKey, bestName = next, key, g.c.Name
 			}
@@ -269,20 +292,7 @@ func (p *planner) plan() (Plan, error) {
 		}
 		c = best
 		for _, s := range c.steps {
-			for i := range p.matches[s.Agent].words {
-				covered[i] = true
-			}
-		}
-	}
-	if len(c.steps) == 0 && len(goals) == 0 && p.req.content != "" && len(p.missingCapabilities()) == 0 {
-		// "the sunset photos": what is asked for is the content itself.
-		want := schemas.TypedInput{Name: p.req.content, DataType: schemas.TypeFileIDs, ContentTypeHint: p.req.content, Required: true}
-		if prod, err := p.choose(c, want, nil, map[string]bool{}); err == nil {
-			if err := p.feed(c, prod, "asked: "+p.req.content, map[string]bool{}, 0); err != nil {
-				return Plan{}, err
-			}
-		} else {
-			firstErr = err
+			p.cover(p.ix.doc(s.Agent), covered)
 		}
 	}
 	if len(c.steps) == 0 {
@@ -303,6 +313,27 @@ func (p *planner) plan() (Plan, error) {
 		plan.Text = p.text
 	}
 	return plan, nil
+}
+
+// cover marks the words of the message d accounts for: those that ask for
+// it, those of the content types it works on, and any other its contract
+// speaks of ("the words" in "reverse the words of ..." is the reverse
+// tool's, not a word counter's). A further goal must ask for a word left.
+func (p *planner) cover(d *agentDoc, covered map[int]bool) {
+	for i := range p.matches[d.c.Name].words {
+		covered[i] = true
+	}
+	for i, w := range p.req.words {
+		if ct, cont := p.req.isCont[i]; cont {
+			if d.contents[ct] {
+				covered[i] = true
+			}
+			continue
+		}
+		if !p.req.inQuote[i] && slices.ContainsFunc(w.stems, func(s string) bool { return d.tf[s] > 0 }) {
+			covered[i] = true
+		}
+	}
 }
 
 // adds reports whether goal g covers a word of the message not covered yet.
@@ -352,7 +383,7 @@ func (p *planner) feed(c *chain, d *agentDoc, reason string, visiting map[string
 		if c.available(in) {
 			continue
 		}
-		named := in.ContentTypeHint != "" && in.ContentTypeHint == p.req.content
+		named := in.ContentTypeHint != "" && p.req.contents[in.ContentTypeHint]
 		if !in.Required && !named {
 			continue
 		}
@@ -398,7 +429,7 @@ func (p *planner) feed(c *chain, d *agentDoc, reason string, visiting map[string
 // the words of the budget documents").
 func (p *planner) namesContentOf(d *agentDoc) bool {
 	for _, in := range d.c.Inputs {
-		if in.ContentTypeHint != "" && in.ContentTypeHint == p.req.content {
+		if in.ContentTypeHint != "" && p.req.contents[in.ContentTypeHint] {
 			return true
 		}
 	}
@@ -425,8 +456,8 @@ func (p *planner) choose(c *chain, in schemas.TypedInput, consumer *agentDoc, vi
 		return nil, fmt.Errorf("%w: %s needs %s (input %q)%s, the conversation's state holds none and no live agent produces it; %s",
 			ErrNoPlan, who, typeName(in), in.Name, p.textHint(in), p.startHint(in))
 	}
-	if len(prods) == 1 {
-		return prods[0], nil
+	if len(prods) == 1 && in.DataType != schemas.TypeText {
+		return prods[0], nil // the only way to it
 	}
 	rank := func(o *agentDoc) (int, float64) {
 		aff := 0
@@ -440,7 +471,10 @@ func (p *planner) choose(c *chain, in schemas.TypedInput, consumer *agentDoc, vi
 		ba, bs := rank(b)
 		return cmp.Or(cmp.Compare(aa, ba), cmp.Compare(as, bs), strings.Compare(b.c.Name, a.c.Name))
 	})
-	if aff, score := rank(best); aff == 0 && score == 0 {
+	if aff, score := rank(best); aff == 0 && score == 0 && len(prods) == 1 {
+		return nil, fmt.Errorf("%w: %s needs %s (input %q)%s; the conversation's state holds none, and the message does not ask for %s, the one agent that produces it",
+			ErrNoPlan, who, typeName(in), in.Name, p.textHint(in), best.c.Name)
+	} else if aff == 0 && score == 0 {
 		names := make([]string, len(prods))
 		for i, o := range prods {
 			names[i] = o.c.Name
@@ -473,9 +507,6 @@ func (p *planner) unknown() error {
 			words = append(words, strings.ToLower(w.text))
 		}
 	}
-	if missing := p.missingCapabilities(); len(missing) > 0 {
-		return fmt.Errorf("%w: no live agent has capability %s; start one (agentmesh agent NAME) or configure an LLM (docs/llm.md)", ErrNoPlan, strings.Join(missing, ", "))
-	}
 	if len(words) == 0 {
 		return fmt.Errorf("%w: %q asks for nothing a live agent's contract offers; say what to do in words of an agent's description (agentmesh agents lists them) or configure an LLM (docs/llm.md)", ErrNoPlan, p.req.raw)
 	}
@@ -498,6 +529,8 @@ func (p *planner) missingCapabilities() []string {
 	}
 	return missing
 }
+
+func lastStem(w written) string { return w.stems[len(w.stems)-1] }
 
 func quoteList(words []string) string {
 	q := make([]string, len(words))

@@ -39,7 +39,9 @@ type agentDoc struct {
 	length   float64
 	strong   map[string]bool // stems of what the agent does or produces
 	params   []paramInfo
-	contents map[string]bool // content hints of its inputs and outputs
+	contents map[string]bool    // content hints of its inputs and outputs
+	produced map[string]bool    // content hints of its outputs
+	bigrams  map[[2]string]bool // pairs of stems that follow each other in its name or description ("title case")
 }
 
 // paramInfo is one property of a contract's params schema.
@@ -74,7 +76,7 @@ func newIndex(contracts []schemas.AgentContract, types *schemas.DataTypeRegistry
 	}
 	total := 0.0
 	for _, c := range contracts {
-		d := &agentDoc{c: c, tf: map[string]float64{}, strong: map[string]bool{}, contents: map[string]bool{}}
+		d := &agentDoc{c: c, tf: map[string]float64{}, strong: map[string]bool{}, contents: map[string]bool{}, produced: map[string]bool{}, bigrams: map[[2]string]bool{}}
 		add := func(text string, w float64, strong bool) {
 			for _, s := range stems(text) {
 				d.tf[s] += w
@@ -90,11 +92,19 @@ func newIndex(contracts []schemas.AgentContract, types *schemas.DataTypeRegistry
 			add(verb, weightVerb, true)
 		}
 		add(c.Description, weightBody, false)
+		for _, text := range []string{c.Name, c.Description} {
+			st := stems(text)
+			for i := 1; i < len(st); i++ {
+				d.bigrams[[2]string{st[i-1], st[i]}] = true
+			}
+		}
 		for _, o := range c.Outputs {
 			add(o.Name+" "+o.Description, weightOutput, true)
-			add(strings.ReplaceAll(o.DataType, "_", " ")+" "+typeDesc(o.DataType), weightOutput, true)
+			add(strings.ReplaceAll(o.DataType, "_", " "), weightOutput, true)
+			add(typeDesc(o.DataType), weightWeak, false)
 			if o.ContentTypeHint != "" {
 				d.contents[o.ContentTypeHint] = true
+				d.produced[o.ContentTypeHint] = true
 			}
 		}
 		for _, in := range c.Inputs {
@@ -105,7 +115,7 @@ func newIndex(contracts []schemas.AgentContract, types *schemas.DataTypeRegistry
 		}
 		d.params = paramsOf(c)
 		for _, p := range d.params {
-			add(p.name, weightParam, true)
+			add(p.name, weightParam, false)
 			for _, e := range p.enum {
 				add(e, weightEnum, true)
 			}

@@ -11,14 +11,14 @@ import (
 // request is a chat message as the planner reads it: its words, the content
 // type it names, and the text it carries.
 type request struct {
-	raw     string
-	words   []written
-	quoted  string       // a quoted phrase, or the text after a colon
-	inQuote map[int]bool // words inside quoted
-	content string       // the content type the message names (images, documents, links), or ""
-	isCont  map[int]bool // words that name a content type ("photos", "pdf", "files")
-	numbers map[int]float64
-	stems   []string // stems of the meaningful words, for ranking
+	raw      string
+	words    []written
+	quoted   string          // a quoted phrase, or the text after a colon
+	inQuote  map[int]bool    // words inside quoted
+	contents map[string]bool // the content types the message names (images, documents, links)
+	isCont   map[int]string  // words that name a content type ("photos", "pdf"; "" for "files")
+	numbers  map[int]float64
+	stems    []string // stems of the meaningful words, for ranking
 }
 
 // contentStems maps the stem of a word naming a content type to the type;
@@ -29,7 +29,7 @@ var contentStems = map[string]string{
 }
 
 func parseRequest(message string) *request {
-	r := &request{raw: message, words: splitWritten(message), inQuote: map[int]bool{}, isCont: map[int]bool{}, numbers: map[int]float64{}}
+	r := &request{raw: message, words: splitWritten(message), inQuote: map[int]bool{}, contents: map[string]bool{}, isCont: map[int]string{}, numbers: map[int]float64{}}
 	if q, s, e, ok := quotedSpan(message); ok {
 		r.quoted = q
 		for i, w := range r.words {
@@ -51,9 +51,9 @@ func parseRequest(message string) *request {
 		}
 		for _, s := range w.stems {
 			if ct, ok := contentStems[s]; ok {
-				r.isCont[i] = true
-				if r.content == "" {
-					r.content = ct
+				r.isCont[i] = ct
+				if ct != "" {
+					r.contents[ct] = true
 				}
 			}
 		}
@@ -163,7 +163,7 @@ func (r *request) query(anchor map[int]bool) string {
 	}
 	var q []string
 	for i, w := range r.words {
-		if anchor[i] || r.isCont[i] {
+		if _, cont := r.isCont[i]; anchor[i] || cont {
 			continue
 		}
 		if _, num := r.numbers[i]; num {

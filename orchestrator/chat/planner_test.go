@@ -133,7 +133,7 @@ func ExamplePlanOffline() {
 		fmt.Println(s.Agent, s.Params, "-", s.Reason)
 	}
 	// Output:
-	// ImageSearch map[query:sunset] - asked: find
+	// ImageSearch map[query:sunset] - asked: find, images
 	// ImageAnalysis map[] - feeds CATEGORIZATION to FolderOrganizer
 	// FolderOrganizer map[] - asked: organize, folders
 }

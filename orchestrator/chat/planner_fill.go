@@ -25,6 +25,11 @@ func (p *planner) fill(d *agentDoc, params map[string]any) {
 		switch {
 		case isQueryParam(prm.name) && (prm.typ == "string" || prm.typ == "") && p.query != "":
 			params[prm.name] = p.query
+		case prm.name == "query" && (prm.typ == "string" || prm.typ == ""):
+			// The message names nothing to look for ("summarize the
+			// documents"): ask for everything, rather than leave the agent
+			// to search for the message's own words.
+			params[prm.name] = ""
 		case len(prm.enum) > 0 && m.enums[prm.name] != "":
 			params[prm.name] = m.enums[prm.name]
 		case prm.typ == "integer" || prm.typ == "number":

@@ -83,12 +83,12 @@ func TestOfflinePlannerRunsOnTheBuiltinAgents(t *testing.T) {
 	}{
 		{"Find sunset images and organize them into folders", "ImageSearchAgent -> AnalysisAgent -> FolderAgent",
 			[]string{"found 5 images", "sunset 5"}, route.SlotCategorization, ""},
-		{"summarize the documents", "DocumentSearchAgent -> SummarizeAgent", []string{"found 4 documents", "summarised 4 documents"}, route.SlotText, ""},
-		{"reverse the text hello world", "TextAgent", nil, route.SlotText, "dlrow olleh"},
-		{"count the words in hello world", "TextAgent", []string{"2 words"}, route.SlotText, "2"},
+		{"summarize the documents", "DocumentSearchAgent -> SummarizeAgent", []string{"found 4 documents", "summarised 4 documents", "summarizeagent wrote: "}, route.SlotText, ""},
+		{"reverse the text hello world", "TextAgent", []string{"textagent wrote: dlrow olleh"}, route.SlotText, "dlrow olleh"},
+		{"count the words in hello world", "TextAgent", []string{"2 words", "textagent wrote: 2"}, route.SlotText, "2"},
 		{"find documents about jetstream and summarize them", "DocumentSearchAgent -> SummarizeAgent", []string{"nats-notes.txt", "summarised 1 document"}, route.SlotText, ""},
 		{"find 2 sunset images", "ImageSearchAgent", []string{"found 2 images"}, route.SlotImageIDs, ""},
-		{"upper-case 'good morning'", "TextAgent", nil, route.SlotText, "GOOD MORNING"},
+		{"upper-case 'good morning'", "TextAgent", []string{"textagent wrote: good morning"}, route.SlotText, "GOOD MORNING"},
 	} {
 		conv, resp, _ := ask(t, m, "", tc.message)
 		if resp.State != schemas.ChatCompleted || resp.Planner != "offline" {

@@ -111,6 +111,17 @@ func PlanOffline(message string, contracts []schemas.AgentContract, slots map[st
 	for i := range p.req.numbers {
 		anchors[i] = true
 	}
+	// Words of a live agent's param names set params ("require
+	// approval"); they are not search terms.
+	for i, w := range p.req.words {
+		for _, d := range p.ix.docs {
+			for _, prm := range d.params {
+				if slices.ContainsFunc(w.stems, func(s string) bool { return slices.Contains(stems(prm.name), s) }) {
+					anchors[i] = true
+				}
+			}
+		}
+	}
 	p.text = p.req.text(anchors)
 	p.query = p.req.query(anchors)
 	return p.plan()
@@ -257,6 +268,14 @@ func (p *planner) plan() (Plan, error) {
 	if missing := p.missingCapabilities(); len(missing) > 0 {
 		return Plan{}, fmt.Errorf("%w: no live agent has capability %s; start one (agentmesh agent NAME) or configure an LLM (docs/llm.md)", ErrNoPlan, strings.Join(missing, ", "))
 	}
+	if verb, ok := p.unknownVerb(); ok {
+		return Plan{}, fmt.Errorf("%w: no live agent's contract speaks of %q, what %q asks to do; say it in words of an agent's description (agentmesh agents lists them), or configure an LLM (docs/llm.md)", ErrNoPlan, verb, p.req.raw)
+	}
+	for ct := range p.req.contents {
+		if !slices.ContainsFunc(p.ix.docs, func(d *agentDoc) bool { return d.contents[ct] }) {
+			return Plan{}, fmt.Errorf("%w: no live agent reads or produces %s (%s); start one that does, or configure an LLM (docs/llm.md)", ErrNoPlan, ct, typeName(schemas.TypedInput{DataType: schemas.TypeFileIDs, ContentTypeHint: ct}))
+		}
+	}
 	var goals []*agentDoc
 	for _, d := range p.ix.docs {
 		if _, ok := p.matches[d.c.Name]; ok && p.compatible(d) {
@@ -313,6 +332,38 @@ func (p *planner) plan() (Plan, error) {
 		plan.Text = p.text
 	}
 	return plan, nil
+}
+
+// unknownVerb is the message's first word when it reads as a verb no
+// contract speaks of (followed by a determiner: "delete all images", "tag
+// the photos") and the message asks for agents only by the content it
+// names. Planning it would run a search for what was meant to be done.
+func (p *planner) unknownVerb() (string, bool) {
+	w := p.req.words
+	if len(w) < 2 || len(w[0].parts) != 1 || len(w[1].parts) != 1 || p.req.inQuote[0] {
+		return "", false
+	}
+	first, next := w[0].parts[0], w[1].parts[0]
+	if stopWords[first] || connectors[first] || !set("all", "the", "my", "these", "those", "every", "each", "them", "it", "our")[next] {
+		return "", false
+	}
+	if _, cont := p.req.isCont[0]; cont {
+		return "", false
+	}
+	if _, num := p.req.numbers[0]; num {
+		return "", false
+	}
+	if len(p.matches) == 0 {
+		return "", false // nothing matches: unknown says which words
+	}
+	for _, m := range p.matches {
+		for i := range m.words {
+			if _, cont := p.req.isCont[i]; !cont {
+				return "", false // an agent is asked for by what it does: "sort my pictures into folders"
+			}
+		}
+	}
+	return strings.ToLower(w[0].text), true
 }
 
 // cover marks the words of the message d accounts for: those that ask for

@@ -32,6 +32,8 @@ func (p *planner) fill(d *agentDoc, params map[string]any) {
 			params[prm.name] = ""
 		case len(prm.enum) > 0 && m.enums[prm.name] != "":
 			params[prm.name] = m.enums[prm.name]
+		case prm.typ == "boolean" && p.namesAll(prm.name):
+			params[prm.name] = true
 		case prm.typ == "integer" || prm.typ == "number":
 			if n, ok := p.number(prm); ok {
 				if prm.typ == "integer" {
@@ -42,6 +44,18 @@ func (p *planner) fill(d *agentDoc, params map[string]any) {
 			}
 		}
 	}
+}
+
+// namesAll reports whether the message has every word of a param's name
+// ("require approval" for require_approval; "approval" alone is not
+// "approved").
+func (p *planner) namesAll(name string) bool {
+	have := map[string]bool{}
+	for _, s := range p.req.stems {
+		have[s] = true
+	}
+	st := stems(name)
+	return len(st) > 0 && !slices.ContainsFunc(st, func(s string) bool { return !have[s] })
 }
 
 // number finds a number of the message next to a word of prm's name or
@@ -69,7 +83,7 @@ func (p *planner) number(prm paramInfo) (float64, bool) {
 }
 
 // near reports whether one of the meaningful words just before word i, or
-// the two just after it, is in words.
+// the three just after it, is in words.
 func (p *planner) near(i int, words map[string]bool) bool {
 	hit := func(j int) bool {
 		return slices.ContainsFunc(p.req.words[j].stems, func(s string) bool { return words[s] })
@@ -82,7 +96,7 @@ func (p *planner) near(i int, words map[string]bool) bool {
 			seen++
 		}
 	}
-	for j, seen := i+1, 0; j < len(p.req.words) && seen < 2; j++ {
+	for j, seen := i+1, 0; j < len(p.req.words) && seen < 3; j++ {
 		if p.meaningful(j) {
 			if hit(j) {
 				return true

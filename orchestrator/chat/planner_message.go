@@ -28,6 +28,13 @@ var contentStems = map[string]string{
 	stem(schemas.ContentLinks): schemas.ContentLinks, "url": schemas.ContentLinks, "fil": "",
 }
 
+// extensions are the file name extensions that tell a content type.
+var extensions = map[string]string{
+	"jpg": schemas.ContentImages, "jpeg": schemas.ContentImages, "png": schemas.ContentImages, "gif": schemas.ContentImages,
+	"webp": schemas.ContentImages, "pdf": schemas.ContentDocuments, "txt": schemas.ContentDocuments, "md": schemas.ContentDocuments,
+	"html": schemas.ContentDocuments, "htm": schemas.ContentDocuments,
+}
+
 func parseRequest(message string) *request {
 	r := &request{raw: message, words: splitWritten(message), inQuote: map[int]bool{}, contents: map[string]bool{}, isCont: map[int]string{}, numbers: map[int]float64{}}
 	if q, s, e, ok := quotedSpan(message); ok {
@@ -49,8 +56,13 @@ func parseRequest(message string) *request {
 				r.numbers[i] = float64(n)
 			}
 		}
+		if len(w.parts) > 1 {
+			if ct, ok := extensions[w.parts[len(w.parts)-1]]; ok {
+				r.contents[ct] = true // "IMG_0042.jpg" is an image, and the query
+			}
+		}
 		for _, s := range w.stems {
-			if ct, ok := contentStems[s]; ok {
+			if ct, ok := contentStems[s]; ok && len(w.parts) == 1 {
 				r.isCont[i] = ct
 				if ct != "" {
 					r.contents[ct] = true
@@ -110,10 +122,10 @@ func (r *request) text(anchor map[int]bool) string {
 	if r.pointsAtItself(last + 1) {
 		return "" // "count the words of this sentence": the message is the text
 	}
-	if t := r.span(last+1, len(r.words)); t != "" {
+	if t := r.span(last+1, len(r.words), false); t != "" {
 		return t
 	}
-	return r.span(0, first)
+	return r.span(0, first, true)
 }
 
 // pointsAtItself reports whether the words from i on start with "this"
@@ -137,19 +149,20 @@ func (r *request) pointsAtItself(i int) bool {
 }
 
 // span is the message from word i to word j (exclusive) without leading
-// and trailing connecting and stop words; "" when nothing else is left.
-func (r *request) span(i, j int) string {
+// connecting and stop words, and without trailing ones when trimEnd is
+// set; "" when nothing else is left.
+func (r *request) span(i, j int, trimEnd bool) string {
 	filler := func(w written) bool {
 		return len(w.parts) == 1 && (connectors[w.parts[0]] || stopWords[w.parts[0]])
 	}
 	for i < j && filler(r.words[i]) {
 		i++
 	}
-	for j > i && filler(r.words[j-1]) {
-		j--
-	}
-	if i >= j {
+	if !slices.ContainsFunc(r.words[i:j], func(w written) bool { return !filler(w) }) {
 		return ""
+	}
+	for trimEnd && j > i && filler(r.words[j-1]) {
+		j--
 	}
 	return strings.TrimSpace(r.raw[r.words[i].start:r.words[j-1].end])
 }

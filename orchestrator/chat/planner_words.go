@@ -161,7 +161,7 @@ var stopWords = set(
 	"as", "at", "was", "were", "will", "should", "need", "needs", "have", "has", "had", "agent", "agents", "mesh",
 	"agentmesh", "thing", "things", "stuff", "kindly", "using", "use", "run", "via", "per", "well", "very", "same",
 	"ok", "okay", "hey", "hi", "thanks", "thank", "after", "before", "where", "who", "if", "not", "no", "yes", "but",
-	"too", "only", "more", "most", "than", "way", "one", "whole", "there's", "it's", "i'd", "let's", "say", "write",
+	"too", "only", "more", "most", "than", "way", "one", "whole", "there's", "it's", "i'd", "let's", "say", "write", "list",
 )
 
 // connectors may stand between the words that ask and the text to work on:

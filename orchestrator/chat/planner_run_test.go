@@ -87,6 +87,7 @@ func TestOfflinePlannerRunsOnTheBuiltinAgents(t *testing.T) {
 		{"reverse the text hello world", "TextAgent", []string{"textagent wrote: dlrow olleh"}, route.SlotText, "dlrow olleh"},
 		{"count the words in hello world", "TextAgent", []string{"2 words", "textagent wrote: 2"}, route.SlotText, "2"},
 		{"find documents about jetstream and summarize them", "DocumentSearchAgent -> SummarizeAgent", []string{"nats-notes.txt", "summarised 1 document"}, route.SlotText, ""},
+		{"count the words in 'red sky at night'", "TextAgent", []string{"textagent wrote: 4"}, route.SlotText, "4"},
 		{"find 2 sunset images", "ImageSearchAgent", []string{"found 2 images"}, route.SlotImageIDs, ""},
 		{"upper-case 'good morning'", "TextAgent", []string{"textagent wrote: good morning"}, route.SlotText, "GOOD MORNING"},
 	} {

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -272,4 +274,29 @@ func reasons(p chat.Plan) string {
 		out = append(out, fmt.Sprintf("%s %v: %s", s.Agent, s.Params, s.Reason))
 	}
 	return strings.Join(out, "; ")
+}
+
+// TestPlanOfflineREADMEExamples keeps the README's "Without an API key"
+// examples true: each `agentmesh chat "..."  # A -> B` line plans as its
+// comment says, against the built-in agents.
+func TestPlanOfflineREADMEExamples(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := regexp.MustCompile(`(?m)^agentmesh chat "([^"]+)" +# (.+)$`)
+	found := line.FindAllStringSubmatch(string(readme), -1)
+	if len(found) < 4 {
+		t.Fatalf("the README shows %d offline chat examples, want the list under \"Without an API key\"", len(found))
+	}
+	for _, m := range found {
+		var want []string
+		for _, part := range strings.Split(m[2], " -> ") {
+			want = append(want, strings.Fields(part)[0])
+		}
+		plan, err := chat.PlanOffline(m[1], builtinContracts(), nil, nil)
+		if err != nil || !slices.Equal(plan.Agents(), want) {
+			t.Errorf("README: %q plans %v (%v), the README says %v", m[1], plan.Agents(), err, want)
+		}
+	}
 }

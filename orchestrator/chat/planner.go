@@ -1,7 +1,6 @@
 package chat
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"maps"
@@ -53,8 +52,8 @@ const maxDepth = 4
 // capability, the verb of its description, its outputs and their data
 // types' descriptions, its params and their enum values), ranked by BM25
 // over the whole contract ("sunset" ranks the image search above the
-// documents search). When the message names no such word but names a
-// content type ("the sunset photos"), what it asks for is that content.
+// documents search). An agent that produces a content type the message
+// names is asked for too ("the sunset photos" asks for images).
 //
 // Each goal is then fed backwards from its contract: a required input
 // comes from the conversation's state (slots), an earlier step, the text
@@ -144,35 +143,6 @@ type planner struct {
 	matches map[string]match  // agent -> its match, for agents the message asks for
 	text    string            // the text the message carries
 	query   string            // the message's search terms
-}
-
-// chain is a plan being built.
-type chain struct {
-	steps    []PlanStep
-	have     map[typeHint]bool
-	usedText bool
-	affinity int // +1 per step fed by an agent that lists it in can_chain_with, -1 per one that lists others
-}
-
-func (c *chain) clone() *chain {
-	return &chain{steps: slices.Clone(c.steps), have: maps.Clone(c.have), usedText: c.usedText, affinity: c.affinity}
-}
-
-func (c *chain) has(name string) bool {
-	return slices.ContainsFunc(c.steps, func(s PlanStep) bool { return s.Agent == name })
-}
-
-// available reports whether state or an earlier step provides in.
-func (c *chain) available(in schemas.TypedInput) bool {
-	for k := range c.have {
-		if k.dataType != in.DataType {
-			continue
-		}
-		if in.ContentTypeHint == "" || in.ContentTypeHint == schemas.ContentMixed || k.hint == in.ContentTypeHint || k.hint == "" {
-			return true
-		}
-	}
-	return false
 }
 
 // match finds the words of the message that name what d does or produces.
@@ -334,38 +304,6 @@ func (p *planner) plan() (Plan, error) {
 	return plan, nil
 }
 
-// unknownVerb is the message's first word when it reads as a verb no
-// contract speaks of (followed by a determiner: "delete all images", "tag
-// the photos") and the message asks for agents only by the content it
-// names. Planning it would run a search for what was meant to be done.
-func (p *planner) unknownVerb() (string, bool) {
-	w := p.req.words
-	if len(w) < 2 || len(w[0].parts) != 1 || len(w[1].parts) != 1 || p.req.inQuote[0] {
-		return "", false
-	}
-	first, next := w[0].parts[0], w[1].parts[0]
-	if stopWords[first] || connectors[first] || !set("all", "the", "my", "these", "those", "every", "each", "them", "it", "our")[next] {
-		return "", false
-	}
-	if _, cont := p.req.isCont[0]; cont {
-		return "", false
-	}
-	if _, num := p.req.numbers[0]; num {
-		return "", false
-	}
-	if len(p.matches) == 0 {
-		return "", false // nothing matches: unknown says which words
-	}
-	for _, m := range p.matches {
-		for i := range m.words {
-			if _, cont := p.req.isCont[i]; !cont {
-				return "", false // an agent is asked for by what it does: "sort my pictures into folders"
-			}
-		}
-	}
-	return strings.ToLower(w[0].text), true
-}
-
 // cover marks the words of the message d accounts for: those that ask for
 // it, those of the content types it works on, and any other its contract
 // speaks of ("the words" in "reverse the words of ..." is the reverse
@@ -420,190 +358,4 @@ func (p *planner) asked(d *agentDoc) string {
 	return strings.Join(out, ", ")
 }
 
-// feed appends to c the steps that give d its inputs, then d itself.
-func (p *planner) feed(c *chain, d *agentDoc, reason string, visiting map[string]bool, depth int) error {
-	visiting[d.c.Name] = true
-	defer delete(visiting, d.c.Name)
-	params := map[string]any{}
-	for _, in := range d.c.Inputs {
-		if in.DataType == schemas.TypeText && p.text != "" && !c.usedText && !p.namesContentOf(d) {
-			params[in.Name] = p.text
-			c.usedText = true
-			continue
-		}
-		if c.available(in) {
-			continue
-		}
-		named := in.ContentTypeHint != "" && p.req.contents[in.ContentTypeHint]
-		if !in.Required && !named {
-			continue
-		}
-		prod, err := p.choose(c, in, d, visiting)
-		if err == nil && depth >= maxDepth {
-			err = fmt.Errorf("%w: %s needs %s (input %q) and the chain of agents that would produce it is longer than %d", ErrNoPlan, d.c.Name, typeName(in), in.Name, maxDepth)
-		}
-		if err == nil {
-			before := c.clone()
-			why := fmt.Sprintf("feeds %s to %s", typeName(in), d.c.Name)
-			if asked := p.asked(prod); asked != "" {
-				why = "asked: " + asked
-			}
-			if err = p.feed(c, prod, why, visiting, depth+1); err == nil {
-				if len(prod.c.CanChainWith) > 0 {
-					if slices.Contains(prod.c.CanChainWith, d.c.Name) {
-						c.affinity++
-					} else {
-						c.affinity--
-					}
-				}
-			} else {
-				*c = *before
-			}
-		}
-		if err != nil && in.Required {
-			return err
-		}
-	}
-	if c.has(d.c.Name) {
-		return nil // fed an earlier input already
-	}
-	p.fill(d, params)
-	c.steps = append(c.steps, PlanStep{Agent: d.c.Name, Params: params, Reason: reason})
-	for _, o := range d.c.Outputs {
-		c.have[typeHint{o.DataType, o.ContentTypeHint}] = true
-	}
-	return nil
-}
-
-// namesContentOf reports whether the message names the content type of one
-// of d's file inputs: then the message's words are not its text ("count
-// the words of the budget documents").
-func (p *planner) namesContentOf(d *agentDoc) bool {
-	for _, in := range d.c.Inputs {
-		if in.ContentTypeHint != "" && p.req.contents[in.ContentTypeHint] {
-			return true
-		}
-	}
-	return false
-}
-
-// choose picks the agent that produces in for consumer (nil for the
-// message itself). One producer is taken as it is; among several, the
-// ones related to the message or chained to the consumer rank first, and
-// when none is, the plan fails rather than guess.
-func (p *planner) choose(c *chain, in schemas.TypedInput, consumer *agentDoc, visiting map[string]bool) (*agentDoc, error) {
-	var prods []*agentDoc
-	for _, o := range p.ix.docs {
-		if visiting[o.c.Name] || c.has(o.c.Name) || !p.compatible(o) || !produces(o.c, in) {
-			continue
-		}
-		prods = append(prods, o)
-	}
-	who := "the message"
-	if consumer != nil {
-		who = consumer.c.Name
-	}
-	if len(prods) == 0 {
-		return nil, fmt.Errorf("%w: %s needs %s (input %q)%s, the conversation's state holds none and no live agent produces it; %s",
-			ErrNoPlan, who, typeName(in), in.Name, p.textHint(in), p.startHint(in))
-	}
-	if len(prods) == 1 && in.DataType != schemas.TypeText {
-		return prods[0], nil // the only way to it
-	}
-	rank := func(o *agentDoc) (int, float64) {
-		aff := 0
-		if consumer != nil && slices.Contains(o.c.CanChainWith, consumer.c.Name) {
-			aff = 1
-		}
-		return aff, p.ix.score(o, p.req.stems)
-	}
-	best := slices.MaxFunc(prods, func(a, b *agentDoc) int {
-		aa, as := rank(a)
-		ba, bs := rank(b)
-		return cmp.Or(cmp.Compare(aa, ba), cmp.Compare(as, bs), strings.Compare(b.c.Name, a.c.Name))
-	})
-	if aff, score := rank(best); aff == 0 && score == 0 && len(prods) == 1 {
-		return nil, fmt.Errorf("%w: %s needs %s (input %q)%s; the conversation's state holds none, and the message does not ask for %s, the one agent that produces it",
-			ErrNoPlan, who, typeName(in), in.Name, p.textHint(in), best.c.Name)
-	} else if aff == 0 && score == 0 {
-		names := make([]string, len(prods))
-		for i, o := range prods {
-			names[i] = o.c.Name
-		}
-		slices.Sort(names)
-		return nil, fmt.Errorf("%w: %s needs %s (input %q)%s and the conversation's state holds none; %s could produce it, and the message does not say which",
-			ErrNoPlan, who, typeName(in), in.Name, p.textHint(in), strings.Join(names, ", "))
-	}
-	return best, nil
-}
-
-func (p *planner) textHint(in schemas.TypedInput) string {
-	if in.DataType == schemas.TypeText {
-		return ": give the text in quotes (\"reverse the text 'hello world'\")"
-	}
-	return ""
-}
-
-func (p *planner) startHint(in schemas.TypedInput) string {
-	return fmt.Sprintf("start an agent whose contract outputs %s, or configure an LLM (docs/llm.md)", typeName(in))
-}
-
-// unknown is the error for a message no contract answers: the words no
-// agent offers and, when it names a capability, that no live agent has it.
-func (p *planner) unknown() error {
-	var words []string
-	for i, w := range p.req.words {
-		_, num := p.req.numbers[i]
-		if !p.req.inQuote[i] && !num && slices.ContainsFunc(w.parts, func(s string) bool { return !stopWords[s] }) {
-			words = append(words, strings.ToLower(w.text))
-		}
-	}
-	if len(words) == 0 {
-		return fmt.Errorf("%w: %q asks for nothing a live agent's contract offers; say what to do in words of an agent's description (agentmesh agents lists them) or configure an LLM (docs/llm.md)", ErrNoPlan, p.req.raw)
-	}
-	return fmt.Errorf("%w: %q asks for nothing a live agent's contract offers (no agent's name, description, outputs or params speak of %s); say what to do in words of an agent's description (agentmesh agents lists them), or configure an LLM with OPENAI_API_KEY (or AGENTMESH_MODEL=anthropic:MODEL with ANTHROPIC_API_KEY; docs/llm.md)",
-		ErrNoPlan, p.req.raw, quoteList(words))
-}
-
-// missingCapabilities are the capabilities of the design the message
-// names ("evaluate" -> EVALUATION) that no live agent has.
-func (p *planner) missingCapabilities() []string {
-	var missing []string
-	have := map[string]bool{}
-	for _, d := range p.ix.docs {
-		have[strings.ToUpper(d.c.Capability)] = true
-	}
-	for _, capability := range []string{schemas.CapSearch, schemas.CapAnalysis, schemas.CapOrganization, schemas.CapGeneration, schemas.CapTransformation, schemas.CapEvaluation} {
-		if !have[capability] && slices.Contains(p.req.stems, stem(strings.ToLower(capability))) {
-			missing = append(missing, capability)
-		}
-	}
-	return missing
-}
-
 func lastStem(w written) string { return w.stems[len(w.stems)-1] }
-
-func quoteList(words []string) string {
-	q := make([]string, len(words))
-	for i, w := range words {
-		q[i] = fmt.Sprintf("%q", w)
-	}
-	return strings.Join(q, ", ")
-}
-
-func typeName(in schemas.TypedInput) string {
-	return in.DataType + route.HintSuffix(in.ContentTypeHint)
-}
-
-// produces reports whether c has an output that can feed in.
-func produces(c schemas.AgentContract, in schemas.TypedInput) bool {
-	for _, o := range c.Outputs {
-		if o.DataType != in.DataType {
-			continue
-		}
-		if in.ContentTypeHint == "" || in.ContentTypeHint == schemas.ContentMixed || o.ContentTypeHint == "" || o.ContentTypeHint == in.ContentTypeHint {
-			return true
-		}
-	}
-	return false
-}

@@ -166,6 +166,8 @@ func plannerCases() []plannerCase {
 		{set: "builtin", message: "reverse it", slots: someText, want: []string{textA}, params: map[string]map[string]any{textA: {"op": "reverse"}}},
 		{set: "builtin", message: "uppercase the summary of the documents", want: []string{docSearch, summ, textA}, params: map[string]map[string]any{textA: {"op": "upper"}}},
 		{set: "builtin", message: "find sunset images and summarize the documents about nats", want: []string{docSearch, summ, imgSearch}},
+		// docs/security.md runs TextAgent alone.
+		{set: "text", message: "count the words in hello world", want: []string{textA}, params: op("wordcount", "hello world")},
 		// Examples' agents.
 		{set: "shout", message: "shout hello world", want: []string{"ShoutAgent"}, params: map[string]map[string]any{"ShoutAgent": {"text": "hello world"}}},
 		{set: "node", message: "count the words of the budget documents", want: []string{docSearch, "NodeWordCount"}, params: q(docSearch, "budget")},
@@ -202,6 +204,8 @@ func contractSet(t testing.TB, set string) []schemas.AgentContract {
 		return append(builtinContracts(), nodeWordCountContract())
 	case "mcp":
 		return append(builtinContracts(), mcpContracts(t)...)
+	case "text":
+		return []schemas.AgentContract{text.Agent{}.Contract()}
 	case "folder":
 		return []schemas.AgentContract{(&folder.Agent{}).Contract()}
 	}

@@ -56,7 +56,32 @@ func (c *Chat) runOffline(ctx context.Context, s *session) (schemas.ChatResponse
 				"stopped because "+last.Agent+" found nothing, so "+strings.Join(skipped, " -> ")+" had nothing to work on and did not run"), nil)
 		}
 	}
-	return c.finish(ctx, s, schemas.ChatCompleted, c.offlineOutput(t, ""), nil)
+	return c.finish(ctx, s, schemas.ChatCompleted, c.offlineOutput(t, "")+c.offlineText(ctx, s), nil)
+}
+
+// offlineText shows the text the plan's last step wrote ("dlrow olleh"
+// for "reverse the text hello world"): with no model to put the result
+// in words, the answer carries it. "" when the last step wrote none.
+func (c *Chat) offlineText(ctx context.Context, s *session) string {
+	t := s.turn
+	if len(t.ToolCalls) == 0 {
+		return ""
+	}
+	last := t.ToolCalls[len(t.ToolCalls)-1]
+	slot, ok := c.router.SlotFor(schemas.TypeText, "")
+	if !ok {
+		return ""
+	}
+	st, err := c.state(ctx, s.conv)
+	if err != nil {
+		return ""
+	}
+	v, ok := st.Slots[slot]
+	var text string
+	if !ok || v.Source != last.Agent || v.Decode(&text) != nil || strings.TrimSpace(text) == "" {
+		return ""
+	}
+	return fmt.Sprintf(" %s wrote: %s", last.Agent, schemas.Clip(strings.TrimSpace(text), 600))
 }
 
 func (c *Chat) offlineOutput(t *chatTurn, ending string) string {

@@ -81,15 +81,15 @@ func TestPlanOfflineByDescription(t *testing.T) {
 	if got := plan.Agents(); !slices.Equal(got, []string{"DocSearch", "NodeWordCount"}) {
 		t.Errorf("plan %v, want DocSearch feeding NodeWordCount", got)
 	}
-	if r := plan.Steps[len(plan.Steps)-1].Reason; !strings.Contains(r, "described") {
+	if r := plan.Steps[len(plan.Steps)-1].Reason; r != "asked: count, words" {
 		t.Errorf("reason %q", r)
 	}
 	docs := map[string]schemas.TypedValue{route.SlotDocumentIDs: schemas.FilesValue(schemas.FromIDs(schemas.ContentDocuments, "d"), "x")}
 	if plan, err := chat.PlanOffline("word count please", contracts, docs, nil); err != nil || !slices.Equal(plan.Agents(), []string{"NodeWordCount"}) {
 		t.Errorf("with documents in state: plan %v, %v", plan.Agents(), err)
 	}
-	if _, err := chat.PlanOffline("count the sheep", contracts, nil, nil); !errors.Is(err, chat.ErrNoPlan) || !strings.Contains(err.Error(), "no live agent's description matches") {
-		t.Errorf("one shared word is not enough: %v", err)
+	if _, err := chat.PlanOffline("feed the sheep", contracts, nil, nil); !errors.Is(err, chat.ErrNoPlan) || !strings.Contains(err.Error(), `speak of "feed", "sheep"`) {
+		t.Errorf("words no contract speaks of: %v", err)
 	}
 }
 
@@ -133,7 +133,7 @@ func ExamplePlanOffline() {
 		fmt.Println(s.Agent, s.Params, "-", s.Reason)
 	}
 	// Output:
-	// ImageSearch map[query:sunset] - asked: search
+	// ImageSearch map[query:sunset] - asked: find, images
 	// ImageAnalysis map[] - feeds CATEGORIZATION to FolderOrganizer
-	// FolderOrganizer map[] - asked: organization
+	// FolderOrganizer map[] - asked: organize, folders
 }

@@ -18,10 +18,12 @@ type Search struct {
 }
 
 // Search reads the task's query (the "query" param, else its instruction)
-// and its "limit" param, def when not given.
+// and its "limit" param, def when not given. A "query" param given empty
+// asks for every file, whatever the instruction says: the offline planner
+// sends it for "summarize the documents", whose words name no document.
 func (t *Task) Search(ec *schemas.ExecutionContext, def int) (Search, error) {
 	query := strings.TrimSpace(ec.Param("query"))
-	if query == "" {
+	if _, given := ec.Params()["query"]; query == "" && !given {
 		query = strings.TrimSpace(ec.Instruction())
 	}
 	limit, err := t.IntParam(ec, "limit", def)
@@ -115,7 +117,10 @@ func (t *Task) Found(s Search, found []Hit) (string, map[string]schemas.TypedVal
 	noun := out.ContentTypeHint // "images", "documents"
 	one := strings.TrimSuffix(noun, "s")
 	summary := fmt.Sprintf("found %s for %q", schemas.Plural(len(found), one, noun), s.Query)
-	if len(s.Terms) == 0 {
+	switch {
+	case strings.TrimSpace(s.Query) == "":
+		summary = fmt.Sprintf("found %s (no query, so every %s is listed)", schemas.Plural(len(found), one, noun), one)
+	case len(s.Terms) == 0:
 		summary = fmt.Sprintf("found %s (the query %q has no search words, so every %s is listed)",
 			schemas.Plural(len(found), one, noun), s.Query, one)
 	}

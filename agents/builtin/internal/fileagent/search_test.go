@@ -48,6 +48,7 @@ func TestFound(t *testing.T) {
 		{fileagent.Search{Query: "sunset", Terms: []string{"sunset"}}, many[:2], `found 2 images for "sunset": a, b`},
 		{fileagent.Search{Query: "sunset", Terms: []string{"sunset"}}, many, `found 6 images for "sunset": a, b, c, d, e, ...`},
 		{fileagent.Search{Query: "the"}, nil, `found 0 images (the query "the" has no search words, so every image is listed)`},
+		{fileagent.Search{}, many[:1], `found 1 image (no query, so every image is listed): a`},
 	}
 	for _, tt := range tests {
 		summary, outputs := fileagent.Start(contract).Found(tt.search, tt.hits)
@@ -83,6 +84,26 @@ func TestCut(t *testing.T) {
 	for _, tt := range tests {
 		if got := fileagent.Cut(tt.s, tt.n); got != tt.want {
 			t.Errorf("Cut(%q, %d) = %q; want %q", tt.s, tt.n, got, tt.want)
+		}
+	}
+}
+
+// A query param given empty lists every file; without one, the
+// instruction is the query.
+func TestSearchQuery(t *testing.T) {
+	for _, tc := range []struct {
+		params map[string]any
+		want   string
+	}{
+		{map[string]any{"query": ""}, ""},
+		{map[string]any{"query": " sunset "}, "sunset"},
+		{map[string]any{}, "summarize the documents"},
+		{nil, "summarize the documents"},
+	} {
+		ec := schemas.ContextFromTask(nil, schemas.TaskRequest{Params: tc.params, Instruction: "summarize the documents"})
+		s, err := fileagent.Start(contract).Search(ec, 10)
+		if err != nil || s.Query != tc.want {
+			t.Errorf("params %v: query %q (%v), want %q", tc.params, s.Query, err, tc.want)
 		}
 	}
 }

@@ -51,10 +51,11 @@ test("a chat turn reaches a TypeScript agent and streams its progress", { skip }
   const name = await tally();
   const client = new MeshClient(nc!);
   const seen: MeshEvent[] = [];
-  const answer = await client.chat("zebra quokka vowels", { onEvent: (e) => seen.push(e), waitMs: 60_000 });
+  // The offline planner gives the agent the quoted text to work on.
+  const answer = await client.chat('tally the vowels of "zebra quokka"', { onEvent: (e) => seen.push(e), waitMs: 60_000 });
   assert.equal(answer.state, "completed", JSON.stringify(answer));
   assert.ok(answer.tool_calls?.some((c) => c.agent === name && c.success), JSON.stringify(answer.tool_calls));
-  assert.match(answer.output, /7 vowels/);
+  assert.match(answer.output, /5 vowels/);
   assert.ok(seen.some((e) => e.type === EventTypes.chatProgress), `no chat progress among ${seen.map((e) => e.type).join(", ")}`);
 });
 

@@ -26,8 +26,11 @@ type Input struct {
 	ContentTypeHint string `yaml:"content_type_hint" json:"content_type_hint,omitempty"`
 }
 
-// Output declares one output of a PromptAgent. The first output must be
-// TEXT: it receives the model's reply.
+// Output declares one output of a PromptAgent. A single TEXT output
+// receives the model's reply; any other outputs, of any data types, are
+// members of one JSON object the model answers with, each checked against
+// its type's schema (Config.Structured). Description tells the model what
+// to put in it.
 type Output struct {
 	Name            string `yaml:"name" json:"name"`
 	DataType        string `yaml:"data_type" json:"data_type"`
@@ -109,8 +112,7 @@ func Parse(b []byte) (Config, error) {
 }
 
 // Validate reports every problem of the config at once: missing name,
-// description, capability or system prompt; no outputs, or a first output
-// that is not TEXT; duplicate or unknown-typed inputs and outputs; a params
+// description, capability or system prompt; no outputs; duplicate or unknown-typed inputs and outputs; a params
 // schema that does not compile. The error wraps ErrInvalidConfig.
 func (c Config) Validate() error {
 	var errs []error
@@ -119,9 +121,7 @@ func (c Config) Validate() error {
 		add("system_prompt is empty: say what the model should do")
 	}
 	if len(c.Outputs) == 0 {
-		add("outputs: none declared; declare at least one TEXT output to receive the reply")
-	} else if c.Outputs[0].DataType != schemas.TypeText {
-		add("outputs[0] %q is %s; the first output receives the model's reply and must be TEXT", c.Outputs[0].Name, orEmpty(c.Outputs[0].DataType))
+		add("outputs: none declared; declare one TEXT output to receive the reply, or the outputs of any data types the model answers in JSON")
 	}
 	for i, m := range c.MCP {
 		if (m.Command == "") == (m.URL == "") {

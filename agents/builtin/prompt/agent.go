@@ -47,6 +47,7 @@ type Agent struct {
 	model    llmiface.TextModel
 	files    resolvers.FileResolver
 	types    *schemas.DataTypeRegistry // checks structured outputs
+	guard    *llm.Guard                // policies of model and tool calls; nil: none
 
 	toolModel ToolModel // with tools: runs the tool loop (WithTools)
 	tools     []Tool
@@ -68,6 +69,13 @@ func New(cfg Config, model llmiface.TextModel, opts ...Option) (*Agent, error) {
 		return nil, err
 	}
 	a := &Agent{cfg: cfg, contract: cfg.Contract(), model: model, types: schemas.DefaultRegistry()}
+	if !cfg.Policy.Empty() {
+		ps, err := cfg.Policy.Policies()
+		if err != nil {
+			return nil, err
+		}
+		a.guard = llm.NewGuard(ps)
+	}
 	for _, o := range opts {
 		o(a)
 	}
@@ -93,6 +101,7 @@ func (a *Agent) Execute(ctx context.Context, ec *schemas.ExecutionContext) (sche
 			return schemas.Failure(a.cfg.Name, schemas.CodeInvalidInput, fmt.Sprintf("input %q (%s) is required", in.Name, in.DataType), false), nil
 		}
 	}
+	ctx = withApproval(ctx, ec)
 	user, err := a.render(ctx, ec)
 	if err != nil {
 		return schemas.Failure(a.cfg.Name, schemas.CodeInvalidInput, err.Error(), false), nil
@@ -109,6 +118,9 @@ func (a *Agent) Execute(ctx context.Context, ec *schemas.ExecutionContext) (sche
 		reply = msg.Content
 		if errors.Is(err, ErrToolSteps) {
 			return schemas.Failure(a.cfg.Name, schemas.CodeAgentError, err.Error(), false), nil
+		}
+		if res, ok := a.policyFailure(err); ok {
+			return res, nil
 		}
 	} else {
 		reply, usage, err = a.model.Complete(ctx, a.cfg.SystemPrompt, user)
@@ -144,10 +156,13 @@ func (a *Agent) modelFailed(ctx context.Context, err error) (schemas.AgentResult
 // when it is one (an *llm.Client is); nil when there is none.
 func (a *Agent) chatModel() ToolModel {
 	if len(a.tools) > 0 && a.toolModel != nil {
-		return a.toolModel
+		return a.guarded(a.toolModel)
 	}
 	if m, ok := a.model.(ToolModel); ok {
-		return m
+		return a.guarded(m)
+	}
+	if a.model != nil && a.guard.Policies() > 0 {
+		return a.guarded(textOnly{a.model})
 	}
 	return nil
 }

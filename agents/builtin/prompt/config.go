@@ -11,6 +11,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/agentmesh/agentmesh/llm"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -56,19 +57,24 @@ type Output struct {
 //	  - {command: "node server.mjs", tools: [word_count]}
 //	  - {url: "http://127.0.0.1:3001/mcp"}
 //	max_tool_steps: 8    # optional: model calls per task when it has tools
+//	policy:              # optional: llm.PolicyRules around its model and tool calls
+//	  refuse_tools: [delete_file]
+//	  approve_tools: [send_mail]   # the task ends approval_required until approved: true
+//	  redact: [api_keys, emails]   # or regular expressions
 type Config struct {
-	Name         string         `yaml:"name" json:"name"`
-	Description  string         `yaml:"description" json:"description"`
-	Capability   string         `yaml:"capability" json:"capability"`
-	Version      string         `yaml:"version" json:"version,omitempty"`
-	SystemPrompt string         `yaml:"system_prompt" json:"system_prompt"`
-	Inputs       []Input        `yaml:"inputs" json:"inputs,omitempty"`
-	Outputs      []Output       `yaml:"outputs" json:"outputs"`
-	Params       map[string]any `yaml:"params" json:"params,omitempty"`
-	Model        string         `yaml:"model" json:"model,omitempty"`
-	TimeoutMS    int64          `yaml:"timeout_ms" json:"timeout_ms,omitempty"`
-	MCP          []MCPServer    `yaml:"mcp" json:"mcp,omitempty"`
-	MaxToolSteps int            `yaml:"max_tool_steps" json:"max_tool_steps,omitempty"`
+	Name         string          `yaml:"name" json:"name"`
+	Description  string          `yaml:"description" json:"description"`
+	Capability   string          `yaml:"capability" json:"capability"`
+	Version      string          `yaml:"version" json:"version,omitempty"`
+	SystemPrompt string          `yaml:"system_prompt" json:"system_prompt"`
+	Inputs       []Input         `yaml:"inputs" json:"inputs,omitempty"`
+	Outputs      []Output        `yaml:"outputs" json:"outputs"`
+	Params       map[string]any  `yaml:"params" json:"params,omitempty"`
+	Model        string          `yaml:"model" json:"model,omitempty"`
+	TimeoutMS    int64           `yaml:"timeout_ms" json:"timeout_ms,omitempty"`
+	MCP          []MCPServer     `yaml:"mcp" json:"mcp,omitempty"`
+	MaxToolSteps int             `yaml:"max_tool_steps" json:"max_tool_steps,omitempty"`
+	Policy       llm.PolicyRules `yaml:"policy" json:"policy,omitempty"`
 }
 
 // MCPServer is an MCP server whose tools a PromptAgent's model may call:
@@ -130,6 +136,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxToolSteps < 0 {
 		add("max_tool_steps is %d: give a positive number, or leave it out for %d", c.MaxToolSteps, DefaultMaxToolSteps)
+	}
+	if err := c.Policy.Validate(); err != nil {
+		add("policy: %v", err)
 	}
 	contract, err := c.contract()
 	if err != nil {

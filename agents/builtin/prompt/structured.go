@@ -104,6 +104,9 @@ func (a *Agent) executeStructured(ctx context.Context, user string) (schemas.Age
 		if errors.Is(err, ErrToolSteps) {
 			return schemas.Failure(a.cfg.Name, schemas.CodeAgentError, err.Error(), false), nil
 		}
+		if res, ok := a.policyFailure(err); ok {
+			return res, nil
+		}
 		if err != nil {
 			return a.modelFailed(ctx, err)
 		}

@@ -81,7 +81,14 @@ func (a *Agent) runTools(ctx context.Context, model ToolModel, msgs []llm.Messag
 			return msg, msgs, total, nil
 		}
 		for _, call := range msg.ToolCalls {
-			out := a.callTool(ctx, byName, call)
+			refused, err := a.checkTool(ctx, &call)
+			if err != nil {
+				return llm.Message{}, msgs, total, err
+			}
+			out := refused
+			if out == "" {
+				out = a.callTool(ctx, byName, call)
+			}
 			if ctx.Err() != nil {
 				return llm.Message{}, msgs, total, ctx.Err()
 			}

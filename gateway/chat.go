@@ -220,16 +220,27 @@ func (g *Gateway) handleConversationEvents(w http.ResponseWriter, r *http.Reques
 }
 
 // followID streams every event of a run or conversation, from the start
-// of what the events stream holds (or, with ?from=now, only new ones).
+// of what the events stream holds (or, with ?from=now, only new ones), and
+// the text its models write as they write it (TypeDelta; not with
+// ?deltas=0).
 func (g *Gateway) followID(w http.ResponseWriter, r *http.Request, c *conn, id string) error {
 	fromNow := r.URL.Query().Get("from") == "now"
 	ctx := r.Context()
+	var deltas <-chan schemas.ChatDelta
+	if r.URL.Query().Get("deltas") != "0" {
+		d, stopDeltas, err := followDeltas(c, id)
+		if err != nil {
+			return meshError("following the text of "+id, err)
+		}
+		defer stopDeltas()
+		deltas = d
+	}
 	ch, stop, err := client.Follow(ctx, c.js, c.names, c.names.EventsOf(id), fromNow)
 	if err != nil {
 		return meshError("following "+id, err)
 	}
 	defer stop()
-	return streamEvents(ctx, w, r, ch, nil)
+	return streamWithDeltas(ctx, w, r, ch, nil, deltas)
 }
 
 // replay reads the events stored on subject up to now, keeping those of

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/agentmesh/agentmesh/bus"
+	"github.com/agentmesh/agentmesh/client"
+	"github.com/agentmesh/agentmesh/schemas"
 )
 
 // keepAlive is how often an idle event stream gets a comment line, so
@@ -110,6 +112,42 @@ func structured(ev bus.Event) map[string]any {
 // ends. After a reconnection (the Last-Event-ID header), the events up to
 // and including that id are skipped: the stream replays from the start.
 func streamEvents(ctx context.Context, w http.ResponseWriter, r *http.Request, ch <-chan bus.Event, keep func(bus.Event) bool) error {
+	return streamWithDeltas(ctx, w, r, ch, keep, nil)
+}
+
+// TypeDelta is the event type of a piece of text a model is writing, in
+// a conversation's or run's event stream: its data is a schemas.ChatDelta
+// (not a CloudEvent), and it has no id, as pieces are not stored and a
+// reconnection does not replay them.
+const TypeDelta = "io.agentmesh.delta"
+
+// maxPendingDeltas bounds the pieces waiting for a slow reader; more are
+// dropped, as a lost piece would be.
+const maxPendingDeltas = 256
+
+// followDeltas subscribes to the text pieces of the conversation, run or
+// task id (mesh.delta.<id>) until stop is called.
+func followDeltas(c *conn, id string) (<-chan schemas.ChatDelta, func(), error) {
+	ch := make(chan schemas.ChatDelta, maxPendingDeltas)
+	stop, err := client.FollowDeltas(c.nc, c.names, id, func(d schemas.ChatDelta) {
+		select {
+		case ch <- d:
+		default: // the reader is behind: the piece is lost, the answer is whole
+		}
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := c.nc.Flush(); err != nil { // the server has the subscription before the stream starts
+		stop()
+		return nil, nil, err
+	}
+	return ch, stop, nil
+}
+
+// streamWithDeltas is streamEvents with the pieces of text of deltas
+// written between the events as they come (TypeDelta).
+func streamWithDeltas(ctx context.Context, w http.ResponseWriter, r *http.Request, ch <-chan bus.Event, keep func(bus.Event) bool, deltas <-chan schemas.ChatDelta) error {
 	s, err := startSSE(w)
 	if err != nil {
 		return nil
@@ -123,6 +161,14 @@ func streamEvents(ctx context.Context, w http.ResponseWriter, r *http.Request, c
 			return nil
 		case <-tick.C:
 			if s.ping() != nil {
+				return nil
+			}
+		case d := <-deltas:
+			data, err := json.Marshal(d)
+			if err != nil {
+				continue
+			}
+			if s.send("", TypeDelta, data) != nil {
 				return nil
 			}
 		case ev := <-ch:

@@ -10,6 +10,10 @@ import (
 	"time"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2/event"
+
+	"github.com/agentmesh/agentmesh/bus"
+	"github.com/agentmesh/agentmesh/client"
+	"github.com/agentmesh/agentmesh/schemas"
 )
 
 // sseEvent is one server-sent event as a browser's EventSource sees it.
@@ -114,6 +118,13 @@ func dataOf(ev sseEvent) map[string]any {
 // id are the stream's event and id fields.
 func checkCloudEvent(t *testing.T, ev sseEvent) {
 	t.Helper()
+	if ev.Type == TypeDelta { // a piece of text, not a CloudEvent
+		var d schemas.ChatDelta
+		if err := json.Unmarshal([]byte(ev.Raw), &d); err != nil || d.Text == "" || d.Seq < 1 || ev.ID != "" {
+			t.Fatalf("delta event %+v: %v", ev, err)
+		}
+		return
+	}
 	var ce cloudevents.Event
 	if err := json.Unmarshal([]byte(ev.Raw), &ce); err != nil {
 		t.Fatalf("event %s: the CloudEvents SDK cannot read it: %v\n%s", ev.Type, err, ev.Raw)
@@ -123,5 +134,47 @@ func checkCloudEvent(t *testing.T, ev sseEvent) {
 	}
 	if ce.Type() != ev.Type || (ev.ID != "" && ce.ID() != ev.ID) {
 		t.Fatalf("event: stream fields %s/%s, CloudEvent %s/%s", ev.Type, ev.ID, ce.Type(), ce.ID())
+	}
+}
+
+// A conversation's event stream carries the text its model writes, piece
+// by piece as the chat loop publishes it on mesh.delta.<conversation>,
+// between the stored events; ?deltas=0 leaves it out.
+func TestConversationEventsCarryDeltas(t *testing.T) {
+	m := newTestMesh(t)
+	conv := "c-deltas"
+	events := m.openSSE(t, "/api/conversations/"+conv+"/events")
+	quiet := m.openSSE(t, "/api/conversations/"+conv+"/events?deltas=0")
+	nc := m.srv.Conn(t)
+	pieces := []string{"I found ", "12 sunset ", "images."}
+	for i, p := range pieces {
+		b, _ := json.Marshal(schemas.ChatDelta{ConversationID: conv, Turn: 1, Step: 1, Seq: i + 1, Text: p})
+		if err := nc.Publish(m.srv.Names().Deltas(conv), b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got strings.Builder
+	for i := range pieces {
+		ev := waitEvent(t, events, TypeDelta, nil)
+		if ev.ID != "" || ev.Data["conversation_id"] != conv || ev.Data["seq"] != float64(i+1) {
+			t.Errorf("delta event %+v", ev)
+		}
+		got.WriteString(ev.Data["text"].(string))
+	}
+	if got.String() != strings.Join(pieces, "") {
+		t.Errorf("streamed %q", got.String())
+	}
+	// The quiet stream sees the next stored event and no delta before it.
+	if _, _, err := client.SendChat(context.Background(), m.srv.JetStream(t), m.srv.Names(), conv, "find sunset images", "test"); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		ev := nextEvent(t, quiet)
+		if ev.Type == TypeDelta {
+			t.Fatalf("?deltas=0 stream had %+v", ev)
+		}
+		if ev.Type == bus.TypeChatResponded {
+			break
+		}
 	}
 }

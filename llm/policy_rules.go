@@ -19,8 +19,10 @@ const (
 
 // Redaction patterns by name, for PolicyRules.Redact.
 var redactions = map[string]*regexp.Regexp{
-	// OpenAI, Anthropic, Google, AWS, GitHub and Slack keys, and bearer tokens.
-	"api_keys": regexp.MustCompile(`\b(?:sk-(?:ant-|proj-)?[A-Za-z0-9_-]{16,}|AIza[0-9A-Za-z_-]{35}|AKIA[0-9A-Z]{16}|gh[pousr]_[A-Za-z0-9]{30,}|xox[abprs]-[A-Za-z0-9-]{10,})|(?i:bearer\s+)[A-Za-z0-9._~+/-]{20,}=*`),
+	// OpenAI, Anthropic, Google, AWS, GitHub and Slack keys. No pattern
+	// matches across a space, so a stream cut at spaces is redacted as the
+	// whole answer is (Guard.Model).
+	"api_keys": regexp.MustCompile(`\b(?:sk-(?:ant-|proj-)?[A-Za-z0-9_-]{16,}|AIza[0-9A-Za-z_-]{35}|AKIA[0-9A-Z]{16}|gh[pousr]_[A-Za-z0-9]{30,}|xox[abprs]-[A-Za-z0-9-]{10,})`),
 	"emails":   regexp.MustCompile(`[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}`),
 }
 
@@ -32,7 +34,9 @@ type PolicyRules struct {
 	RefuseTools  []string `yaml:"refuse_tools" json:"refuse_tools,omitempty"`
 	ApproveTools []string `yaml:"approve_tools" json:"approve_tools,omitempty"`
 	// Redact names patterns: "api_keys", "emails", or a regular expression
-	// (Go syntax); each match becomes "[redacted NAME]".
+	// (Go syntax); each match becomes "[redacted NAME]". Streamed text is
+	// redacted a word at a time: a pattern of your own that matches across
+	// spaces is applied to the whole answer only.
 	Redact []string `yaml:"redact" json:"redact,omitempty"`
 }
 

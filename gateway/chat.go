@@ -226,7 +226,7 @@ func (g *Gateway) handleConversationEvents(w http.ResponseWriter, r *http.Reques
 func (g *Gateway) followID(w http.ResponseWriter, r *http.Request, c *conn, id string) error {
 	fromNow := r.URL.Query().Get("from") == "now"
 	ctx := r.Context()
-	var deltas <-chan schemas.ChatDelta
+	var deltas <-chan *nats.Msg
 	if r.URL.Query().Get("deltas") != "0" {
 		d, stopDeltas, err := followDeltas(c, id)
 		if err != nil {

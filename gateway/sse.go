@@ -8,8 +8,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/agentmesh/agentmesh/bus"
-	"github.com/agentmesh/agentmesh/client"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -126,18 +127,21 @@ const TypeDelta = "io.agentmesh.delta"
 const maxPendingDeltas = 256
 
 // followDeltas subscribes to the text pieces of the conversation, run or
-// task id (mesh.delta.<id>) until stop is called.
-func followDeltas(c *conn, id string) (<-chan schemas.ChatDelta, func(), error) {
-	ch := make(chan schemas.ChatDelta, maxPendingDeltas)
-	stop, err := client.FollowDeltas(c.nc, c.names, id, func(d schemas.ChatDelta) {
-		select {
-		case ch <- d:
-		default: // the reader is behind: the piece is lost, the answer is whole
-		}
-	})
+// task id (mesh.delta.<id>) until stop is called. It is a channel
+// subscription: the connection's reader puts each piece in the channel as
+// it reads it, so a piece sent before an event is in the channel when the
+// event (read later on the same connection) reaches the stream. A reader
+// too slow to keep up loses pieces, not events.
+func followDeltas(c *conn, id string) (<-chan *nats.Msg, func(), error) {
+	if err := bus.ValidateToken("id", id); err != nil {
+		return nil, nil, err
+	}
+	ch := make(chan *nats.Msg, maxPendingDeltas)
+	sub, err := c.nc.ChanSubscribe(c.names.Deltas(id), ch)
 	if err != nil {
 		return nil, nil, err
 	}
+	stop := func() { _ = sub.Unsubscribe() }
 	if err := c.nc.Flush(); err != nil { // the server has the subscription before the stream starts
 		stop()
 		return nil, nil, err
@@ -147,7 +151,7 @@ func followDeltas(c *conn, id string) (<-chan schemas.ChatDelta, func(), error) 
 
 // streamWithDeltas is streamEvents with the pieces of text of deltas
 // written between the events as they come (TypeDelta).
-func streamWithDeltas(ctx context.Context, w http.ResponseWriter, r *http.Request, ch <-chan bus.Event, keep func(bus.Event) bool, deltas <-chan schemas.ChatDelta) error {
+func streamWithDeltas(ctx context.Context, w http.ResponseWriter, r *http.Request, ch <-chan bus.Event, keep func(bus.Event) bool, deltas <-chan *nats.Msg) error {
 	s, err := startSSE(w)
 	if err != nil {
 		return nil
@@ -163,15 +167,21 @@ func streamWithDeltas(ctx context.Context, w http.ResponseWriter, r *http.Reques
 			if s.ping() != nil {
 				return nil
 			}
-		case d := <-deltas:
-			data, err := json.Marshal(d)
-			if err != nil {
-				continue
-			}
-			if s.send("", TypeDelta, data) != nil {
+		case m := <-deltas:
+			if sendDelta(s, m) != nil {
 				return nil
 			}
 		case ev := <-ch:
+			for pending := true; pending; { // the pieces sent before the event go first
+				select {
+				case m := <-deltas:
+					if sendDelta(s, m) != nil {
+						return nil
+					}
+				default:
+					pending = false
+				}
+			}
 			if skipTo != "" {
 				if ev.ID == skipTo {
 					skipTo = ""
@@ -186,6 +196,20 @@ func streamWithDeltas(ctx context.Context, w http.ResponseWriter, r *http.Reques
 			}
 		}
 	}
+}
+
+// sendDelta writes one piece of text; one that is not a ChatDelta is
+// dropped, as a lost piece would be.
+func sendDelta(s *sseWriter, m *nats.Msg) error {
+	var d schemas.ChatDelta
+	if json.Unmarshal(m.Data, &d) != nil {
+		return nil
+	}
+	data, err := json.Marshal(d)
+	if err != nil {
+		return nil
+	}
+	return s.send("", TypeDelta, data)
 }
 
 // eventTypes of the mesh-wide stream (GET /api/events): runs and

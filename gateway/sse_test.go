@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,6 +14,9 @@ import (
 
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/client"
+	"github.com/agentmesh/agentmesh/llm"
+	"github.com/agentmesh/agentmesh/llm/llmtest"
+	"github.com/agentmesh/agentmesh/orchestrator/chat"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -176,5 +180,58 @@ func TestConversationEventsCarryDeltas(t *testing.T) {
 		if ev.Type == bus.TypeChatResponded {
 			break
 		}
+	}
+}
+
+// A chat turn with a streaming model, with each provider's scripted
+// server: the conversation's event stream carries the text while the
+// model writes it (the model holds the rest of its answer until the test
+// has read the first piece), then the whole answer in chat.responded.
+func TestConversationEventsStreamTheChatModel(t *testing.T) {
+	const answer = "I found no sunset images to organize."
+	chunks := []string{"I found no", " sunset images", " to organize."}
+	for _, p := range []struct {
+		name  string
+		model func(t *testing.T, replies ...llmtest.Reply) llm.Config
+	}{
+		{"openai", func(t *testing.T, r ...llmtest.Reply) llm.Config { return llmtest.New(t, r...).Config() }},
+		{"anthropic", func(t *testing.T, r ...llmtest.Reply) llm.Config { return llmtest.NewAnthropic(t, r...).Config() }},
+		{"gemini", func(t *testing.T, r ...llmtest.Reply) llm.Config { return llmtest.NewGemini(t, r...).Config() }},
+	} {
+		t.Run(p.name, func(t *testing.T) {
+			gate := make(chan struct{})
+			var once sync.Once
+			open := func() { once.Do(func() { close(gate) }) }
+			t.Cleanup(open)
+			c, err := llm.New(p.model(t, llmtest.Reply{Content: answer, Chunks: chunks, Gate: gate}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := newTestMeshChat(t, []chat.Option{chat.WithLLM(c)})
+			conv := "c-stream-" + p.name
+			events := m.openSSE(t, "/api/conversations/"+conv+"/events")
+			if r := m.postJSON(t, "/api/chat", `{"message":"Find sunset images and organize them into folders","conversation_id":"`+conv+`","new":true}`); r.status != 202 {
+				t.Fatalf("chat: %d %s", r.status, r.body)
+			}
+			first := waitEvent(t, events, TypeDelta, nil)
+			if first.Data["text"] != chunks[0] || first.Data["conversation_id"] != conv {
+				t.Fatalf("first piece %v", first.Data)
+			}
+			open()
+			text := chunks[0]
+			for {
+				ev := nextEvent(t, events)
+				if ev.Type == TypeDelta {
+					text += ev.Data["text"].(string)
+					continue
+				}
+				if ev.Type == bus.TypeChatResponded {
+					if out := dataOf(ev)["output"]; out != answer || text != answer {
+						t.Fatalf("answer %v, streamed %q", out, text)
+					}
+					return
+				}
+			}
+		})
 	}
 }

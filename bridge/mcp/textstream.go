@@ -2,10 +2,11 @@ package mcp
 
 import (
 	"context"
+	"encoding/json"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/nats-io/nats.go"
 
-	"github.com/agentmesh/agentmesh/client"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -43,12 +44,45 @@ func (p *progress) close() {
 
 // forwardTaskText sends the text the task's model writes
 // (mesh.delta.<taskid>, as a PromptAgent streams it) as notifications until
-// the returned stop is called.
+// the returned stop is called. It is a channel subscription: the
+// connection's reader puts each piece in the channel as it reads it, so
+// the pieces sent before the task's result are in it when the result
+// comes, and stop sends them before it returns.
 func (s *Server) forwardTaskText(ctx context.Context, p *progress, taskID string) (stop func()) {
-	stopFollow, err := client.FollowDeltas(s.nc, s.cfg.names, taskID, func(d schemas.ChatDelta) { p.sendText(ctx, d.Text) })
+	ch := make(chan *nats.Msg, 256)
+	sub, err := s.nc.ChanSubscribe(s.cfg.names.Deltas(taskID), ch)
 	if err != nil {
 		s.cfg.log.Warn("following task text", "task", taskID, "err", err)
 		return func() {}
 	}
-	return stopFollow
+	send := func(m *nats.Msg) {
+		var d schemas.ChatDelta
+		if json.Unmarshal(m.Data, &d) == nil {
+			p.sendText(ctx, d.Text)
+		}
+	}
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case m := <-ch:
+				send(m)
+			case <-quit:
+				for {
+					select {
+					case m := <-ch:
+						send(m)
+					default:
+						return
+					}
+				}
+			}
+		}
+	}()
+	return func() {
+		close(quit)
+		<-done
+		_ = sub.Unsubscribe()
+	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/agentmesh/agentmesh/agents/builtin/prompt"
 	meshmcp "github.com/agentmesh/agentmesh/bridge/mcp"
 	"github.com/agentmesh/agentmesh/llm"
 	"github.com/agentmesh/agentmesh/llm/llmtest"
@@ -50,6 +51,56 @@ func TestChatToolStreamsTheModelsText(t *testing.T) {
 	cs := connect(t, m.mcp, notes.options())
 	params := &mcp.CallToolParams{Name: "chat", Arguments: map[string]any{"message": "anything to shout?"}}
 	params.SetProgressToken("t-1")
+	res, err := cs.CallTool(context.Background(), params)
+	if err != nil || res.IsError {
+		t.Fatalf("%+v, %v", res, err)
+	}
+	deadline := time.Now().Add(10 * time.Second) // notifications are handled apart from the result
+	for {
+		notes.mu.Lock()
+		got := slices.Clone(notes.text)
+		notes.mu.Unlock()
+		if len(got) >= len(chunks) || time.Now().After(deadline) {
+			if !slices.Equal(got, chunks) {
+				t.Errorf("text notifications %q, want %q", got, chunks)
+			}
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// An agent tool whose agent is a PromptAgent sends its model's text as
+// notifications marked agentmesh.dev/text, all before the tool result.
+func TestAgentToolStreamsAPromptAgentsText(t *testing.T) {
+	m := startMesh(t)
+	chunks := []string{"Three", " words", " in all."}
+	model := llmtest.New(t, llmtest.Reply{Content: strings.Join(chunks, ""), Chunks: chunks})
+	c, err := llm.New(model.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := prompt.Parse([]byte(`
+name: Counter
+description: Counts words.
+capability: ANALYSIS
+system_prompt: Count the words.
+inputs: [{name: text, data_type: TEXT, required: true}]
+outputs: [{name: answer, data_type: TEXT}]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ag, err := prompt.New(cfg, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.runAgent(t, ag)
+	m.mcp.Sync()
+	notes := &textNotes{}
+	cs := connect(t, m.mcp, notes.options())
+	params := &mcp.CallToolParams{Name: "Counter", Arguments: map[string]any{"text": "one two two"}}
+	params.SetProgressToken("t-2")
 	res, err := cs.CallTool(context.Background(), params)
 	if err != nil || res.IsError {
 		t.Fatalf("%+v, %v", res, err)

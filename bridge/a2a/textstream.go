@@ -1,7 +1,11 @@
 package a2a
 
 import (
+	"encoding/json"
+	"fmt"
 	"slices"
+
+	"github.com/nats-io/nats.go"
 
 	"github.com/agentmesh/agentmesh/schemas"
 )
@@ -52,4 +56,61 @@ func (e *taskEntry) addArtifactChunk(a Artifact, appendTo bool) {
 	}
 	e.events = append(e.events, StreamResponse{ArtifactUpdate: &TaskArtifactUpdateEvent{TaskID: e.task.ID, ContextID: e.task.ContextID, Artifact: a, Append: appendTo}})
 	e.notifyLocked()
+}
+
+// maxPendingText bounds the pieces of an agent's text waiting to be
+// recorded; more are lost, as the pieces travel at most once anyway.
+const maxPendingText = 256
+
+// followText subscribes to the text the task id's model writes
+// (mesh.delta.<id>, agents.ReportText) through a channel, so the pieces
+// read before the task's result are in it when the result comes.
+func followText(h *Handler, id string) (<-chan *nats.Msg, func(), error) {
+	ch := make(chan *nats.Msg, maxPendingText)
+	sub, err := h.nc.ChanSubscribe(h.names.Deltas(id), ch)
+	if err != nil {
+		return nil, nil, fmt.Errorf("following the text of task %s: %w", id, err)
+	}
+	return ch, func() { _ = sub.Unsubscribe() }, nil
+}
+
+// textArtifact is the artifact an agent's streamed text goes to: its
+// only output when that is TEXT (a PromptAgent's reply), whose artifact
+// the result then replaces whole; "" when it has other outputs, whose
+// text goes out as working status messages instead.
+func textArtifact(c schemas.AgentContract) string {
+	if len(c.Outputs) == 1 && c.Outputs[0].DataType == schemas.TypeText {
+		return c.Outputs[0].Name
+	}
+	return ""
+}
+
+// taskText records the pieces of an agent task's text.
+type taskText struct {
+	e        *taskEntry
+	artifact string
+}
+
+func (t *taskText) add(m *nats.Msg) {
+	var d schemas.ChatDelta
+	if json.Unmarshal(m.Data, &d) != nil || d.Text == "" {
+		return
+	}
+	if t.artifact == "" {
+		t.e.setStatus(StateWorking, agentMessage(t.e.task.ID, t.e.task.ContextID, d.Text))
+		return
+	}
+	t.e.addArtifactChunk(Artifact{ArtifactID: t.artifact, Name: t.artifact, Parts: []Part{TextPart(d.Text)}}, d.Seq > 1)
+}
+
+// drain records the pieces already read.
+func (t *taskText) drain(ch <-chan *nats.Msg) {
+	for {
+		select {
+		case m := <-ch:
+			t.add(m)
+		default:
+			return
+		}
+	}
 }

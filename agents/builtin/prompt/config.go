@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"strings"
 
@@ -176,7 +177,15 @@ func (c Config) contract() (schemas.AgentContract, error) {
 		contract.Outputs = append(contract.Outputs, schemas.TypedOutput(out))
 	}
 	if c.Params != nil {
-		raw, err := json.Marshal(c.Params)
+		params := c.Params
+		if props, ok := params["properties"].(map[string]any); ok && len(c.Policy.ApproveTools) > 0 {
+			// The param a task approved by a person comes back with
+			// (approve_tools), whatever else the schema allows.
+			params, props = maps.Clone(params), maps.Clone(props)
+			props["approved"] = map[string]any{"type": "boolean", "description": "a person approved the tool calls the policy holds"}
+			params["properties"] = props
+		}
+		raw, err := json.Marshal(params)
 		if err != nil {
 			return contract, fmt.Errorf("cannot be written as JSON Schema: %v", err)
 		}

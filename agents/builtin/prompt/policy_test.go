@@ -98,3 +98,21 @@ func mustNew(t *testing.T, cfg prompt.Config, c *llm.Client, g *llm.Guard) *prom
 	}
 	return a
 }
+
+// An agent whose policy holds tools for approval takes the param a person's
+// approval comes back with, even when its params schema allows no other.
+func TestApproveToolsAcceptsTheApprovedParam(t *testing.T) {
+	cfg, err := prompt.Parse([]byte(toolYAML + `policy: {approve_tools: [echo]}
+params: {type: object, properties: {mood: {type: string}}, additionalProperties: false}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := cfg.Contract()
+	if err := c.ValidateParams(map[string]any{"approved": true, "mood": "calm"}); err != nil {
+		t.Error(err)
+	}
+	if err := c.ValidateParams(map[string]any{"loud": true}); err == nil {
+		t.Error("an undeclared param was accepted")
+	}
+}

@@ -19,15 +19,12 @@ type textStream struct {
 
 // deltaOf is the text stream of the task ev.
 func (r *Runtime) deltaOf(ev bus.Event) *textStream {
-	d := schemas.ChatDelta{TaskID: ev.ID, Agent: r.contract.Name}
+	d := schemas.ChatDelta{TaskID: ev.ID, Agent: r.contract.Name, RunID: ev.Ext(bus.ExtRunID)}
 	id := ev.ID
 	if conv := ev.Ext(bus.ExtConversationID); conv != "" && bus.ValidateToken(bus.ExtConversationID, conv) == nil {
 		d.ConversationID, id = conv, conv
-	} else if run := ev.Ext(bus.ExtRunID); run != "" && bus.ValidateToken(bus.ExtRunID, run) == nil {
-		d.RunID, id = run, run
-	}
-	if run := ev.Ext(bus.ExtRunID); run != "" {
-		d.RunID = run
+	} else if d.RunID != "" && bus.ValidateToken(bus.ExtRunID, d.RunID) == nil {
+		id = d.RunID
 	}
 	return &textStream{subject: r.cfg.names.Deltas(id), d: d}
 }

@@ -91,7 +91,7 @@ func (a *Agent) Config() Config { return a.cfg }
 // Execute renders the inputs and params into one user message, sends it with
 // the system prompt to the model and returns the reply as the first output.
 func (a *Agent) Execute(ctx context.Context, ec *schemas.ExecutionContext) (schemas.AgentResult, error) {
-	if a.model == nil && a.chatModel() == nil {
+	if a.chatModel() == nil {
 		return schemas.Failure(a.cfg.Name, schemas.CodeUnavailable, fmt.Sprintf(
 			"PromptAgent %s needs an LLM: set OPENAI_API_KEY/OPENAI_BASE_URL (and AGENTMESH_MODEL or the config's model), or AGENTMESH_MODEL=anthropic:MODEL with ANTHROPIC_API_KEY (gemini:MODEL with GEMINI_API_KEY), and restart it",
 			a.cfg.Name), false), nil
@@ -109,26 +109,18 @@ func (a *Agent) Execute(ctx context.Context, ec *schemas.ExecutionContext) (sche
 	if a.cfg.Structured() {
 		return a.executeStructured(ctx, user)
 	}
-	var reply string
-	var usage schemas.Usage
-	if model := a.chatModel(); model != nil {
-		msgs := []llm.Message{{Role: llm.RoleSystem, Content: a.cfg.SystemPrompt}, {Role: llm.RoleUser, Content: user}}
-		var msg llm.Message
-		msg, _, usage, err = a.converse(ctx, model, msgs, nil)
-		reply = msg.Content
-		if errors.Is(err, ErrToolSteps) {
-			return schemas.Failure(a.cfg.Name, schemas.CodeAgentError, err.Error(), false), nil
-		}
-		if res, ok := a.policyFailure(err); ok {
-			return res, nil
-		}
-	} else {
-		reply, usage, err = a.model.Complete(ctx, a.cfg.SystemPrompt, user)
+	msgs := []llm.Message{{Role: llm.RoleSystem, Content: a.cfg.SystemPrompt}, {Role: llm.RoleUser, Content: user}}
+	msg, _, usage, err := a.converse(ctx, a.chatModel(), msgs, nil)
+	if errors.Is(err, ErrToolSteps) {
+		return schemas.Failure(a.cfg.Name, schemas.CodeAgentError, err.Error(), false), nil
+	}
+	if res, ok := a.policyFailure(err); ok {
+		return res, nil
 	}
 	if err != nil {
 		return a.modelFailed(ctx, err)
 	}
-	reply = strings.TrimSpace(reply)
+	reply := strings.TrimSpace(msg.Content)
 	out := a.cfg.Outputs[0]
 	value := schemas.TextValue(reply, a.cfg.Name)
 	value.ContentTypeHint = out.ContentTypeHint
@@ -151,20 +143,24 @@ func (a *Agent) modelFailed(ctx context.Context, err error) (schemas.AgentResult
 	return schemas.AgentResult{}, agents.Retryable(fmt.Errorf("the LLM did not answer: %w", err))
 }
 
-// chatModel is the model that takes whole requests (tools, an output
-// schema): the tool model when the agent has tools, else the text model
-// when it is one (an *llm.Client is); nil when there is none.
+// chatModel is the model of the agent's calls, behind its guard: the tool
+// model when the agent has tools, else the text model, which takes whole
+// requests when it is a ToolModel (an *llm.Client is) and is given the
+// system prompt and the last user message otherwise (it then takes no
+// output schema: structured outputs rest on the validated retry); nil when
+// there is none.
 func (a *Agent) chatModel() ToolModel {
 	if len(a.tools) > 0 && a.toolModel != nil {
 		return a.guarded(a.toolModel)
 	}
-	if m, ok := a.model.(ToolModel); ok {
+	switch m := a.model.(type) {
+	case nil:
+		return nil
+	case ToolModel:
 		return a.guarded(m)
+	default:
+		return a.guarded(textOnly{m})
 	}
-	if a.model != nil && a.guard.Policies() > 0 {
-		return a.guarded(textOnly{a.model})
-	}
-	return nil
 }
 
 // converse runs one answer of the model from msgs: the tool loop when the

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
+	"time"
 
 	"github.com/agentmesh/agentmesh/agents/builtin/llmiface"
 	"github.com/agentmesh/agentmesh/llm"
@@ -41,23 +43,35 @@ func (m chatOnly) Stream(ctx context.Context, req llm.Request, _ func(llm.Delta)
 	return m.Chat(ctx, req)
 }
 
-// textOnly is a text model as a ToolModel: the request's system and last
-// user message go to Complete; it takes neither tools nor output schemas.
+// textOnly is a text model as a ToolModel: the request's system message
+// and its user message go to Complete, a longer conversation (a retry
+// after a refused answer) as one user message holding each turn; it takes
+// neither tools nor output schemas.
 type textOnly struct{ llmiface.TextModel }
 
 func (m textOnly) Chat(ctx context.Context, req llm.Request) (llm.Response, llm.Usage, error) {
-	var system, user string
+	var system string
+	var turns []llm.Message
 	for _, msg := range req.Messages {
-		switch msg.Role {
-		case llm.RoleSystem:
+		if msg.Role == llm.RoleSystem {
 			system = msg.Content
-		case llm.RoleUser:
-			user = msg.Content
+			continue
 		}
+		turns = append(turns, msg)
+	}
+	user := ""
+	if len(turns) == 1 {
+		user = turns[0].Content
+	} else {
+		var b strings.Builder
+		for _, t := range turns {
+			fmt.Fprintf(&b, "## %s\n%s\n\n", t.Role, t.Content)
+		}
+		user = strings.TrimSpace(b.String())
 	}
 	text, usage, err := m.Complete(ctx, system, user)
 	return llm.Response{Message: llm.Message{Role: llm.RoleAssistant, Content: text}},
-		llm.Usage{Tokens: usage.Tokens, Cost: usage.Cost, Attempts: 1}, err
+		llm.Usage{Tokens: usage.Tokens, Cost: usage.Cost, Attempts: 1, Duration: time.Duration(usage.ModelMS) * time.Millisecond}, err
 }
 
 // policyFailure is the outcome of a task a policy stopped, or ok false

@@ -82,18 +82,14 @@ func schemaName(name string) string {
 // was wrong, once; a second failure ends the task invalid_output, and no
 // value of a failed answer is returned.
 func (a *Agent) executeStructured(ctx context.Context, user string) (schemas.AgentResult, error) {
-	model := a.chatModel()
-	if model == nil {
-		return schemas.Failure(a.cfg.Name, schemas.CodeUnavailable, fmt.Sprintf(
-			"PromptAgent %s declares outputs %s, which need a model that takes an output schema (an llm.Client, as `agentmesh agent --config` builds from OPENAI_API_KEY, ANTHROPIC_API_KEY or GEMINI_API_KEY); give it one, or declare a single TEXT output",
-			a.cfg.Name, a.outputNames()), false), nil
-	}
+	model := a.chatModel() // not nil: Execute checked
 	output, err := a.outputSchema()
 	if err != nil {
 		return schemas.Failure(a.cfg.Name, schemas.CodeAgentError, err.Error(), false), nil
 	}
 	msgs := []llm.Message{
-		{Role: llm.RoleSystem, Content: a.cfg.SystemPrompt + "\n\nAnswer with only a JSON object with these members: " + a.outputNames() + "."},
+		{Role: llm.RoleSystem, Content: fmt.Sprintf("%s\n\nAnswer with only a JSON object with these members: %s. Its JSON Schema:\n%s",
+			a.cfg.SystemPrompt, a.outputNames(), output.Schema)},
 		{Role: llm.RoleUser, Content: user},
 	}
 	var total schemas.Usage

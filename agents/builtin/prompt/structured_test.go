@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentmesh/agentmesh/agents/builtin/llmiface"
 	"github.com/agentmesh/agentmesh/agents/builtin/prompt"
 	"github.com/agentmesh/agentmesh/llm"
 	"github.com/agentmesh/agentmesh/llm/llmtest"
@@ -126,22 +127,35 @@ func TestStructuredOutputsAnthropic(t *testing.T) {
 	}
 }
 
-// A model without whole requests cannot answer structured outputs: the
-// task says so instead of guessing.
-func TestStructuredOutputsNeedAChatModel(t *testing.T) {
+// A text model takes no output schema: the schema is in the system prompt,
+// and a refused answer goes back to it with the conversation so far, in
+// one message; the second answer is checked and stored.
+func TestStructuredOutputsOfATextModelRestOnTheRetry(t *testing.T) {
 	cfg, err := prompt.Parse([]byte(sorterYAML))
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, _ := prompt.New(cfg, textOnly{})
-	res, err := a.Execute(context.Background(), schemas.NewExecutionContext(nil))
-	if err != nil || res.Success || res.Error.Code != schemas.CodeUnavailable || !strings.Contains(res.Error.Message, "groups (CATEGORIZATION)") {
-		t.Errorf("%+v, %v", res, err)
+	var systems, users []string
+	model := llmiface.TextModelFunc(func(_ context.Context, system, user string) (string, schemas.Usage, error) {
+		systems, users = append(systems, system), append(users, user)
+		if len(users) == 1 {
+			return `{"groups": [], "reason": "none"}`, schemas.Usage{}, nil
+		}
+		return `{"groups": {"categories": {}}, "reason": "none"}`, schemas.Usage{}, nil
+	})
+	a, _ := prompt.New(cfg, model)
+	ec := schemas.NewExecutionContext(nil)
+	_ = ec.Put("note", schemas.TextValue("nothing today", "test"))
+	res, err := a.Execute(context.Background(), ec)
+	if err != nil || !res.Success || len(users) != 2 {
+		t.Fatalf("%+v, %v, %d calls", res, err, len(users))
 	}
-}
-
-type textOnly struct{}
-
-func (textOnly) Complete(context.Context, string, string) (string, schemas.Usage, error) {
-	return "{}", schemas.Usage{}, nil
+	if !strings.Contains(systems[0], `"required":["groups","reason"]`) {
+		t.Errorf("the system prompt lacks the schema: %s", systems[0])
+	}
+	for _, want := range []string{"## user\n## Input note (TEXT)\nnothing today", "## assistant\n{\"groups\": []", "## user\nYour answer was refused"} {
+		if !strings.Contains(users[1], want) {
+			t.Errorf("the retry lacks %q:\n%s", want, users[1])
+		}
+	}
 }

@@ -7,6 +7,9 @@ import (
 	"sync"
 	"testing"
 
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
 	"github.com/agentmesh/agentmesh/llm"
 	"github.com/agentmesh/agentmesh/llm/llmtest"
 	"github.com/agentmesh/agentmesh/schemas"
@@ -136,5 +139,31 @@ func TestPolicyRulesValidate(t *testing.T) {
 	r, err := llm.PolicyRulesFromEnv()
 	if err != nil || len(r.Redact) != 2 || len(r.RefuseTools) != 2 || r.Redact[1] != "api_keys" {
 		t.Errorf("%+v, %v", r, err)
+	}
+}
+
+// Each decision other than allow is an event on the current span, naming
+// the policy, what it acted on and why.
+func TestPolicyDecisionsAreSpanEvents(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	ctx, span := tp.Tracer("test").Start(context.Background(), "turn")
+	g := guard(t, llm.PolicyRules{RefuseTools: []string{"rm"}}, &policyLog{})
+	_ = g.Tool(ctx, &llm.ToolCall{Name: "rm"})
+	_ = g.Tool(ctx, &llm.ToolCall{Name: "ls"})
+	span.End()
+	spans := exp.GetSpans()
+	if len(spans) != 1 || len(spans[0].Events) != 1 {
+		t.Fatalf("spans %+v", spans)
+	}
+	ev := spans[0].Events[0]
+	attrs := map[string]any{}
+	for _, kv := range ev.Attributes {
+		attrs[string(kv.Key)] = kv.Value.AsInterface()
+	}
+	if ev.Name != "agentmesh.policy" || attrs["agentmesh.policy.name"] != "refuse-tools" || attrs["agentmesh.policy.action"] != "refuse" ||
+		attrs["agentmesh.policy.tool"] != "rm" || attrs["agentmesh.policy.target"] != "tool" || !strings.Contains(attrs["agentmesh.policy.reason"].(string), "rm may not be called") {
+		t.Errorf("event %s %v", ev.Name, attrs)
 	}
 }

@@ -14,12 +14,22 @@ type streamer interface {
 
 // chat is one call of the model. A model that streams sends the text of
 // its answer, as it writes it, as the task's text (agents.ReportText:
-// mesh.delta.<id>, beside the task's progress events); the answer returned
-// is the same.
+// mesh.delta.<id>), and a progress event "writing" when the first piece
+// comes; the answer returned is the same.
 func (a *Agent) chat(ctx context.Context, model ToolModel, req llm.Request) (llm.Response, llm.Usage, error) {
 	s, ok := model.(streamer)
 	if !ok {
 		return model.Chat(ctx, req)
 	}
-	return s.Stream(ctx, req, func(d llm.Delta) { agents.ReportText(ctx, d.Text) })
+	writing := false
+	return s.Stream(ctx, req, func(d llm.Delta) {
+		if d.Text == "" {
+			return
+		}
+		if !writing {
+			writing = true
+			agents.ReportProgress(ctx, "writing", 0)
+		}
+		agents.ReportText(ctx, d.Text)
+	})
 }

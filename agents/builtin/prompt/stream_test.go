@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/agentmesh/agentmesh/agents/builtin/prompt"
+	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/bus/bustest"
 	"github.com/agentmesh/agentmesh/client"
 	"github.com/agentmesh/agentmesh/internal/inproc"
@@ -46,6 +47,10 @@ func TestPromptAgentStreamsItsModelsText(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer stop()
+	progress, err := bs.Conn(t).SubscribeSync(bs.Names().Events(conv, "task"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	d := client.NewDispatcher(bs.JetStream(t), bs.Names(), "test")
@@ -69,6 +74,15 @@ func TestPromptAgentStreamsItsModelsText(t *testing.T) {
 	}
 	if text, _ := res.Result.Outputs["answer"].Text(); !res.Result.Success || text != "Dusk falls on the sea." {
 		t.Errorf("result %+v", res.Result)
+	}
+	pm, err := progress.NextMsg(10 * time.Second)
+	if err != nil {
+		t.Fatal("no progress event while the model wrote")
+	}
+	pev, _ := bus.Decode(pm)
+	var p schemas.TaskProgress
+	if err := pev.DataAs(&p); err != nil || p.Message != "writing" || p.TaskID != id {
+		t.Errorf("progress %+v, %v", p, err)
 	}
 	if second := <-deltas; second.Text != " on the sea." || second.Seq != 2 {
 		t.Errorf("second piece %+v", second)

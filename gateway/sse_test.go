@@ -183,13 +183,14 @@ func TestConversationEventsCarryDeltas(t *testing.T) {
 	}
 }
 
-// A chat turn with a streaming model, with each provider's scripted
-// server: the conversation's event stream carries the text while the
-// model writes it (the model holds the rest of its answer until the test
-// has read the first piece), then the whole answer in chat.responded.
+// The seed chat with a streaming model, with each provider's scripted
+// server (search, categorise, file into folders, answer): the
+// conversation's event stream carries the answer's text while the model
+// writes it (the model holds the rest of its answer until the test has
+// read the first piece), then the whole answer in chat.responded.
 func TestConversationEventsStreamTheChatModel(t *testing.T) {
-	const answer = "I found no sunset images to organize."
-	chunks := []string{"I found no", " sunset images", " to organize."}
+	const answer = "I found your sunset photos and put them in folders."
+	chunks := []string{"I found your", " sunset photos", " and put them in folders."}
 	for _, p := range []struct {
 		name  string
 		model func(t *testing.T, replies ...llmtest.Reply) llm.Config
@@ -203,7 +204,11 @@ func TestConversationEventsStreamTheChatModel(t *testing.T) {
 			var once sync.Once
 			open := func() { once.Do(func() { close(gate) }) }
 			t.Cleanup(open)
-			c, err := llm.New(p.model(t, llmtest.Reply{Content: answer, Chunks: chunks, Gate: gate}))
+			c, err := llm.New(p.model(t,
+				llmtest.Calls(llmtest.Call("ImageSearchAgent", map[string]any{"query": "sunset"})),
+				llmtest.Calls(llmtest.Call("AnalysisAgent", map[string]any{})),
+				llmtest.Calls(llmtest.Call("FolderAgent", map[string]any{"categories": "†state.current_categorization"})),
+				llmtest.Reply{Content: answer, Chunks: chunks, Gate: gate}))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -226,8 +231,14 @@ func TestConversationEventsStreamTheChatModel(t *testing.T) {
 					continue
 				}
 				if ev.Type == bus.TypeChatResponded {
-					if out := dataOf(ev)["output"]; out != answer || text != answer {
-						t.Fatalf("answer %v, streamed %q", out, text)
+					d := dataOf(ev)
+					if calls, _ := d["tool_calls"].([]any); d["output"] != answer || text != answer || d["state"] != "completed" || len(calls) != 3 {
+						t.Fatalf("answer %v, streamed %q", d, text)
+					}
+					for _, c := range d["tool_calls"].([]any) {
+						if rec, _ := c.(map[string]any); rec["success"] != true {
+							t.Errorf("tool call %v", rec)
+						}
 					}
 					return
 				}

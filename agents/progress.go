@@ -13,6 +13,7 @@ type taskScope struct {
 	taskID string
 	events string // mesh.events.<conversation|run|task>.task
 	ext    map[string]string
+	delta  *textStream // ReportText's pieces
 }
 
 type scopeKey struct{}

@@ -212,7 +212,7 @@ func (r *Runtime) run(d *delivery) (schemas.AgentResult, error) {
 		delete(r.running, ev.ID)
 		r.mu.Unlock()
 	}()
-	ctx = withScope(ctx, &taskScope{rt: r, taskID: ev.ID, events: r.progressSubject(ev), ext: correlation(ev)})
+	ctx = withScope(ctx, &taskScope{rt: r, taskID: ev.ID, events: r.progressSubject(ev), ext: correlation(ev), delta: r.deltaOf(ev)})
 
 	stopProgress := r.keepInProgress(d.msg)
 	r.observe(d.ctx, schemas.TaskStarted{TaskRef: r.taskRef(d), Delivery: d.attempt, At: time.Now()})

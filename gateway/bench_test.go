@@ -1,8 +1,12 @@
 package gateway
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
+	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -70,4 +74,44 @@ func BenchmarkAgentsList(b *testing.B) {
 		}
 		resp.Body.Close()
 	}
+}
+
+// BenchmarkSSEDelta measures how long a piece of a model's text takes from
+// its publish on mesh.delta.<conversation> to a reader of the
+// conversation's event stream (GET /api/conversations/{id}/events over
+// HTTP), one piece at a time; p50 and p90 are reported.
+func BenchmarkSSEDelta(b *testing.B) {
+	m := newTestMesh(b)
+	const conv = "c-bench"
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", m.http.URL+"/api/conversations/"+conv+"/events?from=now", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer resp.Body.Close()
+	lines := bufio.NewScanner(resp.Body)
+	nc := m.srv.Conn(b)
+	subject := m.srv.Names().Deltas(conv)
+	var durs []time.Duration
+	seq := 0
+	for b.Loop() {
+		seq++
+		data, _ := json.Marshal(schemas.ChatDelta{ConversationID: conv, Turn: 1, Step: 1, Seq: seq, Text: "piece"})
+		start := time.Now()
+		if err := nc.Publish(subject, data); err != nil {
+			b.Fatal(err)
+		}
+		want := fmt.Sprintf(`"seq":%d,`, seq)
+		for lines.Scan() {
+			if strings.HasPrefix(lines.Text(), "data: ") && strings.Contains(lines.Text(), want) {
+				break
+			}
+		}
+		durs = append(durs, time.Since(start))
+	}
+	slices.Sort(durs)
+	b.ReportMetric(float64(durs[len(durs)/2].Microseconds()), "p50-µs")
+	b.ReportMetric(float64(durs[len(durs)*9/10].Microseconds()), "p90-µs")
 }

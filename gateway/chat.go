@@ -216,46 +216,35 @@ func (g *Gateway) handleConversationEvents(w http.ResponseWriter, r *http.Reques
 	if err := bus.ValidateToken("conversation id", id); err != nil {
 		return fail(schemas.CodeInvalidID, "%v", err)
 	}
-	var deltas <-chan schemas.ChatDelta
-	switch v := r.URL.Query().Get("deltas"); v {
-	case "", "false":
-	case "true":
-		// subscribed before the events are followed: no piece written
-		// after the stream opens is missed
-		ch := make(chan schemas.ChatDelta, deltaBuffer)
-		stop, err := client.FollowDeltas(c.nc, c.names, id, func(d schemas.ChatDelta) {
-			select {
-			case ch <- d:
-			default: // a reader too slow loses pieces, never the answer
-			}
-		})
-		if err != nil {
-			return meshError("following the text of conversation "+id, err)
-		}
-		defer stop()
-		deltas = ch
-	default:
-		return fail(schemas.CodeInvalidRequest, "?deltas=%s: give true or false", v)
-	}
-	return g.followID(w, r, c, id, deltas)
+	return g.followID(w, r, c, id)
 }
-
-// deltaBuffer is how many pieces of a model's text an event stream holds
-// for a reader that has not taken them yet.
-const deltaBuffer = 256
 
 // followID streams every event of a run or conversation, from the start
 // of what the events stream holds (or, with ?from=now, only new ones), and
-// the pieces of deltas as they come (nil: none).
-func (g *Gateway) followID(w http.ResponseWriter, r *http.Request, c *conn, id string, deltas <-chan schemas.ChatDelta) error {
+// the text its models write as they write it (TypeDelta; not with
+// ?deltas=0).
+func (g *Gateway) followID(w http.ResponseWriter, r *http.Request, c *conn, id string) error {
 	fromNow := r.URL.Query().Get("from") == "now"
 	ctx := r.Context()
+	on, err := deltasAsked(r)
+	if err != nil {
+		return err
+	}
+	var deltas <-chan *nats.Msg
+	if on {
+		d, stopDeltas, err := followDeltas(c, id)
+		if err != nil {
+			return meshError("following the text of "+id, err)
+		}
+		defer stopDeltas()
+		deltas = d
+	}
 	ch, stop, err := client.Follow(ctx, c.js, c.names, c.names.EventsOf(id), fromNow)
 	if err != nil {
 		return meshError("following "+id, err)
 	}
 	defer stop()
-	return streamEvents(ctx, w, r, ch, nil, deltas)
+	return streamWithDeltas(ctx, w, r, ch, nil, deltas)
 }
 
 // replay reads the events stored on subject up to now, keeping those of
@@ -298,4 +287,17 @@ func replay(ctx context.Context, c *conn, subject, typ string) ([]bus.Event, err
 		}
 	}
 	return out, nil
+}
+
+// deltasAsked reads ?deltas: the text models write is in a run's or
+// conversation's stream unless it says false (or 0).
+func deltasAsked(r *http.Request) (bool, error) {
+	switch v := r.URL.Query().Get("deltas"); v {
+	case "", "true", "1":
+		return true, nil
+	case "false", "0":
+		return false, nil
+	default:
+		return false, fail(schemas.CodeInvalidRequest, "?deltas=%s: give true or false", v)
+	}
 }

@@ -28,15 +28,15 @@ func (m *testMesh) publishDeltas(t *testing.T, conv string, pieces ...schemas.Ch
 	}
 }
 
-// TestConversationDeltas: a conversation's event stream opened with
-// ?deltas=true carries the pieces of text the model writes as
-// io.agentmesh.gateway.chat.delta CloudEvents, in order, gaps and all,
-// without an id a reconnection would resume after; one opened without it
-// carries none.
+// TestConversationDeltas: a conversation's event stream (?deltas=true, as
+// by default) carries the pieces of text the model writes as
+// io.agentmesh.delta events whose data is the ChatDelta, in order, gaps
+// and all, without an id a reconnection would resume after; one opened
+// with ?deltas=false carries none.
 func TestConversationDeltas(t *testing.T) {
 	m := newTestMesh(t)
 	with := m.openSSE(t, "/api/conversations/c-delta/events?deltas=true&from=now")
-	without := m.openSSE(t, "/api/conversations/c-delta/events?from=now")
+	without := m.openSSE(t, "/api/conversations/c-delta/events?deltas=false&from=now")
 	m.publishDeltas(t, "c-delta",
 		schemas.ChatDelta{Turn: 1, Step: 1, Seq: 1, Text: "I found "},
 		schemas.ChatDelta{Turn: 1, Step: 1, Seq: 2, Text: "12 sunset"},
@@ -44,13 +44,12 @@ func TestConversationDeltas(t *testing.T) {
 	m.publishDeltas(t, "another", schemas.ChatDelta{Turn: 1, Step: 1, Seq: 1, Text: "not this one"})
 	var got []schemas.ChatDelta
 	for len(got) < 3 {
-		ev := waitEvent(t, with, TypeChatDelta, nil)
-		if ev.ID != "" || ev.Data["conversationid"] != "c-delta" || ev.Data["source"] != deltaSource {
+		ev := waitEvent(t, with, TypeDelta, nil)
+		if ev.ID != "" {
 			t.Fatalf("a delta event with id %q: %s", ev.ID, ev.Raw)
 		}
 		var d schemas.ChatDelta
-		raw, _ := json.Marshal(ev.Data["data"])
-		if err := json.Unmarshal(raw, &d); err != nil {
+		if err := json.Unmarshal([]byte(ev.Raw), &d); err != nil {
 			t.Fatal(err)
 		}
 		got = append(got, d)
@@ -73,8 +72,8 @@ func TestConversationDeltas(t *testing.T) {
 	}
 	for {
 		ev := nextEvent(t, without)
-		if ev.Type == TypeChatDelta {
-			t.Fatalf("a stream without ?deltas=true carried a piece: %s", ev.Raw)
+		if ev.Type == TypeDelta {
+			t.Fatalf("a stream with ?deltas=false carried a piece: %s", ev.Raw)
 		}
 		if ev.Type == bus.TypeChatResponded {
 			break

@@ -21,6 +21,7 @@ import (
 	"github.com/agentmesh/agentmesh/bus/bustest"
 	"github.com/agentmesh/agentmesh/internal/inproc"
 	"github.com/agentmesh/agentmesh/orchestrator"
+	"github.com/agentmesh/agentmesh/orchestrator/chat"
 	"github.com/agentmesh/agentmesh/resolvers"
 )
 
@@ -38,6 +39,13 @@ type testMesh struct {
 }
 
 func newTestMesh(t testing.TB, opts ...Option) *testMesh {
+	t.Helper()
+	return newTestMeshChat(t, nil, opts...)
+}
+
+// newTestMeshChat is newTestMesh with the orchestrator's chat configured
+// by chatOpts (chat.WithLLM for a scripted model).
+func newTestMeshChat(t testing.TB, chatOpts []chat.Option, opts ...Option) *testMesh {
 	t.Helper()
 	srv := bustest.Start(t)
 	res := srv.Provision(t)
@@ -74,7 +82,7 @@ func newTestMesh(t testing.TB, opts ...Option) *testMesh {
 	for _, a := range []agents.Agent{text.New(), is, an, fo} {
 		ags.Run(t, srv.Conn(t), a, agents.WithHeartbeat(time.Second))
 	}
-	runOrchestrator(t, srv.Conn(t))
+	runOrchestrator(t, srv.Conn(t), chatOpts...)
 	gw, err := New(ctx, srv.Conn(t), opts...)
 	if err != nil {
 		t.Fatal(err)
@@ -91,13 +99,13 @@ func newTestMesh(t testing.TB, opts ...Option) *testMesh {
 	return m
 }
 
-func runOrchestrator(t testing.TB, nc *nats.Conn) {
+func runOrchestrator(t testing.TB, nc *nats.Conn, chatOpts ...chat.Option) {
 	t.Helper()
 	o, err := orchestrator.New(nc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := orchestrator.AttachChat(o); err != nil {
+	if _, err := orchestrator.AttachChat(o, chatOpts...); err != nil {
 		t.Fatal(err)
 	}
 	inproc.Orchestrator(t, o)

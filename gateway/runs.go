@@ -52,7 +52,7 @@ func (g *Gateway) handleRunEvents(w http.ResponseWriter, r *http.Request, c *con
 	if err := bus.ValidateToken("run id", id); err != nil {
 		return fail(schemas.CodeInvalidID, "%v", err)
 	}
-	return g.followID(w, r, c, id, nil)
+	return g.followID(w, r, c, id)
 }
 
 func (g *Gateway) handleRunGraph(w http.ResponseWriter, r *http.Request, c *conn) error {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/schemas"
 )
@@ -108,10 +110,48 @@ func structured(ev bus.Event) map[string]any {
 }
 
 // streamEvents writes the events of ch to the response until the request
-// ends, and the pieces of deltas (nil: none) as TypeChatDelta events.
-// After a reconnection (the Last-Event-ID header), the events up to and
-// including that id are skipped: the stream replays from the start.
-func streamEvents(ctx context.Context, w http.ResponseWriter, r *http.Request, ch <-chan bus.Event, keep func(bus.Event) bool, deltas <-chan schemas.ChatDelta) error {
+// ends. After a reconnection (the Last-Event-ID header), the events up to
+// and including that id are skipped: the stream replays from the start.
+func streamEvents(ctx context.Context, w http.ResponseWriter, r *http.Request, ch <-chan bus.Event, keep func(bus.Event) bool) error {
+	return streamWithDeltas(ctx, w, r, ch, keep, nil)
+}
+
+// TypeDelta is the event type of a piece of text a model is writing, in
+// a conversation's or run's event stream: its data is a schemas.ChatDelta
+// (not a CloudEvent), and it has no id, as pieces are not stored and a
+// reconnection does not replay them.
+const TypeDelta = "io.agentmesh.delta"
+
+// maxPendingDeltas bounds the pieces waiting for a slow reader; more are
+// dropped, as a lost piece would be.
+const maxPendingDeltas = 256
+
+// followDeltas subscribes to the text pieces of the conversation, run or
+// task id (mesh.delta.<id>) until stop is called. It is a channel
+// subscription: the connection's reader puts each piece in the channel as
+// it reads it, so a piece sent before an event is in the channel when the
+// event (read later on the same connection) reaches the stream. A reader
+// too slow to keep up loses pieces, not events.
+func followDeltas(c *conn, id string) (<-chan *nats.Msg, func(), error) {
+	if err := bus.ValidateToken("id", id); err != nil {
+		return nil, nil, err
+	}
+	ch := make(chan *nats.Msg, maxPendingDeltas)
+	sub, err := c.nc.ChanSubscribe(c.names.Deltas(id), ch)
+	if err != nil {
+		return nil, nil, err
+	}
+	stop := func() { _ = sub.Unsubscribe() }
+	if err := c.nc.Flush(); err != nil { // the server has the subscription before the stream starts
+		stop()
+		return nil, nil, err
+	}
+	return ch, stop, nil
+}
+
+// streamWithDeltas is streamEvents with the pieces of text of deltas
+// written between the events as they come (TypeDelta).
+func streamWithDeltas(ctx context.Context, w http.ResponseWriter, r *http.Request, ch <-chan bus.Event, keep func(bus.Event) bool, deltas <-chan *nats.Msg) error {
 	s, err := startSSE(w)
 	if err != nil {
 		return nil
@@ -127,7 +167,21 @@ func streamEvents(ctx context.Context, w http.ResponseWriter, r *http.Request, c
 			if s.ping() != nil {
 				return nil
 			}
+		case m := <-deltas:
+			if sendDelta(s, m) != nil {
+				return nil
+			}
 		case ev := <-ch:
+			for pending := true; pending; { // the pieces sent before the event go first
+				select {
+				case m := <-deltas:
+					if sendDelta(s, m) != nil {
+						return nil
+					}
+				default:
+					pending = false
+				}
+			}
 			if skipTo != "" {
 				if ev.ID == skipTo {
 					skipTo = ""
@@ -140,44 +194,23 @@ func streamEvents(ctx context.Context, w http.ResponseWriter, r *http.Request, c
 			if s.sendEvent(ev) != nil {
 				return nil
 			}
-		case d := <-deltas:
-			if s.sendDelta(d) != nil {
-				return nil
-			}
 		}
 	}
 }
 
-// TypeChatDelta is the event type of a conversation's stream, asked for
-// with ?deltas=true, that carries a piece of the text the chat model is
-// writing (schemas.ChatDelta, from mesh.delta.<conversation>). It has no
-// "id:" line: pieces are not stored, so a reconnection resumes after the
-// last stored event and the pieces written meanwhile are lost.
-const TypeChatDelta = "io.agentmesh.gateway.chat.delta"
-
-// sendDelta writes a piece of a model's text as a CloudEvent of type
-// TypeChatDelta.
-func (s *sseWriter) sendDelta(d schemas.ChatDelta) error {
-	raw, err := json.Marshal(d)
-	if err != nil {
-		return err
+// sendDelta writes one piece of text; one that is not a ChatDelta is
+// dropped, as a lost piece would be.
+func sendDelta(s *sseWriter, m *nats.Msg) error {
+	var d schemas.ChatDelta
+	if json.Unmarshal(m.Data, &d) != nil {
+		return nil
 	}
-	data, err := json.Marshal(structured(bus.Event{
-		ID:         fmt.Sprintf("%s-%d-%d-%d", d.ConversationID, d.Turn, d.Step, d.Seq),
-		Source:     deltaSource,
-		Type:       TypeChatDelta,
-		Time:       time.Now(),
-		Extensions: map[string]string{"conversationid": d.ConversationID},
-		Data:       raw,
-	}))
+	data, err := json.Marshal(d)
 	if err != nil {
-		return err
+		return nil
 	}
-	return s.send("", TypeChatDelta, data)
+	return s.send("", TypeDelta, data)
 }
-
-// deltaSource is the CloudEvents source of TypeChatDelta events.
-const deltaSource = "agentmesh/gateway"
 
 // eventTypes of the mesh-wide stream (GET /api/events): runs and
 // conversations changing; registry changes are TypeRegistryChanged.

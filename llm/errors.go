@@ -20,4 +20,10 @@ var (
 	ErrInvalidRequest = errors.New("llm: invalid request")
 	// ErrInvalidConfig reports a bad setting, such as malformed AGENTMESH_PRICES.
 	ErrInvalidConfig = errors.New("llm: invalid configuration")
+	// ErrRefused means a policy refused a model call, an answer or a tool
+	// call (a *RefusedError says which and why).
+	ErrRefused = errors.New("llm: refused by policy")
+	// ErrApprovalRequired means a policy holds a tool call until a person
+	// approves it (a *ApprovalError says which).
+	ErrApprovalRequired = errors.New("llm: approval required")
 )

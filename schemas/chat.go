@@ -36,12 +36,19 @@ type ChatMessage struct {
 // that ends in tool calls may write text too) and Seq counts the step's
 // deltas from 1, so a reader sees a gap. The turn's answer, in
 // io.agentmesh.chat.responded, is whole whatever was lost.
+//
+// A PromptAgent's model (any agent calling agents.ReportText) writes on the
+// same subject of its task's conversation, else run, else task: TaskID and
+// Agent name it, Turn and Step are 0, and Seq counts the task's pieces.
 type ChatDelta struct {
 	ConversationID string `json:"conversation_id"`
 	Turn           int    `json:"turn"`
 	Step           int    `json:"step"`
 	Seq            int    `json:"seq"`
 	Text           string `json:"text"`
+	RunID          string `json:"run_id,omitempty"`
+	TaskID         string `json:"taskid,omitempty"`
+	Agent          string `json:"agent,omitempty"`
 }
 
 // ChatToolCall is one tool call of an assistant message.

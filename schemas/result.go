@@ -47,6 +47,12 @@ const (
 	CodeBacklogFull = "backlog_full" // a stream (MESH_TASKS, MESH_REQUESTS) or the account is at a limit: the request was not stored
 )
 
+// Codes of model answers and of the policy seam (docs/llm.md).
+const (
+	CodeInvalidOutput = "invalid_output" // a model's answer failed its declared outputs' schemas, again after being told why; nothing was stored
+	CodeRefused       = "policy_refused" // a policy refused a model call, a tool call or an agent call; the message is its reason
+)
+
 // CodeForbidden: a client's request about a run or conversation another
 // client owns (docs/security.md).
 const CodeForbidden = "forbidden"

@@ -92,6 +92,7 @@ func agentGrants(g *grants, a string, n bus.Names) {
 	g.pub("$JS.ACK." + tasks + "." + a + ".>")
 	g.pub(n.AgentResults(a))                                 // results of its tasks, nowhere else
 	g.pub(n.Events("*", "task"))                             // progress of its tasks
+	g.pub(n.Deltas("*"))                                     // the text its model writes (agents.ReportText)
 	g.pub(announce, depart, dead, refused)                   // the registry events, dead letters and refusals of its name
 	g.pub(n.KVPut(n.AgentsBucket(), a+".>"))                 // its registry keys, <agent>.<instance>
 	g.sub(n.RegistryQuery(), control)                        // registry queries, cancellations

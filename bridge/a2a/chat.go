@@ -50,6 +50,7 @@ func (r chatRunner) start(ctx context.Context, msg *Message) (*taskEntry, error)
 	failed := make(chan error, 1)
 	var e *taskEntry
 	ready := make(chan struct{})
+	answer := &answerStream{id: "answer-" + uuid.NewString()[:8]}
 	h.wg.Add(1)
 	go func() {
 		defer h.wg.Done()
@@ -57,13 +58,16 @@ func (r chatRunner) start(ctx context.Context, msg *Message) (*taskEntry, error)
 		resp, _, err := client.Turn(h.ctx, h.js, h.names, conv, text, "agentmesh/a2a", func(p schemas.TaskProgress) {
 			<-ready
 			e.setStatus(StateWorking, agentMessage(e.task.ID, e.task.ContextID, p.Message))
-		}, func(c string) { stored = true; accepted <- c })
+		}, func(c string) { stored = true; accepted <- c }, client.WithDeltas(func(d schemas.ChatDelta) {
+			<-ready
+			answer.add(d)
+		}))
 		if !stored {
 			failed <- err // refused before it was stored
 			return
 		}
 		<-ready
-		finishTurn(e, resp, err)
+		finishTurn(e, answer.id, resp, err)
 	}()
 	var c string
 	select {
@@ -86,6 +90,7 @@ func (r chatRunner) start(ctx context.Context, msg *Message) (*taskEntry, error)
 			History: []Message{um}, Metadata: map[string]any{"conversation_id": c}})
 		h.tasks.add(e)
 	}
+	answer.e = e
 	close(ready)
 	return e, nil
 }
@@ -93,7 +98,9 @@ func (r chatRunner) start(ctx context.Context, msg *Message) (*taskEntry, error)
 // finishTurn settles a chat task from the turn's answer: completed, input
 // required when the turn stopped at its step limit (the conversation goes
 // on with the next message), failed otherwise.
-func finishTurn(e *taskEntry, resp schemas.ChatResponse, err error) {
+// The answer is the artifact answerID, which its streamed chunks may have
+// started.
+func finishTurn(e *taskEntry, answerID string, resp schemas.ChatResponse, err error) {
 	id, conv := e.task.ID, e.task.ContextID
 	if err != nil {
 		e.setStatus(StateFailed, agentMessage(id, conv, err.Error()))
@@ -101,7 +108,7 @@ func finishTurn(e *taskEntry, resp schemas.ChatResponse, err error) {
 	}
 	switch resp.State {
 	case schemas.ChatCompleted:
-		e.addArtifact(Artifact{ArtifactID: "answer-" + uuid.NewString()[:8], Name: "answer", Parts: []Part{TextPart(resp.Output)}})
+		e.addArtifact(Artifact{ArtifactID: answerID, Name: "answer", Parts: []Part{TextPart(resp.Output)}})
 		e.setStatus(StateCompleted, agentMessage(id, conv, resp.Output))
 	case schemas.ChatStepLimitReached:
 		e.setStatus(StateInputRequired, agentMessage(id, conv, resp.Output+"\n\n(The turn reached its step limit: reply to go on.)"))

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/nats-io/nats.go"
 
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/client"
@@ -49,10 +50,16 @@ func (r agentRunner) start(ctx context.Context, msg *Message) (*taskEntry, error
 	})
 	e.task.History[0].ContextID = e.task.ContextID
 	// Follow the task's progress before dispatching it, so none is missed.
-	progress, stop, err := client.Follow(h.ctx, h.js, h.names, h.names.Events(id, "task"), true)
+	progress, stopProgress, err := client.Follow(h.ctx, h.js, h.names, h.names.Events(id, "task"), true)
 	if err != nil {
 		return nil, fmt.Errorf("following task %s: %w", id, err)
 	}
+	text, stopText, err := followText(h, id)
+	if err != nil {
+		stopProgress()
+		return nil, err
+	}
+	stop := func() { stopText(); stopProgress() }
 	meta := client.DispatchMeta{TaskID: id, ReplyTo: h.names.Result(r.agent, id)}
 	if h.client != "" {
 		meta.ReplyTo = h.names.ClientResult(r.agent, h.client, id)
@@ -70,13 +77,13 @@ func (r agentRunner) start(ctx context.Context, msg *Message) (*taskEntry, error
 	go func() {
 		defer h.wg.Done()
 		defer stop()
-		r.follow(e, info.Contract, meta.ReplyTo, progress, timeout+awaitSlack)
+		r.follow(e, info.Contract, meta.ReplyTo, progress, text, timeout+awaitSlack)
 	}()
 	return e, nil
 }
 
 // follow moves the task along as its progress events and result arrive.
-func (r agentRunner) follow(e *taskEntry, c schemas.AgentContract, replyTo string, progress <-chan bus.Event, limit time.Duration) {
+func (r agentRunner) follow(e *taskEntry, c schemas.AgentContract, replyTo string, progress <-chan bus.Event, text <-chan *nats.Msg, limit time.Duration) {
 	ctx, cancel := context.WithTimeout(r.h.ctx, limit)
 	defer cancel()
 	id, conv := e.task.ID, e.task.ContextID
@@ -89,14 +96,18 @@ func (r agentRunner) follow(e *taskEntry, c schemas.AgentContract, replyTo strin
 		res, err := r.h.disp.Await(ctx, replyTo, id)
 		done <- outcome{res, err}
 	}()
+	ts := taskText{e: e, artifact: textArtifact(c)}
 	for {
 		select {
+		case m := <-text:
+			ts.add(m)
 		case ev := <-progress:
 			var p schemas.TaskProgress
 			if ev.Type == bus.TypeTaskProgress && ev.DataAs(&p) == nil {
 				e.setStatus(StateWorking, agentMessage(id, conv, p.Message))
 			}
 		case o := <-done:
+			ts.drain(text) // the text written before the result goes first
 			if o.err != nil {
 				e.setStatus(StateFailed, agentMessage(id, conv, fmt.Sprintf("no result from %s: %v", r.agent, o.err)))
 				return

@@ -85,14 +85,19 @@ func (e *taskEntry) setStatus(state TaskState, msg *Message) {
 	e.notifyLocked()
 }
 
-// addArtifact records one output.
+// addArtifact records one output; one of the id of an artifact streamed
+// in chunks (addArtifactChunk) replaces it.
 func (e *taskEntry) addArtifact(a Artifact) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.task.Status.State.Terminal() {
 		return
 	}
-	e.task.Artifacts = append(e.task.Artifacts, a)
+	if i := slices.IndexFunc(e.task.Artifacts, func(x Artifact) bool { return x.ArtifactID == a.ArtifactID }); i >= 0 {
+		e.task.Artifacts[i] = a // the whole of an artifact streamed in chunks
+	} else {
+		e.task.Artifacts = append(e.task.Artifacts, a)
+	}
 	e.events = append(e.events, StreamResponse{ArtifactUpdate: &TaskArtifactUpdateEvent{TaskID: e.task.ID, ContextID: e.task.ContextID, Artifact: a, LastChunk: true}})
 	e.notifyLocked()
 }

@@ -51,6 +51,8 @@ func (s *Server) callAgent(name string) mcp.ToolHandler {
 		replyTo := s.cfg.replyTo(name, taskID)
 		p := newProgress(ctx, req)
 		if p != nil {
+			stopText := s.forwardTaskText(ctx, p, taskID)
+			defer func() { stopText(); p.close() }() // after the progress the stream still holds
 			stop := s.forwardTaskProgress(ctx, p, taskID)
 			defer stop()
 			p.send(ctx, "sent to "+name)
@@ -169,10 +171,11 @@ func progressMessage(tp schemas.TaskProgress) string {
 // increases with each as the protocol requires; the message says what
 // happened.
 type progress struct {
-	req   *mcp.CallToolRequest
-	token any
-	mu    sync.Mutex
-	n     float64
+	req    *mcp.CallToolRequest
+	token  any
+	mu     sync.Mutex
+	n      float64
+	closed bool // the answer is on its way: no more notifications
 }
 
 // newProgress returns nil when the request carries no progress token.
@@ -190,6 +193,9 @@ func (p *progress) send(ctx context.Context, message string) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.closed {
+		return
+	}
 	p.n++
 	_ = p.req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: p.token, Progress: p.n, Message: message})
 }

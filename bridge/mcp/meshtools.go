@@ -77,7 +77,12 @@ func (s *Server) chat(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallT
 	tctx, cancel := context.WithTimeout(ctx, s.cfg.timeout)
 	defer cancel()
 	resp, _, err := client.Turn(tctx, s.js, s.cfg.names, args.ConversationID, args.Message, s.cfg.source,
-		func(tp schemas.TaskProgress) { p.send(ctx, tp.Message) }, nil)
+		func(tp schemas.TaskProgress) { p.send(ctx, tp.Message) }, nil, client.WithDeltas(func(d schemas.ChatDelta) {
+			if d.TaskID == "" { // the chat's model; an agent's text stays in its task
+				p.sendText(ctx, d.Text)
+			}
+		}))
+	p.close()
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()

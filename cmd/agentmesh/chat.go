@@ -52,6 +52,15 @@ func chatHandler(a *app, o *orchestrator.Orchestrator) error {
 		}
 		opts = append(opts, chat.WithMaxSteps(n))
 	}
+	rules, err := llm.PolicyRulesFromEnv()
+	if err != nil {
+		return err
+	}
+	if !rules.Empty() {
+		ps, _ := rules.Policies() // checked by PolicyRulesFromEnv
+		opts = append(opts, chat.WithGuard(llm.NewGuard(ps)))
+		fmt.Fprintf(a.errOut, "chat: policies %+v\n", rules)
+	}
 	opts = append(opts, chat.WithLogger(a.logger(false)))
 	_, err = orchestrator.AttachChat(o, opts...)
 	return err

@@ -61,8 +61,8 @@
 
   // typeChatDelta is the event of a conversation's stream that carries a
   // piece of the text the model is writing (GET
-  // /api/conversations/{id}/events?deltas=true).
-  AM.typeChatDelta = "io.agentmesh.gateway.chat.delta";
+  // /api/conversations/{id}/events; its data is a ChatDelta).
+  AM.typeChatDelta = "io.agentmesh.delta";
 
   // showDelta adds a piece of the model's text to what it is writing: a
   // new model call (turn and step) starts anew; a gap in seq, a piece lost

@@ -80,7 +80,7 @@
       }
     };
     const refetch = AM.debounce(reload, 250);
-    AM.follow("/api/runs/" + encodeURIComponent(id) + "/events", (type, data) => {
+    AM.follow("/api/runs/" + encodeURIComponent(id) + "/events?deltas=0", (type, data) => {
       const d = data || {};
       if (d.step) {
         // paint at once; the full record (outputs, timing) follows the refetch

@@ -24,6 +24,7 @@ type askedTurn struct {
 	CallID    string   `json:"call_id,omitempty"` // the ask_user call the answer goes to; "" when an agent asked
 	Question  string   `json:"question"`
 	AskedBy   string   `json:"asked_by,omitempty"`
+	Held      string   `json:"held,omitempty"` // the agent call (heldKey) a policy held: a yes approves it
 }
 
 // askUserTool is the function tool offered next to the agents.
@@ -95,7 +96,8 @@ func agentAsked(recs []schemas.ToolCallRecord) (schemas.ToolCallRecord, string, 
 // chat record, to be continued by the next message (continueAsked).
 func (c *Chat) ask(ctx context.Context, s *session, callID, question, askedBy string) (schemas.ChatResponse, error) {
 	t := s.turn
-	s.rec.Asked = &askedTurn{RequestID: t.RequestID, Messages: slices.Clone(t.Messages), CallID: callID, Question: question, AskedBy: askedBy}
+	s.rec.Asked = &askedTurn{RequestID: t.RequestID, Messages: slices.Clone(t.Messages), CallID: callID, Question: question, AskedBy: askedBy, Held: s.held}
+	s.held = ""
 	who := "the model"
 	if askedBy != "" {
 		who = askedBy

@@ -65,6 +65,7 @@ type Chat struct {
 	observer schemas.Observer
 
 	llm         llm.Model
+	guard       *llm.Guard // policies of model and agent calls; nil: none
 	maxSteps    int
 	toolTimeout time.Duration
 	budget      int
@@ -133,6 +134,9 @@ func New(js jetstream.JetStream, names bus.Names, store *state.Store, registry A
 		o(c)
 	}
 	c.log = telemetry.Logger(c.log)
+	if c.llm != nil {
+		c.llm = c.guard.Model(c.llm)
+	}
 	if c.router == nil {
 		c.router = route.NewRouter()
 	}

@@ -69,6 +69,9 @@ func (c *Chat) runLLM(ctx context.Context, s *session) (schemas.ChatResponse, er
 			if ctx.Err() != nil {
 				return schemas.ChatResponse{}, ctx.Err()
 			}
+			if errors.Is(err, llm.ErrRefused) {
+				return c.finish(ctx, s, schemas.ChatFailed, "A policy stopped the model call: "+err.Error(), withCode(schemas.CodeRefused, err))
+			}
 			return c.finish(ctx, s, schemas.ChatFailed, "The language model could not be reached: "+err.Error(), err)
 		}
 		msg := resp.Message

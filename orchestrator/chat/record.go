@@ -54,6 +54,7 @@ type chatTurn struct {
 	Plan      []PlanStep `json:"plan,omitempty"`      // offline planner only
 	Empty     []string   `json:"empty,omitempty"`     // task ids of calls whose every output held nothing
 	Continues string     `json:"continues,omitempty"` // the request whose turn asked the question this one answers
+	Approved  []string   `json:"approved,omitempty"`  // agent calls (heldKey) the user approved when a policy held them
 	StartedAt time.Time  `json:"started_at"`
 	UpdatedAt time.Time  `json:"updated_at"`
 }
@@ -88,7 +89,8 @@ type session struct {
 	// history is what the prompt shows of the earlier turns, read once
 	// per run of the turn (nil until then).
 	history []llm.Message
-	mu      sync.Mutex // guards turn.Results while calls run in parallel
+	mu      sync.Mutex // guards turn.Results and held while calls run in parallel
+	held    string     // the agent call (heldKey) a policy holds for approval, asked about when the calls end
 }
 
 // ErrNotOwner is a client's request for a conversation another client
@@ -151,6 +153,7 @@ func (c *Chat) begin(ctx context.Context, conv, requestID, message string) (*ses
 			Messages: []llm.Message{{Role: llm.RoleUser, Content: message}}}
 		if a := s.rec.Asked; a != nil && c.llm != nil { // this message answers the question the last turn asked
 			s.turn.Messages, s.turn.Continues = continueAsked(a, message), a.RequestID
+			s.turn.Approved = approvedBy(a, message)
 		}
 		s.rec.Asked = nil
 		s.rec.Current = s.turn

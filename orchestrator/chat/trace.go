@@ -48,7 +48,10 @@ func (c *Chat) callTool(ctx context.Context, s *session, taskID string, call llm
 		trace.WithAttributes(semconv.GenAIOperationNameExecuteTool, semconv.GenAIToolName(agent),
 			semconv.GenAIToolCallID(call.ID), semconv.GenAIToolType("function"), telemetry.AttrAgent.String(agent),
 			telemetry.AttrTaskID.String(taskID)))
-	obs, rec := c.callAgent(telemetry.WithLogAttrs(ctx, "task", taskID, "agent", agent), s, taskID, agent, call.Arguments)
+	obs, rec, ok := c.guardTool(ctx, s, taskID, &call)
+	if ok {
+		obs, rec = c.callAgent(telemetry.WithLogAttrs(ctx, "task", taskID, "agent", agent), s, taskID, agent, call.Arguments)
+	}
 	var err error
 	if rec.Error != "" {
 		err = errors.New(rec.Error)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentmesh/agentmesh/agents"
 	"github.com/agentmesh/agentmesh/agents/builtin/llmiface"
+	"github.com/agentmesh/agentmesh/llm"
 	"github.com/agentmesh/agentmesh/resolvers"
 	"github.com/agentmesh/agentmesh/schemas"
 )
@@ -32,6 +33,12 @@ func WithResolver(r resolvers.FileResolver) Option {
 	return func(a *Agent) { a.files = r }
 }
 
+// WithTypes sets the data type registry structured outputs are checked
+// against (default schemas.DefaultRegistry).
+func WithTypes(r *schemas.DataTypeRegistry) Option {
+	return func(a *Agent) { a.types = r }
+}
+
 // Agent is a PromptAgent: the contract of its Config, executed by one call
 // of the text model.
 type Agent struct {
@@ -39,6 +46,8 @@ type Agent struct {
 	contract schemas.AgentContract
 	model    llmiface.TextModel
 	files    resolvers.FileResolver
+	types    *schemas.DataTypeRegistry // checks structured outputs
+	guard    *llm.Guard                // policies of model and tool calls; nil: none
 
 	toolModel ToolModel // with tools: runs the tool loop (WithTools)
 	tools     []Tool
@@ -48,12 +57,25 @@ var _ agents.Agent = (*Agent)(nil)
 
 // New returns the agent a validated config declares. model answers its
 // tasks; a nil model makes every task fail with an error saying how to
-// configure an LLM. Options: WithResolver, WithTools.
+// configure an LLM. Options: WithResolver, WithTools, WithTypes.
+//
+// An agent with one TEXT output gets the model's reply as it. Any other
+// outputs make the answer structured (see Config.Structured and
+// executeStructured): model must then take whole requests, as an
+// *llm.Client does. A model that streams (an *llm.Client) sends its text
+// as the task writes it (agents.ReportText).
 func New(cfg Config, model llmiface.TextModel, opts ...Option) (*Agent, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	a := &Agent{cfg: cfg, contract: cfg.Contract(), model: model}
+	a := &Agent{cfg: cfg, contract: cfg.Contract(), model: model, types: schemas.DefaultRegistry()}
+	if !cfg.Policy.Empty() {
+		ps, err := cfg.Policy.Policies()
+		if err != nil {
+			return nil, err
+		}
+		a.guard = llm.NewGuard(ps)
+	}
 	for _, o := range opts {
 		o(a)
 	}
@@ -69,7 +91,7 @@ func (a *Agent) Config() Config { return a.cfg }
 // Execute renders the inputs and params into one user message, sends it with
 // the system prompt to the model and returns the reply as the first output.
 func (a *Agent) Execute(ctx context.Context, ec *schemas.ExecutionContext) (schemas.AgentResult, error) {
-	if a.model == nil && (len(a.tools) == 0 || a.toolModel == nil) {
+	if a.chatModel() == nil {
 		return schemas.Failure(a.cfg.Name, schemas.CodeUnavailable, fmt.Sprintf(
 			"PromptAgent %s needs an LLM: set OPENAI_API_KEY/OPENAI_BASE_URL (and AGENTMESH_MODEL or the config's model), or AGENTMESH_MODEL=anthropic:MODEL with ANTHROPIC_API_KEY (gemini:MODEL with GEMINI_API_KEY), and restart it",
 			a.cfg.Name), false), nil
@@ -79,27 +101,26 @@ func (a *Agent) Execute(ctx context.Context, ec *schemas.ExecutionContext) (sche
 			return schemas.Failure(a.cfg.Name, schemas.CodeInvalidInput, fmt.Sprintf("input %q (%s) is required", in.Name, in.DataType), false), nil
 		}
 	}
+	ctx = withApproval(ctx, ec)
 	user, err := a.render(ctx, ec)
 	if err != nil {
 		return schemas.Failure(a.cfg.Name, schemas.CodeInvalidInput, err.Error(), false), nil
 	}
-	var reply string
-	var usage schemas.Usage
-	if len(a.tools) > 0 && a.toolModel != nil {
-		reply, usage, err = a.runTools(ctx, user)
-		if errors.Is(err, ErrToolSteps) {
-			return schemas.Failure(a.cfg.Name, schemas.CodeAgentError, err.Error(), false), nil
-		}
-	} else {
-		reply, usage, err = a.model.Complete(ctx, a.cfg.SystemPrompt, user)
+	if a.cfg.Structured() {
+		return a.executeStructured(ctx, user)
+	}
+	msgs := []llm.Message{{Role: llm.RoleSystem, Content: a.cfg.SystemPrompt}, {Role: llm.RoleUser, Content: user}}
+	msg, _, usage, err := a.converse(ctx, a.chatModel(), msgs, nil)
+	if errors.Is(err, ErrToolSteps) {
+		return schemas.Failure(a.cfg.Name, schemas.CodeAgentError, err.Error(), false), nil
+	}
+	if res, ok := a.policyFailure(err); ok {
+		return res, nil
 	}
 	if err != nil {
-		if ctx.Err() != nil {
-			return schemas.AgentResult{}, ctx.Err()
-		}
-		return schemas.AgentResult{}, agents.Retryable(fmt.Errorf("the LLM did not answer: %w", err))
+		return a.modelFailed(ctx, err)
 	}
-	reply = strings.TrimSpace(reply)
+	reply := strings.TrimSpace(msg.Content)
 	out := a.cfg.Outputs[0]
 	value := schemas.TextValue(reply, a.cfg.Name)
 	value.ContentTypeHint = out.ContentTypeHint
@@ -111,6 +132,49 @@ func (a *Agent) Execute(ctx context.Context, ec *schemas.ExecutionContext) (sche
 		Outputs:    map[string]schemas.TypedValue{out.Name: value},
 		Metrics:    usage.Metrics(),
 	}, nil
+}
+
+// modelFailed is the outcome of a task whose model call failed: the
+// context's error when the task ended, else a retryable error.
+func (a *Agent) modelFailed(ctx context.Context, err error) (schemas.AgentResult, error) {
+	if ctx.Err() != nil {
+		return schemas.AgentResult{}, ctx.Err()
+	}
+	return schemas.AgentResult{}, agents.Retryable(fmt.Errorf("the LLM did not answer: %w", err))
+}
+
+// chatModel is the model of the agent's calls, behind its guard: the tool
+// model when the agent has tools, else the text model, which takes whole
+// requests when it is a ToolModel (an *llm.Client is) and is given the
+// system prompt and the last user message otherwise (it then takes no
+// output schema: structured outputs rest on the validated retry); nil when
+// there is none.
+func (a *Agent) chatModel() ToolModel {
+	if len(a.tools) > 0 && a.toolModel != nil {
+		return a.guarded(a.toolModel)
+	}
+	switch m := a.model.(type) {
+	case nil:
+		return nil
+	case ToolModel:
+		return a.guarded(m)
+	default:
+		return a.guarded(textOnly{m})
+	}
+}
+
+// converse runs one answer of the model from msgs: the tool loop when the
+// agent has tools, else one call. It returns the answer, the conversation
+// with it, and what the calls used.
+func (a *Agent) converse(ctx context.Context, model ToolModel, msgs []llm.Message, output *llm.OutputSchema) (llm.Message, []llm.Message, schemas.Usage, error) {
+	if len(a.tools) > 0 {
+		return a.runTools(ctx, model, msgs, output)
+	}
+	resp, usage, err := a.chat(ctx, model, llm.Request{Model: a.cfg.Model, Messages: msgs, Output: output})
+	if err != nil {
+		return llm.Message{}, msgs, usage.Report(), err
+	}
+	return resp.Message, append(msgs, resp.Message), usage.Report(), nil
 }
 
 // render writes the user message: the instruction, each declared input

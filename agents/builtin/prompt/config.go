@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"strings"
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/agentmesh/agentmesh/llm"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -26,8 +28,11 @@ type Input struct {
 	ContentTypeHint string `yaml:"content_type_hint" json:"content_type_hint,omitempty"`
 }
 
-// Output declares one output of a PromptAgent. The first output must be
-// TEXT: it receives the model's reply.
+// Output declares one output of a PromptAgent. A single TEXT output
+// receives the model's reply; any other outputs, of any data types, are
+// members of one JSON object the model answers with, each checked against
+// its type's schema (Config.Structured). Description tells the model what
+// to put in it.
 type Output struct {
 	Name            string `yaml:"name" json:"name"`
 	DataType        string `yaml:"data_type" json:"data_type"`
@@ -53,19 +58,24 @@ type Output struct {
 //	  - {command: "node server.mjs", tools: [word_count]}
 //	  - {url: "http://127.0.0.1:3001/mcp"}
 //	max_tool_steps: 8    # optional: model calls per task when it has tools
+//	policy:              # optional: llm.PolicyRules around its model and tool calls
+//	  refuse_tools: [delete_file]
+//	  approve_tools: [send_mail]   # the task ends approval_required until approved: true
+//	  redact: [api_keys, emails]   # or regular expressions
 type Config struct {
-	Name         string         `yaml:"name" json:"name"`
-	Description  string         `yaml:"description" json:"description"`
-	Capability   string         `yaml:"capability" json:"capability"`
-	Version      string         `yaml:"version" json:"version,omitempty"`
-	SystemPrompt string         `yaml:"system_prompt" json:"system_prompt"`
-	Inputs       []Input        `yaml:"inputs" json:"inputs,omitempty"`
-	Outputs      []Output       `yaml:"outputs" json:"outputs"`
-	Params       map[string]any `yaml:"params" json:"params,omitempty"`
-	Model        string         `yaml:"model" json:"model,omitempty"`
-	TimeoutMS    int64          `yaml:"timeout_ms" json:"timeout_ms,omitempty"`
-	MCP          []MCPServer    `yaml:"mcp" json:"mcp,omitempty"`
-	MaxToolSteps int            `yaml:"max_tool_steps" json:"max_tool_steps,omitempty"`
+	Name         string          `yaml:"name" json:"name"`
+	Description  string          `yaml:"description" json:"description"`
+	Capability   string          `yaml:"capability" json:"capability"`
+	Version      string          `yaml:"version" json:"version,omitempty"`
+	SystemPrompt string          `yaml:"system_prompt" json:"system_prompt"`
+	Inputs       []Input         `yaml:"inputs" json:"inputs,omitempty"`
+	Outputs      []Output        `yaml:"outputs" json:"outputs"`
+	Params       map[string]any  `yaml:"params" json:"params,omitempty"`
+	Model        string          `yaml:"model" json:"model,omitempty"`
+	TimeoutMS    int64           `yaml:"timeout_ms" json:"timeout_ms,omitempty"`
+	MCP          []MCPServer     `yaml:"mcp" json:"mcp,omitempty"`
+	MaxToolSteps int             `yaml:"max_tool_steps" json:"max_tool_steps,omitempty"`
+	Policy       llm.PolicyRules `yaml:"policy" json:"policy,omitempty"`
 }
 
 // MCPServer is an MCP server whose tools a PromptAgent's model may call:
@@ -109,8 +119,7 @@ func Parse(b []byte) (Config, error) {
 }
 
 // Validate reports every problem of the config at once: missing name,
-// description, capability or system prompt; no outputs, or a first output
-// that is not TEXT; duplicate or unknown-typed inputs and outputs; a params
+// description, capability or system prompt; no outputs; duplicate or unknown-typed inputs and outputs; a params
 // schema that does not compile. The error wraps ErrInvalidConfig.
 func (c Config) Validate() error {
 	var errs []error
@@ -119,9 +128,7 @@ func (c Config) Validate() error {
 		add("system_prompt is empty: say what the model should do")
 	}
 	if len(c.Outputs) == 0 {
-		add("outputs: none declared; declare at least one TEXT output to receive the reply")
-	} else if c.Outputs[0].DataType != schemas.TypeText {
-		add("outputs[0] %q is %s; the first output receives the model's reply and must be TEXT", c.Outputs[0].Name, orEmpty(c.Outputs[0].DataType))
+		add("outputs: none declared; declare one TEXT output to receive the reply, or the outputs of any data types the model answers in JSON")
 	}
 	for i, m := range c.MCP {
 		if (m.Command == "") == (m.URL == "") {
@@ -130,6 +137,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxToolSteps < 0 {
 		add("max_tool_steps is %d: give a positive number, or leave it out for %d", c.MaxToolSteps, DefaultMaxToolSteps)
+	}
+	if err := c.Policy.Validate(); err != nil {
+		add("policy: %v", err)
 	}
 	contract, err := c.contract()
 	if err != nil {
@@ -167,7 +177,15 @@ func (c Config) contract() (schemas.AgentContract, error) {
 		contract.Outputs = append(contract.Outputs, schemas.TypedOutput(out))
 	}
 	if c.Params != nil {
-		raw, err := json.Marshal(c.Params)
+		params := c.Params
+		if props, ok := params["properties"].(map[string]any); ok && len(c.Policy.ApproveTools) > 0 {
+			// The param a task approved by a person comes back with
+			// (approve_tools), whatever else the schema allows.
+			params, props = maps.Clone(params), maps.Clone(props)
+			props["approved"] = map[string]any{"type": "boolean", "description": "a person approved the tool calls the policy holds"}
+			params["properties"] = props
+		}
+		raw, err := json.Marshal(params)
 		if err != nil {
 			return contract, fmt.Errorf("cannot be written as JSON Schema: %v", err)
 		}

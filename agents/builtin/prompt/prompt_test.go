@@ -50,7 +50,7 @@ params: {type: 42}
 	if !errors.Is(err, prompt.ErrInvalidConfig) {
 		t.Fatalf("err = %v", err)
 	}
-	for _, want := range []string{"system_prompt is empty", "must be TEXT", "bad name!", "description is empty", `input "text" is declared twice`, `unknown data type "NOPE"`, "params"} {
+	for _, want := range []string{"system_prompt is empty", "bad name!", "description is empty", `input "text" is declared twice`, `unknown data type "NOPE"`, "params"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q:\n%v", want, err)
 		}

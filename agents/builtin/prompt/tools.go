@@ -53,19 +53,16 @@ func WithTools(model ToolModel, tools ...Tool) Option {
 	return func(a *Agent) { a.toolModel, a.tools = model, tools }
 }
 
-// runTools is the tool loop of one task: it returns the model's final
-// answer and the usage of every model call. Tool calls run one after the
-// other; each is reported as task progress.
-func (a *Agent) runTools(ctx context.Context, user string) (string, schemas.Usage, error) {
+// runTools is the tool loop of one task, from msgs: it returns the model's
+// final answer, the conversation with it, and the usage of every model
+// call. output, when not nil, is the schema the answer must match. Tool
+// calls run one after the other; each is reported as task progress.
+func (a *Agent) runTools(ctx context.Context, model ToolModel, msgs []llm.Message, output *llm.OutputSchema) (llm.Message, []llm.Message, schemas.Usage, error) {
 	byName := map[string]Tool{}
 	defs := make([]llm.Tool, 0, len(a.tools))
 	for _, t := range a.tools {
 		byName[t.Name()] = t
 		defs = append(defs, llm.Tool{Name: t.Name(), Description: t.Description(), Parameters: t.InputSchema()})
-	}
-	msgs := []llm.Message{
-		{Role: llm.RoleSystem, Content: a.cfg.SystemPrompt},
-		{Role: llm.RoleUser, Content: user},
 	}
 	steps := a.cfg.MaxToolSteps
 	if steps <= 0 {
@@ -73,25 +70,32 @@ func (a *Agent) runTools(ctx context.Context, user string) (string, schemas.Usag
 	}
 	var total schemas.Usage
 	for range steps {
-		resp, usage, err := a.toolModel.Chat(ctx, llm.Request{Model: a.cfg.Model, Messages: msgs, Tools: defs})
+		resp, usage, err := a.chat(ctx, model, llm.Request{Model: a.cfg.Model, Messages: msgs, Tools: defs, Output: output})
 		total = total.Add(usage.Report())
 		if err != nil {
-			return "", total, err
+			return llm.Message{}, msgs, total, err
 		}
 		msg := resp.Message
-		if len(msg.ToolCalls) == 0 {
-			return msg.Content, total, nil
-		}
 		msgs = append(msgs, msg)
+		if len(msg.ToolCalls) == 0 {
+			return msg, msgs, total, nil
+		}
 		for _, call := range msg.ToolCalls {
-			out := a.callTool(ctx, byName, call)
+			refused, err := a.checkTool(ctx, &call)
+			if err != nil {
+				return llm.Message{}, msgs, total, err
+			}
+			out := refused
+			if out == "" {
+				out = a.callTool(ctx, byName, call)
+			}
 			if ctx.Err() != nil {
-				return "", total, ctx.Err()
+				return llm.Message{}, msgs, total, ctx.Err()
 			}
 			msgs = append(msgs, llm.Message{Role: llm.RoleTool, ToolCallID: call.ID, Name: call.Name, Content: out})
 		}
 	}
-	return "", total, fmt.Errorf("%w (%d): raise max_tool_steps or make the system prompt ask for an answer", ErrToolSteps, steps)
+	return llm.Message{}, msgs, total, fmt.Errorf("%w (%d): raise max_tool_steps or make the system prompt ask for an answer", ErrToolSteps, steps)
 }
 
 // callTool runs one tool call and returns what the model reads.

@@ -139,11 +139,18 @@ func TestClusterPartition(t *testing.T) {
 	// to deliver or to acknowledge anywhere, so no answer can follow.
 	// A task lost on the way would fail its step after the default task
 	// timeout (60 s): 90 s is enough for every request to end somehow.
-	wctx, wcancel := context.WithTimeout(ctx, 90*time.Second)
+	wctx, wcancel := context.WithTimeout(context.WithoutCancel(ctx), 90*time.Second)
 	defer wcancel()
-	last := seen.waitAll(t, wctx, accepted.reqs)
+	last, missing := seen.waitAll(wctx, accepted.reqs)
+	if len(missing) > 0 {
+		for _, r := range missing {
+			t.Log(explainMissing(wctx, js, names, r))
+		}
+		t.Fatalf("%d of %d accepted requests never answered", len(missing), len(accepted.reqs))
+	}
 	waitQuiet(t, wctx, js, names)
 	current := <-caughtUp
+	ctx = wctx
 
 	// Count the answers in the stream itself.
 	got := readOutcomes(t, ctx, js, names)
@@ -334,30 +341,64 @@ func watchOutcomes(t *testing.T, ctx context.Context, js jetstream.JetStream, na
 }
 
 // waitAll waits until every request has an outcome and returns when the
-// last one came.
-func (w *outcomeWatch) waitAll(t *testing.T, ctx context.Context, reqs []request) time.Time {
-	t.Helper()
+// last one came, or, when ctx ends first, the requests still unanswered.
+func (w *outcomeWatch) waitAll(ctx context.Context, reqs []request) (time.Time, []request) {
 	for {
-		var missing []string
+		var missing []request
 		var last time.Time
 		w.mu.Lock()
 		for _, r := range reqs {
 			if at, ok := w.at[r.id]; !ok {
-				missing = append(missing, r.kind+" "+r.id)
+				missing = append(missing, r)
 			} else if at.After(last) {
 				last = at
 			}
 		}
 		w.mu.Unlock()
 		if len(missing) == 0 {
-			return last
+			return last, nil
 		}
 		select {
 		case <-w.changed:
 		case <-ctx.Done():
-			t.Fatalf("%d of %d accepted requests never answered: %v", len(missing), len(reqs), missing)
+			return last, missing
 		}
 	}
+}
+
+// explainMissing says what the mesh holds of an unanswered request: its
+// key in KV (the run's header, the conversation's chat record) and every
+// event stored under its id.
+func explainMissing(ctx context.Context, js jetstream.JetStream, names bus.Names, r request) string {
+	bucket, key := names.RunsBucket(), r.id
+	if r.kind == "chat" {
+		bucket, key = names.ConversationsBucket(), r.id+".chat"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s accepted at %s, never answered:", r.kind, r.id, r.at.Format("15:04:05.000"))
+	if kv, err := js.KeyValue(ctx, bucket); err != nil {
+		fmt.Fprintf(&b, "\n  bucket %s: %v", bucket, err)
+	} else if e, err := kv.Get(ctx, key); err != nil {
+		fmt.Fprintf(&b, "\n  key %s: %v", key, err)
+	} else {
+		fmt.Fprintf(&b, "\n  key %s (revision %d, %s): %s", key, e.Revision(), e.Created().Format("15:04:05.000"), e.Value())
+	}
+	cons, err := js.OrderedConsumer(ctx, names.EventsStream(), jetstream.OrderedConsumerConfig{FilterSubjects: []string{names.EventsOf(r.id)}})
+	if err != nil {
+		fmt.Fprintf(&b, "\n  events: %v", err)
+		return b.String()
+	}
+	for {
+		fctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		m, err := cons.Next(jetstream.FetchContext(fctx))
+		cancel()
+		if err != nil {
+			break
+		}
+		meta, _ := m.Metadata()
+		fmt.Fprintf(&b, "\n  event %s: %s", meta.Timestamp.Format("15:04:05.000"), m.Data())
+	}
+	return b.String()
 }
 
 // firstAfter is when the first outcome came after t.
@@ -510,19 +551,23 @@ func quiet(ctx context.Context, js jetstream.JetStream, names bus.Names) string 
 	return ""
 }
 
-// waitCurrent waits until node is a current replica of every stream and
-// returns when it was seen so (the zero time if ctx ends first).
+// waitCurrent waits until node is the leader or a current replica of every
+// stream it holds a replica of and returns when it was seen so (the zero
+// time if ctx ends first).
 func waitCurrent(ctx context.Context, js jetstream.JetStream, node string) time.Time {
 	for {
 		caughtUp := true
 		streams := js.ListStreams(ctx)
 		for info := range streams.Info() {
-			if info.Cluster == nil || info.Cluster.Leader == node {
-				caughtUp = caughtUp && info.Cluster != nil
+			if info.Cluster == nil || info.Cluster.Leader == "" {
+				caughtUp = false
+				continue
+			}
+			if info.Cluster.Leader == node {
 				continue
 			}
 			i := slices.IndexFunc(info.Cluster.Replicas, func(p *jetstream.PeerInfo) bool { return p.Name == node })
-			if i < 0 || !info.Cluster.Replicas[i].Current || info.Cluster.Replicas[i].Offline {
+			if i >= 0 && (!info.Cluster.Replicas[i].Current || info.Cluster.Replicas[i].Offline) {
 				caughtUp = false
 			}
 		}

@@ -76,6 +76,7 @@ func (s *Scheduler) sweepLoop(ctx context.Context, w jetstream.KeyWatcher) {
 					s.log.Warn("pipeline: watching runs again", "err", err)
 				}
 			}
+			s.sendUnsent(ctx)
 			s.sweep(ctx)
 		}
 	}

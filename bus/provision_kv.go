@@ -153,6 +153,9 @@ func PutTTL(ctx context.Context, js jetstream.JetStream, bucket, key string, val
 		return 0, fmt.Errorf("bucket %s: %w", bucket, err)
 	}
 	ack, err := js.Publish(ctx, "$KV."+bucket+"."+key, value, jetstream.WithMsgTTL(ttl))
+	if err != nil && Transient(ctx, err) {
+		return 0, fmt.Errorf("putting key %q in KV bucket %s with TTL %s: %w", key, bucket, ttl, err)
+	}
 	if err != nil {
 		return 0, fmt.Errorf("putting key %q in KV bucket %s with TTL %s: %w (the bucket needs a limit marker TTL for per-key TTLs)", key, bucket, ttl, err)
 	}

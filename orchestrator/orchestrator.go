@@ -334,6 +334,10 @@ func (o *Orchestrator) handleRequest(ctx context.Context, m jetstream.Msg) {
 		if err != nil {
 			o.log.WarnContext(ctx, "chat request", "id", ev.ID, "conversation", ev.Ext(bus.ExtConversationID), "err", err)
 		}
+		if errors.Is(err, chat.ErrUnanswered) {
+			o.retryRequest(ctx, m, ev, err)
+			return
+		}
 	}
 	_ = m.Ack()
 }
@@ -469,11 +473,20 @@ func (o *Orchestrator) rejectRequest(ctx context.Context, subject string, ev bus
 		if to == "" {
 			return fmt.Errorf("%w: %w", bus.ErrNoReplySubject, codedCause(code, cause))
 		}
-		err := bus.Emit(o.nc, o.names.Events(to, "chat"), bus.TypeChatResponded, o.cfg.source, schemas.ChatResponse{
+		// Stored, not only sent: a core publish is dropped while the events
+		// stream elects a leader. The turn's message id: a request whose
+		// turn was answered meanwhile keeps that answer.
+		msg, err := bus.EventMsg(o.names.Events(to, "chat"), bus.TypeChatResponded, o.cfg.source, schemas.ChatResponse{
 			ConversationID: to, State: schemas.ChatFailed, Output: "The chat request was refused: " + cause.Error(),
 			Error: cause.Error(), Code: code}, func(e *bus.Event) {
 			e.SetExt(bus.ExtConversationID, to)
 		})
+		if err == nil {
+			if ev.ID != "" {
+				msg.Header.Set(jetstream.MsgIDHeader, "chat-"+ev.ID)
+			}
+			_, err = bus.Publish(ctx, o.js, msg)
+		}
 		if err != nil {
 			o.log.Warn("event", "type", bus.TypeChatResponded, "err", err)
 		}

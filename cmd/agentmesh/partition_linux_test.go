@@ -22,12 +22,6 @@ import (
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
-// partitionDefect is what the partition test finds today.
-const partitionDefect = "a pipeline run or chat turn submitted just as the node is cut off can stay unanswered for ever " +
-	"(3 runs and 1 chat turn in 8 runs of the test): the run's second step is dispatched, then nothing - " +
-	"no result applied, no timeout after the 60 s task timeout, no warning logged - while every stream and " +
-	"durable consumer is drained; the cause is not found yet"
-
 // partitionFor is how long the partition test keeps a node cut off.
 const partitionFor = 20 * time.Second
 
@@ -43,12 +37,11 @@ var orchestratorReady = regexp.MustCompile(`^orchestrator ready`)
 // serve again, how long after the heal the last answer came, and when the
 // cut node was a current replica of every stream again.
 //
-// It runs when AGENTMESH_PARTITION_TEST=1: today it fails about two runs
-// in five, on a defect it found (see partitionDefect), and CI must stay
-// green until that is fixed.
+// It needs root and `ip` (it makes network namespaces; newNetLab skips it
+// elsewhere, saying why) and takes about a minute; -short skips it.
 func TestClusterPartition(t *testing.T) {
-	if os.Getenv("AGENTMESH_PARTITION_TEST") != "1" {
-		t.Skip("skipped: set AGENTMESH_PARTITION_TEST=1 to run it (as root); " + partitionDefect)
+	if testing.Short() {
+		t.Skip("skipped in -short mode: it runs a three-node cluster through a 20 s partition (about a minute)")
 	}
 	lab := newNetLab(t, 3)
 	bin := agentBinary(t)

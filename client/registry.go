@@ -34,7 +34,10 @@ type AgentInfo struct {
 // others electing a new one), and the instance puts it again at its next
 // heartbeat once the bucket is back. It is safe for concurrent use.
 type Registry struct {
-	w         jetstream.KeyWatcher
+	kv        jetstream.KeyValue
+	wmu       sync.Mutex
+	w         jetstream.KeyWatcher // the watch of the moment (see rewatch)
+	stopped   chan struct{}        // closed by Stop
 	onRefused func(Refusal)
 	refused   map[string]string // key -> the value refused last, so a heartbeat is refused once
 
@@ -101,7 +104,9 @@ func NewRegistry(ctx context.Context, kv jetstream.KeyValue, opts ...RegistryOpt
 		return nil, fmt.Errorf("client: watching agents bucket %s: %w", kv.Bucket(), err)
 	}
 	r := &Registry{
+		kv:      kv,
 		w:       w,
+		stopped: make(chan struct{}),
 		agents:  map[string]map[string]registryEntry{},
 		changed: make(chan struct{}),
 		done:    make(chan struct{}),
@@ -121,21 +126,92 @@ func NewRegistry(ctx context.Context, kv jetstream.KeyValue, opts ...RegistryOpt
 	}
 }
 
+// watch folds the watch's updates into the view until Stop. A watch that
+// ends while the registry runs (its consumer could not be made again after
+// the cluster moved: a leader election, a node cut off) is made again, and
+// its listing of every key replaces the view: left alone, the view would
+// stay as it was for good, and an instance that expired meanwhile would
+// never come back.
 func (r *Registry) watch(initial chan struct{}) {
 	defer close(r.done)
 	first := true
-	for e := range r.w.Updates() {
-		if e == nil {
-			if first {
-				first = false
-				close(initial)
+	for w := r.w; w != nil; w = r.rewatch() {
+		listed := map[string]bool{} // keys of a new watch's listing, until its end
+		for e := range w.Updates() {
+			if e == nil {
+				if first {
+					first = false
+					close(initial)
+				} else if listed != nil {
+					r.keepOnly(listed)
+				}
+				listed = nil
+				continue
 			}
-			continue
+			if listed != nil {
+				listed[e.Key()] = true
+			}
+			r.apply(e)
 		}
-		r.apply(e)
+		if first {
+			first = false
+			close(initial)
+		}
 	}
-	if first {
-		close(initial)
+}
+
+// rewatchPause is how long rewatch waits between tries.
+const rewatchPause = time.Second
+
+// rewatch makes the watch again, trying until it can or Stop is called
+// (then nil).
+func (r *Registry) rewatch() jetstream.KeyWatcher {
+	for {
+		select {
+		case <-r.stopped:
+			return nil
+		default:
+		}
+		if w, err := r.kv.WatchAll(context.Background()); err == nil {
+			r.wmu.Lock()
+			defer r.wmu.Unlock()
+			select {
+			case <-r.stopped:
+				_ = w.Stop()
+				return nil
+			default:
+			}
+			r.w = w
+			return w
+		}
+		select {
+		case <-r.stopped:
+			return nil
+		case <-time.After(rewatchPause):
+		}
+	}
+}
+
+// keepOnly drops the instances whose keys a new watch did not list: they
+// went while no watch ran.
+func (r *Registry) keepOnly(listed map[string]bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	changed := false
+	for agent, instances := range r.agents {
+		for instance := range instances {
+			if !listed[agent+"."+instance] {
+				delete(instances, instance)
+				changed = true
+			}
+		}
+		if len(instances) == 0 {
+			delete(r.agents, agent)
+		}
+	}
+	if changed {
+		close(r.changed)
+		r.changed = make(chan struct{})
 	}
 }
 
@@ -355,6 +431,10 @@ func (r *Registry) Wait(ctx context.Context, name string, instances int) error {
 // Stop ends the watch. It is safe to call more than once.
 func (r *Registry) Stop() {
 	r.stopOnce.Do(func() {
-		_ = r.w.Stop()
+		r.wmu.Lock()
+		close(r.stopped)
+		w := r.w
+		r.wmu.Unlock()
+		_ = w.Stop()
 	})
 }

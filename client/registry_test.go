@@ -218,3 +218,49 @@ func cutKey(k string) (string, string, bool) {
 	}
 	return k, "", false
 }
+
+// A watch of the agents bucket ends when its consumer cannot be made again
+// after the cluster moved (a leader election answering 10008, a node cut
+// off; here: the bucket gone for a while). The registry watches again once
+// it can, instead of keeping the view it had for good: an agent that
+// announces afterwards is seen.
+func TestRegistryWatchesAgainAfterItsWatchEnded(t *testing.T) {
+	srv := bustest.Start(t)
+	res := srv.Provision(t)
+	js := srv.JetStream(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	// The test's own watch, made just before the registry's and fed the
+	// same: it ends just before the registry's does.
+	probe, err := res.Agents.WatchAll(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := client.NewRegistry(ctx, res.Agents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reg.Stop()
+	if _, err := res.Agents.Put(ctx, "Alpha.a1", announcement(t, "Alpha", "a1")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, reg, func() bool { _, ok := reg.Lookup("Alpha"); return ok }, "Alpha")
+	if err := js.DeleteKeyValue(ctx, srv.Names().AgentsBucket()); err != nil {
+		t.Fatal(err)
+	}
+	for range probe.Updates() {
+	}
+	// A moment more for the registry's watch, a few milliseconds younger,
+	// to end as well (its consumer's heartbeats stopped with the bucket):
+	// not a condition the test can poll for.
+	time.Sleep(2 * time.Second)
+	res = srv.Provision(t)
+	// Twice: a watch that was not ended but made its consumer again on the
+	// new bucket starts after the sequence it saw last (Alpha's, 1).
+	for range 2 {
+		if _, err := res.Agents.Put(ctx, "Beta.b1", announcement(t, "Beta", "b1")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, ctx, reg, func() bool { _, ok := reg.Lookup("Beta"); return ok }, "Beta, announced after the watch ended")
+}

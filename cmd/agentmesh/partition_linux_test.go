@@ -111,8 +111,17 @@ func TestClusterPartition(t *testing.T) {
 	time.Sleep(partitionFor)
 	lab.heal(cutNode)
 	healAt := time.Now()
-	caughtUp := make(chan time.Time, 1)
-	go func() { caughtUp <- waitCurrent(ctx, js, fmt.Sprintf("n%d", cutNode+1)) }()
+	type caught struct {
+		at  time.Time
+		why string
+	}
+	caughtUp := make(chan caught, 1)
+	go func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+		defer cancel()
+		at, why := waitCurrent(cctx, js, fmt.Sprintf("n%d", cutNode+1))
+		caughtUp <- caught{at, why}
+	}()
 	time.Sleep(3 * time.Second)
 	accepted := load.stop()
 	if len(accepted.failed) > 0 {
@@ -136,17 +145,24 @@ func TestClusterPartition(t *testing.T) {
 	defer wcancel()
 	last, missing := seen.waitAll(wctx, accepted.reqs)
 	if len(missing) > 0 {
+		ectx, ecancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer ecancel()
 		for _, r := range missing {
-			t.Log(explainMissing(wctx, js, names, r))
+			t.Log(explainMissing(ectx, js, names, r))
 		}
 		t.Fatalf("%d of %d accepted requests never answered", len(missing), len(accepted.reqs))
 	}
 	waitQuiet(t, wctx, js, names)
-	current := <-caughtUp
-	ctx = wctx
+	cu := <-caughtUp
+	current := cu.at
+	if current.IsZero() {
+		t.Errorf("n%d was never a current replica of every stream again: %s", cutNode+1, cu.why)
+	}
 
 	// Count the answers in the stream itself.
-	got := readOutcomes(t, ctx, js, names)
+	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer rcancel()
+	got := readOutcomes(t, rctx, js, names)
 	want := map[string]bool{}
 	for _, r := range accepted.reqs {
 		want[r.id] = true
@@ -545,31 +561,37 @@ func quiet(ctx context.Context, js jetstream.JetStream, names bus.Names) string 
 }
 
 // waitCurrent waits until node is the leader or a current replica of every
-// stream it holds a replica of and returns when it was seen so (the zero
-// time if ctx ends first).
-func waitCurrent(ctx context.Context, js jetstream.JetStream, node string) time.Time {
+// stream it holds a replica of and returns when it was seen so, or the zero
+// time and what was seen last if ctx ends first.
+func waitCurrent(ctx context.Context, js jetstream.JetStream, node string) (time.Time, string) {
+	var why string
 	for {
-		caughtUp := true
+		why = ""
 		streams := js.ListStreams(ctx)
 		for info := range streams.Info() {
-			if info.Cluster == nil || info.Cluster.Leader == "" {
-				caughtUp = false
+			name := info.Config.Name
+			switch {
+			case info.Cluster == nil || info.Cluster.Leader == "":
+				why += fmt.Sprintf(" %s: no leader;", name)
 				continue
-			}
-			if info.Cluster.Leader == node {
+			case info.Cluster.Leader == node:
 				continue
 			}
 			i := slices.IndexFunc(info.Cluster.Replicas, func(p *jetstream.PeerInfo) bool { return p.Name == node })
 			if i >= 0 && (!info.Cluster.Replicas[i].Current || info.Cluster.Replicas[i].Offline) {
-				caughtUp = false
+				r := info.Cluster.Replicas[i]
+				why += fmt.Sprintf(" %s: %s current=%v offline=%v lag=%d active=%s;", name, node, r.Current, r.Offline, r.Lag, r.Active)
 			}
 		}
-		if streams.Err() == nil && caughtUp {
-			return time.Now()
+		if err := streams.Err(); err != nil {
+			why += " listing streams: " + err.Error()
+		}
+		if why == "" {
+			return time.Now(), ""
 		}
 		select {
 		case <-ctx.Done():
-			return time.Time{}
+			return time.Time{}, why
 		case <-time.After(200 * time.Millisecond):
 		}
 	}

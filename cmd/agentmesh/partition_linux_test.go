@@ -521,7 +521,9 @@ func waitQuiet(t *testing.T, ctx context.Context, js jetstream.JetStream, names 
 	t.Helper()
 	var why string
 	for {
-		why = quiet(ctx, js, names)
+		qctx, cancel := context.WithTimeout(ctx, 5*time.Second) // a lost request holds one look, not the wait
+		why = quiet(qctx, js, names)
+		cancel()
 		if why == "" {
 			return
 		}
@@ -567,7 +569,10 @@ func waitCurrent(ctx context.Context, js jetstream.JetStream, node string) (time
 	var why string
 	for {
 		why = ""
-		streams := js.ListStreams(ctx)
+		// One listing at most 5 s: a request of it lost while the cluster
+		// settles would hold it until ctx ends.
+		lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		streams := js.ListStreams(lctx)
 		for info := range streams.Info() {
 			name := info.Config.Name
 			switch {
@@ -586,6 +591,7 @@ func waitCurrent(ctx context.Context, js jetstream.JetStream, node string) (time
 		if err := streams.Err(); err != nil {
 			why += " listing streams: " + err.Error()
 		}
+		cancel()
 		if why == "" {
 			return time.Now(), ""
 		}

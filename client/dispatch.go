@@ -202,11 +202,20 @@ func (d *Dispatcher) Await(ctx context.Context, replyTo, taskID string) (Result,
 // cannot answer: as long as its ctx lives.
 const awaitTransient = 365 * 24 * time.Hour
 
+// awaitResets bounds how often one ordered consumer of Await is made again
+// when its consumer is lost (heartbeats stop, the consumer is deleted).
+// nats.go's default tries for ever, inside the iterator's Next and with no
+// regard for ctx: a consumer that cannot be made again (the node it was on
+// cut off, the cluster not placing the new one) held a chat turn's tool
+// call past its deadline for good, so the turn never ended. Bounded, the
+// failure comes back to Await, which makes a new consumer while ctx lives.
+const awaitResets = 2
+
 // await is one read of replyTo for taskID's result, through one ordered
 // consumer.
 func (d *Dispatcher) await(ctx context.Context, replyTo, taskID string) (Result, error) {
 	cons, err := d.js.OrderedConsumer(ctx, d.names.ResultsStream(), jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{replyTo}, InactiveThreshold: orderedInactive,
+		FilterSubjects: []string{replyTo}, InactiveThreshold: orderedInactive, MaxResetAttempts: awaitResets,
 	})
 	if err != nil {
 		return Result{}, fmt.Errorf("awaiting task %s: %w", taskID, err)

@@ -392,22 +392,50 @@ func explainMissing(ctx context.Context, js jetstream.JetStream, names bus.Names
 	} else {
 		fmt.Fprintf(&b, "\n  key %s (revision %d, %s): %s", key, e.Revision(), e.Created().Format("15:04:05.000"), e.Value())
 	}
-	cons, err := js.OrderedConsumer(ctx, names.EventsStream(), jetstream.OrderedConsumerConfig{FilterSubjects: []string{names.EventsOf(r.id)}})
-	if err != nil {
-		fmt.Fprintf(&b, "\n  events: %v", err)
-		return b.String()
+	if r.kind == "run" {
+		if kv, err := js.KeyValue(ctx, bucket); err == nil {
+			if keys, err := kv.ListKeysFiltered(ctx, r.id+".step.>"); err == nil {
+				for k := range keys.Keys() {
+					if e, err := kv.Get(ctx, k); err == nil {
+						fmt.Fprintf(&b, "\n  key %s (%s): %s", k, e.Created().Format("15:04:05.000"), e.Value())
+					}
+				}
+			}
+		}
+		dumpStream(ctx, &b, js, names.ResultsStream(), names.OrchestratorResult("*", r.id), "result")
+		dumpStream(ctx, &b, js, names.TasksStream(), names.Tasks(), "task held")
+		for _, c := range []struct{ stream, name string }{{names.TasksStream(), "TextAgent"}, {names.ResultsStream(), "orchestrator"}} {
+			if cons, err := js.Consumer(ctx, c.stream, c.name); err == nil {
+				if ci, err := cons.Info(ctx); err == nil {
+					fmt.Fprintf(&b, "\n  consumer %s of %s: leader %s, delivered %d, ack floor %d, pending %d, unacknowledged %d, redelivered %d, waiting %d",
+						c.name, c.stream, ci.Cluster.Leader, ci.Delivered.Stream, ci.AckFloor.Stream, ci.NumPending, ci.NumAckPending, ci.NumRedelivered, ci.NumWaiting)
+				}
+			}
+		}
 	}
-	for {
+	dumpStream(ctx, &b, js, names.EventsStream(), names.EventsOf(r.id), "event")
+	dumpStream(ctx, &b, js, names.DeadStream(), names.DeadAll(), "dead letter")
+	return b.String()
+}
+
+// dumpStream writes what stream holds on filter (for a work queue: what no
+// consumer took yet).
+func dumpStream(ctx context.Context, b *strings.Builder, js jetstream.JetStream, stream, filter, what string) {
+	cons, err := js.OrderedConsumer(ctx, stream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}})
+	if err != nil {
+		fmt.Fprintf(b, "\n  %s %s: %v", stream, filter, err)
+		return
+	}
+	for range 200 {
 		fctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		m, err := cons.Next(jetstream.FetchContext(fctx))
 		cancel()
 		if err != nil {
-			break
+			return
 		}
 		meta, _ := m.Metadata()
-		fmt.Fprintf(&b, "\n  event %s: %s", meta.Timestamp.Format("15:04:05.000"), m.Data())
+		fmt.Fprintf(b, "\n  %s %s %s seq %d %v: %.400s", what, meta.Timestamp.Format("15:04:05.000"), m.Subject(), meta.Sequence.Stream, m.Headers(), m.Data())
 	}
-	return b.String()
 }
 
 // firstAfter is when the first outcome came after t.

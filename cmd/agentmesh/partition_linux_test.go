@@ -182,10 +182,10 @@ func TestClusterPartition(t *testing.T) {
 		}
 	}
 
-	first := seen.firstAfter(cutAt)
+	first := seen.firstFor(accepted.reqs, cutAt)
 	runs, chats := accepted.count()
 	t.Logf("%d pipelines and %d chat turns accepted, %d while n%d was cut off for %s", runs, chats, during, cutNode+1, partitionFor)
-	t.Logf("recovery: the majority answered %s after the cut; the last answer came %s after the heal; n%d was a current replica of every stream %s after the heal; slowest request %s",
+	t.Logf("recovery: the majority answered a request sent after the cut %s after the cut; the last answer came %s after the heal; n%d was a current replica of every stream %s after the heal; slowest request %s",
 		first.Sub(cutAt).Round(100*time.Millisecond), max(0, last.Sub(healAt)).Round(100*time.Millisecond), cutNode+1,
 		current.Sub(healAt).Round(100*time.Millisecond), seen.slowest(accepted.reqs).Round(100*time.Millisecond))
 }
@@ -438,13 +438,15 @@ func dumpStream(ctx context.Context, b *strings.Builder, js jetstream.JetStream,
 	}
 }
 
-// firstAfter is when the first outcome came after t.
-func (w *outcomeWatch) firstAfter(t time.Time) time.Time {
+// firstFor is when the first outcome of a request accepted after t came:
+// when the cluster served again (one in flight at t may be answered at
+// once).
+func (w *outcomeWatch) firstFor(reqs []request, t time.Time) time.Time {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	var first time.Time
-	for _, at := range w.at {
-		if at.After(t) && (first.IsZero() || at.Before(first)) {
+	for _, r := range reqs {
+		if at, ok := w.at[r.id]; ok && r.at.After(t) && (first.IsZero() || at.Before(first)) {
 			first = at
 		}
 	}

@@ -402,36 +402,43 @@ func explainMissing(ctx context.Context, js jetstream.JetStream, names bus.Names
 				}
 			}
 		}
-		dumpStream(ctx, &b, js, names.ResultsStream(), names.OrchestratorResult("*", r.id), "result")
-		dumpStream(ctx, &b, js, names.TasksStream(), names.Tasks(), "task held")
-		for _, c := range []struct{ stream, name string }{{names.TasksStream(), "TextAgent"}, {names.ResultsStream(), "orchestrator"}} {
-			if cons, err := js.Consumer(ctx, c.stream, c.name); err == nil {
-				if ci, err := cons.Info(ctx); err == nil {
-					fmt.Fprintf(&b, "\n  consumer %s of %s: leader %s, delivered %d, ack floor %d, pending %d, unacknowledged %d, redelivered %d, waiting %d",
-						c.name, c.stream, ci.Cluster.Leader, ci.Delivered.Stream, ci.AckFloor.Stream, ci.NumPending, ci.NumAckPending, ci.NumRedelivered, ci.NumWaiting)
-				}
+		dumpStream(ctx, &b, js, names.ResultsStream(), names.OrchestratorResult("*", r.id), "result", "")
+	} else {
+		// A chat turn's tool calls reply on mesh.result.<agent>.<task>.
+		dumpStream(ctx, &b, js, names.ResultsStream(), names.Results(), "result", r.id)
+	}
+	dumpStream(ctx, &b, js, names.TasksStream(), names.Tasks(), "task held", "")
+	for _, c := range []struct{ stream, name string }{{names.TasksStream(), "TextAgent"}, {names.TasksStream(), "ImageSearchAgent"},
+		{names.ResultsStream(), "orchestrator"}, {names.RequestsStream(), "orchestrator"}} {
+		if cons, err := js.Consumer(ctx, c.stream, c.name); err == nil {
+			if ci, err := cons.Info(ctx); err == nil {
+				fmt.Fprintf(&b, "\n  consumer %s of %s: leader %s, delivered %d, ack floor %d, pending %d, unacknowledged %d, redelivered %d, waiting %d",
+					c.name, c.stream, ci.Cluster.Leader, ci.Delivered.Stream, ci.AckFloor.Stream, ci.NumPending, ci.NumAckPending, ci.NumRedelivered, ci.NumWaiting)
 			}
 		}
 	}
-	dumpStream(ctx, &b, js, names.EventsStream(), names.EventsOf(r.id), "event")
-	dumpStream(ctx, &b, js, names.DeadStream(), names.DeadAll(), "dead letter")
+	dumpStream(ctx, &b, js, names.EventsStream(), names.EventsOf(r.id), "event", "")
+	dumpStream(ctx, &b, js, names.DeadStream(), names.DeadAll(), "dead letter", "")
 	return b.String()
 }
 
 // dumpStream writes what stream holds on filter (for a work queue: what no
-// consumer took yet).
-func dumpStream(ctx context.Context, b *strings.Builder, js jetstream.JetStream, stream, filter, what string) {
+// consumer took yet) whose subject contains contains.
+func dumpStream(ctx context.Context, b *strings.Builder, js jetstream.JetStream, stream, filter, what, contains string) {
 	cons, err := js.OrderedConsumer(ctx, stream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}})
 	if err != nil {
 		fmt.Fprintf(b, "\n  %s %s: %v", stream, filter, err)
 		return
 	}
-	for range 200 {
+	for range 2000 {
 		fctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		m, err := cons.Next(jetstream.FetchContext(fctx))
 		cancel()
 		if err != nil {
 			return
+		}
+		if !strings.Contains(m.Subject(), contains) {
+			continue
 		}
 		meta, _ := m.Metadata()
 		fmt.Fprintf(b, "\n  %s %s %s seq %d %v: %.400s", what, meta.Timestamp.Format("15:04:05.000"), m.Subject(), meta.Sequence.Stream, m.Headers(), m.Data())

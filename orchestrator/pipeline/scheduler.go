@@ -76,11 +76,12 @@ type Scheduler struct {
 	batches map[string]*settleBatch // per run: records waiting for the header update
 	items   map[string]*itemBatch   // per loop: item ends waiting for the progress update
 
-	mu     sync.Mutex
-	active map[string]bool      // runs this replica's sweep looks at
-	dirty  map[string]bool      // runs changed since the last sweep
-	stalls map[string]time.Time // per run, when sweepStall last looked
-	unsent map[string]*nats.Msg // by message id: ends not stored yet, sent again by the sweep
+	mu          sync.Mutex
+	active      map[string]bool        // runs this replica's sweep looks at
+	dirty       map[string]bool        // runs changed since the last sweep
+	stalls      map[string]time.Time   // per run, when sweepStall last looked
+	unsent      map[string]*nats.Msg   // by message id: ends not stored yet, sent again by the sweep
+	republished map[string]republishAt // per run, when the sweep last published its wave again
 }
 
 // New returns a scheduler that keeps runs in store, routes with router,

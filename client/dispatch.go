@@ -91,6 +91,33 @@ func (d *Dispatcher) Dispatch(ctx context.Context, agent string, task schemas.Ta
 	return meta.TaskID, nil
 }
 
+// KeepDispatched publishes a task Dispatch published again at 2, 4, 8, 16
+// and 32 s after the call, under the same task id (so within the tasks
+// stream's duplicate window it is stored once), until stop is called or
+// ctx ends; call it while awaiting the task's result. One publish is not
+// enough through a network partition: a node back from one may answer a
+// publish as the stream's leader it no longer is, and the task acknowledged
+// is not kept. Failures are left to the caller's wait.
+func (d *Dispatcher) KeepDispatched(ctx context.Context, agent string, task schemas.TaskRequest, meta DispatchMeta) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		start := time.Now()
+		for at := 2 * time.Second; at <= 32*time.Second; at *= 2 {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(time.Until(start.Add(at))):
+			}
+			pctx, pcancel := context.WithTimeout(ctx, at/2)
+			_, _ = d.Dispatch(pctx, agent, task, meta)
+			pcancel()
+		}
+	}()
+	return func() { cancel(); <-done }
+}
+
 // Send publishes a task without asking for the stream's ack: JetStream
 // stores it (and drops a second copy of the same task id within the
 // duplicate window), but no reply crosses the network. The pipeline

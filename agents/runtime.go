@@ -282,11 +282,22 @@ func (r *Runtime) announce(ctx context.Context) error {
 	if err := r.nc.PublishMsg(msg); err != nil {
 		return fmt.Errorf("agents: %s: announcing: %w", r.contract.Name, err)
 	}
-	if _, err := bus.PutTTL(ctx, r.js, r.cfg.names.AgentsBucket(), r.kvKey, ev.Data, r.ttl); err != nil {
+	// Tried again at once while the bucket cannot answer (its leader on a
+	// node cut off, a new one being elected), not at the next heartbeat:
+	// the key's life runs meanwhile, and readers take the instance for
+	// gone when it ends.
+	if _, err := bus.Retry(ctx, r.cfg.heartbeat, nil, func() (uint64, error) {
+		tctx, cancel := context.WithTimeout(ctx, min(r.cfg.heartbeat, heartbeatTry))
+		defer cancel()
+		return bus.PutTTL(tctx, r.js, r.cfg.names.AgentsBucket(), r.kvKey, ev.Data, r.ttl)
+	}); err != nil {
 		return fmt.Errorf("agents: %s: registry entry: %w", r.contract.Name, err)
 	}
 	return nil
 }
+
+// heartbeatTry bounds one try of a heartbeat's registry put.
+const heartbeatTry = time.Second
 
 // depart announces the departure and removes the registry key.
 func (r *Runtime) depart(kv jetstream.KeyValue) error {

@@ -554,17 +554,26 @@ func extValue(name string, raw json.RawMessage) (string, error) {
 // with a core NATS publish (the stream that captures subject stores it);
 // set, when not nil, adds extensions first. It is how progress and status
 // events go out: best effort, since the state they report lives in KV.
+// An event that ends a request its sender waits for goes out with
+// EventMsg and Publish instead: a core publish while the stream elects a
+// leader (a node cut off or gone) is dropped without a word.
 func Emit(nc *nats.Conn, subject, typ, source string, data any, set func(*Event)) error {
-	ev, err := NewEvent(typ, source, data)
-	if err != nil {
-		return err
-	}
-	if set != nil {
-		set(&ev)
-	}
-	msg, err := Encode(subject, ev)
+	msg, err := EventMsg(subject, typ, source, data, set)
 	if err != nil {
 		return err
 	}
 	return nc.PublishMsg(msg)
+}
+
+// EventMsg encodes a new event of type typ from source with data as a
+// message on subject; set, when not nil, adds extensions first.
+func EventMsg(subject, typ, source string, data any, set func(*Event)) (*nats.Msg, error) {
+	ev, err := NewEvent(typ, source, data)
+	if err != nil {
+		return nil, err
+	}
+	if set != nil {
+		set(&ev)
+	}
+	return Encode(subject, ev)
 }

@@ -153,8 +153,11 @@ func PutTTL(ctx context.Context, js jetstream.JetStream, bucket, key string, val
 		return 0, fmt.Errorf("bucket %s: %w", bucket, err)
 	}
 	ack, err := js.Publish(ctx, "$KV."+bucket+"."+key, value, jetstream.WithMsgTTL(ttl))
-	if err != nil {
+	if api, ok := errors.AsType[*jetstream.APIError](err); ok && !transientAPI(api) {
 		return 0, fmt.Errorf("putting key %q in KV bucket %s with TTL %s: %w (the bucket needs a limit marker TTL for per-key TTLs)", key, bucket, ttl, err)
+	}
+	if err != nil { // no server answered: nothing to say about the bucket
+		return 0, fmt.Errorf("putting key %q in KV bucket %s with TTL %s: %w", key, bucket, ttl, err)
 	}
 	return ack.Sequence, nil
 }

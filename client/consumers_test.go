@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/bus/bustest"
 	"github.com/agentmesh/agentmesh/client"
@@ -67,5 +69,66 @@ func TestAwaitAndFollowLeaveNoConsumers(t *testing.T) {
 				names.ResultsStream(), results, names.EventsStream(), events)
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// An Await whose consumer is lost and cannot be made again (here: deleted,
+// with the stream at its limit of consumers; in a cluster, on the node that
+// was cut off while no new one could be placed) returns by its deadline:
+// nats.go's ordered consumer made it again for ever inside Next, whatever
+// the context said, and a chat turn waiting on a tool call never ended.
+func TestAwaitEndsWhenItsConsumerCannotBeMadeAgain(t *testing.T) {
+	srv := bustest.Start(t)
+	srv.Provision(t)
+	names := srv.Names()
+	js := srv.JetStream(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	d := client.NewDispatcher(js, names, "test")
+	done := make(chan error, 1)
+	go func() {
+		actx, acancel := context.WithTimeout(ctx, 5*time.Second)
+		defer acancel()
+		_, err := d.Await(actx, names.Result("A", "lost"), "lost")
+		done <- err
+	}()
+	results, err := js.Stream(ctx, names.ResultsStream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var awaiting string
+	for awaiting == "" { // the Await's consumer is in place
+		for name := range results.ConsumerNames(ctx).Name() {
+			awaiting = name
+		}
+		if ctx.Err() != nil {
+			t.Fatal("the Await made no consumer")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// Another consumer takes the stream's last place, and the Await's goes.
+	if _, err := results.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{Durable: "other", AckPolicy: jetstream.AckExplicitPolicy}); err != nil {
+		t.Fatal(err)
+	}
+	info, err := results.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := info.Config
+	cfg.MaxConsumers = 1
+	if _, err := js.UpdateStream(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := results.DeleteConsumer(ctx, awaiting); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("Await of a task whose consumer cannot be made returned no error")
+		}
+		t.Logf("Await ended: %v", err)
+	case <-ctx.Done():
+		t.Fatal("Await never returned, long after its 5 s deadline: its lost consumer was being made again for ever")
 	}
 }

@@ -91,6 +91,33 @@ func (d *Dispatcher) Dispatch(ctx context.Context, agent string, task schemas.Ta
 	return meta.TaskID, nil
 }
 
+// KeepDispatched publishes a task Dispatch published again at 2, 4, 8, 16
+// and 32 s after the call, under the same task id (so within the tasks
+// stream's duplicate window it is stored once), until stop is called or
+// ctx ends; call it while awaiting the task's result. One publish is not
+// enough through a network partition: a node back from one may answer a
+// publish as the stream's leader it no longer is, and the task acknowledged
+// is not kept. Failures are left to the caller's wait.
+func (d *Dispatcher) KeepDispatched(ctx context.Context, agent string, task schemas.TaskRequest, meta DispatchMeta) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		start := time.Now()
+		for at := 2 * time.Second; at <= 32*time.Second; at *= 2 {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(time.Until(start.Add(at))):
+			}
+			pctx, pcancel := context.WithTimeout(ctx, at/2)
+			_, _ = d.Dispatch(pctx, agent, task, meta)
+			pcancel()
+		}
+	}()
+	return func() { cancel(); <-done }
+}
+
 // Send publishes a task without asking for the stream's ack: JetStream
 // stores it (and drops a second copy of the same task id within the
 // duplicate window), but no reply crosses the network. The pipeline
@@ -202,11 +229,20 @@ func (d *Dispatcher) Await(ctx context.Context, replyTo, taskID string) (Result,
 // cannot answer: as long as its ctx lives.
 const awaitTransient = 365 * 24 * time.Hour
 
+// awaitResets bounds how often one ordered consumer of Await is made again
+// when its consumer is lost (heartbeats stop, the consumer is deleted).
+// nats.go's default tries for ever, inside the iterator's Next and with no
+// regard for ctx: a consumer that cannot be made again (the node it was on
+// cut off, the cluster not placing the new one) held a chat turn's tool
+// call past its deadline for good, so the turn never ended. Bounded, the
+// failure comes back to Await, which makes a new consumer while ctx lives.
+const awaitResets = 2
+
 // await is one read of replyTo for taskID's result, through one ordered
 // consumer.
 func (d *Dispatcher) await(ctx context.Context, replyTo, taskID string) (Result, error) {
 	cons, err := d.js.OrderedConsumer(ctx, d.names.ResultsStream(), jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{replyTo}, InactiveThreshold: orderedInactive,
+		FilterSubjects: []string{replyTo}, InactiveThreshold: orderedInactive, MaxResetAttempts: awaitResets,
 	})
 	if err != nil {
 		return Result{}, fmt.Errorf("awaiting task %s: %w", taskID, err)

@@ -26,10 +26,18 @@ type AgentInfo struct {
 
 // Registry is the live view of the agents bucket (mesh_agents): every key
 // <agent>.<instance> holds an instance's announcement and lives as long as
-// the instance heartbeats. A put adds or refreshes an instance; a delete, a
-// purge or a TTL expiry marker removes it. It is safe for concurrent use.
+// the instance heartbeats. A put adds or refreshes an instance; a delete
+// (its departure) removes it. A purge or a TTL expiry marker removes it
+// unless it heartbeats again within two of its heartbeats (expiryGrace):
+// the key of a live instance expires too when the bucket could not store
+// its heartbeats for a TTL (the bucket's leader on a node cut off, the
+// others electing a new one), and the instance puts it again at its next
+// heartbeat once the bucket is back. It is safe for concurrent use.
 type Registry struct {
-	w         jetstream.KeyWatcher
+	kv        jetstream.KeyValue
+	wmu       sync.Mutex
+	w         jetstream.KeyWatcher // the watch of the moment (see rewatch)
+	stopped   chan struct{}        // closed by Stop
 	onRefused func(Refusal)
 	refused   map[string]string // key -> the value refused last, so a heartbeat is refused once
 
@@ -44,9 +52,26 @@ type Registry struct {
 type registryEntry struct {
 	ann      schemas.Announcement
 	revision uint64
-	raw      []byte    // the value it was read from: a heartbeat repeating it is not checked again
-	seen     time.Time // when the server stored the value: the instance's last heartbeat
+	raw      []byte        // the value it was read from: a heartbeat repeating it is not checked again
+	seen     time.Time     // when the server stored the value: the instance's last heartbeat
+	interval time.Duration // between its last two heartbeats (0: one seen)
+	expired  bool          // its key expired: gone unless it heartbeats within expiryGrace
 }
+
+// expiryGrace is how long an instance whose key expired (or was purged)
+// stays live waiting for its next heartbeat: two heartbeats as the registry
+// saw them, or, when it saw one, two thirds of the key's life (three
+// heartbeats), at most maxExpiryGrace.
+func expiryGrace(e registryEntry, expiredAt time.Time) time.Duration {
+	d := 2 * e.interval
+	if d <= 0 {
+		d = 2 * expiredAt.Sub(e.seen) / 3
+	}
+	return min(max(d, 0), maxExpiryGrace)
+}
+
+// maxExpiryGrace bounds expiryGrace.
+const maxExpiryGrace = time.Minute
 
 // Refusal is an announcement the registry left out: the key it was put
 // under, its revision, and why (an error wrapping ErrInvalidAnnouncement).
@@ -79,7 +104,9 @@ func NewRegistry(ctx context.Context, kv jetstream.KeyValue, opts ...RegistryOpt
 		return nil, fmt.Errorf("client: watching agents bucket %s: %w", kv.Bucket(), err)
 	}
 	r := &Registry{
+		kv:      kv,
 		w:       w,
+		stopped: make(chan struct{}),
 		agents:  map[string]map[string]registryEntry{},
 		changed: make(chan struct{}),
 		done:    make(chan struct{}),
@@ -99,21 +126,92 @@ func NewRegistry(ctx context.Context, kv jetstream.KeyValue, opts ...RegistryOpt
 	}
 }
 
+// watch folds the watch's updates into the view until Stop. A watch that
+// ends while the registry runs (its consumer could not be made again after
+// the cluster moved: a leader election, a node cut off) is made again, and
+// its listing of every key replaces the view: left alone, the view would
+// stay as it was for good, and an instance that expired meanwhile would
+// never come back.
 func (r *Registry) watch(initial chan struct{}) {
 	defer close(r.done)
 	first := true
-	for e := range r.w.Updates() {
-		if e == nil {
-			if first {
-				first = false
-				close(initial)
+	for w := r.w; w != nil; w = r.rewatch() {
+		listed := map[string]bool{} // keys of a new watch's listing, until its end
+		for e := range w.Updates() {
+			if e == nil {
+				if first {
+					first = false
+					close(initial)
+				} else if listed != nil {
+					r.keepOnly(listed)
+				}
+				listed = nil
+				continue
 			}
-			continue
+			if listed != nil {
+				listed[e.Key()] = true
+			}
+			r.apply(e)
 		}
-		r.apply(e)
+		if first {
+			first = false
+			close(initial)
+		}
 	}
-	if first {
-		close(initial)
+}
+
+// rewatchPause is how long rewatch waits between tries.
+const rewatchPause = time.Second
+
+// rewatch makes the watch again, trying until it can or Stop is called
+// (then nil).
+func (r *Registry) rewatch() jetstream.KeyWatcher {
+	for {
+		select {
+		case <-r.stopped:
+			return nil
+		default:
+		}
+		if w, err := r.kv.WatchAll(context.Background()); err == nil {
+			r.wmu.Lock()
+			defer r.wmu.Unlock()
+			select {
+			case <-r.stopped:
+				_ = w.Stop()
+				return nil
+			default:
+			}
+			r.w = w
+			return w
+		}
+		select {
+		case <-r.stopped:
+			return nil
+		case <-time.After(rewatchPause):
+		}
+	}
+}
+
+// keepOnly drops the instances whose keys a new watch did not list: they
+// went while no watch ran.
+func (r *Registry) keepOnly(listed map[string]bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	changed := false
+	for agent, instances := range r.agents {
+		for instance := range instances {
+			if !listed[agent+"."+instance] {
+				delete(instances, instance)
+				changed = true
+			}
+		}
+		if len(instances) == 0 {
+			delete(r.agents, agent)
+		}
+	}
+	if changed {
+		close(r.changed)
+		r.changed = make(chan struct{})
 	}
 }
 
@@ -129,6 +227,9 @@ func (r *Registry) apply(e jetstream.KeyValueEntry) {
 	}
 	var ann schemas.Announcement
 	live := e.Operation() == jetstream.KeyValuePut
+	if e.Operation() == jetstream.KeyValuePurge && r.suspect(agent, instance, e.Created()) {
+		return
+	}
 	if live {
 		r.mu.RLock()
 		old, had := r.agents[agent][instance]
@@ -149,7 +250,11 @@ func (r *Registry) apply(e jetstream.KeyValueEntry) {
 			r.agents[agent] = map[string]registryEntry{}
 		}
 		old, had := r.agents[agent][instance]
-		r.agents[agent][instance] = registryEntry{ann: ann, revision: e.Revision(), raw: e.Value(), seen: e.Created()}
+		var interval time.Duration
+		if had {
+			interval = e.Created().Sub(old.seen)
+		}
+		r.agents[agent][instance] = registryEntry{ann: ann, revision: e.Revision(), raw: e.Value(), seen: e.Created(), interval: interval}
 		if had && sameAnnouncement(old.ann, ann) {
 			r.mu.Unlock()
 			return // a heartbeat: nothing a reader can see changed
@@ -167,6 +272,43 @@ func (r *Registry) apply(e jetstream.KeyValueEntry) {
 	close(r.changed)
 	r.changed = make(chan struct{})
 	r.mu.Unlock()
+}
+
+// suspect notes that the key of a live instance expired (or was purged)
+// at the server's time at: it stays live for expiryGrace, and leaves then
+// unless a heartbeat came meanwhile. It reports false for an instance not
+// live (nothing to do).
+func (r *Registry) suspect(agent, instance string, at time.Time) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e, ok := r.agents[agent][instance]
+	if !ok || e.expired {
+		return ok
+	}
+	e.expired = true
+	r.agents[agent][instance] = e
+	grace := expiryGrace(e, at)
+	// The server's clock said when; the wait is on this one: a marker
+	// read late (a watch catching up) waits for less.
+	wait := max(0, grace-time.Since(at))
+	time.AfterFunc(wait, func() { r.leave(agent, instance, e.revision) })
+	return true
+}
+
+// leave removes an instance whose key expired, unless it heartbeated since
+// (a newer revision).
+func (r *Registry) leave(agent, instance string, revision uint64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if e, ok := r.agents[agent][instance]; !ok || e.revision != revision {
+		return
+	}
+	delete(r.agents[agent], instance)
+	if len(r.agents[agent]) == 0 {
+		delete(r.agents, agent)
+	}
+	close(r.changed)
+	r.changed = make(chan struct{})
 }
 
 // readAnnouncement decodes and checks the announcement stored under
@@ -289,6 +431,10 @@ func (r *Registry) Wait(ctx context.Context, name string, instances int) error {
 // Stop ends the watch. It is safe to call more than once.
 func (r *Registry) Stop() {
 	r.stopOnce.Do(func() {
-		_ = r.w.Stop()
+		r.wmu.Lock()
+		close(r.stopped)
+		w := r.w
+		r.wmu.Unlock()
+		_ = w.Stop()
 	})
 }

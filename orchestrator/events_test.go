@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/agentmesh/agentmesh/orchestrator/internal/meshtest"
 
 	"github.com/agentmesh/agentmesh/bus"
@@ -68,5 +70,66 @@ func TestRunEventsMatchTheirSchemas(t *testing.T) {
 		case <-timeout:
 			t.Fatalf("the run did not end; events so far: %v", seen)
 		}
+	}
+}
+
+// The event that ends a run is stored even when the events stream cannot
+// take it at the moment the run ends, as while its leader is elected after
+// the node holding it was cut off (here the stream listens elsewhere for a
+// while): the replica waits for the stream and sends it again. With a core
+// publish the run ended in KV, its end was dropped without a word, and the
+// client waiting for it never heard.
+func TestRunEndStoredAfterEventsStreamOutage(t *testing.T) {
+	m := meshtest.New(t)
+	release := make(chan struct{})
+	m.Agent(t, schemas.AgentContract{Name: "Held", Capability: schemas.CapTransformation, Description: "answers when released"},
+		func(ctx context.Context, ec *schemas.ExecutionContext) (schemas.AgentResult, error) {
+			<-release
+			return meshtest.OK("Held", "done", nil), nil
+		}, 1)
+	o := m.Orchestrator(t, []string{"Held"})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	names := m.Srv.Names()
+	js := m.Srv.JetStream(t)
+	events, err := js.Stream(ctx, names.EventsStream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := events.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// No stream takes the run's events while it ends.
+	parked := info.Config
+	parked.Subjects = []string{names.Events("parked", "by-test")}
+	if _, err := js.UpdateStream(ctx, parked); err != nil {
+		t.Fatal(err)
+	}
+	id := m.Submit(t, client.NewPipeline("outage").Step("held", "Held").MustBuild(), "outage-run")
+	close(release)
+	if r := meshtest.WaitRun(t, o.Store(), id, 20*time.Second); r.Status != schemas.RunCompleted {
+		t.Fatalf("run ended %s, want completed", r.Status)
+	}
+	if _, err := js.UpdateStream(ctx, info.Config); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		msg, err := events.GetLastMsgForSubject(ctx, names.Events(id, "pipeline"))
+		if err == nil {
+			var end schemas.RunEvent
+			ev, err := bus.Decode(&nats.Msg{Subject: msg.Subject, Header: msg.Header, Data: msg.Data})
+			if err == nil {
+				err = ev.DataAs(&end)
+			}
+			if err != nil || ev.Type != bus.TypePipelineCompleted || end.Status != schemas.RunCompleted {
+				t.Fatalf("the run's end is stored as %s %s (%v), want a completed %s", ev.Type, msg.Data, err, bus.TypePipelineCompleted)
+			}
+			return
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("the run's end was never stored once the events stream took events again: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }

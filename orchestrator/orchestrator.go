@@ -349,6 +349,10 @@ func (o *Orchestrator) handleRequest(ctx context.Context, m jetstream.Msg) {
 		if err != nil {
 			o.log.WarnContext(ctx, "chat request", "id", ev.ID, "conversation", ev.Ext(bus.ExtConversationID), "err", err)
 		}
+		if errors.Is(err, chat.ErrUnanswered) {
+			o.retryRequest(ctx, m, ev, err)
+			return
+		}
 	}
 	_ = m.Ack()
 }
@@ -380,6 +384,12 @@ const (
 	DefaultMaxDeliver = 10
 	ResultsMaxDeliver = 100
 )
+
+// notFoundDeliveries is how many times a result for a run this replica
+// does not find is delivered (about two minutes, with delays growing to
+// 5 s) before it is dropped: long enough for a replica's server back from
+// a partition to catch up.
+const notFoundDeliveries = 30
 
 // maxAnswer bounds the error text of the answer to a request given up on.
 const maxAnswer = 4000
@@ -484,11 +494,20 @@ func (o *Orchestrator) rejectRequest(ctx context.Context, subject string, ev bus
 		if to == "" {
 			return fmt.Errorf("%w: %w", bus.ErrNoReplySubject, codedCause(code, cause))
 		}
-		err := bus.Emit(o.nc, o.names.Events(to, "chat"), bus.TypeChatResponded, o.cfg.source, schemas.ChatResponse{
+		// Stored, not only sent: a core publish is dropped while the events
+		// stream elects a leader. The turn's message id: a request whose
+		// turn was answered meanwhile keeps that answer.
+		msg, err := bus.EventMsg(o.names.Events(to, "chat"), bus.TypeChatResponded, o.cfg.source, schemas.ChatResponse{
 			ConversationID: to, State: schemas.ChatFailed, Output: "The chat request was refused: " + cause.Error(),
 			Error: cause.Error(), Code: code}, func(e *bus.Event) {
 			e.SetExt(bus.ExtConversationID, to)
 		})
+		if err == nil {
+			if ev.ID != "" {
+				msg.Header.Set(jetstream.MsgIDHeader, "chat-"+ev.ID)
+			}
+			_, err = bus.Publish(ctx, o.js, msg)
+		}
 		if err != nil {
 			o.log.Warn("event", "type", bus.TypeChatResponded, "err", err)
 		}
@@ -556,7 +575,27 @@ func (o *Orchestrator) handleResult(ctx context.Context, m jetstream.Msg) {
 		_ = m.NakWithDelay(100 * time.Millisecond)
 		return
 	}
-	if err != nil && !errors.Is(err, state.ErrNotFound) {
+	if errors.Is(err, state.ErrNotFound) {
+		// No such run, as this replica reads the runs bucket. A task goes
+		// out only once its run is stored, so either the run was removed
+		// (max age) or the read was answered by a replica that lags: a
+		// KV read may be served by any replica, and one back from a
+		// partition catches up for a while. Acknowledged at once, the
+		// result of a run created during the partition was lost on the
+		// replica there, and the run waited out its step's timeout.
+		if lastDelivery(m, notFoundDeliveries) {
+			o.log.WarnContext(ctx, "result for a run that does not exist: dropped", "subject", m.Subject(), "deliveries", notFoundDeliveries, "err", err)
+			_ = m.TermWithReason("unknown run")
+			return
+		}
+		n := uint64(1)
+		if md, merr := m.Metadata(); merr == nil {
+			n = md.NumDelivered
+		}
+		_ = m.NakWithDelay(min(time.Duration(n)*time.Second, 5*time.Second))
+		return
+	}
+	if err != nil {
 		o.log.WarnContext(ctx, "applying result", "err", err)
 		if lastDelivery(m, ResultsMaxDeliver) {
 			// Its step times out, as for a result that never came.

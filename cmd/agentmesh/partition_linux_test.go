@@ -22,11 +22,12 @@ import (
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
-// partitionDefect is what the partition test finds today.
-const partitionDefect = "a pipeline run or chat turn submitted just as the node is cut off can stay unanswered for ever " +
-	"(3 runs and 1 chat turn in 8 runs of the test): the run's second step is dispatched, then nothing - " +
-	"no result applied, no timeout after the 60 s task timeout, no warning logged - while every stream and " +
-	"durable consumer is drained; the cause is not found yet"
+// partitionDefect is what the partition test still finds about one run in
+// five or six.
+const partitionDefect = "a chat turn or pipeline step whose task is published while the node is cut off or coming back " +
+	"can stay unanswered: the publish is acknowledged, yet no agent ever gets the task, and publishing it again " +
+	"under the same task id (which the stream deduplicates) does not bring it either; cause not found yet " +
+	"(the test's report shows the record, the events, the results and the consumers of what is left unanswered)"
 
 // partitionFor is how long the partition test keeps a node cut off.
 const partitionFor = 20 * time.Second
@@ -43,11 +44,12 @@ var orchestratorReady = regexp.MustCompile(`^orchestrator ready`)
 // serve again, how long after the heal the last answer came, and when the
 // cut node was a current replica of every stream again.
 //
-// It runs when AGENTMESH_PARTITION_TEST=1: today it fails about two runs
-// in five, on a defect it found (see partitionDefect), and CI must stay
-// green until that is fixed.
+// It needs root and `ip` (it makes network namespaces; newNetLab skips it
+// elsewhere, saying why) and takes about a minute. It runs when
+// AGENTMESH_PARTITION_TEST=1 until partitionDefect is fixed: CI must not
+// fail one run in five or six.
 func TestClusterPartition(t *testing.T) {
-	if os.Getenv("AGENTMESH_PARTITION_TEST") != "1" {
+	if os.Getenv("AGENTMESH_PARTITION_TEST") != "1" || testing.Short() {
 		t.Skip("skipped: set AGENTMESH_PARTITION_TEST=1 to run it (as root); " + partitionDefect)
 	}
 	lab := newNetLab(t, 3)
@@ -118,8 +120,17 @@ func TestClusterPartition(t *testing.T) {
 	time.Sleep(partitionFor)
 	lab.heal(cutNode)
 	healAt := time.Now()
-	caughtUp := make(chan time.Time, 1)
-	go func() { caughtUp <- waitCurrent(ctx, js, fmt.Sprintf("n%d", cutNode+1)) }()
+	type caught struct {
+		at  time.Time
+		why string
+	}
+	caughtUp := make(chan caught, 1)
+	go func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+		defer cancel()
+		at, why := waitCurrent(cctx, js, fmt.Sprintf("n%d", cutNode+1))
+		caughtUp <- caught{at, why}
+	}()
 	time.Sleep(3 * time.Second)
 	accepted := load.stop()
 	if len(accepted.failed) > 0 {
@@ -139,14 +150,28 @@ func TestClusterPartition(t *testing.T) {
 	// to deliver or to acknowledge anywhere, so no answer can follow.
 	// A task lost on the way would fail its step after the default task
 	// timeout (60 s): 90 s is enough for every request to end somehow.
-	wctx, wcancel := context.WithTimeout(ctx, 90*time.Second)
+	wctx, wcancel := context.WithTimeout(context.WithoutCancel(ctx), 90*time.Second)
 	defer wcancel()
-	last := seen.waitAll(t, wctx, accepted.reqs)
+	last, missing := seen.waitAll(wctx, accepted.reqs)
+	if len(missing) > 0 {
+		ectx, ecancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer ecancel()
+		for _, r := range missing {
+			t.Log(explainMissing(ectx, js, names, r))
+		}
+		t.Fatalf("%d of %d accepted requests never answered", len(missing), len(accepted.reqs))
+	}
 	waitQuiet(t, wctx, js, names)
-	current := <-caughtUp
+	cu := <-caughtUp
+	current := cu.at
+	if current.IsZero() {
+		t.Errorf("n%d was never a current replica of every stream again: %s", cutNode+1, cu.why)
+	}
 
 	// Count the answers in the stream itself.
-	got := readOutcomes(t, ctx, js, names)
+	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer rcancel()
+	got := readOutcomes(t, rctx, js, names)
 	want := map[string]bool{}
 	for _, r := range accepted.reqs {
 		want[r.id] = true
@@ -166,10 +191,10 @@ func TestClusterPartition(t *testing.T) {
 		}
 	}
 
-	first := seen.firstAfter(cutAt)
+	first := seen.firstFor(accepted.reqs, cutAt)
 	runs, chats := accepted.count()
 	t.Logf("%d pipelines and %d chat turns accepted, %d while n%d was cut off for %s", runs, chats, during, cutNode+1, partitionFor)
-	t.Logf("recovery: the majority answered %s after the cut; the last answer came %s after the heal; n%d was a current replica of every stream %s after the heal; slowest request %s",
+	t.Logf("recovery: the majority answered a request sent after the cut %s after the cut; the last answer came %s after the heal; n%d was a current replica of every stream %s after the heal; slowest request %s",
 		first.Sub(cutAt).Round(100*time.Millisecond), max(0, last.Sub(healAt)).Round(100*time.Millisecond), cutNode+1,
 		current.Sub(healAt).Round(100*time.Millisecond), seen.slowest(accepted.reqs).Round(100*time.Millisecond))
 }
@@ -334,39 +359,110 @@ func watchOutcomes(t *testing.T, ctx context.Context, js jetstream.JetStream, na
 }
 
 // waitAll waits until every request has an outcome and returns when the
-// last one came.
-func (w *outcomeWatch) waitAll(t *testing.T, ctx context.Context, reqs []request) time.Time {
-	t.Helper()
+// last one came, or, when ctx ends first, the requests still unanswered.
+func (w *outcomeWatch) waitAll(ctx context.Context, reqs []request) (time.Time, []request) {
 	for {
-		var missing []string
+		var missing []request
 		var last time.Time
 		w.mu.Lock()
 		for _, r := range reqs {
 			if at, ok := w.at[r.id]; !ok {
-				missing = append(missing, r.kind+" "+r.id)
+				missing = append(missing, r)
 			} else if at.After(last) {
 				last = at
 			}
 		}
 		w.mu.Unlock()
 		if len(missing) == 0 {
-			return last
+			return last, nil
 		}
 		select {
 		case <-w.changed:
 		case <-ctx.Done():
-			t.Fatalf("%d of %d accepted requests never answered: %v", len(missing), len(reqs), missing)
+			return last, missing
 		}
 	}
 }
 
-// firstAfter is when the first outcome came after t.
-func (w *outcomeWatch) firstAfter(t time.Time) time.Time {
+// explainMissing says what the mesh holds of an unanswered request: its
+// key in KV (the run's header, the conversation's chat record) and every
+// event stored under its id.
+func explainMissing(ctx context.Context, js jetstream.JetStream, names bus.Names, r request) string {
+	bucket, key := names.RunsBucket(), r.id
+	if r.kind == "chat" {
+		bucket, key = names.ConversationsBucket(), r.id+".chat"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s accepted at %s, never answered:", r.kind, r.id, r.at.Format("15:04:05.000"))
+	if kv, err := js.KeyValue(ctx, bucket); err != nil {
+		fmt.Fprintf(&b, "\n  bucket %s: %v", bucket, err)
+	} else if e, err := kv.Get(ctx, key); err != nil {
+		fmt.Fprintf(&b, "\n  key %s: %v", key, err)
+	} else {
+		fmt.Fprintf(&b, "\n  key %s (revision %d, %s): %s", key, e.Revision(), e.Created().Format("15:04:05.000"), e.Value())
+	}
+	if r.kind == "run" {
+		if kv, err := js.KeyValue(ctx, bucket); err == nil {
+			if keys, err := kv.ListKeysFiltered(ctx, r.id+".step.>"); err == nil {
+				for k := range keys.Keys() {
+					if e, err := kv.Get(ctx, k); err == nil {
+						fmt.Fprintf(&b, "\n  key %s (%s): %s", k, e.Created().Format("15:04:05.000"), e.Value())
+					}
+				}
+			}
+		}
+		dumpStream(ctx, &b, js, names.ResultsStream(), names.OrchestratorResult("*", r.id), "result", "")
+	} else {
+		// A chat turn's tool calls reply on mesh.result.<agent>.<task>.
+		dumpStream(ctx, &b, js, names.ResultsStream(), names.Results(), "result", r.id)
+	}
+	dumpStream(ctx, &b, js, names.TasksStream(), names.Tasks(), "task held", "")
+	for _, c := range []struct{ stream, name string }{{names.TasksStream(), "TextAgent"}, {names.TasksStream(), "ImageSearchAgent"},
+		{names.ResultsStream(), "orchestrator"}, {names.RequestsStream(), "orchestrator"}} {
+		if cons, err := js.Consumer(ctx, c.stream, c.name); err == nil {
+			if ci, err := cons.Info(ctx); err == nil {
+				fmt.Fprintf(&b, "\n  consumer %s of %s: leader %s, delivered %d, ack floor %d, pending %d, unacknowledged %d, redelivered %d, waiting %d",
+					c.name, c.stream, ci.Cluster.Leader, ci.Delivered.Stream, ci.AckFloor.Stream, ci.NumPending, ci.NumAckPending, ci.NumRedelivered, ci.NumWaiting)
+			}
+		}
+	}
+	dumpStream(ctx, &b, js, names.EventsStream(), names.EventsOf(r.id), "event", "")
+	dumpStream(ctx, &b, js, names.DeadStream(), names.DeadAll(), "dead letter", "")
+	return b.String()
+}
+
+// dumpStream writes what stream holds on filter (for a work queue: what no
+// consumer took yet) whose subject contains contains.
+func dumpStream(ctx context.Context, b *strings.Builder, js jetstream.JetStream, stream, filter, what, contains string) {
+	cons, err := js.OrderedConsumer(ctx, stream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}})
+	if err != nil {
+		fmt.Fprintf(b, "\n  %s %s: %v", stream, filter, err)
+		return
+	}
+	for range 2000 {
+		fctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		m, err := cons.Next(jetstream.FetchContext(fctx))
+		cancel()
+		if err != nil {
+			return
+		}
+		if !strings.Contains(m.Subject(), contains) {
+			continue
+		}
+		meta, _ := m.Metadata()
+		fmt.Fprintf(b, "\n  %s %s %s seq %d %v: %.400s", what, meta.Timestamp.Format("15:04:05.000"), m.Subject(), meta.Sequence.Stream, m.Headers(), m.Data())
+	}
+}
+
+// firstFor is when the first outcome of a request accepted after t came:
+// when the cluster served again (one in flight at t may be answered at
+// once).
+func (w *outcomeWatch) firstFor(reqs []request, t time.Time) time.Time {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	var first time.Time
-	for _, at := range w.at {
-		if at.After(t) && (first.IsZero() || at.Before(first)) {
+	for _, r := range reqs {
+		if at, ok := w.at[r.id]; ok && r.at.After(t) && (first.IsZero() || at.Before(first)) {
 			first = at
 		}
 	}
@@ -471,7 +567,9 @@ func waitQuiet(t *testing.T, ctx context.Context, js jetstream.JetStream, names 
 	t.Helper()
 	var why string
 	for {
-		why = quiet(ctx, js, names)
+		qctx, cancel := context.WithTimeout(ctx, 5*time.Second) // a lost request holds one look, not the wait
+		why = quiet(qctx, js, names)
+		cancel()
 		if why == "" {
 			return
 		}
@@ -510,28 +608,42 @@ func quiet(ctx context.Context, js jetstream.JetStream, names bus.Names) string 
 	return ""
 }
 
-// waitCurrent waits until node is a current replica of every stream and
-// returns when it was seen so (the zero time if ctx ends first).
-func waitCurrent(ctx context.Context, js jetstream.JetStream, node string) time.Time {
+// waitCurrent waits until node is the leader or a current replica of every
+// stream it holds a replica of and returns when it was seen so, or the zero
+// time and what was seen last if ctx ends first.
+func waitCurrent(ctx context.Context, js jetstream.JetStream, node string) (time.Time, string) {
+	var why string
 	for {
-		caughtUp := true
-		streams := js.ListStreams(ctx)
+		why = ""
+		// One listing at most 5 s: a request of it lost while the cluster
+		// settles would hold it until ctx ends.
+		lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		streams := js.ListStreams(lctx)
 		for info := range streams.Info() {
-			if info.Cluster == nil || info.Cluster.Leader == node {
-				caughtUp = caughtUp && info.Cluster != nil
+			name := info.Config.Name
+			switch {
+			case info.Cluster == nil || info.Cluster.Leader == "":
+				why += fmt.Sprintf(" %s: no leader;", name)
+				continue
+			case info.Cluster.Leader == node:
 				continue
 			}
 			i := slices.IndexFunc(info.Cluster.Replicas, func(p *jetstream.PeerInfo) bool { return p.Name == node })
-			if i < 0 || !info.Cluster.Replicas[i].Current || info.Cluster.Replicas[i].Offline {
-				caughtUp = false
+			if i >= 0 && (!info.Cluster.Replicas[i].Current || info.Cluster.Replicas[i].Offline) {
+				r := info.Cluster.Replicas[i]
+				why += fmt.Sprintf(" %s: %s current=%v offline=%v lag=%d active=%s;", name, node, r.Current, r.Offline, r.Lag, r.Active)
 			}
 		}
-		if streams.Err() == nil && caughtUp {
-			return time.Now()
+		if err := streams.Err(); err != nil {
+			why += " listing streams: " + err.Error()
+		}
+		cancel()
+		if why == "" {
+			return time.Now(), ""
 		}
 		select {
 		case <-ctx.Done():
-			return time.Time{}
+			return time.Time{}, why
 		case <-time.After(200 * time.Millisecond):
 		}
 	}

@@ -199,7 +199,7 @@ func (c *Chat) HandleEvent(ctx context.Context, ev bus.Event) (resp schemas.Chat
 			// Its sender may follow either conversation: both hear.
 			resp, _ := c.Refuse(ctx, ev.ID, conv, err)
 			resp.ConversationID = ext
-			return resp, c.publish(ctx, ext, bus.TypeChatResponded, resp, "chat-"+ev.ID+"-ext")
+			return resp, unanswered(c.publish(ctx, ext, bus.TypeChatResponded, resp, "chat-"+ev.ID+"-ext"))
 		}
 		return c.Refuse(ctx, ev.ID, conv, err)
 	}
@@ -238,7 +238,7 @@ func (c *Chat) Handle(ctx context.Context, conv, requestID, message string) (sch
 		if err != nil {
 			return resp, err
 		}
-		return resp, c.publish(ctx, conv, bus.TypeChatResponded, resp, "chat-"+requestID)
+		return resp, unanswered(c.publish(ctx, conv, bus.TypeChatResponded, resp, "chat-"+requestID))
 	}
 	var resp schemas.ChatResponse
 	switch {
@@ -348,7 +348,22 @@ func (c *Chat) finish(ctx context.Context, s *session, state, output string, cau
 func (c *Chat) answer(ctx context.Context, conv, requestID string, resp schemas.ChatResponse) error {
 	c.observer.Observe(ctx, schemas.ChatTurnEnded{ConversationID: conv, State: resp.State, Steps: resp.Steps,
 		Tokens: resp.Tokens, Cost: resp.Cost, Duration: time.Duration(resp.DurationMS) * time.Millisecond})
-	return c.publish(ctx, conv, bus.TypeChatResponded, resp, "chat-"+requestID)
+	return unanswered(c.publish(ctx, conv, bus.TypeChatResponded, resp, "chat-"+requestID))
+}
+
+// ErrUnanswered is in the error of a turn whose answer could not be
+// published (the events stream did not store it for bus.TransientWait): its
+// request must be delivered again, not acknowledged, or its sender never
+// hears. Handling it again answers it once (a finished turn republishes its
+// stored answer, under the same message id).
+var ErrUnanswered = errors.New("the turn's answer was not published")
+
+// unanswered marks the error of publishing an answer (nil stays nil).
+func unanswered(err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("%w: %w", ErrUnanswered, err)
 }
 
 // progress publishes a chat progress event; failures are only logged.

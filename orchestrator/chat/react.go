@@ -199,7 +199,9 @@ func (c *Chat) callAgent(ctx context.Context, s *session, taskID, agent, rawArgs
 		return fail(fmt.Sprintf("%s could not be called: %v", agent, err))
 	}
 	actx, cancel := context.WithTimeout(ctx, timeout+awaitGrace)
+	stop := c.dispatch.KeepDispatched(actx, agent, task, meta)
 	res, err := c.dispatch.Await(actx, meta.ReplyTo, taskID)
+	stop()
 	cancel()
 	if err != nil {
 		if ctx.Err() != nil {

@@ -2,6 +2,8 @@ package pipeline
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -114,7 +116,79 @@ func (s *Scheduler) emitRun(h *state.RunHeader, sd *state.RunSpec) {
 	if h.Status == schemas.RunRunning {
 		return
 	}
-	s.emit(s.names.Events(h.ID, "pipeline"), bus.TypePipelineCompleted, e, func(ev *bus.Event) { ev.SetExt(bus.ExtRunID, h.ID) })
+	s.emitEnd(context.Background(), s.names.Events(h.ID, "pipeline"), bus.TypePipelineCompleted, "run-"+h.ID+"-"+h.Status, e,
+		func(ev *bus.Event) { ev.SetExt(bus.ExtRunID, h.ID) })
+}
+
+// maxUnsent bounds the ends a replica keeps to send again.
+const maxUnsent = 10_000
+
+// emitEnd publishes an event that ends a request its sender waits for (a
+// run's end, a refused submission) through JetStream, waiting for the
+// events stream to store it and trying again while no server can answer
+// (bus.Publish); msgID stores it once, whoever sends it how often. A core
+// publish would be dropped without a word while the stream has no leader
+// (a node cut off or gone, its streams electing new ones), and the run
+// would end with nobody told. One not stored even so is kept, and the
+// sweep sends it again (sendUnsent).
+func (s *Scheduler) emitEnd(ctx context.Context, subject, typ, msgID string, data any, set func(*bus.Event)) {
+	msg, err := bus.EventMsg(subject, typ, s.cfg.Source, data, set)
+	if err != nil {
+		s.log.Warn("event", "type", typ, "err", err)
+		return
+	}
+	msg.Header.Set(jetstream.MsgIDHeader, msgID)
+	if s.js == nil {
+		if err := s.nc.PublishMsg(msg); err != nil {
+			s.log.Warn("event", "type", typ, "err", err)
+		}
+		return
+	}
+	s.sendEnd(ctx, msgID, msg)
+}
+
+// sendEnd stores one end, or keeps it for the sweep.
+func (s *Scheduler) sendEnd(ctx context.Context, msgID string, msg *nats.Msg) bool {
+	_, err := bus.Publish(ctx, s.js, msg)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err == nil {
+		delete(s.unsent, msgID)
+		return true
+	}
+	if s.unsent == nil {
+		s.unsent = map[string]*nats.Msg{}
+	}
+	if _, kept := s.unsent[msgID]; !kept && len(s.unsent) >= maxUnsent {
+		s.log.Error("event not stored, and too many waiting to be sent again: dropped", "subject", msg.Subject, "id", msgID, "err", err)
+		return false
+	}
+	if _, kept := s.unsent[msgID]; !kept {
+		s.log.Warn("event not stored yet: the sweep sends it again", "subject", msg.Subject, "id", msgID, "err", err)
+	}
+	s.unsent[msgID] = msg
+	return false
+}
+
+// sendUnsent sends again the ends not stored yet, until one fails.
+func (s *Scheduler) sendUnsent(ctx context.Context) {
+	s.mu.Lock()
+	ids := slices.Collect(maps.Keys(s.unsent))
+	s.mu.Unlock()
+	for _, id := range ids {
+		s.mu.Lock()
+		msg := s.unsent[id]
+		s.mu.Unlock()
+		if msg == nil {
+			continue
+		}
+		pctx, cancel := context.WithTimeout(ctx, s.cfg.Sweep)
+		ok := s.sendEnd(pctx, id, msg)
+		cancel()
+		if !ok {
+			return
+		}
+	}
 }
 
 // emit publishes a progress event; MESH_EVENTS stores it. Events are best

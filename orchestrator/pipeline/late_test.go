@@ -168,3 +168,43 @@ func TestEarlyResultIsAppliedOnceItsWaveStarts(t *testing.T) {
 		t.Fatalf("run %s, b %+v: want completed by the early result", run.Status, run.Steps["b"])
 	}
 }
+
+// A result for a run this replica does not find is delivered again, not
+// acknowledged at once: a KV read may be answered by any replica, and one
+// back from a partition lags, so a run created meanwhile is "not found"
+// there for a while. Acknowledged, its result was lost and the run waited
+// out its step's timeout (an hour for TextAgent) in the partition test.
+func TestResultForARunNotFoundIsDeliveredAgain(t *testing.T) {
+	m := meshtest.New(t)
+	m.Orchestrator(t, nil)
+	js := m.Srv.JetStream(t)
+	names := m.Srv.Names()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	ev, err := bus.NewEvent(bus.TypeTaskCompleted, "test", schemas.AgentResult{Agent: "Fine", Success: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev.SetExt(bus.ExtRunID, "not-seen-yet")
+	ev.SetExt(bus.ExtStepID, "s")
+	ev.SetExt(bus.ExtTaskID, "not-seen-yet-s-1")
+	msg, err := bus.Encode(names.OrchestratorResult("Fine", "not-seen-yet"), ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.PublishMsg(ctx, msg); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		c, err := js.Consumer(ctx, names.ResultsStream(), orchestrator.DurableName)
+		if err == nil {
+			if info, err := c.Info(ctx); err == nil && info.NumRedelivered > 0 {
+				return
+			}
+		}
+		if ctx.Err() != nil {
+			t.Fatal("the result for a run not found was never delivered again: acknowledged and lost")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/client"
@@ -58,6 +59,7 @@ type Config struct {
 type Scheduler struct {
 	cfg        Config
 	nc         *nats.Conn
+	js         jetstream.JetStream // stores the events that end a run (see emitEnd)
 	names      bus.Names
 	store      *state.Store
 	router     *route.Router
@@ -73,10 +75,12 @@ type Scheduler struct {
 	batchMu sync.Mutex
 	batches map[string]*settleBatch // per run: records waiting for the header update
 
-	mu     sync.Mutex
-	active map[string]bool      // runs this replica's sweep looks at
-	dirty  map[string]bool      // runs changed since the last sweep
-	stalls map[string]time.Time // per run, when sweepStall last looked
+	mu          sync.Mutex
+	active      map[string]bool        // runs this replica's sweep looks at
+	dirty       map[string]bool        // runs changed since the last sweep
+	stalls      map[string]time.Time   // per run, when sweepStall last looked
+	unsent      map[string]*nats.Msg   // by message id: ends not stored yet, sent again by the sweep
+	republished map[string]republishAt // per run, when the sweep last published its wave again
 }
 
 // New returns a scheduler that keeps runs in store, routes with router,
@@ -106,7 +110,8 @@ func New(nc *nats.Conn, names bus.Names, store *state.Store, router *route.Route
 		cfg.Observer = schemas.NopObserver{}
 	}
 	cfg.Limits = cfg.Limits.OrDefaults()
-	return &Scheduler{cfg: cfg, nc: nc, names: names, store: store, router: router, dispatcher: dispatcher,
+	js, _ := jetstream.New(nc)
+	return &Scheduler{cfg: cfg, nc: nc, js: js, names: names, store: store, router: router, dispatcher: dispatcher,
 		lookup: lookup, log: cfg.Logger, observer: cfg.Observer,
 		batches: map[string]*settleBatch{}, active: map[string]bool{}, dirty: map[string]bool{}}
 }
@@ -121,7 +126,7 @@ func (s *Scheduler) Reject(ctx context.Context, cause error, ids ...string) erro
 	if to == "" {
 		return fmt.Errorf("%w: %w", bus.ErrNoReplySubject, cause)
 	}
-	s.emit(s.names.Events(to, "pipeline"), bus.TypePipelineCompleted,
+	s.emitEnd(ctx, s.names.Events(to, "pipeline"), bus.TypePipelineCompleted, "refused-"+strings.Join(ids, "/"),
 		schemas.RunEvent{RunID: to, Status: schemas.RunFailed, Error: cause.Error(), Code: failureCode(cause)},
 		func(e *bus.Event) { e.SetExt(bus.ExtRunID, to) })
 	return nil

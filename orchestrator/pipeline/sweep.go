@@ -76,6 +76,7 @@ func (s *Scheduler) sweepLoop(ctx context.Context, w jetstream.KeyWatcher) {
 					s.log.Warn("pipeline: watching runs again", "err", err)
 				}
 			}
+			s.sendUnsent(ctx)
 			s.sweep(ctx)
 		}
 	}
@@ -135,7 +136,8 @@ func (s *Scheduler) sweepRun(ctx context.Context, id string) bool {
 		again   []string
 		overdue []string // steps this sweep timed out
 	)
-	republish := !h.Republished && now.Sub(h.WaveStartedAt) > s.cfg.Republish && now.Sub(h.WaveStartedAt) < republishWithin
+	age := now.Sub(h.WaveStartedAt)
+	republish := age > s.cfg.Republish && age < republishWithin && (!h.Republished || s.republishAgain(id, h.Wave, age))
 	for _, sid := range sd.Waves[h.Wave] {
 		step, _ := sd.Step(sid)
 		k, err := kindOf(step)
@@ -154,7 +156,9 @@ func (s *Scheduler) sweepRun(ctx context.Context, id string) bool {
 			continue // ended (settled by its writer, or see sweepStall), or unreadable
 		}
 		if !late {
-			again = append(again, sid)
+			if _, agent := k.(agentKind); agent || !h.Republished {
+				again = append(again, sid) // published again more than once: agent tasks only
+			}
 			continue
 		}
 		rec := k.expire(sd, h, sid, deadline, now)
@@ -184,17 +188,24 @@ func (s *Scheduler) sweepRun(ctx context.Context, id string) bool {
 		return false
 	}
 	// Mark first, then publish again: within the duplicate window the
-	// stream stores a task id once, so this never runs a step twice.
-	wave := h.Wave
-	next, err := s.amend(ctx, id, func(h *state.RunHeader) error {
-		if h.Done() || h.Wave != wave || h.Republished {
-			return state.ErrUnchanged
+	// stream stores a task id once, so this never runs a step twice. A
+	// wave marked already (by this replica or another) is published again
+	// as it is: see republishAgain.
+	next := h
+	if !h.Republished {
+		wave := h.Wave
+		nh, err := s.amend(ctx, id, func(h *state.RunHeader) error {
+			if h.Done() || h.Wave != wave || h.Republished {
+				return state.ErrUnchanged
+			}
+			h.Republished = true
+			return nil
+		})
+		if err != nil {
+			return false
 		}
-		h.Republished = true
-		return nil
-	})
-	if err != nil {
-		return false
+		next = nh
+		s.republishAgain(id, wave, age) // the first of the wave
 	}
 	var atOnce []*state.StepState // steps that ended as they started (a gate, a router)
 	for _, sid := range again {
@@ -216,6 +227,35 @@ func (s *Scheduler) sweepRun(ctx context.Context, id string) bool {
 		}
 	}
 	return false
+}
+
+// republishAgain reports whether the sweep should publish the tasks of
+// wave of run id again, at age since the wave started, and notes it: at
+// twice the age of this replica's last publish of the wave (2 s, 4 s, 8 s,
+// ... inside republishWithin, which the duplicate window covers). Once is
+// not enough: a publish made as a node back from a partition took its
+// place again could be answered and yet not stored (the node still took
+// itself for the stream's leader), and the step would wait out its
+// timeout, an hour for some agents.
+func (s *Scheduler) republishAgain(id string, wave int, age time.Duration) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.republished == nil {
+		s.republished = map[string]republishAt{}
+	}
+	last, ok := s.republished[id]
+	if ok && last.wave == wave && age < 2*last.age {
+		return false
+	}
+	s.republished[id] = republishAt{wave: wave, age: age}
+	return true
+}
+
+// republishAt is when (the wave's age) a replica last published a run's
+// wave again.
+type republishAt struct {
+	wave int
+	age  time.Duration
 }
 
 // stallAfter is how long a run's header may stay unchanged before the
@@ -258,9 +298,11 @@ func (s *Scheduler) sweepStall(ctx context.Context, sd *state.RunSpec, h *state.
 	}
 }
 
-// forgetStall drops what sweepStall remembers of a run that ended.
+// forgetStall drops what sweepStall and republishAgain remember of a run
+// that ended.
 func (s *Scheduler) forgetStall(id string) {
 	s.mu.Lock()
 	delete(s.stalls, id)
+	delete(s.republished, id)
 	s.mu.Unlock()
 }

@@ -141,7 +141,7 @@ func (o ProvisionOptions) agentTTL() setting {
 // Resources are handles on everything Provision made or found.
 type Resources struct {
 	Requests, Tasks, Results, Events, Dead jetstream.Stream
-	Agents, Conversations, Runs            jetstream.KeyValue
+	Agents, Conversations, Runs, LLM       jetstream.KeyValue
 	Files                                  jetstream.ObjectStore
 }
 
@@ -225,6 +225,7 @@ func provisionBuckets(ctx context.Context, js jetstream.JetStream, n Names, o Pr
 		}, ttl: agentTTL, markerTTL: agentTTL, replicas: setRep, maxBytes: agentsBytes.set}},
 		{&r.Conversations, stateBucket(n.ConversationsBucket(), "agentmesh conversation state", age(o.ConversationsTTL, DefaultConversationsTTL), o)},
 		{&r.Runs, stateBucket(n.RunsBucket(), "agentmesh pipeline run state", age(o.RunsTTL, DefaultRunsTTL), o)},
+		{&r.LLM, llmBucket(n.LLMBucket(), o)},
 	}
 	for _, b := range buckets {
 		var err error
@@ -243,6 +244,25 @@ func stateBucket(name, desc string, ttl setting, o ProvisionOptions) kvSpec {
 		History: stateHistory, MaxValueSize: stateMaxValueSize, MaxBytes: maxBytes.v,
 		Storage: o.Storage, Replicas: rep,
 	}, ttl: ttl, replicas: setRep, maxBytes: maxBytes.set}
+}
+
+// DefaultLLMBucketMaxBytes bounds the LLM bucket: a few small keys per
+// model, provider key, turn, run and client period.
+const DefaultLLMBucketMaxBytes int64 = 16 << 20
+
+// llmMarkerTTL lets the ledger's keys (a turn's, a run's, a client's
+// period) carry their own TTL; the rate limits and their config have none.
+const llmMarkerTTL = time.Minute
+
+// llmBucket is the LLM state bucket: one value per key (a compare-and-set
+// counter), per-key TTLs, and a small byte limit.
+func llmBucket(name string, o ProvisionOptions) kvSpec {
+	rep, setRep := o.replicas()
+	return kvSpec{cfg: jetstream.KeyValueConfig{
+		Bucket: name, Description: "agentmesh LLM budgets and shared rate limits",
+		History: 1, MaxValueSize: 64 << 10, MaxBytes: DefaultLLMBucketMaxBytes, LimitMarkerTTL: llmMarkerTTL,
+		Storage: o.Storage, Replicas: rep,
+	}, markerTTL: setting{v: llmMarkerTTL, set: true}, replicas: setRep}
 }
 
 // spec is a stream's configuration for creating it, and which of its
@@ -423,7 +443,7 @@ func bind(ctx context.Context, js jetstream.JetStream, n Names) (*Resources, err
 	for _, b := range []struct {
 		dst  *jetstream.KeyValue
 		name string
-	}{{&r.Agents, n.AgentsBucket()}, {&r.Conversations, n.ConversationsBucket()}, {&r.Runs, n.RunsBucket()}} {
+	}{{&r.Agents, n.AgentsBucket()}, {&r.Conversations, n.ConversationsBucket()}, {&r.Runs, n.RunsBucket()}, {&r.LLM, n.LLMBucket()}} {
 		if *b.dst, err = js.KeyValue(ctx, b.name); err != nil {
 			return nil, missing("bucket", b.name, err)
 		}

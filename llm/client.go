@@ -43,9 +43,10 @@ func (u Usage) Report() schemas.Usage {
 // and token and cost accounting per call. It is safe for concurrent use and
 // never changes after New: tools and messages travel per request.
 type Client struct {
-	cfg   Config
-	prov  provider
-	sleep func(ctx context.Context, d time.Duration) error
+	cfg    Config
+	prov   provider
+	sleep  func(ctx context.Context, d time.Duration) error
+	shared *shared // the mesh's budget ledger and rate limits (WithShared); nil for none
 }
 
 var _ Model = (*Client)(nil)
@@ -111,7 +112,7 @@ func (c *Client) Stream(ctx context.Context, req Request, onDelta func(Delta)) (
 	}
 	ctx, span := c.startSpan(ctx, req.Model, onDelta != nil)
 	defer func() { c.endSpan(span, resp, usage, err) }()
-	return c.call(ctx, req, onDelta)
+	return c.budgeted(ctx, req, onDelta)
 }
 
 // model is the model a request names in the client's protocol: the
@@ -169,6 +170,9 @@ func (c *Client) call(ctx context.Context, req Request, onDelta func(Delta)) (Re
 		case errors.Is(err, ErrInvalidRequest):
 			usage.Duration = time.Since(start)
 			return Response{}, usage, err // nothing was sent; another attempt would fail the same way
+		case errors.Is(err, ErrRateLimited):
+			usage.Duration = time.Since(start)
+			return Response{}, usage, err // the shared rate limit's queue outlasted ctx: nothing was sent
 		}
 		if ctx.Err() != nil {
 			return Response{}, usage, fmt.Errorf("llm call to %s: %w", c.cfg.BaseURL, ctx.Err())

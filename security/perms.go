@@ -107,6 +107,10 @@ func agentGrants(g *grants, a string, n bus.Names) {
 	g.pub(jsAPI("CONSUMER.INFO", results, "*"), jsAPI("CONSUMER.DELETE", results, "*"), jsAPI("CONSUMER.MSG.NEXT", results, "*"))
 	g.sub(n.CallResults(a))
 	g.readStream("KV_" + n.AgentsBucket())
+	// The LLM budget ledger and shared rate limits (llm.Shared): an agent's
+	// model calls count and wait with every other process's.
+	g.pub(n.KVPut(n.LLMBucket(), ">"))
+	g.readStream("KV_" + n.LLMBucket())
 	g.denyOrchestratorDurables(n)
 }
 
@@ -155,7 +159,7 @@ func clientGrants(g *grants, c string, n bus.Names) {
 func orchestratorGrants(g *grants, n bus.Names) {
 	g.pub(n.Prefix()+".>", "$JS.ACK.>")
 	g.sub(n.Prefix() + ".>")
-	g.pub(n.KVPut(n.ConversationsBucket(), ">"), n.KVPut(n.RunsBucket(), ">"))
+	g.pub(n.KVPut(n.ConversationsBucket(), ">"), n.KVPut(n.RunsBucket(), ">"), n.KVPut(n.LLMBucket(), ">"))
 	g.pub(jsAPI(">"))
 	g.denyPub(jsAPI("STREAM.CREATE.>"), jsAPI("STREAM.UPDATE.>"), jsAPI("STREAM.DELETE.>"))
 }

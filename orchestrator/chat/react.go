@@ -402,13 +402,7 @@ func PruneHistory(turns [][]llm.Message, budget int) []llm.Message {
 
 // EstimateTokens guesses a message's size in tokens (4 characters a token,
 // plus a little per message).
-func EstimateTokens(m llm.Message) int {
-	n := len(m.Content) + len(m.Name)
-	for _, tc := range m.ToolCalls {
-		n += len(tc.Name) + len(tc.Arguments)
-	}
-	return n/4 + 4
-}
+func EstimateTokens(m llm.Message) int { return llm.EstimateTokens(m) }
 
 // lastResults describes the latest tool results of the turn in one line.
 func (c *Chat) lastResults(t *chatTurn) string {

@@ -1,0 +1,128 @@
+package llm
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// shared is the state every process's clients share through one KV bucket
+// (bus.Names.LLMBucket, made by bus.Provision): the budget ledger and the
+// rate limits. Every change is a compare-and-set on one key, so replicas
+// and agent instances on other machines count together.
+type shared struct {
+	kv    jetstream.KeyValue
+	keyID string        // a short hash of the provider key, naming its rate limit's state
+	hold  time.Duration // how long an attempt in flight holds its rate slot if its process dies
+}
+
+// sharedTimeout bounds a write made after the caller's ctx may have ended:
+// settling a budget, freeing a rate slot.
+const sharedTimeout = 5 * time.Second
+
+// WithShared returns a copy of c whose calls count in the mesh's shared LLM
+// state, the KV bucket kv (bus.Resources.LLM): budgets set on a call's
+// context with WithBudget are reserved and charged in its ledger, and the
+// rate limits declared in it (DeclareRateLimits) hold every attempt, with
+// a provider's 429 and Retry-After blocking the model for every process.
+// c itself is not changed.
+func (c *Client) WithShared(kv jetstream.KeyValue) *Client {
+	cp := *c
+	base := c.prov
+	if lp, ok := base.(limitedProvider); ok {
+		base = lp.next
+	}
+	sum := sha256.Sum256([]byte(c.cfg.APIKey))
+	cp.shared = &shared{kv: kv, keyID: hex.EncodeToString(sum[:6]), hold: c.cfg.Timeout}
+	cp.prov = limitedProvider{next: base, s: cp.shared, provider: c.cfg.Provider}
+	return &cp
+}
+
+// update applies fn to the value of key (nil when there is none) and
+// writes the result with a compare-and-set, trying again when another
+// process wrote first. A key it creates lives for ttl (0: as long as the
+// bucket keeps it). fn returning nil leaves the key as it is.
+func (s *shared) update(ctx context.Context, key string, ttl time.Duration, fn func(cur []byte) ([]byte, error)) error {
+	for {
+		var (
+			cur []byte
+			rev uint64
+		)
+		e, err := s.kv.Get(ctx, key)
+		switch {
+		case errors.Is(err, jetstream.ErrKeyNotFound):
+		case err != nil:
+			return fmt.Errorf("reading %s in the LLM bucket %s: %w", key, s.kv.Bucket(), err)
+		default:
+			cur, rev = e.Value(), e.Revision()
+		}
+		next, err := fn(cur)
+		if err != nil || next == nil {
+			return err
+		}
+		if rev == 0 {
+			var opts []jetstream.KVCreateOpt
+			if ttl > 0 {
+				opts = append(opts, jetstream.KeyTTL(ttl))
+			}
+			_, err = s.kv.Create(ctx, key, next, opts...)
+		} else {
+			_, err = s.kv.Update(ctx, key, next, rev)
+		}
+		switch {
+		case err == nil:
+			return nil
+		case errors.Is(err, jetstream.ErrKeyExists), errors.Is(err, jetstream.ErrKeyRevisionMismatch):
+			continue // another process wrote first: apply fn to its value
+		case ctx.Err() != nil:
+			return ctx.Err()
+		default:
+			return fmt.Errorf("writing %s in the LLM bucket %s: %w", key, s.kv.Bucket(), err)
+		}
+	}
+}
+
+// keyPart makes s usable in a KV key: bytes other than letters, digits,
+// '-', '_', '/' and '=' become '_' ("llama3.2:3b" is "llama3_2_3b").
+func keyPart(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '/', r == '=':
+			return r
+		}
+		return '_'
+	}, s)
+}
+
+// EstimateTokens is a rough count of the tokens m takes in a prompt (four
+// bytes a token, and a few for the message's framing), as the chat loop's
+// history pruning and the budgets' estimate of a call count them.
+func EstimateTokens(m Message) int {
+	n := len(m.Content) + len(m.Name)
+	for _, tc := range m.ToolCalls {
+		n += len(tc.Name) + len(tc.Arguments)
+	}
+	return n/4 + 4
+}
+
+// estimatePrompt is the estimated prompt tokens of req: its messages and
+// its tools' names, descriptions and schemas.
+func estimatePrompt(req Request) int64 {
+	var n int64
+	for _, m := range req.Messages {
+		n += int64(EstimateTokens(m))
+	}
+	for _, t := range req.Tools {
+		n += int64(len(t.Name)+len(t.Description)+len(t.Parameters))/4 + 4
+	}
+	if req.Output != nil {
+		n += int64(len(req.Output.Schema)) / 4
+	}
+	return n
+}

@@ -141,7 +141,8 @@ func (o ProvisionOptions) agentTTL() setting {
 // Resources are handles on everything Provision made or found.
 type Resources struct {
 	Requests, Tasks, Results, Events, Dead jetstream.Stream
-	Agents, Conversations, Runs, LLM       jetstream.KeyValue
+	Agents, Conversations, Runs            jetstream.KeyValue
+	LLM                                    jetstream.KeyValue // budgets and shared rate limits; nil when bound to a mesh without it
 	Files                                  jetstream.ObjectStore
 }
 
@@ -443,13 +444,19 @@ func bind(ctx context.Context, js jetstream.JetStream, n Names) (*Resources, err
 	for _, b := range []struct {
 		dst  *jetstream.KeyValue
 		name string
-	}{{&r.Agents, n.AgentsBucket()}, {&r.Conversations, n.ConversationsBucket()}, {&r.Runs, n.RunsBucket()}, {&r.LLM, n.LLMBucket()}} {
+	}{{&r.Agents, n.AgentsBucket()}, {&r.Conversations, n.ConversationsBucket()}, {&r.Runs, n.RunsBucket()}} {
 		if *b.dst, err = js.KeyValue(ctx, b.name); err != nil {
 			return nil, missing("bucket", b.name, err)
 		}
 	}
 	if r.Files, err = js.ObjectStore(ctx, n.FilesStore()); err != nil {
 		return nil, missing("object store", n.FilesStore(), err)
+	}
+	// The LLM bucket is optional: a mesh provisioned before it, or an
+	// identity that may not see it, has its model calls outside the shared
+	// budgets and rate limits (Resources.LLM is nil).
+	if kv, err := js.KeyValue(ctx, n.LLMBucket()); err == nil {
+		r.LLM = kv
 	}
 	return &r, nil
 }

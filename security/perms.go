@@ -107,10 +107,6 @@ func agentGrants(g *grants, a string, n bus.Names) {
 	g.pub(jsAPI("CONSUMER.INFO", results, "*"), jsAPI("CONSUMER.DELETE", results, "*"), jsAPI("CONSUMER.MSG.NEXT", results, "*"))
 	g.sub(n.CallResults(a))
 	g.readStream("KV_" + n.AgentsBucket())
-	// The LLM budget ledger and shared rate limits (llm.Shared): an agent's
-	// model calls count and wait with every other process's.
-	g.pub(n.KVPut(n.LLMBucket(), ">"))
-	g.readStream("KV_" + n.LLMBucket())
 	g.denyOrchestratorDurables(n)
 }
 

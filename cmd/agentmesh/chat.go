@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
 	"github.com/agentmesh/agentmesh/bus"
@@ -28,7 +29,9 @@ func init() {
 // chatHandler plugs the chat loop into an orchestrator replica: with the LLM
 // AGENTMESH_MODEL names when its provider's key or base URL is set, else
 // the offline planner.
-func chatHandler(a *app, o *orchestrator.Orchestrator) error {
+// Its model's calls count in the mesh's LLM bucket shared (nil: none), under
+// the budgets of bud.
+func chatHandler(a *app, o *orchestrator.Orchestrator, shared jetstream.KeyValue, bud budgetFlags) error {
 	cfg, err := llm.ConfigFromEnv()
 	if err != nil {
 		return err
@@ -38,6 +41,16 @@ func chatHandler(a *app, o *orchestrator.Orchestrator) error {
 		model, err := llm.New(cfg)
 		if err != nil {
 			return err
+		}
+		if shared != nil {
+			model = model.WithShared(shared)
+			bopts, err := bud.chatOptions()
+			if err != nil {
+				return err
+			}
+			opts = append(opts, bopts...)
+		} else if bud.set() {
+			return fmt.Errorf("--turn-budget-* and --client-budget-* need the mesh's LLM bucket %s, which this identity cannot see", a.prefix+"_llm")
 		}
 		opts = append(opts, chat.WithLLM(model))
 		fmt.Fprintf(a.errOut, "chat: model %s (%s) at %s\n", model.Model(), model.Provider(), model.Endpoint())

@@ -65,6 +65,7 @@ type Chat struct {
 	observer schemas.Observer
 
 	llm         llm.Model
+	spend       spendLimits
 	maxSteps    int
 	toolTimeout time.Duration
 	budget      int

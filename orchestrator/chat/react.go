@@ -60,7 +60,7 @@ func (c *Chat) runLLM(ctx context.Context, s *session) (schemas.ChatResponse, er
 		contracts := c.contracts()
 		req := llm.Request{Messages: c.prompt(s, st), Tools: c.tools(contracts)}
 		c.progress(ctx, s.conv, "", "", "thinking")
-		resp, usage, err := c.llm.Stream(ctx, req, c.deltas(s))
+		resp, usage, err := c.llm.Stream(c.withBudgets(ctx, s.conv, t), req, c.deltas(s))
 		c.observer.Observe(ctx, schemas.LLMCalled{ConversationID: s.conv, Model: usage.Model, Tokens: usage.Tokens,
 			Cost: usage.Cost, Duration: usage.Duration, Err: err})
 		t.Steps++
@@ -68,6 +68,9 @@ func (c *Chat) runLLM(ctx context.Context, s *session) (schemas.ChatResponse, er
 		if err != nil {
 			if ctx.Err() != nil {
 				return schemas.ChatResponse{}, ctx.Err()
+			}
+			if errors.Is(err, llm.ErrBudgetExceeded) {
+				return c.finish(ctx, s, schemas.ChatFailed, "The turn stopped: "+err.Error(), err)
 			}
 			return c.finish(ctx, s, schemas.ChatFailed, "The language model could not be reached: "+err.Error(), err)
 		}

@@ -1,0 +1,68 @@
+package chat
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/agentmesh/agentmesh/bus"
+	"github.com/agentmesh/agentmesh/llm"
+)
+
+// spendLimits are the budgets a turn's model calls count against: the
+// turn's own and its client's for the current period. The ledger is the
+// mesh's LLM bucket, so every replica counts together; the model must be
+// an *llm.Client built WithShared on it.
+type spendLimits struct {
+	turn   llm.Spend
+	client llm.Spend
+	period time.Duration
+}
+
+// WithTurnBudget stops a turn whose next model call would take its model
+// calls past tokens or usd (0: no limit of that kind): the call is not
+// made and the turn ends failed with code budget_exceeded, naming the
+// limit, what was spent and what the call asked.
+func WithTurnBudget(tokens int64, usd float64) Option {
+	return func(ch *Chat) { ch.spend.turn = llm.Spend{Tokens: tokens, USD: usd} }
+}
+
+// WithClientBudget limits what the turns of each client identity (the
+// requester a secure mesh names; "anonymous" on an open mesh) spend on
+// model calls per period (a day when 0), periods counted from the Unix
+// epoch in UTC.
+func WithClientBudget(tokens int64, usd float64, period time.Duration) Option {
+	return func(ch *Chat) {
+		ch.spend.client = llm.Spend{Tokens: tokens, USD: usd}
+		ch.spend.period = period
+	}
+}
+
+// withBudgets returns ctx with the budgets of turn t of conversation conv.
+func (c *Chat) withBudgets(ctx context.Context, conv string, t *chatTurn) context.Context {
+	if l := c.spend.turn; l != (llm.Spend{}) {
+		ctx = llm.WithBudget(ctx, llm.Budget{
+			Scope:  fmt.Sprintf("turn %d of conversation %s", t.Number, conv),
+			Key:    "budget.turn." + conv + "." + strconv.Itoa(t.Number),
+			Tokens: l.Tokens, USD: l.USD,
+		})
+	}
+	if l := c.spend.client; l != (llm.Spend{}) {
+		period := c.spend.period
+		if period <= 0 {
+			period = 24 * time.Hour
+		}
+		who := bus.Requester(ctx)
+		if who == "" {
+			who = "anonymous"
+		}
+		start := time.Now().UTC().Truncate(period)
+		ctx = llm.WithBudget(ctx, llm.Budget{
+			Scope:  fmt.Sprintf("client %s for the %s from %s", who, period, start.Format(time.RFC3339)),
+			Key:    "budget.client." + who + "." + strconv.FormatInt(start.Unix(), 10),
+			Tokens: l.Tokens, USD: l.USD, TTL: period + time.Hour,
+		})
+	}
+	return ctx
+}

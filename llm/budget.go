@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/agentmesh/agentmesh/schemas"
 )
 
 // Spend is what model calls used: tokens (prompt and completion) and US
@@ -72,6 +74,16 @@ func (e *BudgetError) Error() string {
 // Is matches ErrBudgetExceeded.
 func (e *BudgetError) Is(target error) bool { return target == ErrBudgetExceeded }
 
+// As gives the refusal as the mesh's coded error, code budget_exceeded, so
+// an agent whose call was refused fails its task with that code.
+func (e *BudgetError) As(target any) bool {
+	if re, ok := target.(**schemas.ResultError); ok {
+		*re = &schemas.ResultError{Code: schemas.CodeBudgetExceeded, Message: e.Error()}
+		return true
+	}
+	return false
+}
+
 type budgetsKey struct{}
 
 // WithBudget returns ctx with b added to the budgets its model calls
@@ -87,9 +99,14 @@ func WithBudget(ctx context.Context, b Budget) context.Context {
 	return context.WithValue(ctx, budgetsKey{}, append(slices.Clip(prev), b))
 }
 
-// BudgetsOf returns the budgets set on ctx with WithBudget.
+// BudgetsOf returns the budgets set on ctx with WithBudget, and the task's
+// (schemas.WithTaskBudget, which the agent runtime sets from the task's
+// budget: what is left of its run's).
 func BudgetsOf(ctx context.Context) []Budget {
 	b, _ := ctx.Value(budgetsKey{}).([]Budget)
+	if id, tb, ok := schemas.TaskBudgetOf(ctx); ok && (tb.Tokens > 0 || tb.USD > 0) {
+		b = append(slices.Clip(b), Budget{Scope: "task " + id + " (what is left of its run's budget)", Key: "budget.task." + id, Tokens: tb.Tokens, USD: tb.USD, TTL: 24 * time.Hour})
+	}
 	return b
 }
 
@@ -99,14 +116,15 @@ func (c *Client) budgeted(ctx context.Context, req Request, onDelta func(Delta))
 	if len(budgets) == 0 {
 		return c.call(ctx, req, onDelta)
 	}
-	if c.shared == nil {
-		return Response{}, Usage{Model: req.Model}, fmt.Errorf("%w: the call has a budget (%s) but the client has no ledger: build it with WithShared on the mesh's LLM bucket", ErrInvalidConfig, budgets[0].Scope)
+	sh := c.shared
+	if sh == nil {
+		sh = localShared // no mesh bucket: the budgets count in this process
 	}
 	asked := Spend{Tokens: estimatePrompt(req)}
 	if p, ok := c.cfg.price(req.Model); ok {
 		asked.USD = p.Cost(int(asked.Tokens), 0)
 	}
-	reserved, err := c.shared.reserve(ctx, budgets, asked)
+	reserved, err := sh.reserve(ctx, budgets, asked)
 	if err != nil {
 		return Response{}, Usage{Model: req.Model}, err
 	}
@@ -114,7 +132,7 @@ func (c *Client) budgeted(ctx context.Context, req Request, onDelta func(Delta))
 	used := Spend{Tokens: int64(usage.Tokens.Prompt + usage.Tokens.Completion), USD: usage.Cost}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sharedTimeout)
 	defer cancel()
-	if serr := c.shared.charge(sctx, reserved, Spend{Tokens: used.Tokens - asked.Tokens, USD: used.USD - asked.USD}); serr != nil && err == nil {
+	if serr := sh.charge(sctx, reserved, Spend{Tokens: used.Tokens - asked.Tokens, USD: used.USD - asked.USD}); serr != nil && err == nil {
 		err = fmt.Errorf("%w: the call was made but its use (%s) could not be charged: %w", ErrInvalidConfig, used, serr)
 	}
 	return resp, usage, err
@@ -171,14 +189,16 @@ func (s *shared) charge(ctx context.Context, budgets []Budget, d Spend) error {
 	return nil
 }
 
-// Spent reads what the ledger in kv holds for a budget's key: the spend of
+// Spent reads what the ledger (the mesh's bucket, else this process's)
+// holds for a budget's key: the spend of
 // its finished calls and the reservations of those in flight.
 func (c *Client) Spent(ctx context.Context, key string) (Spend, error) {
-	if c.shared == nil {
-		return Spend{}, fmt.Errorf("%w: the client has no ledger: build it with WithShared", ErrInvalidConfig)
+	sh := c.shared
+	if sh == nil {
+		sh = localShared
 	}
 	var spent Spend
-	err := c.shared.update(ctx, key, 0, func(cur []byte) ([]byte, error) {
+	err := sh.update(ctx, key, 0, func(cur []byte) ([]byte, error) {
 		if cur != nil {
 			return nil, json.Unmarshal(cur, &spent)
 		}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -17,7 +18,7 @@ import (
 // rate limits. Every change is a compare-and-set on one key, so replicas
 // and agent instances on other machines count together.
 type shared struct {
-	kv    jetstream.KeyValue
+	kv    jetstream.KeyValue // nil: the process-local ledger (local)
 	keyID string        // a short hash of the provider key, naming its rate limit's state
 	hold  time.Duration // how long an attempt in flight holds its rate slot if its process dies
 }
@@ -49,6 +50,9 @@ func (c *Client) WithShared(kv jetstream.KeyValue) *Client {
 // process wrote first. A key it creates lives for ttl (0: as long as the
 // bucket keeps it). fn returning nil leaves the key as it is.
 func (s *shared) update(ctx context.Context, key string, ttl time.Duration, fn func(cur []byte) ([]byte, error)) error {
+	if s.kv == nil {
+		return local.update(key, ttl, fn)
+	}
 	for {
 		var (
 			cur []byte
@@ -85,6 +89,67 @@ func (s *shared) update(ctx context.Context, key string, ttl time.Duration, fn f
 		default:
 			return fmt.Errorf("writing %s in the LLM bucket %s: %w", key, s.kv.Bucket(), err)
 		}
+	}
+}
+
+// localLedger holds the budgets of a client without the mesh's bucket
+// (WithShared not called): they count in this process only, which is
+// right for a task's budget (one process runs a task) and a test's. It
+// keeps at most localMaxKeys keys, forgetting expired ones first.
+type localLedger struct {
+	mu   sync.Mutex
+	vals map[string]localValue
+}
+
+type localValue struct {
+	b       []byte
+	expires time.Time
+}
+
+const localMaxKeys = 4096
+
+var (
+	local       = &localLedger{vals: map[string]localValue{}}
+	localShared = &shared{}
+)
+
+func (l *localLedger) update(key string, ttl time.Duration, fn func(cur []byte) ([]byte, error)) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := time.Now()
+	v, ok := l.vals[key]
+	if ok && !v.expires.IsZero() && now.After(v.expires) {
+		v, ok = localValue{}, false
+	}
+	next, err := fn(v.b)
+	if err != nil || next == nil {
+		return err
+	}
+	if !ok {
+		if ttl > 0 {
+			v.expires = now.Add(ttl)
+		}
+		if len(l.vals) >= localMaxKeys {
+			l.prune(now)
+		}
+	}
+	v.b = next
+	l.vals[key] = v
+	return nil
+}
+
+// prune forgets expired keys, then as many others as it takes to make room.
+func (l *localLedger) prune(now time.Time) {
+	for k, v := range l.vals {
+		if !v.expires.IsZero() && now.After(v.expires) {
+			delete(l.vals, k)
+		}
+	}
+	for k := range l.vals {
+		if len(l.vals) < localMaxKeys {
+			return
+		}
+		delete(l.vals, k)
 	}
 }
 

@@ -1,6 +1,7 @@
 package schemas
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -58,4 +59,24 @@ func (b Budget) String() string {
 	default:
 		return fmt.Sprintf("%d tokens", b.Tokens)
 	}
+}
+
+type taskBudgetKey struct{}
+
+type taskBudget struct {
+	taskID string
+	b      Budget
+}
+
+// WithTaskBudget returns ctx carrying the budget of task taskID (its
+// TaskRequest.Budget): the agent runtime sets it on the context Execute
+// gets, and package llm's clients count the task's model calls against it.
+func WithTaskBudget(ctx context.Context, taskID string, b Budget) context.Context {
+	return context.WithValue(ctx, taskBudgetKey{}, taskBudget{taskID: taskID, b: b})
+}
+
+// TaskBudgetOf returns the task budget WithTaskBudget set on ctx.
+func TaskBudgetOf(ctx context.Context) (taskID string, b Budget, ok bool) {
+	tb, ok := ctx.Value(taskBudgetKey{}).(taskBudget)
+	return tb.taskID, tb.b, ok
 }

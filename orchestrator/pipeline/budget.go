@@ -24,3 +24,18 @@ func overBudget(h *state.RunHeader, sd *state.RunSpec, now time.Time, ch *runCha
 	ch.finished = true
 	return true
 }
+
+// budgetLeft is what a task of the wave in progress may spend: the run's
+// budget less what the waves before used (nil without a budget). Steps of
+// one wave each get the whole remainder.
+func budgetLeft(sd *state.RunSpec, h *state.RunHeader) *schemas.Budget {
+	b := sd.Spec.Budget
+	if b == nil {
+		return nil
+	}
+	left, ok := b.Left(h.Usage)
+	if !ok {
+		return nil // overBudget stops the run before such a wave starts
+	}
+	return &left
+}

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/agentmesh/agentmesh/client"
+	"github.com/agentmesh/agentmesh/llm"
+	"github.com/agentmesh/agentmesh/llm/llmtest"
 	"github.com/agentmesh/agentmesh/orchestrator/internal/meshtest"
 	"github.com/agentmesh/agentmesh/orchestrator/state"
 	"github.com/agentmesh/agentmesh/schemas"
@@ -67,5 +69,55 @@ func TestRunBudgetIsValidated(t *testing.T) {
 	b := []byte(`{"steps":[{"id":"one","agent":"Costly"}],"budget":{"tokens":-1}}`)
 	if err := schemas.ValidateJSON(schemas.SchemaPipeline, b); err == nil {
 		t.Fatal("pipeline.schema.json accepts a negative budget")
+	}
+}
+
+// A task carries what is left of its run's budget, and the agent runtime
+// holds the agent's model calls to it: the agent's first call uses the
+// run's 3000 tokens, its second is not made, and the step fails with code
+// budget_exceeded.
+func TestTaskBudgetStopsTheAgentsModelCalls(t *testing.T) {
+	m := meshtest.New(t)
+	srv := llmtest.New(t,
+		llmtest.Reply{Content: "a draft", Usage: schemas.Tokens{Prompt: 2500, Completion: 500}},
+		llmtest.Answer("never sent"),
+	)
+	model, err := llm.New(srv.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var left atomic.Value
+	m.Agent(t, schemas.AgentContract{Name: "Drafter", Capability: schemas.CapGeneration, Description: "asks its model twice",
+		Outputs: []schemas.TypedOutput{{Name: "text", DataType: schemas.TypeText}}},
+		func(ctx context.Context, ec *schemas.ExecutionContext) (schemas.AgentResult, error) {
+			_, b, _ := schemas.TaskBudgetOf(ctx)
+			left.Store(b)
+			msgs := []llm.Message{{Role: llm.RoleUser, Content: "draft"}}
+			if _, _, err := model.Chat(ctx, llm.Request{Messages: msgs}); err != nil {
+				return schemas.AgentResult{}, err
+			}
+			if _, _, err := model.Chat(ctx, llm.Request{Messages: msgs}); err != nil {
+				return schemas.AgentResult{}, err
+			}
+			return meshtest.OK("Drafter", "drafted", map[string]schemas.TypedValue{"text": schemas.TextValue("x", "Drafter")}), nil
+		}, 1)
+	m.Orchestrator(t, []string{"Drafter"})
+	store := state.New(m.Res.Conversations, m.Res.Runs)
+
+	spec := client.NewPipeline("drafts").Step("one", "Drafter").MustBuild()
+	spec.Budget = &schemas.Budget{Tokens: 3000}
+	run := meshtest.WaitRun(t, store, m.Submit(t, spec, "task-budget"), 20*time.Second)
+	if b, _ := left.Load().(schemas.Budget); b.Tokens != 3000 {
+		t.Fatalf("the task carried budget %+v; want the run's 3000 tokens", b)
+	}
+	st := run.Steps["one"]
+	if run.Status != schemas.RunFailed || st == nil || st.Code != schemas.CodeBudgetExceeded {
+		t.Fatalf("run %s %q, step %+v; want the step failed with %s", run.Status, run.Code, st, schemas.CodeBudgetExceeded)
+	}
+	if !strings.Contains(st.Error, "spent 3000 tokens") {
+		t.Errorf("step error %q does not report the spend", st.Error)
+	}
+	if n := len(srv.Requests()); n != 1 {
+		t.Fatalf("the model got %d calls; the second would cross the task's budget", n)
 	}
 }

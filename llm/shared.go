@@ -19,8 +19,8 @@ import (
 // and agent instances on other machines count together.
 type shared struct {
 	kv    jetstream.KeyValue // nil: the process-local ledger (local)
-	keyID string        // a short hash of the provider key, naming its rate limit's state
-	hold  time.Duration // how long an attempt in flight holds its rate slot if its process dies
+	keyID string             // a short hash of the provider key, naming its rate limit's state
+	hold  time.Duration      // how long an attempt in flight holds its rate slot if its process dies
 }
 
 // sharedTimeout bounds a write made after the caller's ctx may have ended:

@@ -20,8 +20,12 @@ type Spend struct {
 
 func (s Spend) add(o Spend) Spend { return Spend{Tokens: s.Tokens + o.Tokens, USD: s.USD + o.USD} }
 
+// String writes the spend, "5100 tokens" or "5100 tokens ($0.012000)".
 func (s Spend) String() string {
-	return fmt.Sprintf("%d tokens, $%.6f", s.Tokens, s.USD)
+	if s.USD == 0 {
+		return fmt.Sprintf("%d tokens", s.Tokens)
+	}
+	return fmt.Sprintf("%d tokens ($%.6f)", s.Tokens, s.USD)
 }
 
 // Budget is a limit on what the model calls of one scope may spend: a chat
@@ -67,8 +71,8 @@ func (e *BudgetError) Error() string {
 	if e.Budget.USD > 0 {
 		limits = append(limits, fmt.Sprintf("$%.6f", e.Budget.USD))
 	}
-	return fmt.Sprintf("%v: the budget of %s is %s; it has spent %s and the next model call asks about %s, so the call was not made (raise the budget, or start a new %s)",
-		ErrBudgetExceeded, e.Budget.Scope, strings.Join(limits, " and "), e.Spent, e.Asked, e.Budget.Scope)
+	return fmt.Sprintf("%v: the budget of %s is %s; it has spent %s and the next model call asks about %s, so the call was not made (raise the budget: docs/llm.md#budgets)",
+		ErrBudgetExceeded, e.Budget.Scope, strings.Join(limits, " and "), e.Spent, e.Asked)
 }
 
 // Is matches ErrBudgetExceeded.

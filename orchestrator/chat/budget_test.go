@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentmesh/agentmesh/llm"
 	"github.com/agentmesh/agentmesh/llm/llmtest"
@@ -56,5 +57,42 @@ func TestTurnBudgetStopsTheTurnBeforeTheCallThatWouldCross(t *testing.T) {
 	spent, err := model.Spent(context.Background(), "budget.turn."+conv+".1")
 	if err != nil || spent.Tokens != 5100 {
 		t.Fatalf("ledger: %+v, %v; want 5100 tokens (the refused call's reservation given back)", spent, err)
+	}
+}
+
+// A client's budget spans its turns and every replica: the first turn
+// spends 5100 tokens of the client's 3000 a day, and the next turn's first
+// model call, on another replica, is not made.
+func TestClientBudgetSpansTurnsAndReplicas(t *testing.T) {
+	m := meshtest.New(t)
+	srv := llmtest.New(t,
+		llmtest.Reply{Content: "a poem", Usage: schemas.Tokens{Prompt: 5000, Completion: 100}},
+		llmtest.Answer("never sent"),
+	)
+	for turn := 1; turn <= 2; turn++ {
+		model, err := llm.New(srv.Config())
+		if err != nil {
+			t.Fatal(err)
+		}
+		js := m.Srv.JetStream(t)
+		kv, err := js.KeyValue(context.Background(), m.Srv.Names().LLMBucket())
+		if err != nil {
+			t.Fatal(err)
+		}
+		stop := chatReplica(t, m, nil, nil, chat.WithLLM(model.WithShared(kv)), chat.WithClientBudget(3000, 0, 24*time.Hour))
+		_, resp, _ := ask(t, m, "", "write me a poem")
+		if turn == 1 {
+			if resp.State != schemas.ChatCompleted {
+				t.Fatalf("first turn %s %q: %s; want completed within the budget", resp.State, resp.Code, resp.Error)
+			}
+			stop() // the next turn goes to another replica
+			continue
+		}
+		if n := len(srv.Requests()); n != 1 {
+			t.Fatalf("the model got %d calls; the second turn's must not be made, the client's budget being spent", n)
+		}
+		if resp.Code != schemas.CodeBudgetExceeded || !strings.Contains(resp.Error, "client anonymous") || !strings.Contains(resp.Error, "spent 5100 tokens") {
+			t.Fatalf("second turn %s %q: %s; want budget_exceeded naming the client and its spend", resp.State, resp.Code, resp.Error)
+		}
 	}
 }

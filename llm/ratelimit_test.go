@@ -13,42 +13,6 @@ import (
 	"github.com/agentmesh/agentmesh/llm/llmtest"
 )
 
-// windowedProvider is a scripted provider that allows limit requests in
-// any window: one more and it answers 429, as a provider does. It counts
-// by the time each request arrived.
-type windowedProvider struct {
-	*llmtest.Server
-	window time.Duration
-	limit  int
-
-	mu       sync.Mutex
-	arrivals []time.Time
-	refused  int
-	most     int // the most requests seen in one window
-}
-
-func newWindowedProvider(t *testing.T, limit int, window time.Duration) *windowedProvider {
-	p := &windowedProvider{Server: llmtest.New(t), window: window, limit: limit}
-	p.Handle(func(req llmtest.Request) llmtest.Reply {
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		p.arrivals = append(p.arrivals, req.At)
-		n := 0
-		for _, at := range p.arrivals {
-			if !at.After(req.At) && req.At.Sub(at) < p.window {
-				n++
-			}
-		}
-		p.most = max(p.most, n)
-		if n > p.limit {
-			p.refused++
-			return llmtest.RateLimited("")
-		}
-		return llmtest.Answer("ok")
-	})
-	return p
-}
-
 // instance is one process of the mesh: its own NATS connection, its own
 // bucket handle and its own client.
 func instance(t *testing.T, srv *bustest.Server, cfg llm.Config) *llm.Client {
@@ -78,7 +42,7 @@ func TestSharedRateLimitHoldsAcrossInstances(t *testing.T) {
 	)
 	srv := bustest.Start(t)
 	res := srv.Provision(t)
-	prov := newWindowedProvider(t, limit, window)
+	prov := llmtest.NewWindowed(t, limit, window)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := llm.DeclareRateLimits(ctx, res.LLM, llm.RateLimits{
@@ -111,11 +75,10 @@ func TestSharedRateLimitHoldsAcrossInstances(t *testing.T) {
 	if err := errors.Join(errs...); err != nil {
 		t.Fatalf("calls failed instead of waiting: %v", err)
 	}
-	prov.mu.Lock()
-	defer prov.mu.Unlock()
-	if len(prov.arrivals) != instances*calls || prov.refused != 0 || prov.most > limit {
+	received, refused, most := prov.Counts()
+	if received != instances*calls || refused != 0 || most > limit {
 		t.Fatalf("the provider saw %d requests (want %d), refused %d, at most %d in a window of %s (limit %d)",
-			len(prov.arrivals), instances*calls, prov.refused, prov.most, window, limit)
+			received, instances*calls, refused, most, window, limit)
 	}
 }
 

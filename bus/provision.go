@@ -38,7 +38,8 @@ const (
 // Default byte limits of the mesh's streams, buckets and object store. The
 // server reserves each limit in its store when the resource is made, so
 // together they must fit in its max_file_store (by default 75% of the free
-// disk): 5 streams and 3 buckets of 256 MiB and 2 GiB of files are 4 GiB.
+// disk): 5 streams and 3 buckets of 256 MiB, the LLM bucket's 16 MiB
+// and 2 GiB of files are 4 GiB.
 const (
 	DefaultStreamMaxBytes int64 = 256 << 20 // each stream
 	DefaultBucketMaxBytes int64 = 256 << 20 // each KV bucket

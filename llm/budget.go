@@ -91,10 +91,12 @@ func (e *BudgetError) As(target any) bool {
 type budgetsKey struct{}
 
 // WithBudget returns ctx with b added to the budgets its model calls
-// count against. A call through a client built WithShared reserves its
-// estimated prompt in every budget first and is not made, failing with a
-// *BudgetError, when that would cross one; when it returns, what it really
-// used is charged instead. Budgets without a limit are left out.
+// count against. A Client's call reserves its estimated prompt in every
+// budget first and is not made, failing with a *BudgetError, when that
+// would cross one; when it returns, what it really used is charged
+// instead. The ledger is the mesh's LLM bucket for a client built
+// WithShared, else this process's memory. Budgets without a limit are
+// left out.
 func WithBudget(ctx context.Context, b Budget) context.Context {
 	if !b.Limited() {
 		return ctx

@@ -26,7 +26,7 @@ func instance(t *testing.T, srv *bustest.Server, cfg llm.Config) *llm.Client {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return c.WithShared(kv)
+	return c.WithShared(js, kv)
 }
 
 // Ten instances (as many as 3 agent instances and 2 orchestrator replicas

@@ -18,6 +18,7 @@ import (
 // rate limits. Every change is a compare-and-set on one key, so replicas
 // and agent instances on other machines count together.
 type shared struct {
+	js    jetstream.JetStream
 	kv    jetstream.KeyValue // nil: the process-local ledger (local)
 	keyID string             // a short hash of the provider key, naming its rate limit's state
 	hold  time.Duration      // how long an attempt in flight holds its rate slot if its process dies
@@ -28,19 +29,19 @@ type shared struct {
 const sharedTimeout = 5 * time.Second
 
 // WithShared returns a copy of c whose calls count in the mesh's shared LLM
-// state, the KV bucket kv (bus.Resources.LLM): budgets set on a call's
+// state, the KV bucket kv (bus.Resources.LLM) on js: budgets set on a call's
 // context with WithBudget are reserved and charged in its ledger, and the
 // rate limits declared in it (DeclareRateLimits) hold every attempt, with
 // a provider's 429 and Retry-After blocking the model for every process.
 // c itself is not changed.
-func (c *Client) WithShared(kv jetstream.KeyValue) *Client {
+func (c *Client) WithShared(js jetstream.JetStream, kv jetstream.KeyValue) *Client {
 	cp := *c
 	base := c.prov
 	if lp, ok := base.(limitedProvider); ok {
 		base = lp.next
 	}
 	sum := sha256.Sum256([]byte(c.cfg.APIKey))
-	cp.shared = &shared{kv: kv, keyID: hex.EncodeToString(sum[:6]), hold: c.cfg.Timeout}
+	cp.shared = &shared{js: js, kv: kv, keyID: hex.EncodeToString(sum[:6]), hold: c.cfg.Timeout}
 	cp.prov = limitedProvider{next: base, s: cp.shared, provider: c.cfg.Provider}
 	return &cp
 }
@@ -70,19 +71,25 @@ func (s *shared) update(ctx context.Context, key string, ttl time.Duration, fn f
 		if err != nil || next == nil {
 			return err
 		}
-		if rev == 0 {
+		switch {
+		case rev == 0:
 			var opts []jetstream.KVCreateOpt
 			if ttl > 0 {
 				opts = append(opts, jetstream.KeyTTL(ttl))
 			}
 			_, err = s.kv.Create(ctx, key, next, opts...)
-		} else {
+		case ttl > 0:
+			// KeyValue.Update cannot give the new revision a TTL: without
+			// one a budget's key would outlive it once written twice.
+			_, err = s.js.Publish(ctx, "$KV."+s.kv.Bucket()+"."+key, next,
+				jetstream.WithExpectLastSequencePerSubject(rev), jetstream.WithMsgTTL(ttl))
+		default:
 			_, err = s.kv.Update(ctx, key, next, rev)
 		}
 		switch {
 		case err == nil:
 			return nil
-		case errors.Is(err, jetstream.ErrKeyExists), errors.Is(err, jetstream.ErrKeyRevisionMismatch):
+		case errors.Is(err, jetstream.ErrKeyExists), errors.Is(err, jetstream.ErrKeyRevisionMismatch), wrongLastSequence(err):
 			continue // another process wrote first: apply fn to its value
 		case ctx.Err() != nil:
 			return ctx.Err()
@@ -151,6 +158,14 @@ func (l *localLedger) prune(now time.Time) {
 		}
 		delete(l.vals, k)
 	}
+}
+
+// wrongLastSequence reports a compare-and-set that lost: the key has a
+// newer revision than the one the write expected.
+func wrongLastSequence(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
+		apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant)
 }
 
 // keyPart makes s usable in a KV key: bytes other than letters, digits,

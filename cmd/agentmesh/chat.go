@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
 	"github.com/agentmesh/agentmesh/bus"
@@ -29,9 +28,9 @@ func init() {
 // chatHandler plugs the chat loop into an orchestrator replica: with the LLM
 // AGENTMESH_MODEL names when its provider's key or base URL is set, else
 // the offline planner.
-// Its model's calls count in the mesh's LLM bucket shared (nil: none), under
+// Its model's calls count in the mesh's LLM bucket (when m has it), under
 // the budgets of bud.
-func chatHandler(a *app, o *orchestrator.Orchestrator, shared jetstream.KeyValue, bud budgetFlags) error {
+func chatHandler(a *app, o *orchestrator.Orchestrator, m *mesh, bud budgetFlags) error {
 	cfg, err := llm.ConfigFromEnv()
 	if err != nil {
 		return err
@@ -42,15 +41,15 @@ func chatHandler(a *app, o *orchestrator.Orchestrator, shared jetstream.KeyValue
 		if err != nil {
 			return err
 		}
-		if shared != nil {
-			model = model.WithShared(shared)
+		if m.Res.LLM != nil {
+			model = model.WithShared(m.JS, m.Res.LLM)
 			bopts, err := bud.chatOptions()
 			if err != nil {
 				return err
 			}
 			opts = append(opts, bopts...)
 		} else if bud.set() {
-			return fmt.Errorf("--turn-budget-* and --client-budget-* need the mesh's LLM bucket %s, which this identity cannot see", a.prefix+"_llm")
+			return fmt.Errorf("--turn-budget-* and --client-budget-* need the mesh's LLM bucket %s, which this identity cannot see", m.Names.LLMBucket())
 		}
 		opts = append(opts, chat.WithLLM(model))
 		fmt.Fprintf(a.errOut, "chat: model %s (%s) at %s\n", model.Model(), model.Provider(), model.Endpoint())

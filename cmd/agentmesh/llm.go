@@ -1,18 +1,17 @@
 package main
 
 import (
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/agentmesh/agentmesh/agents/builtin/llmiface"
 	"github.com/agentmesh/agentmesh/llm"
 )
 
 // textModelFromEnv returns the LLM configured by AGENTMESH_MODEL and its
 // provider's key and base URL (docs/llm.md), or a nil interface when none
-// is, so agents fall back to their offline methods. With the mesh's LLM
-// bucket (nil when this identity may not see it) its calls wait for the
-// rate limits shared by every process (docs/llm.md#rate-limits).
-func textModelFromEnv(shared jetstream.KeyValue) (llmiface.TextModel, error) {
+// is, so agents fall back to their offline methods. When m has the mesh's
+// LLM bucket (not for an identity that may not see it) its calls wait for
+// the rate limits shared by every process and count in the mesh's budgets
+// (docs/llm.md).
+func textModelFromEnv(m *mesh) (llmiface.TextModel, error) {
 	cfg, err := llm.ConfigFromEnv()
 	if err != nil {
 		return nil, err
@@ -24,8 +23,8 @@ func textModelFromEnv(shared jetstream.KeyValue) (llmiface.TextModel, error) {
 	if err != nil {
 		return nil, err
 	}
-	if shared != nil {
-		c = c.WithShared(shared)
+	if m != nil && m.Res.LLM != nil {
+		c = c.WithShared(m.JS, m.Res.LLM)
 	}
 	return c, nil
 }

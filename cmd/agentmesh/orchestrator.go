@@ -61,7 +61,7 @@ many as you like; killing one loses nothing.`,
 				orchestrator.WithMaxDeliver(deliver),
 			}
 			// Pipeline routers ask the configured LLM, if any; else they follow their rules.
-			if model, err := textModelFromEnv(m.Res.LLM); err != nil {
+			if model, err := textModelFromEnv(m); err != nil {
 				return err
 			} else if model != nil {
 				opts = append(opts, orchestrator.WithModel(model))
@@ -73,7 +73,7 @@ many as you like; killing one loses nothing.`,
 			if err != nil {
 				return err
 			}
-			if err := chatHandler(a, o, m.Res.LLM, bud); err != nil {
+			if err := chatHandler(a, o, m, bud); err != nil {
 				return err
 			}
 			if err := pm.register(metrics.NewMeshCollector(o.Registry(), m.JS, m.Names)); err != nil {

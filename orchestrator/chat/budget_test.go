@@ -33,7 +33,7 @@ func TestTurnBudgetStopsTheTurnBeforeTheCallThatWouldCross(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	model = model.WithShared(m.Res.LLM)
+	model = model.WithShared(m.Srv.JetStream(t), m.Res.LLM)
 	chatReplica(t, m, nil, []string{"Writer"}, chat.WithLLM(model), chat.WithTurnBudget(3000, 0))
 
 	conv, resp, _ := ask(t, m, "", "write me a poem")
@@ -79,7 +79,7 @@ func TestClientBudgetSpansTurnsAndReplicas(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		stop := chatReplica(t, m, nil, nil, chat.WithLLM(model.WithShared(kv)), chat.WithClientBudget(3000, 0, 24*time.Hour))
+		stop := chatReplica(t, m, nil, nil, chat.WithLLM(model.WithShared(js, kv)), chat.WithClientBudget(3000, 0, 24*time.Hour))
 		_, resp, _ := ask(t, m, "", "write me a poem")
 		if turn == 1 {
 			if resp.State != schemas.ChatCompleted {

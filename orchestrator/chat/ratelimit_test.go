@@ -37,7 +37,8 @@ func TestRateLimitSharedByReplicasAndAgentInstances(t *testing.T) {
 		t.Fatal(err)
 	}
 	process := func() *llm.Client { // one process's model: its own connection to the bucket
-		kv, err := m.Srv.JetStream(t).KeyValue(ctx, m.Srv.Names().LLMBucket())
+		js := m.Srv.JetStream(t)
+		kv, err := js.KeyValue(ctx, m.Srv.Names().LLMBucket())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -47,7 +48,7 @@ func TestRateLimitSharedByReplicasAndAgentInstances(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return model.WithShared(kv)
+		return model.WithShared(js, kv)
 	}
 	writer := schemas.AgentContract{Name: "Writer", Capability: schemas.CapGeneration, Description: "writes with its model",
 		Outputs: []schemas.TypedOutput{{Name: "text", DataType: schemas.TypeText}}}

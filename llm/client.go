@@ -149,11 +149,17 @@ func (c *Client) call(ctx context.Context, req Request, onDelta func(Delta)) (Re
 	var lastErr error
 	for attempt := 0; attempt <= c.cfg.MaxRetries; attempt++ {
 		usage.Attempts = attempt + 1
+		slots, err := c.admit(ctx, req) // the mesh's shared rate limits (ratelimit.go)
+		if err != nil {
+			usage.Duration = time.Since(start)
+			return Response{}, usage, err
+		}
 		h := &hint{}
 		actx, cancel := context.WithTimeout(context.WithValue(ctx, hintKey{}, h), c.cfg.Timeout)
 		resp, tokens, err := c.prov.send(actx, req, deliver)
 		timedOut := errors.Is(actx.Err(), context.DeadlineExceeded)
 		cancel()
+		slots.done(ctx, tokens, err, h)
 		if err == nil {
 			resp.Message.Role = RoleAssistant
 			usage.Tokens = tokens
@@ -170,9 +176,6 @@ func (c *Client) call(ctx context.Context, req Request, onDelta func(Delta)) (Re
 		case errors.Is(err, ErrInvalidRequest):
 			usage.Duration = time.Since(start)
 			return Response{}, usage, err // nothing was sent; another attempt would fail the same way
-		case errors.Is(err, ErrRateLimited):
-			usage.Duration = time.Since(start)
-			return Response{}, usage, err // the shared rate limit's queue outlasted ctx: nothing was sent
 		}
 		if ctx.Err() != nil {
 			return Response{}, usage, fmt.Errorf("llm call to %s: %w", c.cfg.BaseURL, ctx.Err())

@@ -314,57 +314,66 @@ func (s *shared) release(ctx context.Context, k limitKey, id string, window time
 	})
 }
 
-// limitedProvider holds every attempt of its provider to the mesh's shared
-// rate limits: the model's and the provider key's.
-type limitedProvider struct {
-	next     provider
-	s        *shared
-	provider string
+// heldSlots are the slots one attempt took, one per limit it passes.
+type heldSlots struct {
+	s      *shared
+	keys   []limitKey
+	ids    []string
+	window time.Duration
+	est    int64
 }
 
-func (p limitedProvider) name() string { return p.next.name() }
-
-func (p limitedProvider) send(ctx context.Context, req Request, onDelta func(Delta)) (Response, schemas.Tokens, error) {
-	lims, err := p.s.rateLimits(ctx)
+// admit waits, under the caller's ctx, until the mesh's rate limits let
+// one attempt of req go, and takes its slots; nil when the client shares
+// no state or no limit applies. It fails with ErrRateLimited when the
+// limits would not let it go before ctx's deadline.
+func (c *Client) admit(ctx context.Context, req Request) (*heldSlots, error) {
+	if c.shared == nil || c.shared.kv == nil {
+		return nil, nil
+	}
+	lims, err := c.shared.rateLimits(ctx)
 	if err != nil {
-		return Response{}, schemas.Tokens{}, err
+		return nil, err
 	}
-	keys := lims.keysFor(p.provider, req.Model, p.s.keyID)
+	keys := lims.keysFor(c.cfg.Provider, req.Model, c.shared.keyID)
 	if len(keys) == 0 {
-		return p.next.send(ctx, req, onDelta)
+		return nil, nil
 	}
-	window := lims.window()
-	est := estimatePrompt(req)
-	ids := make([]string, 0, len(keys))
-	free := func(tokens int64, blocked time.Time) error {
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sharedTimeout)
-		defer cancel()
-		var errs []error
-		for i, id := range ids {
-			errs = append(errs, p.s.release(rctx, keys[i], id, window, tokens, blocked))
-		}
-		return errors.Join(errs...)
-	}
+	h := &heldSlots{s: c.shared, keys: keys, window: lims.window(), est: estimatePrompt(req)}
 	for _, k := range keys {
-		id, err := p.s.acquire(ctx, k, window, est)
+		id, err := c.shared.acquire(ctx, k, h.window, h.est)
 		if err != nil {
-			return Response{}, schemas.Tokens{}, joinErr(err, free(0, time.Time{}))
+			h.keys = h.keys[:len(h.ids)]
+			h.done(ctx, schemas.Tokens{}, nil, nil)
+			return nil, err
 		}
-		ids = append(ids, id)
+		h.ids = append(h.ids, id)
 	}
-	resp, tokens, err := p.next.send(ctx, req, onDelta)
+	return h, nil
+}
+
+// done frees the attempt's slots a window from now, with the tokens it
+// used (its estimate when it failed), and when the provider answered 429
+// with Retry-After, blocks the limits for every process until then. A slot
+// that cannot be marked answered stays taken until its lease ends: the
+// limit errs on the safe side, and the answer stands.
+func (h *heldSlots) done(ctx context.Context, tokens schemas.Tokens, err error, hn *hint) {
+	if h == nil {
+		return
+	}
 	used := int64(tokens.Prompt + tokens.Completion)
 	if err != nil || used == 0 {
-		used = est
+		used = h.est
 	}
 	var blocked time.Time
-	if h, ok := ctx.Value(hintKey{}).(*hint); ok && err != nil && statusOf(err, h) == http.StatusTooManyRequests {
-		if after, given := h.retryAfter(time.Now()); given {
+	if hn != nil && err != nil && statusOf(err, hn) == http.StatusTooManyRequests {
+		if after, given := hn.retryAfter(time.Now()); given {
 			blocked = time.Now().Add(after)
 		}
 	}
-	// A slot that cannot be marked answered stays taken until its lease
-	// ends: the limit errs on the safe side, and the answer stands.
-	_ = free(used, blocked)
-	return resp, tokens, err
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sharedTimeout)
+	defer cancel()
+	for i, id := range h.ids {
+		_ = h.s.release(rctx, h.keys[i], id, h.window, used, blocked)
+	}
 }

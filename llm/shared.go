@@ -36,13 +36,8 @@ const sharedTimeout = 5 * time.Second
 // c itself is not changed.
 func (c *Client) WithShared(js jetstream.JetStream, kv jetstream.KeyValue) *Client {
 	cp := *c
-	base := c.prov
-	if lp, ok := base.(limitedProvider); ok {
-		base = lp.next
-	}
 	sum := sha256.Sum256([]byte(c.cfg.APIKey))
 	cp.shared = &shared{js: js, kv: kv, keyID: hex.EncodeToString(sum[:6]), hold: c.cfg.Timeout}
-	cp.prov = limitedProvider{next: base, s: cp.shared, provider: c.cfg.Provider}
 	return &cp
 }
 

@@ -144,6 +144,21 @@ func (c *Client) budgeted(ctx context.Context, req Request, onDelta func(Delta))
 	return resp, usage, err
 }
 
+// Charge adds s to the ledger of every budget on ctx (WithBudget and the
+// task's): use made elsewhere that the budgets pay for, such as what the
+// agents a chat turn called report, so that the next call counts it.
+func (c *Client) Charge(ctx context.Context, s Spend) error {
+	budgets := BudgetsOf(ctx)
+	if len(budgets) == 0 || s == (Spend{}) {
+		return nil
+	}
+	sh := c.shared
+	if sh == nil {
+		sh = localShared
+	}
+	return sh.charge(ctx, budgets, s)
+}
+
 // reserve adds asked to every budget's ledger key, each with a
 // compare-and-set, unless it would cross one: then what it reserved is
 // given back and the refusal returned. It returns the budgets reserved in.

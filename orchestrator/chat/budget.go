@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/llm"
+	"github.com/agentmesh/agentmesh/schemas"
 )
 
 // spendLimits are the budgets a turn's model calls count against: the
@@ -65,4 +66,51 @@ func (c *Chat) withBudgets(ctx context.Context, conv string, t *chatTurn) contex
 		})
 	}
 	return ctx
+}
+
+// charger is a model that can charge use made elsewhere to the budgets on
+// a context (*llm.Client).
+type charger interface {
+	Charge(ctx context.Context, s llm.Spend) error
+}
+
+// chargeCalls charges what the agents of a turn's tool calls reported to
+// the turn's and the client's budgets, so the turn's next model call
+// counts it. It is called once the calls are saved with the turn, so a
+// resumed turn does not charge them again.
+func (c *Chat) chargeCalls(ctx context.Context, s *session, recs []schemas.ToolCallRecord) {
+	ch, ok := c.llm.(charger)
+	if !ok || c.spend == (spendLimits{}) {
+		return
+	}
+	var used schemas.Usage
+	for _, r := range recs {
+		used = used.Add(r.Usage)
+	}
+	spend := llm.Spend{Tokens: int64(used.Tokens.Prompt + used.Tokens.Completion), USD: used.Cost}
+	if err := ch.Charge(c.withBudgets(ctx, s.conv, s.turn), spend); err != nil {
+		c.log.WarnContext(ctx, "chat: charging the agents' use to the turn's budgets", "err", err)
+	}
+}
+
+type taskBudgetKey struct{}
+
+// withTaskBudget returns ctx carrying what is left of turn t's budget for
+// the agents it calls now (read by callAgent into each task).
+func (c *Chat) withTaskBudget(ctx context.Context, t *chatTurn) context.Context {
+	limit := schemas.Budget{Tokens: c.spend.turn.Tokens, USD: c.spend.turn.USD}
+	if limit == (schemas.Budget{}) {
+		return ctx
+	}
+	left, ok := limit.Left(t.Usage)
+	if !ok {
+		left = schemas.Budget{Tokens: 1} // nothing is left: any model call of the agent's crosses it
+	}
+	return context.WithValue(ctx, taskBudgetKey{}, &left)
+}
+
+// taskBudget is the budget withTaskBudget put on ctx, nil for none.
+func taskBudget(ctx context.Context) *schemas.Budget {
+	b, _ := ctx.Value(taskBudgetKey{}).(*schemas.Budget)
+	return b
 }

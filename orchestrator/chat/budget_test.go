@@ -96,3 +96,41 @@ func TestClientBudgetSpansTurnsAndReplicas(t *testing.T) {
 		}
 	}
 }
+
+// What the agents of a turn report counts in the turn's budget: the task
+// carries what is left of it, and the agent's 5000 tokens, past the
+// turn's 3000, stop the turn before its next model call.
+func TestTurnBudgetCountsTheAgentsItCalls(t *testing.T) {
+	m := meshtest.New(t)
+	carried := make(chan *schemas.Budget, 1)
+	m.Agent(t, schemas.AgentContract{Name: "Writer", Capability: schemas.CapGeneration, Description: "writes, with a model of its own",
+		Outputs: []schemas.TypedOutput{{Name: "text", DataType: schemas.TypeText}}},
+		func(ctx context.Context, ec *schemas.ExecutionContext) (schemas.AgentResult, error) {
+			_, b, ok := schemas.TaskBudgetOf(ctx)
+			if ok {
+				carried <- &b
+			} else {
+				carried <- nil
+			}
+			res := meshtest.OK("Writer", "wrote", map[string]schemas.TypedValue{"text": schemas.TextValue("a poem", "Writer")})
+			res.Metrics = schemas.Metrics{Tokens: schemas.Tokens{Prompt: 4000, Completion: 1000}}
+			return res, nil
+		}, 1)
+	srv := llmtest.New(t,
+		llmtest.Reply{ToolCalls: []llmtest.ToolCall{llmtest.Call("Writer", nil)}, Usage: schemas.Tokens{Prompt: 100, Completion: 20}},
+		llmtest.Answer("never sent"),
+	)
+	model, err := llm.New(srv.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	chatReplica(t, m, nil, []string{"Writer"}, chat.WithLLM(model.WithShared(m.Srv.JetStream(t), m.Res.LLM)), chat.WithTurnBudget(3000, 0))
+
+	_, resp, _ := ask(t, m, "", "write me a poem")
+	if b := <-carried; b == nil || b.Tokens != 3000-120 {
+		t.Fatalf("the task carried budget %+v; want what was left of the turn's, %d tokens", b, 3000-120)
+	}
+	if resp.Code != schemas.CodeBudgetExceeded || len(srv.Requests()) != 1 || !strings.Contains(resp.Error, "spent 5120 tokens") {
+		t.Fatalf("response %s %q: %s after %d model calls; want budget_exceeded after 1, with the agent's 5000 tokens counted", resp.State, resp.Code, resp.Error, len(srv.Requests()))
+	}
+}

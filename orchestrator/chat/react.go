@@ -115,6 +115,7 @@ func (c *Chat) runCalls(ctx context.Context, s *session, calls []llm.ToolCall) e
 	obs := make([]string, len(calls))
 	recs := make([]schemas.ToolCallRecord, len(calls))
 	var wg sync.WaitGroup
+	ctx = c.withTaskBudget(ctx, t)
 	for i, call := range calls {
 		taskID := schemas.TaskTag(fmt.Sprintf("%s-t%d-%s", s.conv, t.Number, taskToken(call.ID)), s.rec.Nonce)
 		wg.Go(func() { obs[i], recs[i] = c.callTool(ctx, s, taskID, call) })
@@ -128,7 +129,11 @@ func (c *Chat) runCalls(ctx context.Context, s *session, calls []llm.ToolCall) e
 		t.ToolCalls = append(t.ToolCalls, recs[i])
 		t.Usage = t.Usage.Add(recs[i].Usage) // saved with the call, so counted once
 	}
-	return c.save(ctx, s)
+	if err := c.save(ctx, s); err != nil {
+		return err
+	}
+	c.chargeCalls(ctx, s, recs)
+	return nil
 }
 
 // taskToken makes a model's tool call id usable in a task id.
@@ -185,7 +190,7 @@ func (c *Chat) callAgent(ctx context.Context, s *session, taskID, agent, rawArgs
 	if contract.TimeoutMS > 0 {
 		timeout = time.Duration(contract.TimeoutMS) * time.Millisecond
 	}
-	task := schemas.TaskRequest{Inputs: inputs, Params: args.Params, Instruction: s.turn.Message, TimeoutMS: timeout.Milliseconds()}
+	task := schemas.TaskRequest{Inputs: inputs, Params: args.Params, Instruction: s.turn.Message, TimeoutMS: timeout.Milliseconds(), Budget: taskBudget(ctx)}
 	meta := client.DispatchMeta{TaskID: taskID, ConversationID: s.conv, ReplyTo: c.names.Result(agent, taskID), Deadline: time.Now().Add(timeout)}
 	c.progress(ctx, s.conv, taskID, agent, "calling "+agent)
 	if _, err := c.dispatch.Dispatch(ctx, agent, task, meta); err != nil {

@@ -256,6 +256,9 @@ func printChatResponse(w io.Writer, r schemas.ChatResponse, views []valueView) {
 	fmt.Fprintf(w, "%s · %s planner · %s · %s · %s · %s\n",
 		r.State, firstNonEmpty(r.Planner, "llm"), schemas.Plural(r.Steps, "step", "steps"), schemas.Plural(len(r.ToolCalls), "tool call", "tool calls"),
 		usageLine(r.Usage), time.Duration(r.DurationMS)*time.Millisecond)
+	if r.Budget != nil {
+		fmt.Fprintf(w, "budget: spent %d tokens and $%.4f of the turn's %s\n", r.Tokens.Prompt+r.Tokens.Completion, r.Cost, r.Budget)
+	}
 	fmt.Fprintf(w, "conversation %s (continue with --conversation %s)\n", r.ConversationID, r.ConversationID)
 }
 

@@ -114,3 +114,11 @@ func taskBudget(ctx context.Context) *schemas.Budget {
 	b, _ := ctx.Value(taskBudgetKey{}).(*schemas.Budget)
 	return b
 }
+
+// turnBudget is the turn budget a response reports, nil for none.
+func (c *Chat) turnBudget() *schemas.Budget {
+	if c.spend.turn == (llm.Spend{}) {
+		return nil
+	}
+	return &schemas.Budget{Tokens: c.spend.turn.Tokens, USD: c.spend.turn.USD}
+}

@@ -2,6 +2,7 @@ package chat_test
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -51,8 +52,12 @@ func TestTurnBudgetStopsTheTurnBeforeTheCallThatWouldCross(t *testing.T) {
 			t.Errorf("error %q does not say %q", resp.Error, want)
 		}
 	}
-	if resp.Tokens.Prompt != 5000 || resp.Tokens.Completion != 100 {
-		t.Errorf("turn tokens %+v; want the one call's 5000+100", resp.Tokens)
+	if resp.Tokens.Prompt != 5000 || resp.Tokens.Completion != 100 || resp.Budget == nil || resp.Budget.Tokens != 3000 {
+		t.Errorf("turn tokens %+v of budget %+v; want the one call's 5000+100 of 3000", resp.Tokens, resp.Budget)
+	}
+	b, _ := json.Marshal(resp)
+	if err := schemas.ValidateJSON(schemas.SchemaChatResponse, b); err != nil {
+		t.Fatalf("the response fails chat-response.schema.json: %v\n%s", err, b)
 	}
 	spent, err := model.Spent(context.Background(), "budget.turn."+conv+".1")
 	if err != nil || spent.Tokens != 5100 {

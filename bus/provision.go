@@ -262,7 +262,7 @@ func llmBucket(name string, o ProvisionOptions) kvSpec {
 	rep, setRep := o.replicas()
 	return kvSpec{cfg: jetstream.KeyValueConfig{
 		Bucket: name, Description: "agentmesh LLM budgets and shared rate limits",
-		History: 1, MaxValueSize: 64 << 10, MaxBytes: DefaultLLMBucketMaxBytes, LimitMarkerTTL: llmMarkerTTL,
+		History: 1, MaxValueSize: 256 << 10, MaxBytes: DefaultLLMBucketMaxBytes, LimitMarkerTTL: llmMarkerTTL,
 		Storage: o.Storage, Replicas: rep,
 	}, markerTTL: setting{v: llmMarkerTTL, set: true}, replicas: setRep}
 }

@@ -62,6 +62,12 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 // DefaultRateWindow is the window of RateLimits that name none.
 const DefaultRateWindow = time.Minute
 
+// MaxRateRequests bounds a limit's requests per window: each is a slot in
+// one KV value (about 90 bytes), rewritten by every call. A higher rate is
+// declared over a shorter window (100 requests a 3s rather than 2000 a
+// minute). A limit of tokens alone holds at most this many calls a window.
+const MaxRateRequests = 2000
+
 func (l RateLimits) window() time.Duration {
 	if l.Window <= 0 {
 		return DefaultRateWindow
@@ -76,6 +82,9 @@ func (l RateLimits) Validate() error {
 	check := func(kind, name string, r RateLimit) {
 		if r.Requests < 0 || r.Tokens < 0 {
 			errs = append(errs, fmt.Errorf("%s %q: requests %d and tokens %d must be 0 (no limit) or more", kind, name, r.Requests, r.Tokens))
+		}
+		if r.Requests > MaxRateRequests {
+			errs = append(errs, fmt.Errorf("%s %q: requests %d a window is over the most the mesh counts, %d: declare a shorter window with proportionally fewer requests", kind, name, r.Requests, MaxRateRequests))
 		}
 	}
 	for m, r := range l.Models {
@@ -203,7 +212,7 @@ func (st *rateState) admit(now time.Time, lim RateLimit, window time.Duration, t
 			earliest = free
 		}
 	}
-	full := lim.Requests > 0 && len(st.Slots) >= lim.Requests ||
+	full := len(st.Slots) >= MaxRateRequests || lim.Requests > 0 && len(st.Slots) >= lim.Requests ||
 		lim.Tokens > 0 && len(st.Slots) > 0 && sum+tokens > lim.Tokens
 	return !full, earliest
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -121,4 +122,20 @@ func TestRetryAfterBlocksEveryInstance(t *testing.T) {
 		t.Fatalf("the provider got %d requests; the blocked one must not be sent", n)
 	}
 	t.Log(err)
+}
+
+// Bad declarations are refused with every problem named.
+func TestParseRateLimitsNamesEachProblem(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{`{"models":{"m":{"requests":-1}}}`, `model "m": requests -1`},
+		{`{"providers":{"google":{"requests":1}}}`, `provider "google" is not openai, anthropic or gemini`},
+		{`{"models":{"m":{"requests":60000}}}`, `requests 60000 a window is over the most the mesh counts, 2000`},
+		{`{"window":"soon"}`, `window "soon" is not a positive duration`},
+		{`{"modles":{}}`, `unknown field "modles"`},
+	} {
+		_, err := llm.ParseRateLimits(tc.in)
+		if !errors.Is(err, llm.ErrInvalidConfig) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("ParseRateLimits(%s) = %v; want ErrInvalidConfig saying %q", tc.in, err, tc.want)
+		}
+	}
 }

@@ -213,6 +213,9 @@ func (r *Runtime) run(d *delivery) (schemas.AgentResult, error) {
 		r.mu.Unlock()
 	}()
 	ctx = withScope(ctx, &taskScope{rt: r, taskID: ev.ID, events: r.progressSubject(ev), ext: correlation(ev), delta: r.deltaOf(ev)})
+	if req.Budget != nil {
+		ctx = schemas.WithTaskBudget(ctx, ev.ID, *req.Budget) // the agent's model calls stop at what is left of the run's
+	}
 
 	stopProgress := r.keepInProgress(d.msg)
 	r.observe(d.ctx, schemas.TaskStarted{TaskRef: r.taskRef(d), Delivery: d.attempt, At: time.Now()})

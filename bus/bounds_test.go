@@ -34,6 +34,7 @@ func TestProvisionBoundsEveryResource(t *testing.T) {
 		"KV_mesh_agents":        {bus.DefaultBucketMaxBytes, bus.DefaultAgentTTL},
 		"KV_mesh_conversations": {bus.DefaultBucketMaxBytes, bus.DefaultConversationsTTL},
 		"KV_mesh_runs":          {bus.DefaultBucketMaxBytes, bus.DefaultRunsTTL},
+		"KV_mesh_llm":           {bus.DefaultLLMBucketMaxBytes, 0},
 		"OBJ_mesh_files":        {bus.DefaultFilesMaxBytes, bus.DefaultFilesMaxAge},
 	}
 	got := allStreamConfigs(t, js)

@@ -294,6 +294,11 @@ func (n Names) ConversationsBucket() string { return n.prefix + "_conversations"
 // RunsBucket returns e.g. mesh_runs.
 func (n Names) RunsBucket() string { return n.prefix + "_runs" }
 
+// LLMBucket returns the KV bucket of the language models' shared state,
+// e.g. mesh_llm: the budget ledger and the rate limits of every process
+// (package llm, docs/llm.md).
+func (n Names) LLMBucket() string { return n.prefix + "_llm" }
+
 // KVPut returns the subject a write of key in bucket is published on:
 // $KV.<bucket>.<key>. Publishing there with JetStream (and the
 // Nats-Expected-Last-Subject-Sequence header for a compare-and-set) is a KV

@@ -38,7 +38,8 @@ const (
 // Default byte limits of the mesh's streams, buckets and object store. The
 // server reserves each limit in its store when the resource is made, so
 // together they must fit in its max_file_store (by default 75% of the free
-// disk): 5 streams and 3 buckets of 256 MiB and 2 GiB of files are 4 GiB.
+// disk): 5 streams and 3 buckets of 256 MiB, the LLM bucket's 16 MiB
+// and 2 GiB of files are 4 GiB.
 const (
 	DefaultStreamMaxBytes int64 = 256 << 20 // each stream
 	DefaultBucketMaxBytes int64 = 256 << 20 // each KV bucket
@@ -142,6 +143,7 @@ func (o ProvisionOptions) agentTTL() setting {
 type Resources struct {
 	Requests, Tasks, Results, Events, Dead jetstream.Stream
 	Agents, Conversations, Runs            jetstream.KeyValue
+	LLM                                    jetstream.KeyValue // budgets and shared rate limits; nil when bound to a mesh without it
 	Files                                  jetstream.ObjectStore
 }
 
@@ -225,6 +227,7 @@ func provisionBuckets(ctx context.Context, js jetstream.JetStream, n Names, o Pr
 		}, ttl: agentTTL, markerTTL: agentTTL, replicas: setRep, maxBytes: agentsBytes.set}},
 		{&r.Conversations, stateBucket(n.ConversationsBucket(), "agentmesh conversation state", age(o.ConversationsTTL, DefaultConversationsTTL), o)},
 		{&r.Runs, stateBucket(n.RunsBucket(), "agentmesh pipeline run state", age(o.RunsTTL, DefaultRunsTTL), o)},
+		{&r.LLM, llmBucket(n.LLMBucket(), o)},
 	}
 	for _, b := range buckets {
 		var err error
@@ -243,6 +246,25 @@ func stateBucket(name, desc string, ttl setting, o ProvisionOptions) kvSpec {
 		History: stateHistory, MaxValueSize: stateMaxValueSize, MaxBytes: maxBytes.v,
 		Storage: o.Storage, Replicas: rep,
 	}, ttl: ttl, replicas: setRep, maxBytes: maxBytes.set}
+}
+
+// DefaultLLMBucketMaxBytes bounds the LLM bucket: a few small keys per
+// model, provider key, turn, run and client period.
+const DefaultLLMBucketMaxBytes int64 = 16 << 20
+
+// llmMarkerTTL lets the ledger's keys (a turn's, a run's, a client's
+// period) carry their own TTL; the rate limits and their config have none.
+const llmMarkerTTL = time.Minute
+
+// llmBucket is the LLM state bucket: one value per key (a compare-and-set
+// counter), per-key TTLs, and a small byte limit.
+func llmBucket(name string, o ProvisionOptions) kvSpec {
+	rep, setRep := o.replicas()
+	return kvSpec{cfg: jetstream.KeyValueConfig{
+		Bucket: name, Description: "agentmesh LLM budgets and shared rate limits",
+		History: 1, MaxValueSize: 256 << 10, MaxBytes: DefaultLLMBucketMaxBytes, LimitMarkerTTL: llmMarkerTTL,
+		Storage: o.Storage, Replicas: rep,
+	}, markerTTL: setting{v: llmMarkerTTL, set: true}, replicas: setRep}
 }
 
 // spec is a stream's configuration for creating it, and which of its
@@ -430,6 +452,12 @@ func bind(ctx context.Context, js jetstream.JetStream, n Names) (*Resources, err
 	}
 	if r.Files, err = js.ObjectStore(ctx, n.FilesStore()); err != nil {
 		return nil, missing("object store", n.FilesStore(), err)
+	}
+	// The LLM bucket is optional: a mesh provisioned before it, or an
+	// identity that may not see it, has its model calls outside the shared
+	// budgets and rate limits (Resources.LLM is nil).
+	if kv, err := js.KeyValue(ctx, n.LLMBucket()); err == nil {
+		r.LLM = kv
 	}
 	return &r, nil
 }

@@ -43,9 +43,10 @@ func (u Usage) Report() schemas.Usage {
 // and token and cost accounting per call. It is safe for concurrent use and
 // never changes after New: tools and messages travel per request.
 type Client struct {
-	cfg   Config
-	prov  provider
-	sleep func(ctx context.Context, d time.Duration) error
+	cfg    Config
+	prov   provider
+	sleep  func(ctx context.Context, d time.Duration) error
+	shared *shared // the mesh's budget ledger and rate limits (WithShared); nil for none
 }
 
 var _ Model = (*Client)(nil)
@@ -111,7 +112,7 @@ func (c *Client) Stream(ctx context.Context, req Request, onDelta func(Delta)) (
 	}
 	ctx, span := c.startSpan(ctx, req.Model, onDelta != nil)
 	defer func() { c.endSpan(span, resp, usage, err) }()
-	return c.call(ctx, req, onDelta)
+	return c.budgeted(ctx, req, onDelta)
 }
 
 // model is the model a request names in the client's protocol: the
@@ -148,11 +149,17 @@ func (c *Client) call(ctx context.Context, req Request, onDelta func(Delta)) (Re
 	var lastErr error
 	for attempt := 0; attempt <= c.cfg.MaxRetries; attempt++ {
 		usage.Attempts = attempt + 1
+		slots, err := c.admit(ctx, req) // the mesh's shared rate limits (ratelimit.go)
+		if err != nil {
+			usage.Duration = time.Since(start)
+			return Response{}, usage, err
+		}
 		h := &hint{}
 		actx, cancel := context.WithTimeout(context.WithValue(ctx, hintKey{}, h), c.cfg.Timeout)
 		resp, tokens, err := c.prov.send(actx, req, deliver)
 		timedOut := errors.Is(actx.Err(), context.DeadlineExceeded)
 		cancel()
+		slots.done(ctx, tokens, err, h)
 		if err == nil {
 			resp.Message.Role = RoleAssistant
 			usage.Tokens = tokens

@@ -8,7 +8,9 @@ var (
 	ErrNotConfigured = errors.New("llm: not configured")
 	// ErrUnauthorized means the endpoint refused the API key (HTTP 401 or 403).
 	ErrUnauthorized = errors.New("llm: API key refused")
-	// ErrRateLimited means the endpoint kept answering 429 after every retry.
+	// ErrRateLimited means the endpoint kept answering 429 after every
+	// retry, or the mesh's shared rate limit would not let the call go
+	// before its deadline.
 	ErrRateLimited = errors.New("llm: rate limited")
 	// ErrUnavailable means the endpoint kept failing (5xx or no connection)
 	// after every retry.
@@ -18,6 +20,9 @@ var (
 	// ErrInvalidRequest means a request cannot be put in the provider's
 	// protocol, such as a tool whose parameters are not a JSON object.
 	ErrInvalidRequest = errors.New("llm: invalid request")
+	// ErrBudgetExceeded means a call was not made because it would cross a
+	// budget (WithBudget); the error is a *BudgetError naming it.
+	ErrBudgetExceeded = errors.New("budget_exceeded")
 	// ErrInvalidConfig reports a bad setting, such as malformed AGENTMESH_PRICES.
 	ErrInvalidConfig = errors.New("llm: invalid configuration")
 	// ErrRefused means a policy refused a model call, an answer or a tool

@@ -87,6 +87,9 @@ type ChatResponse struct {
 	// result asked (codes input_required, approval_required).
 	Question string `json:"question,omitempty"`
 	AskedBy  string `json:"asked_by,omitempty"`
+	// Budget is the turn's budget, when the orchestrator sets one
+	// (docs/llm.md#budgets): Usage is what it spent of it.
+	Budget *Budget `json:"budget,omitempty"`
 	// Usage totals the turn: the orchestrator's own model calls and every
 	// agent call's tokens, cost, model time and tool time.
 	Usage

@@ -23,6 +23,10 @@ type PipelineSpec struct {
 	// read one as "${vars.<name>}", conditions as vars.<name>; a null value
 	// must be given at submit.
 	Vars map[string]any `json:"vars,omitempty" yaml:"vars"`
+	// Budget limits the tokens and dollars of the run's model calls; when
+	// a wave ends with it reached, no further step starts and the run
+	// fails with code budget_exceeded.
+	Budget *Budget `json:"budget,omitempty" yaml:"budget"`
 }
 
 // PipelineStep is one node of a pipeline. Inputs maps an input name of the
@@ -121,6 +125,11 @@ func (p PipelineSpec) validate() []error {
 	var errs []error
 	if len(p.Steps) == 0 {
 		errs = append(errs, fmt.Errorf("pipeline %q has no steps; add at least one", p.Name))
+	}
+	if p.Budget != nil {
+		if err := p.Budget.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("pipeline %q: %w", p.Name, err))
+		}
 	}
 	ids := map[string]bool{}
 	for i, s := range p.Steps {

@@ -40,6 +40,7 @@ const (
 	CodeInputRequired    = "input_required"    // the agent needs more from the user; the message is its question (a chat turn ends input_required)
 	CodeApprovalRequired = "approval_required" // the agent asks a person to approve before a side effect; the message says what it would do
 	CodeLimitExceeded    = "limit_exceeded"    // a request over a documented limit (see Limits); the message names the limit, its bound and the value
+	CodeBudgetExceeded   = "budget_exceeded"   // a model call would cross a budget (a turn's, a run's, a client's period): it was not made; the message names the limit, the spend and the ask
 )
 
 // Codes of the mesh's own limits.

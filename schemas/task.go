@@ -8,6 +8,9 @@ type TaskRequest struct {
 	Params      map[string]any        `json:"params,omitempty"`
 	Instruction string                `json:"instruction,omitempty"`
 	TimeoutMS   int64                 `json:"timeout_ms,omitempty"`
+	// Budget is what is left of the run's budget when the task was sent:
+	// the agent's model calls for the task stop at it (docs/llm.md#budgets).
+	Budget *Budget `json:"budget,omitempty"`
 }
 
 // TaskProgress is the data of an io.agentmesh.task.progress event.

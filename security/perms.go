@@ -156,7 +156,7 @@ func clientGrants(g *grants, c string, n bus.Names) {
 func orchestratorGrants(g *grants, n bus.Names) {
 	g.pub(n.Prefix()+".>", "$JS.ACK.>")
 	g.sub(n.Prefix() + ".>")
-	g.pub(n.KVPut(n.ConversationsBucket(), ">"), n.KVPut(n.RunsBucket(), ">"))
+	g.pub(n.KVPut(n.ConversationsBucket(), ">"), n.KVPut(n.RunsBucket(), ">"), n.KVPut(n.LLMBucket(), ">"))
 	g.pub(jsAPI(">"))
 	g.denyPub(jsAPI("STREAM.CREATE.>"), jsAPI("STREAM.UPDATE.>"), jsAPI("STREAM.DELETE.>"))
 }

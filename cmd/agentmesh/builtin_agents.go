@@ -46,7 +46,7 @@ func init() {
 		})
 	registerBuiltin(summarize.Name, "GENERATION: summarises documents (LLM, or extractive without one)",
 		func(_ context.Context, m *mesh) (agents.Agent, error) {
-			model, err := textModelFromEnv()
+			model, err := textModelFromEnv(m)
 			if err != nil {
 				return nil, err
 			}
@@ -74,7 +74,7 @@ func promptAgentFromConfig(ctx context.Context, m *mesh, path string) (agents.Ag
 	if err != nil {
 		return nil, err
 	}
-	model, err := textModelFromEnv()
+	model, err := textModelFromEnv(m)
 	if err != nil {
 		return nil, err
 	}

@@ -28,7 +28,9 @@ func init() {
 // chatHandler plugs the chat loop into an orchestrator replica: with the LLM
 // AGENTMESH_MODEL names when its provider's key or base URL is set, else
 // the offline planner.
-func chatHandler(a *app, o *orchestrator.Orchestrator) error {
+// Its model's calls count in the mesh's LLM bucket (when m has it), under
+// the budgets of bud.
+func chatHandler(a *app, o *orchestrator.Orchestrator, m *mesh, bud budgetFlags) error {
 	cfg, err := llm.ConfigFromEnv()
 	if err != nil {
 		return err
@@ -38,6 +40,16 @@ func chatHandler(a *app, o *orchestrator.Orchestrator) error {
 		model, err := llm.New(cfg)
 		if err != nil {
 			return err
+		}
+		if m.Res.LLM != nil {
+			model = model.WithShared(m.JS, m.Res.LLM)
+			bopts, err := bud.chatOptions()
+			if err != nil {
+				return err
+			}
+			opts = append(opts, bopts...)
+		} else if bud.set() {
+			return fmt.Errorf("--turn-budget-* and --client-budget-* need the mesh's LLM bucket %s, which this identity cannot see", m.Names.LLMBucket())
 		}
 		opts = append(opts, chat.WithLLM(model))
 		fmt.Fprintf(a.errOut, "chat: model %s (%s) at %s\n", model.Model(), model.Provider(), model.Endpoint())
@@ -253,6 +265,9 @@ func printChatResponse(w io.Writer, r schemas.ChatResponse, views []valueView) {
 	fmt.Fprintf(w, "%s · %s planner · %s · %s · %s · %s\n",
 		r.State, firstNonEmpty(r.Planner, "llm"), schemas.Plural(r.Steps, "step", "steps"), schemas.Plural(len(r.ToolCalls), "tool call", "tool calls"),
 		usageLine(r.Usage), time.Duration(r.DurationMS)*time.Millisecond)
+	if r.Budget != nil {
+		fmt.Fprintf(w, "budget: spent %d tokens and $%.4f of the turn's %s\n", r.Tokens.Prompt+r.Tokens.Completion, r.Cost, r.Budget)
+	}
 	fmt.Fprintf(w, "conversation %s (continue with --conversation %s)\n", r.ConversationID, r.ConversationID)
 }
 

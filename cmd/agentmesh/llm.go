@@ -7,8 +7,11 @@ import (
 
 // textModelFromEnv returns the LLM configured by AGENTMESH_MODEL and its
 // provider's key and base URL (docs/llm.md), or a nil interface when none
-// is, so agents fall back to their offline methods.
-func textModelFromEnv() (llmiface.TextModel, error) {
+// is, so agents fall back to their offline methods. When m has the mesh's
+// LLM bucket (not for an identity that may not see it) its calls wait for
+// the rate limits shared by every process and count in the mesh's budgets
+// (docs/llm.md).
+func textModelFromEnv(m *mesh) (llmiface.TextModel, error) {
 	cfg, err := llm.ConfigFromEnv()
 	if err != nil {
 		return nil, err
@@ -19,6 +22,9 @@ func textModelFromEnv() (llmiface.TextModel, error) {
 	c, err := llm.New(cfg)
 	if err != nil {
 		return nil, err
+	}
+	if m != nil && m.Res.LLM != nil {
+		c = c.WithShared(m.JS, m.Res.LLM)
 	}
 	return c, nil
 }

@@ -24,6 +24,7 @@ func newOrchestratorCmd(a *app) *cobra.Command {
 		drain   time.Duration
 		mf      metricsFlags
 		lim     limitFlags
+		bud     budgetFlags
 		deliver int
 	)
 	cmd := &cobra.Command{
@@ -60,16 +61,19 @@ many as you like; killing one loses nothing.`,
 				orchestrator.WithMaxDeliver(deliver),
 			}
 			// Pipeline routers ask the configured LLM, if any; else they follow their rules.
-			if model, err := textModelFromEnv(); err != nil {
+			if model, err := textModelFromEnv(m); err != nil {
 				return err
 			} else if model != nil {
 				opts = append(opts, orchestrator.WithModel(model))
+			}
+			if err := declareRateLimits(ctx, m.Res.LLM); err != nil {
+				return err
 			}
 			o, err := orchestrator.New(m.NC, opts...)
 			if err != nil {
 				return err
 			}
-			if err := chatHandler(a, o); err != nil {
+			if err := chatHandler(a, o, m, bud); err != nil {
 				return err
 			}
 			if err := pm.register(metrics.NewMeshCollector(o.Registry(), m.JS, m.Names)); err != nil {
@@ -85,6 +89,7 @@ many as you like; killing one loses nothing.`,
 	cmd.Flags().StringVar(&pipes, "pipelines", "", "directory of the pipelines a step of kind pipeline runs by name (pipeline.name N: N.yaml there)")
 	cmd.Flags().IntVar(&deliver, "max-deliver", orchestrator.DefaultMaxDeliver, "deliveries of a request before it is answered with code internal and dead-lettered")
 	lim.register(cmd.Flags())
+	bud.register(cmd.Flags())
 	drainFlag(cmd.Flags(), &drain)
 	mf.register(cmd.Flags())
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "log every warning and info line to stderr")

@@ -23,8 +23,9 @@ func init() { register(newRunCmd) }
 // follow loop, which read best in one place.
 func newRunCmd(a *app) *cobra.Command {
 	var (
-		runID string
-		vars  []string
+		runID  string
+		vars   []string
+		budget schemas.Budget
 	)
 	cmd := &cobra.Command{
 		Use:   "run FILE",
@@ -41,12 +42,20 @@ count as a failure).
 
 --var name=value sets a workflow variable the file declares under vars
 (repeat it for more); the value takes the type of the variable's default.
-See docs/workflows.md.`,
+See docs/workflows.md.
+
+--budget-tokens and --budget-usd set the run's budget (the spec's budget:),
+replacing the file's: once the run's steps have spent it, no further step
+starts and the run fails with code budget_exceeded (docs/llm.md#budgets).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			spec, err := client.LoadPipeline(args[0])
 			if err == nil {
 				spec, err = client.SetVars(spec, vars)
+			}
+			if err == nil && (cmd.Flags().Changed("budget-tokens") || cmd.Flags().Changed("budget-usd")) {
+				b := budget
+				spec.Budget = &b
 			}
 			if err == nil {
 				err = spec.Validate()
@@ -88,6 +97,11 @@ See docs/workflows.md.`,
 					p.print(ctx, ev)
 					if ev.Type == bus.TypePipelineCompleted {
 						p.drain(ctx, events)
+						if spec.Budget != nil && !a.jsonOut {
+							var re schemas.RunEvent
+							_ = ev.DataAs(&re)
+							fmt.Fprintf(a.out, "  budget: spent %d tokens and $%.4f of %s\n", re.Usage.Tokens.Prompt+re.Usage.Tokens.Completion, re.Usage.Cost, spec.Budget)
+						}
 						return p.runEnd(ev)
 					}
 				}
@@ -96,6 +110,8 @@ See docs/workflows.md.`,
 	}
 	cmd.Flags().StringVar(&runID, "run-id", "", "name the run (default: the pipeline name and a timestamp)")
 	cmd.Flags().StringArrayVar(&vars, "var", nil, "set a workflow variable: name=value (repeatable)")
+	cmd.Flags().Int64Var(&budget.Tokens, "budget-tokens", 0, "the run's budget in tokens (replaces the spec's budget; 0: no limit)")
+	cmd.Flags().Float64Var(&budget.USD, "budget-usd", 0, "the run's budget in US dollars (replaces the spec's budget; 0: no limit)")
 	return cmd
 }
 

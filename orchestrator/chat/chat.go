@@ -66,6 +66,7 @@ type Chat struct {
 
 	llm         llm.Model
 	guard       *llm.Guard // policies of model and agent calls; nil: none
+	spend       spendLimits
 	maxSteps    int
 	toolTimeout time.Duration
 	budget      int
@@ -283,7 +284,7 @@ func (c *Chat) finish(ctx context.Context, s *session, state, output string, cau
 	resp := schemas.ChatResponse{
 		ConversationID: s.conv, Output: output, State: state, Steps: t.Steps,
 		DurationMS: time.Since(t.StartedAt).Milliseconds(), Planner: c.Planner(),
-		ToolCalls: t.ToolCalls, Usage: t.Usage,
+		ToolCalls: t.ToolCalls, Usage: t.Usage, Budget: c.turnBudget(),
 	}
 	if cause != nil {
 		resp.Error = cause.Error()

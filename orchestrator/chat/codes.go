@@ -44,6 +44,8 @@ func failureCode(err error) string {
 		return ce.code
 	case errors.As(err, &re):
 		return re.Code
+	case errors.Is(err, llm.ErrBudgetExceeded):
+		return schemas.CodeBudgetExceeded
 	case errors.Is(err, ErrNoPlan):
 		return schemas.CodeInvalidRequest
 	case errors.Is(err, bus.ErrInvalidName):

@@ -60,7 +60,7 @@ func (c *Chat) runLLM(ctx context.Context, s *session) (schemas.ChatResponse, er
 		contracts := c.contracts()
 		req := llm.Request{Messages: c.prompt(s, st), Tools: c.tools(contracts)}
 		c.progress(ctx, s.conv, "", "", "thinking")
-		resp, usage, err := c.llm.Stream(ctx, req, c.deltas(s))
+		resp, usage, err := c.llm.Stream(c.withBudgets(ctx, s.conv, t), req, c.deltas(s))
 		c.observer.Observe(ctx, schemas.LLMCalled{ConversationID: s.conv, Model: usage.Model, Tokens: usage.Tokens,
 			Cost: usage.Cost, Duration: usage.Duration, Err: err})
 		t.Steps++
@@ -71,6 +71,9 @@ func (c *Chat) runLLM(ctx context.Context, s *session) (schemas.ChatResponse, er
 			}
 			if errors.Is(err, llm.ErrRefused) {
 				return c.finish(ctx, s, schemas.ChatFailed, "A policy stopped the model call: "+err.Error(), withCode(schemas.CodeRefused, err))
+			}
+			if errors.Is(err, llm.ErrBudgetExceeded) {
+				return c.finish(ctx, s, schemas.ChatFailed, "The turn stopped: "+err.Error(), err)
 			}
 			return c.finish(ctx, s, schemas.ChatFailed, "The language model could not be reached: "+err.Error(), err)
 		}
@@ -115,6 +118,7 @@ func (c *Chat) runCalls(ctx context.Context, s *session, calls []llm.ToolCall) e
 	obs := make([]string, len(calls))
 	recs := make([]schemas.ToolCallRecord, len(calls))
 	var wg sync.WaitGroup
+	ctx = c.withTaskBudget(ctx, t)
 	for i, call := range calls {
 		taskID := schemas.TaskTag(fmt.Sprintf("%s-t%d-%s", s.conv, t.Number, taskToken(call.ID)), s.rec.Nonce)
 		wg.Go(func() { obs[i], recs[i] = c.callTool(ctx, s, taskID, call) })
@@ -128,7 +132,11 @@ func (c *Chat) runCalls(ctx context.Context, s *session, calls []llm.ToolCall) e
 		t.ToolCalls = append(t.ToolCalls, recs[i])
 		t.Usage = t.Usage.Add(recs[i].Usage) // saved with the call, so counted once
 	}
-	return c.save(ctx, s)
+	if err := c.save(ctx, s); err != nil {
+		return err
+	}
+	c.chargeCalls(ctx, s, recs)
+	return nil
 }
 
 // taskToken makes a model's tool call id usable in a task id.
@@ -185,7 +193,7 @@ func (c *Chat) callAgent(ctx context.Context, s *session, taskID, agent, rawArgs
 	if contract.TimeoutMS > 0 {
 		timeout = time.Duration(contract.TimeoutMS) * time.Millisecond
 	}
-	task := schemas.TaskRequest{Inputs: inputs, Params: args.Params, Instruction: s.turn.Message, TimeoutMS: timeout.Milliseconds()}
+	task := schemas.TaskRequest{Inputs: inputs, Params: args.Params, Instruction: s.turn.Message, TimeoutMS: timeout.Milliseconds(), Budget: taskBudget(ctx)}
 	meta := client.DispatchMeta{TaskID: taskID, ConversationID: s.conv, ReplyTo: c.names.Result(agent, taskID), Deadline: time.Now().Add(timeout)}
 	c.progress(ctx, s.conv, taskID, agent, "calling "+agent)
 	if _, err := c.dispatch.Dispatch(ctx, agent, task, meta); err != nil {
@@ -407,13 +415,7 @@ func PruneHistory(turns [][]llm.Message, budget int) []llm.Message {
 
 // EstimateTokens guesses a message's size in tokens (4 characters a token,
 // plus a little per message).
-func EstimateTokens(m llm.Message) int {
-	n := len(m.Content) + len(m.Name)
-	for _, tc := range m.ToolCalls {
-		n += len(tc.Name) + len(tc.Arguments)
-	}
-	return n/4 + 4
-}
+func EstimateTokens(m llm.Message) int { return llm.EstimateTokens(m) }
 
 // lastResults describes the latest tool results of the turn in one line.
 func (c *Chat) lastResults(t *chatTurn) string {

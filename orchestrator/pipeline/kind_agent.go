@@ -128,7 +128,7 @@ func stepTask(ctx context.Context, e env, st stepStart) (string, schemas.TaskReq
 		return "", schemas.TaskRequest{}, client.DispatchMeta{}, fmt.Errorf("step %q (%s): %w", id, step.Agent, err)
 	}
 	timeout := sd.Timeout(id)
-	return step.Agent, schemas.TaskRequest{Inputs: inputs, Params: params, TimeoutMS: timeout.Milliseconds()}, client.DispatchMeta{
+	return step.Agent, schemas.TaskRequest{Inputs: inputs, Params: params, TimeoutMS: timeout.Milliseconds(), Budget: budgetLeft(sd, h)}, client.DispatchMeta{
 		TaskID: schemas.StepTaskID(sd.ID, id, 1, sd.Nonce), RunID: sd.ID, StepID: id, Deadline: h.WaveStartedAt.Add(timeout),
 		TraceParent: telemetry.StepTraceParent(sd.TraceParent, sd.ID, id),
 	}, nil

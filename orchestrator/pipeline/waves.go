@@ -128,6 +128,9 @@ func advance(h *state.RunHeader, sd *state.RunSpec, now time.Time, ch *runChange
 			return true
 		}
 		h.WaveStartedAt = now
+		if overBudget(h, sd, now, ch) {
+			return true
+		}
 		for _, id := range sd.Waves[h.Wave] {
 			reason, known := blocked(sd, id, rs)
 			if !known {

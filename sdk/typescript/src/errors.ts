@@ -17,6 +17,7 @@ export const Codes = {
   callDepth: "call_depth",
   callFanout: "call_fanout",
   limitExceeded: "limit_exceeded",
+  budgetExceeded: "budget_exceeded",
   forbidden: "forbidden",
   inputRequired: "input_required",
   approvalRequired: "approval_required",

@@ -69,6 +69,11 @@ export type ChatResponse = {
   model_ms?: number;
   /** time agents spent on the turn's calls, summed */
   tool_ms?: number;
+  /** the turn's budget when the orchestrator sets one (docs/llm.md#budgets): tokens and cost above are what it spent of it */
+  budget?: {
+    tokens?: number;
+    usd?: number;
+  };
   error?: string;
   /** with a failed state or status: the error code (docs/errors.md) */
   code?: string;
@@ -244,6 +249,13 @@ export type PipelineSpec = {
     };
     [key: string]: unknown;
   }>;
+  /** limits on the run's model calls (its steps' reported usage): when a wave ends with one reached, no further step starts and the run fails with code budget_exceeded */
+  budget?: {
+    /** prompt and completion tokens; 0 for no limit */
+    tokens?: number;
+    /** US dollars; 0 for no limit */
+    usd?: number;
+  };
   /** workflow variables and their default values (null: given at submit); params read one as ${vars.<name>}, conditions as vars.<name> */
   vars?: {
     [key: string]: unknown;
@@ -415,6 +427,11 @@ export type TaskRequest = {
   };
   instruction?: string;
   timeout_ms?: number;
+  /** what is left of the run's budget: the agent's model calls for the task stop at it */
+  budget?: {
+    tokens?: number;
+    usd?: number;
+  };
   [key: string]: unknown;
 };
 

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -23,32 +21,12 @@ func browser(t *testing.T, limit time.Duration) context.Context {
 	return browsertest.Tab(t, limit)
 }
 
-// artifactDir is where screenshots go: $AGENTMESH_ARTIFACTS when set (CI
-// keeps it), else the test's temporary directory.
-func artifactDir(t *testing.T) string {
-	t.Helper()
-	if d := os.Getenv("AGENTMESH_ARTIFACTS"); d != "" {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		return d
-	}
-	return t.TempDir()
-}
+// artifactDir and screenshot are browsertest's, named for this package's
+// tests.
+func artifactDir(t *testing.T) string { return browsertest.ArtifactDir(t) }
 
-// screenshot saves the whole page as dir/name (PNG) and returns its path.
 func screenshot(t *testing.T, tab context.Context, dir, name string) string {
-	t.Helper()
-	png, err := chromedp.Run(tab, chromedp.FullScreenshot(100))
-	if err != nil {
-		t.Fatalf("screenshot %s: %v", name, err)
-	}
-	path := filepath.Join(dir, name)
-	if err := os.WriteFile(path, png, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("screenshot: %s (%d bytes)", path, len(png))
-	return path
+	return browsertest.Screenshot(t, tab, dir, name)
 }
 
 // waitFor waits until the page has an element matching css, failing the

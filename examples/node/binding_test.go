@@ -51,12 +51,12 @@ func TestBindingNodeAgent(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	for !strings.Contains(agent.out.String(), "ready") {
+	for !strings.Contains(agent.Out.String(), "ready") {
 		select {
-		case <-agent.exited:
-			t.Fatalf("binding_agent.js exited: %v\n%s", agent.err, agent.out.String())
+		case <-agent.Exited:
+			t.Fatalf("binding_agent.js exited: %v\n%s", agent.Err, agent.Out.String())
 		case <-ctx.Done():
-			t.Fatalf("binding_agent.js not ready:\n%s", agent.out.String())
+			t.Fatalf("binding_agent.js not ready:\n%s", agent.Out.String())
 		case <-time.After(50 * time.Millisecond): // polling its output with a deadline
 		}
 	}
@@ -83,7 +83,7 @@ func TestBindingNodeAgent(t *testing.T) {
 	}
 	res, err := d.Await(ctx, meta.ReplyTo, meta.TaskID)
 	if err != nil {
-		t.Fatalf("no readable answer from binding_agent.js: %v\n%s", err, agent.out.String())
+		t.Fatalf("no readable answer from binding_agent.js: %v\n%s", err, agent.Out.String())
 	}
 	var echoed struct{ Subject, Label string }
 	if err := json.Unmarshal([]byte(res.Result.Summary), &echoed); err != nil {
@@ -137,19 +137,19 @@ func TestBindingNodeClient(t *testing.T) {
 	t.Setenv("AGENT", "Upper")
 	c := startProcess(t, node, "binding_client.js", srv.URL())
 	select {
-	case <-c.exited:
+	case <-c.Exited:
 	case <-ctx.Done():
-		t.Fatalf("binding_client.js did not finish:\n%s", c.out.String())
+		t.Fatalf("binding_client.js did not finish:\n%s", c.Out.String())
 	}
-	if c.err != nil {
-		t.Fatalf("binding_client.js: %v\n%s", c.err, c.out.String())
+	if c.Err != nil {
+		t.Fatalf("binding_client.js: %v\n%s", c.Err, c.Out.String())
 	}
 	type answer struct {
 		Case, Task, Type, Source, Time, TaskID, ConversationID, TraceParent string
 		Data                                                                schemas.AgentResult
 	}
 	got := map[string]answer{}
-	for line := range strings.Lines(c.out.String()) {
+	for line := range strings.Lines(c.Out.String()) {
 		var a answer
 		if err := json.Unmarshal([]byte(line), &a); err != nil {
 			t.Fatalf("binding_client.js printed %q: %v", line, err)

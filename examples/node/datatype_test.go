@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/client"
+	"github.com/agentmesh/agentmesh/internal/nodetest"
 	"github.com/agentmesh/agentmesh/orchestrator"
 	"github.com/agentmesh/agentmesh/orchestrator/route"
 	"github.com/agentmesh/agentmesh/resolvers"
@@ -26,7 +27,7 @@ const slotFrequencies = "current_word_frequencies"
 // declared merge rule), which passes the declared schema, and a forged
 // value that breaks the schema is kept out of the slot with the reason in
 // the history.
-func testDeclaredDataType(ctx context.Context, t *testing.T, o *orchestrator.Orchestrator, js jetstream.JetStream, names bus.Names, res *bus.Resources, agent *process) {
+func testDeclaredDataType(ctx context.Context, t *testing.T, o *orchestrator.Orchestrator, js jetstream.JetStream, names bus.Names, res *bus.Resources, agent *nodetest.Process) {
 	files := resolvers.NewObjectStore(res.Files)
 	a := store(ctx, t, files, "sea.txt", "the sea the sky")
 	b := store(ctx, t, files, "sun.txt", "sun and sea")
@@ -41,7 +42,7 @@ func testDeclaredDataType(ctx context.Context, t *testing.T, o *orchestrator.Orc
 	}
 	run := waitRun(ctx, t, o, runID, agent)
 	if run.Status != schemas.RunCompleted {
-		t.Fatalf("run %s ended %s: %s\nagent output:\n%s", runID, run.Status, run.Error, agent.out.String())
+		t.Fatalf("run %s ended %s: %s\nagent output:\n%s", runID, run.Status, run.Error, agent.Out.String())
 	}
 	got, ok := run.State.Slots[slotFrequencies]
 	if !ok || got.DataType != "WORD_FREQUENCIES" {

@@ -20,7 +20,6 @@ import (
 	"github.com/agentmesh/agentmesh/bus/bustest"
 	"github.com/agentmesh/agentmesh/client"
 	"github.com/agentmesh/agentmesh/internal/nodetest"
-	"github.com/agentmesh/agentmesh/internal/proctest"
 	"github.com/agentmesh/agentmesh/orchestrator"
 	"github.com/agentmesh/agentmesh/orchestrator/chat"
 	"github.com/agentmesh/agentmesh/orchestrator/route"
@@ -62,7 +61,7 @@ func TestNodeAgentAndClient(t *testing.T) {
 	waitCtx, waitCancel := context.WithTimeout(ctx, 30*time.Second)
 	if err := o.Registry().Wait(waitCtx, agentName, 1); err != nil {
 		waitCancel()
-		t.Fatalf("the Node agent never appeared in the registry: %v\nagent output:\n%s", err, agent.out.String())
+		t.Fatalf("the Node agent never appeared in the registry: %v\nagent output:\n%s", err, agent.Out.String())
 	}
 	waitCancel()
 
@@ -74,8 +73,8 @@ func TestNodeAgentAndClient(t *testing.T) {
 		}
 		inst := info.Instances[0]
 		instanceID = inst.ID
-		if inst.PID != agent.cmd.Process.Pid {
-			t.Errorf("instance pid %d, want the node process %d", inst.PID, agent.cmd.Process.Pid)
+		if inst.PID != agent.Cmd.Process.Pid {
+			t.Errorf("instance pid %d, want the node process %d", inst.PID, agent.Cmd.Process.Pid)
 		}
 		c := info.Contract
 		if err := c.Validate(); err != nil {
@@ -156,7 +155,7 @@ func TestNodeAgentAndClient(t *testing.T) {
 		}
 		run := waitRun(ctx, t, o, runID, agent)
 		if run.Status != schemas.RunCompleted {
-			t.Fatalf("run %s ended %s: %s (step: %+v)\nagent output:\n%s", runID, run.Status, run.Error, run.Steps["count"], agent.out.String())
+			t.Fatalf("run %s ended %s: %s (step: %+v)\nagent output:\n%s", runID, run.Status, run.Error, run.Steps["count"], agent.Out.String())
 		}
 		analysis, ok := run.State.Slots[route.SlotAnalysis]
 		if !ok || analysis.DataType != schemas.TypeAnalysisResult || analysis.Source != agentName {
@@ -207,7 +206,7 @@ func TestNodeAgentAndClient(t *testing.T) {
 			defer cancel()
 			r, err := d.Await(actx, names.Result(agentName, id), id)
 			if err != nil {
-				t.Fatalf("task %s: %v\nagent output:\n%s", id, err, agent.out.String())
+				t.Fatalf("task %s: %v\nagent output:\n%s", id, err, agent.Out.String())
 			}
 			return r, id
 		}
@@ -286,7 +285,7 @@ func TestNodeAgentAndClient(t *testing.T) {
 		cmd.Env = append(os.Environ(), "NATS_URL="+srv.URL())
 		out, err := cmd.CombinedOutput()
 		if err != nil {
-			t.Fatalf("client.js: %v\n%s\nagent output:\n%s", err, out, agent.out.String())
+			t.Fatalf("client.js: %v\n%s\nagent output:\n%s", err, out, agent.Out.String())
 		}
 		if !strings.Contains(string(out), "state: completed") || !strings.Contains(string(out), agentName) {
 			t.Fatalf("client output does not show a completed turn by %s:\n%s", agentName, out)
@@ -328,16 +327,16 @@ func TestNodeAgentAndClient(t *testing.T) {
 			t.Fatal(err)
 		}
 		changed := o.Registry().Changes()
-		if err := agent.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		if err := agent.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
 			t.Fatal(err)
 		}
 		select {
-		case <-agent.exited:
-			if agent.err != nil {
-				t.Fatalf("agent exited with %v after SIGTERM\n%s", agent.err, agent.out.String())
+		case <-agent.Exited:
+			if agent.Err != nil {
+				t.Fatalf("agent exited with %v after SIGTERM\n%s", agent.Err, agent.Out.String())
 			}
 		case <-time.After(20 * time.Second):
-			t.Fatalf("agent still running 20s after SIGTERM\n%s", agent.out.String())
+			t.Fatalf("agent still running 20s after SIGTERM\n%s", agent.Out.String())
 		}
 		msg, err := sub.NextMsg(5 * time.Second)
 		if err != nil {
@@ -400,39 +399,9 @@ func startOrchestrator(ctx context.Context, t *testing.T, srv *bustest.Server, r
 	return o
 }
 
-// process is a program the test runs separately.
-type process struct {
-	cmd    *exec.Cmd
-	out    *proctest.Buffer
-	exited chan struct{} // closed when the process has exited
-	err    error         // its exit status, once exited is closed
-}
-
-func startProcess(t *testing.T, node, script, natsURL string, env ...string) *process {
-	t.Helper()
-	p := &process{out: &proctest.Buffer{}, exited: make(chan struct{})}
-	p.cmd = exec.Command(node, script)
-	p.cmd.Env = append(append(os.Environ(), "NATS_URL="+natsURL), env...)
-	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
-	if err := p.cmd.Start(); err != nil {
-		t.Fatalf("starting node %s: %v", script, err)
-	}
-	go func() {
-		p.err = p.cmd.Wait()
-		close(p.exited)
-	}()
-	t.Cleanup(func() {
-		select {
-		case <-p.exited:
-		default:
-			_ = p.cmd.Process.Kill()
-			<-p.exited
-		}
-		if t.Failed() {
-			t.Logf("output of node %s:\n%s", script, p.out.String())
-		}
-	})
-	return p
+// startProcess runs a node script of the example (see nodetest.Start).
+func startProcess(t *testing.T, node, script, natsURL string, env ...string) *nodetest.Process {
+	return nodetest.Start(t, node, script, natsURL, env...)
 }
 
 // npmInstall installs the locked dependencies unless node_modules already
@@ -464,7 +433,7 @@ func store(ctx context.Context, t *testing.T, files *resolvers.ObjectStore, name
 	return ref.ID
 }
 
-func waitRun(ctx context.Context, t *testing.T, o *orchestrator.Orchestrator, id string, agent *process) *state.RunState {
+func waitRun(ctx context.Context, t *testing.T, o *orchestrator.Orchestrator, id string, agent *nodetest.Process) *state.RunState {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -473,7 +442,7 @@ func waitRun(ctx context.Context, t *testing.T, o *orchestrator.Orchestrator, id
 			return run
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("run %s not done after 30s (%+v, %v)\nagent output:\n%s", id, run, err, agent.out.String())
+			t.Fatalf("run %s not done after 30s (%+v, %v)\nagent output:\n%s", id, run, err, agent.Out.String())
 		}
 		time.Sleep(50 * time.Millisecond) // polling KV with a deadline
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/client"
+	"github.com/agentmesh/agentmesh/internal/nodetest"
 	"github.com/agentmesh/agentmesh/schemas"
 	"github.com/agentmesh/agentmesh/security/securetest"
 )
@@ -42,7 +43,7 @@ func TestNodeAgentSecure(t *testing.T) {
 	wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)
 	defer wcancel()
 	if err := reg.Wait(wctx, agentName, 1); err != nil {
-		t.Fatalf("the Node agent never registered on the secure mesh: %v\n%s", err, agent.out.String())
+		t.Fatalf("the Node agent never registered on the secure mesh: %v\n%s", err, agent.Out.String())
 	}
 
 	alice := bus.Identity{Role: bus.RoleClient, Name: "alice"}
@@ -71,7 +72,7 @@ func TestNodeAgentSecure(t *testing.T) {
 	defer acancel()
 	res, err := d.Await(actx, srv.Names.ClientResult(agentName, alice.Name, id), id)
 	if err != nil || !res.Result.Success {
-		t.Fatalf("alice's call of the Node agent: %+v %v\n%s", res.Result, err, agent.out.String())
+		t.Fatalf("alice's call of the Node agent: %+v %v\n%s", res.Result, err, agent.Out.String())
 	}
 	// A replyto into conversation state: the agent answers malformed_event
 	// on alice's own result subject instead, where her signature says the
@@ -183,13 +184,13 @@ func TestNodeAgentSecure(t *testing.T) {
 }
 
 // answerOn waits for the result on subject and decodes it.
-func answerOn(ctx context.Context, t *testing.T, srv *securetest.Server, subject string, agent *process) schemas.AgentResult {
+func answerOn(ctx context.Context, t *testing.T, srv *securetest.Server, subject string, agent *nodetest.Process) schemas.AgentResult {
 	t.Helper()
 	var raw *jetstream.RawStreamMsg
 	for raw == nil {
 		raw, _ = srv.Res.Results.GetLastMsgForSubject(ctx, subject)
 		if ctx.Err() != nil {
-			t.Fatalf("no answer on %s\n%s", subject, agent.out.String())
+			t.Fatalf("no answer on %s\n%s", subject, agent.Out.String())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -202,7 +203,7 @@ func answerOn(ctx context.Context, t *testing.T, srv *securetest.Server, subject
 }
 
 // waitNotice waits for the refusal notice of the task stored at seq.
-func waitNotice(ctx context.Context, t *testing.T, notices <-chan *nats.Msg, seq uint64, agent *process) *nats.Msg {
+func waitNotice(ctx context.Context, t *testing.T, notices <-chan *nats.Msg, seq uint64, agent *nodetest.Process) *nats.Msg {
 	t.Helper()
 	for {
 		select {
@@ -211,7 +212,7 @@ func waitNotice(ctx context.Context, t *testing.T, notices <-chan *nats.Msg, seq
 				return n
 			}
 		case <-ctx.Done():
-			t.Fatalf("no refusal for the task at sequence %d\n%s", seq, agent.out.String())
+			t.Fatalf("no refusal for the task at sequence %d\n%s", seq, agent.Out.String())
 		}
 	}
 }

@@ -18,6 +18,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agentmesh/agentmesh/internal/proctest"
 )
 
 // Tools returns the paths of node and npm, or an error saying why the
@@ -172,4 +174,43 @@ func lock(tb testing.TB, dir string) func() {
 		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
 		f.Close()
 	}
+}
+
+// Process is a node program a test runs: its output, and its exit once
+// Exited is closed (Err is its status then).
+type Process struct {
+	Cmd    *exec.Cmd
+	Out    *proctest.Buffer
+	Exited chan struct{} // closed when the process has exited
+	Err    error         // its exit status, once Exited is closed
+}
+
+// Start runs node script with NATS_URL=natsURL and env added to the
+// environment; the process is killed when the test ends, and its output
+// logged when the test failed.
+func Start(tb testing.TB, node, script, natsURL string, env ...string) *Process {
+	tb.Helper()
+	p := &Process{Out: &proctest.Buffer{}, Exited: make(chan struct{})}
+	p.Cmd = exec.Command(node, script)
+	p.Cmd.Env = append(append(os.Environ(), "NATS_URL="+natsURL), env...)
+	p.Cmd.Stdout, p.Cmd.Stderr = p.Out, p.Out
+	if err := p.Cmd.Start(); err != nil {
+		tb.Fatalf("starting node %s: %v", script, err)
+	}
+	go func() {
+		p.Err = p.Cmd.Wait()
+		close(p.Exited)
+	}()
+	tb.Cleanup(func() {
+		select {
+		case <-p.Exited:
+		default:
+			_ = p.Cmd.Process.Kill()
+			<-p.Exited
+		}
+		if tb.Failed() {
+			tb.Logf("output of node %s:\n%s", script, p.Out.String())
+		}
+	})
+	return p
 }

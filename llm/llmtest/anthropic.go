@@ -178,21 +178,7 @@ type block struct {
 }
 
 func (s *AnthropicServer) write(w http.ResponseWriter, req AnthropicRequest, reply Reply) {
-	if reply.RetryAfter != "" {
-		w.Header().Set("Retry-After", reply.RetryAfter)
-	}
-	status := reply.Status
-	if status == 0 {
-		status = http.StatusOK
-	}
-	if reply.Body != "" {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(status)
-		_, _ = io.WriteString(w, reply.Body)
-		return
-	}
-	if status != http.StatusOK {
-		writeAnthropicError(w, status, reply.Message)
+	if writeCanned(w, reply, writeAnthropicError) {
 		return
 	}
 	var blocks []block

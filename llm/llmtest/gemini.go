@@ -147,21 +147,7 @@ func writeGeminiError(w http.ResponseWriter, status int, msg string) {
 }
 
 func (s *GeminiServer) write(w http.ResponseWriter, req GeminiRequest, reply Reply) {
-	if reply.RetryAfter != "" {
-		w.Header().Set("Retry-After", reply.RetryAfter)
-	}
-	status := reply.Status
-	if status == 0 {
-		status = http.StatusOK
-	}
-	if reply.Body != "" {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(status)
-		_, _ = io.WriteString(w, reply.Body)
-		return
-	}
-	if status != http.StatusOK {
-		writeGeminiError(w, status, reply.Message)
+	if writeCanned(w, reply, writeGeminiError) {
 		return
 	}
 	var calls []map[string]any

@@ -202,21 +202,7 @@ func writeError(w http.ResponseWriter, status int, msg string) {
 }
 
 func (s *Server) write(w http.ResponseWriter, req Request, reply Reply) {
-	if reply.RetryAfter != "" {
-		w.Header().Set("Retry-After", reply.RetryAfter)
-	}
-	status := reply.Status
-	if status == 0 {
-		status = http.StatusOK
-	}
-	if reply.Body != "" {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(status)
-		_, _ = io.WriteString(w, reply.Body)
-		return
-	}
-	if status != http.StatusOK {
-		writeError(w, status, reply.Message)
+	if writeCanned(w, reply, writeError) {
 		return
 	}
 	if req.Body.Stream {
@@ -312,4 +298,28 @@ func flush(w http.ResponseWriter) {
 	if f, ok := w.(http.Flusher); ok {
 		f.Flush()
 	}
+}
+
+// writeCanned writes what a reply says in place of a model's answer (a
+// Retry-After, a raw body, an error status, in the provider's error shape
+// writeErr) and reports whether it did; false leaves the answer to write.
+func writeCanned(w http.ResponseWriter, reply Reply, writeErr func(http.ResponseWriter, int, string)) bool {
+	if reply.RetryAfter != "" {
+		w.Header().Set("Retry-After", reply.RetryAfter)
+	}
+	status := reply.Status
+	if status == 0 {
+		status = http.StatusOK
+	}
+	if reply.Body != "" {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		_, _ = io.WriteString(w, reply.Body)
+		return true
+	}
+	if status != http.StatusOK {
+		writeErr(w, status, reply.Message)
+		return true
+	}
+	return false
 }

@@ -22,7 +22,6 @@ import (
 	"github.com/agentmesh/agentmesh/client"
 	"github.com/agentmesh/agentmesh/internal/inproc"
 	"github.com/agentmesh/agentmesh/internal/nodetest"
-	"github.com/agentmesh/agentmesh/internal/proctest"
 	"github.com/agentmesh/agentmesh/orchestrator"
 	"github.com/agentmesh/agentmesh/orchestrator/chat"
 	"github.com/agentmesh/agentmesh/schemas"
@@ -81,13 +80,13 @@ func TestTypeScriptSDK(t *testing.T) {
 	err = o.Registry().Wait(wctx, exampleAgent, 1)
 	wcancel()
 	if err != nil {
-		t.Fatalf("the TypeScript agent never appeared in the registry: %v\n%s", err, agent.out.String())
+		t.Fatalf("the TypeScript agent never appeared in the registry: %v\n%s", err, agent.Out.String())
 	}
 
 	t.Run("registry", func(t *testing.T) {
 		info, ok := o.Registry().Lookup(exampleAgent)
-		if !ok || len(info.Instances) != 1 || info.Instances[0].PID != agent.cmd.Process.Pid {
-			t.Fatalf("Lookup(%s) = %+v, %v; want one instance, the node process %d", exampleAgent, info, ok, agent.cmd.Process.Pid)
+		if !ok || len(info.Instances) != 1 || info.Instances[0].PID != agent.Cmd.Process.Pid {
+			t.Fatalf("Lookup(%s) = %+v, %v; want one instance, the node process %d", exampleAgent, info, ok, agent.Cmd.Process.Pid)
 		}
 		if err := info.Contract.Validate(); err != nil {
 			t.Errorf("the announced contract fails Validate: %v", err)
@@ -132,7 +131,7 @@ func TestTypeScriptSDK(t *testing.T) {
 			r, err := o.Store().Run(ctx, runID)
 			if err == nil && r.Done() {
 				if r.Status != schemas.RunCompleted {
-					t.Fatalf("run %s ended %s: %s\nsteps %+v\nagent output:\n%s", runID, r.Status, r.Error, r.Steps, agent.out.String())
+					t.Fatalf("run %s ended %s: %s\nsteps %+v\nagent output:\n%s", runID, r.Status, r.Error, r.Steps, agent.Out.String())
 				}
 				measure := r.Steps["measure"]
 				var lengths map[string]int
@@ -150,7 +149,7 @@ func TestTypeScriptSDK(t *testing.T) {
 				break
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("run %s not done after 45s (%v)\nagent output:\n%s", runID, err, agent.out.String())
+				t.Fatalf("run %s not done after 45s (%v)\nagent output:\n%s", runID, err, agent.Out.String())
 			}
 			time.Sleep(50 * time.Millisecond) // polling KV with a deadline
 		}
@@ -160,7 +159,7 @@ func TestTypeScriptSDK(t *testing.T) {
 	t.Run("agentmesh task --direct", func(t *testing.T) {
 		out, err := exec.CommandContext(ctx, bin, "--nats", srv.URL(), "task", exampleAgent, "--text", "text=hello mesh", "--direct").CombinedOutput()
 		if err != nil || !strings.Contains(string(out), "measured 2 words") {
-			t.Fatalf("agentmesh task --direct: %v\n%s\nagent output:\n%s", err, out, agent.out.String())
+			t.Fatalf("agentmesh task --direct: %v\n%s\nagent output:\n%s", err, out, agent.Out.String())
 		}
 		out, err = exec.CommandContext(ctx, bin, "--nats", srv.URL(), "task", exampleAgent, "--text", "text=hello mesh again").CombinedOutput()
 		if err != nil || !strings.Contains(string(out), "measured 3 words") {
@@ -231,16 +230,16 @@ func TestTypeScriptSDK(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := agent.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		if err := agent.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
 			t.Fatal(err)
 		}
 		select {
-		case <-agent.exited:
-			if agent.err != nil {
-				t.Fatalf("agent exited with %v after SIGTERM\n%s", agent.err, agent.out.String())
+		case <-agent.Exited:
+			if agent.Err != nil {
+				t.Fatalf("agent exited with %v after SIGTERM\n%s", agent.Err, agent.Out.String())
 			}
 		case <-time.After(20 * time.Second):
-			t.Fatalf("agent still running 20s after SIGTERM\n%s", agent.out.String())
+			t.Fatalf("agent still running 20s after SIGTERM\n%s", agent.Out.String())
 		}
 		msg, err := sub.NextMsg(5 * time.Second)
 		if err != nil {
@@ -316,38 +315,9 @@ await running.stop();
 await nc.drain();
 `
 
-type process struct {
-	cmd    *exec.Cmd
-	out    *proctest.Buffer
-	exited chan struct{}
-	err    error
-}
-
-func startNode(t *testing.T, node, natsURL, script string, env ...string) *process {
-	t.Helper()
-	p := &process{out: &proctest.Buffer{}, exited: make(chan struct{})}
-	p.cmd = exec.Command(node, script)
-	p.cmd.Env = append(append(os.Environ(), "NATS_URL="+natsURL), env...)
-	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
-	if err := p.cmd.Start(); err != nil {
-		t.Fatalf("starting node %s: %v", script, err)
-	}
-	go func() {
-		p.err = p.cmd.Wait()
-		close(p.exited)
-	}()
-	t.Cleanup(func() {
-		select {
-		case <-p.exited:
-		default:
-			_ = p.cmd.Process.Kill()
-			<-p.exited
-		}
-		if t.Failed() {
-			t.Logf("output of node %s:\n%s", script, p.out.String())
-		}
-	})
-	return p
+// startNode runs a node script of the SDK (see nodetest.Start).
+func startNode(t *testing.T, node, natsURL, script string, env ...string) *nodetest.Process {
+	return nodetest.Start(t, node, script, natsURL, env...)
 }
 
 func npmRun(t *testing.T, npm string, args ...string) {

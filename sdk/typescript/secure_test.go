@@ -52,7 +52,7 @@ func TestTypeScriptSDKSecure(t *testing.T) {
 	err = reg.Wait(wctx, exampleAgent, 1)
 	wcancel()
 	if err != nil {
-		t.Fatalf("the TypeScript agent never registered on the secure mesh: %v\n%s", err, agent.out.String())
+		t.Fatalf("the TypeScript agent never registered on the secure mesh: %v\n%s", err, agent.Out.String())
 	}
 
 	alice := bus.Identity{Role: bus.RoleClient, Name: "alice"}
@@ -79,7 +79,7 @@ func TestTypeScriptSDKSecure(t *testing.T) {
 				return r
 			}
 			if ctx.Err() != nil {
-				t.Fatalf("no result on %s\nagent output:\n%s", subject, agent.out.String())
+				t.Fatalf("no result on %s\nagent output:\n%s", subject, agent.Out.String())
 			}
 			time.Sleep(50 * time.Millisecond) // polling the stream with the test's deadline
 		}
@@ -144,7 +144,7 @@ func TestTypeScriptSDKSecure(t *testing.T) {
 					n = m
 				}
 			case <-ctx.Done():
-				t.Fatalf("no refusal of the task at sequence %s on %s\n%s", seq, refused, agent.out.String())
+				t.Fatalf("no refusal of the task at sequence %s on %s\n%s", seq, refused, agent.Out.String())
 			}
 		}
 		if code := n.Header.Get(bus.HeaderDeadCode); code != schemas.CodeForbidden {

@@ -355,15 +355,6 @@ func (r *Runtime) resolveTarget(ctx context.Context, target schemas.CallTarget) 
 	return fits[0], nil
 }
 
-// callCode is the code of an Execute error that carries one (a callee's
-// failure, a refused call), else agent_error.
-func callCode(err error) string {
-	if re, ok := errors.AsType[*schemas.ResultError](err); ok && re.Code != "" {
-		return re.Code
-	}
-	return schemas.CodeAgentError
-}
-
 // awaitLive returns once agent has a live instance (a key <agent>.<id> in
 // the agents bucket), waiting at most the call grace for one that is
 // starting; then it fails with code unknown_agent, naming the live agents.

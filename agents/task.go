@@ -235,7 +235,7 @@ func (r *Runtime) run(d *delivery) (schemas.AgentResult, error) {
 	case err != nil:
 		// A callee's failure keeps its code: a timeout at the bottom of a
 		// chain of calls is a timeout at the top.
-		return fail(callCode(err), "%s: %v", c.Name, err)
+		return fail(schemas.CodeOr(err, schemas.CodeAgentError), "%s: %v", c.Name, err)
 	case !res.Success && res.Error != nil && res.Error.Retryable:
 		return schemas.AgentResult{}, res.Error
 	case !res.Success:

@@ -1,11 +1,15 @@
 package bus
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/agentmesh/agentmesh/schemas"
+)
 
 var (
 	// ErrInvalidName reports a prefix, agent name or id that cannot be used as
 	// a NATS subject token, JetStream durable name or KV key.
-	ErrInvalidName = errors.New("bus: invalid name")
+	ErrInvalidName = schemas.NewError(schemas.CodeInvalidID, "bus: invalid name")
 
 	// ErrNoServer reports that no NATS server answered at the configured URL.
 	ErrNoServer = errors.New("bus: no NATS server")
@@ -18,7 +22,7 @@ var (
 	ErrConflict = errors.New("bus: conflicting JetStream configuration")
 
 	// ErrMalformedEvent reports a message that is not a readable CloudEvent.
-	ErrMalformedEvent = errors.New("bus: malformed CloudEvent")
+	ErrMalformedEvent = schemas.NewError(schemas.CodeMalformedEvent, "bus: malformed CloudEvent")
 
 	// ErrMissingAttribute reports a CloudEvent without a required attribute.
 	ErrMissingAttribute = errors.New("bus: missing CloudEvent attribute")
@@ -27,11 +31,11 @@ var (
 	ErrSpecVersion = errors.New("bus: unsupported CloudEvents specversion")
 
 	// ErrInvalidAttribute reports a CloudEvent attribute with a bad value or name.
-	ErrInvalidAttribute = errors.New("bus: invalid CloudEvent attribute")
+	ErrInvalidAttribute = schemas.NewError(schemas.CodeMalformedEvent, "bus: invalid CloudEvent attribute")
 
 	// ErrInvalidData reports event data that does not decode into the wanted
 	// type or fails its schema.
-	ErrInvalidData = errors.New("bus: invalid event data")
+	ErrInvalidData = schemas.NewError(schemas.CodeMalformedEvent, "bus: invalid event data")
 	// ErrNoReplySubject reports a refused request none of whose ids can be
 	// a subject token, so no answer can be published where its sender
 	// looks (see ReplyToken); it is dead-lettered instead.

@@ -120,7 +120,7 @@ func meshError(what string, err error) *apiError {
 	case errors.Is(err, nats.ErrPermissionViolation):
 		return fail(CodeForbidden, "%s: the gateway's credentials may not do this: %v", what, err)
 	}
-	if c := state.Code(err); c != "" && c != schemas.CodeInternal {
+	if c := schemas.CodeOf(err); c != schemas.CodeInternal {
 		return &apiError{Status: statusOf(c), Code: c, Message: fmt.Sprintf("%s: %v", what, err)}
 	}
 	return &apiError{Status: http.StatusBadGateway, Code: schemas.CodeInternal, Message: fmt.Sprintf("%s: %v", what, err)}

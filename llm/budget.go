@@ -75,6 +75,9 @@ func (e *BudgetError) Error() string {
 		ErrBudgetExceeded, e.Budget.Scope, strings.Join(limits, " and "), e.Spent, e.Asked)
 }
 
+// ErrorCode is budget_exceeded (schemas.CodeOf).
+func (e *BudgetError) ErrorCode() string { return schemas.CodeBudgetExceeded }
+
 // Is matches ErrBudgetExceeded.
 func (e *BudgetError) Is(target error) bool { return target == ErrBudgetExceeded }
 

@@ -21,7 +21,7 @@ var (
 	// was spilled to the object store; resolve it first.
 	ErrSpilled = errors.New("collection is spilled to the object store; resolve it first")
 	// ErrInvalidPipeline reports a pipeline spec that fails its structural checks.
-	ErrInvalidPipeline = errors.New("invalid pipeline")
+	ErrInvalidPipeline = NewError(CodeInvalidPipeline, "invalid pipeline")
 	// ErrNoCaller reports an agent-to-agent call from an execution context
 	// no agent runtime set up (see ExecutionContext.Call).
 	ErrNoCaller = errors.New("no caller: agent-to-agent calls need the agent runtime")

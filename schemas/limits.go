@@ -9,7 +9,7 @@ import (
 )
 
 // ErrLimitExceeded matches every *LimitError.
-var ErrLimitExceeded = errors.New("limit exceeded")
+var ErrLimitExceeded = NewError(CodeLimitExceeded, "limit exceeded")
 
 // Default limits of a pipeline spec (see Limits). The loop bounds are
 // MaxLoopItems, MaxLoopParallel and MaxLoopIterations, the nesting bound
@@ -68,6 +68,9 @@ func (e *LimitError) Error() string {
 	}
 	return s
 }
+
+// ErrorCode is limit_exceeded (see CodeOf).
+func (e *LimitError) ErrorCode() string { return CodeLimitExceeded }
 
 // Is matches ErrLimitExceeded and a *ResultError of code limit_exceeded.
 func (e *LimitError) Is(target error) bool {

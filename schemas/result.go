@@ -68,6 +68,9 @@ type ResultError struct {
 
 func (e *ResultError) Error() string { return fmt.Sprintf("%s: %s", e.Code, e.Message) }
 
+// ErrorCode is the error's code (see CodeOf).
+func (e *ResultError) ErrorCode() string { return e.Code }
+
 // Is matches another *ResultError with the same code.
 func (e *ResultError) Is(target error) bool {
 	t, ok := target.(*ResultError)

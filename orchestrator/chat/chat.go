@@ -179,17 +179,17 @@ func (c *Chat) HandleEvent(ctx context.Context, ev bus.Event) (resp schemas.Chat
 	ctx, span := startTurn(ctx, ev, conv)
 	defer func() { endTurn(span, resp, err) }()
 	if verr := bus.ValidateToken("conversation id", conv); verr != nil {
-		err = withCode(schemas.CodeInvalidID, verr)
+		err = schemas.WithCode(schemas.CodeInvalidID, verr)
 	} else if derr := bus.DecodeData(ev, &req, func(b []byte) error { return schemas.ValidateJSON(schemas.SchemaChatRequest, b) }); derr != nil {
-		err = withCode(schemas.CodeMalformedEvent, derr)
+		err = schemas.WithCode(schemas.CodeMalformedEvent, derr)
 	} else if !utf8.Valid(ev.Data) {
 		// JSON is UTF-8: a decoder would turn the bad bytes into U+FFFD
 		// and the model would answer a message nobody wrote.
-		err = withCode(schemas.CodeMalformedEvent, fmt.Errorf("%w: the request's data is not valid UTF-8: send the message as UTF-8 text", bus.ErrInvalidData))
+		err = schemas.WithCode(schemas.CodeMalformedEvent, fmt.Errorf("%w: the request's data is not valid UTF-8: send the message as UTF-8 text", bus.ErrInvalidData))
 	}
 	ext := ev.Ext(bus.ExtConversationID)
 	if err == nil && ext != "" && ext != conv {
-		err = withCode(schemas.CodeMalformedEvent, fmt.Errorf("%w: the conversationid extension %q names another conversation than the request's %q (its data's conversation_id, else its id): set both to the same id, or leave the extension out",
+		err = schemas.WithCode(schemas.CodeMalformedEvent, fmt.Errorf("%w: the conversationid extension %q names another conversation than the request's %q (its data's conversation_id, else its id): set both to the same id, or leave the extension out",
 			bus.ErrInvalidAttribute, ext, conv))
 	}
 	if err == nil {
@@ -214,7 +214,7 @@ func (c *Chat) HandleEvent(ctx context.Context, ev bus.Event) (resp schemas.Chat
 // the error wraps bus.ErrNoReplySubject (the orchestrator dead-letters it).
 func (c *Chat) Refuse(ctx context.Context, requestID, conv string, cause error) (schemas.ChatResponse, error) {
 	resp := schemas.ChatResponse{ConversationID: conv, State: schemas.ChatFailed, Planner: c.Planner(),
-		Output: "The chat request was refused: " + cause.Error(), Error: cause.Error(), Code: failureCode(cause)}
+		Output: "The chat request was refused: " + cause.Error(), Error: cause.Error(), Code: schemas.CodeOf(cause)}
 	to := bus.ReplyToken(conv, requestID)
 	if to == "" {
 		return resp, fmt.Errorf("%w: %w", bus.ErrNoReplySubject, &schemas.ResultError{Code: resp.Code, Message: cause.Error()})
@@ -272,7 +272,7 @@ func (c *Chat) fail(ctx context.Context, s *session, conv, requestID string, cau
 		return resp, errors.Join(cause, err)
 	}
 	resp := schemas.ChatResponse{ConversationID: conv, State: schemas.ChatFailed, Planner: c.Planner(),
-		Output: msg, Error: cause.Error(), Code: failureCode(cause)}
+		Output: msg, Error: cause.Error(), Code: schemas.CodeOf(cause)}
 	return resp, errors.Join(cause, c.answer(ctx, conv, requestID, resp))
 }
 
@@ -294,7 +294,7 @@ func (c *Chat) finish(ctx context.Context, s *session, state, output string, cau
 		resp.Question, resp.AskedBy = s.rec.Asked.Question, s.rec.Asked.AskedBy
 	}
 	if state == schemas.ChatFailed {
-		resp.Code = failureCode(cause)
+		resp.Code = schemas.CodeOf(cause)
 		if resp.Code == "" {
 			resp.Code = schemas.CodeAgentError
 		}
@@ -328,7 +328,7 @@ func (c *Chat) finish(ctx context.Context, s *session, state, output string, cau
 			return resp, err
 		}
 		// The answer cannot be stored: the client hears why instead.
-		resp.State, resp.Error, resp.Code = schemas.ChatFailed, err.Error(), failureCode(err)
+		resp.State, resp.Error, resp.Code = schemas.ChatFailed, err.Error(), schemas.CodeOf(err)
 		resp.Output = "The turn's answer could not be saved: " + err.Error()
 		return resp, errors.Join(err, c.answer(ctx, s.conv, t.RequestID, resp))
 	}

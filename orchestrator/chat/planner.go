@@ -1,7 +1,6 @@
 package chat
 
 import (
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -12,8 +11,9 @@ import (
 )
 
 // ErrNoPlan reports a message the offline planner cannot turn into a chain
-// of live agents; the error says what is missing.
-var ErrNoPlan = errors.New("I can't plan this without a model")
+// of live agents; the error says what is missing. Its code is
+// invalid_request.
+var ErrNoPlan = schemas.NewError(schemas.CodeInvalidRequest, "I can't plan this without a model")
 
 // Plan is the offline planner's chain of agent calls, in order.
 type Plan struct {

@@ -70,7 +70,7 @@ func (c *Chat) runLLM(ctx context.Context, s *session) (schemas.ChatResponse, er
 				return schemas.ChatResponse{}, ctx.Err()
 			}
 			if errors.Is(err, llm.ErrRefused) {
-				return c.finish(ctx, s, schemas.ChatFailed, "A policy stopped the model call: "+err.Error(), withCode(schemas.CodeRefused, err))
+				return c.finish(ctx, s, schemas.ChatFailed, "A policy stopped the model call: "+err.Error(), schemas.WithCode(schemas.CodeRefused, err))
 			}
 			if errors.Is(err, llm.ErrBudgetExceeded) {
 				return c.finish(ctx, s, schemas.ChatFailed, "The turn stopped: "+err.Error(), err)
@@ -261,7 +261,7 @@ func (c *Chat) callAgent(ctx context.Context, s *session, taskID, agent, rawArgs
 	}
 	rec.DurationMS = time.Since(start).Milliseconds()
 	if !result.Success {
-		rec.Error, rec.Code = result.Err().Error(), failureCode(result.Err())
+		rec.Error, rec.Code = result.Err().Error(), schemas.CodeOf(result.Err())
 	}
 	return Observation(agent, result, c.router), rec
 }

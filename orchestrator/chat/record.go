@@ -118,7 +118,7 @@ func (c *Chat) begin(ctx context.Context, conv, requestID, message string) (*ses
 			s.rec.Owner = requester // a new conversation is its sender's
 			s.rec.Nonce = schemas.NewRunNonce()
 		} else if requester != "" && requester != s.rec.Owner {
-			return nil, withCode(schemas.CodeForbidden, fmt.Errorf("%w: conversation %s was not started by client %s: only the client that started a conversation (or admin) may add turns to it; start a new conversation",
+			return nil, schemas.WithCode(schemas.CodeForbidden, fmt.Errorf("%w: conversation %s was not started by client %s: only the client that started a conversation (or admin) may add turns to it; start a new conversation",
 				ErrNotOwner, conv, requester))
 		}
 		if done, err := c.done(ctx, s, requestID); done || err != nil {

@@ -4,9 +4,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/agentmesh/agentmesh/bus"
-	"github.com/agentmesh/agentmesh/orchestrator/state"
-
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -34,27 +31,3 @@ var (
 	// names what does not exist or is not a boolean.
 	ErrBadCondition = errors.New("bad condition")
 )
-
-// failureCode is the code (schemas.Code*) a run or step that failed with
-// err reports: the code an agent's result carries, limit_exceeded for a
-// spec over a limit, invalid_pipeline for a
-// spec that fails validation, malformed_event for a submission that does
-// not decode, and the state store's code (state.Code) otherwise.
-func failureCode(err error) string {
-	var re *schemas.ResultError
-	switch {
-	case err == nil:
-		return ""
-	case errors.As(err, &re):
-		return re.Code
-	case errors.Is(err, schemas.ErrLimitExceeded):
-		return schemas.CodeLimitExceeded
-	case errors.Is(err, schemas.ErrInvalidPipeline):
-		return schemas.CodeInvalidPipeline
-	case errors.Is(err, bus.ErrInvalidName):
-		return schemas.CodeInvalidID
-	case errors.Is(err, bus.ErrMalformedEvent), errors.Is(err, bus.ErrInvalidAttribute), errors.Is(err, bus.ErrInvalidData):
-		return schemas.CodeMalformedEvent
-	}
-	return state.Code(err)
-}

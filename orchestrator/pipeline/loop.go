@@ -140,7 +140,7 @@ func (k loopKind) start(ctx context.Context, e env, st stepStart) (*state.StepSt
 // loopFailure is the record of a loop step that could not start.
 func loopFailure(sd *state.RunSpec, h *state.RunHeader, id string, err error) *state.StepState {
 	code := schemas.CodeInvalidInput
-	if c := failureCode(err); errors.Is(err, state.ErrTooLarge) || errors.Is(err, schemas.ErrLimitExceeded) {
+	if c := schemas.CodeOf(err); errors.Is(err, state.ErrTooLarge) || errors.Is(err, schemas.ErrLimitExceeded) {
 		code = c
 	}
 	step, _ := sd.Step(id)

@@ -127,7 +127,7 @@ func (s *Scheduler) Reject(ctx context.Context, cause error, ids ...string) erro
 		return fmt.Errorf("%w: %w", bus.ErrNoReplySubject, cause)
 	}
 	s.emitEnd(ctx, s.names.Events(to, "pipeline"), bus.TypePipelineCompleted, "refused-"+strings.Join(ids, "/"),
-		schemas.RunEvent{RunID: to, Status: schemas.RunFailed, Error: cause.Error(), Code: failureCode(cause)},
+		schemas.RunEvent{RunID: to, Status: schemas.RunFailed, Error: cause.Error(), Code: schemas.CodeOf(cause)},
 		func(e *bus.Event) { e.SetExt(bus.ExtRunID, to) })
 	return nil
 }

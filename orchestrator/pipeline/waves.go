@@ -40,7 +40,7 @@ func newChanges() runChanges { return runChanges{ended: -1} }
 func newHeader(sd *state.RunSpec, name string, verr error, now time.Time, ch *runChanges) *state.RunHeader {
 	h := &state.RunHeader{ID: sd.ID, Name: name, Status: schemas.RunRunning, Wave: -1, CreatedAt: now, UpdatedAt: now}
 	if verr != nil {
-		h.Status, h.Error, h.Code, h.FinishedAt = schemas.RunFailed, verr.Error(), failureCode(verr), now
+		h.Status, h.Error, h.Code, h.FinishedAt = schemas.RunFailed, verr.Error(), schemas.CodeOf(verr), now
 		ch.finished = true
 		return h
 	}
@@ -256,7 +256,7 @@ func resultRecord(sd *state.RunSpec, h *state.RunHeader, stepID, taskID string, 
 		rec.Attempt = approvalAttempt
 	}
 	if !res.Success {
-		rec.Status, rec.Error, rec.Code = schemas.StepFailed, res.Err().Error(), failureCode(res.Err())
+		rec.Status, rec.Error, rec.Code = schemas.StepFailed, res.Err().Error(), schemas.CodeOf(res.Err())
 		return rec
 	}
 	rec.Status = schemas.StepCompleted

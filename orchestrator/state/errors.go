@@ -3,7 +3,6 @@ package state
 import (
 	"errors"
 
-	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -15,28 +14,11 @@ var (
 	// ErrConflict reports a compare-and-set that kept losing to other writers.
 	ErrConflict = errors.New("state: too many concurrent updates")
 	// ErrTooLarge reports state that cannot be compacted under the KV value limit.
-	ErrTooLarge = errors.New("state: state too large")
+	ErrTooLarge = schemas.NewError(schemas.CodeTooLarge, "state: state too large")
 	// ErrCorrupt reports a stored value that does not decode: garbage under
 	// a conversation's or run's key.
-	ErrCorrupt = errors.New("state: stored value does not decode")
+	ErrCorrupt = schemas.NewError(schemas.CodeCorruptState, "state: stored value does not decode")
 	// ErrUnchanged is returned by an update function to say that the state
 	// needs no write; the Store then returns the current state without error.
 	ErrUnchanged = errors.New("state: unchanged")
 )
-
-// Code is the error code (schemas.Code*) a sender is told for err, a
-// failure of the store: too_large, corrupt_state, invalid_id, and internal
-// for anything else (KV or stream trouble). It returns "" for nil.
-func Code(err error) string {
-	switch {
-	case err == nil:
-		return ""
-	case errors.Is(err, ErrTooLarge):
-		return schemas.CodeTooLarge
-	case errors.Is(err, ErrCorrupt):
-		return schemas.CodeCorruptState
-	case errors.Is(err, bus.ErrInvalidName):
-		return schemas.CodeInvalidID
-	}
-	return schemas.CodeInternal
-}

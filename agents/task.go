@@ -168,9 +168,45 @@ func (r *Runtime) run(d *delivery) (schemas.AgentResult, error) {
 			return fail(schemas.CodeLimitExceeded, "task %s for %s: %v", ev.ID, c.Name, err)
 		}
 	}
+	// The task's context bounds all of its work from here on: reading its
+	// inputs from the object store, the agent, spilling its outputs.
+	ctx, cancel := context.WithCancelCause(d.ctx)
+	defer cancel(nil)
+	if hasDeadline {
+		var stop context.CancelFunc
+		ctx, stop = context.WithDeadlineCause(ctx, deadline, ErrDeadline)
+		defer stop()
+	}
+	r.mu.Lock()
+	r.running[ev.ID] = cancel
+	if _, asked := r.early[ev.ID]; asked {
+		// Its cancel request came while it waited to start.
+		delete(r.early, ev.ID)
+		cancel(ErrCancelled)
+	}
+	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		delete(r.running, ev.ID)
+		r.mu.Unlock()
+	}()
+	// stopped is the failure of a task whose deadline passed or that was
+	// cancelled by request, whatever it was doing then.
+	stopped := func() (schemas.AgentResult, bool) {
+		switch cause := context.Cause(ctx); {
+		case errors.Is(cause, ErrDeadline):
+			return schemas.Failure(c.Name, schemas.CodeTimeout, fmt.Sprintf("task %s for %s did not finish within %s", ev.ID, c.Name, budget), false), true
+		case errors.Is(cause, ErrCancelled):
+			return schemas.Failure(c.Name, schemas.CodeCancelled, fmt.Sprintf("task %s for %s was cancelled by request", ev.ID, c.Name), false), true
+		}
+		return schemas.AgentResult{}, false
+	}
 	if r.cfg.resolver != nil {
 		for name, v := range req.Inputs {
-			rv, err := r.cfg.resolver.ResolveValue(context.Background(), v)
+			rv, err := r.cfg.resolver.ResolveValue(ctx, v)
+			if res, ok := stopped(); err != nil && ok {
+				return res, nil
+			}
 			if err != nil {
 				if IsRetryable(err) {
 					return schemas.AgentResult{}, err
@@ -192,26 +228,6 @@ func (r *Runtime) run(d *delivery) (schemas.AgentResult, error) {
 		}
 		return fail(code, "task %s: %v", ev.ID, err)
 	}
-	ctx, cancel := context.WithCancelCause(d.ctx)
-	defer cancel(nil)
-	if hasDeadline {
-		var stop context.CancelFunc
-		ctx, stop = context.WithDeadlineCause(ctx, deadline, ErrDeadline)
-		defer stop()
-	}
-	r.mu.Lock()
-	r.running[ev.ID] = cancel
-	if _, asked := r.early[ev.ID]; asked {
-		// Its cancel request came while it waited to start.
-		delete(r.early, ev.ID)
-		cancel(ErrCancelled)
-	}
-	r.mu.Unlock()
-	defer func() {
-		r.mu.Lock()
-		delete(r.running, ev.ID)
-		r.mu.Unlock()
-	}()
 	ctx = withScope(ctx, &taskScope{rt: r, taskID: ev.ID, events: r.progressSubject(ev), ext: correlation(ev), delta: r.deltaOf(ev)})
 	if req.Budget != nil {
 		ctx = schemas.WithTaskBudget(ctx, ev.ID, *req.Budget) // the agent's model calls stop at what is left of the run's
@@ -225,11 +241,10 @@ func (r *Runtime) run(d *delivery) (schemas.AgentResult, error) {
 	d.caller.close()
 	stopProgress()
 
-	switch cause := context.Cause(ctx); {
-	case errors.Is(cause, ErrDeadline):
-		return fail(schemas.CodeTimeout, "task %s for %s did not finish within %s", ev.ID, c.Name, budget)
-	case errors.Is(cause, ErrCancelled):
-		return fail(schemas.CodeCancelled, "task %s for %s was cancelled by request", ev.ID, c.Name)
+	if res, ok := stopped(); ok {
+		return res, nil
+	}
+	switch {
 	case err != nil && IsRetryable(err):
 		return schemas.AgentResult{}, err
 	case err != nil:
@@ -249,7 +264,10 @@ func (r *Runtime) run(d *delivery) (schemas.AgentResult, error) {
 	}
 	if r.cfg.resolver != nil {
 		for name, v := range res.Outputs {
-			sv, err := r.cfg.resolver.SpillValue(context.Background(), v)
+			sv, err := r.cfg.resolver.SpillValue(ctx, v)
+			if res, ok := stopped(); err != nil && ok {
+				return res, nil
+			}
 			if err != nil {
 				return schemas.AgentResult{}, Retryable(fmt.Errorf("spilling output %q: %w", name, err))
 			}

@@ -258,7 +258,8 @@ func replay(ctx context.Context, c *conn, subject, typ string) ([]bus.Event, err
 	}
 	info := cons.CachedInfo()
 	defer func() { // not left for the server's inactivity timer: a page view must not pile consumers up
-		dctx, dcancel := context.WithTimeout(context.Background(), 2*time.Second)
+		// Detached from the request, which may have ended, and bounded.
+		dctx, dcancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 		defer dcancel()
 		_ = c.res.Events.DeleteConsumer(dctx, info.Name)
 	}()

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -16,6 +17,10 @@ import (
 // computed over; on start the tracker reads this many of the newest
 // results of the results stream in all.
 const statsWindow = 200
+
+// statsSetupTimeout bounds reading the results stream and creating the
+// consumer that follows it.
+const statsSetupTimeout = 10 * time.Second
 
 // statsTracker keeps each agent's most recent results (success and
 // duration) from an ordered consumer on the results stream: it starts
@@ -39,7 +44,10 @@ func newStatsTracker(c *conn, log *slog.Logger) *statsTracker {
 	if c == nil {
 		return t
 	}
-	ctx := context.Background()
+	// Setting the consumer up is bounded; the consumer then lives as long
+	// as the gateway (Stop).
+	ctx, cancel := context.WithTimeout(context.Background(), statsSetupTimeout)
+	defer cancel()
 	info, err := c.res.Results.Info(ctx)
 	if err != nil {
 		log.Warn("gateway: agent statistics are off: reading the results stream", "error", err)

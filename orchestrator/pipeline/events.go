@@ -116,7 +116,7 @@ func (s *Scheduler) emitRun(h *state.RunHeader, sd *state.RunSpec) {
 	if h.Status == schemas.RunRunning {
 		return
 	}
-	s.emitEnd(context.Background(), s.names.Events(h.ID, "pipeline"), bus.TypePipelineCompleted, "run-"+h.ID+"-"+h.Status, e,
+	s.emitEnd(runContext(sd), s.names.Events(h.ID, "pipeline"), bus.TypePipelineCompleted, "run-"+h.ID+"-"+h.Status, e,
 		func(ev *bus.Event) { ev.SetExt(bus.ExtRunID, h.ID) })
 }
 

@@ -171,8 +171,7 @@ func TestLayoutRunCarriesStepStateAndKind(t *testing.T) {
 	}
 }
 
-// Layouts share one Graphviz instance; callers from many requests at once
-// must each get their own, whole graph.
+// Callers from many requests at once each get their own, whole graph.
 func TestLayoutConcurrentCallers(t *testing.T) {
 	ctx := context.Background()
 	var wg sync.WaitGroup
@@ -201,7 +200,7 @@ func TestLayoutConcurrentCallers(t *testing.T) {
 	}
 }
 
-// The benchmarks lay out with dot each time, past the layouts kept.
+// The benchmarks lay out each time, past the layouts kept.
 func BenchmarkLayoutSunsets(b *testing.B) {
 	ctx := context.Background()
 	steps := []GraphStep{
@@ -210,28 +209,23 @@ func BenchmarkLayoutSunsets(b *testing.B) {
 		{ID: "organize", Agent: "FolderAgent", Kind: "agent", Wave: 2, DependsOn: []string{"analyze"}},
 	}
 	for b.Loop() {
-		if _, err := dotLayout(ctx, steps); err != nil {
-			b.Fatal(err)
-		}
+		layered(ctx, steps)
 	}
 }
 
-// BenchmarkLayoutDenseLimit is the costliest pipeline dot is given: each
-// step depends on every earlier one, up to dotMaxEdges edges.
-func BenchmarkLayoutDenseLimit(b *testing.B) {
+// BenchmarkLayoutDense lays out a pipeline of 20 steps each depending on
+// every earlier one: 190 edges, 1,140 bends.
+func BenchmarkLayoutDense(b *testing.B) {
 	var steps []GraphStep
-	for i := 0; countEdges(steps)+i <= dotMaxEdges; i++ {
+	for i := range 20 {
 		s := GraphStep{ID: fmt.Sprintf("s%d", i), Kind: "agent", Wave: i}
 		for j := range i {
 			s.DependsOn = append(s.DependsOn, fmt.Sprintf("s%d", j))
 		}
 		steps = append(steps, s)
 	}
-	b.ReportMetric(float64(countEdges(steps)), "edges")
 	for b.Loop() {
-		if _, err := dotLayout(context.Background(), steps); err != nil {
-			b.Fatal(err)
-		}
+		layered(context.Background(), steps)
 	}
 }
 
@@ -270,13 +264,12 @@ func FuzzLayout(f *testing.F) {
 			t.Fatalf("steps %q: %v", names, err)
 		}
 		checkLayout(t, spec, waves, g)
-		steps := GraphSteps(&state.RunState{Spec: spec, Waves: waves})
-		checkLayout(t, spec, waves, rowsLayout(steps).withStates(steps))
 	})
 }
 
-// A pipeline with more edges than dot lays out quickly gets rows: still
-// every step placed wave by wave, without overlaps, edges box to box.
+// A pipeline whose edges would bend more than maxBends times gets straight
+// edges: still every step placed wave by wave, without overlaps, edges box
+// to box.
 func TestLayoutLargePipelineInRows(t *testing.T) {
 	var spec schemas.PipelineSpec
 	for i := range 25 { // 300 edges
@@ -291,8 +284,15 @@ func TestLayoutLargePipelineInRows(t *testing.T) {
 		t.Fatal(err)
 	}
 	run := &state.RunState{Spec: spec, Waves: waves}
-	if n := countEdges(GraphSteps(run)); n <= dotMaxEdges {
-		t.Fatalf("%d edges: not more than dotMaxEdges (%d)", n, dotMaxEdges)
+	bends, wave := 0, map[string]int{}
+	for _, s := range GraphSteps(run) {
+		wave[s.ID] = s.Wave
+		for _, d := range s.DependsOn {
+			bends += s.Wave - wave[d] - 1 // a bend in each row the edge passes
+		}
+	}
+	if bends <= maxBends {
+		t.Fatalf("%d bends: not more than maxBends (%d)", bends, maxBends)
 	}
 	g, err := LayoutRun(context.Background(), run)
 	if err != nil {
@@ -341,5 +341,56 @@ func TestLayoutKeptAcrossStates(t *testing.T) {
 	steps[1].DependsOn = nil
 	if layoutKey(steps) == layoutKey(steps[:1]) {
 		t.Error("different pipelines share a key")
+	}
+}
+
+// Edges that skip waves bend around the boxes of the rows they pass, not
+// through them: no point of any edge's spline is inside a box other than
+// its ends'.
+func TestLayoutRoutesEdgesAroundBoxes(t *testing.T) {
+	for name, deps := range map[string]map[string][]string{
+		"late consumer of a root": {"b": {"a"}, "c": {"b"}, "d": {"c", "lonely"}},
+		"skips": {"fetch": {"plan"}, "parse": {"fetch"}, "summarize": {"parse", "plan"},
+			"review": {"summarize", "fetch"}, "notify": {"review"}, "audit": {"plan"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var order []string
+			for id := range deps {
+				order = append(order, id)
+				for _, d := range deps[id] {
+					if deps[d] == nil && !slices.Contains(order, d) {
+						order = append(order, d)
+					}
+				}
+			}
+			slices.Sort(order)
+			spec := specOf(t, deps, order...)
+			waves, err := schemas.Waves(spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			g, err := LayoutRun(context.Background(), &state.RunState{Spec: spec, Waves: waves})
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkLayout(t, spec, waves, g)
+			for _, e := range g.Edges {
+				for i := 0; i+3 < len(e.Points); i += 3 {
+					p0, p1, p2, p3 := e.Points[i], e.Points[i+1], e.Points[i+2], e.Points[i+3]
+					for k := range 21 {
+						u := float64(k) / 20
+						at := func(j int) float64 {
+							return (1-u)*(1-u)*(1-u)*p0[j] + 3*(1-u)*(1-u)*u*p1[j] + 3*(1-u)*u*u*p2[j] + u*u*u*p3[j]
+						}
+						x, y := at(0), at(1)
+						for _, n := range g.Nodes {
+							if n.ID != e.From && n.ID != e.To && x > n.X+1 && x < n.X+n.W-1 && y > n.Y+1 && y < n.Y+n.H-1 {
+								t.Errorf("edge %s -> %s passes through box %s at (%.1f, %.1f)", e.From, e.To, n.ID, x, y)
+							}
+						}
+					}
+				}
+			}
+		})
 	}
 }

@@ -46,8 +46,6 @@ var heavy = []struct {
 	{"github.com/prometheus/client_golang", "Prometheus metrics: only observe/metrics links them", nobody},
 	{"github.com/agentmesh/agentmesh/orchestrator", "the orchestrator", nobody},
 	{"github.com/agentmesh/agentmesh/gateway", "the HTTP gateway", nobody},
-	{"github.com/goccy/go-graphviz", "Graphviz: only the gateway links it", nobody},
-	{"github.com/tetratelabs/wazero", "a WebAssembly runtime: only Graphviz in the gateway links it", nobody},
 	{"github.com/getkin/kin-openapi", "OpenAPI: only the gateway links it", nobody},
 	{"github.com/modelcontextprotocol/", "MCP: only its bridge links it", nobody},
 	{"github.com/chromedp/", "a browser driver: only tests link it", nobody},

@@ -28,6 +28,9 @@ const (
 )
 
 // publishTimeout bounds a JetStream publish of a result or dead letter.
+// Those publishes are detached from the task's context on purpose: they
+// tell the task's outcome, timeout and cancel included, after that context
+// has ended.
 const publishTimeout = 10 * time.Second
 
 // delivery is one task message being handled.

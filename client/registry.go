@@ -99,6 +99,8 @@ func NewRegistry(ctx context.Context, kv jetstream.KeyValue, opts ...RegistryOpt
 	if kv == nil {
 		return nil, fmt.Errorf("client: NewRegistry: nil agents bucket")
 	}
+	// The watch lives as long as the registry (Stop), not as ctx, which
+	// bounds only getting it started.
 	w, err := bus.Retry(ctx, bus.TransientWait, nil, func() (jetstream.KeyWatcher, error) { return kv.WatchAll(context.Background()) })
 	if err != nil {
 		return nil, fmt.Errorf("client: watching agents bucket %s: %w", kv.Bucket(), err)

@@ -120,7 +120,9 @@ func TestRemoteAgentsThroughTheMesh(t *testing.T) {
 	if !strings.Contains(string(js), `"value":{"top":["the"],"words":7}`) {
 		t.Errorf("json output = %s", js)
 	}
-	if got := notes.list(); !slices.Contains(got, "word_count: counting (50%)") {
+	// The server sends every notification before the result; the client
+	// may hand one to its handler after CallTool returned.
+	if got := notes.waitFor("word_count: counting (50%)", 5*time.Second); !slices.Contains(got, "word_count: counting (50%)") {
 		t.Errorf("progress = %q: want the TypeScript server's progress, relayed", got)
 	}
 

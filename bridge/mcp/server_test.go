@@ -100,6 +100,15 @@ func (p *progressNotes) options() *mcp.ClientOptions {
 	}}
 }
 
+// waitFor returns the messages once one is want, or when d has passed.
+func (p *progressNotes) waitFor(want string, d time.Duration) []string {
+	for deadline := time.Now().Add(d); ; time.Sleep(10 * time.Millisecond) {
+		if got := p.list(); slices.Contains(got, want) || time.Now().After(deadline) {
+			return got
+		}
+	}
+}
+
 // list is a copy of the messages so far.
 func (p *progressNotes) list() []string {
 	p.mu.Lock()

@@ -229,8 +229,12 @@ func (s *Scheduler) Submit(ctx context.Context, ev bus.Event) error {
 		if verr == nil && s.cfg.Model == nil {
 			verr = needsModel(spec)
 		}
-	} else {
+	} else if errors.Is(verr, schemas.ErrLimitExceeded) {
 		verr = fmt.Errorf("%w: %w", ErrInvalidPipeline, verr)
+	} else {
+		// A spec that does not decode, or fails its schema, is an invalid
+		// pipeline, not a malformed event: the event was read.
+		verr = fmt.Errorf("%w: %v", ErrInvalidPipeline, verr)
 	}
 	now := time.Now().UTC()
 	sd := (&state.RunSpec{ID: runID, Spec: spec, Contracts: contracts, Waves: waves, CreatedAt: now, Submission: ev.ID,

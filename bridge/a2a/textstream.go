@@ -29,6 +29,11 @@ func (s *answerStream) add(d schemas.ChatDelta) {
 	if d.TaskID != "" || d.Text == "" {
 		return
 	}
+	if s.e.state() == StateSubmitted {
+		// A task writing its answer is working, whichever of the turn's
+		// progress (stored events) and its text (core NATS) comes first.
+		s.e.setStatus(StateWorking, nil)
+	}
 	appendTo := d.Step == s.step
 	s.step = d.Step
 	s.e.addArtifactChunk(Artifact{ArtifactID: s.id, Name: "answer", Parts: []Part{TextPart(d.Text)}}, appendTo)

@@ -206,8 +206,9 @@ func wantUpperTask(t *testing.T, what string, steps map[string]map[string]any, s
 
 // chatStreamOK reports whether the kinds of a chat turn's A2A stream are
 // the task (submitted then working, or working at once), chunks of the
-// answer artifact that together spell answer, the whole answer, and the
-// completed status.
+// answer artifact that together spell answer (with working statuses of
+// the turn's progress among them), the whole answer, and the completed
+// status.
 func chatStreamOK(v any, answer string) bool {
 	raw, _ := v.([]any)
 	var kinds []string
@@ -228,6 +229,9 @@ func chatStreamOK(v any, answer string) bool {
 	}
 	spelled := ""
 	for _, k := range kinds[:len(kinds)-2] {
+		if k == "status:TASK_STATE_WORKING" {
+			continue // the turn's progress travels apart from its text
+		}
 		chunk, ok := strings.CutPrefix(k, "artifact:")
 		if !ok {
 			return false

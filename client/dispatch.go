@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"strings"
 	"time"
@@ -85,10 +86,88 @@ func (d *Dispatcher) Dispatch(ctx context.Context, agent string, task schemas.Ta
 	if err != nil {
 		return "", err
 	}
-	if _, err := bus.Publish(ctx, d.js, msg); err != nil {
+	ack, err := bus.Publish(ctx, d.js, msg)
+	if err != nil {
 		return "", fmt.Errorf("dispatching task %s to %s: %w", meta.TaskID, agent, err)
 	}
+	if ack.Duplicate {
+		if err := d.unstrand(ctx, agent, msg, ack.Sequence); err != nil {
+			return "", fmt.Errorf("dispatching task %s to %s: %w", meta.TaskID, agent, err)
+		}
+	}
 	return meta.TaskID, nil
+}
+
+// strandedRecheck is how long unstrand waits before it looks at a task
+// again: an acknowledgement the agent's consumer has just taken removes
+// the task from the stream a moment later.
+const strandedRecheck = 500 * time.Millisecond
+
+// unstrand publishes msg again under a new message id when the tasks
+// stream answered it as a duplicate of sequence seq and that task is
+// stranded: still stored, behind the agent's consumer's delivered
+// sequence, and pending on none of its deliveries, so the consumer will
+// never deliver it. Through a network partition an R3 consumer's leader
+// can change between a delivery it counted and the record of that
+// delivery (the partition test saw "delivered 205, ack floor 177,
+// nothing unacknowledged" with the task still stored); publishing again
+// under the task id is dropped as a duplicate for the stream's whole
+// duplicate window. The stranded copy is deleted first, so of two
+// replicas doing this only the one whose delete succeeds publishes. The
+// task event (and so the id agents deduplicate by) is unchanged.
+func (d *Dispatcher) unstrand(ctx context.Context, agent string, msg *nats.Msg, seq uint64) error {
+	s, err := d.js.Stream(ctx, d.names.TasksStream())
+	if err != nil {
+		return err
+	}
+	stranded := func() (bool, error) {
+		stored, err := s.GetMsg(ctx, seq)
+		switch {
+		case errors.Is(err, jetstream.ErrMsgNotFound):
+			return false, nil // taken and acknowledged: its result is on the way
+		case err != nil:
+			return false, err
+		case stored.Header.Get(jetstream.MsgIDHeader) != msg.Header.Get(jetstream.MsgIDHeader):
+			return false, nil
+		}
+		c, err := d.js.Consumer(ctx, d.names.TasksStream(), agent)
+		if errors.Is(err, jetstream.ErrConsumerNotFound) {
+			return false, nil // no instance ever ran: the task waits for the first
+		}
+		if err != nil {
+			return false, err
+		}
+		ci, err := c.Info(ctx)
+		if err != nil {
+			return false, err
+		}
+		// Past the delivered sequence, and either nothing is awaiting an
+		// acknowledgement or the ack floor is past it too: not pending,
+		// so neither delivered nor delivered again.
+		return ci.Delivered.Stream >= seq && (ci.NumAckPending == 0 || ci.AckFloor.Stream >= seq), nil
+	}
+	for range 2 {
+		if ok, err := stranded(); err != nil || !ok {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(strandedRecheck):
+		}
+	}
+	if err := s.DeleteMsg(ctx, seq); err != nil {
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			return nil // another replica took it on, or the consumer did
+		}
+		return fmt.Errorf("removing stranded task (sequence %d of %s): %w", seq, d.names.TasksStream(), err)
+	}
+	again := &nats.Msg{Subject: msg.Subject, Data: msg.Data, Header: maps.Clone(msg.Header)}
+	again.Header.Set(jetstream.MsgIDHeader, fmt.Sprintf("%s.again-%d", msg.Header.Get(jetstream.MsgIDHeader), seq))
+	if _, err := bus.Publish(ctx, d.js, again); err != nil {
+		return fmt.Errorf("publishing stranded task (was sequence %d of %s) again: %w", seq, d.names.TasksStream(), err)
+	}
+	return nil
 }
 
 // KeepDispatched publishes a task Dispatch published again at 2, 4, 8, 16

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"math/rand/v2"
 	"strings"
@@ -61,6 +62,7 @@ type Dispatcher struct {
 	js     jetstream.JetStream
 	names  bus.Names
 	source string
+	log    *slog.Logger
 }
 
 // NewDispatcher returns a dispatcher publishing with js under names, with
@@ -70,7 +72,16 @@ func NewDispatcher(js jetstream.JetStream, names bus.Names, source string) *Disp
 	if source == "" {
 		source = "agentmesh/orchestrator"
 	}
-	return &Dispatcher{js: js, names: names, source: source}
+	return &Dispatcher{js: js, names: names, source: source, log: slog.New(slog.DiscardHandler)}
+}
+
+// WithLogger makes d log to l what it does on its own (a stranded task
+// published again) and returns d. Call it before d is used.
+func (d *Dispatcher) WithLogger(l *slog.Logger) *Dispatcher {
+	if l != nil {
+		d.log = l
+	}
+	return d
 }
 
 // Dispatch publishes task to mesh.task.<agent> as io.agentmesh.task.requested
@@ -120,6 +131,7 @@ func (d *Dispatcher) unstrand(ctx context.Context, agent string, msg *nats.Msg, 
 	if err != nil {
 		return err
 	}
+	var last *jetstream.ConsumerInfo
 	stranded := func() (bool, error) {
 		stored, err := s.GetMsg(ctx, seq)
 		switch {
@@ -144,6 +156,7 @@ func (d *Dispatcher) unstrand(ctx context.Context, agent string, msg *nats.Msg, 
 		// Past the delivered sequence, and either nothing is awaiting an
 		// acknowledgement or the ack floor is past it too: not pending,
 		// so neither delivered nor delivered again.
+		last = ci
 		return ci.Delivered.Stream >= seq && (ci.NumAckPending == 0 || ci.AckFloor.Stream >= seq), nil
 	}
 	for range 2 {
@@ -167,6 +180,8 @@ func (d *Dispatcher) unstrand(ctx context.Context, agent string, msg *nats.Msg, 
 	if _, err := bus.Publish(ctx, d.js, again); err != nil {
 		return fmt.Errorf("publishing stranded task (was sequence %d of %s) again: %w", seq, d.names.TasksStream(), err)
 	}
+	d.log.Warn("a stranded task was published again", "task", msg.Header.Get(jetstream.MsgIDHeader), "agent", agent, "sequence", seq,
+		"delivered", last.Delivered.Stream, "ack_floor", last.AckFloor.Stream, "unacknowledged", last.NumAckPending)
 	return nil
 }
 

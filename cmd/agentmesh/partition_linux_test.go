@@ -85,11 +85,26 @@ func TestClusterPartition(t *testing.T) {
 	// Orchestrator replicas on n1 and n3; agents on n2 and n3. Each process
 	// talks to its own node only. No LLM: the offline planner answers chat.
 	env := append(os.Environ(), "OPENAI_API_KEY=", "OPENAI_BASE_URL=")
+	orchestrators := map[string]*proctest.Proc{}
 	for _, i := range []int{0, 2} {
 		cmd := lab.command(i, bin, "--nats", urls[i], "orchestrator")
 		cmd.Env = env
-		proctest.Start(t, cmd, orchestratorReady).WaitReady(t)
+		p := proctest.Start(t, cmd, orchestratorReady)
+		p.WaitReady(t)
+		orchestrators[fmt.Sprintf("orchestrator on n%d", i+1)] = p
 	}
+	// What the replicas found stranded behind an agent's consumer and
+	// published again (client.Dispatcher), shown whether the test passes
+	// or fails.
+	defer func() {
+		for name, p := range orchestrators {
+			for line := range strings.Lines(p.Stderr.String()) {
+				if strings.Contains(line, "stranded task") {
+					t.Logf("%s: %s", name, strings.TrimSpace(line))
+				}
+			}
+		}
+	}()
 	for _, i := range []int{1, 2} {
 		for _, agent := range []string{"TextAgent", "ImageSearchAgent"} {
 			proctest.Start(t, lab.command(i, bin, "agent", agent, "--nats", urls[i]), agentReady).WaitReady(t)

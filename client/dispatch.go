@@ -118,14 +118,12 @@ const strandedRecheck = 500 * time.Millisecond
 // stream answered it as a duplicate of sequence seq and that task is
 // stranded: still stored, behind the agent's consumer's delivered
 // sequence, and pending on none of its deliveries, so the consumer will
-// never deliver it. Through a network partition an R3 consumer's leader
-// can change between a delivery it counted and the record of that
-// delivery (the partition test saw "delivered 205, ack floor 177,
-// nothing unacknowledged" with the task still stored); publishing again
-// under the task id is dropped as a duplicate for the stream's whole
-// duplicate window. The stranded copy is deleted first, so of two
-// replicas doing this only the one whose delete succeeds publishes. The
-// task event (and so the id agents deduplicate by) is unchanged.
+// never deliver it, and a publish again under the task id is dropped as
+// a duplicate for the stream's whole duplicate window. The partition
+// test's unanswered tasks left their agent's R3 consumer so ("delivered
+// 205, ack floor 177, nothing pending"), its leader having changed
+// through the cut. The task event (and so the id agents deduplicate
+// by) is unchanged.
 func (d *Dispatcher) unstrand(ctx context.Context, agent string, msg *nats.Msg, seq uint64) error {
 	s, err := d.js.Stream(ctx, d.names.TasksStream())
 	if err != nil {
@@ -159,26 +157,28 @@ func (d *Dispatcher) unstrand(ctx context.Context, agent string, msg *nats.Msg, 
 		last = ci
 		return ci.Delivered.Stream >= seq && (ci.NumAckPending == 0 || ci.AckFloor.Stream >= seq), nil
 	}
-	for range 2 {
-		if ok, err := stranded(); err != nil || !ok {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(strandedRecheck):
-		}
+	if ok, err := stranded(); err != nil || !ok {
+		return err
 	}
-	if err := s.DeleteMsg(ctx, seq); err != nil {
-		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			return nil // another replica took it on, or the consumer did
-		}
-		return fmt.Errorf("removing stranded task (sequence %d of %s): %w", seq, d.names.TasksStream(), err)
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(strandedRecheck):
 	}
+	if ok, err := stranded(); err != nil || !ok {
+		return err
+	}
+	// The new copy first, under an id made of the stranded one's
+	// sequence, so that replicas doing this at once store it once; then
+	// the stranded copy goes. A failure in between leaves the stranded
+	// copy for the next publish again to find, never no copy at all.
 	again := &nats.Msg{Subject: msg.Subject, Data: msg.Data, Header: maps.Clone(msg.Header)}
 	again.Header.Set(jetstream.MsgIDHeader, fmt.Sprintf("%s.again-%d", msg.Header.Get(jetstream.MsgIDHeader), seq))
 	if _, err := bus.Publish(ctx, d.js, again); err != nil {
-		return fmt.Errorf("publishing stranded task (was sequence %d of %s) again: %w", seq, d.names.TasksStream(), err)
+		return fmt.Errorf("publishing stranded task (sequence %d of %s) again: %w", seq, d.names.TasksStream(), err)
+	}
+	if err := s.DeleteMsg(ctx, seq); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
+		return fmt.Errorf("removing stranded task (sequence %d of %s), published again: %w", seq, d.names.TasksStream(), err)
 	}
 	d.log.Warn("a stranded task was published again", "task", msg.Header.Get(jetstream.MsgIDHeader), "agent", agent, "sequence", seq,
 		"delivered", last.Delivered.Stream, "ack_floor", last.AckFloor.Stream, "unacknowledged", last.NumAckPending)

@@ -131,6 +131,7 @@ func (d *Dispatcher) unstrand(ctx context.Context, agent string, msg *nats.Msg, 
 	}
 	var last *jetstream.ConsumerInfo
 	stranded := func() (bool, error) {
+		last = nil
 		stored, err := s.GetMsg(ctx, seq)
 		switch {
 		case errors.Is(err, jetstream.ErrMsgNotFound):
@@ -158,6 +159,7 @@ func (d *Dispatcher) unstrand(ctx context.Context, agent string, msg *nats.Msg, 
 		return ci.Delivered.Stream >= seq && (ci.NumAckPending == 0 || ci.AckFloor.Stream >= seq), nil
 	}
 	if ok, err := stranded(); err != nil || !ok {
+		d.notStranded(msg, agent, seq, last, err)
 		return err
 	}
 	select {
@@ -166,6 +168,7 @@ func (d *Dispatcher) unstrand(ctx context.Context, agent string, msg *nats.Msg, 
 	case <-time.After(strandedRecheck):
 	}
 	if ok, err := stranded(); err != nil || !ok {
+		d.notStranded(msg, agent, seq, last, err)
 		return err
 	}
 	// The new copy first, under an id made of the stranded one's
@@ -183,6 +186,22 @@ func (d *Dispatcher) unstrand(ctx context.Context, agent string, msg *nats.Msg, 
 	d.log.Warn("a stranded task was published again", "task", msg.Header.Get(jetstream.MsgIDHeader), "agent", agent, "sequence", seq,
 		"delivered", last.Delivered.Stream, "ack_floor", last.AckFloor.Stream, "unacknowledged", last.NumAckPending)
 	return nil
+}
+
+// notStranded logs, at debug level, why a task published again and
+// answered as a duplicate was left to its agent's consumer.
+func (d *Dispatcher) notStranded(msg *nats.Msg, agent string, seq uint64, ci *jetstream.ConsumerInfo, err error) {
+	if !d.log.Enabled(context.Background(), slog.LevelDebug) {
+		return
+	}
+	attrs := []any{"task", msg.Header.Get(jetstream.MsgIDHeader), "agent", agent, "sequence", seq}
+	if ci != nil {
+		attrs = append(attrs, "delivered", ci.Delivered.Stream, "ack_floor", ci.AckFloor.Stream, "unacknowledged", ci.NumAckPending)
+	}
+	if err != nil {
+		attrs = append(attrs, "err", err)
+	}
+	d.log.Debug("a task published again is a duplicate, not stranded (the consumer's state is given when the task is still stored)", attrs...)
 }
 
 // KeepDispatched publishes a task Dispatch published again at 2, 4, 8, 16

@@ -88,7 +88,7 @@ func TestClusterPartition(t *testing.T) {
 	orchestrators := map[string]*proctest.Proc{}
 	for _, i := range []int{0, 2} {
 		cmd := lab.command(i, bin, "--nats", urls[i], "orchestrator")
-		cmd.Env = env
+		cmd.Env = append(env, "AGENTMESH_LOG_LEVEL=debug") // the dispatcher's look at a duplicate task
 		p := proctest.Start(t, cmd, orchestratorReady)
 		p.WaitReady(t)
 		orchestrators[fmt.Sprintf("orchestrator on n%d", i+1)] = p
@@ -431,7 +431,7 @@ func explainMissing(ctx context.Context, js jetstream.JetStream, names bus.Names
 		// A chat turn's tool calls reply on mesh.result.<agent>.<task>.
 		dumpStream(ctx, &b, js, names.ResultsStream(), names.Results(), "result", r.id)
 	}
-	dumpStream(ctx, &b, js, names.TasksStream(), names.Tasks(), "task held", "")
+	dumpHeld(ctx, &b, js, names.TasksStream())
 	for _, c := range []struct{ stream, name string }{{names.TasksStream(), "TextAgent"}, {names.TasksStream(), "ImageSearchAgent"},
 		{names.ResultsStream(), "orchestrator"}, {names.RequestsStream(), "orchestrator"}} {
 		if cons, err := js.Consumer(ctx, c.stream, c.name); err == nil {
@@ -444,6 +444,29 @@ func explainMissing(ctx context.Context, js jetstream.JetStream, names bus.Names
 	dumpStream(ctx, &b, js, names.EventsStream(), names.EventsOf(r.id), "event", "")
 	dumpStream(ctx, &b, js, names.DeadStream(), names.DeadAll(), "dead letter", "")
 	return b.String()
+}
+
+// dumpHeld writes the messages a work-queue stream still holds (no
+// consumer of its own can be made on one), by sequence.
+func dumpHeld(ctx context.Context, b *strings.Builder, js jetstream.JetStream, stream string) {
+	s, err := js.Stream(ctx, stream)
+	if err != nil {
+		fmt.Fprintf(b, "\n  %s: %v", stream, err)
+		return
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		fmt.Fprintf(b, "\n  %s: %v", stream, err)
+		return
+	}
+	fmt.Fprintf(b, "\n  %s holds %d (sequences %d-%d)", stream, info.State.Msgs, info.State.FirstSeq, info.State.LastSeq)
+	for seq := info.State.FirstSeq; seq <= info.State.LastSeq && seq < info.State.FirstSeq+200; seq++ {
+		m, err := s.GetMsg(ctx, seq)
+		if err != nil {
+			continue
+		}
+		fmt.Fprintf(b, "\n  held %s %s seq %d id %s", m.Time.Format("15:04:05.000"), m.Subject, seq, m.Header.Get(jetstream.MsgIDHeader))
+	}
 }
 
 // dumpStream writes what stream holds on filter (for a work queue: what no

@@ -2,6 +2,8 @@ package client_test
 
 import (
 	"context"
+	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -27,7 +29,8 @@ func TestDispatchAgainBringsStrandedTask(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
-	d := client.NewDispatcher(js, names, "test")
+	var logged strings.Builder
+	d := client.NewDispatcher(js, names, "test").WithLogger(slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	task := schemas.TaskRequest{Inputs: map[string]schemas.TypedValue{"text": schemas.TextValue("x", "test")}}
 	meta := client.DispatchMeta{TaskID: "stranded-1", ReplyTo: names.Result("A", "stranded-1")}
 	if _, err := d.Dispatch(ctx, "A", task, meta); err != nil {
@@ -89,6 +92,9 @@ func TestDispatchAgainBringsStrandedTask(t *testing.T) {
 		t.Errorf("delivered task %q, want %q", ev.ID, meta.TaskID)
 	}
 
+	if !strings.Contains(logged.String(), "a stranded task was published again") {
+		t.Errorf("the dispatcher did not log the stranded task: %s", logged.String())
+	}
 	if err := m.Ack(); err != nil {
 		t.Fatal(err)
 	}

@@ -88,7 +88,10 @@ func (d *Dispatcher) WithLogger(l *slog.Logger) *Dispatcher {
 // with a JetStream publish whose Nats-Msg-Id is the task id, so a repeated
 // dispatch of the same task id inside the stream's duplicate window is
 // stored once. It sets the replyto, deadline (RFC 3339), traceparent and the
-// runid/stepid/conversationid extensions, and returns the task id.
+// runid/stepid/conversationid extensions, and returns the task id. When the
+// stream answers with a duplicate whose stored copy is stranded behind the
+// agent's consumer (see unstrand), it publishes the task again under a new
+// message id.
 func (d *Dispatcher) Dispatch(ctx context.Context, agent string, task schemas.TaskRequest, meta DispatchMeta) (string, error) {
 	if meta.TraceParent == "" {
 		meta.TraceParent = telemetry.TraceParent(ctx) // the agent's span is a child of the caller's
@@ -204,20 +207,22 @@ func (d *Dispatcher) notStranded(msg *nats.Msg, agent string, seq uint64, ci *je
 	d.log.Debug("a task published again is a duplicate, not stranded (the consumer's state is given when the task is still stored)", attrs...)
 }
 
-// KeepDispatched publishes a task Dispatch published again at 2, 4, 8, 16
-// and 32 s after the call, under the same task id (so within the tasks
-// stream's duplicate window it is stored once), until stop is called or
-// ctx ends; call it while awaiting the task's result. One publish is not
-// enough through a network partition: a node back from one may answer a
-// publish as the stream's leader it no longer is, and the task acknowledged
-// is not kept. Failures are left to the caller's wait.
+// KeepDispatched publishes a task Dispatch published again at 2, 4, 8, 16,
+// 32 and 64 s after the call, under the same task id (so within the tasks
+// stream's two-minute duplicate window it is stored once, and a copy
+// stranded behind the agent's consumer is published anew: see Dispatch),
+// until stop is called or ctx ends; call it while awaiting the task's
+// result. One publish is not enough through a network partition: a node
+// back from one may answer a publish as the stream's leader it no longer
+// is, and the task acknowledged is not kept. Failures are left to the
+// caller's wait.
 func (d *Dispatcher) KeepDispatched(ctx context.Context, agent string, task schemas.TaskRequest, meta DispatchMeta) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		start := time.Now()
-		for at := 2 * time.Second; at <= 32*time.Second; at *= 2 {
+		for at := 2 * time.Second; at <= 64*time.Second; at *= 2 {
 			select {
 			case <-ctx.Done():
 				return

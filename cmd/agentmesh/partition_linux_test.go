@@ -98,11 +98,15 @@ func TestClusterPartition(t *testing.T) {
 	// or fails.
 	defer func() {
 		for name, p := range orchestrators {
+			lines, stranded := 0, 0
 			for line := range strings.Lines(p.Stderr.String()) {
-				if strings.Contains(line, "stranded task") {
+				lines++
+				if strings.Contains(line, "stranded") {
+					stranded++
 					t.Logf("%s: %s", name, strings.TrimSpace(line))
 				}
 			}
+			t.Logf("%s: %d lines logged, %d on a duplicate task", name, lines, stranded)
 		}
 	}()
 	for _, i := range []int{1, 2} {

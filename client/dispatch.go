@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"math/rand/v2"
 	"strings"
 	"time"
@@ -75,8 +74,8 @@ func NewDispatcher(js jetstream.JetStream, names bus.Names, source string) *Disp
 	return &Dispatcher{js: js, names: names, source: source, log: slog.New(slog.DiscardHandler)}
 }
 
-// WithLogger makes d log to l what it does on its own (a stranded task
-// published again) and returns d. Call it before d is used.
+// WithLogger makes d log to l (at debug level, a task the stream already
+// held) and returns d. Call it before d is used.
 func (d *Dispatcher) WithLogger(l *slog.Logger) *Dispatcher {
 	if l != nil {
 		d.log = l
@@ -88,10 +87,7 @@ func (d *Dispatcher) WithLogger(l *slog.Logger) *Dispatcher {
 // with a JetStream publish whose Nats-Msg-Id is the task id, so a repeated
 // dispatch of the same task id inside the stream's duplicate window is
 // stored once. It sets the replyto, deadline (RFC 3339), traceparent and the
-// runid/stepid/conversationid extensions, and returns the task id. When the
-// stream answers with a duplicate whose stored copy is stranded behind the
-// agent's consumer (see unstrand), it publishes the task again under a new
-// message id.
+// runid/stepid/conversationid extensions, and returns the task id.
 func (d *Dispatcher) Dispatch(ctx context.Context, agent string, task schemas.TaskRequest, meta DispatchMeta) (string, error) {
 	if meta.TraceParent == "" {
 		meta.TraceParent = telemetry.TraceParent(ctx) // the agent's span is a child of the caller's
@@ -105,124 +101,27 @@ func (d *Dispatcher) Dispatch(ctx context.Context, agent string, task schemas.Ta
 		return "", fmt.Errorf("dispatching task %s to %s: %w", meta.TaskID, agent, err)
 	}
 	if ack.Duplicate {
-		if err := d.unstrand(ctx, agent, msg, ack.Sequence); err != nil {
-			return "", fmt.Errorf("dispatching task %s to %s: %w", meta.TaskID, agent, err)
-		}
+		// Which sequence the stream holds the task id under: what to
+		// look for when a task published again is never answered.
+		d.log.DebugContext(ctx, "task already stored", "task", meta.TaskID, "agent", agent, "stream", ack.Stream, "sequence", ack.Sequence)
 	}
 	return meta.TaskID, nil
 }
 
-// strandedRecheck is how long unstrand waits before it looks at a task
-// again: an acknowledgement the agent's consumer has just taken removes
-// the task from the stream a moment later.
-const strandedRecheck = 500 * time.Millisecond
-
-// unstrand publishes msg again under a new message id when the tasks
-// stream answered it as a duplicate of sequence seq and that task is
-// stranded: still stored, behind the agent's consumer's delivered
-// sequence, and pending on none of its deliveries, so the consumer will
-// never deliver it, and a publish again under the task id is dropped as
-// a duplicate for the stream's whole duplicate window. The partition
-// test's unanswered tasks left their agent's R3 consumer so ("delivered
-// 205, ack floor 177, nothing pending"), its leader having changed
-// through the cut. The task event (and so the id agents deduplicate
-// by) is unchanged.
-func (d *Dispatcher) unstrand(ctx context.Context, agent string, msg *nats.Msg, seq uint64) error {
-	s, err := d.js.Stream(ctx, d.names.TasksStream())
-	if err != nil {
-		return err
-	}
-	var last *jetstream.ConsumerInfo
-	stranded := func() (bool, error) {
-		last = nil
-		stored, err := s.GetMsg(ctx, seq)
-		switch {
-		case errors.Is(err, jetstream.ErrMsgNotFound):
-			return false, nil // taken and acknowledged: its result is on the way
-		case err != nil:
-			return false, err
-		case stored.Header.Get(jetstream.MsgIDHeader) != msg.Header.Get(jetstream.MsgIDHeader):
-			return false, nil
-		}
-		c, err := d.js.Consumer(ctx, d.names.TasksStream(), agent)
-		if errors.Is(err, jetstream.ErrConsumerNotFound) {
-			return false, nil // no instance ever ran: the task waits for the first
-		}
-		if err != nil {
-			return false, err
-		}
-		ci, err := c.Info(ctx)
-		if err != nil {
-			return false, err
-		}
-		// Past the delivered sequence, and either nothing is awaiting an
-		// acknowledgement or the ack floor is past it too: not pending,
-		// so neither delivered nor delivered again.
-		last = ci
-		return ci.Delivered.Stream >= seq && (ci.NumAckPending == 0 || ci.AckFloor.Stream >= seq), nil
-	}
-	if ok, err := stranded(); err != nil || !ok {
-		d.notStranded(msg, agent, seq, last, err)
-		return err
-	}
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-time.After(strandedRecheck):
-	}
-	if ok, err := stranded(); err != nil || !ok {
-		d.notStranded(msg, agent, seq, last, err)
-		return err
-	}
-	// The new copy first, under an id made of the stranded one's
-	// sequence, so that replicas doing this at once store it once; then
-	// the stranded copy goes. A failure in between leaves the stranded
-	// copy for the next publish again to find, never no copy at all.
-	again := &nats.Msg{Subject: msg.Subject, Data: msg.Data, Header: maps.Clone(msg.Header)}
-	again.Header.Set(jetstream.MsgIDHeader, fmt.Sprintf("%s.again-%d", msg.Header.Get(jetstream.MsgIDHeader), seq))
-	if _, err := bus.Publish(ctx, d.js, again); err != nil {
-		return fmt.Errorf("publishing stranded task (sequence %d of %s) again: %w", seq, d.names.TasksStream(), err)
-	}
-	if err := s.DeleteMsg(ctx, seq); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
-		return fmt.Errorf("removing stranded task (sequence %d of %s), published again: %w", seq, d.names.TasksStream(), err)
-	}
-	d.log.Warn("a stranded task was published again", "task", msg.Header.Get(jetstream.MsgIDHeader), "agent", agent, "sequence", seq,
-		"delivered", last.Delivered.Stream, "ack_floor", last.AckFloor.Stream, "unacknowledged", last.NumAckPending)
-	return nil
-}
-
-// notStranded logs, at debug level, why a task published again and
-// answered as a duplicate was left to its agent's consumer.
-func (d *Dispatcher) notStranded(msg *nats.Msg, agent string, seq uint64, ci *jetstream.ConsumerInfo, err error) {
-	if !d.log.Enabled(context.Background(), slog.LevelDebug) {
-		return
-	}
-	attrs := []any{"task", msg.Header.Get(jetstream.MsgIDHeader), "agent", agent, "sequence", seq}
-	if ci != nil {
-		attrs = append(attrs, "delivered", ci.Delivered.Stream, "ack_floor", ci.AckFloor.Stream, "unacknowledged", ci.NumAckPending)
-	}
-	if err != nil {
-		attrs = append(attrs, "err", err)
-	}
-	d.log.Debug("a task published again is a duplicate, not stranded (the consumer's state is given when the task is still stored)", attrs...)
-}
-
-// KeepDispatched publishes a task Dispatch published again at 2, 4, 8, 16,
-// 32 and 64 s after the call, under the same task id (so within the tasks
-// stream's two-minute duplicate window it is stored once, and a copy
-// stranded behind the agent's consumer is published anew: see Dispatch),
-// until stop is called or ctx ends; call it while awaiting the task's
-// result. One publish is not enough through a network partition: a node
-// back from one may answer a publish as the stream's leader it no longer
-// is, and the task acknowledged is not kept. Failures are left to the
-// caller's wait.
+// KeepDispatched publishes a task Dispatch published again at 2, 4, 8, 16
+// and 32 s after the call, under the same task id (so within the tasks
+// stream's duplicate window it is stored once), until stop is called or
+// ctx ends; call it while awaiting the task's result. One publish is not
+// enough through a network partition: a node back from one may answer a
+// publish as the stream's leader it no longer is, and the task acknowledged
+// is not kept. Failures are left to the caller's wait.
 func (d *Dispatcher) KeepDispatched(ctx context.Context, agent string, task schemas.TaskRequest, meta DispatchMeta) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		start := time.Now()
-		for at := 2 * time.Second; at <= 64*time.Second; at *= 2 {
+		for at := 2 * time.Second; at <= 32*time.Second; at *= 2 {
 			select {
 			case <-ctx.Done():
 				return

@@ -24,10 +24,11 @@ import (
 
 // partitionDefect is what the partition test still finds about one run in
 // five or six.
-const partitionDefect = "a chat turn or pipeline step whose task is published while the node is cut off or coming back " +
-	"can stay unanswered: the publish is acknowledged, yet no agent ever gets the task, and publishing it again " +
-	"under the same task id (which the stream deduplicates) does not bring it either; cause not found yet " +
-	"(the test's report shows the record, the events, the results and the consumers of what is left unanswered)"
+const partitionDefect = "a chat turn or pipeline step whose task is published as the cut node comes back " +
+	"can stay unanswered: the task is stored (publishing it again is a duplicate of its sequence), taken by an agent " +
+	"and acknowledged, so the tasks stream no longer holds it, yet no result reaches the orchestrator (none is in MESH_RESULTS); " +
+	"a result published through the node coming back, acknowledged and not kept, is the suspect, not proven " +
+	"(the test's report shows the record, the events, the tasks held, the consumers, and each task published again with its sequence)"
 
 // partitionFor is how long the partition test keeps a node cut off.
 const partitionFor = 20 * time.Second
@@ -88,25 +89,25 @@ func TestClusterPartition(t *testing.T) {
 	orchestrators := map[string]*proctest.Proc{}
 	for _, i := range []int{0, 2} {
 		cmd := lab.command(i, bin, "--nats", urls[i], "orchestrator")
-		cmd.Env = append(env, "AGENTMESH_LOG_LEVEL=debug") // the dispatcher's look at a duplicate task
+		cmd.Env = append(env, "AGENTMESH_LOG_LEVEL=debug") // the dispatcher's "task already stored"
 		p := proctest.Start(t, cmd, orchestratorReady)
 		p.WaitReady(t)
 		orchestrators[fmt.Sprintf("orchestrator on n%d", i+1)] = p
 	}
-	// What the replicas found stranded behind an agent's consumer and
-	// published again (client.Dispatcher), shown whether the test passes
-	// or fails.
+	// Each task a replica published again that the stream held already,
+	// and under which sequence (client.Dispatcher, at debug level), shown
+	// whether the test passes or fails.
 	defer func() {
 		for name, p := range orchestrators {
-			lines, stranded := 0, 0
+			lines, stored := 0, 0
 			for line := range strings.Lines(p.Stderr.String()) {
 				lines++
-				if strings.Contains(line, "stranded") {
-					stranded++
+				if strings.Contains(line, "task already stored") {
+					stored++
 					t.Logf("%s: %s", name, strings.TrimSpace(line))
 				}
 			}
-			t.Logf("%s: %d lines logged, %d on a duplicate task", name, lines, stranded)
+			t.Logf("%s: %d lines logged, %d of a task published again that the stream held already", name, lines, stored)
 		}
 	}()
 	for _, i := range []int{1, 2} {

@@ -24,11 +24,12 @@ import (
 
 // partitionDefect is what the partition test still finds about one run in
 // five or six.
-const partitionDefect = "a chat turn or pipeline step whose task is published as the cut node comes back " +
-	"can stay unanswered: the task is stored (publishing it again is a duplicate of its sequence), taken by an agent " +
-	"and acknowledged, so the tasks stream no longer holds it, yet no result reaches the orchestrator (none is in MESH_RESULTS); " +
-	"a result published through the node coming back, acknowledged and not kept, is the suspect, not proven " +
-	"(the test's report shows the record, the events, the tasks held, the consumers, and each task published again with its sequence)"
+const partitionDefect = "a chat turn whose tool call's task is published as the cut node comes back can stay unanswered: " +
+	"the task is stored (each publish again is a duplicate of one sequence), then taken and acknowledged " +
+	"(MESH_TASKS holds nothing, the agent's consumer is past it with nothing pending), yet the turn's wait for the result " +
+	"never gets one; whether the result was stored and missed by the wait, or never kept, is not established " +
+	"(a task stranded behind its consumer was ruled out; the test's report shows the tasks held, the consumers, " +
+	"and each task published again with its stored sequence)"
 
 // partitionFor is how long the partition test keeps a node cut off.
 const partitionFor = 20 * time.Second

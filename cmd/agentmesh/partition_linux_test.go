@@ -448,8 +448,48 @@ func explainMissing(ctx context.Context, js jetstream.JetStream, names bus.Names
 		}
 	}
 	dumpStream(ctx, &b, js, names.EventsStream(), names.EventsOf(r.id), "event", "")
+	if r.kind == "chat" {
+		dumpToolResults(ctx, &b, js, names, r.id)
+	}
 	dumpStream(ctx, &b, js, names.DeadStream(), names.DeadAll(), "dead letter", "")
 	return b.String()
+}
+
+// dumpToolResults writes, for each tool call of conversation conv (its
+// "calling" progress events), whether MESH_RESULTS holds a result on the
+// call's subject: a result stored that the turn's wait missed, or none.
+func dumpToolResults(ctx context.Context, b *strings.Builder, js jetstream.JetStream, names bus.Names, conv string) {
+	results, err := js.Stream(ctx, names.ResultsStream())
+	if err != nil {
+		fmt.Fprintf(b, "\n  %s: %v", names.ResultsStream(), err)
+		return
+	}
+	cons, err := js.OrderedConsumer(ctx, names.EventsStream(), jetstream.OrderedConsumerConfig{FilterSubjects: []string{names.EventsOf(conv)}})
+	if err != nil {
+		fmt.Fprintf(b, "\n  tool calls: %v", err)
+		return
+	}
+	for range 200 {
+		fctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		m, err := cons.Next(jetstream.FetchContext(fctx))
+		cancel()
+		if err != nil {
+			return
+		}
+		var call struct {
+			TaskID string `json:"taskid"`
+			Agent  string `json:"agent"`
+		}
+		if json.Unmarshal(m.Data(), &call) != nil || call.TaskID == "" || call.Agent == "" {
+			continue
+		}
+		subject := names.Result(call.Agent, call.TaskID)
+		if rm, err := results.GetLastMsgForSubject(ctx, subject); err != nil {
+			fmt.Fprintf(b, "\n  tool result on %s: %v", subject, err)
+		} else {
+			fmt.Fprintf(b, "\n  tool result on %s: stored at %s as sequence %d", subject, rm.Time.Format("15:04:05.000"), rm.Sequence)
+		}
+	}
 }
 
 // dumpHeld writes the messages a work-queue stream still holds (no

@@ -258,6 +258,7 @@ func (d *Dispatcher) Await(ctx context.Context, replyTo, taskID string) (Result,
 		case res := <-stored:
 			cancel()
 			<-readc
+			d.log.InfoContext(ctx, "result found stored, not delivered by the wait's consumer", "task", taskID, "subject", replyTo)
 			return res, nil
 		case r := <-readc:
 			if r.err != nil && ctx.Err() == nil {

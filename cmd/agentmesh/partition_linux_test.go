@@ -103,6 +103,9 @@ func TestClusterPartition(t *testing.T) {
 			lines, stored := 0, 0
 			for line := range strings.Lines(p.Stderr.String()) {
 				lines++
+				if strings.Contains(line, "result found stored") {
+					t.Logf("%s: %s", name, strings.TrimSpace(line))
+				}
 				if strings.Contains(line, "task already stored") {
 					stored++
 					t.Logf("%s: %s", name, strings.TrimSpace(line))

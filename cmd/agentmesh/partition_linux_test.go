@@ -22,14 +22,11 @@ import (
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
-// partitionDefect is what the partition test still finds about one run in
-// five or six.
-const partitionDefect = "a chat turn whose tool call's task is published as the cut node comes back can stay unanswered: " +
-	"the task is stored (each publish again is a duplicate of one sequence), then taken and acknowledged " +
-	"(MESH_TASKS holds nothing, the agent's consumer is past it with nothing pending), yet the turn's wait for the result " +
-	"never gets one; whether the result was stored and missed by the wait, or never kept, is not established " +
-	"(a task stranded behind its consumer was ruled out; the test's report shows the tasks held, the consumers, " +
-	"and each task published again with its stored sequence)"
+// partitionDefect is what the partition test still finds, rarely (once in
+// 7 runs since unanswered chat turns were fixed).
+const partitionDefect = "a pipeline whose first step ends as the cut node comes back can fail its second step with " +
+	"\"required input has no source: no parent produced it and no slot holds it\" (seen once in 7 runs after the fix of " +
+	"unanswered chat turns; cause not looked into yet)"
 
 // partitionFor is how long the partition test keeps a node cut off.
 const partitionFor = 20 * time.Second
@@ -49,7 +46,7 @@ var orchestratorReady = regexp.MustCompile(`^orchestrator ready`)
 // It needs root and `ip` (it makes network namespaces; newNetLab skips it
 // elsewhere, saying why) and takes about a minute. It runs when
 // AGENTMESH_PARTITION_TEST=1 until partitionDefect is fixed: CI must not
-// fail one run in five or six.
+// fail now and then.
 func TestClusterPartition(t *testing.T) {
 	if os.Getenv("AGENTMESH_PARTITION_TEST") != "1" || testing.Short() {
 		t.Skip("skipped: set AGENTMESH_PARTITION_TEST=1 to run it (as root); " + partitionDefect)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"strings"
 	"time"
@@ -60,6 +61,7 @@ type Dispatcher struct {
 	js     jetstream.JetStream
 	names  bus.Names
 	source string
+	log    *slog.Logger
 }
 
 // NewDispatcher returns a dispatcher publishing with js under names, with
@@ -69,7 +71,16 @@ func NewDispatcher(js jetstream.JetStream, names bus.Names, source string) *Disp
 	if source == "" {
 		source = "agentmesh/orchestrator"
 	}
-	return &Dispatcher{js: js, names: names, source: source}
+	return &Dispatcher{js: js, names: names, source: source, log: slog.New(slog.DiscardHandler)}
+}
+
+// WithLogger makes d log to l (at debug level, a task the stream already
+// held) and returns d. Call it before d is used.
+func (d *Dispatcher) WithLogger(l *slog.Logger) *Dispatcher {
+	if l != nil {
+		d.log = l
+	}
+	return d
 }
 
 // Dispatch publishes task to mesh.task.<agent> as io.agentmesh.task.requested
@@ -85,8 +96,14 @@ func (d *Dispatcher) Dispatch(ctx context.Context, agent string, task schemas.Ta
 	if err != nil {
 		return "", err
 	}
-	if _, err := bus.Publish(ctx, d.js, msg); err != nil {
+	ack, err := bus.Publish(ctx, d.js, msg)
+	if err != nil {
 		return "", fmt.Errorf("dispatching task %s to %s: %w", meta.TaskID, agent, err)
+	}
+	if ack.Duplicate {
+		// Which sequence the stream holds the task id under: what to
+		// look for when a task published again is never answered.
+		d.log.DebugContext(ctx, "task already stored", "task", meta.TaskID, "agent", agent, "stream", ack.Stream, "sequence", ack.Sequence)
 	}
 	return meta.TaskID, nil
 }
@@ -218,6 +235,89 @@ type Result struct {
 // the subject again once it can, for as long as ctx lives: the task is
 // out and its result will come.
 func (d *Dispatcher) Await(ctx context.Context, replyTo, taskID string) (Result, error) {
+	if strings.HasSuffix(replyTo, "."+taskID) {
+		// The subject is the task's own: look up what the stream holds
+		// on it now and then too, besides reading it through an ordered
+		// consumer. In the partition test a tool call's result was
+		// stored as the cut node came back, yet the wait's consumer never
+		// delivered it and the chat turn waited out its timeout.
+		sctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		stored := make(chan Result, 1)
+		go d.lookStored(sctx, replyTo, taskID, stored)
+		type read struct {
+			res Result
+			err error
+		}
+		readc := make(chan read, 1)
+		go func() {
+			res, err := d.awaitConsumer(sctx, replyTo, taskID)
+			readc <- read{res, err}
+		}()
+		select {
+		case res := <-stored:
+			cancel()
+			<-readc
+			d.log.InfoContext(ctx, "result found stored, not delivered by the wait's consumer", "task", taskID, "subject", replyTo)
+			return res, nil
+		case r := <-readc:
+			if r.err != nil && ctx.Err() == nil {
+				select { // a result found as the read failed still counts
+				case res := <-stored:
+					return res, nil
+				default:
+				}
+			}
+			return r.res, r.err
+		}
+	}
+	return d.awaitConsumer(ctx, replyTo, taskID)
+}
+
+// storedLooks are when Await looks up a task's result on its own subject,
+// after the call; then every 32 s until the wait ends.
+var storedLooks = []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 16 * time.Second, 32 * time.Second}
+
+// lookStored looks up the last message the results stream holds on
+// replyTo, a subject of taskID's own, at storedLooks, and sends the first
+// that decodes as taskID's result on found.
+func (d *Dispatcher) lookStored(ctx context.Context, replyTo, taskID string, found chan<- Result) {
+	start := time.Now()
+	for i := 0; ; i++ {
+		at := storedLooks[min(i, len(storedLooks)-1)]
+		if i >= len(storedLooks) {
+			at = storedLooks[len(storedLooks)-1] * time.Duration(i-len(storedLooks)+2)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Until(start.Add(at))):
+		}
+		lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		s, err := d.js.Stream(lctx, d.names.ResultsStream())
+		var m *jetstream.RawStreamMsg
+		if err == nil {
+			m, err = s.GetLastMsgForSubject(lctx, replyTo)
+		}
+		cancel()
+		if err != nil {
+			continue // not stored yet, or no answer: the next look
+		}
+		ev, err := bus.Decode(&nats.Msg{Subject: m.Subject, Header: m.Header, Data: m.Data})
+		if err != nil || ev.Ext(bus.ExtTaskID) != taskID {
+			continue // left to the consumer's read, which reports it
+		}
+		var res schemas.AgentResult
+		if ev.DataAs(&res) != nil {
+			continue
+		}
+		found <- Result{Event: ev, Result: res}
+		return
+	}
+}
+
+// awaitConsumer is Await through ordered consumers of replyTo alone.
+func (d *Dispatcher) awaitConsumer(ctx context.Context, replyTo, taskID string) (Result, error) {
 	res, err := bus.Retry(ctx, awaitTransient, nil, func() (Result, error) { return d.await(ctx, replyTo, taskID) })
 	if err != nil && ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
 		return res, fmt.Errorf("awaiting task %s on %s: %w (%v)", taskID, replyTo, ctx.Err(), err)

@@ -119,7 +119,7 @@ func New(nc *nats.Conn, opts ...Option) (*Orchestrator, error) {
 	}
 	o := &Orchestrator{cfg: cfg, nc: nc, js: js, names: cfg.names, router: cfg.router, admit: make(chan struct{}, runtime.GOMAXPROCS(0)),
 		store:      state.New(convs, runs, append([]state.Option{state.WithPipelining(kvjs)}, cfg.stateOpts...)...),
-		dispatcher: client.NewDispatcher(js, cfg.names, cfg.source), registry: cfg.registry, log: cfg.logger}
+		dispatcher: client.NewDispatcher(js, cfg.names, cfg.source).WithLogger(cfg.logger), registry: cfg.registry, log: cfg.logger}
 	if o.registry == nil {
 		agentsKV, err := bind(cfg.names.AgentsBucket())
 		if err != nil {

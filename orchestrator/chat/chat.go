@@ -142,7 +142,7 @@ func New(js jetstream.JetStream, names bus.Names, store *state.Store, registry A
 		c.router = route.NewRouter()
 	}
 	if c.dispatch == nil {
-		c.dispatch = client.NewDispatcher(js, names, c.source)
+		c.dispatch = client.NewDispatcher(js, names, c.source).WithLogger(c.log)
 	}
 	c.inputs = route.NewInputBuilder(c.router)
 	if c.maxSteps <= 0 {

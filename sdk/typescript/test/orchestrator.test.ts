@@ -51,8 +51,17 @@ test("a chat turn reaches a TypeScript agent and streams its progress", { skip }
   const name = await tally();
   const client = new MeshClient(nc!);
   const seen: MeshEvent[] = [];
-  // The offline planner gives the agent the quoted text to work on.
-  const answer = await client.chat('tally the vowels of "zebra quokka"', { onEvent: (e) => seen.push(e), waitMs: 60_000 });
+  // The offline planner gives the agent the quoted text to work on. It
+  // plans from the agents the orchestrator knows, which learns of the new
+  // agent a moment after it announces itself: until then the turn is
+  // planned without it, and is asked again.
+  const deadline = Date.now() + 10_000;
+  let answer;
+  for (;;) {
+    answer = await client.chat('tally the vowels of "zebra quokka"', { onEvent: (e) => seen.push(e), waitMs: 60_000 });
+    if (answer.tool_calls?.some((c) => c.agent === name) || Date.now() > deadline) break;
+    await new Promise((r) => setTimeout(r, 200));
+  }
   assert.equal(answer.state, "completed", JSON.stringify(answer));
   assert.ok(answer.tool_calls?.some((c) => c.agent === name && c.success), JSON.stringify(answer.tool_calls));
   assert.match(answer.output, /5 vowels/);
@@ -62,23 +71,34 @@ test("a chat turn reaches a TypeScript agent and streams its progress", { skip }
 test("a pipeline with an approval step: submitted, followed, approved by the client, completed", { skip }, async () => {
   const name = await tally();
   const client = new MeshClient(nc!);
-  const run = await client.submit({
-    name: "approve-then-tally",
-    steps: [
-      { id: "ok", kind: "approval", human: { prompt: "tally the vowels?" }, timeout_ms: 60_000 },
-      { id: "count", agent: name, depends_on: ["ok"], inputs: { text: "text:an approved sentence" } },
-    ],
-  });
-  const kinds: string[] = [];
-  const final = await client.followRun(run, {
-    waitMs: 60_000,
-    onEvent: (e) => {
-      kinds.push(`${e.type}:${e.ext.stepid || ""}`);
-      if (e.type === "io.agentmesh.pipeline.step.waiting" && e.ext.stepid === "ok") {
-        void client.resolve({ runid: run, step: "ok", decision: "approve", by: "sdk test" });
-      }
-    },
-  });
+  // The orchestrator learns of the new agent from the registry a moment
+  // after it announces itself: until then a run naming it is refused
+  // (unknown agent), and is submitted again.
+  const deadline = Date.now() + 10_000;
+  let kinds: string[] = [];
+  let final;
+  for (;;) {
+    const run = await client.submit({
+      name: "approve-then-tally",
+      steps: [
+        { id: "ok", kind: "approval", human: { prompt: "tally the vowels?" }, timeout_ms: 60_000 },
+        { id: "count", agent: name, depends_on: ["ok"], inputs: { text: "text:an approved sentence" } },
+      ],
+    });
+    kinds = [];
+    final = await client.followRun(run, {
+      waitMs: 60_000,
+      onEvent: (e) => {
+        kinds.push(`${e.type}:${e.ext.stepid || ""}`);
+        if (e.type === "io.agentmesh.pipeline.step.waiting" && e.ext.stepid === "ok") {
+          void client.resolve({ runid: run, step: "ok", decision: "approve", by: "sdk test" });
+        }
+      },
+    });
+    const unknown = final.status === "failed" && /unknown agent/.test(final.error ?? "");
+    if (!unknown || Date.now() > deadline) break;
+    await new Promise((r) => setTimeout(r, 200));
+  }
   assert.equal(final.status, "completed", `${JSON.stringify(final)}; events ${kinds.join(", ")}`);
   assert.equal(final.completed, 2);
   assert.ok(kinds.includes("io.agentmesh.pipeline.step.completed:count"), kinds.join(", "));

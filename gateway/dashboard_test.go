@@ -102,7 +102,7 @@ func (d *dashboard) do(t *testing.T, actions ...chromedp.Action[chromedp.Void]) 
 	t.Helper()
 	ctx, cancel := context.WithTimeout(d.tab, 20*time.Second)
 	defer cancel()
-	if err := chromedp.Do(ctx, actions...); err != nil {
+	if err := browsertest.Do(ctx, actions...); err != nil {
 		text, _ := chromedp.Run(d.tab, chromedp.Evaluate[string](`document.getElementById("main").innerText`))
 		t.Fatalf("%v; the page shows:\n%s", err, text)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/bus/bustest"
 	"github.com/agentmesh/agentmesh/gateway"
+	"github.com/agentmesh/agentmesh/internal/browsertest"
 	"github.com/agentmesh/agentmesh/llm/llmtest"
 	"github.com/agentmesh/agentmesh/resolvers"
 )
@@ -175,7 +176,7 @@ func (s *dashSession) approvalAndInput(t *testing.T) {
 	s.submit(t, examplePipeline(t, "approval.yaml"))
 	waitFor(t, s.tab, 30*time.Second, "the review step waiting", `#dag g.node[data-step="review"][data-state="waiting"]`)
 	screenshot(t, s.tab, s.shots, "approval-waiting.png")
-	err := redrawn(s.tab,
+	err := browsertest.Do(s.tab,
 		chromedp.Click(chromedp.CSS(`#dag g.node[data-step="review"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`#step-actions button.approve`)),
 		chromedp.Click(chromedp.CSS(`#step-actions button.approve`)))
@@ -183,7 +184,7 @@ func (s *dashSession) approvalAndInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, s.tab, 30*time.Second, "the title step waiting", `#dag g.node[data-step="title"][data-state="waiting"]`)
-	err = redrawn(s.tab,
+	err = browsertest.Do(s.tab,
 		chromedp.Click(chromedp.CSS(`#dag g.node[data-step="title"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`#step-input`)),
 		chromedp.SendKeys(chromedp.CSS(`#step-input`), "Sunsets of the quarter"),
@@ -412,18 +413,4 @@ func seedChatScript(r llmtest.Request) llmtest.Reply {
 	default:
 		return llmtest.Answer("I found your sunset photos and put them in the sunset folder.")
 	}
-}
-
-// redrawn runs actions on the tab again when the page redrew what they
-// act on between finding it and using it (the run page redraws as the
-// run's events come: "Could not find node with given id"), up to 5 times.
-func redrawn(tab context.Context, actions ...chromedp.Action[chromedp.Void]) error {
-	var err error
-	for range 5 {
-		if err = chromedp.Do(tab, actions...); err == nil || !strings.Contains(err.Error(), "Could not find node") {
-			return err
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	return err
 }

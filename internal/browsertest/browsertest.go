@@ -148,3 +148,17 @@ func Until(t *testing.T, tab context.Context, d time.Duration, what, expr string
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// Do runs actions on the tab, and again when the page redrew what they act
+// on between finding it and using it ("Could not find node with given
+// id": pages that redraw as events come), up to 5 times.
+func Do(tab context.Context, actions ...chromedp.Action[chromedp.Void]) error {
+	var err error
+	for range 5 {
+		if err = chromedp.Do(tab, actions...); err == nil || !strings.Contains(err.Error(), "Could not find node") {
+			return err
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return err
+}

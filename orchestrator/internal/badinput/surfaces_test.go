@@ -20,7 +20,7 @@ import (
 	meshmcp "github.com/agentmesh/agentmesh/bridge/mcp"
 	"github.com/agentmesh/agentmesh/client"
 	"github.com/agentmesh/agentmesh/gateway"
-	"github.com/agentmesh/agentmesh/orchestrator/internal/meshtest"
+	"github.com/agentmesh/agentmesh/internal/meshtest"
 )
 
 // surfaces are the mesh's HTTP and MCP faces, served in-process on the

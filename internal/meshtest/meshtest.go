@@ -1,5 +1,5 @@
 // Package meshtest runs a provisioned embedded NATS server with agents and
-// orchestrator replicas for the orchestrator's tests.
+// orchestrator replicas for the tests of any package of the module.
 package meshtest
 
 import (

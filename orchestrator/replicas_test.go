@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentmesh/agentmesh/internal/fixture"
 	"github.com/agentmesh/agentmesh/internal/meshtest"
 
 	"github.com/agentmesh/agentmesh/client"
@@ -87,18 +88,18 @@ func TestTwoReplicaProcessesSurviveSIGKILL(t *testing.T) {
 		t.Skip("builds the binary and runs 120 pipelines")
 	}
 	m := meshtest.New(t)
-	var runs meshtest.Counter
+	var runs fixture.Counter
 	hop := func(name string, in bool) {
 		c := schemas.AgentContract{Name: name, Capability: schemas.CapTransformation, Description: "hop",
-			Outputs: []schemas.TypedOutput{meshtest.FilesOut("images", schemas.ContentImages, true)}}
+			Outputs: []schemas.TypedOutput{fixture.FilesOut("images", schemas.ContentImages, true)}}
 		if in {
-			c.Inputs = []schemas.TypedInput{meshtest.FilesIn("images", schemas.ContentImages, true)}
+			c.Inputs = []schemas.TypedInput{fixture.FilesIn("images", schemas.ContentImages, true)}
 		}
 		m.Agent(t, c, func(ctx context.Context, ec *schemas.ExecutionContext) (schemas.AgentResult, error) {
 			time.Sleep(10 * time.Millisecond)
 			key := ec.Param("key") + "/" + name
 			runs.Add(key)
-			return meshtest.OK(name, "", map[string]schemas.TypedValue{"images": meshtest.Files(schemas.ContentImages, key)}), nil
+			return fixture.OK(name, "", map[string]schemas.TypedValue{"images": fixture.Files(schemas.ContentImages, key)}), nil
 		}, 16)
 	}
 	hop("HopA", false)

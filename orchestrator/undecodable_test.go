@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/client"
+	"github.com/agentmesh/agentmesh/internal/fixture"
 	"github.com/agentmesh/agentmesh/internal/meshtest"
 	"github.com/agentmesh/agentmesh/schemas"
 )
@@ -59,7 +60,7 @@ func TestUndecodableResultFailsStepAtOnce(t *testing.T) {
 				t.Fatal("the step's task never reached the agent")
 			}
 			taskID := schemas.StepTaskID(run, "stuck", 1, meshtest.Nonce(t, o, run))
-			ev, err := bus.NewEvent(bus.TypeTaskCompleted, "test", meshtest.OK("StuckAgent", "fine", nil))
+			ev, err := bus.NewEvent(bus.TypeTaskCompleted, "test", fixture.OK("StuckAgent", "fine", nil))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +16,7 @@ import (
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/bus/bustest"
 	"github.com/agentmesh/agentmesh/client"
+	"github.com/agentmesh/agentmesh/internal/fixture"
 	"github.com/agentmesh/agentmesh/internal/inproc"
 	"github.com/agentmesh/agentmesh/orchestrator"
 	"github.com/agentmesh/agentmesh/orchestrator/state"
@@ -110,60 +110,6 @@ func WaitRun(t testing.TB, store *state.Store, id string, within time.Duration) 
 	return nil
 }
 
-// Counter counts executions per key.
-type Counter struct {
-	mu sync.Mutex
-	n  map[string]int
-}
-
-func (c *Counter) Add(k string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.n == nil {
-		c.n = map[string]int{}
-	}
-	c.n[k]++
-}
-
-func (c *Counter) Snapshot() map[string]int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	out := map[string]int{}
-	for k, v := range c.n {
-		out[k] = v
-	}
-	return out
-}
-
-// FilesOut declares a FILE_IDS output.
-func FilesOut(name, hint string, mergeable bool) schemas.TypedOutput {
-	return schemas.TypedOutput{Name: name, DataType: schemas.TypeFileIDs, ContentTypeHint: hint, Mergeable: mergeable}
-}
-
-// FilesIn declares a FILE_IDS input.
-func FilesIn(name, hint string, required bool) schemas.TypedInput {
-	return schemas.TypedInput{Name: name, DataType: schemas.TypeFileIDs, ContentTypeHint: hint, Required: required}
-}
-
-// OK is a successful result.
-func OK(agent, summary string, outs map[string]schemas.TypedValue) schemas.AgentResult {
-	return schemas.AgentResult{Success: true, Agent: agent, Summary: summary, Outputs: outs}
-}
-
-// MustValue builds a typed value or fails the test.
-func MustValue(t testing.TB, typ string, v any, source string) schemas.TypedValue {
-	tv, err := schemas.NewValue(typ, v, source)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tv
-}
-
-// Files is a FILE_IDS value of ids with content hint.
-func Files(hint string, ids ...string) schemas.TypedValue {
-	return schemas.FilesValue(schemas.FromIDs(hint, ids...), "")
-}
-
 // Stuck runs agent name, whose tasks never end before the test does, and
 // fills MESH_TASKS, limited to room tasks with the discard policy new,
 // with tasks for it: the stream refuses the next task (an operator's
@@ -180,7 +126,7 @@ func (m *Mesh) Stuck(t testing.TB, name string, room int64) {
 			case <-release:
 			case <-ctx.Done():
 			}
-			return OK(name, "late", nil), nil
+			return fixture.OK(name, "late", nil), nil
 		}, 1)
 	t.Cleanup(func() { close(release) }) // before the agent stops: it drains its tasks
 	names := m.Srv.Names()

@@ -19,7 +19,7 @@ import (
 	"github.com/agentmesh/agentmesh/agents/builtin/text"
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/bus/bustest"
-	"github.com/agentmesh/agentmesh/internal/inproc"
+	"github.com/agentmesh/agentmesh/internal/meshtest"
 	"github.com/agentmesh/agentmesh/orchestrator"
 	"github.com/agentmesh/agentmesh/orchestrator/chat"
 	"github.com/agentmesh/agentmesh/resolvers"
@@ -78,7 +78,7 @@ func newTestMeshChat(t testing.TB, chatOpts []chat.Option, opts ...Option) *test
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ags inproc.Agents // stopped together: each drains for a while
+	var ags meshtest.Agents // stopped together: each drains for a while
 	for _, a := range []agents.Agent{text.New(), is, an, fo} {
 		ags.Run(t, srv.Conn(t), a, agents.WithHeartbeat(time.Second))
 	}
@@ -108,7 +108,7 @@ func runOrchestrator(t testing.TB, nc *nats.Conn, chatOpts ...chat.Option) {
 	if _, err := orchestrator.AttachChat(o, chatOpts...); err != nil {
 		t.Fatal(err)
 	}
-	inproc.Orchestrator(t, o)
+	meshtest.RunOrchestrator(t, o)
 }
 
 // response is one answer of the API, read whole.

@@ -17,7 +17,7 @@ import (
 	"github.com/agentmesh/agentmesh/bridge/a2a"
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/bus/bustest"
-	"github.com/agentmesh/agentmesh/internal/inproc"
+	"github.com/agentmesh/agentmesh/internal/meshtest"
 	"github.com/agentmesh/agentmesh/llm"
 	"github.com/agentmesh/agentmesh/llm/llmtest"
 	"github.com/agentmesh/agentmesh/orchestrator"
@@ -43,7 +43,7 @@ func newRig(t testing.TB, extraFns ...func(*bus.Resources) agents.Agent) *rig {
 	for _, fn := range extraFns {
 		extra = append(extra, fn(res))
 	}
-	var ags inproc.Agents
+	var ags meshtest.Agents
 	for _, ag := range append([]agents.Agent{text.New()}, extra...) {
 		ags.Run(t, srv.Conn(t), ag, agents.WithHeartbeat(time.Second))
 	}
@@ -79,7 +79,7 @@ func (r *rig) withChat(t *testing.T, opts []chat.Option, replies ...llmtest.Repl
 	if _, err := orchestrator.AttachChat(o, append(opts, chat.WithLLM(lc))...); err != nil {
 		t.Fatal(err)
 	}
-	inproc.Orchestrator(t, o)
+	meshtest.RunOrchestrator(t, o)
 	return ls
 }
 

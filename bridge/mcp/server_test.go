@@ -16,7 +16,7 @@ import (
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/bus/bustest"
 	"github.com/agentmesh/agentmesh/client"
-	"github.com/agentmesh/agentmesh/internal/inproc"
+	"github.com/agentmesh/agentmesh/internal/meshtest"
 	"github.com/agentmesh/agentmesh/llm"
 	"github.com/agentmesh/agentmesh/llm/llmtest"
 	"github.com/agentmesh/agentmesh/orchestrator"
@@ -33,7 +33,7 @@ type testMesh struct {
 	reg *client.Registry
 	mcp *meshmcp.Server
 
-	agents inproc.Agents // of runAgent
+	agents meshtest.Agents // of runAgent
 }
 
 func startMesh(t testing.TB) *testMesh {
@@ -332,7 +332,7 @@ func (m *testMesh) orchestrate(t testing.TB, opts ...chat.Option) {
 	if _, err := orchestrator.AttachChat(o, opts...); err != nil {
 		t.Fatal(err)
 	}
-	inproc.Orchestrator(t, o)
+	meshtest.RunOrchestrator(t, o)
 }
 
 func TestServerRunsPipelinesAndChats(t *testing.T) {

@@ -13,7 +13,7 @@ import (
 	"github.com/agentmesh/agentmesh/agents"
 	"github.com/agentmesh/agentmesh/agents/builtin/samples"
 	"github.com/agentmesh/agentmesh/bus/bustest"
-	"github.com/agentmesh/agentmesh/internal/inproc"
+	"github.com/agentmesh/agentmesh/internal/meshtest"
 	"github.com/agentmesh/agentmesh/orchestrator"
 	"github.com/agentmesh/agentmesh/resolvers"
 )
@@ -50,13 +50,13 @@ func TestExamplePipelineWithBuiltinAgents(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		inproc.Agent(t, srv.Conn(t), a, agents.WithValueResolver(resolvers.NewCollections(res.Files, 0)))
+		meshtest.Serve(t, srv.Conn(t), a, agents.WithValueResolver(resolvers.NewCollections(res.Files, 0)))
 	}
 	o, err := orchestrator.New(srv.Conn(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	inproc.Orchestrator(t, o)
+	meshtest.RunOrchestrator(t, o)
 
 	store := resolvers.NewObjectStore(res.Files)
 	scene := map[string]string{}

@@ -10,7 +10,7 @@ import (
 	"github.com/agentmesh/agentmesh/agents"
 	"github.com/agentmesh/agentmesh/agents/builtin/text"
 	"github.com/agentmesh/agentmesh/bus/bustest"
-	"github.com/agentmesh/agentmesh/internal/inproc"
+	"github.com/agentmesh/agentmesh/internal/meshtest"
 	"github.com/agentmesh/agentmesh/internal/proctest"
 	"github.com/agentmesh/agentmesh/orchestrator"
 )
@@ -27,7 +27,7 @@ type textMesh struct {
 // once it is ready and TextAgent is in its registry.
 func (m textMesh) start(t *testing.T, srv *bustest.Server) *orchestrator.Orchestrator {
 	t.Helper()
-	inproc.Agent(t, srv.Conn(t), text.New(), m.agentOpts...)
+	meshtest.Serve(t, srv.Conn(t), text.New(), m.agentOpts...)
 	o, err := orchestrator.New(srv.Conn(t), m.orchOpts...)
 	if err == nil && m.attach != nil {
 		err = m.attach(o)
@@ -35,7 +35,7 @@ func (m textMesh) start(t *testing.T, srv *bustest.Server) *orchestrator.Orchest
 	if err != nil {
 		t.Fatal(err)
 	}
-	inproc.Orchestrator(t, o)
+	meshtest.RunOrchestrator(t, o)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := o.Registry().Wait(ctx, text.Name, 1); err != nil {

@@ -17,7 +17,6 @@ import (
 	"github.com/agentmesh/agentmesh/bus/bustest"
 	"github.com/agentmesh/agentmesh/client"
 	"github.com/agentmesh/agentmesh/internal/fixture"
-	"github.com/agentmesh/agentmesh/internal/inproc"
 	"github.com/agentmesh/agentmesh/orchestrator"
 	"github.com/agentmesh/agentmesh/orchestrator/state"
 	"github.com/agentmesh/agentmesh/schemas"
@@ -29,7 +28,7 @@ type Mesh struct {
 	NC  *nats.Conn
 	Res *bus.Resources
 
-	agents inproc.Agents // stopped together when the test ends
+	agents Agents // stopped together when the test ends
 }
 
 // New starts a provisioned embedded server for one test.
@@ -61,7 +60,7 @@ func (m *Mesh) Orchestrator(t testing.TB, wait []string, opts ...orchestrator.Op
 	if err != nil {
 		t.Fatalf("orchestrator.New: %v", err)
 	}
-	inproc.Orchestrator(t, o)
+	RunOrchestrator(t, o)
 	wctx, wcancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer wcancel()
 	for _, a := range wait {

@@ -20,7 +20,7 @@ import (
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/bus/bustest"
 	"github.com/agentmesh/agentmesh/client"
-	"github.com/agentmesh/agentmesh/internal/inproc"
+	"github.com/agentmesh/agentmesh/internal/meshtest"
 	"github.com/agentmesh/agentmesh/internal/nodetest"
 	"github.com/agentmesh/agentmesh/orchestrator"
 	"github.com/agentmesh/agentmesh/orchestrator/chat"
@@ -59,8 +59,8 @@ func TestTypeScriptSDK(t *testing.T) {
 	if _, err := orchestrator.AttachChat(o, chat.WithLogger(slog.New(slog.DiscardHandler))); err != nil {
 		t.Fatal(err)
 	}
-	inproc.Orchestrator(t, o)
-	inproc.Agent(t, srv.Conn(t), text.New())
+	meshtest.RunOrchestrator(t, o)
+	meshtest.Serve(t, srv.Conn(t), text.New())
 
 	t.Run("node --test", func(t *testing.T) {
 		cmd := exec.CommandContext(ctx, node, "--test", "--test-concurrency=1", "dist/test/")

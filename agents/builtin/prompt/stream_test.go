@@ -10,7 +10,7 @@ import (
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/bus/bustest"
 	"github.com/agentmesh/agentmesh/client"
-	"github.com/agentmesh/agentmesh/internal/inproc"
+	"github.com/agentmesh/agentmesh/internal/meshtest"
 	"github.com/agentmesh/agentmesh/llm"
 	"github.com/agentmesh/agentmesh/llm/llmtest"
 	"github.com/agentmesh/agentmesh/schemas"
@@ -38,7 +38,7 @@ func TestPromptAgentStreamsItsModelsText(t *testing.T) {
 	}
 	bs := bustest.Start(t)
 	bs.Provision(t)
-	inproc.Agent(t, bs.Conn(t), a)
+	meshtest.Serve(t, bs.Conn(t), a)
 
 	const conv = "c-stream"
 	deltas := make(chan schemas.ChatDelta, 16)

@@ -152,7 +152,7 @@ func TestTwoReplicaProcessesSurviveSIGKILL(t *testing.T) {
 	}
 	more := submitMany(100, 120)
 	// Kill one replica in the middle of the 20: once some steps completed.
-	meshtest.PollUntil(t, "the second batch under way", func() bool {
+	fixture.Eventually(t, "the second batch under way", func() bool {
 		n := 0
 		for k := range runs.Snapshot() {
 			if k >= "run-100" {

@@ -145,7 +145,7 @@ func lastDead(t *testing.T, m *meshtest.Mesh, agent string, n uint64) *jetstream
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	meshtest.PollUntil(t, "the dead letter", func() bool {
+	fixture.Eventually(t, "the dead letter", func() bool {
 		info, err := m.Res.Dead.Info(ctx, jetstream.WithSubjectFilter(subject))
 		return err == nil && info.State.Subjects[subject] >= n
 	})

@@ -84,21 +84,20 @@ func (m *Mesh) Submit(t testing.TB, spec schemas.PipelineSpec, runID string) str
 	return id
 }
 
-// WaitRun polls the run until it ends.
+// WaitRun waits until the run ends, within the given time, and returns it;
+// the test fails naming its steps' states when it does not end in time.
 func WaitRun(t testing.TB, store *state.Store, id string, within time.Duration) *state.RunState {
 	t.Helper()
-	deadline := time.Now().Add(within)
 	var last *state.RunState
-	for time.Now().Before(deadline) {
+	if fixture.Within(within, func() bool {
 		r, err := store.Run(context.Background(), id)
-		if err == nil && r.Done() {
-			return r
-		}
 		if err != nil && !errors.Is(err, state.ErrNotFound) {
 			t.Fatalf("run %s: %v", id, err)
 		}
 		last = r
-		time.Sleep(20 * time.Millisecond)
+		return err == nil && r.Done()
+	}) {
+		return last
 	}
 	if last != nil {
 		for id, st := range last.Steps {
@@ -159,18 +158,6 @@ func (m *Mesh) Events(t testing.TB, runID string) <-chan bus.Event {
 		t.Fatal(err)
 	}
 	return ch
-}
-
-// PollUntil polls cond until it holds, failing the test after 10 s.
-func PollUntil(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 // Nonce returns the nonce run's task ids are tagged with (only the

@@ -84,7 +84,7 @@ func TestLateResultAfterTimeoutChangesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	release <- struct{}{} // and the stuck agent's own, later still
-	meshtest.PollUntil(t, "the stuck agent's late result", func() bool {
+	fixture.Eventually(t, "the stuck agent's late result", func() bool {
 		last, err := m.Res.Results.GetLastMsgForSubject(context.Background(), m.Srv.Names().OrchestratorResult("SlowAgent", id))
 		return err == nil && last.Header.Get("ce-source") != "test"
 	})
@@ -147,7 +147,7 @@ func TestEarlyResultIsAppliedOnceItsWaveStarts(t *testing.T) {
 	spec := client.NewPipeline("early").
 		Step("a", "AgentA").Then("b", "AgentB").Timeout(30 * time.Second).MustBuild()
 	id := m.Submit(t, spec, "early")
-	meshtest.PollUntil(t, "a running", func() bool {
+	fixture.Eventually(t, "a running", func() bool {
 		run, err := o.Store().Run(context.Background(), id)
 		return err == nil && run.Steps["a"].Status == schemas.StepRunning
 	})

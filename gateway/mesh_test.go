@@ -101,11 +101,8 @@ func newTestMeshChat(t testing.TB, chatOpts []chat.Option, opts ...Option) *test
 
 func runOrchestrator(t testing.TB, nc *nats.Conn, chatOpts ...chat.Option) {
 	t.Helper()
-	o, err := orchestrator.New(nc)
+	o, err := orchestrator.New(nc, orchestrator.WithChat(chatOpts...))
 	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := orchestrator.AttachChat(o, chatOpts...); err != nil {
 		t.Fatal(err)
 	}
 	meshtest.RunOrchestrator(t, o)

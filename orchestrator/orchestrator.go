@@ -29,11 +29,6 @@ import (
 // MESH_RESULTS (filtered on mesh.result.*.orchestrator.>) and on MESH_REQUESTS.
 const DurableName = "orchestrator"
 
-// ChatHandler handles one io.agentmesh.chat.requested event taken from
-// MESH_REQUESTS. The request is acknowledged when it returns; the handler
-// answers with io.agentmesh.chat.responded itself.
-type ChatHandler func(ctx context.Context, ev bus.Event) error
-
 // Orchestrator is one stateless replica: it takes chat requests and
 // pipeline submissions from MESH_REQUESTS and results from MESH_RESULTS,
 // each through a durable consumer shared by all replicas, and hands them to
@@ -50,6 +45,7 @@ type Orchestrator struct {
 	registry   *client.Registry
 	ownsReg    bool
 	pipelines  *pipeline.Scheduler
+	chat       *chat.Chat // nil without WithChat
 	log        *slog.Logger
 	// admit holds one token per submission being taken in: decoding and
 	// checking a spec is CPU work whose memory grows with the spec, so
@@ -58,10 +54,14 @@ type Orchestrator struct {
 }
 
 // New returns a replica on nc. The mesh must be provisioned (bus.Provision).
-// Options: WithNames, WithChatHandler, WithRegistry, WithRouter,
-// WithCollections, WithWorkers, WithSweepInterval, WithTimeoutGrace, WithAckWait,
-// WithLogger, WithSource, WithStateOptions, WithObserver, WithOrphanGrace,
-// WithLimits, WithMaxDeliver.
+// Its options, each documented where it is defined:
+//   - names and identity: WithNames, WithSource;
+//   - the chat loop: WithChat (without it chat requests are refused);
+//   - what runs steps: WithRegistry, WithRouter, WithCollections, WithModel,
+//     WithPipelinesDir, WithLimits;
+//   - how it consumes: WithWorkers, WithAckWait, WithMaxDeliver,
+//     WithSweepInterval, WithTimeoutGrace, WithOrphanGrace;
+//   - state and reporting: WithStateOptions, WithObserver, WithLogger.
 func New(nc *nats.Conn, opts ...Option) (*Orchestrator, error) {
 	cfg := config{workers: 32, sweep: time.Second, grace: time.Second, republish: 2 * time.Second,
 		source: "agentmesh/orchestrator", ackWait: 5 * time.Second, maxPending: 10000, orphanGrace: DefaultOrphanGrace,
@@ -134,6 +134,15 @@ func New(nc *nats.Conn, opts ...Option) (*Orchestrator, error) {
 		Sweep: cfg.sweep, Grace: cfg.grace, Republish: cfg.republish, AckWait: cfg.ackWait,
 		Source: cfg.source, Logger: cfg.logger, Observer: cfg.observer, Model: cfg.model, Pipelines: pipelinesIn(cfg.pipelines),
 		Limits: cfg.limits})
+	if cfg.chatOn {
+		copts := append([]chat.Option{chat.WithRouter(o.router), chat.WithDispatcher(o.dispatcher), chat.WithObserver(cfg.observer)}, cfg.chat...)
+		if o.chat, err = chat.New(js, cfg.names, o.store, o.registry, copts...); err != nil {
+			if o.ownsReg {
+				o.registry.Stop()
+			}
+			return nil, fmt.Errorf("orchestrator: chat: %w", err)
+		}
+	}
 	return o, nil
 }
 
@@ -168,27 +177,6 @@ func (o *Orchestrator) Lookup(agent string) (schemas.AgentContract, bool) {
 // Ready is the line a replica prints once it consumes.
 func (o *Orchestrator) Ready() string {
 	return fmt.Sprintf("orchestrator ready: consuming %s and %s as durable %q", o.names.RequestsStream(), o.names.OrchestratorResults(), DurableName)
-}
-
-// SetChatHandler sets the chat handler after New (for handlers that need
-// the orchestrator's store, router, dispatcher and registry). Call it
-// before Run.
-func (o *Orchestrator) SetChatHandler(h ChatHandler) { o.cfg.chat = h }
-
-// AttachChat builds a chat loop that shares o's state store, router,
-// dispatcher, registry and observer, and makes it o's chat handler. Call it
-// after New and before Run.
-func AttachChat(o *Orchestrator, opts ...chat.Option) (*chat.Chat, error) {
-	opts = append([]chat.Option{chat.WithRouter(o.router), chat.WithDispatcher(o.dispatcher), chat.WithObserver(o.cfg.observer)}, opts...)
-	c, err := chat.New(o.js, o.names, o.store, o.registry, opts...)
-	if err != nil {
-		return nil, err
-	}
-	o.SetChatHandler(func(ctx context.Context, ev bus.Event) error {
-		_, err := c.HandleEvent(ctx, ev)
-		return err
-	})
-	return c, nil
 }
 
 // Run consumes requests and results until ctx ends, then stops taking new
@@ -334,13 +322,13 @@ func (o *Orchestrator) handleRequest(ctx context.Context, m jetstream.Msg) {
 			return
 		}
 	case bus.TypeChatRequested:
-		if o.cfg.chat == nil {
+		if o.chat == nil {
 			o.settleRefusal(m, o.rejectRequest(ctx, m.Subject(), ev, schemas.CodeUnavailable,
 				fmt.Errorf("%w: start it with an LLM or the offline planner", ErrNoChat)))
 			return
 		}
 		stop := keepAlive(m, o.cfg.ackWait/3)
-		err := o.cfg.chat(ctx, ev)
+		_, err := o.chat.HandleEvent(ctx, ev)
 		stop()
 		if errors.Is(err, bus.ErrNoReplySubject) {
 			o.settleRefusal(m, err)

@@ -72,11 +72,8 @@ func (r *rig) withChat(t *testing.T, opts []chat.Option, replies ...llmtest.Repl
 	if err != nil {
 		t.Fatal(err)
 	}
-	o, err := orchestrator.New(r.srv.Conn(t))
+	o, err := orchestrator.New(r.srv.Conn(t), orchestrator.WithChat(append(opts, chat.WithLLM(lc))...))
 	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := orchestrator.AttachChat(o, append(opts, chat.WithLLM(lc))...); err != nil {
 		t.Fatal(err)
 	}
 	meshtest.RunOrchestrator(t, o)

@@ -325,11 +325,8 @@ func TestServerFilesAreResources(t *testing.T) {
 // the test ends.
 func (m *testMesh) orchestrate(t testing.TB, opts ...chat.Option) {
 	t.Helper()
-	o, err := orchestrator.New(m.srv.Conn(t))
+	o, err := orchestrator.New(m.srv.Conn(t), orchestrator.WithChat(opts...))
 	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := orchestrator.AttachChat(o, opts...); err != nil {
 		t.Fatal(err)
 	}
 	meshtest.RunOrchestrator(t, o)

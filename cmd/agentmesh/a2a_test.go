@@ -148,10 +148,7 @@ func chatMesh(t *testing.T) string {
 	}
 	textMesh{
 		agentOpts: []agents.Option{agents.WithHeartbeat(time.Second)},
-		attach: func(o *orchestrator.Orchestrator) error {
-			_, err := orchestrator.AttachChat(o, chat.WithLLM(lc))
-			return err
-		},
+		orchOpts:  []orchestrator.Option{orchestrator.WithChat(chat.WithLLM(lc))},
 	}.start(t, srv)
 	return srv.URL()
 }

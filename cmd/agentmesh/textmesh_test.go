@@ -19,8 +19,6 @@ import (
 type textMesh struct {
 	agentOpts []agents.Option
 	orchOpts  []orchestrator.Option
-	// attach, when set, adds to the orchestrator before it runs (a chat).
-	attach func(*orchestrator.Orchestrator) error
 }
 
 // start runs m on srv until the test ends and returns the orchestrator
@@ -29,9 +27,6 @@ func (m textMesh) start(t *testing.T, srv *bustest.Server) *orchestrator.Orchest
 	t.Helper()
 	meshtest.Serve(t, srv.Conn(t), text.New(), m.agentOpts...)
 	o, err := orchestrator.New(srv.Conn(t), m.orchOpts...)
-	if err == nil && m.attach != nil {
-		err = m.attach(o)
-	}
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,11 +30,8 @@ func TestNodeClientStreamsText(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o, err := orchestrator.New(srv.Conn(t))
+	o, err := orchestrator.New(srv.Conn(t), orchestrator.WithChat(chat.WithLLM(lc), chat.WithLogger(slog.New(slog.DiscardHandler))))
 	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := orchestrator.AttachChat(o, chat.WithLLM(lc), chat.WithLogger(slog.New(slog.DiscardHandler))); err != nil {
 		t.Fatal(err)
 	}
 	meshtest.RunOrchestrator(t, o)

@@ -373,12 +373,9 @@ func startOrchestrator(ctx context.Context, t *testing.T, srv *bustest.Server, r
 	if err := router.RegisterSlot(schemas.TypeText, "wordcount", slotWordCount); err != nil {
 		t.Fatal(err)
 	}
-	o, err := orchestrator.New(srv.Conn(t), orchestrator.WithRouter(router), orchestrator.WithSweepInterval(200*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
 	quiet := slog.New(slog.DiscardHandler)
-	if _, err := orchestrator.AttachChat(o, chat.WithLogger(quiet)); err != nil {
+	o, err := orchestrator.New(srv.Conn(t), orchestrator.WithRouter(router), orchestrator.WithSweepInterval(200*time.Millisecond), orchestrator.WithChat(chat.WithLogger(quiet)))
+	if err != nil {
 		t.Fatal(err)
 	}
 	runCtx, stop := context.WithCancel(ctx)

@@ -107,11 +107,8 @@ func chatReplica(t testing.TB, m *meshtest.Mesh, nc *nats.Conn, wait []string, o
 	if nc == nil {
 		nc = m.Srv.Conn(t)
 	}
-	o, err := orchestrator.New(nc, orchestrator.WithAckWait(2*time.Second))
+	o, err := orchestrator.New(nc, orchestrator.WithAckWait(2*time.Second), orchestrator.WithChat(opts...))
 	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := orchestrator.AttachChat(o, opts...); err != nil {
 		t.Fatal(err)
 	}
 	rctx, rcancel := context.WithCancel(context.Background())

@@ -52,11 +52,8 @@ func TestTypeScriptSDK(t *testing.T) {
 	res := srv.Provision(t)
 	nc := srv.Conn(t)
 
-	o, err := orchestrator.New(srv.Conn(t), orchestrator.WithSweepInterval(200*time.Millisecond))
+	o, err := orchestrator.New(srv.Conn(t), orchestrator.WithSweepInterval(200*time.Millisecond), orchestrator.WithChat(chat.WithLogger(slog.New(slog.DiscardHandler))))
 	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := orchestrator.AttachChat(o, chat.WithLogger(slog.New(slog.DiscardHandler))); err != nil {
 		t.Fatal(err)
 	}
 	meshtest.RunOrchestrator(t, o)

@@ -54,11 +54,8 @@ func newShared(t *testing.T) *shared {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o, err := orchestrator.New(m.Srv.Conn(t), orchestrator.WithOrphanGrace(300*time.Millisecond), orchestrator.WithSweepInterval(100*time.Millisecond))
+	o, err := orchestrator.New(m.Srv.Conn(t), orchestrator.WithOrphanGrace(300*time.Millisecond), orchestrator.WithSweepInterval(100*time.Millisecond), orchestrator.WithChat(chat.WithLLM(llmc)))
 	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := orchestrator.AttachChat(o, chat.WithLLM(llmc)); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -46,10 +46,11 @@ func (m *Mesh) Agent(t testing.TB, c schemas.AgentContract, fn func(ctx context.
 }
 
 // Run runs agent a (a built-in one, say) on the runtime in-process until
-// the test ends, with a one-second heartbeat and opts.
-func (m *Mesh) Run(t testing.TB, a agents.Agent, opts ...agents.Option) {
+// stop is called or the test ends, with a one-second heartbeat and opts,
+// and returns once it is ready.
+func (m *Mesh) Run(t testing.TB, a agents.Agent, opts ...agents.Option) (stop func()) {
 	t.Helper()
-	m.agents.Run(t, m.Srv.Conn(t), a, append([]agents.Option{agents.WithHeartbeat(time.Second)}, opts...)...)
+	return m.agents.Run(t, m.Srv.Conn(t), a, append([]agents.Option{agents.WithHeartbeat(time.Second)}, opts...)...)
 }
 
 // Orchestrator runs one replica until the test ends and waits until it

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentmesh/agentmesh/bus/bustest"
 	"github.com/agentmesh/agentmesh/internal/meshtest"
 	"github.com/agentmesh/agentmesh/internal/nodetest"
 	"github.com/agentmesh/agentmesh/llm"
@@ -36,8 +35,8 @@ func TestTypeScriptChatDeltas(t *testing.T) {
 	nodetest.Install(t, npm, ".")
 	nodetest.Build(t, npm, ".")
 
-	srv := bustest.Start(t)
-	srv.Provision(t)
+	m := meshtest.New(t)
+	srv := m.Srv
 	first := []string{"Hello", " from the", " scripted model."}
 	second := []string{"And", " again."}
 	model := llmtest.New(t,
@@ -47,11 +46,7 @@ func TestTypeScriptChatDeltas(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o, err := orchestrator.New(srv.Conn(t), orchestrator.WithChat(chat.WithLLM(lc), chat.WithLogger(slog.New(slog.DiscardHandler))))
-	if err != nil {
-		t.Fatal(err)
-	}
-	meshtest.RunOrchestrator(t, o)
+	m.Orchestrator(t, nil, orchestrator.WithChat(chat.WithLLM(lc), chat.WithLogger(slog.New(slog.DiscardHandler))))
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

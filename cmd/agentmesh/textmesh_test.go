@@ -1,15 +1,12 @@
 package main
 
 import (
-	"context"
 	"os"
 	"os/exec"
 	"testing"
-	"time"
 
 	"github.com/agentmesh/agentmesh/agents"
 	"github.com/agentmesh/agentmesh/agents/builtin/text"
-	"github.com/agentmesh/agentmesh/bus/bustest"
 	"github.com/agentmesh/agentmesh/internal/meshtest"
 	"github.com/agentmesh/agentmesh/internal/proctest"
 	"github.com/agentmesh/agentmesh/orchestrator"
@@ -21,22 +18,12 @@ type textMesh struct {
 	orchOpts  []orchestrator.Option
 }
 
-// start runs m on srv until the test ends and returns the orchestrator
+// start runs m on mesh until the test ends and returns the orchestrator
 // once it is ready and TextAgent is in its registry.
-func (m textMesh) start(t *testing.T, srv *bustest.Server) *orchestrator.Orchestrator {
+func (m textMesh) start(t *testing.T, mesh *meshtest.Mesh) *orchestrator.Orchestrator {
 	t.Helper()
-	meshtest.Serve(t, srv.Conn(t), text.New(), m.agentOpts...)
-	o, err := orchestrator.New(srv.Conn(t), m.orchOpts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	meshtest.RunOrchestrator(t, o)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := o.Registry().Wait(ctx, text.Name, 1); err != nil {
-		t.Fatal(err)
-	}
-	return o
+	mesh.Run(t, text.New(), m.agentOpts...)
+	return mesh.Orchestrator(t, []string{text.Name}, m.orchOpts...)
 }
 
 // startMetricsPair runs `agentmesh agent TextAgent` and `agentmesh

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/agentmesh/agentmesh/bus"
+	"github.com/agentmesh/agentmesh/internal/meshcore"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -16,13 +17,13 @@ var (
 	ErrEmptyMessage = errors.New("chat: the message is empty; say what the mesh should do")
 	// ErrUndecodableResult reports a result of an awaited task that could
 	// not be decoded (see UndecodableResultError).
-	ErrUndecodableResult = errors.New("client: undecodable result")
+	ErrUndecodableResult = meshcore.ErrUndecodableResult
 	// ErrUnknownConversation reports a conversation id that names no
 	// conversation on the mesh.
 	ErrUnknownConversation = errors.New("chat: no such conversation")
 	// ErrInvalidAnnouncement reports an announcement the registry left
 	// out (see Refusal).
-	ErrInvalidAnnouncement = errors.New("invalid announcement")
+	ErrInvalidAnnouncement = meshcore.ErrInvalidAnnouncement
 	// ErrBacklogFull reports a task, chat request, submission or answer
 	// that was not sent: the stream it goes to (MESH_TASKS,
 	// MESH_REQUESTS) or the account is at a limit. The error is a

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/agentmesh/agentmesh/bus"
-	"github.com/agentmesh/agentmesh/client"
+	"github.com/agentmesh/agentmesh/internal/meshcore"
 	"github.com/agentmesh/agentmesh/orchestrator/chat"
 	"github.com/agentmesh/agentmesh/orchestrator/pipeline"
 	"github.com/agentmesh/agentmesh/orchestrator/route"
@@ -21,7 +21,7 @@ type config struct {
 	namesSet   bool
 	chat       []chat.Option
 	chatOn     bool
-	registry   *client.Registry
+	registry   *meshcore.Registry
 	router     *route.Router
 	values     route.ValueResolver
 	workers    int
@@ -64,7 +64,7 @@ func WithChat(opts ...chat.Option) Option {
 }
 
 // WithRegistry uses an existing registry view instead of opening one.
-func WithRegistry(r *client.Registry) Option { return func(c *config) { c.registry = r } }
+func WithRegistry(r *meshcore.Registry) Option { return func(c *config) { c.registry = r } }
 
 // WithRouter uses router (with its custom slots) instead of a default one.
 func WithRouter(r *route.Router) Option { return func(c *config) { c.router = r } }

@@ -15,7 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/agentmesh/agentmesh/bus"
-	"github.com/agentmesh/agentmesh/client"
+	"github.com/agentmesh/agentmesh/internal/meshcore"
 	"github.com/agentmesh/agentmesh/orchestrator/chat"
 	"github.com/agentmesh/agentmesh/orchestrator/pipeline"
 	"github.com/agentmesh/agentmesh/orchestrator/route"
@@ -41,8 +41,8 @@ type Orchestrator struct {
 	names      bus.Names
 	store      *state.Store
 	router     *route.Router
-	dispatcher *client.Dispatcher
-	registry   *client.Registry
+	dispatcher *meshcore.Dispatcher
+	registry   *meshcore.Registry
 	ownsReg    bool
 	pipelines  *pipeline.Scheduler
 	chat       *chat.Chat // nil without WithChat
@@ -119,13 +119,13 @@ func New(nc *nats.Conn, opts ...Option) (*Orchestrator, error) {
 	}
 	o := &Orchestrator{cfg: cfg, nc: nc, js: js, names: cfg.names, router: cfg.router, admit: make(chan struct{}, runtime.GOMAXPROCS(0)),
 		store:      state.New(convs, runs, append([]state.Option{state.WithPipelining(kvjs)}, cfg.stateOpts...)...),
-		dispatcher: client.NewDispatcher(js, cfg.names, cfg.source).WithLogger(cfg.logger), registry: cfg.registry, log: cfg.logger}
+		dispatcher: meshcore.NewDispatcher(js, cfg.names, cfg.source).WithLogger(cfg.logger), registry: cfg.registry, log: cfg.logger}
 	if o.registry == nil {
 		agentsKV, err := bind(cfg.names.AgentsBucket())
 		if err != nil {
 			return nil, err
 		}
-		if o.registry, err = client.NewRegistry(ctx, agentsKV, client.OnRefused(func(ref client.Refusal) { go o.announceRefusal(ref) })); err != nil {
+		if o.registry, err = meshcore.NewRegistry(ctx, agentsKV, meshcore.OnRefused(func(ref meshcore.Refusal) { go o.announceRefusal(ref) })); err != nil {
 			return nil, err
 		}
 		o.ownsReg = true
@@ -153,10 +153,10 @@ func (o *Orchestrator) Store() *state.Store { return o.store }
 func (o *Orchestrator) Router() *route.Router { return o.router }
 
 // Dispatcher returns the task dispatcher.
-func (o *Orchestrator) Dispatcher() *client.Dispatcher { return o.dispatcher }
+func (o *Orchestrator) Dispatcher() *meshcore.Dispatcher { return o.dispatcher }
 
 // Registry returns the live registry view.
-func (o *Orchestrator) Registry() *client.Registry { return o.registry }
+func (o *Orchestrator) Registry() *meshcore.Registry { return o.registry }
 
 // Pipelines returns the pipeline scheduler.
 func (o *Orchestrator) Pipelines() *pipeline.Scheduler { return o.pipelines }

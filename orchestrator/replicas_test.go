@@ -17,6 +17,7 @@ import (
 	"github.com/agentmesh/agentmesh/internal/meshtest"
 
 	"github.com/agentmesh/agentmesh/client"
+	"github.com/agentmesh/agentmesh/internal/meshcore"
 	"github.com/agentmesh/agentmesh/orchestrator/route"
 	"github.com/agentmesh/agentmesh/orchestrator/state"
 	"github.com/agentmesh/agentmesh/schemas"
@@ -133,7 +134,7 @@ func TestTwoReplicaProcessesSurviveSIGKILL(t *testing.T) {
 		return ids
 	}
 	// The agents must be live for validation: wait through a registry view.
-	reg, err := client.NewRegistry(context.Background(), m.Res.Agents)
+	reg, err := meshcore.NewRegistry(context.Background(), m.Res.Agents)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/client"
 	"github.com/agentmesh/agentmesh/internal/fixture"
+	"github.com/agentmesh/agentmesh/internal/meshcore"
 	"github.com/agentmesh/agentmesh/internal/meshtest"
 	"github.com/agentmesh/agentmesh/schemas"
 )
@@ -114,7 +115,7 @@ func stepEvent(t *testing.T, js jetstream.JetStream, subject, typ string) schema
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	events, stop, err := client.Follow(ctx, js, bus.MustNames(bus.DefaultPrefix), subject, false)
+	events, stop, err := meshcore.Follow(ctx, js, bus.MustNames(bus.DefaultPrefix), subject, false)
 	if err != nil {
 		t.Fatal(err)
 	}

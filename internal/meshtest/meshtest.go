@@ -17,6 +17,7 @@ import (
 	"github.com/agentmesh/agentmesh/bus/bustest"
 	"github.com/agentmesh/agentmesh/client"
 	"github.com/agentmesh/agentmesh/internal/fixture"
+	"github.com/agentmesh/agentmesh/internal/meshcore"
 	"github.com/agentmesh/agentmesh/orchestrator"
 	"github.com/agentmesh/agentmesh/orchestrator/state"
 	"github.com/agentmesh/agentmesh/schemas"
@@ -130,12 +131,12 @@ func (m *Mesh) Stuck(t testing.TB, name string, room int64) {
 	t.Cleanup(func() { close(release) }) // before the agent stops: it drains its tasks
 	names := m.Srv.Names()
 	m.Srv.LimitStream(t, names.TasksStream(), room)
-	d := client.NewDispatcher(m.Srv.JetStream(t), names, "test")
+	d := meshcore.NewDispatcher(m.Srv.JetStream(t), names, "test")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for i := range room {
 		task := schemas.TaskRequest{Inputs: map[string]schemas.TypedValue{"text": schemas.TextValue("fill", "test")}}
-		if _, err := d.Dispatch(ctx, name, task, client.DispatchMeta{TaskID: fmt.Sprintf("%s-filler-%d", name, i)}); err != nil {
+		if _, err := d.Dispatch(ctx, name, task, meshcore.DispatchMeta{TaskID: fmt.Sprintf("%s-filler-%d", name, i)}); err != nil {
 			t.Fatalf("meshtest: filling MESH_TASKS: %v", err)
 		}
 	}

@@ -13,8 +13,8 @@ import (
 	"github.com/agentmesh/agentmesh/agents"
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/bus/bustest"
-	"github.com/agentmesh/agentmesh/client"
 	"github.com/agentmesh/agentmesh/internal/fixture"
+	"github.com/agentmesh/agentmesh/internal/meshcore"
 	"github.com/agentmesh/agentmesh/internal/meshtest"
 	"github.com/agentmesh/agentmesh/observe/metrics"
 	"github.com/agentmesh/agentmesh/observe/metrics/metricstest"
@@ -40,7 +40,7 @@ func newEchoMesh(t *testing.T, ctx context.Context) *echoMesh {
 			return schemas.AgentResult{Success: true}, nil
 		})
 	stopAgent := mm.Run(t, echo, agents.WithHeartbeat(400*time.Millisecond))
-	reg, err := client.NewRegistry(ctx, res.Agents)
+	reg, err := meshcore.NewRegistry(ctx, res.Agents)
 	if err != nil {
 		t.Fatal(err)
 	}

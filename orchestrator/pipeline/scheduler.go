@@ -16,6 +16,7 @@ import (
 
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/client"
+	"github.com/agentmesh/agentmesh/internal/meshcore"
 	"github.com/agentmesh/agentmesh/orchestrator/route"
 	"github.com/agentmesh/agentmesh/orchestrator/state"
 	"github.com/agentmesh/agentmesh/schemas"
@@ -63,7 +64,7 @@ type Scheduler struct {
 	names      bus.Names
 	store      *state.Store
 	router     *route.Router
-	dispatcher *client.Dispatcher
+	dispatcher *meshcore.Dispatcher
 	lookup     ContractLookup
 	log        *slog.Logger
 	observer   schemas.Observer
@@ -86,7 +87,7 @@ type Scheduler struct {
 // New returns a scheduler that keeps runs in store, routes with router,
 // publishes tasks with dispatcher and events on nc under names, and checks
 // pipelines against the live contracts lookup returns.
-func New(nc *nats.Conn, names bus.Names, store *state.Store, router *route.Router, dispatcher *client.Dispatcher, lookup ContractLookup, cfg Config) *Scheduler {
+func New(nc *nats.Conn, names bus.Names, store *state.Store, router *route.Router, dispatcher *meshcore.Dispatcher, lookup ContractLookup, cfg Config) *Scheduler {
 	if cfg.Sweep <= 0 {
 		cfg.Sweep = time.Second
 	}

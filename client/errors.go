@@ -2,17 +2,16 @@ package client
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/internal/meshcore"
-	"github.com/agentmesh/agentmesh/schemas"
+	"github.com/agentmesh/agentmesh/internal/pipespec"
 )
 
 var (
 	// ErrInvalidPipeline reports a pipeline spec that does not decode or
 	// fails its structural checks. It matches schemas.ErrInvalidPipeline.
-	ErrInvalidPipeline = fmt.Errorf("client: %w", schemas.ErrInvalidPipeline)
+	ErrInvalidPipeline = pipespec.ErrInvalidPipeline
 	// ErrEmptyMessage reports a chat request without a message.
 	ErrEmptyMessage = errors.New("chat: the message is empty; say what the mesh should do")
 	// ErrUndecodableResult reports a result of an awaited task that could

@@ -15,8 +15,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/agentmesh/agentmesh/bus"
-	"github.com/agentmesh/agentmesh/client"
 	"github.com/agentmesh/agentmesh/internal/meshcore"
+	"github.com/agentmesh/agentmesh/internal/pipespec"
 	"github.com/agentmesh/agentmesh/orchestrator/route"
 	"github.com/agentmesh/agentmesh/orchestrator/state"
 	"github.com/agentmesh/agentmesh/schemas"
@@ -211,7 +211,7 @@ func (s *Scheduler) Submit(ctx context.Context, ev bus.Event) error {
 	var spec schemas.PipelineSpec
 	verr := bus.DecodeData(ev, &spec, func(b []byte) error { return schemas.ValidateJSON(schemas.SchemaPipeline, b) })
 	if verr == nil {
-		spec, verr = client.NormalizeSpec(spec)
+		spec, verr = pipespec.Normalize(spec)
 	}
 	var (
 		contracts map[string]schemas.AgentContract

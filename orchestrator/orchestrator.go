@@ -156,20 +156,8 @@ func New(nc *nats.Conn, opts ...Option) (*Orchestrator, error) {
 // Store returns the state store.
 func (o *Orchestrator) Store() *state.Store { return o.store }
 
-// Router returns the context router.
-func (o *Orchestrator) Router() *route.Router { return o.router }
-
-// Dispatcher returns the task dispatcher.
-func (o *Orchestrator) Dispatcher() *meshcore.Dispatcher { return o.dispatcher }
-
 // Registry returns the live registry view.
 func (o *Orchestrator) Registry() *meshcore.Registry { return o.registry }
-
-// Pipelines returns the pipeline scheduler.
-func (o *Orchestrator) Pipelines() *pipeline.Scheduler { return o.pipelines }
-
-// Names returns the subject and bucket names.
-func (o *Orchestrator) Names() bus.Names { return o.names }
 
 // Lookup returns the contract of a live agent; it is the ContractLookup
 // pipelines are validated with.

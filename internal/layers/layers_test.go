@@ -47,10 +47,7 @@ var forbidden = []struct {
 
 // pending are edges against a rule that are known and not yet removed,
 // each with what removing it takes. The list only shrinks.
-var pending = map[string]string{
-	"gateway -> orchestrator/pipeline": "pipeline validation (pipeline.Validate, for the gateway's 400s and /validate) lives with the step kinds in orchestrator/pipeline; it moves below when the kinds' validation is split from the scheduler",
-	"gateway -> orchestrator/route":    "the router (slot routing, schemas only) still lives under orchestrator/; it goes with the validation above",
-}
+var pending = map[string]string{}
 
 // under reports whether pkg is p, or below p when p ends in "/", or
 // anything at all when p is empty.

@@ -42,6 +42,7 @@ var forbidden = []struct {
 	{"observe/", "client orchestrator agents gateway", "observers take the registry from internal/meshcore"},
 	{"gateway", "orchestrator agents", "the gateway reads state through internal/stateview and sends through client"},
 	{"bridge/", "orchestrator gateway", "the bridges read state through internal/stateview and send through client"},
+	{"cmd", "orchestrator/state", "the CLI reads state through internal/stateview, as the gateway does"},
 	{"", "cmd", "only cmd wires: nothing imports it"},
 }
 

@@ -115,18 +115,19 @@ func agentGrants(g *grants, a string, n bus.Names) {
 // llmGrants: the agent's model calls keep the mesh's budgets and rate
 // limits (docs/llm.md): it reads any key of the LLM bucket (the declared
 // limits, the ledger) and writes the ledgers of tasks and the rate limits'
-// slots, not the declared limits nor a turn's, run's or client's budget.
-// Three subjects scoped to the bucket, whatever keys it holds.
+// slots, not the declared limits nor a turn's or client's budget.
+// Four subjects scoped to the bucket, whatever keys it holds.
 func llmGrants(g *grants, n bus.Names) {
 	b := n.LLMBucket()
 	g.pub(jsAPI("DIRECT.GET", "KV_"+b, ">"))
-	g.pub(n.KVPut(b, llmTaskBudgets+".>"), n.KVPut(b, llmRateLimits+".>"))
+	g.pub(n.KVPut(b, llmTaskBudgets+".>"), n.KVPut(b, llmWaveBudgets+".>"), n.KVPut(b, llmRateLimits+".>"))
 }
 
 // The prefixes of the LLM bucket's keys an agent writes (llm/budget.go,
 // llm/ratelimit.go).
 const (
 	llmTaskBudgets = "budget.task"
+	llmWaveBudgets = "budget.run" // schemas.RunBudgetKeyPrefix: a pipeline wave's, which its steps share
 	llmRateLimits  = "rate"
 )
 

@@ -14,7 +14,8 @@ type Action string
 // Actions of a Decision.
 const (
 	Allow    Action = ""         // go on unchanged
-	Rewrite  Action = "rewrite"  // go on with what the policy changed (a redaction)
+	Rewrite  Action = "rewrite"  // go on with what the policy changed
+	Redact   Action = "redact"   // go on with what the policy redacted: a rewrite that hides text (PolicyRules.Redact)
 	Refuse   Action = "refuse"   // do not go on; Reason says why, to the model and the user
 	Approval Action = "approval" // a tool call that waits for a person's approval
 )

@@ -140,7 +140,7 @@ func (r PolicyRules) Policies() ([]Policy, error) {
 			if n == 0 {
 				return Decision{}
 			}
-			return Decision{Action: Rewrite, Reason: fmt.Sprintf("redacted %d matches", n)}
+			return Decision{Action: Redact, Reason: fmt.Sprintf("redacted %d matches", n)}
 		}
 		out = append(out, PolicyFuncs{ID: "redact",
 			OnRequest: func(_ context.Context, req *Request) Decision {

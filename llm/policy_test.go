@@ -75,7 +75,7 @@ func TestPolicyRedactsPromptsAnswersAndStreams(t *testing.T) {
 	if want := "Write to [redacted email] today."; resp.Message.Content != want || streamed.String() != want {
 		t.Errorf("answer %q, streamed %q, want %q", resp.Message.Content, streamed.String(), want)
 	}
-	if log.count("request", llm.Rewrite) != 1 || log.count("response", llm.Rewrite) != 1 {
+	if log.count("request", llm.Redact) != 1 || log.count("response", llm.Redact) != 1 || log.count("request", llm.Rewrite) != 0 {
 		t.Errorf("decisions counted: %+v", log.events)
 	}
 }
@@ -124,7 +124,9 @@ func TestPolicyRulesOnToolCalls(t *testing.T) {
 	if err := g.Tool(ctx, call); err != nil || call.Arguments != `{"to":"[redacted email]"}` {
 		t.Errorf("allowed tool: %v, %s", err, call.Arguments)
 	}
-	if log.count("tool", llm.Refuse) != 1 || log.count("tool", llm.Approval) != 1 || log.count("tool", llm.Rewrite) != 1 {
+	// Every policy's decision is told, allows included: refuse-tools let
+	// FolderAgent and Mailer through, approve-tools Mailer.
+	if log.count("tool", llm.Refuse) != 1 || log.count("tool", llm.Approval) != 1 || log.count("tool", llm.Redact) != 1 || log.count("tool", llm.Allow) != 3 {
 		t.Errorf("decisions: %+v", log.events)
 	}
 }
@@ -165,5 +167,47 @@ func TestPolicyDecisionsAreSpanEvents(t *testing.T) {
 	if ev.Name != "agentmesh.policy" || attrs["agentmesh.policy.name"] != "refuse-tools" || attrs["agentmesh.policy.action"] != "refuse" ||
 		attrs["agentmesh.policy.tool"] != "rm" || attrs["agentmesh.policy.target"] != "tool" || !strings.Contains(attrs["agentmesh.policy.reason"].(string), "rm may not be called") {
 		t.Errorf("event %s %v", ev.Name, attrs)
+	}
+}
+
+// The decisions under a span are counted in its attributes, summed over
+// the checks made under it: three tool calls and a model call (whose
+// prompt and answer are each checked by the one redact policy).
+func TestPolicyDecisionsAreCountedOnTheSpan(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	srv := llmtest.New(t, llmtest.Answer("mail ann@example.com"))
+	c, err := llm.New(srv.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := guard(t, llm.PolicyRules{RefuseTools: []string{"rm"}, ApproveTools: []string{"mail"}, Redact: []string{"emails"}}, &policyLog{})
+	ctx, span := tp.Tracer("test").Start(context.Background(), "turn")
+	_ = g.Tool(ctx, &llm.ToolCall{Name: "rm"})                        // refused
+	_ = g.Tool(ctx, &llm.ToolCall{Name: "mail"})                      // allowed, held
+	_ = g.Tool(ctx, &llm.ToolCall{Name: "ls", Arguments: `"a@b.io"`}) // allowed, allowed, redacted
+	if _, _, err := g.Model(c).Chat(ctx, llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}}); err != nil {
+		t.Fatal(err)
+	} // request: 3 allowed; answer: 2 allowed, redacted
+	span.End()
+	var turn *tracetest.SpanStub
+	for i, s := range exp.GetSpans() {
+		if s.Name == "turn" {
+			turn = &exp.GetSpans()[i]
+		}
+	}
+	if turn == nil {
+		t.Fatalf("no span turn in %+v", exp.GetSpans())
+	}
+	attrs := map[string]any{}
+	for _, kv := range turn.Attributes {
+		attrs[string(kv.Key)] = kv.Value.AsInterface()
+	}
+	for k, want := range map[string]int64{"agentmesh.policy.allowed": 8, "agentmesh.policy.refused": 1, "agentmesh.policy.redacted": 2,
+		"agentmesh.policy.approvals": 1, "agentmesh.policy.rewritten": 0} {
+		if attrs[k] != want {
+			t.Errorf("%s = %v, want %d (attributes %v)", k, attrs[k], want, attrs)
+		}
 	}
 }

@@ -30,7 +30,7 @@ func init() {
 // the offline planner.
 // Its model's calls count in the mesh's LLM bucket (when m has it), under
 // the budgets of bud.
-func chatHandler(a *app, o *orchestrator.Orchestrator, m *mesh, bud budgetFlags) error {
+func chatHandler(a *app, o *orchestrator.Orchestrator, m *mesh, pm *procMetrics, bud budgetFlags) error {
 	cfg, err := llm.ConfigFromEnv()
 	if err != nil {
 		return err
@@ -70,7 +70,11 @@ func chatHandler(a *app, o *orchestrator.Orchestrator, m *mesh, bud budgetFlags)
 	}
 	if !rules.Empty() {
 		ps, _ := rules.Policies() // checked by PolicyRulesFromEnv
-		opts = append(opts, chat.WithGuard(llm.NewGuard(ps)))
+		gopts, err := pm.policyObserver()
+		if err != nil {
+			return err
+		}
+		opts = append(opts, chat.WithGuard(llm.NewGuard(ps, gopts...)))
 		fmt.Fprintf(a.errOut, "chat: policies %+v\n", rules)
 	}
 	opts = append(opts, chat.WithLogger(a.logger(false)))

@@ -73,7 +73,7 @@ many as you like; killing one loses nothing.`,
 			if err != nil {
 				return err
 			}
-			if err := chatHandler(a, o, m, bud); err != nil {
+			if err := chatHandler(a, o, m, pm, bud); err != nil {
 				return err
 			}
 			if err := pm.register(metrics.NewMeshCollector(o.Registry(), m.JS, m.Names)); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
@@ -216,7 +217,7 @@ func (m *guarded) Stream(ctx context.Context, req Request, onDelta func(Delta)) 
 	}
 	var w *wordBuffer
 	if onDelta != nil {
-		w = &wordBuffer{ctx: ctx, g: m.g, out: onDelta}
+		w = &wordBuffer{ctx: ctx, g: m.g, out: onDelta, hold: m.g.hold()}
 		onDelta = w.add
 	}
 	resp, usage, err := m.next.Stream(ctx, req, onDelta)
@@ -243,12 +244,26 @@ func (m *guarded) Complete(ctx context.Context, system, user string) (string, sc
 	return resp.Message.Content, usage.Report(), err
 }
 
+// hold is how many bytes of streamed text past the last space the
+// policies need to see (StreamHolder), the most of any.
+func (g *Guard) hold() int {
+	n := 0
+	for _, p := range g.policies {
+		if h, ok := p.(StreamHolder); ok {
+			n = max(n, h.StreamHold())
+		}
+	}
+	return n
+}
+
 // wordBuffer holds streamed text until a space, so a policy sees whole
-// words; tool-call pieces pass as they come.
+// words, and hold bytes more when a policy matches across spaces; tool-call
+// pieces pass as they come.
 type wordBuffer struct {
 	ctx     context.Context
 	g       *Guard
 	out     func(Delta)
+	hold    int
 	pending strings.Builder
 	stopped bool
 }
@@ -262,13 +277,55 @@ func (w *wordBuffer) add(d Delta) {
 	}
 	w.pending.WriteString(d.Text)
 	s := w.pending.String()
-	cut := strings.LastIndexFunc(s, unicode.IsSpace)
-	if cut < 0 {
+	cut := w.cut(s)
+	if cut <= 0 {
 		return
 	}
 	w.pending.Reset()
-	w.pending.WriteString(s[cut+1:])
-	w.send(s[:cut+1])
+	w.pending.WriteString(s[cut:])
+	w.send(s[:cut])
+}
+
+// maxCutTries bounds the spaces cut tries, going back from the last, for
+// one where no policy's match crosses.
+const maxCutTries = 8
+
+// cut is how much of s may go out now: up to and with its last space,
+// none of the last hold bytes included; when something is held, only at a
+// space where the policies rewrite the two sides as they rewrite the whole
+// (no match crosses it), trying earlier spaces. 0: nothing yet.
+func (w *wordBuffer) cut(s string) int {
+	end := len(s) - w.hold
+	if end <= 0 {
+		return 0
+	}
+	whole, rewritten := "", false
+	for range maxCutTries {
+		i := strings.LastIndexFunc(s[:end], unicode.IsSpace)
+		if i < 0 {
+			return 0
+		}
+		_, size := utf8.DecodeRuneInString(s[i:])
+		c := i + size // after the space, whatever its length in bytes
+		if w.hold == 0 {
+			return c
+		}
+		if !rewritten {
+			whole, rewritten = w.rewrite(s), true
+		}
+		if w.rewrite(s[:c])+w.rewrite(s[c:]) == whole {
+			return c
+		}
+		end = i
+	}
+	return 0
+}
+
+// rewrite is text as the policies' Response leaves it, unreported.
+func (w *wordBuffer) rewrite(text string) string {
+	piece := Response{Message: Message{Role: RoleAssistant, Content: text}}
+	_ = w.g.response(w.ctx, &piece, false)
+	return piece.Message.Content
 }
 
 func (w *wordBuffer) flush() {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"unicode/utf8"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -209,5 +210,31 @@ func TestPolicyDecisionsAreCountedOnTheSpan(t *testing.T) {
 		if attrs[k] != want {
 			t.Errorf("%s = %v, want %d (attributes %v)", k, attrs[k], want, attrs)
 		}
+	}
+}
+
+// A secret a pattern of your own matches across a space, split between
+// two pieces of a stream, is redacted in the stream as in the answer: the
+// guard holds back enough text (PolicyFuncs.Hold, set by the redact rules
+// for such a pattern) to see the match whole.
+func TestPolicyRedactsAcrossPiecesAndSpaces(t *testing.T) {
+	g := guard(t, llm.PolicyRules{Redact: []string{`ACME [0-9]{3} [0-9]{3}`, "emails"}}, &policyLog{})
+	pieces := []string{"Your order ACME ", "123 4", "56 ships to ann", "@example.com\u00a0today, ", "in ACME 999 000."}
+	var streamed []string
+	resp, _, err := g.Model(pieceModel{pieces}).Stream(context.Background(), llm.Request{}, func(d llm.Delta) { streamed = append(streamed, d.Text) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "Your order [redacted text] ships to [redacted email]\u00a0today, in [redacted text]."
+	if got := strings.Join(streamed, ""); got != want || resp.Message.Content != want {
+		t.Fatalf("streamed %q, answer %q; want %q", got, resp.Message.Content, want)
+	}
+	for _, s := range streamed {
+		if !utf8.ValidString(s) {
+			t.Errorf("piece %q is not valid UTF-8 (a space of two bytes was cut)", s)
+		}
+	}
+	if len(streamed) < 2 {
+		t.Errorf("the text came in %d pieces; it must still stream", len(streamed))
 	}
 }

@@ -272,6 +272,7 @@ func printChatResponse(w io.Writer, r schemas.ChatResponse, views []valueView) {
 	if r.Budget != nil {
 		fmt.Fprintf(w, "budget: spent %d tokens and $%.4f of the turn's %s\n", r.Tokens.Prompt+r.Tokens.Completion, r.Cost, r.Budget)
 	}
+	printTurnRefusals(w, "", r)
 	fmt.Fprintf(w, "conversation %s (continue with --conversation %s)\n", r.ConversationID, r.ConversationID)
 }
 

@@ -9,7 +9,7 @@ import (
 	"github.com/agentmesh/agentmesh/agents"
 	"github.com/agentmesh/agentmesh/agents/builtin/folder"
 	"github.com/agentmesh/agentmesh/internal/browsertest"
-	"github.com/agentmesh/agentmesh/internal/inproc"
+	"github.com/agentmesh/agentmesh/internal/meshtest"
 	"github.com/agentmesh/agentmesh/llm"
 	"github.com/agentmesh/agentmesh/llm/llmtest"
 	"github.com/agentmesh/agentmesh/orchestrator/chat"
@@ -55,7 +55,7 @@ func TestDashboardBudgetPanel(t *testing.T) {
 				Outputs: map[string]schemas.TypedValue{"text": schemas.TextValue("x", "Spender")},
 				Metrics: schemas.Metrics{Tokens: schemas.Tokens{Prompt: 4000, Completion: 1000}}}, nil
 		})
-	inproc.Agent(t, m.srv.Conn(t), spender, agents.WithHeartbeat(time.Second))
+	meshtest.Serve(t, m.srv.Conn(t), spender, agents.WithHeartbeat(time.Second))
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	if err := m.gw.def.reg.Wait(ctx, "Spender", 1); err != nil {

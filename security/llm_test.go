@@ -14,7 +14,7 @@ import (
 	"github.com/agentmesh/agentmesh/agents"
 	"github.com/agentmesh/agentmesh/agents/builtin/prompt"
 	"github.com/agentmesh/agentmesh/bus"
-	"github.com/agentmesh/agentmesh/internal/inproc"
+	"github.com/agentmesh/agentmesh/internal/meshtest"
 	"github.com/agentmesh/agentmesh/llm"
 	"github.com/agentmesh/agentmesh/llm/llmtest"
 	"github.com/agentmesh/agentmesh/schemas"
@@ -63,7 +63,7 @@ func TestPromptAgentKeepsBudgetAndRateLimitOnSecureMesh(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		inproc.Agent(t, c.Conn, a, agents.WithHeartbeat(time.Second), agents.WithMaxDeliver(1))
+		meshtest.Serve(t, c.Conn, a, agents.WithHeartbeat(time.Second), agents.WithMaxDeliver(1))
 		instances = append(instances, c)
 	}
 	al := m.connect(t, alice)

@@ -38,3 +38,32 @@ func TestValidBudgetKey(t *testing.T) {
 		t.Errorf("RunBudgetKey = %q", got)
 	}
 }
+
+// FuzzValidBudgetKey: a task's budget_key (outside input) passes only as a
+// key of the LLM bucket under the waves' prefix, which an agent may write,
+// and every key RunBudgetKey makes passes.
+func FuzzValidBudgetKey(f *testing.F) {
+	f.Add("budget.run.r7.w1", "r7", 0)
+	f.Add("budget.run..w1", "a b", 3)
+	f.Add("config.limits", "", -1)
+	f.Add("budget.run.\u00e9", "\u00e9t\u00e9", 2)
+	f.Fuzz(func(t *testing.T, key, run string, wave int) {
+		if schemas.ValidBudgetKey(key) == nil {
+			rest, ok := strings.CutPrefix(key, schemas.RunBudgetKeyPrefix)
+			if !ok || rest == "" || len(key) > 256 || strings.Contains(rest, "..") || strings.HasPrefix(rest, ".") || strings.HasSuffix(rest, ".") {
+				t.Fatalf("ValidBudgetKey accepts %q", key)
+			}
+			for _, r := range rest {
+				if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_/=.", r)) {
+					t.Fatalf("ValidBudgetKey accepts %q, with %q", key, r)
+				}
+			}
+		}
+		if run == "" || strings.Contains(run, "..") || strings.HasPrefix(run, ".") || strings.HasSuffix(run, ".") || len(run) > 200 || wave < 0 {
+			return // no run id the mesh accepts (bus.ValidateToken)
+		}
+		if k := schemas.RunBudgetKey(run, wave); schemas.ValidBudgetKey(k) != nil {
+			t.Fatalf("RunBudgetKey(%q, %d) = %q, which ValidBudgetKey refuses: %v", run, wave, k, schemas.ValidBudgetKey(k))
+		}
+	})
+}

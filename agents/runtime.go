@@ -52,6 +52,7 @@ type Runtime struct {
 	dispatcher                                                                       *client.Dispatcher // agent-to-agent calls (call.go)
 
 	done    *doneSet
+	steps   stepsBucket // the step journal (journal.go)
 	params  *paramsCheck
 	slots   *slots
 	mu      sync.Mutex

@@ -1,0 +1,130 @@
+package agents_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentmesh/agentmesh/agents"
+	"github.com/agentmesh/agentmesh/bus"
+	"github.com/agentmesh/agentmesh/schemas"
+)
+
+// A task whose first delivery fails after three of its five steps runs
+// each step once over both deliveries: the second finds the first three
+// recorded in the steps bucket, one key each, and the result is the one a
+// run with no failure gives.
+func TestStepsRecordedOnceAcrossDeliveries(t *testing.T) {
+	m := newMesh(t)
+	var (
+		mu   sync.Mutex
+		ran  = map[string]int{}
+		runs int
+	)
+	contract := schemas.AgentContract{Name: "Stepper", Capability: schemas.CapTransformation, Description: "takes five steps",
+		Inputs:  []schemas.TypedInput{{Name: "text", DataType: schemas.TypeText, Required: true}},
+		Outputs: []schemas.TypedOutput{{Name: "text", DataType: schemas.TypeText}}}
+	m.serve(t, agents.Func(contract, func(ctx context.Context, ec *schemas.ExecutionContext) (schemas.AgentResult, error) {
+		mu.Lock()
+		runs++
+		first := runs == 1
+		mu.Unlock()
+		var parts []string
+		for i := range 5 {
+			if first && i == 3 {
+				return schemas.AgentResult{}, agents.Retryable(errors.New("crash after three steps"))
+			}
+			raw, err := ec.Step(ctx, "model", func(_ context.Context, key string) (any, error) {
+				mu.Lock()
+				ran[key]++
+				mu.Unlock()
+				return fmt.Sprintf("answer %d (%s)", i, key), nil
+			})
+			if err != nil {
+				return schemas.AgentResult{}, err
+			}
+			var s string
+			if err := json.Unmarshal(raw, &s); err != nil {
+				return schemas.AgentResult{}, err
+			}
+			parts = append(parts, s)
+		}
+		return schemas.AgentResult{Success: true, Outputs: map[string]schemas.TypedValue{"text": schemas.TextValue(strings.Join(parts, "; "), "Stepper")}}, nil
+	}), agents.WithBackoff(10*time.Millisecond))
+
+	ev := task(t, schemas.TaskRequest{Inputs: textIn("go")})
+	r := m.call(t, "Stepper", ev)
+	if !r.Result.Success {
+		t.Fatalf("result %+v", r.Result)
+	}
+	if r.Result.Metrics.Attempt != 2 {
+		t.Errorf("attempt %d; want the second delivery to answer", r.Result.Metrics.Attempt)
+	}
+	var want []string
+	for i := range 5 {
+		want = append(want, fmt.Sprintf("answer %d (%s.model.%d)", i, ev.ID, i))
+	}
+	if got, _ := r.Result.Outputs["text"].Text(); got != strings.Join(want, "; ") {
+		t.Errorf("output %q; want %q", got, strings.Join(want, "; "))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(ran) != 5 {
+		t.Errorf("%d distinct steps ran; want 5: %v", len(ran), ran)
+	}
+	for k, n := range ran {
+		if n != 1 {
+			t.Errorf("step %s ran %d times; want once", k, n)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	kv, err := m.js.KeyValue(ctx, m.n.StepsBucket())
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, err := kv.ListKeys(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for k := range keys.Keys() {
+		got = append(got, k)
+	}
+	slices.Sort(got)
+	wantKeys := []string{ev.ID + ".model.0", ev.ID + ".model.1", ev.ID + ".model.2", ev.ID + ".model.3", ev.ID + ".model.4"}
+	if !slices.Equal(got, wantKeys) {
+		t.Errorf("keys in %s: %v; want %v", m.n.StepsBucket(), got, wantKeys)
+	}
+	e, err := kv.Get(ctx, ev.ID+".model.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if wantVal := fmt.Sprintf(`"answer 1 (%s.model.1)"`, ev.ID); string(e.Value()) != wantVal {
+		t.Errorf("value of step model.1 is %s; want the step's result as JSON, %s", e.Value(), wantVal)
+	}
+}
+
+// A step whose result is over the journal's limit fails the task with
+// step_too_large, naming the step and the sizes.
+func TestStepTooLargeIsRefused(t *testing.T) {
+	m := newMesh(t)
+	contract := schemas.AgentContract{Name: "Big", Capability: schemas.CapTransformation, Description: "returns too much from a step",
+		Inputs:  []schemas.TypedInput{{Name: "text", DataType: schemas.TypeText, Required: true}},
+		Outputs: []schemas.TypedOutput{{Name: "text", DataType: schemas.TypeText}}}
+	m.serve(t, agents.Func(contract, func(ctx context.Context, ec *schemas.ExecutionContext) (schemas.AgentResult, error) {
+		_, err := ec.Step(ctx, "fetch", func(context.Context, string) (any, error) {
+			return strings.Repeat("x", bus.MaxStepValue), nil
+		})
+		return schemas.AgentResult{}, err
+	}))
+	ev := task(t, schemas.TaskRequest{Inputs: textIn("go")})
+	r := m.call(t, "Big", ev)
+	wantFailure(t, r, schemas.CodeStepTooLarge, ev.ID+".fetch.0", fmt.Sprint(bus.MaxStepValue+2), "limit of "+fmt.Sprint(bus.MaxStepValue))
+}

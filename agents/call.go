@@ -165,6 +165,46 @@ func (c *caller) Call(ctx context.Context, target schemas.CallTarget, task schem
 		return refuse(schemas.CodeCallFanout, "%s calling %s: task %s made %d calls already, its limit (WithCallLimits): call fewer agents per task",
 			me, target, c.d.event.ID, c.r.cfg.maxCallFanout)
 	}
+	// The call is a step of the task (schemas.Step): a redelivered task
+	// gets the callee's recorded result and sends nothing. A failed call
+	// records nothing; made again, its id (the task's and the call's
+	// number, counted above whether replayed or not) finds the first
+	// task in the stream's duplicate window and the first result.
+	var (
+		failed schemas.AgentResult
+		called bool
+	)
+	res, err := schemas.Step(ctx, StepCall, func(ctx context.Context, _ string) (schemas.AgentResult, error) {
+		called = true
+		res, err := c.call(ctx, target, task, n)
+		if err != nil {
+			failed = res
+		}
+		return res, err
+	})
+	if err != nil {
+		return failed, err
+	}
+	if !called { // what the callee used is still the caller's cost
+		c.mu.Lock()
+		c.used = c.used.Add(schemas.Usage{Tokens: res.Metrics.Tokens, Cost: res.Metrics.Cost, ModelMS: res.Metrics.ModelMS})
+		c.mu.Unlock()
+	}
+	return res, nil
+}
+
+// StepCall is the step name of an agent-to-agent call made in a task: its
+// journal key is <task>.call.<n> (docs/durability.md).
+const StepCall = "call"
+
+// call makes call n of the task: target, deadline, publish, wait without
+// the slot, account.
+func (c *caller) call(ctx context.Context, target schemas.CallTarget, task schemas.TaskRequest, n int) (schemas.AgentResult, error) {
+	me := c.r.contract.Name
+	refuse := func(code, format string, args ...any) (schemas.AgentResult, error) {
+		res := schemas.Failure(me, code, fmt.Sprintf(format, args...), false)
+		return res, res.Error
+	}
 	callee, err := c.r.resolveTarget(ctx, target)
 	if err != nil {
 		return schemas.AgentResult{}, err

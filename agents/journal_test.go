@@ -8,11 +8,15 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/agentmesh/agentmesh/agents"
 	"github.com/agentmesh/agentmesh/bus"
+	"github.com/agentmesh/agentmesh/llm"
+	"github.com/agentmesh/agentmesh/llm/llmtest"
+	"github.com/agentmesh/agentmesh/resolvers"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -127,4 +131,95 @@ func TestStepTooLargeIsRefused(t *testing.T) {
 	ev := task(t, schemas.TaskRequest{Inputs: textIn("go")})
 	r := m.call(t, "Big", ev)
 	wantFailure(t, r, schemas.CodeStepTooLarge, ev.ID+".fetch.0", fmt.Sprint(bus.MaxStepValue+2), "limit of "+fmt.Sprint(bus.MaxStepValue))
+}
+
+// The model calls, agent-to-agent calls and object-store writes a task
+// makes are steps of their own: a task whose first delivery fails after
+// making one of each makes none of them again on its second, and its
+// result is what the first got.
+func TestAutomaticStepsAcrossDeliveries(t *testing.T) {
+	m := newMesh(t)
+	var requests atomic.Int32
+	model := llmtest.New(t)
+	model.Handle(func(llmtest.Request) llmtest.Reply {
+		return llmtest.Answer(fmt.Sprintf("model answer %d", requests.Add(1)))
+	})
+	client, err := llm.New(model.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := resolvers.NewObjectStore(m.res.Files)
+	var calleeRuns atomic.Int32
+	m.serve(t, agents.Func(schemas.AgentContract{Name: "Callee", Capability: schemas.CapTransformation, Description: "answers",
+		Inputs:  []schemas.TypedInput{{Name: "text", DataType: schemas.TypeText, Required: true}},
+		Outputs: []schemas.TypedOutput{{Name: "text", DataType: schemas.TypeText}},
+	}, func(ctx context.Context, ec *schemas.ExecutionContext) (schemas.AgentResult, error) {
+		s, _ := ec.Text("text")
+		return schemas.AgentResult{Success: true, Outputs: map[string]schemas.TypedValue{
+			"text": schemas.TextValue(fmt.Sprintf("callee run %d on %s", calleeRuns.Add(1), s), "Callee")}}, nil
+	}))
+	var deliveries atomic.Int32
+	m.serve(t, agents.Func(schemas.AgentContract{Name: "Durable", Capability: schemas.CapTransformation, Description: "calls a model, an agent and the file store",
+		Inputs:  []schemas.TypedInput{{Name: "text", DataType: schemas.TypeText, Required: true}},
+		Outputs: []schemas.TypedOutput{{Name: "text", DataType: schemas.TypeText}},
+	}, func(ctx context.Context, ec *schemas.ExecutionContext) (schemas.AgentResult, error) {
+		answer, _, err := client.Complete(ctx, "", "hello")
+		if err != nil {
+			return schemas.AgentResult{}, err
+		}
+		called, err := ec.Call(ctx, schemas.AgentNamed("Callee"), schemas.TaskRequest{Inputs: textIn("x")})
+		if err != nil {
+			return schemas.AgentResult{}, err
+		}
+		ref, err := files.Store(ctx, strings.NewReader("content"), "text/plain", map[string]string{resolvers.MetaFilename: "out.txt"})
+		if err != nil {
+			return schemas.AgentResult{}, err
+		}
+		if deliveries.Add(1) == 1 {
+			return schemas.AgentResult{}, agents.Retryable(errors.New("crash after three steps"))
+		}
+		text, _ := called.Outputs["text"].Text()
+		return schemas.AgentResult{Success: true, Outputs: map[string]schemas.TypedValue{
+			"text": schemas.TextValue(answer+" | "+text+" | "+ref.ID, "Durable")}}, nil
+	}), agents.WithBackoff(10*time.Millisecond))
+
+	ev := task(t, schemas.TaskRequest{Inputs: textIn("go")})
+	r := m.call(t, "Durable", ev)
+	if !r.Result.Success {
+		t.Fatalf("result %+v", r.Result)
+	}
+	if deliveries.Load() != 2 {
+		t.Fatalf("%d deliveries; want 2", deliveries.Load())
+	}
+	if n := requests.Load(); n != 1 {
+		t.Errorf("the model got %d requests over two deliveries; want 1", n)
+	}
+	if n := calleeRuns.Load(); n != 1 {
+		t.Errorf("the callee ran %d times; want once", n)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var ids []string
+	for ref, err := range files.List(ctx) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, ref.ID)
+	}
+	if len(ids) != 1 {
+		t.Fatalf("the file store holds %d files; want the one written once", len(ids))
+	}
+	got, _ := r.Result.Outputs["text"].Text()
+	if want := "model answer 1 | callee run 1 on x | " + ids[0]; got != want {
+		t.Errorf("output %q; want %q", got, want)
+	}
+	kv, err := m.js.KeyValue(ctx, m.n.StepsBucket())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{ev.ID + ".model.0", ev.ID + ".call.0", ev.ID + ".file.0"} {
+		if _, err := kv.Get(ctx, k); err != nil {
+			t.Errorf("step %s: %v; want it recorded", k, err)
+		}
+	}
 }

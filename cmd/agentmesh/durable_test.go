@@ -148,7 +148,7 @@ mcp: [{url: %q}]
 	start := func() *proctest.Proc {
 		cmd := exec.Command(agentBinary(t), "agent", "--config", cfg, "--nats", srv.URL(),
 			"--heartbeat", agentTestHeartbeat.String(), "--ack-wait", "2s")
-		cmd.Env = append(os.Environ(), "OPENAI_BASE_URL="+model.URL(), "OPENAI_API_KEY=test", "AGENTMESH_MODEL=test-model")
+		cmd.Env = append(cleanEnv(), "OPENAI_BASE_URL="+model.URL(), "OPENAI_API_KEY=test", "AGENTMESH_MODEL=test-model")
 		p := proctest.Start(t, cmd, regexp.MustCompile(`^agent \S+ instance (\S+) ready`))
 		p.WaitReady(t)
 		return p

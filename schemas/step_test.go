@@ -3,6 +3,7 @@ package schemas_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -172,4 +173,26 @@ func TestStepWithoutJournal(t *testing.T) {
 	if n != 2 {
 		t.Errorf("ran %d times; want 2", n)
 	}
+}
+
+// An agent charges a card in a step, passing the step's key as the
+// payment's idempotency key. The task's first delivery dies after the
+// charge; the second finds the charge recorded and does not charge again.
+func ExampleStep() {
+	journal := &memSteps{recs: map[string][]byte{}} // the runtime's is the mesh_steps bucket
+	charges := 0
+	charge := func(ctx context.Context) (string, error) {
+		return schemas.Step(ctx, "charge", func(_ context.Context, key string) (string, error) {
+			charges++
+			return "receipt for " + key, nil // a payment API would get key as its idempotency key
+		})
+	}
+	for delivery := 1; delivery <= 2; delivery++ {
+		ctx := schemas.WithSteps(context.Background(), "task-42", journal)
+		receipt, _ := charge(ctx)
+		fmt.Printf("delivery %d: %s (charged %d times)\n", delivery, receipt, charges)
+	}
+	// Output:
+	// delivery 1: receipt for task-42.charge.0 (charged 1 times)
+	// delivery 2: receipt for task-42.charge.0 (charged 1 times)
 }

@@ -223,3 +223,51 @@ func TestAutomaticStepsAcrossDeliveries(t *testing.T) {
 		}
 	}
 }
+
+// A call made after a step that a redelivery replays keeps the id it had
+// the first time: its id comes from its step key, not from how many calls
+// this delivery made. Here the first delivery calls Picky with x inside a
+// step, then with y, which fails; the second replays the step and calls
+// with y again, and must find y's result, not x's.
+func TestCallAfterReplayedStepKeepsItsID(t *testing.T) {
+	m := newMesh(t)
+	var mu sync.Mutex
+	runs := map[string]int{}
+	m.serve(t, agents.Func(schemas.AgentContract{Name: "Picky", Capability: schemas.CapTransformation, Description: "takes x, refuses y",
+		Inputs:  []schemas.TypedInput{{Name: "text", DataType: schemas.TypeText, Required: true}},
+		Outputs: []schemas.TypedOutput{{Name: "text", DataType: schemas.TypeText}},
+	}, func(ctx context.Context, ec *schemas.ExecutionContext) (schemas.AgentResult, error) {
+		s, _ := ec.Text("text")
+		mu.Lock()
+		runs[s]++
+		mu.Unlock()
+		if s == "y" {
+			return schemas.Failure("Picky", schemas.CodeInvalidInput, "no y, ever", false), nil
+		}
+		return schemas.AgentResult{Success: true, Outputs: map[string]schemas.TypedValue{"text": schemas.TextValue("got "+s, "Picky")}}, nil
+	}))
+	m.serve(t, agents.Func(schemas.AgentContract{Name: "Nester", Capability: schemas.CapTransformation, Description: "calls in a step, then outside",
+		Inputs:  []schemas.TypedInput{{Name: "text", DataType: schemas.TypeText, Required: true}},
+		Outputs: []schemas.TypedOutput{{Name: "text", DataType: schemas.TypeText}},
+	}, func(ctx context.Context, ec *schemas.ExecutionContext) (schemas.AgentResult, error) {
+		if _, err := ec.Step(ctx, "prepare", func(ctx context.Context, _ string) (any, error) {
+			res, err := ec.Call(ctx, schemas.AgentNamed("Picky"), schemas.TaskRequest{Inputs: textIn("x")})
+			return res.Outputs, err
+		}); err != nil {
+			return schemas.AgentResult{}, err
+		}
+		res, err := ec.Call(ctx, schemas.AgentNamed("Picky"), schemas.TaskRequest{Inputs: textIn("y")})
+		if err != nil {
+			return schemas.AgentResult{}, agents.Retryable(err)
+		}
+		return schemas.AgentResult{Success: true, Outputs: res.Outputs}, nil
+	}), agents.WithMaxDeliver(2), agents.WithBackoff(10*time.Millisecond))
+
+	r := m.call(t, "Nester", task(t, schemas.TaskRequest{Inputs: textIn("go")}))
+	wantFailure(t, r, schemas.CodeExhausted, "no y, ever")
+	mu.Lock()
+	defer mu.Unlock()
+	if runs["x"] != 1 || runs["y"] != 1 {
+		t.Errorf("Picky ran %v; want x and y once each (the second delivery finds both by id)", runs)
+	}
+}

@@ -108,10 +108,10 @@ func agentGrants(g *grants, a string, n bus.Names) {
 	g.pub(jsAPI("CONSUMER.INFO", results, "*"), jsAPI("CONSUMER.DELETE", results, "*"), jsAPI("CONSUMER.MSG.NEXT", results, "*"))
 	g.sub(n.CallResults(a))
 	g.readStream("KV_" + n.AgentsBucket())
-	// The step journal (docs/durability.md): the recorded steps of its
-	// tasks, keyed by task id.
-	g.pub(n.KVPut(n.StepsBucket(), ">"))
-	g.readStream("KV_" + n.StepsBucket())
+	// The step journal (docs/durability.md): record its tasks' steps (a
+	// create) and read them back by key (a direct get), nothing more: an
+	// agent's permissions travel in its JWT, whose size is bounded.
+	g.pub(n.KVPut(n.StepsBucket(), ">"), jsAPI("DIRECT.GET", "KV_"+n.StepsBucket(), ">"))
 	g.denyOrchestratorDurables(n)
 }
 
@@ -160,7 +160,7 @@ func clientGrants(g *grants, c string, n bus.Names) {
 func orchestratorGrants(g *grants, n bus.Names) {
 	g.pub(n.Prefix()+".>", "$JS.ACK.>")
 	g.sub(n.Prefix() + ".>")
-	g.pub(n.KVPut(n.ConversationsBucket(), ">"), n.KVPut(n.RunsBucket(), ">"), n.KVPut(n.LLMBucket(), ">"), n.KVPut(n.StepsBucket(), ">"))
+	g.pub(n.KVPut(n.ConversationsBucket(), ">"), n.KVPut(n.RunsBucket(), ">"), n.KVPut(n.LLMBucket(), ">"))
 	g.pub(jsAPI(">"))
 	g.denyPub(jsAPI("STREAM.CREATE.>"), jsAPI("STREAM.UPDATE.>"), jsAPI("STREAM.DELETE.>"))
 }

@@ -15,7 +15,7 @@ import (
 	"github.com/agentmesh/agentmesh/agents"
 	"github.com/agentmesh/agentmesh/bus/bustest"
 	"github.com/agentmesh/agentmesh/client"
-	"github.com/agentmesh/agentmesh/internal/inproc"
+	"github.com/agentmesh/agentmesh/internal/meshtest"
 	"github.com/agentmesh/agentmesh/internal/proctest"
 	"github.com/agentmesh/agentmesh/llm/llmtest"
 	"github.com/agentmesh/agentmesh/schemas"
@@ -82,7 +82,7 @@ func runChatDurable(t *testing.T, srv *bustest.Server, kill int) chatRun {
 			close(w.release)
 		}
 	})
-	inproc.Agent(t, srv.Conn(t), w.agent(name), agents.WithHeartbeat(time.Second))
+	meshtest.Serve(t, srv.Conn(t), w.agent(name), agents.WithHeartbeat(time.Second))
 
 	var requests atomic.Int32
 	model := llmtest.New(t)

@@ -271,8 +271,10 @@ func llmBucket(name string, o ProvisionOptions) kvSpec {
 	}, markerTTL: setting{v: llmMarkerTTL, set: true}, replicas: setRep}
 }
 
-// DefaultStepsBucketMaxBytes bounds the step journal (the steps bucket):
-// a full journal refuses new records, and the steps that made them fail.
+// DefaultStepsBucketMaxBytes bounds the step journal (the steps bucket),
+// as DefaultLLMBucketMaxBytes bounds the LLM bucket: BucketMaxBytes does
+// not apply. A full journal refuses new records, and the steps that made
+// them fail (and are retried).
 const DefaultStepsBucketMaxBytes int64 = 64 << 20
 
 // MaxStepValue is the largest result the step journal records: larger
@@ -285,12 +287,11 @@ const MaxStepValue = 512 << 10
 func stepsBucket(name string, o ProvisionOptions) kvSpec {
 	rep, setRep := o.replicas()
 	ttl := age(o.StepsTTL, DefaultStepsTTL)
-	maxBytes := byteLimit(o.BucketMaxBytes, DefaultStepsBucketMaxBytes)
 	return kvSpec{cfg: jetstream.KeyValueConfig{
 		Bucket: name, Description: "agentmesh step journal: recorded results of the agents' steps, by task",
-		History: 1, TTL: ttl.v, MaxValueSize: MaxStepValue + 1024, MaxBytes: maxBytes.v,
+		History: 1, TTL: ttl.v, MaxValueSize: MaxStepValue + 1024, MaxBytes: DefaultStepsBucketMaxBytes,
 		Storage: o.Storage, Replicas: rep,
-	}, ttl: ttl, replicas: setRep, maxBytes: maxBytes.set}
+	}, ttl: ttl, replicas: setRep}
 }
 
 // EnsureSteps returns the step journal's bucket, making it with the

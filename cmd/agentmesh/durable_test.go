@@ -145,12 +145,20 @@ mcp: [{url: %q}]
 	if err := os.WriteFile(cfg, []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	var procs []*proctest.Proc
+	defer func() { // each run's agent processes end with it
+		for _, p := range procs {
+			_ = p.Cmd.Process.Signal(syscall.SIGKILL)
+			<-p.Exited()
+		}
+	}()
 	start := func() *proctest.Proc {
 		cmd := exec.Command(agentBinary(t), "agent", "--config", cfg, "--nats", srv.URL(),
 			"--heartbeat", agentTestHeartbeat.String(), "--ack-wait", "2s")
 		cmd.Env = append(cleanEnv(), "OPENAI_BASE_URL="+model.URL(), "OPENAI_API_KEY=test", "AGENTMESH_MODEL=test-model")
 		p := proctest.Start(t, cmd, regexp.MustCompile(`^agent \S+ instance (\S+) ready`))
 		p.WaitReady(t)
+		procs = append(procs, p)
 		return p
 	}
 	first := start()

@@ -48,6 +48,11 @@ func SetVars(spec schemas.PipelineSpec, assignments []string) (schemas.PipelineS
 	return spec, nil
 }
 
+// ValueLike parses raw as a value of def's type, as SetVars does: a
+// number or a boolean is parsed as one, a list from JSON or from items
+// separated by commas, anything else stays a string.
+func ValueLike(def any, raw string) (any, error) { return varValue(def, raw) }
+
 // varValue parses raw as a value of def's type.
 func varValue(def any, raw string) (any, error) {
 	switch def.(type) {

@@ -38,7 +38,10 @@ type StepEvent struct {
 	Reason     string                   `json:"reason,omitempty"`
 	DurationMS int64                    `json:"duration_ms,omitempty"`
 	Outputs    map[string]OutputSummary `json:"outputs,omitempty"`
-	At         time.Time                `json:"at"`
+	// From is the run whose outputs a forked run's step kept (it sent no
+	// task); empty for a step that ran.
+	From string    `json:"from,omitempty"`
+	At   time.Time `json:"at"`
 	// Usage is what the step's agent reported when it ended: tokens, cost,
 	// model time, and its duration as tool time; zero while it runs.
 	Usage

@@ -19,7 +19,8 @@ import (
 // stepEvent describes how a step ended.
 func stepEvent(runID string, st *state.StepState, now time.Time) schemas.StepEvent {
 	e := schemas.StepEvent{RunID: runID, Step: st.ID, Agent: st.Agent, Status: st.Status, Wave: st.Wave, Attempt: st.Attempt,
-		TaskID: st.TaskID, Summary: st.Summary, Error: st.Error, Code: st.Code, Reason: st.Reason, At: now, Usage: st.Metrics.Usage()}
+		TaskID: st.TaskID, Summary: st.Summary, Error: st.Error, Code: st.Code, Reason: st.Reason, At: now, Usage: st.Metrics.Usage(),
+		From: st.From}
 	if !st.DispatchedAt.IsZero() && !st.FinishedAt.IsZero() {
 		e.DurationMS = st.FinishedAt.Sub(st.DispatchedAt).Milliseconds()
 	}

@@ -210,5 +210,3 @@ func waitEnd(t *testing.T, events <-chan bus.Event) schemas.RunEvent {
 		}
 	}
 }
-
-

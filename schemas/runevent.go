@@ -68,4 +68,6 @@ type RunEvent struct {
 	Steps      int    `json:"steps"`
 	DurationMS int64  `json:"duration_ms"`
 	Usage             // the sum over the run's steps
+	// Origin is the run and step a forked run was forked from.
+	Origin *RunOrigin `json:"origin,omitempty"`
 }

@@ -43,7 +43,7 @@ func stepEvent(runID string, st *state.StepState, now time.Time) schemas.StepEve
 func runEvent(h *state.RunHeader, sd *state.RunSpec) schemas.RunEvent {
 	steps := len(sd.Spec.Steps)
 	e := schemas.RunEvent{RunID: h.ID, Name: h.Name, Status: h.Status, Error: h.Error, Code: h.Code, Steps: steps,
-		Failed: h.FailedCount(), Skipped: h.SkippedCount(), Completed: h.CompletedSteps(sd), Usage: h.Usage}
+		Failed: h.FailedCount(), Skipped: h.SkippedCount(), Completed: h.CompletedSteps(sd), Usage: h.Usage, Origin: sd.Origin}
 	if !h.FinishedAt.IsZero() {
 		e.DurationMS = h.FinishedAt.Sub(h.CreatedAt).Milliseconds()
 	}

@@ -7,7 +7,16 @@ const (
 	RunRunning   = "running"
 	RunCompleted = "completed"
 	RunFailed    = "failed"
+	// RunCancelled is a run that ended because a cancel request stopped
+	// one of its steps (that step failed with code cancelled; see POST
+	// /api/runs/{id}/cancel). Runs stored before this status say failed.
+	RunCancelled = "cancelled"
 )
+
+// RunEnded reports whether a run status is one a run ends with.
+func RunEnded(status string) bool {
+	return status == RunCompleted || status == RunFailed || status == RunCancelled
+}
 
 // Step statuses. A step is pending until its wave starts, running from the
 // moment it is dispatched until its result is applied, then completed,

@@ -245,18 +245,20 @@ type eventPrinter struct {
 	a     *app
 	store *state.Store
 	v     *viewer
-	// cancelled: a step of the run failed with code cancelled, so a failed
-	// run was cancelled and is shown as such.
+	// cancelled: a step of the run failed with code cancelled, so a run
+	// stored before the cancelled status, which says failed, was
+	// cancelled and is shown as such.
 	cancelled bool
 }
 
-// runCancelled is how run and watch show a failed run one of whose steps a
-// cancel request stopped; the run's own status says failed.
-const runCancelled = "cancelled"
+// runCancelled is how run and watch show a cancelled run: its status, or
+// for a run stored before that status, a failed run one of whose steps a
+// cancel request stopped.
+const runCancelled = schemas.RunCancelled
 
 // runStatus is the status to show for a run that ended as re says.
 func (p *eventPrinter) runStatus(re schemas.RunEvent) string {
-	if re.Status == schemas.RunFailed && p.cancelled {
+	if re.Status == schemas.RunCancelled || (re.Status == schemas.RunFailed && p.cancelled) {
 		return runCancelled
 	}
 	return re.Status

@@ -60,9 +60,9 @@ func newStateCmd(a *app) *cobra.Command {
 	return cmd
 }
 
-// shownStatus is the status state show prints: cancelled for a failed run
-// one of whose steps a cancel request stopped (the run's own status says
-// failed), as run and watch print it.
+// shownStatus is the status state show prints: the run's, and cancelled
+// for a run stored before that status (it says failed) one of whose steps
+// a cancel request stopped, as run and watch print it.
 func shownStatus(r *state.RunState) string {
 	if r.Status == schemas.RunFailed {
 		for _, s := range r.Steps {

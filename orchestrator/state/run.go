@@ -103,7 +103,7 @@ func (s *StepState) Terminal() bool {
 
 // Done reports whether the run has ended.
 func (r *RunState) Done() bool {
-	return r.Status == schemas.RunCompleted || r.Status == schemas.RunFailed
+	return schemas.RunEnded(r.Status)
 }
 
 func specKey(run string) string       { return run + ".spec" }
@@ -306,6 +306,9 @@ type RunHeader struct {
 	Completed    int `json:"completed,omitempty"`
 	FailedSteps  int `json:"failed_steps,omitempty"`
 	SkippedSteps int `json:"skipped_steps,omitempty"`
+	// CancelledSteps counts those of FailedSteps that failed with code
+	// cancelled: a run with one ends cancelled, not failed.
+	CancelledSteps int `json:"cancelled_steps,omitempty"`
 	// Failures are the first MaxFailureLines lines of the run's error, one
 	// per failed or skipped step ("step "x" (Agent) failed: ...").
 	Failures []string `json:"failures,omitempty"`
@@ -349,7 +352,7 @@ func (h *RunHeader) Clone() *RunHeader {
 
 // Done reports whether the run has ended.
 func (h *RunHeader) Done() bool {
-	return h.Status == schemas.RunCompleted || h.Status == schemas.RunFailed
+	return schemas.RunEnded(h.Status)
 }
 
 // Running reports whether step id of sd is in the wave in progress of a

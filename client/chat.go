@@ -24,9 +24,15 @@ import (
 // It records a producer span "chat send" whose context the request
 // carries as its traceparent, so the turn's spans join its trace.
 func SendChat(ctx context.Context, js jetstream.JetStream, names bus.Names, conversationID, message, source string) (conv, requestID string, err error) {
+	return SendChatRequest(ctx, js, names, schemas.ChatRequest{ConversationID: conversationID, Message: message}, source)
+}
+
+// SendChatRequest is SendChat for a whole request (one that rewinds a
+// conversation, say).
+func SendChatRequest(ctx context.Context, js jetstream.JetStream, names bus.Names, req schemas.ChatRequest, source string) (conv, requestID string, err error) {
 	ctx, span := telemetry.Start(ctx, "chat send", trace.WithSpanKind(trace.SpanKindProducer))
 	defer func() { telemetry.End(span, err) }()
-	ev, conv, err := NewChatRequest(conversationID, message, source)
+	ev, conv, err := newChatRequest(req, source)
 	if err != nil {
 		return "", "", err
 	}

@@ -3,6 +3,7 @@ package gateway
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentmesh/agentmesh/schemas"
 )
@@ -65,4 +66,60 @@ steps:
 	wantError(t, "no such run", m.postJSON(t, "/api/runs/nope/fork", `{"at":"search"}`), 404, schemas.CodeNotFound)
 	wantError(t, "unknown field", m.postJSON(t, "/api/runs/sun-1/fork", `{"step":"search"}`), 400, schemas.CodeMalformedEvent)
 	wantError(t, "taken run id", m.postJSON(t, "/api/runs/sun-1/fork?run_id=sun-2", `{"at":"search"}`), 409, CodeRunExists)
+}
+
+// TestChatRewindAPI rewinds a two-turn conversation to before its second
+// turn over HTTP: the new conversation answers its turn and records its
+// origin; a rewind of what does not exist is refused at once.
+func TestChatRewindAPI(t *testing.T) {
+	m := newTestMesh(t)
+	var acc ChatAccepted
+	for i, msg := range []string{"Find sunset images", "Find beach images"} {
+		body := `{"message":"` + msg + `"}`
+		if i > 0 {
+			body = `{"conversation_id":"` + acc.ConversationID + `","message":"` + msg + `"}`
+		}
+		r := m.postJSON(t, "/api/chat", body)
+		decode(t, r, &acc)
+		if r.status != 202 {
+			t.Fatalf("turn %d: %d %s", i+1, r.status, clip(r.body))
+		}
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			var c Conversation
+			if r := m.getJSON(t, "/api/conversations/"+acc.ConversationID); r.status == 200 {
+				decode(t, r, &c)
+			}
+			if len(c.Turns) == i+1 && c.Turns[i].Response.State != "" {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("turn %d was not answered", i+1)
+			}
+		}
+	}
+	orig := acc.ConversationID
+	events := m.openSSE(t, "/api/conversations/again/events")
+	r := m.postJSON(t, "/api/chat", `{"conversation_id":"again","message":"Find mountain images","rewind":{"conversation_id":"`+orig+`","turn":2}}`)
+	decode(t, r, &acc)
+	if r.status != 202 || acc.ConversationID != "again" {
+		t.Fatalf("rewind: %d %s", r.status, clip(r.body))
+	}
+	if answer := waitEvent(t, events, "io.agentmesh.chat.responded", nil); dataOf(answer)["state"] != "completed" {
+		t.Fatalf("rewound turn: %v", answer.Data)
+	}
+	var conv Conversation
+	decode(t, m.getJSON(t, "/api/conversations/again"), &conv)
+	var users []string
+	for _, h := range conv.History {
+		if h.Kind == "user" {
+			users = append(users, h.Text)
+		}
+	}
+	if conv.Origin == nil || *conv.Origin != (schemas.ChatRewind{ConversationID: orig, Turn: 2}) ||
+		strings.Join(users, "|") != "Find sunset images|Find mountain images" {
+		t.Errorf("rewound conversation: origin %+v, user messages %q", conv.Origin, users)
+	}
+	wantError(t, "no such conversation", m.postJSON(t, "/api/chat", `{"message":"x","rewind":{"conversation_id":"nope","turn":1}}`), 404, schemas.CodeNotFound)
+	wantError(t, "turn 0", m.postJSON(t, "/api/chat", `{"message":"x","rewind":{"conversation_id":"`+orig+`","turn":0}}`), 400, schemas.CodeInvalidRequest)
+	wantError(t, "into an existing one", m.postJSON(t, "/api/chat", `{"conversation_id":"`+orig+`","message":"x","rewind":{"conversation_id":"`+orig+`","turn":1}}`), 400, schemas.CodeInvalidID)
 }

@@ -2,8 +2,16 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/agentmesh/agentmesh/agents"
+	"github.com/agentmesh/agentmesh/bus/bustest"
+	"github.com/agentmesh/agentmesh/orchestrator"
+	"github.com/agentmesh/agentmesh/schemas"
 )
 
 // TestRunFromForksAtAStep: run --from RUN --at STEP runs STEP again with
@@ -58,6 +66,72 @@ func TestRunFromForksAtAStep(t *testing.T) {
 		code := run(append([]string{"--nats", url}, c.args...), &out, &errOut)
 		if code != c.code || !strings.Contains(out.String()+errOut.String(), c.want) {
 			t.Errorf("%v: exit %d, want %d with %q\n%s%s", c.args, code, c.code, c.want, &out, &errOut)
+		}
+	}
+}
+
+// TestChatRewind: chat --conversation C --rewind N continues C from
+// before its turn N in a new conversation, which records its origin; the
+// flag used wrongly is a usage error.
+func TestChatRewind(t *testing.T) {
+	srv := bustest.Start(t)
+	srv.Provision(t)
+	textMesh{
+		agentOpts: []agents.Option{agents.WithHeartbeat(time.Second)},
+		attach: func(o *orchestrator.Orchestrator) error {
+			_, err := orchestrator.AttachChat(o)
+			return err
+		},
+	}.start(t, srv)
+	url := srv.URL()
+	var out, errOut bytes.Buffer
+	for _, msg := range []string{"count the words in hello world", "count the words in a b c"} {
+		args := []string{"--nats", url, "chat", "--conversation", "talk", msg}
+		if msg == "count the words in hello world" {
+			args = []string{"--nats", url, "chat", "--conversation", "talk", "--new", msg}
+		}
+		if code := run(args, &out, &errOut); code != 0 {
+			t.Fatalf("chat %q: exit %d\n%s%s", msg, code, &out, &errOut)
+		}
+	}
+	out.Reset()
+	errOut.Reset()
+	if code := run([]string{"--nats", url, "chat", "--conversation", "talk", "--rewind", "2", "count the words in x y z w"}, &out, &errOut); code != 0 {
+		t.Fatalf("chat --rewind: exit %d\n%s%s", code, &out, &errOut)
+	}
+	m := regexp.MustCompile(`(?m)^conversation (\S+)$`).FindStringSubmatch(errOut.String())
+	if !strings.Contains(errOut.String(), "rewinding conversation talk to before its turn 2") || m == nil || m[1] == "talk" {
+		t.Fatalf("chat --rewind does not name the new conversation:\n%s", &errOut)
+	}
+	out.Reset()
+	if code := run([]string{"--nats", url, "--json", "state", "show", m[1]}, &out, &errOut); code != 0 {
+		t.Fatalf("state show: exit %d\n%s", code, &errOut)
+	}
+	var st schemas.ConversationState
+	if err := json.Unmarshal(out.Bytes(), &st); err != nil || st.Turns != 2 || st.Origin == nil || *st.Origin != (schemas.ChatRewind{ConversationID: "talk", Turn: 2}) {
+		t.Errorf("the rewound conversation: %v %+v", err, st)
+	}
+	var users []string
+	for _, h := range st.History {
+		if h.Kind == "user" {
+			users = append(users, h.Text)
+		}
+	}
+	if got := strings.Join(users, "|"); got != "count the words in hello world|count the words in x y z w" {
+		t.Errorf("the rewound conversation's user messages: %s", got)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"chat", "--rewind", "1", "hi"}, "give --conversation ID"},
+		{[]string{"chat", "--conversation", "talk", "--rewind", "0", "hi"}, "turns count from 1"},
+		{[]string{"chat", "--conversation", "talk", "--new", "--rewind", "1", "hi"}, "drop --new"},
+	} {
+		out.Reset()
+		errOut.Reset()
+		if code := run(append([]string{"--nats", url}, c.args...), &out, &errOut); code != exitUsage || !strings.Contains(errOut.String(), c.want) {
+			t.Errorf("%v: exit %d, want %d with %q\n%s%s", c.args, code, exitUsage, c.want, &out, &errOut)
 		}
 	}
 }

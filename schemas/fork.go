@@ -12,7 +12,8 @@ import (
 // outputs the original recorded and send no task, At and every step that
 // depends on it run again. It is the data of an
 // io.agentmesh.pipeline.fork.requested event on the pipeline submit
-// subject; the new run's id is the event's runid extension (or its id).
+// subject (fork.schema.json); the new run's id is the event's runid
+// extension (or its id).
 type ForkRequest struct {
 	From string `json:"from"`
 	At   string `json:"at"`

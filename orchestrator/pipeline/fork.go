@@ -43,7 +43,7 @@ func (s *Scheduler) Fork(ctx context.Context, ev bus.Event) error {
 		return s.Reject(ctx, fmt.Errorf("%w; the refusal is on the request's event id", err), ev.ID)
 	}
 	var req schemas.ForkRequest
-	if err := bus.DecodeData(ev, &req, nil); err != nil {
+	if err := bus.DecodeData(ev, &req, func(b []byte) error { return schemas.ValidateJSON(schemas.SchemaFork, b) }); err != nil {
 		return s.Reject(ctx, fmt.Errorf("%w: the request does not decode: %v", ErrBadFork, err), runID, ev.ID)
 	}
 	if err := req.Validate(); err != nil {

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/agentmesh/agentmesh/agents"
-	"github.com/agentmesh/agentmesh/bus/bustest"
+	"github.com/agentmesh/agentmesh/internal/meshtest"
 	"github.com/agentmesh/agentmesh/orchestrator"
 	"github.com/agentmesh/agentmesh/schemas"
 )
@@ -74,16 +74,12 @@ func TestRunFromForksAtAStep(t *testing.T) {
 // before its turn N in a new conversation, which records its origin; the
 // flag used wrongly is a usage error.
 func TestChatRewind(t *testing.T) {
-	srv := bustest.Start(t)
-	srv.Provision(t)
+	mesh := meshtest.New(t)
 	textMesh{
 		agentOpts: []agents.Option{agents.WithHeartbeat(time.Second)},
-		attach: func(o *orchestrator.Orchestrator) error {
-			_, err := orchestrator.AttachChat(o)
-			return err
-		},
-	}.start(t, srv)
-	url := srv.URL()
+		orchOpts:  []orchestrator.Option{orchestrator.WithChat()},
+	}.start(t, mesh)
+	url := mesh.Srv.URL()
 	var out, errOut bytes.Buffer
 	for _, msg := range []string{"count the words in hello world", "count the words in a b c"} {
 		args := []string{"--nats", url, "chat", "--conversation", "talk", msg}

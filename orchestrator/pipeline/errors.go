@@ -38,3 +38,6 @@ var (
 	// not_found).
 	ErrNoOrigin = schemas.NewError(schemas.CodeNotFound, "no run to fork")
 )
+
+// ErrConfig reports a Scheduler made without what it needs (see New).
+var ErrConfig = errors.New("pipeline: scheduler configuration")

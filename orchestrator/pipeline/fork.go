@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/agentmesh/agentmesh/bus"
-	"github.com/agentmesh/agentmesh/client"
+	"github.com/agentmesh/agentmesh/internal/pipespec"
 	"github.com/agentmesh/agentmesh/orchestrator/state"
 	"github.com/agentmesh/agentmesh/schemas"
 )
@@ -167,7 +167,7 @@ func valueLike(def, v any) (any, error) {
 	if _, defString := def.(string); !ok || defString || def == nil {
 		return v, nil
 	}
-	return client.ValueLike(def, raw)
+	return pipespec.ValueLike(def, raw)
 }
 
 // readsVar reports whether step st may read workflow variable name (in its

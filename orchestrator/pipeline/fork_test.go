@@ -13,14 +13,15 @@ import (
 
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/client"
+	"github.com/agentmesh/agentmesh/internal/fixture"
+	"github.com/agentmesh/agentmesh/internal/meshtest"
 	"github.com/agentmesh/agentmesh/orchestrator"
-	"github.com/agentmesh/agentmesh/orchestrator/internal/meshtest"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
 // stamper runs agent Stamp, which appends "-<mark>" (its param) to its
 // text, counting the tasks it received by mark.
-func stamper(t *testing.T, m *meshtest.Mesh, tasks *meshtest.Counter) {
+func stamper(t *testing.T, m *meshtest.Mesh, tasks *fixture.Counter) {
 	c := schemas.AgentContract{Name: "Stamp", Version: "1.0.0", Capability: schemas.CapTransformation,
 		Description: "Appends its mark to its text.",
 		Params:      json.RawMessage(`{"type":"object","properties":{"mark":{"type":"string"}},"required":["mark"]}`),
@@ -33,7 +34,7 @@ func stamper(t *testing.T, m *meshtest.Mesh, tasks *meshtest.Counter) {
 		if err != nil {
 			return schemas.AgentResult{}, err
 		}
-		return meshtest.OK("Stamp", "stamped "+mark, map[string]schemas.TypedValue{"text": schemas.TextValue(s+"-"+mark, "Stamp")}), nil
+		return fixture.OK("Stamp", "stamped "+mark, map[string]schemas.TypedValue{"text": schemas.TextValue(s+"-"+mark, "Stamp")}), nil
 	}, 4)
 }
 
@@ -88,7 +89,7 @@ func fork(t *testing.T, m *meshtest.Mesh, req schemas.ForkRequest, runID string)
 // records its origin, and not a byte of the original changes.
 func TestForkRunsAgainFromAStep(t *testing.T) {
 	m := meshtest.New(t)
-	var tasks meshtest.Counter
+	var tasks fixture.Counter
 	stamper(t, m, &tasks)
 	o := m.Orchestrator(t, []string{"Stamp"})
 
@@ -155,7 +156,7 @@ func TestForkRunsAgainFromAStep(t *testing.T) {
 // problem, and stores nothing.
 func TestForkRefusesWhatItCannotServe(t *testing.T) {
 	m := meshtest.New(t)
-	var tasks meshtest.Counter
+	var tasks fixture.Counter
 	stamper(t, m, &tasks)
 	o := m.Orchestrator(t, []string{"Stamp"})
 	spec := fiveSteps()

@@ -41,6 +41,11 @@ func TestRunFromForksAtAStep(t *testing.T) {
 		}
 	}
 	out.Reset()
+	if code := run([]string{"--nats", url, "state", "show", "again"}, &out, &errOut); code != 0 ||
+		!strings.Contains(out.String(), "forked from run first at step count") || !strings.Contains(out.String(), "kept from run first (no task)") {
+		t.Errorf("state show of the fork: exit %d\n%s%s", code, &out, &errOut)
+	}
+	out.Reset()
 	if code := run([]string{"--nats", url, "runs"}, &out, &errOut); code != 0 {
 		t.Fatalf("runs: exit %d: %s", code, &errOut)
 	}
@@ -98,6 +103,10 @@ func TestChatRewind(t *testing.T) {
 	m := regexp.MustCompile(`(?m)^conversation (\S+)$`).FindStringSubmatch(errOut.String())
 	if !strings.Contains(errOut.String(), "rewinding conversation talk to before its turn 2") || m == nil || m[1] == "talk" {
 		t.Fatalf("chat --rewind does not name the new conversation:\n%s", &errOut)
+	}
+	out.Reset()
+	if code := run([]string{"--nats", url, "state", "show", m[1]}, &out, &errOut); code != 0 || !strings.Contains(out.String(), "rewound from conversation talk before its turn 2") {
+		t.Errorf("state show of the rewound conversation: exit %d\n%s%s", code, &out, &errOut)
 	}
 	out.Reset()
 	if code := run([]string{"--nats", url, "--json", "state", "show", m[1]}, &out, &errOut); code != 0 {

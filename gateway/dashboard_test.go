@@ -398,4 +398,10 @@ func (d *dashboard) fork(t *testing.T) {
 	d.do(t, chromedp.Click(chromedp.CSS(`#dag g.node[data-step="shout"]`)))
 	d.until(t, "the kept step's panel", `document.getElementById("step-kept") && document.getElementById("step-kept").innerText.includes("two-1")`)
 	browsertest.Screenshot(t, d.tab, d.shots, "run-fork.png")
+
+	// Re-run: the whole run again from its spec, a new run that completes.
+	d.open(t, "#/runs/two-1")
+	d.until(t, "the re-run button", `document.getElementById("rerun-button")`)
+	d.do(t, chromedp.Click(chromedp.CSS(`#rerun-button`)))
+	d.until(t, "the re-run, completed", `location.hash.startsWith("#/runs/two-") && !location.hash.includes("fork") && location.hash !== "#/runs/two-1" && document.querySelector('#run-status[data-status="completed"]') && !document.getElementById("run-origin")`)
 }

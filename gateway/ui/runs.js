@@ -117,11 +117,20 @@
       e.target.disabled = true;
       try { await AM.api("POST", "/api/runs/" + encodeURIComponent(view.id) + "/cancel"); } catch (err) { view.head.append(AM.error(err)); }
     } }, "Cancel run") : "";
+    // an ended run can be run again whole, from its spec (with the vars it
+    // ran with); a fork from one step is the step panel's
+    const rerun = r.status !== "running" && r.spec ? h("button", { id: "rerun-button", type: "button", onclick: async (e) => {
+      e.target.disabled = true;
+      try {
+        const acc = await AM.api("POST", "/api/pipelines", JSON.stringify(r.spec), "application/json");
+        location.hash = "#/runs/" + encodeURIComponent(acc.run_id);
+      } catch (err) { e.target.disabled = false; view.head.append(AM.error(err)); }
+    } }, "Re-run") : "";
     AM.clear(view.head,
       h("span", { class: "state-chip s-" + r.status, id: "run-status", "data-status": r.status }, r.status),
       " ", r.name || (r.spec && r.spec.name) || "", " · started ", AM.when(r.created_at),
       r.finished_at ? " · took " + AM.ms(new Date(r.finished_at) - new Date(r.created_at)) : "",
-      " ", cancel, origin(r), r.error ? AM.error({ code: r.code, message: r.error }) : "");
+      " ", cancel, rerun, origin(r), r.error ? AM.error({ code: r.code, message: r.error }) : "");
   }
 
   // origin links a forked run to the run and step it was forked from.

@@ -44,6 +44,7 @@ const (
 	SchemaRunEvent       = "run-event"
 	SchemaResolve        = "resolve"
 	SchemaResolveRefusal = "resolve-refusal"
+	SchemaFork           = "fork"
 )
 
 // Problem is one reason a document failed its schema: the JSON pointer of

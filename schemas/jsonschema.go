@@ -110,6 +110,9 @@ func (s *schemaSet) load() error {
 		s.byName = make(map[string]*schemaNode, len(names))
 		for _, rel := range names {
 			sch, err := c.compile(SchemaBaseURL + rel)
+			if err == nil {
+				err = c.checkCycles()
+			}
 			if err != nil {
 				s.err = fmt.Errorf("compile embedded schema %s: %w", rel, err)
 				return
@@ -216,6 +219,9 @@ func compileSchemaNow(id string, raw []byte) (*schemaNode, error) {
 	url := "mem://agentmesh/" + id
 	c.addResource(url, doc)
 	sch, err := c.compile(url)
+	if err == nil {
+		err = c.checkCycles()
+	}
 	if err != nil {
 		return nil, fmt.Errorf("schema %s does not compile: %w", id, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"math/big"
 	"net/url"
@@ -199,6 +200,56 @@ func (c *compiler) compile(u string) (*schemaNode, error) {
 		return nil, err
 	}
 	return n, nil
+}
+
+// inPlace lists the schemas n applies to the same value it is given.
+func (n *schemaNode) inPlace() []*schemaNode {
+	out := slices.Concat(n.allOf, n.anyOf, n.oneOf)
+	for _, s := range []*schemaNode{n.ref, n.not, n.ifS, n.then, n.els} {
+		if s != nil {
+			out = append(out, s)
+		}
+	}
+	for _, prop := range n.dependentOrder {
+		if s := n.depSchemas[prop]; s != nil {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// checkCycles refuses a compile whose schemas reach themselves through
+// $ref (or allOf, anyOf, ...) without descending into the value: checking
+// any value against one would never end.
+func (c *compiler) checkCycles() error {
+	const (
+		visiting = 1
+		done     = 2
+	)
+	state := map[*schemaNode]int{}
+	var visit func(n *schemaNode) bool
+	visit = func(n *schemaNode) bool {
+		switch state[n] {
+		case visiting:
+			return true
+		case done:
+			return false
+		}
+		state[n] = visiting
+		for _, s := range n.inPlace() {
+			if visit(s) {
+				return true
+			}
+		}
+		state[n] = done
+		return false
+	}
+	for _, key := range slices.Sorted(maps.Keys(c.nodes)) {
+		if visit(c.nodes[key]) {
+			return schemaError(key, "$ref cycle: the schema refers back to itself without descending into the value")
+		}
+	}
+	return nil
 }
 
 func findAnchor(v any, anchor, at string) (string, bool) {
@@ -812,15 +863,15 @@ func (n *schemaNode) checkArray(v []any, loc []string, out *[]Problem) {
 	if n.maxItems >= 0 && len(v) > n.maxItems {
 		add("maxItems: got %d, want %d", len(v), n.maxItems)
 	}
-	if n.unique {
-	dup:
-		for i := range v {
-			for j := i + 1; j < len(v); j++ {
-				if valueEqual(v[i], v[j]) {
-					add("items at %d and %d are equal", i, j)
-					break dup
-				}
+	if n.unique && len(v) > 1 {
+		first := make(map[string]int, len(v))
+		for i, item := range v {
+			k := canonical(item)
+			if j, seen := first[k]; seen {
+				add("items at %d and %d are equal", j, i)
+				break
 			}
+			first[k] = i
 		}
 	}
 	for i, item := range v {
@@ -892,6 +943,45 @@ func (n *schemaNode) checkNumber(num json.Number, add func(string, ...any)) {
 	}
 	if n.multipleOf != nil && !new(big.Rat).Quo(r, n.multipleOf).IsInt() {
 		add("multipleOf: got %v, want %v", f(r), f(n.multipleOf))
+	}
+}
+
+// canonical writes a decoded JSON value so that two values are equal
+// exactly when their canonical forms are: numbers by value, object keys
+// sorted. uniqueItems compares items by it in one pass.
+func canonical(v any) string {
+	var b strings.Builder
+	writeCanonical(&b, v)
+	return b.String()
+}
+
+func writeCanonical(b *strings.Builder, v any) {
+	switch v := v.(type) {
+	case json.Number:
+		if r, ok := ratOf(v); ok {
+			b.WriteString("n" + r.RatString() + ";")
+		} else {
+			b.WriteString("n" + string(v) + ";")
+		}
+	case string:
+		b.WriteString(strconv.Quote(v))
+	case []any:
+		b.WriteByte('[')
+		for _, e := range v {
+			writeCanonical(b, e)
+			b.WriteByte(',')
+		}
+		b.WriteByte(']')
+	case map[string]any:
+		b.WriteByte('{')
+		for _, k := range sortedKeys(v) {
+			b.WriteString(strconv.Quote(k) + ":")
+			writeCanonical(b, v[k])
+			b.WriteByte(',')
+		}
+		b.WriteByte('}')
+	default:
+		fmt.Fprint(b, v) // true, false, <nil>
 	}
 }
 

@@ -48,7 +48,7 @@ var differentialDocs = []string{
 	`null`, `true`, `0`, `1`, `1.0`, `2.5`, `3`, `9.5`, `10`, `-1`, `""`, `"a"`, `"abcd"`, `"123"`, `"12a"`,
 	`"2024-01-02T03:04:05Z"`, `"2024-01-02T03:04:05.5+01:00"`, `"2024-13-02T03:04:05Z"`, `"2024-01-02"`,
 	`"a@b.c"`, `"nope"`, `"10.0.0.1"`, `"::1"`, `"123e4567-e89b-12d3-a456-426614174000"`, `"http://x/y"`, `"/rel"`,
-	`[]`, `[1]`, `[1,1]`, `[1,1,1,1]`, `["a","b"]`, `["a","a"]`, `["", "b"]`, `[1,"x"]`, `[1,"x",2]`, `[null]`, `[1,2]`,
+	`[]`, `[1]`, `[1,1]`, `[1,1,1,1]`, `["a","b"]`, `["a","a"]`, `["", "b"]`, `[1,"x"]`, `[1,"x",2]`, `[null]`, `[1,2]`, `[1,1.0]`, `[{"a":1},{"a":1.0}]`, `[{"a":1},{"a":2}]`, `[[1],[1]]`, `["1",1]`, `[true,"true"]`,
 	`{}`, `{"a":1}`, `{"a":0}`, `{"a":1,"b":"abcd"}`, `{"a":1,"c":1}`, `{"a":"1"}`, `{"x-y":true,"z":"s"}`, `{"x-y":1}`,
 	`{"ab":1,"cd":2,"ef":3}`, `{"A":1}`, `{"a":1,"b":2,"c":3}`, `{"b":1}`, `{"b":1,"d":1}`, `{"k":1}`,
 	`{"a":[1,2]}`, `{"kind":"n"}`, `{"kind":"n","n":1}`, `{"kind":"s"}`, `{"s":1}`,
@@ -189,6 +189,8 @@ func TestValidatorRefusesBadSchemas(t *testing.T) {
 		{`{"$ref":"https://elsewhere.example/x.json"}`, `no such document`},
 		{`{"unevaluatedProperties":false}`, `keyword unevaluatedProperties is not supported`},
 		{`{"anyOf":[]}`, `at /anyOf: anyOf must be a non-empty array of schemas`},
+		{`{"$ref":"#"}`, `$ref cycle`},
+		{`{"$defs":{"a":{"allOf":[{"$ref":"#/$defs/b"}]},"b":{"not":{"$ref":"#/$defs/a"}}},"items":{"$ref":"#/$defs/a"}}`, `$ref cycle`},
 	} {
 		_, err := compileSchemaNow("bad", []byte(c.schema))
 		if err == nil || !strings.Contains(err.Error(), c.want) {
@@ -223,6 +225,62 @@ func FuzzValidator(f *testing.F) {
 		}
 		for _, p := range pairs {
 			agree(t, p.raw, p.own, p.ref, doc)
+		}
+	})
+}
+
+// BenchmarkValidateLargeCollection validates a FILE_IDS value of 100,000
+// IDs (uniqueItems over all of them), with the package's validator and,
+// for comparison, the reference library.
+func BenchmarkValidateLargeCollection(b *testing.B) {
+	ids := make([]string, 100000)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("f-%020d", i)
+	}
+	doc, _ := json.Marshal(map[string]any{"ids": ids, "content_type": "images"})
+	b.Run("own", func(b *testing.B) {
+		r := NewRegistry()
+		for b.Loop() {
+			if err := r.Validate(TypeFileIDs, doc); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("reference", func(b *testing.B) {
+		ref := reference(b, `{"$ref":"https://agentmesh.dev/schemas/file-collection.schema.json"}`)
+		for b.Loop() {
+			inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(doc))
+			if err == nil {
+				err = ref.Validate(inst)
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkValidateResult validates a small result document, as every
+// task's result is, with both validators.
+func BenchmarkValidateResult(b *testing.B) {
+	doc := []byte(`{"agent":"ShoutAgent","success":true,"summary":"shouted","outputs":{"text":{"data_type":"TEXT","value":"HELLO","source":"ShoutAgent"}}}`)
+	b.Run("own", func(b *testing.B) {
+		for b.Loop() {
+			if err := ValidateJSON(SchemaResult, doc); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("reference", func(b *testing.B) {
+		ref := reference(b, `{"$ref":"https://agentmesh.dev/schemas/result.schema.json"}`)
+		for b.Loop() {
+			inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(doc))
+			if err == nil {
+				err = ref.Validate(inst)
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
 		}
 	})
 }

@@ -3,6 +3,7 @@ package schemas
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"strings"
@@ -283,4 +284,34 @@ func BenchmarkValidateResult(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestValidatorConcurrentUse compiles and validates from many goroutines
+// at once, as agents validate their tasks; run it with -race.
+func TestValidatorConcurrentUse(t *testing.T) {
+	r := NewRegistry()
+	done := make(chan error, 8)
+	for i := range 8 {
+		go func() {
+			var err error
+			for j := range 50 {
+				raw := fmt.Sprintf(`{"type":"object","properties":{"n":{"type":"integer","minimum":%d}},"required":["n"]}`, i)
+				if _, cerr := compileSchema(fmt.Sprintf("conc/%d", j%3), []byte(raw)); cerr != nil {
+					err = cerr
+				}
+				if verr := r.Validate(TypeFileIDs, []byte(`{"ids":["a","b"],"content_type":"images"}`)); verr != nil {
+					err = verr
+				}
+				if r.Validate(TypeFileIDs, []byte(`{"ids":["a","a"]}`)) == nil {
+					err = errors.New("duplicate ids accepted")
+				}
+			}
+			done <- err
+		}()
+	}
+	for range 8 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
 }

@@ -89,6 +89,12 @@ A name in use is refused; --replace replaces that schedule.`,
 				s.TimeZone = given.TimeZone
 				spec.Schedule = &s
 			}
+			if spec.Schedule == nil {
+				return usagef("pipeline in %s has no schedule: add schedule: to it, or give --cron, --every or --at", args[0])
+			}
+			if err := spec.Validate(); err != nil {
+				return exitError{code: 1, msg: oneLine(err.Error())}
+			}
 			if name == "" {
 				name = spec.Name
 				if name == "" {

@@ -199,7 +199,7 @@ func Provision(ctx context.Context, js jetstream.JetStream, n Names, o Provision
 			return nil, err
 		}
 	}
-	for _, s := range []jetstream.Stream{r.Requests, r.Tasks} {
+	for _, s := range []jetstream.Stream{r.Requests, r.Tasks, r.Schedules} {
 		if _, err := PurgeAcked(ctx, s); err != nil {
 			return nil, err
 		}

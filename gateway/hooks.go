@@ -13,6 +13,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/client"
 	"github.com/agentmesh/agentmesh/schemas"
 )
@@ -62,11 +63,26 @@ type namedHook struct {
 	Hook
 }
 
+// ValidateHookName reports whether name can name a hook: 1 to 64
+// letters, digits, '-', '_' or '=' (the hook's run ids start with
+// hook-<name>-).
+func ValidateHookName(name string) error {
+	if err := bus.ValidateToken("hook name", name); err != nil {
+		return err
+	}
+	if len(name) > maxHookName {
+		return fmt.Errorf("%w: hook name %q is %d bytes long: use at most %d", bus.ErrInvalidName, name, len(name), maxHookName)
+	}
+	return nil
+}
+
+const maxHookName = 64
+
 // hooksOf checks the hooks of cfg and returns them by name.
 func hooksOf(hs []namedHook) (map[string]Hook, error) {
 	out := make(map[string]Hook, len(hs))
 	for _, h := range hs {
-		if err := client.ValidateScheduleName(h.name); err != nil {
+		if err := ValidateHookName(h.name); err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrBadHook, err)
 		}
 		if _, dup := out[h.name]; dup {

@@ -110,7 +110,7 @@ func TestHookOptionRefusals(t *testing.T) {
 		want  string
 	}{
 		{[]namedHook{{name: "a", Hook: Hook{Spec: spec, Secret: []byte("short")}}}, `hook "a": its secret is 5 bytes, give at least 16`},
-		{[]namedHook{{name: "a.b", Hook: Hook{Spec: spec, Secret: hookSecret}}}, `schedule name "a.b"`},
+		{[]namedHook{{name: "a.b", Hook: Hook{Spec: spec, Secret: hookSecret}}}, `hook name "a.b"`},
 		{[]namedHook{{name: "a", Hook: Hook{Spec: spec, Secret: hookSecret}}, {name: "a", Hook: Hook{Spec: spec, Secret: hookSecret}}}, `hook "a" is given twice`},
 		{[]namedHook{{name: "a", Hook: Hook{Secret: hookSecret}}}, `hook "a": invalid pipeline`},
 	} {

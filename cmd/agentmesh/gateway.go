@@ -354,7 +354,7 @@ func hookOptions(hooks []string, getenv func(string) string) ([]gateway.Option, 
 		if !ok || name == "" || file == "" {
 			return nil, usagef("--hook %q: give NAME=FILE, e.g. --hook deploy=deploy.yaml", h)
 		}
-		if err := client.ValidateScheduleName(name); err != nil {
+		if err := gateway.ValidateHookName(name); err != nil {
 			return nil, usagef("--hook %q: %v", h, err)
 		}
 		secret := getenv(hookSecretEnv(name))

@@ -234,3 +234,26 @@ func TestScheduleAddUsage(t *testing.T) {
 	}
 	_ = os.Remove(bad)
 }
+
+// TestGatewayHookFlag: --hook needs NAME=FILE and the hook's secret in
+// its variable; the errors say which.
+func TestGatewayHookFlag(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "p.yaml")
+	writeFile(t, file, []byte(schedulePipeline))
+	env := map[string]string{"AGENTMESH_HOOK_SECRET_ON_PUSH": "0123456789abcdef0123"}
+	getenv := func(k string) string { return env[k] }
+	if opts, err := hookOptions([]string{"on-push=" + file}, getenv); err != nil || len(opts) != 1 {
+		t.Fatalf("a good hook: %v", err)
+	}
+	for _, tc := range []struct{ flag, want string }{
+		{"on-push", `--hook "on-push": give NAME=FILE`},
+		{"deploy=" + file, "--hook deploy: no secret: set AGENTMESH_HOOK_SECRET_DEPLOY"},
+		{"a.b=" + file, `hook name "a.b"`},
+		{"on-push=/nonexistent.yaml", "--hook on-push: "},
+	} {
+		_, err := hookOptions([]string{tc.flag}, getenv)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("--hook %s: %v; want %q", tc.flag, err, tc.want)
+		}
+	}
+}

@@ -85,6 +85,8 @@ func New(ctx context.Context, nc *nats.Conn, opts ...Option) (*Gateway, error) {
 		g.mux.Handle(rt.method+" "+rt.path, g.api(rt))
 	}
 	g.mux.Handle("/api/", g.api(route{h: g.handleNoRoute, public: true}))
+	g.mux.HandleFunc("GET /healthz", g.handleHealthz) // probes: no token
+	g.mux.HandleFunc("GET /readyz", g.handleReadyz)
 	for _, m := range cfg.handlers {
 		g.mux.Handle(m.pattern, m.h)
 	}

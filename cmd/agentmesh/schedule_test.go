@@ -195,6 +195,19 @@ func TestScheduleEveryFiresUntilRemoved(t *testing.T) {
 		t.Errorf("the removed schedule started %d more runs while the probe fired twice", after-before)
 	}
 
+	// --replace replaces a schedule in place (a roll-up on its subject).
+	if _, errOut, code := m.cli(t, "schedule", "add", m.file, "--name", "probe", "--every", "1h", "--replace"); code != 0 {
+		t.Fatalf("schedule add --replace: exit %d: %s", code, errOut)
+	}
+	out, _, _ = m.cli(t, "--json", "schedule", "ls")
+	list = nil
+	if json.Unmarshal([]byte(out), &list) != nil || len(list) != 1 || list[0].Name != "probe" || list[0].Pattern != "@every 1h0m0s" {
+		t.Errorf("schedule ls after --replace: %s", out)
+	}
+	if n := m.subjectCount(t, m.srv.Names().Schedule("probe")); n != 1 {
+		t.Errorf("%d messages hold schedule probe after --replace, want 1", n)
+	}
+
 	_, errOut, code = m.cli(t, "schedule", "rm", "nope")
 	if code != 1 || !strings.Contains(errOut, `no such schedule: "nope": agentmesh schedule ls lists them`) {
 		t.Errorf("rm of an unknown schedule: exit %d, stderr %q", code, errOut)

@@ -29,7 +29,7 @@ func init() {
 // the offline planner.
 // Its model's calls count in the mesh's LLM bucket (when m has it), under
 // the budgets of bud.
-func chatOptions(a *app, m *mesh, bud budgetFlags) ([]chat.Option, error) {
+func chatOptions(a *app, m *mesh, pm *procMetrics, bud budgetFlags) ([]chat.Option, error) {
 	cfg, err := llm.ConfigFromEnv()
 	if err != nil {
 		return nil, err
@@ -69,7 +69,11 @@ func chatOptions(a *app, m *mesh, bud budgetFlags) ([]chat.Option, error) {
 	}
 	if !rules.Empty() {
 		ps, _ := rules.Policies() // checked by PolicyRulesFromEnv
-		opts = append(opts, chat.WithGuard(llm.NewGuard(ps)))
+		gopts, err := pm.policyObserver()
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, chat.WithGuard(llm.NewGuard(ps, gopts...)))
 		fmt.Fprintf(a.errOut, "chat: policies %+v\n", rules)
 	}
 	opts = append(opts, chat.WithLogger(a.logger(false)))
@@ -266,6 +270,7 @@ func printChatResponse(w io.Writer, r schemas.ChatResponse, views []valueView) {
 	if r.Budget != nil {
 		fmt.Fprintf(w, "budget: spent %d tokens and $%.4f of the turn's %s\n", r.Tokens.Prompt+r.Tokens.Completion, r.Cost, r.Budget)
 	}
+	printTurnRefusals(w, "", r)
 	fmt.Fprintf(w, "conversation %s (continue with --conversation %s)\n", r.ConversationID, r.ConversationID)
 }
 

@@ -191,11 +191,14 @@ func (p *eventPrinter) print(ctx context.Context, ev bus.Event) {
 		p.cancelled = true
 	}
 	views := p.stepViews(ctx, ev)
+	var chatResp schemas.ChatResponse
 	switch {
 	case p.a.jsonOut:
 		_ = p.a.jsonLine(withViews(eventJSON(ev), views))
 	case ev.Type == bus.TypePipelineCompleted:
 		printRunEnd(p.a.out, ev, p.cancelled)
+	case ev.Type == bus.TypeChatResponded && ev.DataAs(&chatResp) == nil:
+		printTurn(p.a.out, ev.Time.Format("15:04:05.000"), chatResp)
 	case strings.HasPrefix(ev.Type, "io.agentmesh.pipeline."):
 		printPipelineEvent(p.a.out, ev)
 		printViews(p.a.out, "      ", views)

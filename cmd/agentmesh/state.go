@@ -84,6 +84,7 @@ func printRun(w io.Writer, v *viewer, r *state.RunState) {
 	if r.Error != "" {
 		fmt.Fprintf(w, "  error: %s\n", r.Error)
 	}
+	printRunBudget(w, r)
 	fmt.Fprintln(w, "steps:")
 	for wi, wave := range r.Waves {
 		for _, id := range wave {

@@ -57,7 +57,8 @@
     const dag = h("div", { class: "dag", id: "dag" }, h("p", { class: "muted" }, "laying out…"));
     const timeline = h("div", { class: "timeline", id: "timeline" });
     const panel = h("aside", { class: "step-panel", id: "step-panel" }, h("p", { class: "muted" }, "Click a step for its inputs, outputs, timing and error."));
-    AM.clear(main, h("h1", {}, h("a", { href: "#/runs" }, "Runs"), " / ", id), head, legend(),
+    const budget = h("div", { id: "budget-panel" });
+    AM.clear(main, h("h1", {}, h("a", { href: "#/runs" }, "Runs"), " / ", id), head, budget, legend(),
       h("div", { class: "run-grid" },
         h("section", { class: "card dag-card" }, h("h2", {}, "Steps"), dag),
         h("section", { class: "card timeline-card" }, h("h2", {}, "Timeline"), timeline),
@@ -71,6 +72,7 @@
         ]);
         view.run = run;
         drawHead(view);
+        AM.clear(budget, AM.runBudget(run));
         AM.clear(dag, drawGraph(graph, view));
         applyStates(view);
         drawTimeline(view);

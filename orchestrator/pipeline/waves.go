@@ -120,6 +120,10 @@ func advance(h *state.RunHeader, sd *state.RunSpec, now time.Time, ch *runChange
 			if ch.ended < 0 {
 				ch.ended, ch.endedRecs = h.Wave, recs
 			}
+			if rec, ok := budgetRefused(recs); ok {
+				budgetStopped(h, sd, rec, now, ch)
+				return true
+			}
 		}
 		h.Wave++
 		h.Ends, h.Republished, h.Approved, h.Waiting = 0, false, nil, nil

@@ -432,6 +432,8 @@ export type TaskRequest = {
     tokens?: number;
     usd?: number;
   };
+  /** the ledger in the mesh's LLM bucket that budget's limits hold, shared by the model calls of every step of the task's pipeline wave: budget.run.<run>.w<wave> */
+  budget_key?: string;
   [key: string]: unknown;
 };
 

@@ -177,6 +177,9 @@ func TestJSONEverywhereItIsOffered(t *testing.T) {
 		{args: []string{"files", "ls"}},
 		{args: []string{"files", "info", "ID"}},
 		{args: []string{"files", "rm", "ID"}},
+		{args: []string{"schedule", "add", file, "--name", "json-schedule", "--every", "1h"}},
+		{args: []string{"schedule", "ls"}},
+		{args: []string{"schedule", "rm", "json-schedule"}},
 	}
 	ran := map[string]bool{"approve": true, "chat": true, "bench": true, "version": true} // version: TestVersionJSON
 	for _, tt := range tests {
@@ -205,7 +208,7 @@ func TestJSONEverywhereItIsOffered(t *testing.T) {
 			tt.after(out)
 		}
 		name := tt.args[0]
-		if name == "files" || name == "state" {
+		if name == "files" || name == "state" || name == "schedule" {
 			name += " " + tt.args[1]
 		}
 		ran[name] = true

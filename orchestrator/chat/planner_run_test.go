@@ -43,7 +43,7 @@ func TestOfflinePlannerRunsOnTheBuiltinAgents(t *testing.T) {
 	}{
 		{"Find sunset images and organize them into folders", "ImageSearchAgent -> AnalysisAgent -> FolderAgent",
 			[]string{"found 5 images", "sunset 5"}, route.SlotCategorization, ""},
-		{"summarize the documents", "DocumentSearchAgent -> SummarizeAgent", []string{"found 4 documents", "summarised 4 documents", "summarizeagent wrote: "}, route.SlotText, ""},
+		{"summarize the documents", "DocumentSearchAgent -> SummarizeAgent", []string{"found 5 documents", "summarised 5 documents", "summarizeagent wrote: "}, route.SlotText, ""},
 		{"reverse the text hello world", "TextAgent", []string{"textagent wrote: dlrow olleh"}, route.SlotText, "dlrow olleh"},
 		{"count the words in hello world", "TextAgent", []string{"2 words", "textagent wrote: 2"}, route.SlotText, "2"},
 		{"find documents about jetstream and summarize them", "DocumentSearchAgent -> SummarizeAgent", []string{"nats-notes.txt", "summarised 1 document"}, route.SlotText, ""},

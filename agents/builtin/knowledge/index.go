@@ -157,6 +157,7 @@ func (x *Index) Search(ctx context.Context, q Query) (Found, error) {
 	default:
 		return f, fileagent.Failf(schemas.CodeInvalidParams, "mode %q is unknown: use lexical, dense or fused", mode)
 	}
+	f.Chunks = make(schemas.Chunks, 0, min(len(ranked), q.TopK))
 	for _, s := range ranked[:min(len(ranked), q.TopK)] {
 		c := from[s.at]
 		p := c.e.pieces[c.i]

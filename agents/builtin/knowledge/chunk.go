@@ -63,8 +63,9 @@ type section struct {
 // Split cuts a document into chunks. text is the document as stored for
 // Markdown (its headings start sections; its markup is removed from the
 // chunks) and the extracted text (fileagent.ExtractText) for every other
-// media type, whose paragraphs are separated by blank lines, or by line
-// breaks when there are no blank lines. Paragraphs are packed into chunks
+// media type: each line of HTML and PDF text is a paragraph; plain text's
+// paragraphs are separated by blank lines, or by line breaks when there
+// are no blank lines. Paragraphs are packed into chunks
 // of at most o.MaxChars characters; a longer paragraph is cut at sentence
 // or word boundaries. Each chunk after the first of a section begins with
 // the end of the one before (up to o.Overlap characters, from a word
@@ -75,7 +76,10 @@ func Split(text, mediaType string, o ChunkOptions) []Piece {
 	if mediaType == fileagent.MediaMarkdown {
 		sections = markdownSections(text)
 	} else {
-		sections = []section{{paragraphs: paragraphs(text)}}
+		// HTML and PDF text has a line per block or printed line; plain
+		// text is wrapped, with blank lines between paragraphs.
+		byLine := mediaType == fileagent.MediaHTML || mediaType == fileagent.MediaPDF
+		sections = []section{{paragraphs: paragraphs(text, byLine)}}
 	}
 	var out []Piece
 	for _, s := range sections {
@@ -159,12 +163,13 @@ func joinHeadings(path []string) string {
 	return strings.Join(hs, " > ")
 }
 
-// paragraphs splits text at blank lines, or at line breaks when it has no
-// blank line; whitespace inside a paragraph is collapsed.
-func paragraphs(text string) []string {
+// paragraphs splits text at line breaks when byLine is set or text has no
+// blank line, else at blank lines; whitespace inside a paragraph is
+// collapsed.
+func paragraphs(text string, byLine bool) []string {
 	text = strings.ReplaceAll(text, "\r\n", "\n")
 	sep := "\n\n"
-	if !strings.Contains(text, sep) {
+	if byLine || !strings.Contains(text, sep) {
 		sep = "\n"
 	}
 	var out []string

@@ -77,6 +77,12 @@ var flagGroups = map[string]flagGroup{
 	"files info":            groupClient | groupJSON,
 	"gateway":               groupClient | groupLog,
 	"input":                 groupClient, // its own --json says VALUE is JSON
+	"kb":                    0,
+	"kb create":             groupClient | groupJSON,
+	"kb add":                groupClient | groupJSON,
+	"kb ls":                 groupClient | groupJSON,
+	"kb search":             groupClient | groupJSON,
+	"kb rm":                 groupClient | groupJSON,
 	"mcp":                   groupClient | groupLog,
 	"orchestrator":          groupClient | groupSettings | groupLog,
 	"run":                   groupClient | groupJSON,

@@ -15,7 +15,9 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/agentmesh/agentmesh/agents/builtin/internal/fileagent"
 	"github.com/agentmesh/agentmesh/resolvers"
+	"github.com/agentmesh/agentmesh/schemas"
 )
 
 // Object names in the file store: one definition per knowledge base, one
@@ -221,4 +223,10 @@ func decodeVector(s string) []float32 {
 		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
 	}
 	return v
+}
+
+// IsDocument reports whether a stored file is a document a knowledge base
+// can hold: plain text, Markdown, HTML or PDF.
+func IsDocument(ref schemas.FileRef) bool {
+	return fileagent.DocumentType(ref.MediaType, ref.Filename) != ""
 }

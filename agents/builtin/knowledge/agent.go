@@ -121,8 +121,11 @@ func (a *Agent) Execute(ctx context.Context, ec *schemas.ExecutionContext) (sche
 	if err != nil {
 		return t.Abort(err)
 	}
-	summary := fmt.Sprintf("found %s in %s of %s", schemas.Plural(len(found.Chunks), "passage", "passages"),
-		schemas.Plural(found.Searched, "document", "documents"), where)
+	searched := schemas.Plural(found.Searched, "stored document", "stored documents")
+	if q.Base != "" {
+		searched = schemas.Plural(found.Searched, "document", "documents") + " of " + where
+	}
+	summary := fmt.Sprintf("found %s in %s", schemas.Plural(len(found.Chunks), "passage", "passages"), searched)
 	return t.Done(summary, map[string]schemas.TypedValue{"chunks": value}, found.Usage)
 }
 

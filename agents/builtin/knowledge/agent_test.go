@@ -2,6 +2,7 @@ package knowledge_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -135,5 +136,40 @@ func TestSecondInstanceServesWithoutRebuild(t *testing.T) {
 	third, _ := knowledge.New(s.store, s.obs, knowledge.WithEmbedder(embedder(t, srv), "other-embed"))
 	if res, _ := search(t, third, "final sale", map[string]any{"kb": "shop"}); !res.Success || third.Index().Built() != int64(len(s.ids)) {
 		t.Errorf("another model built %d documents", third.Index().Built())
+	}
+}
+
+// TestConcurrentSearches: searches at once on a fresh instance (one task
+// per goroutine, as the runtime runs them) all answer, from one index.
+func TestConcurrentSearches(t *testing.T) {
+	s := newShop(t)
+	srv := llmtest.New(t)
+	a, _ := knowledge.New(s.store, s.obs, knowledge.WithEmbedder(embedder(t, srv), "test-embed"))
+	results := make(chan string, 8)
+	for range 8 {
+		go func() {
+			ec := schemas.NewExecutionContext(nil)
+			ec.SetParams(map[string]any{"kb": "shop", "top_k": 1})
+			_ = ec.Put("query", schemas.TextValue("are gift cards refundable?", "test"))
+			res, err := a.Execute(context.Background(), ec)
+			switch {
+			case err != nil:
+				results <- err.Error()
+			case !res.Success:
+				results <- res.Err().Error()
+			default:
+				var cs schemas.Chunks
+				if err := res.Outputs["chunks"].Decode(&cs); err != nil || len(cs) == 0 {
+					results <- fmt.Sprintf("no chunk (%v)", err)
+					return
+				}
+				results <- cs[0].FileID
+			}
+		}()
+	}
+	for range 8 {
+		if got := <-results; got != s.ids["refund-policy.md"] {
+			t.Errorf("a concurrent search answered %s", got)
+		}
 	}
 }

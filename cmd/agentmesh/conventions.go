@@ -68,6 +68,7 @@ var flagGroups = map[string]flagGroup{
 	"conversations":         groupClient | groupJSON,
 	"creds":                 0,
 	"demo":                  groupClient | groupLog,
+	"eval":                  groupClient | groupJSON,
 	"files":                 0,
 	"files put":             groupClient | groupJSON,
 	"files ls":              groupClient | groupJSON,

@@ -20,7 +20,7 @@ import (
 	"github.com/agentmesh/agentmesh/resolvers"
 )
 
-// TestEvalExamples runs the repository's README eval set with the offline
+// TestEvalExamples runs the repository's README and knowledge eval sets with the offline
 // planner over the built-in agents and the sample files, as CI does: every
 // case passes, the JUnit XML lists each run; a set whose expectation the
 // answer misses exits 1 and says what it missed.
@@ -49,6 +49,11 @@ func TestEvalExamples(t *testing.T) {
 	}
 	if err := xml.Unmarshal(raw, &doc); err != nil || len(doc.Suites) != 1 || doc.Suites[0].Tests != 5 || doc.Suites[0].Failures != 0 {
 		t.Errorf("JUnit XML %+v (%v):\n%s", doc, err, raw)
+	}
+
+	code, out, errOut = runArgs("--nats", url, "eval", "../../examples/evals/knowledge.yaml")
+	if code != 0 || !strings.Contains(out, "4 of 4 cases passed") {
+		t.Errorf("eval knowledge.yaml: exit %d\n%s%s", code, out, errOut)
 	}
 
 	failing := filepath.Join(t.TempDir(), "failing.yaml")

@@ -214,6 +214,9 @@ func (x *Index) documents(ctx context.Context, q Query, f *Found) ([]schemas.Fil
 			// Stored a moment ago by another process, or gone.
 			r, err := x.cat.ResolveMetadata(ctx, id)
 			if err != nil {
+				if errors.Is(err, resolvers.ErrNotFound) {
+					x.forget(ctx, id)
+				}
 				if q.Base != "" {
 					f.Skipped = append(f.Skipped, fmt.Sprintf("%s is no longer stored", id))
 				}
@@ -232,6 +235,15 @@ func (x *Index) documents(ctx context.Context, q Query, f *Found) ([]schemas.Fil
 		}
 	}
 	return out, nil
+}
+
+// forget drops the index of a document that is no longer stored, from
+// memory and from the store (a failure leaves it for the next search).
+func (x *Index) forget(ctx context.Context, id string) {
+	x.mu.Lock()
+	delete(x.cache, id)
+	x.mu.Unlock()
+	x.store.dropRecord(ctx, id)
 }
 
 // matches reports whether a document's metadata satisfies every filter:

@@ -74,3 +74,28 @@ func mentions(cs schemas.Chunks, phrase string) bool {
 	}
 	return false
 }
+
+// TestDeletedDocumentIsForgotten: a document of a base removed from the
+// store is skipped and named, and its index object is removed with it.
+func TestDeletedDocumentIsForgotten(t *testing.T) {
+	s := newShop(t)
+	ctx := context.Background()
+	a, _ := knowledge.New(s.store, s.obs)
+	if res, _ := search(t, a, "gift cards", map[string]any{"kb": "shop"}); !res.Success {
+		t.Fatalf("%+v", res)
+	}
+	id := s.ids["refund-policy.md"]
+	if _, err := s.obs.GetInfo(ctx, resolvers.KnowledgePrefix+"docs/"+id); err != nil {
+		t.Fatalf("no index object for the document: %v", err)
+	}
+	if err := s.store.Delete(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	res, cs := search(t, a, "gift cards", map[string]any{"kb": "shop"})
+	if !res.Success || mentions(cs, "Gift cards") || !strings.Contains(res.Summary, id+" is no longer stored") {
+		t.Errorf("after the delete: %s %+v", res.Summary, cs)
+	}
+	if _, err := s.obs.GetInfo(ctx, resolvers.KnowledgePrefix+"docs/"+id); err == nil {
+		t.Error("the deleted document's index object is still stored")
+	}
+}

@@ -200,6 +200,11 @@ func (s *Store) putRecord(ctx context.Context, r record) error {
 	return nil
 }
 
+// dropRecord removes a document's stored index, if there is one.
+func (s *Store) dropRecord(ctx context.Context, fileID string) {
+	_ = s.obs.Delete(ctx, indexPrefix+fileID)
+}
+
 // encodeVector is v as float32 little-endian in base64.
 func encodeVector(v []float32) string {
 	if len(v) == 0 {

@@ -1,9 +1,14 @@
 package llm
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -13,14 +18,16 @@ import (
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
-// EnvEmbedModel names the embedding model dense retrieval uses, e.g.
-// "text-embedding-3-small" or Ollama's "nomic-embed-text". It is served by
-// the OpenAI-compatible endpoint of OPENAI_BASE_URL and OPENAI_API_KEY.
+// EnvEmbedModel names the embedding model dense retrieval uses: a bare
+// name such as "text-embedding-3-small" or Ollama's "nomic-embed-text" on
+// the OpenAI-compatible endpoint (OPENAI_BASE_URL, OPENAI_API_KEY), or
+// "gemini:gemini-embedding-001" on the Gemini API (GEMINI_API_KEY,
+// GEMINI_BASE_URL).
 const EnvEmbedModel = "AGENTMESH_EMBED_MODEL"
 
-// ErrNoEmbeddings means the configured provider has no embedding call in
-// this package; dense retrieval needs an OpenAI-compatible endpoint.
-var ErrNoEmbeddings = errors.New("llm: embeddings need an OpenAI-compatible endpoint")
+// ErrNoEmbeddings means the configured provider has no embedding call:
+// Anthropic's API has none.
+var ErrNoEmbeddings = errors.New("llm: the provider has no embeddings endpoint (use an OpenAI-compatible one or Gemini)")
 
 // Embedder turns texts into vectors, one per text, in order.
 type Embedder interface {
@@ -28,66 +35,98 @@ type Embedder interface {
 }
 
 // EmbedConfigFromEnv is the embedding model's configuration: the model of
-// AGENTMESH_EMBED_MODEL on the OpenAI-compatible endpoint (OPENAI_BASE_URL,
-// OPENAI_API_KEY), with AGENTMESH_LLM_TIMEOUT and AGENTMESH_LLM_RETRIES
-// as for chat. ok is false when AGENTMESH_EMBED_MODEL is not set.
+// AGENTMESH_EMBED_MODEL, on the OpenAI-compatible endpoint (OPENAI_BASE_URL,
+// OPENAI_API_KEY) or, with the gemini: prefix, on the Gemini API
+// (GEMINI_API_KEY, GEMINI_BASE_URL), with AGENTMESH_LLM_TIMEOUT and
+// AGENTMESH_LLM_RETRIES as for chat. ok is false when AGENTMESH_EMBED_MODEL
+// is not set.
 func EmbedConfigFromEnv() (cfg Config, ok bool, err error) {
-	model := strings.TrimSpace(os.Getenv(EnvEmbedModel))
-	if model == "" {
+	value := strings.TrimSpace(os.Getenv(EnvEmbedModel))
+	if value == "" {
 		return Config{}, false, nil
 	}
 	chat, err := ConfigFromEnv()
 	if err != nil {
 		return Config{}, true, err
 	}
-	baseEnv, keyEnv := envOf(ProviderOpenAI)
+	provider, model := ProviderOpenAI, strings.TrimPrefix(value, ProviderOpenAI+":")
+	if rest, found := strings.CutPrefix(value, ProviderGemini+":"); found {
+		provider, model = ProviderGemini, rest
+	}
+	if strings.HasPrefix(value, ProviderAnthropic+":") {
+		return Config{}, true, fmt.Errorf("%w: %s=%q: Anthropic's API has no embeddings; name an OpenAI-compatible model or gemini:MODEL", ErrInvalidConfig, EnvEmbedModel, value)
+	}
+	baseEnv, keyEnv := envOf(provider)
 	cfg = Config{
-		Provider:   ProviderOpenAI,
+		Provider:   provider,
 		BaseURL:    strings.TrimSpace(os.Getenv(baseEnv)),
 		APIKey:     strings.TrimSpace(os.Getenv(keyEnv)),
-		Model:      strings.TrimPrefix(model, ProviderOpenAI+":"),
+		Model:      model,
 		Timeout:    chat.Timeout,
 		MaxRetries: chat.MaxRetries,
 	}
 	if !cfg.Configured() {
-		return cfg, true, fmt.Errorf("%w: %s=%q needs an OpenAI-compatible endpoint: set %s (and %s for a local server such as Ollama)",
-			ErrNotConfigured, EnvEmbedModel, model, keyEnv, baseEnv)
+		hint := fmt.Sprintf("set %s (and %s for a local server such as Ollama)", keyEnv, baseEnv)
+		if provider == ProviderGemini {
+			hint = "set " + keyEnv
+		}
+		return cfg, true, fmt.Errorf("%w: %s=%q needs an endpoint: %s", ErrNotConfigured, EnvEmbedModel, value, hint)
 	}
 	return cfg, true, nil
 }
 
-// Embed returns the configured model's embedding of each text, in order,
-// through the OpenAI-compatible /embeddings endpoint, retrying on 429, 5xx
-// and connection errors as Chat does. A client of another provider fails
-// with ErrNoEmbeddings.
+// Embed returns the configured model's embedding of each text, in order:
+// through the OpenAI-compatible /embeddings endpoint, or the Gemini API's
+// batchEmbedContents; retried on 429, 5xx and connection errors as Chat
+// is. An Anthropic client fails with ErrNoEmbeddings.
 func (c *Client) Embed(ctx context.Context, texts []string) ([][]float32, Usage, error) {
 	start := time.Now()
 	usage := Usage{Model: c.cfg.Model}
-	p, ok := c.prov.(*openAIProvider)
-	if !ok {
-		return nil, usage, fmt.Errorf("%w (this client speaks %s); set %s with OPENAI_BASE_URL", ErrNoEmbeddings, c.cfg.Provider, EnvEmbedModel)
+	var send func(ctx context.Context) ([][]float32, int, error)
+	switch p := c.prov.(type) {
+	case *openAIProvider:
+		send = func(ctx context.Context) ([][]float32, int, error) {
+			resp, err := p.api.CreateEmbeddings(ctx, openai.EmbeddingRequest{Input: texts, Model: openai.EmbeddingModel(c.cfg.Model)})
+			if err != nil {
+				return nil, 0, openAIError(err)
+			}
+			out := make([][]float32, len(texts))
+			for _, e := range resp.Data {
+				if e.Index < 0 || e.Index >= len(texts) {
+					return nil, 0, fmt.Errorf("%w: %s answered an embedding for input %d of %d", ErrEmptyResponse, c.cfg.BaseURL, e.Index, len(texts))
+				}
+				out[e.Index] = e.Embedding
+			}
+			return out, resp.Usage.PromptTokens, nil
+		}
+	case *geminiProvider:
+		send = func(ctx context.Context) ([][]float32, int, error) { return p.embed(ctx, c.cfg.Model, texts) }
+	default:
+		return nil, usage, fmt.Errorf("%w (this client speaks %s); set %s to an OpenAI-compatible or gemini: model", ErrNoEmbeddings, c.cfg.Provider, EnvEmbedModel)
 	}
 	if len(texts) == 0 {
 		return nil, usage, nil
 	}
-	req := openai.EmbeddingRequest{Input: texts, Model: openai.EmbeddingModel(c.cfg.Model)}
 	var lastErr error
 	for attempt := 0; attempt <= c.cfg.MaxRetries; attempt++ {
 		usage.Attempts = attempt + 1
 		h := &hint{}
 		actx, cancel := context.WithTimeout(context.WithValue(ctx, hintKey{}, h), c.cfg.Timeout)
-		resp, err := p.api.CreateEmbeddings(actx, req)
+		vecs, tokens, err := send(actx)
 		timedOut := errors.Is(actx.Err(), context.DeadlineExceeded)
 		cancel()
 		if err == nil {
 			usage.Duration = time.Since(start)
-			usage.Tokens = schemas.Tokens{Prompt: resp.Usage.PromptTokens}
-			return embeddingVectors(resp, len(texts), c.cfg.BaseURL, usage)
+			usage.Tokens = schemas.Tokens{Prompt: tokens}
+			return checkVectors(vecs, c.cfg.BaseURL, usage)
+		}
+		if errors.Is(err, ErrEmptyResponse) {
+			usage.Duration = time.Since(start)
+			return nil, usage, err
 		}
 		if ctx.Err() != nil {
 			return nil, usage, fmt.Errorf("embedding call to %s: %w", c.cfg.BaseURL, ctx.Err())
 		}
-		err = openAIError(err)
 		status := statusOf(err, h)
 		lastErr = c.classify(err, status, timedOut)
 		if !retryable(status, err, timedOut) || attempt == c.cfg.MaxRetries {
@@ -102,19 +141,73 @@ func (c *Client) Embed(ctx context.Context, texts []string) ([][]float32, Usage,
 	return nil, usage, lastErr
 }
 
-// embeddingVectors puts the answer's vectors in the order of the texts,
-// refusing an answer that lacks one or mixes dimensions.
-func embeddingVectors(resp openai.EmbeddingResponse, n int, endpoint string, usage Usage) ([][]float32, Usage, error) {
-	out := make([][]float32, n)
-	for _, e := range resp.Data {
-		if e.Index < 0 || e.Index >= n {
-			return nil, usage, fmt.Errorf("%w: %s answered an embedding for input %d of %d", ErrEmptyResponse, endpoint, e.Index, n)
-		}
-		out[e.Index] = e.Embedding
+// embed calls the Gemini API's batchEmbedContents: one request per text,
+// one embedding each, in order.
+func (p *geminiProvider) embed(ctx context.Context, model string, texts []string) ([][]float32, int, error) {
+	type content struct {
+		Parts []geminiPart `json:"parts"`
 	}
+	type request struct {
+		Model   string  `json:"model"`
+		Content content `json:"content"`
+	}
+	body := struct {
+		Requests []request `json:"requests"`
+	}{}
+	tokens := 0
+	for _, t := range texts {
+		body.Requests = append(body.Requests, request{Model: "models/" + model, Content: content{Parts: []geminiPart{{Text: t}}}})
+		tokens += EstimateTokens(Message{Content: t})
+	}
+	raw, err := json.Marshal(body)
+	if err != nil {
+		return nil, 0, err
+	}
+	u := fmt.Sprintf("%s/v1beta/models/%s:batchEmbedContents", p.base, url.PathEscape(model))
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(raw))
+	if err != nil {
+		return nil, 0, err
+	}
+	hreq.Header.Set("Content-Type", "application/json")
+	hreq.Header.Set("x-goog-api-key", p.key)
+	hresp, err := p.doer.Do(hreq)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer hresp.Body.Close()
+	if hresp.StatusCode != http.StatusOK {
+		raw, _ := io.ReadAll(io.LimitReader(hresp.Body, 64<<10))
+		var e geminiError
+		msg := strings.TrimSpace(string(raw))
+		if json.Unmarshal(raw, &e) == nil && e.Error.Message != "" {
+			msg = e.Error.Message
+		}
+		msg = schemas.Clip(msg, 200)
+		return nil, 0, &apiError{status: hresp.StatusCode, message: msg, err: fmt.Errorf("gemini: HTTP %d: %s", hresp.StatusCode, msg)}
+	}
+	var out struct {
+		Embeddings []struct {
+			Values []float32 `json:"values"`
+		} `json:"embeddings"`
+	}
+	if err := json.NewDecoder(hresp.Body).Decode(&out); err != nil {
+		return nil, 0, fmt.Errorf("gemini: the answer is not JSON: %w", err)
+	}
+	if len(out.Embeddings) != len(texts) {
+		return nil, 0, fmt.Errorf("%w: %s answered %d embeddings for %d texts", ErrEmptyResponse, p.base, len(out.Embeddings), len(texts))
+	}
+	vecs := make([][]float32, len(texts))
+	for i, e := range out.Embeddings {
+		vecs[i] = e.Values
+	}
+	return vecs, tokens, nil
+}
+
+// checkVectors refuses an answer that lacks a vector or mixes sizes.
+func checkVectors(out [][]float32, endpoint string, usage Usage) ([][]float32, Usage, error) {
 	for i, v := range out {
 		if len(v) == 0 || len(v) != len(out[0]) {
-			return nil, usage, fmt.Errorf("%w: %s answered no embedding, or one of another size, for input %d of %d", ErrEmptyResponse, endpoint, i, n)
+			return nil, usage, fmt.Errorf("%w: %s answered no embedding, or one of another size, for input %d of %d", ErrEmptyResponse, endpoint, i, len(out))
 		}
 	}
 	return out, usage, nil

@@ -32,6 +32,24 @@ func TestEmbed(t *testing.T) {
 	}
 }
 
+func TestEmbedGemini(t *testing.T) {
+	srv := llmtest.NewGemini(t)
+	cfg := srv.Config()
+	cfg.Model = "gemini-embedding-001"
+	c, err := llm.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	texts := []string{"refunds within 30 days", "photographing sunsets"}
+	vecs, usage, err := c.Embed(context.Background(), texts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(vecs) != 2 || !reflect.DeepEqual(vecs[1], llmtest.Embedding(texts[1])) || srv.EmbeddedTexts() != 2 || usage.Tokens.Prompt == 0 {
+		t.Errorf("vectors %d, embedded %d, usage %+v", len(vecs), srv.EmbeddedTexts(), usage)
+	}
+}
+
 func TestEmbedNeedsOpenAI(t *testing.T) {
 	srv := llmtest.NewAnthropic(t)
 	c, err := llm.New(srv.Config())
@@ -57,7 +75,17 @@ func TestEmbedConfigFromEnv(t *testing.T) {
 	}
 	t.Setenv("OPENAI_BASE_URL", "http://localhost:11434/v1")
 	cfg, ok, err := llm.EmbedConfigFromEnv()
-	if !ok || err != nil || cfg.Model != "nomic-embed-text" || cfg.BaseURL != "http://localhost:11434/v1" {
+	if !ok || err != nil || cfg.Model != "nomic-embed-text" || cfg.BaseURL != "http://localhost:11434/v1" || cfg.Provider != llm.ProviderOpenAI {
 		t.Errorf("cfg %+v ok %v err %v", cfg, ok, err)
+	}
+	t.Setenv(llm.EnvEmbedModel, "gemini:gemini-embedding-001")
+	t.Setenv("GEMINI_API_KEY", "k")
+	cfg, ok, err = llm.EmbedConfigFromEnv()
+	if !ok || err != nil || cfg.Model != "gemini-embedding-001" || cfg.Provider != llm.ProviderGemini || cfg.APIKey != "k" {
+		t.Errorf("gemini cfg %+v ok %v err %v", cfg, ok, err)
+	}
+	t.Setenv(llm.EnvEmbedModel, "anthropic:claude-haiku-4-5")
+	if _, ok, err := llm.EmbedConfigFromEnv(); !ok || !errors.Is(err, llm.ErrInvalidConfig) {
+		t.Errorf("anthropic: ok %v err %v", ok, err)
 	}
 }

@@ -2,6 +2,7 @@ package llmtest
 
 import (
 	"encoding/json"
+	"fmt"
 	"hash/fnv"
 	"io"
 	"math"
@@ -109,4 +110,46 @@ func (s *Server) embed(w http.ResponseWriter, r *http.Request) {
 	resp.Usage = openai.Usage{PromptTokens: tokens, TotalTokens: tokens}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(resp)
+}
+
+// EmbeddedTexts is how many texts the server has embedded so far.
+func (s *GeminiServer) EmbeddedTexts() int64 { return s.embedded.texts.Load() }
+
+// embed answers a Gemini batchEmbedContents request with Embedding of
+// each request's text.
+func (s *GeminiServer) embed(w http.ResponseWriter, r *http.Request) {
+	if r.Header.Get("X-Goog-Api-Key") == "" {
+		s.fail(w, "request without x-goog-api-key", writeGeminiError)
+		return
+	}
+	var req struct {
+		Requests []struct {
+			Model   string `json:"model"`
+			Content struct {
+				Parts []struct {
+					Text string `json:"text"`
+				} `json:"parts"`
+			} `json:"content"`
+		} `json:"requests"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil || len(req.Requests) == 0 {
+		s.fail(w, fmt.Sprintf("request body is not a batchEmbedContents request: %v", err), writeGeminiError)
+		return
+	}
+	type values struct {
+		Values []float32 `json:"values"`
+	}
+	var out struct {
+		Embeddings []values `json:"embeddings"`
+	}
+	for _, q := range req.Requests {
+		var text strings.Builder
+		for _, p := range q.Content.Parts {
+			text.WriteString(p.Text)
+		}
+		out.Embeddings = append(out.Embeddings, values{Values: Embedding(text.String())})
+	}
+	s.embedded.texts.Add(int64(len(req.Requests)))
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(out)
 }

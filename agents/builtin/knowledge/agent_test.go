@@ -173,3 +173,24 @@ func TestConcurrentSearches(t *testing.T) {
 		}
 	}
 }
+
+// TestEmbeddingModelDown: a model that fails while indexing fails the task
+// with the model's code (the runtime reports it, retryable), instead of
+// skipping every document as unreadable; nothing half-built is stored.
+func TestEmbeddingModelDown(t *testing.T) {
+	s := newShop(t)
+	down := knowledge.EmbedderFunc(func(context.Context, []string) ([][]float32, schemas.Usage, error) {
+		return nil, schemas.Usage{}, schemas.NewError(schemas.CodeUnavailable, "llm: endpoint unavailable")
+	})
+	a, _ := knowledge.New(s.store, s.obs, knowledge.WithEmbedder(down, "down"))
+	ec := schemas.NewExecutionContext(nil)
+	ec.SetParams(map[string]any{"kb": "shop"})
+	_ = ec.Put("query", schemas.TextValue("refund", "test"))
+	res, err := a.Execute(context.Background(), ec)
+	if err == nil || schemas.CodeOf(err) != schemas.CodeUnavailable || !strings.Contains(err.Error(), "embedding the chunks of") {
+		t.Fatalf("result %+v, err %v; want the model's unavailable error", res, err)
+	}
+	if a.Index().Built() != 0 {
+		t.Errorf("%d documents counted as built", a.Index().Built())
+	}
+}

@@ -107,6 +107,11 @@ func (x *Index) Search(ctx context.Context, q Query) (Found, error) {
 			mode = ModeFused
 		}
 	}
+	switch mode {
+	case ModeLexical, ModeDense, ModeFused:
+	default:
+		return f, fileagent.Failf(schemas.CodeInvalidParams, "mode %q is unknown: use lexical, dense or fused", mode)
+	}
 	if mode != ModeLexical && x.embedder == nil {
 		return f, fileagent.Failf(schemas.CodeInvalidParams, "mode %q needs an embedding model: set %s (docs/knowledge.md), or use mode lexical", mode, EnvEmbedModel)
 	}
@@ -123,6 +128,9 @@ func (x *Index) Search(ctx context.Context, q Query) (Found, error) {
 		if err != nil {
 			if ctx.Err() != nil {
 				return f, ctx.Err()
+			}
+			if errors.As(err, new(embedError)) {
+				return f, err // the model's failure, not the document's: the task fails with its code
 			}
 			f.Skipped = append(f.Skipped, fmt.Sprintf("%s: %v", fileagent.DisplayName(ref), err))
 			continue
@@ -154,8 +162,6 @@ func (x *Index) Search(ctx context.Context, q Query) (Found, error) {
 		if mode == ModeFused {
 			ranked = fuse(bm25(docs, fileagent.Terms(q.Text)), ranked)
 		}
-	default:
-		return f, fileagent.Failf(schemas.CodeInvalidParams, "mode %q is unknown: use lexical, dense or fused", mode)
 	}
 	f.Chunks = make(schemas.Chunks, 0, min(len(ranked), q.TopK))
 	for _, s := range ranked[:min(len(ranked), q.TopK)] {
@@ -324,7 +330,7 @@ func (x *Index) build(ctx context.Context, ref schemas.FileRef, key string, usag
 				err = fmt.Errorf("the model answered %d vectors for %d texts", len(vecs), len(texts))
 			}
 			if err != nil {
-				return rec, fmt.Errorf("embedding its chunks: %w", err)
+				return rec, embedError{fmt.Errorf("embedding the chunks of %s: %w", fileagent.DisplayName(ref), err)}
 			}
 			for i, v := range vecs {
 				rec.Chunks[start+i].Vector = encodeVector(v)
@@ -337,6 +343,12 @@ func (x *Index) build(ctx context.Context, ref schemas.FileRef, key string, usag
 	x.built.Add(1)
 	return rec, nil
 }
+
+// embedError is a failure of the embedding model while indexing.
+type embedError struct{ err error }
+
+func (e embedError) Error() string { return e.err.Error() }
+func (e embedError) Unwrap() error { return e.err }
 
 // chunkDocument extracts a document's text and splits it: Markdown from
 // its source, so that its headings make sections.

@@ -28,6 +28,7 @@ type config struct {
 	hosts       []string
 	provision   bus.ProvisionOptions
 	validate    Validator
+	hooks       []namedHook
 }
 
 type tokenConn struct {

@@ -9,8 +9,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-
-	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // DataType describes one data type, once: what it means, the JSON Schema
@@ -102,7 +100,7 @@ func (e *ValueError) Unwrap() error { return ErrInvalidValue }
 
 type dataType struct {
 	DataType
-	schema     *jsonschema.Schema
+	schema     *schemaNode
 	builtin    bool
 	declaredBy string // the agent whose contract declared it; "" for Register
 }
@@ -117,7 +115,7 @@ type DataTypeRegistry struct {
 
 var typeName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]*$`)
 
-// NewRegistry returns a registry holding the six built-in data types.
+// NewRegistry returns a registry holding the built-in data types.
 func NewRegistry() *DataTypeRegistry {
 	if err := wire.load(); err != nil {
 		panic("schemas: embedded schemas are broken: " + err.Error())

@@ -200,6 +200,10 @@ func (o *Orchestrator) RunReady(ctx context.Context, ready func()) error {
 	if err != nil {
 		return fmt.Errorf("orchestrator: requests consumer: %w", err)
 	}
+	ticks, err := o.schedulesConsumer(ctx)
+	if err != nil {
+		return fmt.Errorf("orchestrator: schedules consumer: %w", err)
+	}
 	sweepDone, err := o.pipelines.StartSweep(ctx)
 	if err != nil {
 		return err
@@ -239,6 +243,14 @@ func (o *Orchestrator) RunReady(ctx context.Context, ready func()) error {
 		rc.Stop()
 		return fmt.Errorf("orchestrator: consuming requests: %w", err)
 	}
+	var tc jetstream.ConsumeContext
+	if ticks != nil {
+		if tc, err = ticks.Consume(submit(func(m jetstream.Msg) { o.handleTick(hctx, m) }), jetstream.PullMaxMessages(requestsBuffered)); err != nil {
+			rc.Stop()
+			qc.Stop()
+			return fmt.Errorf("orchestrator: consuming schedule ticks: %w", err)
+		}
+	}
 	o.log.Info("orchestrator ready")
 	if ready != nil {
 		ready()
@@ -246,6 +258,10 @@ func (o *Orchestrator) RunReady(ctx context.Context, ready func()) error {
 	<-ctx.Done()
 	rc.Drain()
 	qc.Drain()
+	if tc != nil {
+		tc.Drain()
+		<-tc.Closed()
+	}
 	<-rc.Closed()
 	<-qc.Closed()
 	<-sweepDone
@@ -284,16 +300,23 @@ func (o *Orchestrator) handleRequest(ctx context.Context, m jetstream.Msg) {
 	case o.names.PipelineResolve():
 		want = bus.TypeResolveRequested
 	}
+	if ev.Type == bus.TypeForkRequested && plain == o.names.PipelineSubmit() {
+		want = ev.Type // a fork is a submission too
+	}
 	if ev.Type != want {
 		o.settleRefusal(m, o.rejectRequest(ctx, m.Subject(), ev, schemas.CodeMalformedEvent,
 			fmt.Errorf("unexpected event type %q on %s; send %s there", ev.Type, m.Subject(), want)))
 		return
 	}
 	switch ev.Type {
-	case bus.TypePipelineSubmitted:
+	case bus.TypePipelineSubmitted, bus.TypeForkRequested:
 		stop := keepAlive(m, o.cfg.ackWait/3)
 		o.admit <- struct{}{}
-		err := o.pipelines.Submit(ctx, ev)
+		submit := o.pipelines.Submit
+		if ev.Type == bus.TypeForkRequested {
+			submit = o.pipelines.Fork
+		}
+		err := submit(ctx, ev)
 		<-o.admit
 		stop()
 		if errors.Is(err, bus.ErrNoReplySubject) {
@@ -466,6 +489,9 @@ func keepAlive(m jetstream.Msg, every time.Duration) (stop func()) {
 // when no id can be.
 func (o *Orchestrator) rejectRequest(ctx context.Context, subject string, ev bus.Event, code string, cause error) error {
 	subject, _ = o.names.SplitRequest(subject)
+	if o.names.ScheduleOfTick(subject) != "" {
+		subject = o.names.PipelineSubmit() // a schedule's tick is a submission
+	}
 	if subject == o.names.PipelineResolve() {
 		return o.pipelines.RefuseResolve(ev, code, cause)
 	}

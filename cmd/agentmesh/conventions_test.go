@@ -184,6 +184,9 @@ func TestJSONEverywhereItIsOffered(t *testing.T) {
 		{args: []string{"kb", "ls", "jsonkb"}},
 		{args: []string{"kb", "rm", "jsonkb"}},
 		{args: []string{"files", "rm", "ID"}},
+		{args: []string{"schedule", "add", file, "--name", "json-schedule", "--every", "1h"}},
+		{args: []string{"schedule", "ls"}},
+		{args: []string{"schedule", "rm", "json-schedule"}},
 	}
 	ran := map[string]bool{"approve": true, "chat": true, "bench": true, "version": true, // version: TestVersionJSON
 		"kb search": true, "eval": true} // TestKBCommands, TestEvalExamples
@@ -213,7 +216,7 @@ func TestJSONEverywhereItIsOffered(t *testing.T) {
 			tt.after(out)
 		}
 		name := tt.args[0]
-		if name == "files" || name == "state" || name == "kb" {
+		if name == "files" || name == "state" || name == "kb" || name == "schedule" {
 			name += " " + tt.args[1]
 		}
 		ran[name] = true

@@ -277,6 +277,13 @@ export type PipelineSpec = {
     /** US dollars; 0 for no limit */
     usd?: number;
   };
+  /** when the pipeline runs by itself once added with agentmesh schedule add: exactly one of cron (six fields, seconds first, or @hourly...), every (a Go duration, at least 1s), at (RFC 3339); time_zone (IANA) with cron only */
+  schedule?: {
+    cron?: string;
+    every?: string;
+    at?: string;
+    time_zone?: string;
+  };
   /** workflow variables and their default values (null: given at submit); params read one as ${vars.<name>}, conditions as vars.<name> */
   vars?: {
     [key: string]: unknown;

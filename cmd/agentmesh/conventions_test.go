@@ -216,7 +216,7 @@ func TestJSONEverywhereItIsOffered(t *testing.T) {
 			tt.after(out)
 		}
 		name := tt.args[0]
-		if name == "files" || name == "state" || name == "kb" || name == "schedule" {
+		if name == "files" || name == "state" || name == "schedule" || name == "kb" {
 			name += " " + tt.args[1]
 		}
 		ran[name] = true

@@ -27,7 +27,7 @@ func helmBinary(t *testing.T) string {
 	}
 	h, err := exec.LookPath("helm")
 	if err != nil {
-		t.Skip("helm is not installed (nor $HELM set): the chart is not rendered; .ci/run builds helm v3.22.0 with go install")
+		t.Skip("helm is not installed (nor $HELM set): the chart is not rendered; .ci/run installs helm (see docs/kubernetes.md)")
 	}
 	return h
 }

@@ -36,6 +36,7 @@ type Store struct {
 	maxApplied    int
 	maxBytes      int
 	async         jetstream.JetStream // pipelined writes (see WithPipelining)
+	leaderJS      jetstream.JetStream // reads from the leader (see WithLeaderReads)
 }
 
 // Option configures a Store.
@@ -53,13 +54,14 @@ func WithMaxStateBytes(n int) Option { return func(s *Store) { s.maxBytes = n } 
 // New returns a store over the conversations and runs buckets
 // (bus.Resources.Conversations and .Runs). Reads and writes that fail
 // transiently are tried again for bus.TransientWait (see bus.Transient). Options:
-// WithMaxHistory, WithMaxAppliedTasks, WithMaxStateBytes, WithPipelining.
+// WithMaxHistory, WithMaxAppliedTasks, WithMaxStateBytes, WithPipelining,
+// WithLeaderReads.
 func New(conversations, runs jetstream.KeyValue, opts ...Option) *Store {
-	s := &Store{conversations: retrying(conversations), runs: retrying(runs),
-		maxHistory: DefaultMaxHistory, maxApplied: DefaultMaxAppliedTasks, maxBytes: DefaultMaxStateBytes}
+	s := &Store{maxHistory: DefaultMaxHistory, maxApplied: DefaultMaxAppliedTasks, maxBytes: DefaultMaxStateBytes}
 	for _, o := range opts {
 		o(s)
 	}
+	s.conversations, s.runs = retrying(leader(s.leaderJS, conversations)), retrying(leader(s.leaderJS, runs))
 	return s
 }
 

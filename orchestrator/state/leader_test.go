@@ -15,11 +15,12 @@ import (
 )
 
 // A replica cut off from the rest of the cluster (or healed and still
-// catching up) answers direct gets from its own, older copy: a step's
-// record written by the majority since is not there. A store with leader
-// reads, on a connection to that node, never answers from it: while the
-// node is cut off a read gets no answer (an error, not "not found"), and
-// once it is back the read returns what the majority wrote.
+// catching up) answers direct gets from its own, older copy: a run's
+// header at an earlier revision, no record for a step the majority
+// recorded since. A store with leader reads, on a connection to that node,
+// never answers from it: while the node is cut off a read gets no answer
+// (an error, not an old revision or "not found"), and once it is back the
+// read returns what the majority wrote.
 func TestLeaderReadsNeverAnswerFromALaggingReplica(t *testing.T) {
 	c := bustest.StartCuttable(t, 3)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -39,8 +40,42 @@ func TestLeaderReadsNeverAnswerFromALaggingReplica(t *testing.T) {
 	}
 	direct, fromLeader := state.New(nil, kv3), state.New(nil, kv3, state.WithLeaderReads(js3))
 	majority := state.New(nil, kv1)
+	// A run's header, which n3 holds before the cut.
+	sd := (&state.RunSpec{ID: "run-1", Spec: schemas.PipelineSpec{Name: "p", Steps: []schemas.PipelineStep{{ID: "upper", Agent: "TextAgent"}}},
+		Waves: [][]string{{"upper"}}}).Init()
+	rev, err := majority.CreateRun(ctx, sd, &state.RunHeader{ID: "run-1", Status: schemas.RunRunning}, schemas.NewConversationState("run-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, have, err := direct.Header(ctx, "run-1"); err == nil && have == rev {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("n3 never held the run's header")
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 
 	c.Isolate(t)
+	h, _, err := majority.Header(ctx, "run-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Wave = 1
+	newRev, err := majority.PutHeader(ctx, h, rev)
+	if err != nil {
+		t.Fatalf("the majority updating the header: %v", err)
+	}
+	if _, have, err := direct.Header(ctx, "run-1"); err != nil || have != rev {
+		t.Fatalf("a direct get of the header on the cut-off node: revision %d, %v; want its stale revision %d", have, err, rev)
+	}
+	cctx, ccancel := context.WithTimeout(ctx, 2*time.Second)
+	if gh, have, err := fromLeader.Header(cctx, "run-1"); err == nil {
+		t.Fatalf("a leader read of the header on the cut-off node: revision %d (wave %d); want no answer, never a stale one", have, gh.Wave)
+	}
+	ccancel()
 	rec := &state.StepState{ID: "upper", Agent: "TextAgent", Status: schemas.StepCompleted,
 		Outputs: map[string]schemas.TypedValue{"text": schemas.TextValue("HELLO", "test")}}
 	if _, err := majority.RecordStep(ctx, "run-1", rec); err != nil {
@@ -51,7 +86,7 @@ func TestLeaderReadsNeverAnswerFromALaggingReplica(t *testing.T) {
 		t.Fatalf("a direct get on the cut-off node: %v, want its stale answer (not found): the node was not cut off", err)
 	}
 	// A leader read there: no leader answers, so no answer at all.
-	cctx, ccancel := context.WithTimeout(ctx, 2*time.Second)
+	cctx, ccancel = context.WithTimeout(ctx, 2*time.Second)
 	got, err := fromLeader.StepRecord(cctx, "run-1", "upper")
 	ccancel()
 	if err == nil || errors.Is(err, state.ErrNotFound) {
@@ -59,6 +94,9 @@ func TestLeaderReadsNeverAnswerFromALaggingReplica(t *testing.T) {
 	}
 
 	c.Rejoin(t)
+	if gh, have, err := fromLeader.Header(ctx, "run-1"); err != nil || have != newRev || gh.Wave != 1 {
+		t.Fatalf("a leader read of the header once the node is back: %+v, revision %d, %v; want wave 1 at revision %d", gh, have, err, newRev)
+	}
 	got, err = fromLeader.StepRecord(ctx, "run-1", "upper")
 	if err != nil {
 		t.Fatalf("a leader read once the node is back: %v", err)

@@ -37,6 +37,9 @@ type Store struct {
 	maxBytes      int
 	async         jetstream.JetStream // pipelined writes (see WithPipelining)
 	leaderJS      jetstream.JetStream // reads from the leader (see WithLeaderReads)
+	// runsAny reads the runs bucket by direct get, any replica answering:
+	// for keys written once (see getOnceJSON). runs without WithLeaderReads.
+	runsAny jetstream.KeyValue
 }
 
 // Option configures a Store.
@@ -62,6 +65,10 @@ func New(conversations, runs jetstream.KeyValue, opts ...Option) *Store {
 		o(s)
 	}
 	s.conversations, s.runs = retrying(leader(s.leaderJS, conversations)), retrying(leader(s.leaderJS, runs))
+	s.runsAny = s.runs
+	if s.leaderJS != nil {
+		s.runsAny = retrying(runs)
+	}
 	return s
 }
 

@@ -15,7 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/agentmesh/agentmesh/bus"
-	"github.com/agentmesh/agentmesh/client"
+	"github.com/agentmesh/agentmesh/internal/meshcore"
 	"github.com/agentmesh/agentmesh/schemas"
 	"github.com/agentmesh/agentmesh/telemetry"
 )
@@ -202,7 +202,7 @@ func (c *caller) Call(ctx context.Context, target schemas.CallTarget, task schem
 // trace, one call deeper, the deadline given.
 func (c *caller) publish(ctx context.Context, callee, id, replyTo string, deadline time.Time, task schemas.TaskRequest) error {
 	ev := c.d.event
-	meta := client.DispatchMeta{TaskID: id, ReplyTo: replyTo, Deadline: deadline, TraceParent: telemetry.TraceParent(ctx),
+	meta := meshcore.DispatchMeta{TaskID: id, ReplyTo: replyTo, Deadline: deadline, TraceParent: telemetry.TraceParent(ctx),
 		RunID: ev.Ext(bus.ExtRunID), ConversationID: ev.Ext(bus.ExtConversationID)}
 	if meta.TraceParent == "" {
 		meta.TraceParent = ev.Ext(bus.ExtTraceParent)
@@ -328,7 +328,7 @@ func (r *Runtime) resolveTarget(ctx context.Context, target schemas.CallTarget) 
 	if err != nil {
 		return "", Retryable(fmt.Errorf("%s calling %s: agents bucket: %w", r.contract.Name, target, err))
 	}
-	reg, err := client.NewRegistry(ctx, kv)
+	reg, err := meshcore.NewRegistry(ctx, kv)
 	if err != nil {
 		return "", Retryable(fmt.Errorf("%s calling %s: %w", r.contract.Name, target, err))
 	}

@@ -33,7 +33,7 @@ func (r *Runtime) deltaOf(ev bus.Event) *textStream {
 // is writing, such as its model's answer as the model writes it: a
 // schemas.ChatDelta naming the task and agent on mesh.delta.<id> (id as
 // ReportProgress picks it), on core NATS, at most once and never stored.
-// Readers follow it with client.FollowDeltas; the task's result is whole
+// Readers follow it with meshcore.FollowDeltas; the task's result is whole
 // whatever was lost. Outside Execute, or for an empty piece, it does
 // nothing. It is safe to call from several goroutines; pieces are numbered
 // in the order of the calls.

@@ -19,7 +19,7 @@ import (
 	"github.com/nats-io/nats.go/micro"
 
 	"github.com/agentmesh/agentmesh/bus"
-	"github.com/agentmesh/agentmesh/client"
+	"github.com/agentmesh/agentmesh/internal/meshcore"
 	"github.com/agentmesh/agentmesh/schemas"
 	"github.com/agentmesh/agentmesh/telemetry"
 )
@@ -49,7 +49,7 @@ type Runtime struct {
 	taskSubj, callSubj, announceSubj, departSubj, controlSubj, deadSubj, refusedSubj string
 	kvKey                                                                            string
 	resultPrefix                                                                     string
-	dispatcher                                                                       *client.Dispatcher // agent-to-agent calls (call.go)
+	dispatcher                                                                       *meshcore.Dispatcher // agent-to-agent calls (call.go)
 
 	done    *doneSet
 	params  *paramsCheck
@@ -139,7 +139,7 @@ func NewRuntime(nc *nats.Conn, a Agent, opts ...Option) (*Runtime, error) {
 	r.deadSubj, _ = n.Dead(c.Name)
 	r.refusedSubj, _ = n.DeadRefused(c.Name)
 	r.resultPrefix = strings.TrimSuffix(n.AgentResults(c.Name), ">")
-	r.dispatcher = client.NewDispatcher(js, n, r.source)
+	r.dispatcher = meshcore.NewDispatcher(js, n, r.source)
 	return r, nil
 }
 

@@ -2,27 +2,27 @@ package client
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/agentmesh/agentmesh/bus"
-	"github.com/agentmesh/agentmesh/schemas"
+	"github.com/agentmesh/agentmesh/internal/meshcore"
+	"github.com/agentmesh/agentmesh/internal/pipespec"
 )
 
 var (
 	// ErrInvalidPipeline reports a pipeline spec that does not decode or
 	// fails its structural checks. It matches schemas.ErrInvalidPipeline.
-	ErrInvalidPipeline = fmt.Errorf("client: %w", schemas.ErrInvalidPipeline)
+	ErrInvalidPipeline = pipespec.ErrInvalidPipeline
 	// ErrEmptyMessage reports a chat request without a message.
 	ErrEmptyMessage = errors.New("chat: the message is empty; say what the mesh should do")
 	// ErrUndecodableResult reports a result of an awaited task that could
 	// not be decoded (see UndecodableResultError).
-	ErrUndecodableResult = errors.New("client: undecodable result")
+	ErrUndecodableResult = meshcore.ErrUndecodableResult
 	// ErrUnknownConversation reports a conversation id that names no
 	// conversation on the mesh.
 	ErrUnknownConversation = errors.New("chat: no such conversation")
 	// ErrInvalidAnnouncement reports an announcement the registry left
 	// out (see Refusal).
-	ErrInvalidAnnouncement = errors.New("invalid announcement")
+	ErrInvalidAnnouncement = meshcore.ErrInvalidAnnouncement
 	// ErrBacklogFull reports a task, chat request, submission or answer
 	// that was not sent: the stream it goes to (MESH_TASKS,
 	// MESH_REQUESTS) or the account is at a limit. The error is a

@@ -13,7 +13,7 @@ import (
 	"github.com/agentmesh/agentmesh/agents"
 	"github.com/agentmesh/agentmesh/agents/builtin/text"
 	"github.com/agentmesh/agentmesh/bus"
-	"github.com/agentmesh/agentmesh/internal/inproc"
+	"github.com/agentmesh/agentmesh/internal/meshtest"
 	"github.com/agentmesh/agentmesh/schemas"
 	"github.com/agentmesh/agentmesh/security/securetest"
 )
@@ -86,7 +86,7 @@ func TestSecureMeshRoles(t *testing.T) {
 	srv := securetest.Start(t)
 	clientID := bus.Identity{Role: bus.RoleClient, Name: "alice"}
 	alice := srv.Connect(t, clientID)
-	inproc.Agent(t, srv.Connect(t, bus.Identity{Role: bus.RoleAgent, Name: text.Name}), text.New(), agents.WithHeartbeat(time.Second))
+	meshtest.Serve(t, srv.Connect(t, bus.Identity{Role: bus.RoleAgent, Name: text.Name}), text.New(), agents.WithHeartbeat(time.Second))
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	gw, err := New(ctx, alice, WithIdentity(clientID),

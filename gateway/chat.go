@@ -12,7 +12,7 @@ import (
 
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/client"
-	"github.com/agentmesh/agentmesh/orchestrator/state"
+	"github.com/agentmesh/agentmesh/internal/stateview"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -132,7 +132,7 @@ func (g *Gateway) handleConversation(w http.ResponseWriter, r *http.Request, c *
 	}
 	st, err := store.Conversation(r.Context(), id)
 	if err != nil {
-		if errors.Is(err, state.ErrNotFound) {
+		if errors.Is(err, stateview.ErrNotFound) {
 			return fail(schemas.CodeNotFound, "no conversation %q; GET /api/conversations lists them", id)
 		}
 		return meshError("reading conversation "+id, err)

@@ -9,7 +9,7 @@ import (
 
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/client"
-	"github.com/agentmesh/agentmesh/orchestrator/state"
+	"github.com/agentmesh/agentmesh/internal/stateview"
 	"github.com/agentmesh/agentmesh/resolvers"
 )
 
@@ -24,7 +24,7 @@ type conn struct {
 	res   *bus.Resources
 	id    bus.Identity
 	reg   *client.Registry
-	store *state.Store // nil: this identity may not read state (a client or an agent)
+	store *stateview.View // nil: this identity may not read state (a client or an agent)
 	files *resolvers.ObjectStore
 	disp  *client.Dispatcher
 }
@@ -54,14 +54,14 @@ func newConn(ctx context.Context, nc *nats.Conn, names bus.Names, id bus.Identit
 	c := &conn{nc: nc, js: js, names: names, res: res, id: id, reg: reg,
 		files: resolvers.NewObjectStore(res.Files), disp: client.NewDispatcher(js, names, source)}
 	if id.Role != bus.RoleClient && id.Role != bus.RoleAgent {
-		c.store = state.New(res.Conversations, res.Runs)
+		c.store = stateview.New(res.Conversations, res.Runs)
 	}
 	return c, nil
 }
 
 // needStore returns the state store, or a 403 naming the identity that
 // may not read it.
-func (c *conn) needStore() (*state.Store, error) {
+func (c *conn) needStore() (*stateview.View, error) {
 	if c.store == nil {
 		return nil, fail(CodeForbidden, "the credentials of %s may not read conversation and run state on a secure mesh; use a token mapped to admin or orchestrator credentials", c.id.User())
 	}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/client"
-	"github.com/agentmesh/agentmesh/orchestrator/state"
+	"github.com/agentmesh/agentmesh/internal/stateview"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -108,7 +108,7 @@ func meshError(what string, err error) *apiError {
 	switch {
 	case errors.As(err, &ae):
 		return ae
-	case errors.Is(err, state.ErrNotFound), errors.Is(err, jetstream.ErrKeyNotFound),
+	case errors.Is(err, stateview.ErrNotFound), errors.Is(err, jetstream.ErrKeyNotFound),
 		errors.Is(err, jetstream.ErrObjectNotFound):
 		return fail(schemas.CodeNotFound, "%s: not found", what)
 	case errors.Is(err, client.ErrUnknownConversation):

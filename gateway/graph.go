@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/agentmesh/agentmesh/orchestrator/state"
+	"github.com/agentmesh/agentmesh/internal/stateview"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -63,13 +63,13 @@ const (
 )
 
 // LayoutRun lays out run's pipeline with GraphSteps.
-func LayoutRun(ctx context.Context, run *state.RunState) (*Graph, error) {
+func LayoutRun(ctx context.Context, run *stateview.RunState) (*Graph, error) {
 	return Layout(ctx, GraphSteps(run))
 }
 
 // GraphSteps reads the steps of run in spec order with their wave, kind and
 // state (pending for a step the run has not reached).
-func GraphSteps(run *state.RunState) []GraphStep {
+func GraphSteps(run *stateview.RunState) []GraphStep {
 	wave := map[string]int{}
 	for w, ids := range run.Waves {
 		for _, id := range ids {

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentmesh/agentmesh/orchestrator/state"
+	"github.com/agentmesh/agentmesh/internal/stateview"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -43,31 +43,31 @@ type listField[T any] struct {
 // (a step waits for a person).
 var runStatuses = []string{schemas.RunRunning, "waiting", schemas.RunCompleted, schemas.RunFailed}
 
-var runFields = listField[state.RunSummary]{
-	text:     func(r state.RunSummary) string { return r.ID + " " + r.Name },
+var runFields = listField[stateview.RunSummary]{
+	text:     func(r stateview.RunSummary) string { return r.ID + " " + r.Name },
 	statuses: runStatuses,
-	status: func(r state.RunSummary) []string {
+	status: func(r stateview.RunSummary) []string {
 		if len(r.Waiting) > 0 {
 			return []string{r.Status, "waiting"}
 		}
 		return []string{r.Status}
 	},
-	agents:  func(r state.RunSummary) []string { return r.Agents },
-	name:    func(r state.RunSummary) string { return r.Name },
-	created: func(r state.RunSummary) time.Time { return r.CreatedAt },
-	sorts: map[string]func(a, b state.RunSummary) int{
-		"id":          func(a, b state.RunSummary) int { return strings.Compare(a.ID, b.ID) },
-		"name":        func(a, b state.RunSummary) int { return strings.Compare(a.Name, b.Name) },
-		"status":      func(a, b state.RunSummary) int { return strings.Compare(a.Status, b.Status) },
-		"steps":       func(a, b state.RunSummary) int { return cmp.Compare(a.Steps, b.Steps) },
-		"created_at":  func(a, b state.RunSummary) int { return a.CreatedAt.Compare(b.CreatedAt) },
-		"updated_at":  func(a, b state.RunSummary) int { return a.UpdatedAt.Compare(b.UpdatedAt) },
-		"duration_ms": func(a, b state.RunSummary) int { return cmp.Compare(runTook(a), runTook(b)) },
+	agents:  func(r stateview.RunSummary) []string { return r.Agents },
+	name:    func(r stateview.RunSummary) string { return r.Name },
+	created: func(r stateview.RunSummary) time.Time { return r.CreatedAt },
+	sorts: map[string]func(a, b stateview.RunSummary) int{
+		"id":          func(a, b stateview.RunSummary) int { return strings.Compare(a.ID, b.ID) },
+		"name":        func(a, b stateview.RunSummary) int { return strings.Compare(a.Name, b.Name) },
+		"status":      func(a, b stateview.RunSummary) int { return strings.Compare(a.Status, b.Status) },
+		"steps":       func(a, b stateview.RunSummary) int { return cmp.Compare(a.Steps, b.Steps) },
+		"created_at":  func(a, b stateview.RunSummary) int { return a.CreatedAt.Compare(b.CreatedAt) },
+		"updated_at":  func(a, b stateview.RunSummary) int { return a.UpdatedAt.Compare(b.UpdatedAt) },
+		"duration_ms": func(a, b stateview.RunSummary) int { return cmp.Compare(runTook(a), runTook(b)) },
 	},
 }
 
 // runTook is how long a run took, or has been going as of its last write.
-func runTook(r state.RunSummary) time.Duration {
+func runTook(r stateview.RunSummary) time.Duration {
 	if !r.FinishedAt.IsZero() {
 		return r.FinishedAt.Sub(r.CreatedAt)
 	}
@@ -76,20 +76,20 @@ func runTook(r state.RunSummary) time.Duration {
 
 // conversationStatuses are what ?status= takes for conversations: how
 // the latest turn ended, or running.
-var conversationStatuses = []string{state.ConversationRunning, schemas.ChatInputRequired, schemas.ChatCompleted,
+var conversationStatuses = []string{stateview.ConversationRunning, schemas.ChatInputRequired, schemas.ChatCompleted,
 	schemas.ChatStepLimitReached, schemas.ChatFailed}
 
-var conversationFields = listField[state.ConversationSummary]{
-	text:     func(c state.ConversationSummary) string { return c.ID + " " + c.LastMessage },
+var conversationFields = listField[stateview.ConversationSummary]{
+	text:     func(c stateview.ConversationSummary) string { return c.ID + " " + c.LastMessage },
 	statuses: conversationStatuses,
-	status:   func(c state.ConversationSummary) []string { return []string{c.State} },
-	agents:   func(c state.ConversationSummary) []string { return c.Agents },
-	created:  func(c state.ConversationSummary) time.Time { return c.CreatedAt },
-	sorts: map[string]func(a, b state.ConversationSummary) int{
-		"id":         func(a, b state.ConversationSummary) int { return strings.Compare(a.ID, b.ID) },
-		"turns":      func(a, b state.ConversationSummary) int { return cmp.Compare(a.Turns, b.Turns) },
-		"created_at": func(a, b state.ConversationSummary) int { return a.CreatedAt.Compare(b.CreatedAt) },
-		"updated_at": func(a, b state.ConversationSummary) int { return a.UpdatedAt.Compare(b.UpdatedAt) },
+	status:   func(c stateview.ConversationSummary) []string { return []string{c.State} },
+	agents:   func(c stateview.ConversationSummary) []string { return c.Agents },
+	created:  func(c stateview.ConversationSummary) time.Time { return c.CreatedAt },
+	sorts: map[string]func(a, b stateview.ConversationSummary) int{
+		"id":         func(a, b stateview.ConversationSummary) int { return strings.Compare(a.ID, b.ID) },
+		"turns":      func(a, b stateview.ConversationSummary) int { return cmp.Compare(a.Turns, b.Turns) },
+		"created_at": func(a, b stateview.ConversationSummary) int { return a.CreatedAt.Compare(b.CreatedAt) },
+		"updated_at": func(a, b stateview.ConversationSummary) int { return a.UpdatedAt.Compare(b.UpdatedAt) },
 	},
 }
 

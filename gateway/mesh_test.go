@@ -9,9 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-
-	"github.com/agentmesh/agentmesh/agents"
 	"github.com/agentmesh/agentmesh/agents/builtin/analysis"
 	"github.com/agentmesh/agentmesh/agents/builtin/folder"
 	"github.com/agentmesh/agentmesh/agents/builtin/imagesearch"
@@ -19,10 +16,9 @@ import (
 	"github.com/agentmesh/agentmesh/agents/builtin/text"
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/bus/bustest"
-	"github.com/agentmesh/agentmesh/internal/inproc"
+	"github.com/agentmesh/agentmesh/internal/meshtest"
 	"github.com/agentmesh/agentmesh/orchestrator"
 	"github.com/agentmesh/agentmesh/orchestrator/chat"
-	"github.com/agentmesh/agentmesh/resolvers"
 )
 
 // testMesh is a real mesh in-process for one test: an embedded NATS server,
@@ -47,43 +43,14 @@ func newTestMesh(t testing.TB, opts ...Option) *testMesh {
 // by chatOpts (chat.WithLLM for a scripted model).
 func newTestMeshChat(t testing.TB, chatOpts []chat.Option, opts ...Option) *testMesh {
 	t.Helper()
-	srv := bustest.Start(t)
-	res := srv.Provision(t)
+	mm := meshtest.New(t)
+	m := &testMesh{srv: mm.Srv, res: mm.Res, spec: loadSpec(t)}
+	builtins := []string{text.Name, imagesearch.Name, analysis.Name, folder.Name}
+	m.files = mm.Builtins(t, samples.Images(), builtins...)
+	mm.Orchestrator(t, nil, orchestrator.WithChat(chatOpts...))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	m := &testMesh{srv: srv, res: res, spec: loadSpec(t), files: map[string]string{}}
-	store := resolvers.NewObjectStore(res.Files)
-	for _, s := range samples.Images() {
-		ref, err := store.Store(ctx, bytes.NewReader(s.Content), s.MediaType, s.Metadata())
-		if err != nil {
-			t.Fatal(err)
-		}
-		m.files[s.Name] = ref.ID
-	}
-	search := resolvers.NewObjectStore(res.Files)
-	ictx, icancel := context.WithCancel(context.Background())
-	t.Cleanup(icancel)
-	if err := search.Index(ictx); err != nil {
-		t.Fatal(err)
-	}
-	is, err := imagesearch.New(search)
-	if err != nil {
-		t.Fatal(err)
-	}
-	an, err := analysis.New(resolvers.NewObjectStore(res.Files), analysis.WithVisionModel(nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	fo, err := folder.New(resolvers.NewObjectStore(res.Files))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ags inproc.Agents // stopped together: each drains for a while
-	for _, a := range []agents.Agent{text.New(), is, an, fo} {
-		ags.Run(t, srv.Conn(t), a, agents.WithHeartbeat(time.Second))
-	}
-	runOrchestrator(t, srv.Conn(t), chatOpts...)
-	gw, err := New(ctx, srv.Conn(t), opts...)
+	gw, err := New(ctx, mm.Srv.Conn(t), opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,24 +58,12 @@ func newTestMeshChat(t testing.TB, chatOpts []chat.Option, opts ...Option) *test
 	m.gw = gw
 	m.http = httptest.NewServer(gw)
 	t.Cleanup(m.http.Close)
-	for _, name := range []string{text.Name, imagesearch.Name, analysis.Name, folder.Name} {
+	for _, name := range builtins {
 		if err := gw.def.reg.Wait(ctx, name, 1); err != nil {
 			t.Fatal(err)
 		}
 	}
 	return m
-}
-
-func runOrchestrator(t testing.TB, nc *nats.Conn, chatOpts ...chat.Option) {
-	t.Helper()
-	o, err := orchestrator.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := orchestrator.AttachChat(o, chatOpts...); err != nil {
-		t.Fatal(err)
-	}
-	inproc.Orchestrator(t, o)
 }
 
 // response is one answer of the API, read whole.

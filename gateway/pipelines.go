@@ -14,9 +14,9 @@ import (
 
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/client"
+	"github.com/agentmesh/agentmesh/internal/stateview"
 	"github.com/agentmesh/agentmesh/orchestrator/pipeline"
 	meshroute "github.com/agentmesh/agentmesh/orchestrator/route"
-	"github.com/agentmesh/agentmesh/orchestrator/state"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -86,7 +86,7 @@ func (c *conn) checkRunFree(ctx context.Context, runID string) error {
 	switch {
 	case err == nil:
 		return fail(CodeRunExists, "run id %q is taken by a run that is %s (GET /api/runs/%s); submit with another run_id, or none to have one made", runID, h.Status, runID)
-	case errors.Is(err, state.ErrNotFound), errors.Is(err, jetstream.ErrKeyNotFound):
+	case errors.Is(err, stateview.ErrNotFound), errors.Is(err, jetstream.ErrKeyNotFound):
 		return nil
 	}
 	return meshError("checking run id "+runID, err)

@@ -9,7 +9,7 @@ import (
 
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/client"
-	"github.com/agentmesh/agentmesh/orchestrator/state"
+	"github.com/agentmesh/agentmesh/internal/stateview"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -177,7 +177,7 @@ func findStep(steps []schemas.PipelineStep, id string) (schemas.PipelineStep, bo
 // tasks, rejects its waiting approval steps and, depth levels down, cancels
 // the child runs of its running pipeline steps; out gets each, named
 // prefix+step. parent is the run whose cancel reaches run ("" for itself).
-func (g *Gateway) cancelSteps(r *http.Request, c *conn, run *state.RunState, parent, prefix string, depth int, out *Cancelled) error {
+func (g *Gateway) cancelSteps(r *http.Request, c *conn, run *stateview.RunState, parent, prefix string, depth int, out *Cancelled) error {
 	ids := make([]string, 0, len(run.Steps))
 	for id := range run.Steps {
 		ids = append(ids, id)

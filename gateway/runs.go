@@ -6,7 +6,7 @@ import (
 	"strconv"
 
 	"github.com/agentmesh/agentmesh/bus"
-	"github.com/agentmesh/agentmesh/orchestrator/state"
+	"github.com/agentmesh/agentmesh/internal/stateview"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -28,7 +28,7 @@ func (g *Gateway) handleRun(w http.ResponseWriter, r *http.Request, c *conn) err
 }
 
 // loadRun reads the run named by the path's {id}.
-func (g *Gateway) loadRun(r *http.Request, c *conn) (*state.RunState, error) {
+func (g *Gateway) loadRun(r *http.Request, c *conn) (*stateview.RunState, error) {
 	id := r.PathValue("id")
 	if err := bus.ValidateToken("run id", id); err != nil {
 		return nil, fail(schemas.CodeInvalidID, "%v", err)
@@ -38,7 +38,7 @@ func (g *Gateway) loadRun(r *http.Request, c *conn) (*state.RunState, error) {
 		return nil, err
 	}
 	run, err := store.Run(r.Context(), id)
-	if errors.Is(err, state.ErrNotFound) {
+	if errors.Is(err, stateview.ErrNotFound) {
 		return nil, fail(schemas.CodeNotFound, "no run %q; GET /api/runs lists them", id)
 	}
 	if err != nil {

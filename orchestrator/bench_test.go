@@ -6,7 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentmesh/agentmesh/orchestrator/internal/meshtest"
+	"github.com/agentmesh/agentmesh/internal/fixture"
+	"github.com/agentmesh/agentmesh/internal/meshtest"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -32,14 +33,14 @@ func BenchmarkPipelineOverhead(b *testing.B) {
 	m := meshtest.New(b)
 	m.Agent(b, schemas.AgentContract{Name: "Noop", Capability: schemas.CapTransformation, Description: "does nothing"},
 		func(ctx context.Context, ec *schemas.ExecutionContext) (schemas.AgentResult, error) {
-			return meshtest.OK("Noop", "", nil), nil
+			return fixture.OK("Noop", "", nil), nil
 		}, 16)
 	// Emit is Noop with an output, which the orchestrator routes into the
 	// run's state: every real agent has outputs.
 	m.Agent(b, schemas.AgentContract{Name: "Emit", Capability: schemas.CapTransformation, Description: "returns a word",
 		Outputs: []schemas.TypedOutput{{Name: "text", DataType: schemas.TypeText}}},
 		func(ctx context.Context, ec *schemas.ExecutionContext) (schemas.AgentResult, error) {
-			return meshtest.OK("Emit", "", map[string]schemas.TypedValue{"text": {DataType: schemas.TypeText, Value: []byte(`"word"`)}}), nil
+			return fixture.OK("Emit", "", map[string]schemas.TypedValue{"text": {DataType: schemas.TypeText, Value: []byte(`"word"`)}}), nil
 		}, 16)
 	m.Orchestrator(b, []string{"Noop", "Emit"}, orchestrator.WithStateOptions(state.WithMaxStateBytes(900<<10)))
 

@@ -7,7 +7,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/agentmesh/agentmesh/orchestrator/internal/meshtest"
+	"github.com/agentmesh/agentmesh/internal/fixture"
+	"github.com/agentmesh/agentmesh/internal/meshtest"
 
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/client"
@@ -21,7 +22,7 @@ func TestRunEventsMatchTheirSchemas(t *testing.T) {
 	m.Agent(t, schemas.AgentContract{Name: "Fine", Capability: schemas.CapTransformation, Description: "succeeds",
 		Outputs: []schemas.TypedOutput{{Name: "text", DataType: schemas.TypeText}}},
 		func(ctx context.Context, ec *schemas.ExecutionContext) (schemas.AgentResult, error) {
-			return meshtest.OK("Fine", "fine", map[string]schemas.TypedValue{"text": {DataType: schemas.TypeText, Value: []byte(`"hello"`)}}), nil
+			return fixture.OK("Fine", "fine", map[string]schemas.TypedValue{"text": {DataType: schemas.TypeText, Value: []byte(`"hello"`)}}), nil
 		}, 4)
 	m.Agent(t, schemas.AgentContract{Name: "Broken", Capability: schemas.CapTransformation, Description: "fails"},
 		func(ctx context.Context, ec *schemas.ExecutionContext) (schemas.AgentResult, error) {
@@ -85,7 +86,7 @@ func TestRunEndStoredAfterEventsStreamOutage(t *testing.T) {
 	m.Agent(t, schemas.AgentContract{Name: "Held", Capability: schemas.CapTransformation, Description: "answers when released"},
 		func(ctx context.Context, ec *schemas.ExecutionContext) (schemas.AgentResult, error) {
 			<-release
-			return meshtest.OK("Held", "done", nil), nil
+			return fixture.OK("Held", "done", nil), nil
 		}, 1)
 	o := m.Orchestrator(t, []string{"Held"})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -12,7 +12,8 @@ import (
 	"github.com/agentmesh/agentmesh/agents"
 	"github.com/agentmesh/agentmesh/agents/builtin/text"
 	"github.com/agentmesh/agentmesh/client"
-	"github.com/agentmesh/agentmesh/orchestrator/internal/meshtest"
+	"github.com/agentmesh/agentmesh/internal/fixture"
+	"github.com/agentmesh/agentmesh/internal/meshtest"
 	"github.com/agentmesh/agentmesh/orchestrator/state"
 	"github.com/agentmesh/agentmesh/schemas"
 )
@@ -53,7 +54,7 @@ func TestLoopsAndSubPipelineSurviveSIGKILL(t *testing.T) {
 	a := startReplica(t, bin, m.Srv.URL())
 	id := m.Submit(t, spec, "survivor")
 	ctx := context.Background()
-	meshtest.PollUntil(t, "a quarter of the items ended", func() bool {
+	fixture.Eventually(t, "a quarter of the items ended", func() bool {
 		p, _, err := store.LoopProgress(ctx, id, "each")
 		return err == nil && p.Low >= 15
 	})
@@ -62,7 +63,7 @@ func TestLoopsAndSubPipelineSurviveSIGKILL(t *testing.T) {
 	}
 	<-a.done
 	b := startReplica(t, bin, m.Srv.URL())
-	meshtest.PollUntil(t, "the child run under way", func() bool {
+	fixture.Eventually(t, "the child run under way", func() bool {
 		h, _, err := store.Header(ctx, id+"-sub")
 		return err == nil && !h.Done() && h.Wave == 0
 	})

@@ -5,7 +5,8 @@ import (
 	"time"
 
 	"github.com/agentmesh/agentmesh/bus"
-	"github.com/agentmesh/agentmesh/client"
+	"github.com/agentmesh/agentmesh/internal/meshcore"
+	"github.com/agentmesh/agentmesh/orchestrator/chat"
 	"github.com/agentmesh/agentmesh/orchestrator/pipeline"
 	"github.com/agentmesh/agentmesh/orchestrator/route"
 	"github.com/agentmesh/agentmesh/orchestrator/state"
@@ -18,8 +19,9 @@ type Option func(*config)
 type config struct {
 	names      bus.Names
 	namesSet   bool
-	chat       ChatHandler
-	registry   *client.Registry
+	chat       []chat.Option
+	chatOn     bool
+	registry   *meshcore.Registry
 	router     *route.Router
 	values     route.ValueResolver
 	workers    int
@@ -52,12 +54,17 @@ func WithModel(m pipeline.Model) Option { return func(c *config) { c.model = m }
 // WithNames sets the subject and bucket names (default prefix "mesh").
 func WithNames(n bus.Names) Option { return func(c *config) { c.names, c.namesSet = n, true } }
 
-// WithChatHandler sends chat requests to h. Without one, a chat request is
-// answered with a failed chat.responded saying chat is not configured.
-func WithChatHandler(h ChatHandler) Option { return func(c *config) { c.chat = h } }
+// WithChat runs a chat loop (package chat) configured by opts
+// (chat.WithLLM, chat.WithPlanner, ...) on chat requests; it shares the
+// replica's state store, router, dispatcher, registry and observer. Without
+// it a chat request is answered with a failed chat.responded saying chat is
+// not configured. Given more than once, the options add up.
+func WithChat(opts ...chat.Option) Option {
+	return func(c *config) { c.chat, c.chatOn = append(c.chat, opts...), true }
+}
 
 // WithRegistry uses an existing registry view instead of opening one.
-func WithRegistry(r *client.Registry) Option { return func(c *config) { c.registry = r } }
+func WithRegistry(r *meshcore.Registry) Option { return func(c *config) { c.registry = r } }
 
 // WithRouter uses router (with its custom slots) instead of a default one.
 func WithRouter(r *route.Router) Option { return func(c *config) { c.router = r } }
@@ -94,8 +101,8 @@ func WithStateOptions(o ...state.Option) Option {
 }
 
 // WithObserver reports every task, step, run, model call and chat turn
-// transition the replica sees to ob (see schemas.Observer); chat loops
-// attached with AttachChat share it. Given more than once, every observer
+// transition the replica sees to ob (see schemas.Observer); its chat loop
+// (WithChat) shares it. Given more than once, every observer
 // sees every observation, in the order given. The spans of pipeline runs
 // and steps (telemetry.Observer) are always recorded.
 func WithObserver(ob schemas.Observer) Option {

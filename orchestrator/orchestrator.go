@@ -15,7 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/agentmesh/agentmesh/bus"
-	"github.com/agentmesh/agentmesh/client"
+	"github.com/agentmesh/agentmesh/internal/meshcore"
 	"github.com/agentmesh/agentmesh/orchestrator/chat"
 	"github.com/agentmesh/agentmesh/orchestrator/pipeline"
 	"github.com/agentmesh/agentmesh/orchestrator/route"
@@ -29,11 +29,6 @@ import (
 // MESH_RESULTS (filtered on mesh.result.*.orchestrator.>) and on MESH_REQUESTS.
 const DurableName = "orchestrator"
 
-// ChatHandler handles one io.agentmesh.chat.requested event taken from
-// MESH_REQUESTS. The request is acknowledged when it returns; the handler
-// answers with io.agentmesh.chat.responded itself.
-type ChatHandler func(ctx context.Context, ev bus.Event) error
-
 // Orchestrator is one stateless replica: it takes chat requests and
 // pipeline submissions from MESH_REQUESTS and results from MESH_RESULTS,
 // each through a durable consumer shared by all replicas, and hands them to
@@ -46,10 +41,11 @@ type Orchestrator struct {
 	names      bus.Names
 	store      *state.Store
 	router     *route.Router
-	dispatcher *client.Dispatcher
-	registry   *client.Registry
+	dispatcher *meshcore.Dispatcher
+	registry   *meshcore.Registry
 	ownsReg    bool
 	pipelines  *pipeline.Scheduler
+	chat       *chat.Chat // nil without WithChat
 	log        *slog.Logger
 	// admit holds one token per submission being taken in: decoding and
 	// checking a spec is CPU work whose memory grows with the spec, so
@@ -58,10 +54,14 @@ type Orchestrator struct {
 }
 
 // New returns a replica on nc. The mesh must be provisioned (bus.Provision).
-// Options: WithNames, WithChatHandler, WithRegistry, WithRouter,
-// WithCollections, WithWorkers, WithSweepInterval, WithTimeoutGrace, WithAckWait,
-// WithLogger, WithSource, WithStateOptions, WithObserver, WithOrphanGrace,
-// WithLimits, WithMaxDeliver.
+// Its options, each documented where it is defined:
+//   - names and identity: WithNames, WithSource;
+//   - the chat loop: WithChat (without it chat requests are refused);
+//   - what runs steps: WithRegistry, WithRouter, WithCollections, WithModel,
+//     WithPipelinesDir, WithLimits;
+//   - how it consumes: WithWorkers, WithAckWait, WithMaxDeliver,
+//     WithSweepInterval, WithTimeoutGrace, WithOrphanGrace;
+//   - state and reporting: WithStateOptions, WithObserver, WithLogger.
 func New(nc *nats.Conn, opts ...Option) (*Orchestrator, error) {
 	cfg := config{workers: 32, sweep: time.Second, grace: time.Second, republish: 2 * time.Second,
 		source: "agentmesh/orchestrator", ackWait: 5 * time.Second, maxPending: 10000, orphanGrace: DefaultOrphanGrace,
@@ -119,13 +119,13 @@ func New(nc *nats.Conn, opts ...Option) (*Orchestrator, error) {
 	}
 	o := &Orchestrator{cfg: cfg, nc: nc, js: js, names: cfg.names, router: cfg.router, admit: make(chan struct{}, runtime.GOMAXPROCS(0)),
 		store:      state.New(convs, runs, append([]state.Option{state.WithPipelining(kvjs), state.WithLeaderReads(js)}, cfg.stateOpts...)...),
-		dispatcher: client.NewDispatcher(js, cfg.names, cfg.source).WithLogger(cfg.logger), registry: cfg.registry, log: cfg.logger}
+		dispatcher: meshcore.NewDispatcher(js, cfg.names, cfg.source).WithLogger(cfg.logger), registry: cfg.registry, log: cfg.logger}
 	if o.registry == nil {
 		agentsKV, err := bind(cfg.names.AgentsBucket())
 		if err != nil {
 			return nil, err
 		}
-		if o.registry, err = client.NewRegistry(ctx, agentsKV, client.OnRefused(func(ref client.Refusal) { go o.announceRefusal(ref) })); err != nil {
+		if o.registry, err = meshcore.NewRegistry(ctx, agentsKV, meshcore.OnRefused(func(ref meshcore.Refusal) { go o.announceRefusal(ref) })); err != nil {
 			return nil, err
 		}
 		o.ownsReg = true
@@ -134,6 +134,15 @@ func New(nc *nats.Conn, opts ...Option) (*Orchestrator, error) {
 		Sweep: cfg.sweep, Grace: cfg.grace, Republish: cfg.republish, AckWait: cfg.ackWait,
 		Source: cfg.source, Logger: cfg.logger, Observer: cfg.observer, Model: cfg.model, Pipelines: pipelinesIn(cfg.pipelines),
 		Limits: cfg.limits})
+	if cfg.chatOn {
+		copts := append([]chat.Option{chat.WithRouter(o.router), chat.WithDispatcher(o.dispatcher), chat.WithObserver(cfg.observer)}, cfg.chat...)
+		if o.chat, err = chat.New(js, cfg.names, o.store, o.registry, copts...); err != nil {
+			if o.ownsReg {
+				o.registry.Stop()
+			}
+			return nil, fmt.Errorf("orchestrator: chat: %w", err)
+		}
+	}
 	return o, nil
 }
 
@@ -144,10 +153,10 @@ func (o *Orchestrator) Store() *state.Store { return o.store }
 func (o *Orchestrator) Router() *route.Router { return o.router }
 
 // Dispatcher returns the task dispatcher.
-func (o *Orchestrator) Dispatcher() *client.Dispatcher { return o.dispatcher }
+func (o *Orchestrator) Dispatcher() *meshcore.Dispatcher { return o.dispatcher }
 
 // Registry returns the live registry view.
-func (o *Orchestrator) Registry() *client.Registry { return o.registry }
+func (o *Orchestrator) Registry() *meshcore.Registry { return o.registry }
 
 // Pipelines returns the pipeline scheduler.
 func (o *Orchestrator) Pipelines() *pipeline.Scheduler { return o.pipelines }
@@ -168,27 +177,6 @@ func (o *Orchestrator) Lookup(agent string) (schemas.AgentContract, bool) {
 // Ready is the line a replica prints once it consumes.
 func (o *Orchestrator) Ready() string {
 	return fmt.Sprintf("orchestrator ready: consuming %s and %s as durable %q", o.names.RequestsStream(), o.names.OrchestratorResults(), DurableName)
-}
-
-// SetChatHandler sets the chat handler after New (for handlers that need
-// the orchestrator's store, router, dispatcher and registry). Call it
-// before Run.
-func (o *Orchestrator) SetChatHandler(h ChatHandler) { o.cfg.chat = h }
-
-// AttachChat builds a chat loop that shares o's state store, router,
-// dispatcher, registry and observer, and makes it o's chat handler. Call it
-// after New and before Run.
-func AttachChat(o *Orchestrator, opts ...chat.Option) (*chat.Chat, error) {
-	opts = append([]chat.Option{chat.WithRouter(o.router), chat.WithDispatcher(o.dispatcher), chat.WithObserver(o.cfg.observer)}, opts...)
-	c, err := chat.New(o.js, o.names, o.store, o.registry, opts...)
-	if err != nil {
-		return nil, err
-	}
-	o.SetChatHandler(func(ctx context.Context, ev bus.Event) error {
-		_, err := c.HandleEvent(ctx, ev)
-		return err
-	})
-	return c, nil
 }
 
 // Run consumes requests and results until ctx ends, then stops taking new
@@ -334,13 +322,13 @@ func (o *Orchestrator) handleRequest(ctx context.Context, m jetstream.Msg) {
 			return
 		}
 	case bus.TypeChatRequested:
-		if o.cfg.chat == nil {
+		if o.chat == nil {
 			o.settleRefusal(m, o.rejectRequest(ctx, m.Subject(), ev, schemas.CodeUnavailable,
 				fmt.Errorf("%w: start it with an LLM or the offline planner", ErrNoChat)))
 			return
 		}
 		stop := keepAlive(m, o.cfg.ackWait/3)
-		err := o.cfg.chat(ctx, ev)
+		_, err := o.chat.HandleEvent(ctx, ev)
 		stop()
 		if errors.Is(err, bus.ErrNoReplySubject) {
 			o.settleRefusal(m, err)

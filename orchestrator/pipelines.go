@@ -7,7 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/agentmesh/agentmesh/client"
+	"github.com/agentmesh/agentmesh/internal/pipespec"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -26,7 +26,7 @@ func pipelinesIn(dir string) func(string) (schemas.PipelineSpec, error) {
 			if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 				continue
 			}
-			return client.LoadPipeline(path)
+			return pipespec.Load(path)
 		}
 		return schemas.PipelineSpec{}, fmt.Errorf("no pipeline %q in %s (looked for %s.yaml, .yml and .json); add the file or fix the name", name, dir, name)
 	}

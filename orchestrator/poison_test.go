@@ -14,8 +14,9 @@ import (
 	"github.com/agentmesh/agentmesh/agents/builtin/text"
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/client"
+	"github.com/agentmesh/agentmesh/internal/fixture"
+	"github.com/agentmesh/agentmesh/internal/meshtest"
 	"github.com/agentmesh/agentmesh/orchestrator"
-	"github.com/agentmesh/agentmesh/orchestrator/internal/meshtest"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -57,7 +58,7 @@ func finalEvent(t *testing.T, ch <-chan bus.Event, within time.Duration) schemas
 func requestsSettled(t *testing.T, m *meshtest.Mesh) {
 	t.Helper()
 	ctx := context.Background()
-	meshtest.PollUntil(t, "MESH_REQUESTS to be empty and acknowledged", func() bool {
+	fixture.Eventually(t, "MESH_REQUESTS to be empty and acknowledged", func() bool {
 		si, err := m.Res.Requests.Info(ctx)
 		if err != nil || si.State.Msgs != 0 {
 			return false

@@ -8,7 +8,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/agentmesh/agentmesh/bus"
-	"github.com/agentmesh/agentmesh/client"
+	"github.com/agentmesh/agentmesh/internal/meshcore"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -18,7 +18,7 @@ import (
 // announces. Every replica sees the same refusal; the message id (key and
 // revision) stores it once. An agent name that cannot be a subject token
 // sends the refusal to mesh.dead.orchestrator instead.
-func (o *Orchestrator) announceRefusal(ref client.Refusal) {
+func (o *Orchestrator) announceRefusal(ref meshcore.Refusal) {
 	o.log.Warn("announcement refused", "key", ref.Key, "revision", ref.Revision, "err", ref.Err)
 	ev, err := bus.NewEvent(bus.TypeAgentRefused, o.cfg.source, schemas.AgentRefusal{
 		Agent: ref.Agent, Key: ref.Key, Revision: ref.Revision, Code: schemas.CodeInvalidContract, Error: ref.Err.Error()})

@@ -13,9 +13,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentmesh/agentmesh/orchestrator/internal/meshtest"
+	"github.com/agentmesh/agentmesh/internal/fixture"
+	"github.com/agentmesh/agentmesh/internal/meshtest"
 
 	"github.com/agentmesh/agentmesh/client"
+	"github.com/agentmesh/agentmesh/internal/meshcore"
 	"github.com/agentmesh/agentmesh/orchestrator/route"
 	"github.com/agentmesh/agentmesh/orchestrator/state"
 	"github.com/agentmesh/agentmesh/schemas"
@@ -87,18 +89,18 @@ func TestTwoReplicaProcessesSurviveSIGKILL(t *testing.T) {
 		t.Skip("builds the binary and runs 120 pipelines")
 	}
 	m := meshtest.New(t)
-	var runs meshtest.Counter
+	var runs fixture.Counter
 	hop := func(name string, in bool) {
 		c := schemas.AgentContract{Name: name, Capability: schemas.CapTransformation, Description: "hop",
-			Outputs: []schemas.TypedOutput{meshtest.FilesOut("images", schemas.ContentImages, true)}}
+			Outputs: []schemas.TypedOutput{fixture.FilesOut("images", schemas.ContentImages, true)}}
 		if in {
-			c.Inputs = []schemas.TypedInput{meshtest.FilesIn("images", schemas.ContentImages, true)}
+			c.Inputs = []schemas.TypedInput{fixture.FilesIn("images", schemas.ContentImages, true)}
 		}
 		m.Agent(t, c, func(ctx context.Context, ec *schemas.ExecutionContext) (schemas.AgentResult, error) {
 			time.Sleep(10 * time.Millisecond)
 			key := ec.Param("key") + "/" + name
 			runs.Add(key)
-			return meshtest.OK(name, "", map[string]schemas.TypedValue{"images": meshtest.Files(schemas.ContentImages, key)}), nil
+			return fixture.OK(name, "", map[string]schemas.TypedValue{"images": fixture.Files(schemas.ContentImages, key)}), nil
 		}, 16)
 	}
 	hop("HopA", false)
@@ -132,7 +134,7 @@ func TestTwoReplicaProcessesSurviveSIGKILL(t *testing.T) {
 		return ids
 	}
 	// The agents must be live for validation: wait through a registry view.
-	reg, err := client.NewRegistry(context.Background(), m.Res.Agents)
+	reg, err := meshcore.NewRegistry(context.Background(), m.Res.Agents)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +153,7 @@ func TestTwoReplicaProcessesSurviveSIGKILL(t *testing.T) {
 	}
 	more := submitMany(100, 120)
 	// Kill one replica in the middle of the 20: once some steps completed.
-	meshtest.PollUntil(t, "the second batch under way", func() bool {
+	fixture.Eventually(t, "the second batch under way", func() bool {
 		n := 0
 		for k := range runs.Snapshot() {
 			if k >= "run-100" {

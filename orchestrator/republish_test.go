@@ -8,7 +8,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/agentmesh/agentmesh/client"
-	"github.com/agentmesh/agentmesh/orchestrator/internal/meshtest"
+	"github.com/agentmesh/agentmesh/internal/fixture"
+	"github.com/agentmesh/agentmesh/internal/meshtest"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -22,7 +23,7 @@ func TestStepPublishedAgainUntilItsTaskIsKept(t *testing.T) {
 	m.Agent(t, schemas.AgentContract{Name: "Slow", Capability: schemas.CapTransformation, Description: "answers, within an hour",
 		TimeoutMS: time.Hour.Milliseconds()},
 		func(ctx context.Context, ec *schemas.ExecutionContext) (schemas.AgentResult, error) {
-			return meshtest.OK("Slow", "done", nil), nil
+			return fixture.OK("Slow", "done", nil), nil
 		}, 1)
 	o := m.Orchestrator(t, []string{"Slow"})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -7,7 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentmesh/agentmesh/orchestrator/internal/meshtest"
+	"github.com/agentmesh/agentmesh/internal/fixture"
+	"github.com/agentmesh/agentmesh/internal/meshtest"
 
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/client"
@@ -17,7 +18,7 @@ import (
 
 func organizeAgent(t testing.TB, m *meshtest.Mesh, seen chan<- []string) {
 	m.Agent(t, schemas.AgentContract{Name: "OrganizerAgent", Capability: schemas.CapOrganization, Description: "folders",
-		Inputs: []schemas.TypedInput{meshtest.FilesIn("images", schemas.ContentImages, true),
+		Inputs: []schemas.TypedInput{fixture.FilesIn("images", schemas.ContentImages, true),
 			{Name: "categories", DataType: schemas.TypeCategorization, Required: true}},
 		Outputs: []schemas.TypedOutput{{Name: "folders", DataType: schemas.TypeFolderResult}}},
 		func(ctx context.Context, ec *schemas.ExecutionContext) (schemas.AgentResult, error) {
@@ -36,8 +37,8 @@ func organizeAgent(t testing.TB, m *meshtest.Mesh, seen chan<- []string) {
 			if seen != nil {
 				seen <- fc.IDs()
 			}
-			return meshtest.OK("OrganizerAgent", "organised", map[string]schemas.TypedValue{
-				"folders": meshtest.MustValue(t, schemas.TypeFolderResult, schemas.FolderResult{Folders: cat.Categories, Moved: fc.Count()}, ""),
+			return fixture.OK("OrganizerAgent", "organised", map[string]schemas.TypedValue{
+				"folders": fixture.MustValue(t, schemas.TypeFolderResult, schemas.FolderResult{Folders: cat.Categories, Moved: fc.Count()}, ""),
 			}), nil
 		}, 4)
 }
@@ -103,11 +104,11 @@ func TestThreeStepPipelineRoutesOutputsIntoSlots(t *testing.T) {
 func TestDiamondRunsParallelWaveAndMergesFanIn(t *testing.T) {
 	m := meshtest.New(t)
 	m.SearchAgent(t, nil)
-	var runs meshtest.Counter
+	var runs fixture.Counter
 	variant := func(name, suffix string) {
 		m.Agent(t, schemas.AgentContract{Name: name, Capability: schemas.CapTransformation, Description: "variants",
-			Inputs:  []schemas.TypedInput{meshtest.FilesIn("images", schemas.ContentImages, true)},
-			Outputs: []schemas.TypedOutput{meshtest.FilesOut("images", schemas.ContentImages, true)}},
+			Inputs:  []schemas.TypedInput{fixture.FilesIn("images", schemas.ContentImages, true)},
+			Outputs: []schemas.TypedOutput{fixture.FilesOut("images", schemas.ContentImages, true)}},
 			func(ctx context.Context, ec *schemas.ExecutionContext) (schemas.AgentResult, error) {
 				runs.Add(name)
 				fc, err := ec.Files("images")
@@ -120,21 +121,21 @@ func TestDiamondRunsParallelWaveAndMergesFanIn(t *testing.T) {
 					ids = append(ids, id+suffix)
 				}
 				ids = append(ids, fc.IDs()[0]) // shared ID: the merge keeps it once
-				return meshtest.OK(name, "", map[string]schemas.TypedValue{"images": schemas.FilesValue(schemas.FromIDs(schemas.ContentImages, ids...), "")}), nil
+				return fixture.OK(name, "", map[string]schemas.TypedValue{"images": schemas.FilesValue(schemas.FromIDs(schemas.ContentImages, ids...), "")}), nil
 			}, 2)
 	}
 	variant("BAgent", "-b")
 	variant("CAgent", "-c")
 	got := make(chan []string, 1)
 	m.Agent(t, schemas.AgentContract{Name: "DAgent", Capability: schemas.CapEvaluation, Description: "joins",
-		Inputs: []schemas.TypedInput{meshtest.FilesIn("images", schemas.ContentImages, true)}},
+		Inputs: []schemas.TypedInput{fixture.FilesIn("images", schemas.ContentImages, true)}},
 		func(ctx context.Context, ec *schemas.ExecutionContext) (schemas.AgentResult, error) {
 			fc, err := ec.Files("images")
 			if err != nil {
 				return schemas.AgentResult{}, err
 			}
 			got <- fc.IDs()
-			return meshtest.OK("DAgent", "joined", nil), nil
+			return fixture.OK("DAgent", "joined", nil), nil
 		}, 1)
 	o := m.Orchestrator(t, []string{"ImageSearchAgent", "BAgent", "CAgent", "DAgent"})
 
@@ -163,23 +164,23 @@ func TestDiamondRunsParallelWaveAndMergesFanIn(t *testing.T) {
 
 func TestNonMergeableFanInRejectedBeforeAnythingRuns(t *testing.T) {
 	m := meshtest.New(t)
-	var runs meshtest.Counter
+	var runs fixture.Counter
 	m.SearchAgent(t, &runs)
 	for _, name := range []string{"BAgent", "CAgent"} {
 		name := name
 		m.Agent(t, schemas.AgentContract{Name: name, Capability: schemas.CapAnalysis, Description: "analyses",
-			Inputs:  []schemas.TypedInput{meshtest.FilesIn("images", schemas.ContentImages, true)},
+			Inputs:  []schemas.TypedInput{fixture.FilesIn("images", schemas.ContentImages, true)},
 			Outputs: []schemas.TypedOutput{{Name: "analysis", DataType: schemas.TypeAnalysisResult}}},
 			func(ctx context.Context, ec *schemas.ExecutionContext) (schemas.AgentResult, error) {
 				runs.Add(name)
-				return meshtest.OK(name, "", nil), nil
+				return fixture.OK(name, "", nil), nil
 			}, 1)
 	}
 	m.Agent(t, schemas.AgentContract{Name: "DAgent", Capability: schemas.CapEvaluation, Description: "joins",
 		Inputs: []schemas.TypedInput{{Name: "analysis", DataType: schemas.TypeAnalysisResult, Required: true}}},
 		func(ctx context.Context, ec *schemas.ExecutionContext) (schemas.AgentResult, error) {
 			runs.Add("DAgent")
-			return meshtest.OK("DAgent", "", nil), nil
+			return fixture.OK("DAgent", "", nil), nil
 		}, 1)
 	o := m.Orchestrator(t, []string{"ImageSearchAgent", "BAgent", "CAgent", "DAgent"})
 

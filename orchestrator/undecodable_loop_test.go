@@ -10,7 +10,8 @@ import (
 
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/client"
-	"github.com/agentmesh/agentmesh/orchestrator/internal/meshtest"
+	"github.com/agentmesh/agentmesh/internal/fixture"
+	"github.com/agentmesh/agentmesh/internal/meshtest"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -69,7 +70,7 @@ func TestUndecodableItemResultFailsLoopAtOnce(t *testing.T) {
 					t.Fatal("the loop's first item never reached the agent")
 				}
 				taskID := schemas.LoopTaskID(run, "loop", 0, meshtest.Nonce(t, o, run))
-				ev, err := bus.NewEvent(bus.TypeTaskCompleted, "test", meshtest.OK("StuckText", "fine", nil))
+				ev, err := bus.NewEvent(bus.TypeTaskCompleted, "test", fixture.OK("StuckText", "fine", nil))
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -12,7 +12,9 @@ import (
 
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/client"
-	"github.com/agentmesh/agentmesh/orchestrator/internal/meshtest"
+	"github.com/agentmesh/agentmesh/internal/fixture"
+	"github.com/agentmesh/agentmesh/internal/meshcore"
+	"github.com/agentmesh/agentmesh/internal/meshtest"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -59,7 +61,7 @@ func TestUndecodableResultFailsStepAtOnce(t *testing.T) {
 				t.Fatal("the step's task never reached the agent")
 			}
 			taskID := schemas.StepTaskID(run, "stuck", 1, meshtest.Nonce(t, o, run))
-			ev, err := bus.NewEvent(bus.TypeTaskCompleted, "test", meshtest.OK("StuckAgent", "fine", nil))
+			ev, err := bus.NewEvent(bus.TypeTaskCompleted, "test", fixture.OK("StuckAgent", "fine", nil))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -113,7 +115,7 @@ func stepEvent(t *testing.T, js jetstream.JetStream, subject, typ string) schema
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	events, stop, err := client.Follow(ctx, js, bus.MustNames(bus.DefaultPrefix), subject, false)
+	events, stop, err := meshcore.Follow(ctx, js, bus.MustNames(bus.DefaultPrefix), subject, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +146,7 @@ func lastDead(t *testing.T, m *meshtest.Mesh, agent string, n uint64) *jetstream
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	meshtest.PollUntil(t, "the dead letter", func() bool {
+	fixture.Eventually(t, "the dead letter", func() bool {
 		info, err := m.Res.Dead.Info(ctx, jetstream.WithSubjectFilter(subject))
 		return err == nil && info.State.Subjects[subject] >= n
 	})

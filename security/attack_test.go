@@ -15,6 +15,7 @@ import (
 	"github.com/agentmesh/agentmesh/agents/builtin/text"
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/client"
+	"github.com/agentmesh/agentmesh/internal/meshtest"
 	"github.com/agentmesh/agentmesh/orchestrator/state"
 	"github.com/agentmesh/agentmesh/schemas"
 )
@@ -341,18 +342,8 @@ func waitSpec(t *testing.T, store *state.Store, run string) *state.RunSpec {
 	}
 }
 
-// waitRun polls run until it ends.
+// waitRun waits until run ends.
 func waitRun(t *testing.T, store *state.Store, run string) *state.RunState {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		st, err := store.Run(context.Background(), run)
-		if err == nil && (st.Status == schemas.RunCompleted || st.Status == schemas.RunFailed) {
-			return st
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("run %s did not end: %+v %v", run, st, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	return meshtest.WaitRun(t, store, run, 20*time.Second)
 }

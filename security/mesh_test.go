@@ -12,7 +12,7 @@ import (
 
 	"github.com/agentmesh/agentmesh/agents"
 	"github.com/agentmesh/agentmesh/bus"
-	"github.com/agentmesh/agentmesh/internal/inproc"
+	"github.com/agentmesh/agentmesh/internal/meshtest"
 	"github.com/agentmesh/agentmesh/orchestrator"
 	"github.com/agentmesh/agentmesh/security/securetest"
 )
@@ -89,7 +89,7 @@ func (c *conn) publishDenied(t testing.TB, msg *nats.Msg) {
 func (m *secureMesh) serve(t *testing.T, a agents.Agent, opts ...agents.Option) {
 	t.Helper()
 	c := m.connect(t, bus.Identity{Role: bus.RoleAgent, Name: a.Contract().Name})
-	inproc.Agent(t, c.Conn, a, append([]agents.Option{agents.WithHeartbeat(time.Second)}, opts...)...)
+	meshtest.Serve(t, c.Conn, a, append([]agents.Option{agents.WithHeartbeat(time.Second)}, opts...)...)
 }
 
 // orchestrator runs a replica as the orchestrator identity.
@@ -100,7 +100,7 @@ func (m *secureMesh) orchestrator(t *testing.T, wait ...string) *orchestrator.Or
 	if err != nil {
 		t.Fatal(err)
 	}
-	inproc.Orchestrator(t, o)
+	meshtest.RunOrchestrator(t, o)
 	wctx, wcancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer wcancel()
 	for _, a := range wait {

@@ -10,14 +10,14 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/agentmesh/agentmesh/agents"
 	"github.com/agentmesh/agentmesh/agents/builtin/text"
 	"github.com/agentmesh/agentmesh/bridge/a2a"
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/bus/bustest"
-	"github.com/agentmesh/agentmesh/internal/inproc"
+	"github.com/agentmesh/agentmesh/internal/fixture"
+	"github.com/agentmesh/agentmesh/internal/meshtest"
 	"github.com/agentmesh/agentmesh/llm"
 	"github.com/agentmesh/agentmesh/llm/llmtest"
 	"github.com/agentmesh/agentmesh/orchestrator"
@@ -27,6 +27,7 @@ import (
 // rig is a provisioned embedded mesh with agents running in-process and
 // the A2A handler on a real HTTP server.
 type rig struct {
+	mesh *meshtest.Mesh
 	srv  *bustest.Server
 	res  *bus.Resources
 	h    *a2a.Handler
@@ -37,26 +38,24 @@ type rig struct {
 // the mesh is provisioned), and serves the handler once it sees them all.
 func newRig(t testing.TB, extraFns ...func(*bus.Resources) agents.Agent) *rig {
 	t.Helper()
-	srv := bustest.Start(t)
-	res := srv.Provision(t)
+	m := meshtest.New(t)
 	var extra []agents.Agent
 	for _, fn := range extraFns {
-		extra = append(extra, fn(res))
+		extra = append(extra, fn(m.Res))
 	}
-	var ags inproc.Agents
 	for _, ag := range append([]agents.Agent{text.New()}, extra...) {
-		ags.Run(t, srv.Conn(t), ag, agents.WithHeartbeat(time.Second))
+		m.Run(t, ag)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	h, err := a2a.NewHandler(ctx, srv.Conn(t))
+	h, err := a2a.NewHandler(ctx, m.Srv.Conn(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(h.Close)
 	hs := httptest.NewServer(h)
 	t.Cleanup(hs.Close)
-	r := &rig{srv: srv, res: res, h: h, http: hs}
+	r := &rig{mesh: m, srv: m.Srv, res: m.Res, h: h, http: hs}
 	for _, ag := range extra {
 		r.waitCard(t, ag.Contract().Name)
 	}
@@ -72,34 +71,21 @@ func (r *rig) withChat(t *testing.T, opts []chat.Option, replies ...llmtest.Repl
 	if err != nil {
 		t.Fatal(err)
 	}
-	o, err := orchestrator.New(r.srv.Conn(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := orchestrator.AttachChat(o, append(opts, chat.WithLLM(lc))...); err != nil {
-		t.Fatal(err)
-	}
-	inproc.Orchestrator(t, o)
+	r.mesh.Orchestrator(t, nil, orchestrator.WithChat(append(opts, chat.WithLLM(lc))...))
 	return ls
 }
 
-// waitCard polls until the agent's card is served.
+// waitCard waits until the agent's card is served.
 func (r *rig) waitCard(t testing.TB, agent string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	fixture.Eventually(t, "the card of "+agent, func() bool {
 		resp, err := http.Get(r.agentURL(agent) + "/.well-known/agent-card.json")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
+		if err != nil {
+			return false
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no card of %s after 10s", agent)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
 }
 
 func (r *rig) agentURL(agent string) string { return r.http.URL + a2a.PathAgents + "/" + agent }

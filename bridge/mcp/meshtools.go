@@ -14,7 +14,7 @@ import (
 
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/client"
-	"github.com/agentmesh/agentmesh/orchestrator/state"
+	"github.com/agentmesh/agentmesh/internal/stateview"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -184,7 +184,7 @@ func (s *Server) runResult(ctx context.Context, re schemas.RunEvent) *mcp.CallTo
 	steps := map[string]any{}
 	var texts []mcp.Content
 	if s.res.Runs != nil {
-		if run, err := state.New(s.res.Conversations, s.res.Runs).Run(ctx, re.RunID); err == nil {
+		if run, err := stateview.New(s.res.Conversations, s.res.Runs).Run(ctx, re.RunID); err == nil {
 			for _, id := range slices.Sorted(maps.Keys(run.Steps)) {
 				st := run.Steps[id]
 				steps[id] = map[string]any{"agent": st.Agent, "status": st.Status, "summary": st.Summary, "error": st.Error, "code": st.Code, "outputs": st.Outputs}

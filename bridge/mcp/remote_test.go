@@ -16,6 +16,7 @@ import (
 	"github.com/agentmesh/agentmesh/agents"
 	meshmcp "github.com/agentmesh/agentmesh/bridge/mcp"
 	"github.com/agentmesh/agentmesh/client"
+	"github.com/agentmesh/agentmesh/internal/meshtest"
 	"github.com/agentmesh/agentmesh/internal/nodetest"
 	"github.com/agentmesh/agentmesh/orchestrator/state"
 	"github.com/agentmesh/agentmesh/schemas"
@@ -165,7 +166,7 @@ func TestRemoteAgentsInAPipeline(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	id, err := client.SubmitPipeline(ctx, m.srv.JetStream(t), m.srv.Names(), spec, "", "test")
+	id, err := client.SubmitPipeline(ctx, m.Srv.JetStream(t), m.Srv.Names(), spec, "", "test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,19 +182,10 @@ func TestRemoteAgentsInAPipeline(t *testing.T) {
 
 func mustText(v schemas.TypedValue) string { s, _ := v.Text(); return s }
 
-// waitRun polls the run until it ends.
+// waitRun waits until the run ends.
 func waitRun(t *testing.T, m *testMesh, id string) *state.RunState {
 	t.Helper()
-	store := state.New(m.res.Conversations, m.res.Runs)
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		if r, err := store.Run(context.Background(), id); err == nil && r.Done() {
-			return r
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("run %s did not end within 30s", id)
-	return nil
+	return meshtest.WaitRun(t, state.New(m.res.Conversations, m.res.Runs), id, 30*time.Second)
 }
 
 // TestRemoteOverStreamableHTTP uses the mesh's own MCP server, served as

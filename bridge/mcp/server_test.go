@@ -14,9 +14,8 @@ import (
 	"github.com/agentmesh/agentmesh/agents"
 	meshmcp "github.com/agentmesh/agentmesh/bridge/mcp"
 	"github.com/agentmesh/agentmesh/bus"
-	"github.com/agentmesh/agentmesh/bus/bustest"
 	"github.com/agentmesh/agentmesh/client"
-	"github.com/agentmesh/agentmesh/internal/inproc"
+	"github.com/agentmesh/agentmesh/internal/meshtest"
 	"github.com/agentmesh/agentmesh/llm"
 	"github.com/agentmesh/agentmesh/llm/llmtest"
 	"github.com/agentmesh/agentmesh/orchestrator"
@@ -28,26 +27,23 @@ import (
 // testMesh is a provisioned embedded server with a registry and the MCP
 // server of the mesh following it.
 type testMesh struct {
-	srv *bustest.Server
+	*meshtest.Mesh
 	res *bus.Resources
 	reg *client.Registry
 	mcp *meshmcp.Server
-
-	agents inproc.Agents // of runAgent
 }
 
 func startMesh(t testing.TB) *testMesh {
 	t.Helper()
-	srv := bustest.Start(t)
-	res := srv.Provision(t)
+	m := meshtest.New(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	reg, err := client.NewRegistry(ctx, res.Agents)
+	reg, err := client.NewRegistry(ctx, m.Res.Agents)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(reg.Stop)
-	s, err := meshmcp.NewServer(srv.Conn(t), res, reg, meshmcp.WithTaskTimeout(20*time.Second))
+	s, err := meshmcp.NewServer(m.Srv.Conn(t), m.Res, reg, meshmcp.WithTaskTimeout(20*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,15 +51,14 @@ func startMesh(t testing.TB) *testMesh {
 	done := make(chan struct{})
 	go func() { defer close(done); s.Follow(fctx) }()
 	t.Cleanup(func() { stop(); <-done })
-	return &testMesh{srv: srv, res: res, reg: reg, mcp: s}
+	return &testMesh{Mesh: m, res: m.Res, reg: reg, mcp: s}
 }
 
 // runAgent runs a on the runtime until the returned stop is called (or the
-// test ends) and waits until the registry sees it. Agents still running at
-// the end are stopped together: each takes a while to drain.
+// test ends) and waits until the registry sees it.
 func (m *testMesh) runAgent(t testing.TB, a agents.Agent) (stop func()) {
 	t.Helper()
-	stop = m.agents.Run(t, m.srv.Conn(t), a, agents.WithHeartbeat(time.Second))
+	stop = m.Run(t, a)
 	wctx, wcancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer wcancel()
 	if err := m.reg.Wait(wctx, a.Contract().Name, 1); err != nil {
@@ -325,14 +320,7 @@ func TestServerFilesAreResources(t *testing.T) {
 // the test ends.
 func (m *testMesh) orchestrate(t testing.TB, opts ...chat.Option) {
 	t.Helper()
-	o, err := orchestrator.New(m.srv.Conn(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := orchestrator.AttachChat(o, opts...); err != nil {
-		t.Fatal(err)
-	}
-	inproc.Orchestrator(t, o)
+	m.Orchestrator(t, nil, orchestrator.WithChat(opts...))
 }
 
 func TestServerRunsPipelinesAndChats(t *testing.T) {

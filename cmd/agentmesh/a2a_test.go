@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/agentmesh/agentmesh/agents"
-	"github.com/agentmesh/agentmesh/bus/bustest"
+	"github.com/agentmesh/agentmesh/internal/meshtest"
 	"github.com/agentmesh/agentmesh/internal/nodetest"
 	"github.com/agentmesh/agentmesh/internal/proctest"
 	"github.com/agentmesh/agentmesh/llm"
@@ -138,8 +138,8 @@ steps:
 // everything; it returns the server's URL.
 func chatMesh(t *testing.T) string {
 	t.Helper()
-	srv := bustest.Start(t)
-	srv.Provision(t)
+	mesh := meshtest.New(t)
+	srv := mesh.Srv
 	ls := llmtest.New(t)
 	ls.Handle(func(llmtest.Request) llmtest.Reply { return llmtest.Answer("Hello from the mesh.") })
 	lc, err := llm.New(ls.Config())
@@ -148,11 +148,8 @@ func chatMesh(t *testing.T) string {
 	}
 	textMesh{
 		agentOpts: []agents.Option{agents.WithHeartbeat(time.Second)},
-		attach: func(o *orchestrator.Orchestrator) error {
-			_, err := orchestrator.AttachChat(o, chat.WithLLM(lc))
-			return err
-		},
-	}.start(t, srv)
+		orchOpts:  []orchestrator.Option{orchestrator.WithChat(chat.WithLLM(lc))},
+	}.start(t, mesh)
 	return srv.URL()
 }
 

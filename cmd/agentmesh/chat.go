@@ -15,7 +15,6 @@ import (
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/client"
 	"github.com/agentmesh/agentmesh/llm"
-	"github.com/agentmesh/agentmesh/orchestrator"
 	"github.com/agentmesh/agentmesh/orchestrator/chat"
 	"github.com/agentmesh/agentmesh/orchestrator/state"
 	"github.com/agentmesh/agentmesh/schemas"
@@ -25,31 +24,31 @@ func init() {
 	register(newChatCmd)
 }
 
-// chatHandler plugs the chat loop into an orchestrator replica: with the LLM
+// chatOptions configure an orchestrator replica's chat loop: with the LLM
 // AGENTMESH_MODEL names when its provider's key or base URL is set, else
 // the offline planner.
 // Its model's calls count in the mesh's LLM bucket (when m has it), under
 // the budgets of bud.
-func chatHandler(a *app, o *orchestrator.Orchestrator, m *mesh, bud budgetFlags) error {
+func chatOptions(a *app, m *mesh, bud budgetFlags) ([]chat.Option, error) {
 	cfg, err := llm.ConfigFromEnv()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var opts []chat.Option
 	if cfg.Configured() {
 		model, err := llm.New(cfg)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if m.Res.LLM != nil {
 			model = model.WithShared(m.JS, m.Res.LLM)
 			bopts, err := bud.chatOptions()
 			if err != nil {
-				return err
+				return nil, err
 			}
 			opts = append(opts, bopts...)
 		} else if bud.set() {
-			return fmt.Errorf("--turn-budget-* and --client-budget-* need the mesh's LLM bucket %s, which this identity cannot see", m.Names.LLMBucket())
+			return nil, fmt.Errorf("--turn-budget-* and --client-budget-* need the mesh's LLM bucket %s, which this identity cannot see", m.Names.LLMBucket())
 		}
 		opts = append(opts, chat.WithLLM(model))
 		fmt.Fprintf(a.errOut, "chat: model %s (%s) at %s\n", model.Model(), model.Provider(), model.Endpoint())
@@ -60,13 +59,13 @@ func chatHandler(a *app, o *orchestrator.Orchestrator, m *mesh, bud budgetFlags)
 	if s := os.Getenv("AGENTMESH_CHAT_STEPS"); s != "" {
 		var n int
 		if _, err := fmt.Sscan(s, &n); err != nil || n <= 0 {
-			return fmt.Errorf("AGENTMESH_CHAT_STEPS=%q is not a positive step limit", s)
+			return nil, fmt.Errorf("AGENTMESH_CHAT_STEPS=%q is not a positive step limit", s)
 		}
 		opts = append(opts, chat.WithMaxSteps(n))
 	}
 	rules, err := llm.PolicyRulesFromEnv()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if !rules.Empty() {
 		ps, _ := rules.Policies() // checked by PolicyRulesFromEnv
@@ -74,8 +73,7 @@ func chatHandler(a *app, o *orchestrator.Orchestrator, m *mesh, bud budgetFlags)
 		fmt.Fprintf(a.errOut, "chat: policies %+v\n", rules)
 	}
 	opts = append(opts, chat.WithLogger(a.logger(false)))
-	_, err = orchestrator.AttachChat(o, opts...)
-	return err
+	return opts, nil
 }
 
 func newChatCmd(a *app) *cobra.Command {

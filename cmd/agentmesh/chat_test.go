@@ -13,7 +13,7 @@ import (
 
 	"github.com/agentmesh/agentmesh/agents"
 	"github.com/agentmesh/agentmesh/bus/bustest"
-	"github.com/agentmesh/agentmesh/internal/inproc"
+	"github.com/agentmesh/agentmesh/internal/meshtest"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -46,7 +46,7 @@ func chatSeedAgents(t *testing.T, srv *bustest.Server) {
 			return schemas.AgentResult{Success: true, Summary: "moved 2 files", Outputs: map[string]schemas.TypedValue{"folders": v}}, err
 		})
 	for _, a := range []agents.Agent{search, analysis, folder} {
-		inproc.Agent(t, srv.Conn(t), a, agents.WithHeartbeat(time.Second))
+		meshtest.Serve(t, srv.Conn(t), a, agents.WithHeartbeat(time.Second))
 	}
 }
 

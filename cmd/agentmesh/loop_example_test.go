@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentmesh/agentmesh/agents"
 	"github.com/agentmesh/agentmesh/bus/bustest"
+	"github.com/agentmesh/agentmesh/internal/meshtest"
 )
 
 // TestLoopExamples runs examples/pipelines/for-each.yaml, repeat.yaml,
@@ -18,9 +19,9 @@ import (
 // against the built-in TextAgent: the progress lines show the loops'
 // progress and outcome, the child run, and the join.
 func TestLoopExamples(t *testing.T) {
-	srv := bustest.Start(t)
-	srv.Provision(t)
-	textMesh{agentOpts: []agents.Option{agents.WithConcurrency(4)}}.start(t, srv)
+	mesh := meshtest.New(t)
+	srv := mesh.Srv
+	textMesh{agentOpts: []agents.Option{agents.WithConcurrency(4)}}.start(t, mesh)
 
 	for _, tc := range []struct {
 		file string

@@ -21,7 +21,7 @@ import (
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/bus/embedded"
 	"github.com/agentmesh/agentmesh/client"
-	"github.com/agentmesh/agentmesh/internal/inproc"
+	"github.com/agentmesh/agentmesh/internal/meshtest"
 	"github.com/agentmesh/agentmesh/internal/proctest"
 	"github.com/agentmesh/agentmesh/orchestrator/state"
 	"github.com/agentmesh/agentmesh/schemas"
@@ -210,7 +210,7 @@ func serveAgent(t testing.TB, url, name string, withOutput bool) {
 	a := agents.Func(c, func(context.Context, *schemas.ExecutionContext) (schemas.AgentResult, error) {
 		return schemas.AgentResult{Success: true, Outputs: outs}, nil
 	})
-	inproc.Agent(t, nc, a, agents.WithConcurrency(64))
+	meshtest.Serve(t, nc, a, agents.WithConcurrency(64))
 }
 
 // startOrchestrator starts `agentmesh orchestrator` (with args added) and

@@ -69,11 +69,12 @@ many as you like; killing one loses nothing.`,
 			if err := declareRateLimits(ctx, m.Res.LLM); err != nil {
 				return err
 			}
-			o, err := orchestrator.New(m.NC, opts...)
+			copts, err := chatOptions(a, m, bud)
 			if err != nil {
 				return err
 			}
-			if err := chatHandler(a, o, m, bud); err != nil {
+			o, err := orchestrator.New(m.NC, append(opts, orchestrator.WithChat(copts...))...)
+			if err != nil {
 				return err
 			}
 			if err := pm.register(metrics.NewMeshCollector(o.Registry(), m.JS, m.Names)); err != nil {

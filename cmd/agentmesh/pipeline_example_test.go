@@ -12,9 +12,7 @@ import (
 
 	"github.com/agentmesh/agentmesh/agents"
 	"github.com/agentmesh/agentmesh/agents/builtin/samples"
-	"github.com/agentmesh/agentmesh/bus/bustest"
-	"github.com/agentmesh/agentmesh/internal/inproc"
-	"github.com/agentmesh/agentmesh/orchestrator"
+	"github.com/agentmesh/agentmesh/internal/meshtest"
 	"github.com/agentmesh/agentmesh/resolvers"
 )
 
@@ -35,9 +33,8 @@ func TestExamplePipelineWithBuiltinAgents(t *testing.T) {
 		t.Fatal("README.md's pipeline differs from examples/pipelines/sunsets.yaml")
 	}
 
-	srv := bustest.Start(t)
-	res := srv.Provision(t)
-	nc := srv.Conn(t)
+	mt := meshtest.New(t)
+	srv, res, nc := mt.Srv, mt.Res, mt.NC
 	js, err := jetstream.New(nc)
 	if err != nil {
 		t.Fatal(err)
@@ -50,13 +47,9 @@ func TestExamplePipelineWithBuiltinAgents(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		inproc.Agent(t, srv.Conn(t), a, agents.WithValueResolver(resolvers.NewCollections(res.Files, 0)))
+		mt.Run(t, a, agents.WithValueResolver(resolvers.NewCollections(res.Files, 0)))
 	}
-	o, err := orchestrator.New(srv.Conn(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	inproc.Orchestrator(t, o)
+	mt.Orchestrator(t, nil)
 
 	store := resolvers.NewObjectStore(res.Files)
 	scene := map[string]string{}

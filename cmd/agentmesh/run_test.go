@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/agentmesh/agentmesh/agents"
-	"github.com/agentmesh/agentmesh/bus/bustest"
+	"github.com/agentmesh/agentmesh/internal/meshtest"
 	"github.com/agentmesh/agentmesh/orchestrator/route"
 	"github.com/agentmesh/agentmesh/orchestrator/state"
 	"github.com/agentmesh/agentmesh/schemas"
@@ -22,9 +22,9 @@ import (
 // and TextAgent, and returns the server's URL.
 func pipelineMesh(t *testing.T) string {
 	t.Helper()
-	srv := bustest.Start(t)
-	srv.Provision(t)
-	textMesh{agentOpts: []agents.Option{agents.WithHeartbeat(time.Second)}}.start(t, srv)
+	mesh := meshtest.New(t)
+	srv := mesh.Srv
+	textMesh{agentOpts: []agents.Option{agents.WithHeartbeat(time.Second)}}.start(t, mesh)
 	return srv.URL()
 }
 

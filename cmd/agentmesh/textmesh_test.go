@@ -1,16 +1,13 @@
 package main
 
 import (
-	"context"
 	"os"
 	"os/exec"
 	"testing"
-	"time"
 
 	"github.com/agentmesh/agentmesh/agents"
 	"github.com/agentmesh/agentmesh/agents/builtin/text"
-	"github.com/agentmesh/agentmesh/bus/bustest"
-	"github.com/agentmesh/agentmesh/internal/inproc"
+	"github.com/agentmesh/agentmesh/internal/meshtest"
 	"github.com/agentmesh/agentmesh/internal/proctest"
 	"github.com/agentmesh/agentmesh/orchestrator"
 )
@@ -19,29 +16,14 @@ import (
 type textMesh struct {
 	agentOpts []agents.Option
 	orchOpts  []orchestrator.Option
-	// attach, when set, adds to the orchestrator before it runs (a chat).
-	attach func(*orchestrator.Orchestrator) error
 }
 
-// start runs m on srv until the test ends and returns the orchestrator
+// start runs m on mesh until the test ends and returns the orchestrator
 // once it is ready and TextAgent is in its registry.
-func (m textMesh) start(t *testing.T, srv *bustest.Server) *orchestrator.Orchestrator {
+func (m textMesh) start(t *testing.T, mesh *meshtest.Mesh) *orchestrator.Orchestrator {
 	t.Helper()
-	inproc.Agent(t, srv.Conn(t), text.New(), m.agentOpts...)
-	o, err := orchestrator.New(srv.Conn(t), m.orchOpts...)
-	if err == nil && m.attach != nil {
-		err = m.attach(o)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	inproc.Orchestrator(t, o)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := o.Registry().Wait(ctx, text.Name, 1); err != nil {
-		t.Fatal(err)
-	}
-	return o
+	mesh.Run(t, text.New(), m.agentOpts...)
+	return mesh.Orchestrator(t, []string{text.Name}, m.orchOpts...)
 }
 
 // startMetricsPair runs `agentmesh agent TextAgent` and `agentmesh

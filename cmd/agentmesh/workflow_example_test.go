@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agentmesh/agentmesh/bus/bustest"
+	"github.com/agentmesh/agentmesh/internal/meshtest"
 	"github.com/agentmesh/agentmesh/llm"
 	"github.com/agentmesh/agentmesh/llm/llmtest"
 	"github.com/agentmesh/agentmesh/orchestrator"
@@ -20,8 +21,8 @@ import (
 // the progress lines show the router's and the evaluator's outcome and the
 // steps a condition or the router skipped, with the reason.
 func TestWorkflowExamples(t *testing.T) {
-	srv := bustest.Start(t)
-	srv.Provision(t)
+	mesh := meshtest.New(t)
+	srv := mesh.Srv
 	// The model: routers are answered with the style the run's variables
 	// name, evaluators with a score of 0.9.
 	llmSrv := llmtest.New(t)
@@ -39,7 +40,7 @@ func TestWorkflowExamples(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	textMesh{orchOpts: []orchestrator.Option{orchestrator.WithModel(model)}}.start(t, srv)
+	textMesh{orchOpts: []orchestrator.Option{orchestrator.WithModel(model)}}.start(t, mesh)
 
 	for _, tc := range []struct {
 		file string

@@ -9,8 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentmesh/agentmesh/bus/bustest"
-	"github.com/agentmesh/agentmesh/internal/inproc"
+	"github.com/agentmesh/agentmesh/internal/meshtest"
 	"github.com/agentmesh/agentmesh/llm"
 	"github.com/agentmesh/agentmesh/llm/llmtest"
 	"github.com/agentmesh/agentmesh/orchestrator"
@@ -22,22 +21,15 @@ import (
 // text as it comes, on a line of its own before the answer.
 func TestNodeClientStreamsText(t *testing.T) {
 	node := nodeTools(t)
-	srv := bustest.Start(t)
-	srv.Provision(t)
+	m := meshtest.New(t)
+	srv := m.Srv
 	pieces := []string{"Counting", " is done:", " six words."}
 	model := llmtest.New(t, llmtest.Reply{Content: strings.Join(pieces, ""), Chunks: pieces})
 	lc, err := llm.New(model.Config())
 	if err != nil {
 		t.Fatal(err)
 	}
-	o, err := orchestrator.New(srv.Conn(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := orchestrator.AttachChat(o, chat.WithLLM(lc), chat.WithLogger(slog.New(slog.DiscardHandler))); err != nil {
-		t.Fatal(err)
-	}
-	inproc.Orchestrator(t, o)
+	m.Orchestrator(t, nil, orchestrator.WithChat(chat.WithLLM(lc), chat.WithLogger(slog.New(slog.DiscardHandler))))
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

@@ -19,6 +19,8 @@ import (
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/bus/bustest"
 	"github.com/agentmesh/agentmesh/client"
+	"github.com/agentmesh/agentmesh/internal/fixture"
+	"github.com/agentmesh/agentmesh/internal/meshtest"
 	"github.com/agentmesh/agentmesh/internal/nodetest"
 	"github.com/agentmesh/agentmesh/orchestrator"
 	"github.com/agentmesh/agentmesh/orchestrator/chat"
@@ -55,7 +57,7 @@ func TestNodeAgentAndClient(t *testing.T) {
 	names := srv.Names()
 	js := srv.JetStream(t)
 
-	o := startOrchestrator(ctx, t, srv, res)
+	o := startOrchestrator(t, srv, res)
 	agent := startProcess(t, nodeBin, "agent.js", srv.URL())
 
 	waitCtx, waitCancel := context.WithTimeout(ctx, 30*time.Second)
@@ -367,35 +369,18 @@ func TestNodeAgentAndClient(t *testing.T) {
 	})
 }
 
-func startOrchestrator(ctx context.Context, t *testing.T, srv *bustest.Server, res *bus.Resources) *orchestrator.Orchestrator {
+func startOrchestrator(t *testing.T, srv *bustest.Server, res *bus.Resources) *orchestrator.Orchestrator {
 	t.Helper()
 	router := route.NewRouter(route.WithValueResolver(resolvers.NewCollections(res.Files, 0)))
 	if err := router.RegisterSlot(schemas.TypeText, "wordcount", slotWordCount); err != nil {
 		t.Fatal(err)
 	}
-	o, err := orchestrator.New(srv.Conn(t), orchestrator.WithRouter(router), orchestrator.WithSweepInterval(200*time.Millisecond))
+	quiet := slog.New(slog.DiscardHandler)
+	o, err := orchestrator.New(srv.Conn(t), orchestrator.WithRouter(router), orchestrator.WithSweepInterval(200*time.Millisecond), orchestrator.WithChat(chat.WithLogger(quiet)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	quiet := slog.New(slog.DiscardHandler)
-	if _, err := orchestrator.AttachChat(o, chat.WithLogger(quiet)); err != nil {
-		t.Fatal(err)
-	}
-	runCtx, stop := context.WithCancel(ctx)
-	ready := make(chan struct{})
-	done := make(chan error, 1)
-	go func() { done <- o.RunReady(runCtx, func() { close(ready) }) }()
-	t.Cleanup(func() {
-		stop()
-		<-done
-	})
-	select {
-	case <-ready:
-	case err := <-done:
-		t.Fatalf("orchestrator stopped: %v", err)
-	case <-time.After(15 * time.Second):
-		t.Fatal("orchestrator not ready after 15s")
-	}
+	meshtest.RunOrchestrator(t, o)
 	return o
 }
 
@@ -435,17 +420,15 @@ func store(ctx context.Context, t *testing.T, files *resolvers.ObjectStore, name
 
 func waitRun(ctx context.Context, t *testing.T, o *orchestrator.Orchestrator, id string, agent *nodetest.Process) *state.RunState {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		run, err := o.Store().Run(ctx, id)
-		if err == nil && run.Done() {
-			return run
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("run %s not done after 30s (%+v, %v)\nagent output:\n%s", id, run, err, agent.Out.String())
-		}
-		time.Sleep(50 * time.Millisecond) // polling KV with a deadline
+	var run *state.RunState
+	var err error
+	if !fixture.Within(30*time.Second, func() bool {
+		run, err = o.Store().Run(ctx, id)
+		return err == nil && run.Done()
+	}) {
+		t.Fatalf("run %s not done after 30s (%+v, %v)\nagent output:\n%s", id, run, err, agent.Out.String())
 	}
+	return run
 }
 
 func exitStderr(err error) string {

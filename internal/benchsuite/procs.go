@@ -77,11 +77,8 @@ func RunRole(ctx context.Context, nc *nats.Conn, names bus.Names, role Role, rea
 		<-ctx.Done()
 		return nil
 	case RoleOrchestrator:
-		o, err := orchestrator.New(nc, orchestrator.WithNames(names))
+		o, err := orchestrator.New(nc, orchestrator.WithNames(names), orchestrator.WithChat())
 		if err != nil {
-			return err
-		}
-		if _, err := orchestrator.AttachChat(o); err != nil {
 			return err
 		}
 		runCtx, stop := context.WithCancel(ctx)

@@ -9,7 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/agentmesh/agentmesh/bus"
-	"github.com/agentmesh/agentmesh/client"
+	"github.com/agentmesh/agentmesh/internal/meshcore"
 )
 
 // scrapeTimeout bounds the JetStream calls of one scrape.
@@ -25,20 +25,20 @@ var (
 )
 
 // MeshCollector reports the mesh as it is at scrape time: the live
-// instances of each agent (agentmesh_agents_live, from a client.Registry)
+// instances of each agent (agentmesh_agents_live, from a meshcore.Registry)
 // and the backlog of each agent's durable consumer on the tasks stream
 // (agentmesh_consumer_pending, agentmesh_consumer_ack_pending). Every
 // process that runs one reports the same values, so a dashboard takes the
 // max over instances, not the sum.
 type MeshCollector struct {
-	reg   *client.Registry
+	reg   *meshcore.Registry
 	js    jetstream.JetStream
 	names bus.Names
 }
 
 // NewMeshCollector returns a collector over reg (nil: no agents_live) and
 // the tasks stream of names on js (nil: no consumer metrics).
-func NewMeshCollector(reg *client.Registry, js jetstream.JetStream, names bus.Names) *MeshCollector {
+func NewMeshCollector(reg *meshcore.Registry, js jetstream.JetStream, names bus.Names) *MeshCollector {
 	return &MeshCollector{reg: reg, js: js, names: names}
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,7 +13,9 @@ import (
 	"github.com/agentmesh/agentmesh/agents"
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/bus/bustest"
-	"github.com/agentmesh/agentmesh/client"
+	"github.com/agentmesh/agentmesh/internal/fixture"
+	"github.com/agentmesh/agentmesh/internal/meshcore"
+	"github.com/agentmesh/agentmesh/internal/meshtest"
 	"github.com/agentmesh/agentmesh/observe/metrics"
 	"github.com/agentmesh/agentmesh/observe/metrics/metricstest"
 	"github.com/agentmesh/agentmesh/schemas"
@@ -27,28 +28,19 @@ type echoMesh struct {
 	js        jetstream.JetStream
 	reg       *prometheus.Registry
 	url       string // http://ADDR/metrics
-	stopAgent func() error
+	stopAgent func()
 }
 
 func newEchoMesh(t *testing.T, ctx context.Context) *echoMesh {
 	t.Helper()
-	srv := bustest.Start(t)
-	res := srv.Provision(t)
+	mm := meshtest.New(t)
+	srv, res := mm.Srv, mm.Res
 	echo := agents.Func(schemas.AgentContract{Name: "Echo", Capability: schemas.CapAnalysis, Description: "answers"},
 		func(context.Context, *schemas.ExecutionContext) (schemas.AgentResult, error) {
 			return schemas.AgentResult{Success: true}, nil
 		})
-	rt, err := agents.NewRuntime(srv.Conn(t), echo, agents.WithHeartbeat(400*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rctx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- rt.Run(rctx) }()
-	stopAgent := sync.OnceValue(func() error { stop(); return <-done })
-	t.Cleanup(func() { _ = stopAgent() })
-	<-rt.Ready()
-	reg, err := client.NewRegistry(ctx, res.Agents)
+	stopAgent := mm.Run(t, echo, agents.WithHeartbeat(400*time.Millisecond))
+	reg, err := meshcore.NewRegistry(ctx, res.Agents)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,9 +82,7 @@ func TestMeshCollector(t *testing.T) {
 		t.Errorf("pending with an instance serving = %v, want 0", pending)
 	}
 
-	if err := m.stopAgent(); err != nil {
-		t.Fatal(err)
-	}
+	m.stopAgent()
 	subj, _ := m.srv.Names().Task("Echo")
 	for range 3 {
 		ev, err := bus.NewEvent(bus.TypeTaskRequested, "/test", schemas.TaskRequest{Instruction: "hi"})
@@ -107,16 +97,11 @@ func TestMeshCollector(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	if !fixture.Within(fixture.WaitTimeout, func() bool {
 		fams = metricstest.Scrape(t, m.url)
-		if fams.Value("agentmesh_agents_live", "agent", "Echo") == 0 && fams.Value("agentmesh_consumer_pending", "agent", "Echo") == 3 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after the instance left and 3 tasks were published:\n%s\n%s", fams.Series("agentmesh_agents_live"), fams.Series("agentmesh_consumer_pending"))
-		}
-		time.Sleep(50 * time.Millisecond)
+		return fams.Value("agentmesh_agents_live", "agent", "Echo") == 0 && fams.Value("agentmesh_consumer_pending", "agent", "Echo") == 3
+	}) {
+		t.Fatalf("after the instance left and 3 tasks were published:\n%s\n%s", fams.Series("agentmesh_agents_live"), fams.Series("agentmesh_consumer_pending"))
 	}
 	if got := fams.Series("agentmesh_consumer_pending"); got != `agentmesh_consumer_pending{agent="Echo"} 3` {
 		t.Errorf("consumer pending series:\n%s\nwant Echo's alone", got)

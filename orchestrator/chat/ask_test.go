@@ -7,9 +7,10 @@ import (
 	"testing"
 
 	"github.com/agentmesh/agentmesh/bus"
+	"github.com/agentmesh/agentmesh/internal/fixture"
+	"github.com/agentmesh/agentmesh/internal/meshtest"
 	"github.com/agentmesh/agentmesh/llm/llmtest"
 	"github.com/agentmesh/agentmesh/orchestrator/chat"
-	"github.com/agentmesh/agentmesh/orchestrator/internal/meshtest"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -80,7 +81,7 @@ func TestChatModelAsksTheUser(t *testing.T) {
 func TestChatAgentAsksForApproval(t *testing.T) {
 	t.Parallel()
 	m := meshtest.New(t)
-	var runs meshtest.Counter
+	var runs fixture.Counter
 	m.Agent(t, schemas.AgentContract{Name: "Careful", Capability: schemas.CapOrganization, Description: "deletes old files, once approved",
 		Params:  []byte(`{"type":"object","properties":{"approved":{"type":"boolean"}}}`),
 		Outputs: []schemas.TypedOutput{{Name: "report", DataType: schemas.TypeText}}},
@@ -89,7 +90,7 @@ func TestChatAgentAsksForApproval(t *testing.T) {
 				return schemas.Failure("Careful", schemas.CodeApprovalRequired, "delete 3 old files?", false), nil
 			}
 			runs.Add("deleted")
-			return meshtest.OK("Careful", "deleted 3 files", map[string]schemas.TypedValue{"report": schemas.TextValue("deleted 3", "Careful")}), nil
+			return fixture.OK("Careful", "deleted 3 files", map[string]schemas.TypedValue{"report": schemas.TextValue("deleted 3", "Careful")}), nil
 		}, 2)
 	srv := llmtest.New(t,
 		llmtest.Calls(llmtest.Call("Careful", map[string]any{})),

@@ -7,10 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentmesh/agentmesh/internal/fixture"
+	"github.com/agentmesh/agentmesh/internal/meshtest"
 	"github.com/agentmesh/agentmesh/llm"
 	"github.com/agentmesh/agentmesh/llm/llmtest"
 	"github.com/agentmesh/agentmesh/orchestrator/chat"
-	"github.com/agentmesh/agentmesh/orchestrator/internal/meshtest"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -24,7 +25,7 @@ func TestTurnBudgetStopsTheTurnBeforeTheCallThatWouldCross(t *testing.T) {
 	m.Agent(t, schemas.AgentContract{Name: "Writer", Capability: schemas.CapGeneration, Description: "writes",
 		Outputs: []schemas.TypedOutput{{Name: "text", DataType: schemas.TypeText}}},
 		func(ctx context.Context, ec *schemas.ExecutionContext) (schemas.AgentResult, error) {
-			return meshtest.OK("Writer", "wrote", map[string]schemas.TypedValue{"text": schemas.TextValue("a poem", "Writer")}), nil
+			return fixture.OK("Writer", "wrote", map[string]schemas.TypedValue{"text": schemas.TextValue("a poem", "Writer")}), nil
 		}, 1)
 	srv := llmtest.New(t,
 		llmtest.Reply{ToolCalls: []llmtest.ToolCall{llmtest.Call("Writer", nil)}, Usage: schemas.Tokens{Prompt: 5000, Completion: 100}},
@@ -117,7 +118,7 @@ func TestTurnBudgetCountsTheAgentsItCalls(t *testing.T) {
 			} else {
 				carried <- nil
 			}
-			res := meshtest.OK("Writer", "wrote", map[string]schemas.TypedValue{"text": schemas.TextValue("a poem", "Writer")})
+			res := fixture.OK("Writer", "wrote", map[string]schemas.TypedValue{"text": schemas.TextValue("a poem", "Writer")})
 			res.Metrics = schemas.Metrics{Tokens: schemas.Tokens{Prompt: 4000, Completion: 1000}}
 			return res, nil
 		}, 1)

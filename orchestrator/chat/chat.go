@@ -12,7 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/agentmesh/agentmesh/bus"
-	"github.com/agentmesh/agentmesh/client"
+	"github.com/agentmesh/agentmesh/internal/meshcore"
 	"github.com/agentmesh/agentmesh/llm"
 	"github.com/agentmesh/agentmesh/orchestrator/route"
 	"github.com/agentmesh/agentmesh/orchestrator/state"
@@ -41,9 +41,9 @@ Call agents one after another when one needs another's output, or several at onc
 When the request is done, answer in one or two plain sentences with counts. Never list file IDs.`
 
 // AgentLister is the live view of agents the chat loop offers as tools
-// (*client.Registry implements it).
+// (*meshcore.Registry implements it).
 type AgentLister interface {
-	Agents() []client.AgentInfo
+	Agents() []meshcore.AgentInfo
 }
 
 // Chat runs chat turns: the ReAct loop with an LLM over the live agents'
@@ -61,7 +61,7 @@ type Chat struct {
 	store    *state.Store
 	router   *route.Router
 	inputs   *route.InputBuilder
-	dispatch *client.Dispatcher
+	dispatch *meshcore.Dispatcher
 	observer schemas.Observer
 
 	llm         llm.Model
@@ -108,7 +108,7 @@ func WithSystemPrompt(s string) Option { return func(ch *Chat) { ch.system = s }
 func WithRouter(r *route.Router) Option { return func(ch *Chat) { ch.router = r } }
 
 // WithDispatcher shares the replica's dispatcher (default one on js).
-func WithDispatcher(d *client.Dispatcher) Option { return func(ch *Chat) { ch.dispatch = d } }
+func WithDispatcher(d *meshcore.Dispatcher) Option { return func(ch *Chat) { ch.dispatch = d } }
 
 // WithObserver reports model calls (schemas.LLMCalled) and ended turns
 // (schemas.ChatTurnEnded) to o.
@@ -142,7 +142,7 @@ func New(js jetstream.JetStream, names bus.Names, store *state.Store, registry A
 		c.router = route.NewRouter()
 	}
 	if c.dispatch == nil {
-		c.dispatch = client.NewDispatcher(js, names, c.source).WithLogger(c.log)
+		c.dispatch = meshcore.NewDispatcher(js, names, c.source).WithLogger(c.log)
 	}
 	c.inputs = route.NewInputBuilder(c.router)
 	if c.maxSteps <= 0 {

@@ -6,7 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentmesh/agentmesh/orchestrator/internal/meshtest"
+	"github.com/agentmesh/agentmesh/internal/fixture"
+	"github.com/agentmesh/agentmesh/internal/meshtest"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -68,7 +69,7 @@ func BenchmarkChatTurn(b *testing.B) {
 		m := meshtest.New(b)
 		m.Agent(b, chatSearchContract(), func(ctx context.Context, ec *schemas.ExecutionContext) (schemas.AgentResult, error) {
 			fc := schemas.FromIDs(schemas.ContentImages, "a", "b")
-			return meshtest.OK("ImageSearch", "found 2", map[string]schemas.TypedValue{"images": schemas.FilesValue(fc, "ImageSearch")}), nil
+			return fixture.OK("ImageSearch", "found 2", map[string]schemas.TypedValue{"images": schemas.FilesValue(fc, "ImageSearch")}), nil
 		}, 4)
 		chatReplica(b, m, nil, []string{"ImageSearch"})
 		js := m.Srv.JetStream(b)

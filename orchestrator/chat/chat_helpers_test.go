@@ -9,7 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentmesh/agentmesh/orchestrator/internal/meshtest"
+	"github.com/agentmesh/agentmesh/internal/fixture"
+	"github.com/agentmesh/agentmesh/internal/meshtest"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -31,13 +32,13 @@ var searchParams = json.RawMessage(`{"type":"object","properties":{"query":{"typ
 func chatSearchContract() schemas.AgentContract {
 	return schemas.AgentContract{Name: "ImageSearch", Capability: schemas.CapSearch,
 		Description: "Finds images matching a text query.", Params: searchParams,
-		Outputs: []schemas.TypedOutput{meshtest.FilesOut("images", schemas.ContentImages, true)}, CanChainWith: []string{"ImageAnalysis"}}
+		Outputs: []schemas.TypedOutput{fixture.FilesOut("images", schemas.ContentImages, true)}, CanChainWith: []string{"ImageAnalysis"}}
 }
 
 func chatAnalysisContract() schemas.AgentContract {
 	return schemas.AgentContract{Name: "ImageAnalysis", Capability: schemas.CapAnalysis,
 		Description: "Categorizes images by what they show.",
-		Inputs:      []schemas.TypedInput{meshtest.FilesIn("images", schemas.ContentImages, true)},
+		Inputs:      []schemas.TypedInput{fixture.FilesIn("images", schemas.ContentImages, true)},
 		Outputs:     []schemas.TypedOutput{{Name: "categories", DataType: schemas.TypeCategorization, Mergeable: true}}}
 }
 
@@ -66,7 +67,7 @@ func seedAgents(t testing.TB, m *meshtest.Mesh, searched chan<- string) {
 			ids[i] = fmt.Sprintf("%s-%d", strings.TrimSuffix(strings.SplitN(q, ":", 2)[0], ":"), i+1)
 		}
 		fc := schemas.FromIDs(schemas.ContentImages, ids...)
-		return meshtest.OK("ImageSearch", fmt.Sprintf("found %d images for %q", n, q), map[string]schemas.TypedValue{"images": schemas.FilesValue(fc, "ImageSearch")}), nil
+		return fixture.OK("ImageSearch", fmt.Sprintf("found %d images for %q", n, q), map[string]schemas.TypedValue{"images": schemas.FilesValue(fc, "ImageSearch")}), nil
 	}, 8)
 	m.Agent(t, chatAnalysisContract(), func(ctx context.Context, ec *schemas.ExecutionContext) (schemas.AgentResult, error) {
 		fc, err := ec.Files("images")
@@ -78,8 +79,8 @@ func seedAgents(t testing.TB, m *meshtest.Mesh, searched chan<- string) {
 			k := []string{"beach", "mountain"}[i%2]
 			cat.Categories[k] = append(cat.Categories[k], id)
 		}
-		return meshtest.OK("ImageAnalysis", fmt.Sprintf("sorted %d images into %d categories", fc.Count(), len(cat.Categories)),
-			map[string]schemas.TypedValue{"categories": meshtest.MustValue(t, schemas.TypeCategorization, cat, "ImageAnalysis")}), nil
+		return fixture.OK("ImageAnalysis", fmt.Sprintf("sorted %d images into %d categories", fc.Count(), len(cat.Categories)),
+			map[string]schemas.TypedValue{"categories": fixture.MustValue(t, schemas.TypeCategorization, cat, "ImageAnalysis")}), nil
 	}, 8)
 	m.Agent(t, chatFolderContract(), func(ctx context.Context, ec *schemas.ExecutionContext) (schemas.AgentResult, error) {
 		v, err := ec.Read("categories", schemas.TypeCategorization)
@@ -94,8 +95,8 @@ func seedAgents(t testing.TB, m *meshtest.Mesh, searched chan<- string) {
 		for _, ids := range cat.Categories {
 			res.Moved += len(ids)
 		}
-		return meshtest.OK("FolderOrganizer", fmt.Sprintf("moved %d files into %d folders", res.Moved, len(res.Folders)),
-			map[string]schemas.TypedValue{"folders": meshtest.MustValue(t, schemas.TypeFolderResult, res, "FolderOrganizer")}), nil
+		return fixture.OK("FolderOrganizer", fmt.Sprintf("moved %d files into %d folders", res.Moved, len(res.Folders)),
+			map[string]schemas.TypedValue{"folders": fixture.MustValue(t, schemas.TypeFolderResult, res, "FolderOrganizer")}), nil
 	}, 8)
 }
 
@@ -106,11 +107,8 @@ func chatReplica(t testing.TB, m *meshtest.Mesh, nc *nats.Conn, wait []string, o
 	if nc == nil {
 		nc = m.Srv.Conn(t)
 	}
-	o, err := orchestrator.New(nc, orchestrator.WithAckWait(2*time.Second))
+	o, err := orchestrator.New(nc, orchestrator.WithAckWait(2*time.Second), orchestrator.WithChat(opts...))
 	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := orchestrator.AttachChat(o, opts...); err != nil {
 		t.Fatal(err)
 	}
 	rctx, rcancel := context.WithCancel(context.Background())

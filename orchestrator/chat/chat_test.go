@@ -12,7 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentmesh/agentmesh/orchestrator/internal/meshtest"
+	"github.com/agentmesh/agentmesh/internal/fixture"
+	"github.com/agentmesh/agentmesh/internal/meshtest"
 
 	"github.com/agentmesh/agentmesh/client"
 	"github.com/agentmesh/agentmesh/llm/llmtest"
@@ -300,7 +301,7 @@ func TestChatResumesTurnOfKilledReplica(t *testing.T) {
 			<-release
 		}
 		fc := schemas.FromIDs(schemas.ContentImages, "a", "b", "c")
-		return meshtest.OK("ImageSearch", "found 3 images", map[string]schemas.TypedValue{"images": schemas.FilesValue(fc, "ImageSearch")}), nil
+		return fixture.OK("ImageSearch", "found 3 images", map[string]schemas.TypedValue{"images": schemas.FilesValue(fc, "ImageSearch")}), nil
 	}, 2)
 	srv := llmtest.New(t, llmtest.Calls(llmtest.Call("ImageSearch", map[string]any{"query": "sunset"})), llmtest.Answer("found 3"))
 
@@ -478,7 +479,7 @@ func TestChatHandsLiteralValuesToAgents(t *testing.T) {
 			if err != nil {
 				return schemas.AgentResult{}, err
 			}
-			return meshtest.OK("Shout", "shouted", map[string]schemas.TypedValue{"text": schemas.TextValue(strings.ToUpper(s), "Shout")}), nil
+			return fixture.OK("Shout", "shouted", map[string]schemas.TypedValue{"text": schemas.TextValue(strings.ToUpper(s), "Shout")}), nil
 		}, 1)
 	srv := llmtest.New(t, llmtest.Calls(llmtest.Call("Shout", map[string]any{"text": "make it loud"})), llmtest.Answer("Done."))
 	chatReplica(t, m, nil, []string{"Shout"}, chat.WithLLM(newLLM(t, srv)))

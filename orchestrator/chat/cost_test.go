@@ -7,10 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentmesh/agentmesh/internal/fixture"
+	"github.com/agentmesh/agentmesh/internal/meshtest"
 	"github.com/agentmesh/agentmesh/llm"
 	"github.com/agentmesh/agentmesh/llm/llmtest"
 	"github.com/agentmesh/agentmesh/orchestrator/chat"
-	"github.com/agentmesh/agentmesh/orchestrator/internal/meshtest"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -24,7 +25,7 @@ func TestChatTurnTotalsIncludeAgents(t *testing.T) {
 		Outputs: []schemas.TypedOutput{{Name: "text", DataType: schemas.TypeText}}},
 		func(ctx context.Context, ec *schemas.ExecutionContext) (schemas.AgentResult, error) {
 			time.Sleep(5 * time.Millisecond)
-			res := meshtest.OK("Writer", "wrote", map[string]schemas.TypedValue{"text": schemas.TextValue("a poem", "Writer")})
+			res := fixture.OK("Writer", "wrote", map[string]schemas.TypedValue{"text": schemas.TextValue("a poem", "Writer")})
 			res.Metrics = agentUsage
 			return res, nil
 		}, 2)

@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/agentmesh/agentmesh/client"
+	"github.com/agentmesh/agentmesh/internal/meshtest"
 	"github.com/agentmesh/agentmesh/llm/llmtest"
 	"github.com/agentmesh/agentmesh/orchestrator/chat"
-	"github.com/agentmesh/agentmesh/orchestrator/internal/meshtest"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 

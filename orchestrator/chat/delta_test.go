@@ -12,10 +12,11 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/agentmesh/agentmesh/client"
+	"github.com/agentmesh/agentmesh/internal/meshcore"
+	"github.com/agentmesh/agentmesh/internal/meshtest"
 	"github.com/agentmesh/agentmesh/llm"
 	"github.com/agentmesh/agentmesh/llm/llmtest"
 	"github.com/agentmesh/agentmesh/orchestrator/chat"
-	"github.com/agentmesh/agentmesh/orchestrator/internal/meshtest"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -66,7 +67,7 @@ func TestChatStreamsTheModelsTextAsItIsWritten(t *testing.T) {
 			conv := fmt.Sprintf("c%d", time.Now().UnixNano())
 			nc := m.Srv.Conn(t)
 			deltas := make(chan schemas.ChatDelta, 16)
-			stop, err := client.FollowDeltas(nc, m.Srv.Names(), conv, func(d schemas.ChatDelta) { deltas <- d })
+			stop, err := meshcore.FollowDeltas(nc, m.Srv.Names(), conv, func(d schemas.ChatDelta) { deltas <- d })
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -11,9 +11,10 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/agentmesh/agentmesh/client"
+	"github.com/agentmesh/agentmesh/internal/fixture"
+	"github.com/agentmesh/agentmesh/internal/meshtest"
 	"github.com/agentmesh/agentmesh/llm/llmtest"
 	"github.com/agentmesh/agentmesh/orchestrator/chat"
-	"github.com/agentmesh/agentmesh/orchestrator/internal/meshtest"
 	"github.com/agentmesh/agentmesh/orchestrator/state"
 	"github.com/agentmesh/agentmesh/schemas"
 )
@@ -60,7 +61,7 @@ func TestChatTurnWritesDoNotGrowWithTheConversation(t *testing.T) {
 	m := meshtest.New(t)
 	m.Agent(t, chatSearchContract(), func(ctx context.Context, ec *schemas.ExecutionContext) (schemas.AgentResult, error) {
 		fc := schemas.FromIDs(schemas.ContentImages, "a", "b")
-		return meshtest.OK("ImageSearch", "found 2", map[string]schemas.TypedValue{"images": schemas.FilesValue(fc, "ImageSearch")}), nil
+		return fixture.OK("ImageSearch", "found 2", map[string]schemas.TypedValue{"images": schemas.FilesValue(fc, "ImageSearch")}), nil
 	}, 4)
 	chatReplica(t, m, nil, []string{"ImageSearch"})
 	nc := m.Srv.Conn(t)

@@ -1,13 +1,9 @@
 package chat_test
 
 import (
-	"bytes"
-	"context"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/agentmesh/agentmesh/agents"
 	"github.com/agentmesh/agentmesh/agents/builtin/analysis"
 	"github.com/agentmesh/agentmesh/agents/builtin/docsearch"
 	"github.com/agentmesh/agentmesh/agents/builtin/folder"
@@ -15,9 +11,8 @@ import (
 	"github.com/agentmesh/agentmesh/agents/builtin/samples"
 	"github.com/agentmesh/agentmesh/agents/builtin/summarize"
 	"github.com/agentmesh/agentmesh/agents/builtin/text"
-	"github.com/agentmesh/agentmesh/orchestrator/internal/meshtest"
+	"github.com/agentmesh/agentmesh/internal/meshtest"
 	"github.com/agentmesh/agentmesh/orchestrator/route"
-	"github.com/agentmesh/agentmesh/resolvers"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -27,44 +22,9 @@ import (
 func builtinMesh(t *testing.T) *meshtest.Mesh {
 	t.Helper()
 	m := meshtest.New(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	store := resolvers.NewObjectStore(m.Res.Files)
-	for _, s := range append(samples.Images(), samples.Documents()...) {
-		if _, err := store.Store(ctx, bytes.NewReader(s.Content), s.MediaType, s.Metadata()); err != nil {
-			t.Fatal(err)
-		}
-	}
-	search := resolvers.NewObjectStore(m.Res.Files)
-	ictx, icancel := context.WithCancel(context.Background())
-	t.Cleanup(icancel)
-	if err := search.Index(ictx); err != nil {
-		t.Fatal(err)
-	}
-	is, err := imagesearch.New(search)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ds, err := docsearch.New(search)
-	if err != nil {
-		t.Fatal(err)
-	}
-	an, err := analysis.New(resolvers.NewObjectStore(m.Res.Files), analysis.WithVisionModel(nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	fo, err := folder.New(resolvers.NewObjectStore(m.Res.Files))
-	if err != nil {
-		t.Fatal(err)
-	}
-	su, err := summarize.New(resolvers.NewObjectStore(m.Res.Files))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, a := range []agents.Agent{is, ds, an, fo, su, text.New()} {
-		m.Run(t, a, agents.WithValueResolver(resolvers.NewCollections(m.Res.Files, 0)))
-	}
-	chatReplica(t, m, nil, []string{imagesearch.Name, docsearch.Name, analysis.Name, folder.Name, summarize.Name, text.Name})
+	names := []string{imagesearch.Name, docsearch.Name, analysis.Name, folder.Name, summarize.Name, text.Name}
+	m.Builtins(t, append(samples.Images(), samples.Documents()...), names...)
+	chatReplica(t, m, nil, names)
 	return m
 }
 

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentmesh/agentmesh/orchestrator/internal/meshtest"
+	"github.com/agentmesh/agentmesh/internal/fixture"
 
 	"github.com/agentmesh/agentmesh/orchestrator/chat"
 	"github.com/agentmesh/agentmesh/orchestrator/route"
@@ -17,9 +17,9 @@ import (
 func plannerContracts() []schemas.AgentContract {
 	docSearch := schemas.AgentContract{Name: "DocSearch", Capability: schemas.CapSearch, Description: "Finds documents and PDFs by keywords.",
 		Params:  []byte(`{"type":"object","properties":{"query":{"type":"string"}}}`),
-		Outputs: []schemas.TypedOutput{meshtest.FilesOut("documents", schemas.ContentDocuments, true)}}
+		Outputs: []schemas.TypedOutput{fixture.FilesOut("documents", schemas.ContentDocuments, true)}}
 	summarize := schemas.AgentContract{Name: "Summarizer", Capability: schemas.CapGeneration, Description: "Writes a summary of documents.",
-		Inputs:  []schemas.TypedInput{meshtest.FilesIn("documents", schemas.ContentDocuments, true)},
+		Inputs:  []schemas.TypedInput{fixture.FilesIn("documents", schemas.ContentDocuments, true)},
 		Outputs: []schemas.TypedOutput{{Name: "summary", DataType: schemas.TypeText}}}
 	return []schemas.AgentContract{chatFolderContract(), chatAnalysisContract(), chatSearchContract(), docSearch, summarize}
 }
@@ -71,7 +71,7 @@ func TestPlanOffline(t *testing.T) {
 func TestPlanOfflineByDescription(t *testing.T) {
 	counter := schemas.AgentContract{Name: "NodeWordCount", Capability: schemas.CapAnalysis,
 		Description: "Counts the words of documents or of a text and names the most frequent words.",
-		Inputs:      []schemas.TypedInput{meshtest.FilesIn("documents", schemas.ContentDocuments, true)},
+		Inputs:      []schemas.TypedInput{fixture.FilesIn("documents", schemas.ContentDocuments, true)},
 		Outputs:     []schemas.TypedOutput{{Name: "report", DataType: schemas.TypeText}}}
 	contracts := append(plannerContracts(), counter)
 	plan, err := chat.PlanOffline("count the words of the budget documents", contracts, nil, nil)

@@ -7,10 +7,11 @@ import (
 	"time"
 
 	"github.com/agentmesh/agentmesh/client"
+	"github.com/agentmesh/agentmesh/internal/fixture"
+	"github.com/agentmesh/agentmesh/internal/meshtest"
 	"github.com/agentmesh/agentmesh/llm"
 	"github.com/agentmesh/agentmesh/llm/llmtest"
 	"github.com/agentmesh/agentmesh/orchestrator/chat"
-	"github.com/agentmesh/agentmesh/orchestrator/internal/meshtest"
 	"github.com/agentmesh/agentmesh/orchestrator/state"
 	"github.com/agentmesh/agentmesh/schemas"
 )
@@ -59,7 +60,7 @@ func TestRateLimitSharedByReplicasAndAgentInstances(t *testing.T) {
 			if err != nil {
 				return schemas.AgentResult{}, err
 			}
-			return meshtest.OK("Writer", "wrote", map[string]schemas.TypedValue{"text": schemas.TextValue(resp.Message.Content, "Writer")}), nil
+			return fixture.OK("Writer", "wrote", map[string]schemas.TypedValue{"text": schemas.TextValue(resp.Message.Content, "Writer")}), nil
 		}, 2)
 	}
 	for range 2 {

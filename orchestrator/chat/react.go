@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/agentmesh/agentmesh/bus"
-	"github.com/agentmesh/agentmesh/client"
+	"github.com/agentmesh/agentmesh/internal/meshcore"
 	"github.com/agentmesh/agentmesh/llm"
 	"github.com/agentmesh/agentmesh/orchestrator/state"
 	"github.com/agentmesh/agentmesh/schemas"
@@ -194,7 +194,7 @@ func (c *Chat) callAgent(ctx context.Context, s *session, taskID, agent, rawArgs
 		timeout = time.Duration(contract.TimeoutMS) * time.Millisecond
 	}
 	task := schemas.TaskRequest{Inputs: inputs, Params: args.Params, Instruction: s.turn.Message, TimeoutMS: timeout.Milliseconds(), Budget: taskBudget(ctx)}
-	meta := client.DispatchMeta{TaskID: taskID, ConversationID: s.conv, ReplyTo: c.names.Result(agent, taskID), Deadline: time.Now().Add(timeout)}
+	meta := meshcore.DispatchMeta{TaskID: taskID, ConversationID: s.conv, ReplyTo: c.names.Result(agent, taskID), Deadline: time.Now().Add(timeout)}
 	c.progress(ctx, s.conv, taskID, agent, "calling "+agent)
 	if _, err := c.dispatch.Dispatch(ctx, agent, task, meta); err != nil {
 		if errors.Is(err, bus.ErrBacklogFull) {
@@ -215,7 +215,7 @@ func (c *Chat) callAgent(ctx context.Context, s *session, taskID, agent, rawArgs
 		if ctx.Err() != nil {
 			return fail(ctx.Err().Error())
 		}
-		if bad, ok := errors.AsType[*client.UndecodableResultError](err); ok {
+		if bad, ok := errors.AsType[*meshcore.UndecodableResultError](err); ok {
 			return fail(c.undecodable(ctx, s.conv, agent, bad))
 		}
 		if errors.Is(err, context.DeadlineExceeded) {
@@ -268,7 +268,7 @@ func (c *Chat) callAgent(ctx context.Context, s *session, taskID, agent, rawArgs
 
 // undecodable puts a result that could not be decoded on mesh.dead.<agent>
 // and returns what the model reads about it.
-func (c *Chat) undecodable(ctx context.Context, conv, agent string, bad *client.UndecodableResultError) string {
+func (c *Chat) undecodable(ctx context.Context, conv, agent string, bad *meshcore.UndecodableResultError) string {
 	kept := "it was not kept"
 	if err := c.dispatch.DeadLetter(ctx, agent, bad.Msg, bad.Error()); err != nil {
 		c.log.WarnContext(ctx, "chat: dead-lettering an undecodable result", "task", bad.TaskID, "err", err)
@@ -318,13 +318,13 @@ func (c *Chat) buildInputs(contract schemas.AgentContract, args ToolArgs, slots 
 	return inputs, nil
 }
 
-func (c *Chat) lookup(name string) (client.AgentInfo, bool) {
+func (c *Chat) lookup(name string) (meshcore.AgentInfo, bool) {
 	for _, a := range c.registry.Agents() {
 		if a.Contract.Name == name {
 			return a, true
 		}
 	}
-	return client.AgentInfo{}, false
+	return meshcore.AgentInfo{}, false
 }
 
 func (c *Chat) contracts() []schemas.AgentContract {

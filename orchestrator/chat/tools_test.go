@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentmesh/agentmesh/orchestrator/internal/meshtest"
+	"github.com/agentmesh/agentmesh/internal/fixture"
 
 	"github.com/agentmesh/agentmesh/llm"
 	"github.com/agentmesh/agentmesh/orchestrator/chat"
@@ -74,7 +74,7 @@ func TestToolTakesLiteralInputs(t *testing.T) {
 }
 
 func TestParseToolArgs(t *testing.T) {
-	cats := meshtest.MustValue(t, schemas.TypeCategorization, schemas.Categorization{Categories: map[string][]string{"a": {"1"}}}, "x")
+	cats := fixture.MustValue(t, schemas.TypeCategorization, schemas.Categorization{Categories: map[string][]string{"a": {"1"}}}, "x")
 	slots := map[string]schemas.TypedValue{
 		route.SlotImageIDs:       schemas.FilesValue(schemas.FromIDs(schemas.ContentImages, "1"), "x"),
 		"older_images":           schemas.FilesValue(schemas.FromIDs(schemas.ContentImages, "2"), "x"),
@@ -121,7 +121,7 @@ func TestRenderDataMergesKindsAndShowsNoIDs(t *testing.T) {
 	st := schemas.NewConversationState("c1")
 	st.Turns = 2
 	st.Slots[route.SlotImageIDs] = schemas.FilesValue(schemas.FromIDs(schemas.ContentImages, "secret-1", "secret-2", "secret-3"), "ImageSearch")
-	st.Slots[route.SlotCategorization] = meshtest.MustValue(t, schemas.TypeCategorization,
+	st.Slots[route.SlotCategorization] = fixture.MustValue(t, schemas.TypeCategorization,
 		schemas.Categorization{Categories: map[string][]string{"beach": {"secret-1", "secret-2"}, "city": {"secret-3"}}}, "ImageAnalysis")
 	st.Slots[route.SlotText] = schemas.TextValue("a short text", "Summarizer")
 	data := chat.StateData(st, schemas.DefaultRegistry())
@@ -149,9 +149,9 @@ func TestRenderDataMergesKindsAndShowsNoIDs(t *testing.T) {
 }
 
 func TestObservationHasCountsNotIDs(t *testing.T) {
-	res := meshtest.OK("ImageSearch", "found 3 images", map[string]schemas.TypedValue{
+	res := fixture.OK("ImageSearch", "found 3 images", map[string]schemas.TypedValue{
 		"images":  schemas.FilesValue(schemas.FromIDs(schemas.ContentImages, "secret-1", "secret-2", "secret-3"), "ImageSearch"),
-		"folders": meshtest.MustValue(t, schemas.TypeFolderResult, schemas.FolderResult{Folders: map[string][]string{"a": {"secret-1"}}, Moved: 1}, "x"),
+		"folders": fixture.MustValue(t, schemas.TypeFolderResult, schemas.FolderResult{Folders: map[string][]string{"a": {"secret-1"}}, Moved: 1}, "x"),
 	})
 	obs := chat.Observation("ImageSearch", res, route.NewRouter())
 	for _, want := range []string{"ImageSearch succeeded: found 3 images", "images: 3 images (FILE_IDS, images) -> †state.current_image_ids", "folders: 1 folder (1 file moved) (FOLDER_RESULT) -> kept in history"} {

@@ -11,7 +11,8 @@ import (
 
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/client"
-	"github.com/agentmesh/agentmesh/orchestrator/internal/meshtest"
+	"github.com/agentmesh/agentmesh/internal/fixture"
+	"github.com/agentmesh/agentmesh/internal/meshtest"
 	"github.com/agentmesh/agentmesh/orchestrator/state"
 	"github.com/agentmesh/agentmesh/schemas"
 )
@@ -28,7 +29,7 @@ func TestTurnAnswerNotStoredIsDeliveredAgain(t *testing.T) {
 		started <- struct{}{}
 		<-release
 		fc := schemas.FromIDs(schemas.ContentImages, "sunset-1", "sunset-2")
-		return meshtest.OK("ImageSearch", "found 2 images", map[string]schemas.TypedValue{"images": schemas.FilesValue(fc, "ImageSearch")}), nil
+		return fixture.OK("ImageSearch", "found 2 images", map[string]schemas.TypedValue{"images": schemas.FilesValue(fc, "ImageSearch")}), nil
 	}, 1)
 	chatReplica(t, m, nil, []string{"ImageSearch"})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -92,7 +93,7 @@ func TestToolCallPublishedAgainUntilItsTaskIsKept(t *testing.T) {
 	search.TimeoutMS = time.Hour.Milliseconds()
 	m.Agent(t, search, func(ctx context.Context, ec *schemas.ExecutionContext) (schemas.AgentResult, error) {
 		fc := schemas.FromIDs(schemas.ContentImages, "sunset-1")
-		return meshtest.OK("ImageSearch", "found 1 image", map[string]schemas.TypedValue{"images": schemas.FilesValue(fc, "ImageSearch")}), nil
+		return fixture.OK("ImageSearch", "found 1 image", map[string]schemas.TypedValue{"images": schemas.FilesValue(fc, "ImageSearch")}), nil
 	}, 1)
 	chatReplica(t, m, nil, []string{"ImageSearch"})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -9,9 +9,10 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/agentmesh/agentmesh/bus"
+	"github.com/agentmesh/agentmesh/internal/fixture"
+	"github.com/agentmesh/agentmesh/internal/meshtest"
 	"github.com/agentmesh/agentmesh/llm/llmtest"
 	"github.com/agentmesh/agentmesh/orchestrator/chat"
-	"github.com/agentmesh/agentmesh/orchestrator/internal/meshtest"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -44,7 +45,7 @@ func TestChatUndecodableResultFailsCallAtOnce(t *testing.T) {
 			t.Errorf("task: %v", err)
 			return
 		}
-		ev, _ := bus.NewEvent(bus.TypeTaskCompleted, "test", meshtest.OK("Mangled", "fine", nil))
+		ev, _ := bus.NewEvent(bus.TypeTaskCompleted, "test", fixture.OK("Mangled", "fine", nil))
 		ev.SetExt(bus.ExtTaskID, task.ID)
 		res, err := bus.Encode(task.Ext(bus.ExtReplyTo), ev)
 		if err != nil {

@@ -8,21 +8,22 @@ import (
 
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/client"
+	"github.com/agentmesh/agentmesh/internal/fixture"
+	"github.com/agentmesh/agentmesh/internal/meshtest"
 	"github.com/agentmesh/agentmesh/orchestrator"
-	"github.com/agentmesh/agentmesh/orchestrator/internal/meshtest"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
 // echoAgent is an agent that answers its TEXT input "text" as its summary,
 // and counts its runs.
-func echoAgent(t *testing.T, m *meshtest.Mesh, runs *meshtest.Counter) {
+func echoAgent(t *testing.T, m *meshtest.Mesh, runs *fixture.Counter) {
 	m.Agent(t, schemas.AgentContract{Name: "Echo", Capability: schemas.CapTransformation, Description: "echoes its text",
 		Inputs:  []schemas.TypedInput{{Name: "text", DataType: schemas.TypeText}},
 		Outputs: []schemas.TypedOutput{{Name: "echo", DataType: schemas.TypeText, ContentTypeHint: "echo"}}},
 		func(ctx context.Context, ec *schemas.ExecutionContext) (schemas.AgentResult, error) {
 			runs.Add("Echo")
 			text, _ := ec.Text("text")
-			return meshtest.OK("Echo", "echo: "+text, nil), nil
+			return fixture.OK("Echo", "echo: "+text, nil), nil
 		}, 4)
 }
 
@@ -58,7 +59,7 @@ func resolve(t *testing.T, m *meshtest.Mesh, r schemas.Resolution) string {
 // refused with not_waiting.
 func TestApprovalApproved(t *testing.T) {
 	m := meshtest.New(t)
-	var runs meshtest.Counter
+	var runs fixture.Counter
 	echoAgent(t, m, &runs)
 	o := m.Orchestrator(t, []string{"Echo"}, orchestrator.WithSweepInterval(100*time.Millisecond))
 	spec := client.NewPipeline("approve").
@@ -122,7 +123,7 @@ func refusal(t *testing.T, events <-chan bus.Event, id, code, says string) {
 // skipped and the run fails.
 func TestApprovalRejected(t *testing.T) {
 	m := meshtest.New(t)
-	var runs meshtest.Counter
+	var runs fixture.Counter
 	echoAgent(t, m, &runs)
 	o := m.Orchestrator(t, []string{"Echo"})
 	spec := client.NewPipeline("reject").
@@ -149,7 +150,7 @@ func TestApprovalRejected(t *testing.T) {
 // here, and the run goes on; an input with no answer takes its default value.
 func TestHumanTimeoutTakesDefault(t *testing.T) {
 	m := meshtest.New(t)
-	var runs meshtest.Counter
+	var runs fixture.Counter
 	echoAgent(t, m, &runs)
 	o := m.Orchestrator(t, []string{"Echo"}, orchestrator.WithSweepInterval(50*time.Millisecond), orchestrator.WithTimeoutGrace(10*time.Millisecond))
 	spec := client.NewPipeline("timeout").
@@ -182,7 +183,7 @@ func TestHumanTimeoutTakesDefault(t *testing.T) {
 // step's typed output, which the dependant reads.
 func TestInputTypedValue(t *testing.T) {
 	m := meshtest.New(t)
-	var runs meshtest.Counter
+	var runs fixture.Counter
 	echoAgent(t, m, &runs)
 	o := m.Orchestrator(t, []string{"Echo"})
 	spec := client.NewPipeline("input").

@@ -8,9 +8,10 @@ import (
 	"time"
 
 	"github.com/agentmesh/agentmesh/client"
+	"github.com/agentmesh/agentmesh/internal/fixture"
+	"github.com/agentmesh/agentmesh/internal/meshtest"
 	"github.com/agentmesh/agentmesh/llm"
 	"github.com/agentmesh/agentmesh/llm/llmtest"
-	"github.com/agentmesh/agentmesh/orchestrator/internal/meshtest"
 	"github.com/agentmesh/agentmesh/orchestrator/state"
 	"github.com/agentmesh/agentmesh/schemas"
 )
@@ -26,7 +27,7 @@ func TestRunBudgetStopsTheRunBetweenSteps(t *testing.T) {
 		Outputs: []schemas.TypedOutput{{Name: "text", DataType: schemas.TypeText}}},
 		func(ctx context.Context, ec *schemas.ExecutionContext) (schemas.AgentResult, error) {
 			tasks.Add(1)
-			res := meshtest.OK("Costly", "spent", map[string]schemas.TypedValue{"text": schemas.TextValue("x", "Costly")})
+			res := fixture.OK("Costly", "spent", map[string]schemas.TypedValue{"text": schemas.TextValue("x", "Costly")})
 			res.Metrics = schemas.Metrics{Tokens: schemas.Tokens{Prompt: 4000, Completion: 1000}, Cost: 0.02}
 			return res, nil
 		}, 2)
@@ -99,7 +100,7 @@ func TestTaskBudgetStopsTheAgentsModelCalls(t *testing.T) {
 			if _, _, err := model.Chat(ctx, llm.Request{Messages: msgs}); err != nil {
 				return schemas.AgentResult{}, err
 			}
-			return meshtest.OK("Drafter", "drafted", map[string]schemas.TypedValue{"text": schemas.TextValue("x", "Drafter")}), nil
+			return fixture.OK("Drafter", "drafted", map[string]schemas.TypedValue{"text": schemas.TextValue("x", "Drafter")}), nil
 		}, 1)
 	m.Orchestrator(t, []string{"Drafter"})
 	store := state.New(m.Res.Conversations, m.Res.Runs)

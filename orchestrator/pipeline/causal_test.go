@@ -8,7 +8,8 @@ import (
 
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/client"
-	"github.com/agentmesh/agentmesh/orchestrator/internal/meshtest"
+	"github.com/agentmesh/agentmesh/internal/fixture"
+	"github.com/agentmesh/agentmesh/internal/meshtest"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -23,7 +24,7 @@ func TestEventsAreStoredInCausalOrder(t *testing.T) {
 	m.Agent(t, schemas.AgentContract{Name: "Quick", Capability: schemas.CapTransformation, Description: "answers at once",
 		Outputs: []schemas.TypedOutput{{Name: "text", DataType: schemas.TypeText}}},
 		func(ctx context.Context, ec *schemas.ExecutionContext) (schemas.AgentResult, error) {
-			return meshtest.OK("Quick", "quick", map[string]schemas.TypedValue{"text": schemas.TextValue("x", "Quick")}), nil
+			return fixture.OK("Quick", "quick", map[string]schemas.TypedValue{"text": schemas.TextValue("x", "Quick")}), nil
 		}, 32)
 	m.Agent(t, schemas.AgentContract{Name: "Broken", Capability: schemas.CapTransformation, Description: "fails"},
 		func(ctx context.Context, ec *schemas.ExecutionContext) (schemas.AgentResult, error) {

@@ -9,8 +9,9 @@ import (
 
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/client"
+	"github.com/agentmesh/agentmesh/internal/fixture"
+	"github.com/agentmesh/agentmesh/internal/meshtest"
 	"github.com/agentmesh/agentmesh/orchestrator"
-	"github.com/agentmesh/agentmesh/orchestrator/internal/meshtest"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -27,7 +28,7 @@ func TestRunTotalsAreTheSumOfTheSteps(t *testing.T) {
 		Outputs: []schemas.TypedOutput{{Name: "text", DataType: schemas.TypeText}}},
 		func(ctx context.Context, ec *schemas.ExecutionContext) (schemas.AgentResult, error) {
 			n := int(ec.Params()["n"].(float64))
-			res := meshtest.OK("Costly", "spent", map[string]schemas.TypedValue{"text": schemas.TextValue("x", "Costly")})
+			res := fixture.OK("Costly", "spent", map[string]schemas.TypedValue{"text": schemas.TextValue("x", "Costly")})
 			res.Metrics = usage(n)
 			return res, nil
 		}, 4)

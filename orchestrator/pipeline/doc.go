@@ -48,5 +48,5 @@
 // embedding oneTask, and one entry in kinds. The scheduler's tests are in
 // this package: unit tests build a Scheduler on an embedded server
 // (pipelined_test.go), scenario tests run a mesh of in-process agents and
-// an orchestrator replica (orchestrator/internal/meshtest).
+// an orchestrator replica (internal/meshtest).
 package pipeline

@@ -6,7 +6,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/agentmesh/agentmesh/client"
+	"github.com/agentmesh/agentmesh/internal/meshcore"
 	"github.com/agentmesh/agentmesh/orchestrator/route"
 	"github.com/agentmesh/agentmesh/orchestrator/state"
 	"github.com/agentmesh/agentmesh/schemas"
@@ -45,7 +45,7 @@ type env interface {
 	amend(ctx context.Context, run string, fn func(*state.RunHeader) error) (*state.RunHeader, error)
 
 	// dispatch publishes a task: confirm waits for the stream to store it.
-	dispatch(ctx context.Context, agent string, task schemas.TaskRequest, meta client.DispatchMeta, confirm bool) error
+	dispatch(ctx context.Context, agent string, task schemas.TaskRequest, meta meshcore.DispatchMeta, confirm bool) error
 	// stopTasks asks agent to stop tasks; nothing answers.
 	stopTasks(sd *state.RunSpec, agent string, tasks []string)
 	// emitStep publishes a step's transition.
@@ -124,7 +124,7 @@ func (e schedEnv) amend(ctx context.Context, run string, fn func(*state.RunHeade
 	return e.s.amend(ctx, run, fn)
 }
 
-func (e schedEnv) dispatch(ctx context.Context, agent string, task schemas.TaskRequest, meta client.DispatchMeta, confirm bool) error {
+func (e schedEnv) dispatch(ctx context.Context, agent string, task schemas.TaskRequest, meta meshcore.DispatchMeta, confirm bool) error {
 	if confirm {
 		_, err := e.s.dispatcher.Dispatch(ctx, agent, task, meta)
 		return err

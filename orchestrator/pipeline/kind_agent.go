@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/agentmesh/agentmesh/bus"
-	"github.com/agentmesh/agentmesh/client"
+	"github.com/agentmesh/agentmesh/internal/meshcore"
 	"github.com/agentmesh/agentmesh/orchestrator/route"
 	"github.com/agentmesh/agentmesh/orchestrator/state"
 	"github.com/agentmesh/agentmesh/schemas"
@@ -66,7 +66,7 @@ func (agentKind) cancel(_ context.Context, e env, sd *state.RunSpec, id string, 
 }
 
 // start builds the step's inputs and publishes its task. Without confirm
-// the publish does not wait for the stream (see client.Dispatcher.Send): a
+// the publish does not wait for the stream (see meshcore.Dispatcher.Send): a
 // task that was not stored is published again by the sweep, with confirm,
 // which reports the stream's reason for a refusal: a stream at a limit
 // fails the step with backlog_full. A required input that nothing fills
@@ -97,7 +97,7 @@ var errNeedsSlots = errors.New("inputs read the run's slots")
 
 // stepTask builds the task of a step of the wave in progress; started
 // ahead, it refuses (errNeedsSlots) a step whose inputs read the run's slots.
-func stepTask(ctx context.Context, e env, st stepStart) (string, schemas.TaskRequest, client.DispatchMeta, error) {
+func stepTask(ctx context.Context, e env, st stepStart) (string, schemas.TaskRequest, meshcore.DispatchMeta, error) {
 	sd, h, id := st.sd, st.h, st.id
 	var slots map[string]schemas.TypedValue
 	inputs, err := stepInputs(ctx, e.config().router, sd, id,
@@ -121,14 +121,14 @@ func stepTask(ctx context.Context, e env, st stepStart) (string, schemas.TaskReq
 		})
 	step, _ := sd.Step(id)
 	if err != nil {
-		return "", schemas.TaskRequest{}, client.DispatchMeta{}, fmt.Errorf("step %q (%s): %w", id, step.Agent, err)
+		return "", schemas.TaskRequest{}, meshcore.DispatchMeta{}, fmt.Errorf("step %q (%s): %w", id, step.Agent, err)
 	}
 	params, err := resolveParams(step.Params, sd.Spec.Vars)
 	if err != nil {
-		return "", schemas.TaskRequest{}, client.DispatchMeta{}, fmt.Errorf("step %q (%s): %w", id, step.Agent, err)
+		return "", schemas.TaskRequest{}, meshcore.DispatchMeta{}, fmt.Errorf("step %q (%s): %w", id, step.Agent, err)
 	}
 	timeout := sd.Timeout(id)
-	return step.Agent, schemas.TaskRequest{Inputs: inputs, Params: params, TimeoutMS: timeout.Milliseconds(), Budget: budgetLeft(sd, h)}, client.DispatchMeta{
+	return step.Agent, schemas.TaskRequest{Inputs: inputs, Params: params, TimeoutMS: timeout.Milliseconds(), Budget: budgetLeft(sd, h)}, meshcore.DispatchMeta{
 		TaskID: schemas.StepTaskID(sd.ID, id, 1, sd.Nonce), RunID: sd.ID, StepID: id, Deadline: h.WaveStartedAt.Add(timeout),
 		TraceParent: telemetry.StepTraceParent(sd.TraceParent, sd.ID, id),
 	}, nil

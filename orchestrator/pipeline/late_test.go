@@ -6,7 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentmesh/agentmesh/orchestrator/internal/meshtest"
+	"github.com/agentmesh/agentmesh/internal/fixture"
+	"github.com/agentmesh/agentmesh/internal/meshtest"
 
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/client"
@@ -38,11 +39,11 @@ func TestLateResultAfterTimeoutChangesNothing(t *testing.T) {
 	defer close(release)
 	m.SearchAgent(t, nil)
 	m.Agent(t, schemas.AgentContract{Name: "SlowAgent", Capability: schemas.CapTransformation, Description: "slow",
-		Inputs:  []schemas.TypedInput{meshtest.FilesIn("images", schemas.ContentImages, true)},
-		Outputs: []schemas.TypedOutput{meshtest.FilesOut("images", schemas.ContentImages, true)}},
+		Inputs:  []schemas.TypedInput{fixture.FilesIn("images", schemas.ContentImages, true)},
+		Outputs: []schemas.TypedOutput{fixture.FilesOut("images", schemas.ContentImages, true)}},
 		func(ctx context.Context, ec *schemas.ExecutionContext) (schemas.AgentResult, error) {
 			<-release // ignores its deadline, like a stuck agent
-			return meshtest.OK("SlowAgent", "late", map[string]schemas.TypedValue{"images": meshtest.Files(schemas.ContentImages, "late-1")}), nil
+			return fixture.OK("SlowAgent", "late", map[string]schemas.TypedValue{"images": fixture.Files(schemas.ContentImages, "late-1")}), nil
 		}, 1)
 	m.AnalysisAgent(t)
 	o := m.Orchestrator(t, []string{"ImageSearchAgent", "SlowAgent", "AnalysisAgent"},
@@ -73,7 +74,7 @@ func TestLateResultAfterTimeoutChangesNothing(t *testing.T) {
 	}
 
 	// The late reply: a successful result for the timed-out task.
-	late := meshtest.OK("SlowAgent", "late", map[string]schemas.TypedValue{"images": meshtest.Files(schemas.ContentImages, "late-1")})
+	late := fixture.OK("SlowAgent", "late", map[string]schemas.TypedValue{"images": fixture.Files(schemas.ContentImages, "late-1")})
 	ev, _ := bus.NewEvent(bus.TypeTaskCompleted, "test", late)
 	ev.SetExt(bus.ExtTaskID, slow.TaskID)
 	ev.SetExt(bus.ExtRunID, id)
@@ -83,7 +84,7 @@ func TestLateResultAfterTimeoutChangesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	release <- struct{}{} // and the stuck agent's own, later still
-	meshtest.PollUntil(t, "the stuck agent's late result", func() bool {
+	fixture.Eventually(t, "the stuck agent's late result", func() bool {
 		last, err := m.Res.Results.GetLastMsgForSubject(context.Background(), m.Srv.Names().OrchestratorResult("SlowAgent", id))
 		return err == nil && last.Header.Get("ce-source") != "test"
 	})
@@ -135,23 +136,23 @@ func TestEarlyResultIsAppliedOnceItsWaveStarts(t *testing.T) {
 	m.Agent(t, schemas.AgentContract{Name: "AgentA", Capability: schemas.CapTransformation, Description: "a"},
 		func(ctx context.Context, ec *schemas.ExecutionContext) (schemas.AgentResult, error) {
 			<-releaseA
-			return meshtest.OK("AgentA", "a done", nil), nil
+			return fixture.OK("AgentA", "a done", nil), nil
 		}, 1)
 	m.Agent(t, schemas.AgentContract{Name: "AgentB", Capability: schemas.CapTransformation, Description: "b"},
 		func(ctx context.Context, ec *schemas.ExecutionContext) (schemas.AgentResult, error) {
 			<-stop // never answers: b can only end by the early result
-			return meshtest.OK("AgentB", "from the agent", nil), nil
+			return fixture.OK("AgentB", "from the agent", nil), nil
 		}, 1)
 	o := m.Orchestrator(t, []string{"AgentA", "AgentB"})
 	spec := client.NewPipeline("early").
 		Step("a", "AgentA").Then("b", "AgentB").Timeout(30 * time.Second).MustBuild()
 	id := m.Submit(t, spec, "early")
-	meshtest.PollUntil(t, "a running", func() bool {
+	fixture.Eventually(t, "a running", func() bool {
 		run, err := o.Store().Run(context.Background(), id)
 		return err == nil && run.Steps["a"].Status == schemas.StepRunning
 	})
 
-	res := meshtest.OK("AgentB", "early", nil)
+	res := fixture.OK("AgentB", "early", nil)
 	ev, _ := bus.NewEvent(bus.TypeTaskCompleted, "test", res)
 	ev.SetExt(bus.ExtTaskID, schemas.StepTaskID(id, "b", 1, meshtest.Nonce(t, o, id)))
 	ev.SetExt(bus.ExtRunID, id)

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/agentmesh/agentmesh/bus"
-	"github.com/agentmesh/agentmesh/client"
+	"github.com/agentmesh/agentmesh/internal/meshcore"
 	"github.com/agentmesh/agentmesh/orchestrator/route"
 	"github.com/agentmesh/agentmesh/orchestrator/state"
 	"github.com/agentmesh/agentmesh/schemas"
@@ -382,8 +382,8 @@ func loopOf(sd *state.RunSpec, id string) (loopKind, bool) {
 }
 
 // dispatchMeta is the dispatch metadata of a task of step id.
-func dispatchMeta(sd *state.RunSpec, id, taskID string, deadline time.Time) client.DispatchMeta {
-	return client.DispatchMeta{TaskID: taskID, RunID: sd.ID, StepID: id, Deadline: deadline,
+func dispatchMeta(sd *state.RunSpec, id, taskID string, deadline time.Time) meshcore.DispatchMeta {
+	return meshcore.DispatchMeta{TaskID: taskID, RunID: sd.ID, StepID: id, Deadline: deadline,
 		TraceParent: telemetry.StepTraceParent(sd.TraceParent, sd.ID, id)}
 }
 

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentmesh/agentmesh/orchestrator/internal/meshtest"
+	"github.com/agentmesh/agentmesh/internal/fixture"
 
 	"github.com/agentmesh/agentmesh/client"
 	"github.com/agentmesh/agentmesh/orchestrator/pipeline"
@@ -22,20 +22,20 @@ import (
 // contracts of the agents "live" in the validation tests.
 var live = map[string]schemas.AgentContract{
 	"Search": {Name: "Search", Capability: schemas.CapSearch, Description: "s",
-		Outputs: []schemas.TypedOutput{meshtest.FilesOut("images", schemas.ContentImages, true)}},
+		Outputs: []schemas.TypedOutput{fixture.FilesOut("images", schemas.ContentImages, true)}},
 	"Docs": {Name: "Docs", Capability: schemas.CapSearch, Description: "d",
-		Outputs: []schemas.TypedOutput{meshtest.FilesOut("docs", schemas.ContentDocuments, true)}},
+		Outputs: []schemas.TypedOutput{fixture.FilesOut("docs", schemas.ContentDocuments, true)}},
 	"Analyze": {Name: "Analyze", Capability: schemas.CapAnalysis, Description: "a",
-		Inputs:  []schemas.TypedInput{meshtest.FilesIn("images", schemas.ContentImages, true)},
+		Inputs:  []schemas.TypedInput{fixture.FilesIn("images", schemas.ContentImages, true)},
 		Outputs: []schemas.TypedOutput{{Name: "analysis", DataType: schemas.TypeAnalysisResult}, {Name: "categories", DataType: schemas.TypeCategorization, Mergeable: true}}},
 	"Variant": {Name: "Variant", Capability: schemas.CapTransformation, Description: "v",
-		Inputs:  []schemas.TypedInput{meshtest.FilesIn("images", schemas.ContentImages, true)},
-		Outputs: []schemas.TypedOutput{meshtest.FilesOut("images", schemas.ContentImages, true)}},
+		Inputs:  []schemas.TypedInput{fixture.FilesIn("images", schemas.ContentImages, true)},
+		Outputs: []schemas.TypedOutput{fixture.FilesOut("images", schemas.ContentImages, true)}},
 	"VariantNM": {Name: "VariantNM", Capability: schemas.CapTransformation, Description: "v, not mergeable",
-		Inputs:  []schemas.TypedInput{meshtest.FilesIn("images", schemas.ContentImages, true)},
-		Outputs: []schemas.TypedOutput{meshtest.FilesOut("images", schemas.ContentImages, false)}},
+		Inputs:  []schemas.TypedInput{fixture.FilesIn("images", schemas.ContentImages, true)},
+		Outputs: []schemas.TypedOutput{fixture.FilesOut("images", schemas.ContentImages, false)}},
 	"Organize": {Name: "Organize", Capability: schemas.CapOrganization, Description: "o",
-		Inputs:  []schemas.TypedInput{meshtest.FilesIn("images", schemas.ContentImages, true), {Name: "categories", DataType: schemas.TypeCategorization, Required: true}},
+		Inputs:  []schemas.TypedInput{fixture.FilesIn("images", schemas.ContentImages, true), {Name: "categories", DataType: schemas.TypeCategorization, Required: true}},
 		Outputs: []schemas.TypedOutput{{Name: "folders", DataType: schemas.TypeFolderResult}}},
 	"Judge": {Name: "Judge", Capability: schemas.CapEvaluation, Description: "j",
 		Inputs: []schemas.TypedInput{{Name: "analysis", DataType: schemas.TypeAnalysisResult, Required: true}}},

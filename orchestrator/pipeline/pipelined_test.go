@@ -18,7 +18,7 @@ import (
 
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/bus/bustest"
-	"github.com/agentmesh/agentmesh/client"
+	"github.com/agentmesh/agentmesh/internal/meshcore"
 	"github.com/agentmesh/agentmesh/orchestrator/route"
 	"github.com/agentmesh/agentmesh/orchestrator/state"
 	"github.com/agentmesh/agentmesh/schemas"
@@ -39,7 +39,7 @@ func replica(t *testing.T, cfgs ...Config) (*bustest.Server, *Scheduler) {
 	store := state.New(res.Conversations, res.Runs, state.WithPipelining(kvjs))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	reg, err := client.NewRegistry(ctx, res.Agents)
+	reg, err := meshcore.NewRegistry(ctx, res.Agents)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +52,7 @@ func replica(t *testing.T, cfgs ...Config) (*bustest.Server, *Scheduler) {
 	for _, c := range cfgs {
 		cfg = c
 	}
-	return srv, New(nc, srv.Names(), store, route.NewRouter(), client.NewDispatcher(srv.JetStream(t), srv.Names(), ""), lookup, cfg)
+	return srv, New(nc, srv.Names(), store, route.NewRouter(), meshcore.NewDispatcher(srv.JetStream(t), srv.Names(), ""), lookup, cfg)
 }
 
 // captureLogs is a configuration logging to what logged returns.

@@ -15,7 +15,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/agentmesh/agentmesh/bus"
-	"github.com/agentmesh/agentmesh/client"
+	"github.com/agentmesh/agentmesh/internal/meshcore"
+	"github.com/agentmesh/agentmesh/internal/pipespec"
 	"github.com/agentmesh/agentmesh/orchestrator/route"
 	"github.com/agentmesh/agentmesh/orchestrator/state"
 	"github.com/agentmesh/agentmesh/schemas"
@@ -63,7 +64,7 @@ type Scheduler struct {
 	names      bus.Names
 	store      *state.Store
 	router     *route.Router
-	dispatcher *client.Dispatcher
+	dispatcher *meshcore.Dispatcher
 	lookup     ContractLookup
 	log        *slog.Logger
 	observer   schemas.Observer
@@ -86,7 +87,7 @@ type Scheduler struct {
 // New returns a scheduler that keeps runs in store, routes with router,
 // publishes tasks with dispatcher and events on nc under names, and checks
 // pipelines against the live contracts lookup returns.
-func New(nc *nats.Conn, names bus.Names, store *state.Store, router *route.Router, dispatcher *client.Dispatcher, lookup ContractLookup, cfg Config) *Scheduler {
+func New(nc *nats.Conn, names bus.Names, store *state.Store, router *route.Router, dispatcher *meshcore.Dispatcher, lookup ContractLookup, cfg Config) *Scheduler {
 	if cfg.Sweep <= 0 {
 		cfg.Sweep = time.Second
 	}
@@ -210,7 +211,7 @@ func (s *Scheduler) Submit(ctx context.Context, ev bus.Event) error {
 	var spec schemas.PipelineSpec
 	verr := bus.DecodeData(ev, &spec, func(b []byte) error { return schemas.ValidateJSON(schemas.SchemaPipeline, b) })
 	if verr == nil {
-		spec, verr = client.NormalizeSpec(spec)
+		spec, verr = pipespec.Normalize(spec)
 	}
 	var (
 		contracts map[string]schemas.AgentContract

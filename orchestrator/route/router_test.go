@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentmesh/agentmesh/orchestrator/internal/meshtest"
+	"github.com/agentmesh/agentmesh/internal/fixture"
 
 	"github.com/agentmesh/agentmesh/orchestrator/route"
 	"github.com/agentmesh/agentmesh/schemas"
@@ -58,15 +58,15 @@ func TestRouterApplyMergesOnlyMergeableAndIsIdempotent(t *testing.T) {
 	}
 	folders, _ := schemas.NewValue(schemas.TypeFolderResult, schemas.FolderResult{Folders: map[string][]string{"a": {"1"}}}, "")
 	if changed, err := r.Apply(ctx, st, producer, "t1", res(map[string]schemas.TypedValue{
-		"images": meshtest.Files(schemas.ContentImages, "i1", "i2"), "docs": meshtest.Files(schemas.ContentDocuments, "d1"), "folders": folders,
+		"images": fixture.Files(schemas.ContentImages, "i1", "i2"), "docs": fixture.Files(schemas.ContentDocuments, "d1"), "folders": folders,
 	})); err != nil || !changed {
 		t.Fatalf("first apply: %v %v", changed, err)
 	}
-	if changed, _ := r.Apply(ctx, st, producer, "t1", res(map[string]schemas.TypedValue{"images": meshtest.Files(schemas.ContentImages, "zzz")})); changed {
+	if changed, _ := r.Apply(ctx, st, producer, "t1", res(map[string]schemas.TypedValue{"images": fixture.Files(schemas.ContentImages, "zzz")})); changed {
 		t.Fatal("the same task applied twice")
 	}
 	if _, err := r.Apply(ctx, st, producer, "t2", res(map[string]schemas.TypedValue{
-		"images": meshtest.Files(schemas.ContentImages, "i2", "i3"), "docs": meshtest.Files(schemas.ContentDocuments, "d2"),
+		"images": fixture.Files(schemas.ContentImages, "i2", "i3"), "docs": fixture.Files(schemas.ContentDocuments, "d2"),
 	})); err != nil {
 		t.Fatal(err)
 	}
@@ -184,8 +184,8 @@ func TestInputBuilderTable(t *testing.T) {
 	b := route.NewInputBuilder(route.NewRouter())
 	text := schemas.TextValue("hello", "x")
 	slots := map[string]schemas.TypedValue{
-		route.SlotImageIDs:    meshtest.Files(schemas.ContentImages, "i1"),
-		route.SlotDocumentIDs: meshtest.Files(schemas.ContentDocuments, "d1"),
+		route.SlotImageIDs:    fixture.Files(schemas.ContentImages, "i1"),
+		route.SlotDocumentIDs: fixture.Files(schemas.ContentDocuments, "d1"),
 		route.SlotText:        text,
 	}
 	cases := []struct {

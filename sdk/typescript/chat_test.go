@@ -10,8 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentmesh/agentmesh/bus/bustest"
-	"github.com/agentmesh/agentmesh/internal/inproc"
+	"github.com/agentmesh/agentmesh/internal/meshtest"
 	"github.com/agentmesh/agentmesh/internal/nodetest"
 	"github.com/agentmesh/agentmesh/llm"
 	"github.com/agentmesh/agentmesh/llm/llmtest"
@@ -36,8 +35,8 @@ func TestTypeScriptChatDeltas(t *testing.T) {
 	nodetest.Install(t, npm, ".")
 	nodetest.Build(t, npm, ".")
 
-	srv := bustest.Start(t)
-	srv.Provision(t)
+	m := meshtest.New(t)
+	srv := m.Srv
 	first := []string{"Hello", " from the", " scripted model."}
 	second := []string{"And", " again."}
 	model := llmtest.New(t,
@@ -47,14 +46,7 @@ func TestTypeScriptChatDeltas(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o, err := orchestrator.New(srv.Conn(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := orchestrator.AttachChat(o, chat.WithLLM(lc), chat.WithLogger(slog.New(slog.DiscardHandler))); err != nil {
-		t.Fatal(err)
-	}
-	inproc.Orchestrator(t, o)
+	m.Orchestrator(t, nil, orchestrator.WithChat(chat.WithLLM(lc), chat.WithLogger(slog.New(slog.DiscardHandler))))
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

@@ -18,9 +18,8 @@ import (
 
 	"github.com/agentmesh/agentmesh/agents/builtin/text"
 	"github.com/agentmesh/agentmesh/bus"
-	"github.com/agentmesh/agentmesh/bus/bustest"
 	"github.com/agentmesh/agentmesh/client"
-	"github.com/agentmesh/agentmesh/internal/inproc"
+	"github.com/agentmesh/agentmesh/internal/meshtest"
 	"github.com/agentmesh/agentmesh/internal/nodetest"
 	"github.com/agentmesh/agentmesh/orchestrator"
 	"github.com/agentmesh/agentmesh/orchestrator/chat"
@@ -48,19 +47,10 @@ func TestTypeScriptSDK(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	srv := bustest.Start(t)
-	res := srv.Provision(t)
-	nc := srv.Conn(t)
-
-	o, err := orchestrator.New(srv.Conn(t), orchestrator.WithSweepInterval(200*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := orchestrator.AttachChat(o, chat.WithLogger(slog.New(slog.DiscardHandler))); err != nil {
-		t.Fatal(err)
-	}
-	inproc.Orchestrator(t, o)
-	inproc.Agent(t, srv.Conn(t), text.New())
+	m := meshtest.New(t)
+	srv, res, nc := m.Srv, m.Res, m.NC
+	o := m.Orchestrator(t, nil, orchestrator.WithSweepInterval(200*time.Millisecond), orchestrator.WithChat(chat.WithLogger(slog.New(slog.DiscardHandler))))
+	m.Run(t, text.New())
 
 	t.Run("node --test", func(t *testing.T) {
 		cmd := exec.CommandContext(ctx, node, "--test", "--test-concurrency=1", "dist/test/")

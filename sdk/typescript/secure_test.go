@@ -15,7 +15,7 @@ import (
 	"github.com/agentmesh/agentmesh/agents/builtin/text"
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/client"
-	"github.com/agentmesh/agentmesh/internal/inproc"
+	"github.com/agentmesh/agentmesh/internal/meshtest"
 	"github.com/agentmesh/agentmesh/internal/nodetest"
 	"github.com/agentmesh/agentmesh/schemas"
 	"github.com/agentmesh/agentmesh/security/securetest"
@@ -40,7 +40,7 @@ func TestTypeScriptSDKSecure(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	srv := securetest.Start(t)
-	inproc.Agent(t, srv.Connect(t, bus.Identity{Role: bus.RoleAgent, Name: text.Name}), text.New())
+	meshtest.Serve(t, srv.Connect(t, bus.Identity{Role: bus.RoleAgent, Name: text.Name}), text.New())
 	agent := startNode(t, node, srv.URL(), "dist/examples/wordlength.js",
 		"NATS_CREDS="+srv.Creds(t, bus.Identity{Role: bus.RoleAgent, Name: exampleAgent}), "NATS_CA="+srv.CA())
 	reg, err := client.NewRegistry(ctx, srv.Res.Agents)

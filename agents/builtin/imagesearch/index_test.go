@@ -8,26 +8,15 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/agentmesh/agentmesh/agents/builtin/imagesearch"
 	"github.com/agentmesh/agentmesh/agents/builtin/internal/fileagent"
 	"github.com/agentmesh/agentmesh/agents/builtin/samples"
 	"github.com/agentmesh/agentmesh/bus/bustest"
+	"github.com/agentmesh/agentmesh/internal/fixture"
 	"github.com/agentmesh/agentmesh/resolvers"
 	"github.com/agentmesh/agentmesh/schemas"
 )
-
-// eventually polls cond for up to ten seconds: the index learns of another
-// process's writes through the store's watch, a moment after the write.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("after 10s: %s", what)
-		}
-	}
-}
 
 // With an indexed store the agent answers from the index: the same images
 // as a listing finds, an image another process puts after the agent started
@@ -66,7 +55,7 @@ func TestIndexedStoreSeesPutsAndDeletes(t *testing.T) {
 		t.Fatal(err)
 	}
 	after := map[string]any{"query": "pelican"}
-	eventually(t, "the image put after the agent started is not found", func() bool {
+	fixture.Eventually(t, "the image put after the agent started is not found", func() bool {
 		_, got := run(t, a, after)
 		return slices.Equal(got, []string{ref.ID})
 	})
@@ -79,7 +68,7 @@ func TestIndexedStoreSeesPutsAndDeletes(t *testing.T) {
 	if _, err := writer.UpdateMetadata(ctx, ref.ID, func(m map[string]string) { m[resolvers.MetaTags] = "estuary" }); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the image is not found by the tag another process gave it", func() bool {
+	fixture.Eventually(t, "the image is not found by the tag another process gave it", func() bool {
 		_, got := run(t, a, map[string]any{"query": "estuary"})
 		return slices.Equal(got, []string{ref.ID})
 	})
@@ -87,7 +76,7 @@ func TestIndexedStoreSeesPutsAndDeletes(t *testing.T) {
 	if err := writer.Delete(ctx, ref.ID); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the deleted image is still found", func() bool {
+	fixture.Eventually(t, "the deleted image is still found", func() bool {
 		res, got := run(t, a, after)
 		return res.Success && len(got) == 0
 	})
@@ -97,7 +86,7 @@ func TestIndexedStoreSeesPutsAndDeletes(t *testing.T) {
 	if _, err := writer.Store(context.Background(), bytes.NewReader(img.Content), img.MediaType, map[string]string{"filename": "heron.jpg"}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "after the index stopped, a new image is not found", func() bool {
+	fixture.Eventually(t, "after the index stopped, a new image is not found", func() bool {
 		_, got := run(t, a, map[string]any{"query": "heron"})
 		return len(got) == 1
 	})

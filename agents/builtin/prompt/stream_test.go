@@ -9,8 +9,8 @@ import (
 	"github.com/agentmesh/agentmesh/agents/builtin/prompt"
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/bus/bustest"
-	"github.com/agentmesh/agentmesh/client"
-	"github.com/agentmesh/agentmesh/internal/inproc"
+	"github.com/agentmesh/agentmesh/internal/meshcore"
+	"github.com/agentmesh/agentmesh/internal/meshtest"
 	"github.com/agentmesh/agentmesh/llm"
 	"github.com/agentmesh/agentmesh/llm/llmtest"
 	"github.com/agentmesh/agentmesh/schemas"
@@ -38,11 +38,11 @@ func TestPromptAgentStreamsItsModelsText(t *testing.T) {
 	}
 	bs := bustest.Start(t)
 	bs.Provision(t)
-	inproc.Agent(t, bs.Conn(t), a)
+	meshtest.Serve(t, bs.Conn(t), a)
 
 	const conv = "c-stream"
 	deltas := make(chan schemas.ChatDelta, 16)
-	stop, err := client.FollowDeltas(bs.Conn(t), bs.Names(), conv, func(d schemas.ChatDelta) { deltas <- d })
+	stop, err := meshcore.FollowDeltas(bs.Conn(t), bs.Names(), conv, func(d schemas.ChatDelta) { deltas <- d })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,9 +53,9 @@ func TestPromptAgentStreamsItsModelsText(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	d := client.NewDispatcher(bs.JetStream(t), bs.Names(), "test")
+	d := meshcore.NewDispatcher(bs.JetStream(t), bs.Names(), "test")
 	replyTo := "mesh.result.Echoer.test.c-stream"
-	id, err := d.Dispatch(ctx, "Echoer", schemas.TaskRequest{Instruction: "a line about dusk"}, client.DispatchMeta{ConversationID: conv, ReplyTo: replyTo})
+	id, err := d.Dispatch(ctx, "Echoer", schemas.TaskRequest{Instruction: "a line about dusk"}, meshcore.DispatchMeta{ConversationID: conv, ReplyTo: replyTo})
 	if err != nil {
 		t.Fatal(err)
 	}

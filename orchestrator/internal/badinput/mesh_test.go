@@ -17,11 +17,11 @@ import (
 	"github.com/agentmesh/agentmesh/agents/builtin/summarize"
 	"github.com/agentmesh/agentmesh/agents/builtin/text"
 	"github.com/agentmesh/agentmesh/bus"
+	"github.com/agentmesh/agentmesh/internal/meshtest"
 	"github.com/agentmesh/agentmesh/llm"
 	"github.com/agentmesh/agentmesh/llm/llmtest"
 	"github.com/agentmesh/agentmesh/orchestrator"
 	"github.com/agentmesh/agentmesh/orchestrator/chat"
-	"github.com/agentmesh/agentmesh/orchestrator/internal/meshtest"
 	"github.com/agentmesh/agentmesh/resolvers"
 	"github.com/agentmesh/agentmesh/schemas"
 )
@@ -54,11 +54,8 @@ func newShared(t *testing.T) *shared {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o, err := orchestrator.New(m.Srv.Conn(t), orchestrator.WithOrphanGrace(300*time.Millisecond), orchestrator.WithSweepInterval(100*time.Millisecond))
+	o, err := orchestrator.New(m.Srv.Conn(t), orchestrator.WithOrphanGrace(300*time.Millisecond), orchestrator.WithSweepInterval(100*time.Millisecond), orchestrator.WithChat(chat.WithLLM(llmc)))
 	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := orchestrator.AttachChat(o, chat.WithLLM(llmc)); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

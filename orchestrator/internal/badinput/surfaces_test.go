@@ -18,9 +18,9 @@ import (
 	"github.com/agentmesh/agentmesh/agents/builtin/text"
 	"github.com/agentmesh/agentmesh/bridge/a2a"
 	meshmcp "github.com/agentmesh/agentmesh/bridge/mcp"
-	"github.com/agentmesh/agentmesh/client"
 	"github.com/agentmesh/agentmesh/gateway"
-	"github.com/agentmesh/agentmesh/orchestrator/internal/meshtest"
+	"github.com/agentmesh/agentmesh/internal/meshcore"
+	"github.com/agentmesh/agentmesh/internal/meshtest"
 )
 
 // surfaces are the mesh's HTTP and MCP faces, served in-process on the
@@ -49,7 +49,7 @@ func startSurfaces(t *testing.T, m *meshtest.Mesh) surfaces {
 	t.Cleanup(h.Close)
 	as := httptest.NewServer(h)
 	t.Cleanup(as.Close)
-	reg, err := client.NewRegistry(ctx, m.Res.Agents)
+	reg, err := meshcore.NewRegistry(ctx, m.Res.Agents)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package inproc
+package meshtest
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 	"github.com/agentmesh/agentmesh/orchestrator"
 )
 
-// ReadyTimeout is how long Run and Orchestrator wait for readiness.
+// ReadyTimeout is how long Run, Serve and RunOrchestrator wait for readiness.
 const ReadyTimeout = 10 * time.Second
 
 // Agents is a set of agent runtimes of one test. Those still running when
@@ -64,16 +64,16 @@ func (g *Agents) stopAll() {
 	wg.Wait()
 }
 
-// Agent serves a on nc until stop is called or the test ends, and returns
+// Serve serves a on nc until stop is called or the test ends, and returns
 // once the runtime is ready.
-func Agent(t testing.TB, nc *nats.Conn, a agents.Agent, opts ...agents.Option) (stop func()) {
+func Serve(t testing.TB, nc *nats.Conn, a agents.Agent, opts ...agents.Option) (stop func()) {
 	t.Helper()
 	var g Agents
 	return g.Run(t, nc, a, opts...)
 }
 
-// Orchestrator runs o until the test ends and returns once it is ready.
-func Orchestrator(t testing.TB, o *orchestrator.Orchestrator) {
+// RunOrchestrator runs o until the test ends and returns once it is ready.
+func RunOrchestrator(t testing.TB, o *orchestrator.Orchestrator) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan struct{})

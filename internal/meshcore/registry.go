@@ -1,4 +1,4 @@
-package client
+package meshcore
 
 import (
 	"bytes"

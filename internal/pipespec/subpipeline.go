@@ -1,4 +1,4 @@
-package client
+package pipespec
 
 import (
 	"errors"
@@ -32,7 +32,7 @@ func readSubFiles(spec schemas.PipelineSpec, path string, stack []string) (schem
 			errs = append(errs, fmt.Errorf("%w: step %q: sub-pipelines nest more than %d deep", ErrInvalidPipeline, st.ID, schemas.MaxPipelineDepth))
 			continue
 		}
-		child, err := loadPipeline(file, stack)
+		child, err := load(file, stack)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("step %q: pipeline.file: %w", st.ID, err))
 			continue

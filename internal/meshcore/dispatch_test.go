@@ -1,4 +1,4 @@
-package client_test
+package meshcore_test
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/agentmesh/agentmesh/bus/bustest"
-	"github.com/agentmesh/agentmesh/client"
+	"github.com/agentmesh/agentmesh/internal/meshcore"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -26,9 +26,9 @@ func TestDispatchAgainLogsStoredSequence(t *testing.T) {
 	defer cancel()
 
 	var logged strings.Builder
-	d := client.NewDispatcher(js, names, "test").WithLogger(slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	d := meshcore.NewDispatcher(js, names, "test").WithLogger(slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	task := schemas.TaskRequest{Inputs: map[string]schemas.TypedValue{"text": schemas.TextValue("x", "test")}}
-	meta := client.DispatchMeta{TaskID: "again-1"}
+	meta := meshcore.DispatchMeta{TaskID: "again-1"}
 	for range 2 {
 		if _, err := d.Dispatch(ctx, "A", task, meta); err != nil {
 			t.Fatal(err)

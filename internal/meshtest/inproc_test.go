@@ -1,4 +1,4 @@
-package inproc_test
+package meshtest_test
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 	"github.com/agentmesh/agentmesh/agents"
 	"github.com/agentmesh/agentmesh/agents/builtin/text"
 	"github.com/agentmesh/agentmesh/bus/bustest"
-	"github.com/agentmesh/agentmesh/internal/inproc"
+	"github.com/agentmesh/agentmesh/internal/meshtest"
 	"github.com/agentmesh/agentmesh/orchestrator"
 )
 
@@ -22,8 +22,8 @@ func TestAgentAndOrchestrator(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	inproc.Orchestrator(t, o)
-	stop := inproc.Agent(t, srv.Conn(t), text.New(), agents.WithHeartbeat(time.Second))
+	meshtest.RunOrchestrator(t, o)
+	stop := meshtest.Serve(t, srv.Conn(t), text.New(), agents.WithHeartbeat(time.Second))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := o.Registry().Wait(ctx, text.Name, 1); err != nil {

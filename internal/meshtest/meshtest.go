@@ -1,5 +1,5 @@
 // Package meshtest runs a provisioned embedded NATS server with agents and
-// orchestrator replicas for the orchestrator's tests.
+// orchestrator replicas for the tests of any package of the module.
 package meshtest
 
 import (
@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,7 +16,8 @@ import (
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/bus/bustest"
 	"github.com/agentmesh/agentmesh/client"
-	"github.com/agentmesh/agentmesh/internal/inproc"
+	"github.com/agentmesh/agentmesh/internal/fixture"
+	"github.com/agentmesh/agentmesh/internal/meshcore"
 	"github.com/agentmesh/agentmesh/orchestrator"
 	"github.com/agentmesh/agentmesh/orchestrator/state"
 	"github.com/agentmesh/agentmesh/schemas"
@@ -29,7 +29,7 @@ type Mesh struct {
 	NC  *nats.Conn
 	Res *bus.Resources
 
-	agents inproc.Agents // stopped together when the test ends
+	agents Agents // stopped together when the test ends
 }
 
 // New starts a provisioned embedded server for one test.
@@ -47,10 +47,11 @@ func (m *Mesh) Agent(t testing.TB, c schemas.AgentContract, fn func(ctx context.
 }
 
 // Run runs agent a (a built-in one, say) on the runtime in-process until
-// the test ends, with a one-second heartbeat and opts.
-func (m *Mesh) Run(t testing.TB, a agents.Agent, opts ...agents.Option) {
+// stop is called or the test ends, with a one-second heartbeat and opts,
+// and returns once it is ready.
+func (m *Mesh) Run(t testing.TB, a agents.Agent, opts ...agents.Option) (stop func()) {
 	t.Helper()
-	m.agents.Run(t, m.Srv.Conn(t), a, append([]agents.Option{agents.WithHeartbeat(time.Second)}, opts...)...)
+	return m.agents.Run(t, m.Srv.Conn(t), a, append([]agents.Option{agents.WithHeartbeat(time.Second)}, opts...)...)
 }
 
 // Orchestrator runs one replica until the test ends and waits until it
@@ -61,7 +62,7 @@ func (m *Mesh) Orchestrator(t testing.TB, wait []string, opts ...orchestrator.Op
 	if err != nil {
 		t.Fatalf("orchestrator.New: %v", err)
 	}
-	inproc.Orchestrator(t, o)
+	RunOrchestrator(t, o)
 	wctx, wcancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer wcancel()
 	for _, a := range wait {
@@ -85,21 +86,20 @@ func (m *Mesh) Submit(t testing.TB, spec schemas.PipelineSpec, runID string) str
 	return id
 }
 
-// WaitRun polls the run until it ends.
+// WaitRun waits until the run ends, within the given time, and returns it;
+// the test fails naming its steps' states when it does not end in time.
 func WaitRun(t testing.TB, store *state.Store, id string, within time.Duration) *state.RunState {
 	t.Helper()
-	deadline := time.Now().Add(within)
 	var last *state.RunState
-	for time.Now().Before(deadline) {
+	if fixture.Within(within, func() bool {
 		r, err := store.Run(context.Background(), id)
-		if err == nil && r.Done() {
-			return r
-		}
 		if err != nil && !errors.Is(err, state.ErrNotFound) {
 			t.Fatalf("run %s: %v", id, err)
 		}
 		last = r
-		time.Sleep(20 * time.Millisecond)
+		return err == nil && r.Done()
+	}) {
+		return last
 	}
 	if last != nil {
 		for id, st := range last.Steps {
@@ -108,60 +108,6 @@ func WaitRun(t testing.TB, store *state.Store, id string, within time.Duration) 
 	}
 	t.Fatalf("run %s did not end within %s", id, within)
 	return nil
-}
-
-// Counter counts executions per key.
-type Counter struct {
-	mu sync.Mutex
-	n  map[string]int
-}
-
-func (c *Counter) Add(k string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.n == nil {
-		c.n = map[string]int{}
-	}
-	c.n[k]++
-}
-
-func (c *Counter) Snapshot() map[string]int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	out := map[string]int{}
-	for k, v := range c.n {
-		out[k] = v
-	}
-	return out
-}
-
-// FilesOut declares a FILE_IDS output.
-func FilesOut(name, hint string, mergeable bool) schemas.TypedOutput {
-	return schemas.TypedOutput{Name: name, DataType: schemas.TypeFileIDs, ContentTypeHint: hint, Mergeable: mergeable}
-}
-
-// FilesIn declares a FILE_IDS input.
-func FilesIn(name, hint string, required bool) schemas.TypedInput {
-	return schemas.TypedInput{Name: name, DataType: schemas.TypeFileIDs, ContentTypeHint: hint, Required: required}
-}
-
-// OK is a successful result.
-func OK(agent, summary string, outs map[string]schemas.TypedValue) schemas.AgentResult {
-	return schemas.AgentResult{Success: true, Agent: agent, Summary: summary, Outputs: outs}
-}
-
-// MustValue builds a typed value or fails the test.
-func MustValue(t testing.TB, typ string, v any, source string) schemas.TypedValue {
-	tv, err := schemas.NewValue(typ, v, source)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tv
-}
-
-// Files is a FILE_IDS value of ids with content hint.
-func Files(hint string, ids ...string) schemas.TypedValue {
-	return schemas.FilesValue(schemas.FromIDs(hint, ids...), "")
 }
 
 // Stuck runs agent name, whose tasks never end before the test does, and
@@ -180,17 +126,17 @@ func (m *Mesh) Stuck(t testing.TB, name string, room int64) {
 			case <-release:
 			case <-ctx.Done():
 			}
-			return OK(name, "late", nil), nil
+			return fixture.OK(name, "late", nil), nil
 		}, 1)
 	t.Cleanup(func() { close(release) }) // before the agent stops: it drains its tasks
 	names := m.Srv.Names()
 	m.Srv.LimitStream(t, names.TasksStream(), room)
-	d := client.NewDispatcher(m.Srv.JetStream(t), names, "test")
+	d := meshcore.NewDispatcher(m.Srv.JetStream(t), names, "test")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for i := range room {
 		task := schemas.TaskRequest{Inputs: map[string]schemas.TypedValue{"text": schemas.TextValue("fill", "test")}}
-		if _, err := d.Dispatch(ctx, name, task, client.DispatchMeta{TaskID: fmt.Sprintf("%s-filler-%d", name, i)}); err != nil {
+		if _, err := d.Dispatch(ctx, name, task, meshcore.DispatchMeta{TaskID: fmt.Sprintf("%s-filler-%d", name, i)}); err != nil {
 			t.Fatalf("meshtest: filling MESH_TASKS: %v", err)
 		}
 	}
@@ -214,18 +160,6 @@ func (m *Mesh) Events(t testing.TB, runID string) <-chan bus.Event {
 		t.Fatal(err)
 	}
 	return ch
-}
-
-// PollUntil polls cond until it holds, failing the test after 10 s.
-func PollUntil(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 // Nonce returns the nonce run's task ids are tagged with (only the

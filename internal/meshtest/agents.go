@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentmesh/agentmesh/internal/fixture"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -29,7 +30,7 @@ func (f *Filer) Contract() schemas.AgentContract {
 	return schemas.AgentContract{Name: FilerName, Version: "1.0.0", Capability: schemas.CapTransformation,
 		Description: "Turns a file id given as text into a collection of that one file.",
 		Inputs:      []schemas.TypedInput{{Name: "id", DataType: schemas.TypeText, Required: true}},
-		Outputs:     []schemas.TypedOutput{FilesOut("files", schemas.ContentDocuments, true)},
+		Outputs:     []schemas.TypedOutput{fixture.FilesOut("files", schemas.ContentDocuments, true)},
 		TimeoutMS:   60_000}
 }
 
@@ -52,7 +53,7 @@ func (f *Filer) Execute(ctx context.Context, ec *schemas.ExecutionContext) (sche
 	}
 	time.Sleep(d)
 	f.Done.Add(1)
-	return OK(FilerName, "one file", map[string]schemas.TypedValue{"files": Files(schemas.ContentDocuments, id)}), nil
+	return fixture.OK(FilerName, "one file", map[string]schemas.TypedValue{"files": fixture.Files(schemas.ContentDocuments, id)}), nil
 }
 
 // Appender runs agent Appender, which appends "x" to its text, counting
@@ -68,23 +69,23 @@ func (m *Mesh) Appender(t testing.TB, calls *atomic.Int64) {
 		if err != nil {
 			return schemas.AgentResult{}, err
 		}
-		return OK("Appender", "appended", map[string]schemas.TypedValue{"text": schemas.TextValue(s+"x", "Appender")}), nil
+		return fixture.OK("Appender", "appended", map[string]schemas.TypedValue{"text": schemas.TextValue(s+"x", "Appender")}), nil
 	}, 1)
 }
 
 // SearchAgent runs ImageSearchAgent, which finds three images named after
 // its param query, counting its runs under "search" when runs is not nil.
-func (m *Mesh) SearchAgent(t testing.TB, runs *Counter) {
+func (m *Mesh) SearchAgent(t testing.TB, runs *fixture.Counter) {
 	m.Agent(t, schemas.AgentContract{Name: "ImageSearchAgent", Capability: schemas.CapSearch, Description: "finds images",
 		Params:  json.RawMessage(`{"type":"object","properties":{"query":{"type":"string"}},"required":["query"]}`),
-		Outputs: []schemas.TypedOutput{FilesOut("images", schemas.ContentImages, true)}},
+		Outputs: []schemas.TypedOutput{fixture.FilesOut("images", schemas.ContentImages, true)}},
 		func(ctx context.Context, ec *schemas.ExecutionContext) (schemas.AgentResult, error) {
 			if runs != nil {
 				runs.Add("search")
 			}
 			q := ec.Param("query")
 			fc := schemas.FromIDs(schemas.ContentImages, q+"-1", q+"-2", q+"-3").WithSource(schemas.CapSearch)
-			return OK("ImageSearchAgent", "found 3 "+q+" images", map[string]schemas.TypedValue{"images": schemas.FilesValue(fc, "")}), nil
+			return fixture.OK("ImageSearchAgent", "found 3 "+q+" images", map[string]schemas.TypedValue{"images": schemas.FilesValue(fc, "")}), nil
 		}, 4)
 }
 
@@ -92,7 +93,7 @@ func (m *Mesh) SearchAgent(t testing.TB, runs *Counter) {
 // sorts them into warm and cool by turns.
 func (m *Mesh) AnalysisAgent(t testing.TB) {
 	m.Agent(t, schemas.AgentContract{Name: "AnalysisAgent", Capability: schemas.CapAnalysis, Description: "labels images",
-		Inputs: []schemas.TypedInput{FilesIn("images", schemas.ContentImages, true)},
+		Inputs: []schemas.TypedInput{fixture.FilesIn("images", schemas.ContentImages, true)},
 		Outputs: []schemas.TypedOutput{{Name: "analysis", DataType: schemas.TypeAnalysisResult},
 			{Name: "categories", DataType: schemas.TypeCategorization, Mergeable: true}}},
 		func(ctx context.Context, ec *schemas.ExecutionContext) (schemas.AgentResult, error) {
@@ -107,9 +108,9 @@ func (m *Mesh) AnalysisAgent(t testing.TB) {
 				k := []string{"warm", "cool"}[i%2]
 				cats[k] = append(cats[k], id)
 			}
-			return OK("AnalysisAgent", "analysed", map[string]schemas.TypedValue{
-				"analysis":   MustValue(t, schemas.TypeAnalysisResult, schemas.AnalysisResult{Items: items}, ""),
-				"categories": MustValue(t, schemas.TypeCategorization, schemas.Categorization{Categories: cats}, ""),
+			return fixture.OK("AnalysisAgent", "analysed", map[string]schemas.TypedValue{
+				"analysis":   fixture.MustValue(t, schemas.TypeAnalysisResult, schemas.AnalysisResult{Items: items}, ""),
+				"categories": fixture.MustValue(t, schemas.TypeCategorization, schemas.Categorization{Categories: cats}, ""),
 			}), nil
 		}, 4)
 }

@@ -1,35 +1,28 @@
-package client
+package pipespec
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 
-	"github.com/nats-io/nats.go/jetstream"
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/trace"
 	"gopkg.in/yaml.v3"
 
-	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/schemas"
-	"github.com/agentmesh/agentmesh/telemetry"
 )
 
-// LoadPipeline reads a pipeline spec from a YAML or JSON file (chosen by
+// Load reads a pipeline spec from a YAML or JSON file (chosen by
 // the .json extension; anything else is read as YAML). A step of kind
 // pipeline that names a file gets that file's spec, read the same way
 // with the path relative to the file naming it; a file that runs itself,
 // directly or not, is an error.
-func LoadPipeline(path string) (schemas.PipelineSpec, error) {
-	return loadPipeline(path, nil)
+func Load(path string) (schemas.PipelineSpec, error) {
+	return load(path, nil)
 }
 
-func loadPipeline(path string, stack []string) (schemas.PipelineSpec, error) {
+func load(path string, stack []string) (schemas.PipelineSpec, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return schemas.PipelineSpec{}, fmt.Errorf("reading pipeline: %w", err)
@@ -38,7 +31,7 @@ func loadPipeline(path string, stack []string) (schemas.PipelineSpec, error) {
 	if strings.EqualFold(filepath.Ext(path), ".json") {
 		format = "json"
 	}
-	spec, err := ParsePipeline(b, format)
+	spec, err := Parse(b, format)
 	if err != nil {
 		return spec, fmt.Errorf("%s: %w", path, err)
 	}
@@ -49,11 +42,11 @@ func loadPipeline(path string, stack []string) (schemas.PipelineSpec, error) {
 	return readSubFiles(spec, abs, stack)
 }
 
-// ParsePipeline decodes a pipeline spec written as "yaml" or "json".
+// Parse decodes a pipeline spec written as "yaml" or "json".
 // Unknown fields are errors (a misspelt depends_on must not be ignored).
 // Parameter values are normalised to their JSON types, so the same pipeline
 // written in YAML, in JSON or with the builder decodes to equal specs.
-func ParsePipeline(data []byte, format string) (schemas.PipelineSpec, error) {
+func Parse(data []byte, format string) (schemas.PipelineSpec, error) {
 	var spec schemas.PipelineSpec
 	switch format {
 	case "json":
@@ -71,12 +64,12 @@ func ParsePipeline(data []byte, format string) (schemas.PipelineSpec, error) {
 	default:
 		return spec, fmt.Errorf("%w: unknown format %q; use yaml or json", ErrInvalidPipeline, format)
 	}
-	return NormalizeSpec(spec)
+	return Normalize(spec)
 }
 
-// NormalizeSpec passes every step's params and every seed value through
+// Normalize passes every step's params and every seed value through
 // JSON so numbers, maps and lists have the types encoding/json gives them.
-func NormalizeSpec(spec schemas.PipelineSpec) (schemas.PipelineSpec, error) {
+func Normalize(spec schemas.PipelineSpec) (schemas.PipelineSpec, error) {
 	for i := range spec.Steps {
 		p := spec.Steps[i].Params
 		if len(p) == 0 {
@@ -125,7 +118,7 @@ func NormalizeSpec(spec schemas.PipelineSpec) (schemas.PipelineSpec, error) {
 		if st.Pipeline == nil || st.Pipeline.Spec == nil {
 			continue
 		}
-		child, err := NormalizeSpec(*st.Pipeline.Spec)
+		child, err := Normalize(*st.Pipeline.Spec)
 		if err != nil {
 			return spec, fmt.Errorf("step %q: pipeline.spec: %w", st.ID, err)
 		}
@@ -134,52 +127,4 @@ func NormalizeSpec(spec schemas.PipelineSpec) (schemas.PipelineSpec, error) {
 		spec.Steps[i].Pipeline = &p
 	}
 	return spec, nil
-}
-
-// SubmitPipeline publishes spec as an io.agentmesh.pipeline.submitted event
-// on names.PipelineSubmit() (mesh.pipeline.submit, or the client's own
-// subject, which makes it the run's owner) with a JetStream publish (the
-// ack says the request was accepted) and returns the run id: runID, or the
-// event id when runID is empty. A runID that another submission named
-// first, within the requests stream's duplicate window, fails with
-// ErrRunExists: the stream decides, so of two submissions of one run id at
-// once, from any clients or gateways, exactly one is accepted. (A run id
-// used longer ago is refused by the orchestrator, on the submission's
-// event id.) It records a producer span "pipeline submit" whose context
-// the submission carries as its traceparent: the run's spans join its
-// trace.
-func SubmitPipeline(ctx context.Context, js jetstream.JetStream, names bus.Names, spec schemas.PipelineSpec, runID, source string) (_ string, err error) {
-	ctx, span := telemetry.Start(ctx, "pipeline submit", trace.WithSpanKind(trace.SpanKindProducer),
-		trace.WithAttributes(attribute.String("agentmesh.pipeline.name", spec.Name)))
-	defer func() { telemetry.End(span, err) }()
-	if source == "" {
-		source = "agentmesh/client"
-	}
-	ev, err := bus.NewEvent(bus.TypePipelineSubmitted, source, spec)
-	if err != nil {
-		return "", err
-	}
-	if runID == "" {
-		runID = ev.ID
-	} else if err := bus.ValidateToken("run id", runID); err != nil {
-		return "", err
-	}
-	ev.SetExt(bus.ExtRunID, runID)
-	span.SetAttributes(telemetry.AttrRunID.String(runID))
-	SetTraceParent(ctx, &ev)
-	msg, err := bus.Encode(names.PipelineSubmit(), ev)
-	if err != nil {
-		return "", err
-	}
-	msg.Header.Set(jetstream.MsgIDHeader, "submit-"+runID)
-	if _, err := bus.PublishNew(ctx, js, msg); err != nil {
-		if errors.Is(err, bus.ErrDuplicate) {
-			return "", fmt.Errorf("%w: run id %q was submitted by another request first, and this submission was dropped (%w); submit with another run id, or none to have one made", ErrRunExists, runID, err)
-		}
-		if errors.Is(err, context.DeadlineExceeded) {
-			return "", fmt.Errorf("submitting pipeline: no JetStream ack (is the mesh provisioned?): %w", err)
-		}
-		return "", fmt.Errorf("submitting pipeline: %w", err)
-	}
-	return runID, nil
 }

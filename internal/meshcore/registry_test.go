@@ -1,4 +1,4 @@
-package client_test
+package meshcore_test
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/bus/bustest"
-	"github.com/agentmesh/agentmesh/client"
+	"github.com/agentmesh/agentmesh/internal/meshcore"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -39,7 +39,7 @@ func TestRegistryTracksInstances(t *testing.T) {
 	if _, err := bus.PutTTL(ctx, js, bucket, "Alpha.a1", announcement(t, "Alpha", "a1"), time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	reg, err := client.NewRegistry(ctx, res.Agents)
+	reg, err := meshcore.NewRegistry(ctx, res.Agents)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +98,7 @@ func TestRegistryExpiresSilentInstance(t *testing.T) {
 	js := srv.JetStream(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	reg, err := client.NewRegistry(ctx, res.Agents)
+	reg, err := meshcore.NewRegistry(ctx, res.Agents)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +136,7 @@ func TestRegistryKeepsInstanceWhoseKeyExpiredInAnOutage(t *testing.T) {
 	js := srv.JetStream(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	reg, err := client.NewRegistry(ctx, res.Agents)
+	reg, err := meshcore.NewRegistry(ctx, res.Agents)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +195,7 @@ func TestRegistryKeepsInstanceWhoseKeyExpiredInAnOutage(t *testing.T) {
 	}
 }
 
-func waitFor(t *testing.T, ctx context.Context, reg *client.Registry, cond func() bool, what string) {
+func waitFor(t *testing.T, ctx context.Context, reg *meshcore.Registry, cond func() bool, what string) {
 	t.Helper()
 	for {
 		ch := reg.Changes()
@@ -236,7 +236,7 @@ func TestRegistryWatchesAgainAfterItsWatchEnded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg, err := client.NewRegistry(ctx, res.Agents)
+	reg, err := meshcore.NewRegistry(ctx, res.Agents)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -165,6 +165,46 @@ func (c *caller) Call(ctx context.Context, target schemas.CallTarget, task schem
 		return refuse(schemas.CodeCallFanout, "%s calling %s: task %s made %d calls already, its limit (WithCallLimits): call fewer agents per task",
 			me, target, c.d.event.ID, c.r.cfg.maxCallFanout)
 	}
+	// The call is a step of the task (schemas.Step): a redelivered task
+	// gets the callee's recorded result and sends nothing. A failed call
+	// records nothing; made again, its id (the task's and the call's
+	// number, counted above whether replayed or not) finds the first
+	// task in the stream's duplicate window and the first result.
+	var (
+		failed schemas.AgentResult
+		called bool
+	)
+	res, err := schemas.Step(ctx, StepCall, func(ctx context.Context, key string) (schemas.AgentResult, error) {
+		called = true
+		res, err := c.call(ctx, target, task, callBase(c.d.event.ID, key, n))
+		if err != nil {
+			failed = res
+		}
+		return res, err
+	})
+	if err != nil {
+		return failed, err
+	}
+	if !called { // what the callee used is still the caller's cost
+		c.mu.Lock()
+		c.used = c.used.Add(schemas.Usage{Tokens: res.Metrics.Tokens, Cost: res.Metrics.Cost, ModelMS: res.Metrics.ModelMS})
+		c.mu.Unlock()
+	}
+	return res, nil
+}
+
+// StepCall is the step name of an agent-to-agent call made in a task: its
+// journal key is <task>.call.<n> (docs/durability.md).
+const StepCall = "call"
+
+// call makes the task's call named base (callBase): target, deadline,
+// publish, wait without the slot, account.
+func (c *caller) call(ctx context.Context, target schemas.CallTarget, task schemas.TaskRequest, base string) (schemas.AgentResult, error) {
+	me := c.r.contract.Name
+	refuse := func(code, format string, args ...any) (schemas.AgentResult, error) {
+		res := schemas.Failure(me, code, fmt.Sprintf(format, args...), false)
+		return res, res.Error
+	}
 	callee, err := c.r.resolveTarget(ctx, target)
 	if err != nil {
 		return schemas.AgentResult{}, err
@@ -173,7 +213,7 @@ func (c *caller) Call(ctx context.Context, target schemas.CallTarget, task schem
 	if !ok {
 		return refuse(schemas.CodeTimeout, "%s calling %s: no time left before the deadline", me, callee)
 	}
-	id := callID(c.d.event.ID, n, c.d.raw.Header.Get(bus.HeaderSignature))
+	id := callID(base, c.d.raw.Header.Get(bus.HeaderSignature))
 	replyTo := c.r.cfg.names.CallResult(callee, me, id)
 	if err := c.publish(ctx, callee, id, replyTo, deadline, task); err != nil {
 		return schemas.AgentResult{}, err
@@ -295,15 +335,39 @@ func calleeDeadline(ctx context.Context, task schemas.TaskRequest) (time.Time, b
 	return dl, dl.After(now)
 }
 
-// callID is the id of call n of task parent: <parent>-c<n>, or a digest
+// callBase names a call of task taskID by its step key (schemas.StepKey):
+// <task>-c<k+1> for the key <task>.call.<k>, the task's (k+1)-th call, and
+// for a call made inside a step the enclosing steps' names and numbers
+// before it (<task>.fetch.0.call.0: <task>-fetch-0-c1). The key is the same
+// on every delivery, whatever steps a delivery replays, so a call made
+// again has its first id. Without a journal (key "") it is <task>-c<n>,
+// the task's n-th call.
+func callBase(taskID, key string, n int) string {
+	rest, ok := strings.CutPrefix(key, taskID+".")
+	parts := strings.Split(rest, ".")
+	if !ok || len(parts) < 2 {
+		return taskID + "-c" + strconv.Itoa(n)
+	}
+	k, err := strconv.Atoi(parts[len(parts)-1])
+	if err != nil {
+		return taskID + "-c" + strconv.Itoa(n)
+	}
+	id := taskID + "-"
+	if outer := parts[:len(parts)-2]; len(outer) > 0 {
+		id += strings.Join(outer, "-") + "-"
+	}
+	return id + "c" + strconv.Itoa(k+1)
+}
+
+// callID is the id of the call named base (callBase), or a digest
 // of it when that is longer than an id may be. On a secure mesh key is
 // the signature of the parent's task (bus.HeaderSignature), which only
 // this agent reads: the id is then tagged with it (schemas.TaskTag), so
 // no one who sees the parent's id in an event can send a task under the
 // call's id first and have the call dropped as a duplicate. Redeliveries
 // of the parent carry the same signature, and so make the same ids.
-func callID(parent string, n int, key string) string {
-	id := schemas.TaskTag(parent+"-c"+strconv.Itoa(n), key)
+func callID(base, key string) string {
+	id := schemas.TaskTag(base, key)
 	if len(id) <= 128 {
 		return id
 	}

@@ -8,4 +8,9 @@
 // finished with its outcome) to a schemas.Observer; a contract's own data
 // types (AgentContract.DataTypes) are declared in the runtime's registry at
 // start, so its inputs and outputs are checked against them.
+//
+// Each task's steps are journaled in the mesh_steps bucket (journal.go,
+// schemas.Step, docs/durability.md): a redelivered task gets what its model
+// calls, agent-to-agent calls, file writes and ec.Step calls returned the
+// first time instead of making them again. WithJournal(false) turns it off.
 package agents

@@ -40,6 +40,7 @@ type config struct {
 	maxCallDepth, maxCallFanout int
 	callGrace                   time.Duration
 	maxCollection               int
+	noJournal                   bool // WithJournal(false)
 }
 
 func defaultConfig() config {
@@ -192,6 +193,18 @@ func WithAckWait(d time.Duration) Option {
 			return errorf(ErrInvalidOption, "ack wait %s: use 100ms or more", d)
 		}
 		c.ackWait = d
+		return nil
+	}
+}
+
+// WithJournal turns the step journal on (the default) or off. Off, the
+// tasks' steps (ExecutionContext.Step, model calls, agent-to-agent calls,
+// object-store writes) run again on every delivery and nothing is written
+// to the steps bucket: for an agent whose effects are all idempotent, or
+// to measure the journal's cost (docs/durability.md).
+func WithJournal(on bool) Option {
+	return func(c *config) error {
+		c.noJournal = !on
 		return nil
 	}
 }

@@ -52,6 +52,7 @@ type Runtime struct {
 	dispatcher                                                                       *meshcore.Dispatcher // agent-to-agent calls (call.go)
 
 	done    *doneSet
+	steps   stepsBucket // the step journal (journal.go)
 	params  *paramsCheck
 	slots   *slots
 	mu      sync.Mutex
@@ -76,7 +77,7 @@ type Runtime struct {
 // subject rules. Options: WithNames, WithConcurrency, WithHeartbeat,
 // WithInstanceID, WithRegistry, WithValueResolver, WithMaxDeliver,
 // WithBackoff, WithAckWait, WithLogger, WithVersion, WithObserver,
-// WithCallLimits.
+// WithCallLimits, WithJournal.
 func NewRuntime(nc *nats.Conn, a Agent, opts ...Option) (*Runtime, error) {
 	if nc == nil {
 		return nil, errorf(ErrInvalidOption, "NewRuntime: nil NATS connection")

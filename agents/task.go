@@ -232,6 +232,11 @@ func (r *Runtime) run(d *delivery) (schemas.AgentResult, error) {
 		return fail(code, "task %s: %v", ev.ID, err)
 	}
 	ctx = withScope(ctx, &taskScope{rt: r, taskID: ev.ID, events: r.progressSubject(ev), ext: correlation(ev), delta: r.deltaOf(ev)})
+	if ev.ID != "" && !r.cfg.noJournal {
+		// The task's steps are journaled (journal.go): a redelivery finds
+		// what the steps of earlier deliveries recorded.
+		ctx = schemas.WithSteps(ctx, ev.ID, &journal{r: r, taskID: ev.ID, first: d.attempt <= 1})
+	}
 	if req.Budget != nil {
 		ctx = schemas.WithTaskBudget(ctx, ev.ID, *req.Budget) // the agent's model calls stop at what is left of the run's
 	}

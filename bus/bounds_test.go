@@ -35,6 +35,7 @@ func TestProvisionBoundsEveryResource(t *testing.T) {
 		"KV_mesh_conversations": {bus.DefaultBucketMaxBytes, bus.DefaultConversationsTTL},
 		"KV_mesh_runs":          {bus.DefaultBucketMaxBytes, bus.DefaultRunsTTL},
 		"KV_mesh_llm":           {bus.DefaultLLMBucketMaxBytes, 0},
+		"KV_mesh_steps":         {bus.DefaultStepsBucketMaxBytes, bus.DefaultStepsTTL},
 		"OBJ_mesh_files":        {bus.DefaultFilesMaxBytes, bus.DefaultFilesMaxAge},
 	}
 	got := allStreamConfigs(t, js)

@@ -299,6 +299,11 @@ func (n Names) RunsBucket() string { return n.prefix + "_runs" }
 // (package llm, docs/llm.md).
 func (n Names) LLMBucket() string { return n.prefix + "_llm" }
 
+// StepsBucket returns the KV bucket of the step journal, e.g. mesh_steps:
+// the recorded results of the agents' steps, by task
+// (docs/durability.md).
+func (n Names) StepsBucket() string { return n.prefix + "_steps" }
+
 // KVPut returns the subject a write of key in bucket is published on:
 // $KV.<bucket>.<key>. Publishing there with JetStream (and the
 // Nats-Expected-Last-Subject-Sequence header for a compare-and-set) is a KV

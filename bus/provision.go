@@ -33,13 +33,14 @@ const (
 	DefaultRequestsMaxAge   = 24 * time.Hour
 	DefaultDeadMaxAge       = 7 * 24 * time.Hour
 	DefaultFilesMaxAge      = 30 * 24 * time.Hour
+	DefaultStepsTTL         = 24 * time.Hour
 )
 
 // Default byte limits of the mesh's streams, buckets and object store. The
 // server reserves each limit in its store when the resource is made, so
 // together they must fit in its max_file_store (by default 75% of the free
-// disk): 5 streams and 3 buckets of 256 MiB, the LLM bucket's 16 MiB
-// and 2 GiB of files are 4 GiB.
+// disk): 5 streams and 3 buckets of 256 MiB, the LLM bucket's 16 MiB, the
+// step journal's 64 MiB and 2 GiB of files are about 4.1 GiB.
 const (
 	DefaultStreamMaxBytes int64 = 256 << 20 // each stream
 	DefaultBucketMaxBytes int64 = 256 << 20 // each KV bucket
@@ -70,6 +71,7 @@ type ProvisionOptions struct {
 	RequestsMaxAge   time.Duration         // default DefaultRequestsMaxAge (24h): a request no orchestrator took by then is dropped
 	DeadMaxAge       time.Duration         // default DefaultDeadMaxAge (7 days): dead letters
 	FilesMaxAge      time.Duration         // default DefaultFilesMaxAge (30 days): files and spilled collections
+	StepsTTL         time.Duration         // default DefaultStepsTTL (24h): the step journal; keep it above a task's life (TasksMaxAge plus its timeout)
 
 	// Byte limits; Forever (any negative value) removes the limit. A full
 	// work queue (MESH_REQUESTS, MESH_TASKS) or bucket refuses what is
@@ -144,6 +146,7 @@ type Resources struct {
 	Requests, Tasks, Results, Events, Dead jetstream.Stream
 	Agents, Conversations, Runs            jetstream.KeyValue
 	LLM                                    jetstream.KeyValue // budgets and shared rate limits; nil when bound to a mesh without it
+	Steps                                  jetstream.KeyValue // the step journal; nil when bound to a mesh without it (agents make it on demand)
 	Files                                  jetstream.ObjectStore
 }
 
@@ -228,6 +231,7 @@ func provisionBuckets(ctx context.Context, js jetstream.JetStream, n Names, o Pr
 		{&r.Conversations, stateBucket(n.ConversationsBucket(), "agentmesh conversation state", age(o.ConversationsTTL, DefaultConversationsTTL), o)},
 		{&r.Runs, stateBucket(n.RunsBucket(), "agentmesh pipeline run state", age(o.RunsTTL, DefaultRunsTTL), o)},
 		{&r.LLM, llmBucket(n.LLMBucket(), o)},
+		{&r.Steps, stepsBucket(n.StepsBucket(), o)},
 	}
 	for _, b := range buckets {
 		var err error
@@ -265,6 +269,43 @@ func llmBucket(name string, o ProvisionOptions) kvSpec {
 		History: 1, MaxValueSize: 256 << 10, MaxBytes: DefaultLLMBucketMaxBytes, LimitMarkerTTL: llmMarkerTTL,
 		Storage: o.Storage, Replicas: rep,
 	}, markerTTL: setting{v: llmMarkerTTL, set: true}, replicas: setRep}
+}
+
+// DefaultStepsBucketMaxBytes bounds the step journal (the steps bucket),
+// as DefaultLLMBucketMaxBytes bounds the LLM bucket: BucketMaxBytes does
+// not apply. A full journal refuses new records, and the steps that made
+// them fail (and are retried).
+const DefaultStepsBucketMaxBytes int64 = 64 << 20
+
+// MaxStepValue is the largest result the step journal records: larger
+// ones are refused with code step_too_large (schemas.CodeStepTooLarge).
+const MaxStepValue = 512 << 10
+
+// stepsBucket is the step journal: one value per key, written once
+// (<taskid>.<step>.<n>, see schemas.StepKey), gone after the TTL, which
+// outlives the task.
+func stepsBucket(name string, o ProvisionOptions) kvSpec {
+	rep, setRep := o.replicas()
+	ttl := age(o.StepsTTL, DefaultStepsTTL)
+	return kvSpec{cfg: jetstream.KeyValueConfig{
+		Bucket: name, Description: "agentmesh step journal: recorded results of the agents' steps, by task",
+		History: 1, TTL: ttl.v, MaxValueSize: MaxStepValue + 1024, MaxBytes: DefaultStepsBucketMaxBytes,
+		Storage: o.Storage, Replicas: rep,
+	}, ttl: ttl, replicas: setRep}
+}
+
+// EnsureSteps returns the step journal's bucket, making it with the
+// default settings when the mesh has none yet (a mesh provisioned before
+// it): agents call it the first time a task records a step.
+func EnsureSteps(ctx context.Context, js jetstream.JetStream, n Names) (jetstream.KeyValue, error) {
+	kv, err := js.KeyValue(ctx, n.StepsBucket())
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		return ensureKeyValue(ctx, js, stepsBucket(n.StepsBucket(), ProvisionOptions{}))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("looking up KV bucket %s: %w", n.StepsBucket(), err)
+	}
+	return kv, nil
 }
 
 // spec is a stream's configuration for creating it, and which of its
@@ -458,6 +499,9 @@ func bind(ctx context.Context, js jetstream.JetStream, n Names) (*Resources, err
 	// budgets and rate limits (Resources.LLM is nil).
 	if kv, err := js.KeyValue(ctx, n.LLMBucket()); err == nil {
 		r.LLM = kv
+	}
+	if kv, err := js.KeyValue(ctx, n.StepsBucket()); err == nil {
+		r.Steps = kv // optional as the LLM bucket is
 	}
 	return &r, nil
 }

@@ -94,6 +94,10 @@ func (c *Client) Endpoint() string { return c.cfg.BaseURL }
 // 5xx and connection errors (honouring Retry-After), each attempt under the
 // configured timeout. An empty req.Model means the configured model.
 //
+// Made in a task (the context the agent runtime gives Execute), the call is
+// a step of the task's journal (schemas.Step, step name "model"): a
+// redelivered task gets the recorded answer without calling the model.
+//
 // The call is a client span "chat MODEL" with the GenAI semantic
 // conventions' attributes (operation, provider, models, tokens), a child of
 // ctx's span.
@@ -110,6 +114,11 @@ func (c *Client) Stream(ctx context.Context, req Request, onDelta func(Delta)) (
 	if req.Model, err = c.model(req.Model); err != nil {
 		return Response{}, Usage{Model: req.Model}, err
 	}
+	return c.journaled(ctx, req, onDelta) // a step of the task ctx belongs to (journal.go)
+}
+
+// traced is the call under its span, budgets and rate limits.
+func (c *Client) traced(ctx context.Context, req Request, onDelta func(Delta)) (resp Response, usage Usage, err error) {
 	ctx, span := c.startSpan(ctx, req.Model, onDelta != nil)
 	defer func() { c.endSpan(span, resp, usage, err) }()
 	return c.budgeted(ctx, req, onDelta)

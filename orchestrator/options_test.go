@@ -10,10 +10,17 @@ import (
 	"testing"
 )
 
-// New's doc comment names every option of the package: a reader finds them
-// all in one place.
+// The doc comment of New, in the orchestrator and in its pipeline and chat
+// packages, names every option of the package: a reader finds them all in
+// one place.
 func TestNewDocListsEveryOption(t *testing.T) {
-	names, err := filepath.Glob("*.go")
+	for _, dir := range []string{".", "pipeline", "chat"} {
+		t.Run(dir, func(t *testing.T) { newDocListsEveryOption(t, dir) })
+	}
+}
+
+func newDocListsEveryOption(t *testing.T, dir string) {
+	names, err := filepath.Glob(filepath.Join(dir, "*.go"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -130,13 +130,20 @@ func New(nc *nats.Conn, opts ...Option) (*Orchestrator, error) {
 		}
 		o.ownsReg = true
 	}
-	o.pipelines = pipeline.New(nc, cfg.names, o.store, o.router, o.dispatcher, o.Lookup, pipeline.Config{
-		Sweep: cfg.sweep, Grace: cfg.grace, Republish: cfg.republish, AckWait: cfg.ackWait,
-		Source: cfg.source, Logger: cfg.logger, Observer: cfg.observer, Model: cfg.model, Pipelines: pipelinesIn(cfg.pipelines),
-		Limits: cfg.limits})
+	if o.pipelines, err = pipeline.New(nc, pipeline.WithNames(cfg.names), pipeline.WithStore(o.store), pipeline.WithRouter(o.router),
+		pipeline.WithDispatcher(o.dispatcher), pipeline.WithLookup(o.Lookup),
+		pipeline.WithSweep(cfg.sweep), pipeline.WithGrace(cfg.grace), pipeline.WithRepublish(cfg.republish), pipeline.WithAckWait(cfg.ackWait),
+		pipeline.WithSource(cfg.source), pipeline.WithLogger(cfg.logger), pipeline.WithObserver(cfg.observer), pipeline.WithModel(cfg.model),
+		pipeline.WithPipelines(pipelinesIn(cfg.pipelines)), pipeline.WithLimits(cfg.limits)); err != nil {
+		if o.ownsReg {
+			o.registry.Stop()
+		}
+		return nil, fmt.Errorf("orchestrator: %w", err)
+	}
 	if cfg.chatOn {
-		copts := append([]chat.Option{chat.WithRouter(o.router), chat.WithDispatcher(o.dispatcher), chat.WithObserver(cfg.observer)}, cfg.chat...)
-		if o.chat, err = chat.New(js, cfg.names, o.store, o.registry, copts...); err != nil {
+		copts := append([]chat.Option{chat.WithNames(cfg.names), chat.WithStore(o.store), chat.WithRegistry(o.registry),
+			chat.WithRouter(o.router), chat.WithDispatcher(o.dispatcher), chat.WithObserver(cfg.observer)}, cfg.chat...)
+		if o.chat, err = chat.New(js, copts...); err != nil {
 			if o.ownsReg {
 				o.registry.Stop()
 			}
@@ -149,20 +156,8 @@ func New(nc *nats.Conn, opts ...Option) (*Orchestrator, error) {
 // Store returns the state store.
 func (o *Orchestrator) Store() *state.Store { return o.store }
 
-// Router returns the context router.
-func (o *Orchestrator) Router() *route.Router { return o.router }
-
-// Dispatcher returns the task dispatcher.
-func (o *Orchestrator) Dispatcher() *meshcore.Dispatcher { return o.dispatcher }
-
 // Registry returns the live registry view.
 func (o *Orchestrator) Registry() *meshcore.Registry { return o.registry }
-
-// Pipelines returns the pipeline scheduler.
-func (o *Orchestrator) Pipelines() *pipeline.Scheduler { return o.pipelines }
-
-// Names returns the subject and bucket names.
-func (o *Orchestrator) Names() bus.Names { return o.names }
 
 // Lookup returns the contract of a live agent; it is the ContractLookup
 // pipelines are validated with.

@@ -91,7 +91,23 @@ func NewFileID() string {
 // generic (GenericMediaType: "", application/octet-stream, a form's
 // encoding), so the search agents see what the file is. metadata[MetaFilename]
 // names the file; every other key is kept as user metadata.
+//
+// Made in a task (the context the agent runtime gives Execute), the write
+// is a step of the task's journal (schemas.Step, step name "file"): a
+// redelivered task gets the file stored the first time, its content not
+// read, and no second file is made.
 func (o *ObjectStore) Store(ctx context.Context, content io.Reader, mediaType string, metadata map[string]string) (schemas.FileRef, error) {
+	return schemas.Step(ctx, StepFile, func(ctx context.Context, _ string) (schemas.FileRef, error) {
+		return o.store(ctx, content, mediaType, metadata)
+	})
+}
+
+// StepFile is the step name of an object-store write made in a task: its
+// journal key is <task>.file.<n> (docs/durability.md).
+const StepFile = "file"
+
+// store is Store, made every time.
+func (o *ObjectStore) store(ctx context.Context, content io.Reader, mediaType string, metadata map[string]string) (schemas.FileRef, error) {
 	head := make([]byte, SniffLen)
 	n, err := io.ReadFull(content, head)
 	if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {

@@ -54,6 +54,10 @@ const (
 	CodeRefused       = "policy_refused" // a policy refused a model call, a tool call or an agent call; the message is its reason
 )
 
+// CodeStepTooLarge: a step's result over the journal's value limit
+// (docs/durability.md); its effect happened but could not be recorded.
+const CodeStepTooLarge = "step_too_large"
+
 // CodeForbidden: a client's request about a run or conversation another
 // client owns (docs/security.md).
 const CodeForbidden = "forbidden"

@@ -108,6 +108,10 @@ func agentGrants(g *grants, a string, n bus.Names) {
 	g.pub(jsAPI("CONSUMER.INFO", results, "*"), jsAPI("CONSUMER.DELETE", results, "*"), jsAPI("CONSUMER.MSG.NEXT", results, "*"))
 	g.sub(n.CallResults(a))
 	g.readStream("KV_" + n.AgentsBucket())
+	// The step journal (docs/durability.md): record its tasks' steps (a
+	// create) and read them back by key (a direct get), nothing more: an
+	// agent's permissions travel in its JWT, whose size is bounded.
+	g.pub(n.KVPut(n.StepsBucket(), ">"), jsAPI("DIRECT.GET", "KV_"+n.StepsBucket(), ">"))
 	g.denyOrchestratorDurables(n)
 }
 

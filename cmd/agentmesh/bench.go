@@ -52,6 +52,10 @@ time; lower is better):
   pipeline-wide10x100   10 chains of 100 no-op steps side by side, the same way
   objectstore-put-1MiB  resolver Store vs nats.go ObjectStore Put
   objectstore-get-1MiB  resolver Open vs nats.go ObjectStore Get
+  task-no-steps         a no-op task with the step journal on vs the same agent with
+                        it off (WithJournal(false)): a task taking no steps costs the same
+  step-recorded         a task recording one step of 100 bytes vs the same task making
+                        one raw KV put of 100 bytes (docs/durability.md)
 
 The run-state scenarios run an orchestrator process and an agents process
 (this binary again), each next to the same tasks driven by hand through the

@@ -110,7 +110,7 @@ var rootFlagGroup = map[string]flagGroup{
 	"js-replicas": groupSettings, "task-max-age": groupSettings, "runs-ttl": groupSettings,
 	"conversations-ttl": groupSettings, "requests-max-age": groupSettings, "dead-max-age": groupSettings,
 	"files-max-age": groupSettings, "stream-max-bytes": groupSettings, "bucket-max-bytes": groupSettings,
-	"files-max-bytes": groupSettings,
+	"files-max-bytes": groupSettings, "steps-ttl": groupSettings,
 }
 
 func commandPath(cmd *cobra.Command) string {

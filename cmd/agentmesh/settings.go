@@ -130,6 +130,7 @@ type settings struct {
 	requestsMaxAge   *envDuration
 	deadMaxAge       *envDuration
 	filesMaxAge      *envDuration
+	stepsTTL         *envDuration
 	streamMaxBytes   *envBytes
 	bucketMaxBytes   *envBytes
 	filesMaxBytes    *envBytes
@@ -151,6 +152,8 @@ func (s *settings) register(f *pflag.FlagSet) {
 		"remove a dead letter (MESH_DEAD) after this age; 0 keeps them forever")
 	s.filesMaxAge = durationFlag(f, "files-max-age", "AGENTMESH_FILES_MAX_AGE", bus.DefaultFilesMaxAge,
 		"remove a file or spilled collection from the object store after this age; 0 keeps them forever")
+	s.stepsTTL = durationFlag(f, "steps-ttl", "AGENTMESH_STEPS_TTL", bus.DefaultStepsTTL,
+		"remove a task's recorded steps (the step journal, mesh_steps) this long after they were written; keep it above --task-max-age plus the agents' timeouts; 0 keeps them forever")
 	s.streamMaxBytes = bytesFlag(f, "stream-max-bytes", "AGENTMESH_STREAM_MAX_BYTES", bus.DefaultStreamMaxBytes,
 		"byte limit of each stream; a full task or request queue refuses new ones, a full results, events or dead-letter stream drops its oldest; 0 for none")
 	s.bucketMaxBytes = bytesFlag(f, "bucket-max-bytes", "AGENTMESH_BUCKET_MAX_BYTES", bus.DefaultBucketMaxBytes,
@@ -163,7 +166,7 @@ func (s *settings) check() error {
 	if err := s.replicasFromEnv(); err != nil {
 		return err
 	}
-	for _, d := range []*envDuration{s.connectWait, s.taskMaxAge, s.runsTTL, s.conversationsTTL, s.requestsMaxAge, s.deadMaxAge, s.filesMaxAge} {
+	for _, d := range []*envDuration{s.connectWait, s.taskMaxAge, s.runsTTL, s.conversationsTTL, s.requestsMaxAge, s.deadMaxAge, s.filesMaxAge, s.stepsTTL} {
 		if d.envErr != nil {
 			return d.envErr
 		}
@@ -216,6 +219,7 @@ func (a *app) provisionOptions() bus.ProvisionOptions {
 		RequestsMaxAge:   retention(a.requestsMaxAge, a.owner),
 		DeadMaxAge:       retention(a.deadMaxAge, a.owner),
 		FilesMaxAge:      retention(a.filesMaxAge, a.owner),
+		StepsTTL:         retention(a.stepsTTL, a.owner),
 		StreamMaxBytes:   byteLimit(a.streamMaxBytes, a.owner),
 		BucketMaxBytes:   byteLimit(a.bucketMaxBytes, a.owner),
 		FilesMaxBytes:    byteLimit(a.filesMaxBytes, a.owner),

@@ -113,6 +113,7 @@ var scenarios = []scenario{
 		return ObjectStore(ctx, env, 1<<20), closerFunc(func() error { return nil }), nil
 	}},
 	shapeScenario(),
+	{ids: []string{"task-no-steps", "step-recorded"}, make: StepJournal},
 }
 
 func shapeScenario() scenario {

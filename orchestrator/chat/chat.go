@@ -117,22 +117,33 @@ func WithObserver(o schemas.Observer) Option { return func(ch *Chat) { ch.observ
 // WithLogger sets the logger (default slog.Default()).
 func WithLogger(l *slog.Logger) Option { return func(ch *Chat) { ch.log = l } }
 
-// New returns a chat loop that publishes with js under names, keeps
-// conversations and its own memory in store and offers the agents of
-// registry as tools. Options: WithLLM, WithMaxSteps, WithToolTimeout,
-// WithHistoryBudget, WithSystemPrompt, WithRouter, WithDispatcher,
-// WithObserver, WithLogger.
-func New(js jetstream.JetStream, names bus.Names, store *state.Store, registry AgentLister, opts ...Option) (*Chat, error) {
-	if js == nil || store == nil || registry == nil {
-		return nil, errors.New("chat: New needs a JetStream handle, a state store and a registry")
-	}
+// WithNames sets the subject and bucket names (default prefix "mesh").
+func WithNames(n bus.Names) Option { return func(ch *Chat) { ch.names = n } }
+
+// WithStore keeps conversations and the loop's own memory in s (required).
+func WithStore(s *state.Store) Option { return func(ch *Chat) { ch.store = s } }
+
+// WithRegistry offers the agents of r as tools (required).
+func WithRegistry(r AgentLister) Option { return func(ch *Chat) { ch.registry = r } }
+
+// New returns a chat loop that publishes with js. Its options:
+//   - what it works with: WithStore and WithRegistry (both required),
+//     WithNames, WithRouter, WithDispatcher;
+//   - the model and its limits: WithLLM (without it the offline planner
+//     answers), WithGuard, WithMaxSteps, WithToolTimeout, WithHistoryBudget,
+//     WithSystemPrompt, WithTurnBudget, WithClientBudget;
+//   - reporting: WithObserver, WithLogger.
+func New(js jetstream.JetStream, opts ...Option) (*Chat, error) {
 	c := &Chat{
-		js: js, names: names, store: store, registry: registry, observer: schemas.NopObserver{},
+		js: js, names: bus.MustNames(bus.DefaultPrefix), observer: schemas.NopObserver{},
 		maxSteps: DefaultMaxSteps, toolTimeout: schemas.DefaultTaskTimeout, budget: DefaultHistoryBudget,
 		system: DefaultSystemPrompt, source: "agentmesh/orchestrator/chat", log: slog.Default(),
 	}
 	for _, o := range opts {
 		o(c)
+	}
+	if js == nil || c.store == nil || c.registry == nil {
+		return nil, errors.New("chat: New needs a JetStream handle, a state store (WithStore) and a registry (WithRegistry)")
 	}
 	c.log = telemetry.Logger(c.log)
 	if c.llm != nil {
@@ -142,7 +153,7 @@ func New(js jetstream.JetStream, names bus.Names, store *state.Store, registry A
 		c.router = route.NewRouter()
 	}
 	if c.dispatch == nil {
-		c.dispatch = meshcore.NewDispatcher(js, names, c.source).WithLogger(c.log)
+		c.dispatch = meshcore.NewDispatcher(js, c.names, c.source).WithLogger(c.log)
 	}
 	c.inputs = route.NewInputBuilder(c.router)
 	if c.maxSteps <= 0 {

@@ -31,3 +31,6 @@ var (
 	// names what does not exist or is not a boolean.
 	ErrBadCondition = errors.New("bad condition")
 )
+
+// ErrConfig reports a Scheduler made without what it needs (see New).
+var ErrConfig = errors.New("pipeline: scheduler configuration")

@@ -27,7 +27,7 @@ import (
 // replica starts a provisioned embedded server and a scheduler on it, as
 // an orchestrator replica wires it, that is not running (the tests drive it
 // by hand).
-func replica(t *testing.T, cfgs ...Config) (*bustest.Server, *Scheduler) {
+func replica(t *testing.T, opts ...Option) (*bustest.Server, *Scheduler) {
 	t.Helper()
 	srv := bustest.Start(t)
 	res := srv.Provision(t)
@@ -48,20 +48,20 @@ func replica(t *testing.T, cfgs ...Config) (*bustest.Server, *Scheduler) {
 		info, ok := reg.Lookup(agent)
 		return info.Contract, ok
 	}
-	var cfg Config
-	for _, c := range cfgs {
-		cfg = c
+	o, err := New(nc, append([]Option{WithNames(srv.Names()), WithStore(store), WithLookup(lookup)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return srv, New(nc, srv.Names(), store, route.NewRouter(), meshcore.NewDispatcher(srv.JetStream(t), srv.Names(), ""), lookup, cfg)
+	return srv, o
 }
 
 // captureLogs is a configuration logging to what logged returns.
-func captureLogs() (cfg Config, logged func() string) {
+func captureLogs() (opt Option, logged func() string) {
 	var (
 		mu  sync.Mutex
 		buf strings.Builder
 	)
-	return Config{Logger: slog.New(slog.NewTextHandler(lockedWriter{&mu, &buf}, nil))}, func() string {
+	return WithLogger(slog.New(slog.NewTextHandler(lockedWriter{&mu, &buf}, nil))), func() string {
 		mu.Lock()
 		defer mu.Unlock()
 		return buf.String()
@@ -206,7 +206,7 @@ func taskSpy(t *testing.T, srv *bustest.Server) func() []string {
 }
 
 func TestDispatchAhead(t *testing.T) {
-	srv, o := replica(t, Config{Grace: time.Second})
+	srv, o := replica(t, WithGrace(time.Second))
 	ctx := context.Background()
 	published := taskSpy(t, srv)
 	res := schemas.AgentResult{Success: true, Agent: "X", Summary: "done"}
@@ -279,7 +279,7 @@ func TestEarlyResultWaitsForItsWave(t *testing.T) {
 // task goes out for a step that is to be skipped.
 func TestResultNearItsDeadlineIsWrittenRecordFirst(t *testing.T) {
 	logger, logged := captureLogs()
-	srv, o := replica(t, Config{Grace: time.Second}, logger)
+	srv, o := replica(t, WithGrace(time.Second), logger)
 	ctx := context.Background()
 	published := taskSpy(t, srv)
 	sd := startRunTimeout(t, o, "near1", 500*time.Millisecond)
@@ -558,6 +558,21 @@ func TestRoutedResultsWriteRecordAndStateTogether(t *testing.T) {
 		}
 		if run2.Status != schemas.RunRunning || run2.Wave != 2 || run2.Steps["b"].Status != schemas.StepCompleted {
 			t.Errorf("stale %v: run %s in wave %d, b %+v", stale, run2.Status, run2.Wave, run2.Steps["b"])
+		}
+	}
+}
+
+// New without a store or a contract lookup is an error naming each missing
+// option, not a scheduler that fails later.
+func TestNewNamesWhatIsMissing(t *testing.T) {
+	srv := bustest.Start(t)
+	_, err := New(srv.Conn(t))
+	if !errors.Is(err, ErrConfig) {
+		t.Fatalf("New without options: %v, want ErrConfig", err)
+	}
+	for _, want := range []string{"WithStore", "WithLookup"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not name %s", err, want)
 		}
 	}
 }

@@ -23,8 +23,9 @@ import (
 	"github.com/agentmesh/agentmesh/telemetry"
 )
 
-// Config tunes a Scheduler. Zero fields take the defaults.
-type Config struct {
+// config is a Scheduler's configuration, set by its options (see New).
+// Zero fields take the defaults.
+type config struct {
 	// Sweep is how often overdue steps are timed out and unconfirmed
 	// dispatches re-published (default 1 s).
 	Sweep time.Duration
@@ -50,6 +51,12 @@ type Config struct {
 	Limits   schemas.Limits
 	Logger   *slog.Logger
 	Observer schemas.Observer
+
+	Names      bus.Names
+	Store      *state.Store
+	Router     *route.Router
+	Dispatcher *meshcore.Dispatcher
+	Lookup     ContractLookup
 }
 
 // Scheduler runs pipelines on one replica: it accepts submissions, applies
@@ -58,7 +65,7 @@ type Config struct {
 // cache.go), so any number of replicas may run side by side and a killed
 // one loses nothing. It is safe for concurrent use.
 type Scheduler struct {
-	cfg        Config
+	cfg        config
 	nc         *nats.Conn
 	js         jetstream.JetStream // stores the events that end a run (see emitEnd)
 	names      bus.Names
@@ -84,10 +91,28 @@ type Scheduler struct {
 	republished map[string]republishAt // per run, when the sweep last published its wave again
 }
 
-// New returns a scheduler that keeps runs in store, routes with router,
-// publishes tasks with dispatcher and events on nc under names, and checks
-// pipelines against the live contracts lookup returns.
-func New(nc *nats.Conn, names bus.Names, store *state.Store, router *route.Router, dispatcher *meshcore.Dispatcher, lookup ContractLookup, cfg Config) *Scheduler {
+// New returns a scheduler that publishes events on nc. Its options:
+//   - what it works with: WithNames, WithStore (required: where runs are
+//     kept), WithLookup (required: the live contracts pipelines are checked
+//     against), WithRouter, WithDispatcher, WithModel, WithPipelines;
+//   - its timing: WithSweep, WithGrace, WithRepublish, WithAckWait;
+//   - what it emits and reports: WithSource, WithLimits, WithLogger,
+//     WithObserver.
+func New(nc *nats.Conn, opts ...Option) (*Scheduler, error) {
+	cfg := config{Names: bus.MustNames(bus.DefaultPrefix)}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	var missing []error
+	if cfg.Store == nil {
+		missing = append(missing, fmt.Errorf("%w: no state store: give one with WithStore", ErrConfig))
+	}
+	if cfg.Lookup == nil {
+		missing = append(missing, fmt.Errorf("%w: no contract lookup: give the live contracts with WithLookup", ErrConfig))
+	}
+	if err := errors.Join(missing...); err != nil {
+		return nil, err
+	}
 	if cfg.Sweep <= 0 {
 		cfg.Sweep = time.Second
 	}
@@ -111,10 +136,19 @@ func New(nc *nats.Conn, names bus.Names, store *state.Store, router *route.Route
 		cfg.Observer = schemas.NopObserver{}
 	}
 	cfg.Limits = cfg.Limits.OrDefaults()
-	js, _ := jetstream.New(nc)
-	return &Scheduler{cfg: cfg, nc: nc, js: js, names: names, store: store, router: router, dispatcher: dispatcher,
-		lookup: lookup, log: cfg.Logger, observer: cfg.Observer,
-		batches: map[string]*settleBatch{}, active: map[string]bool{}, dirty: map[string]bool{}}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, fmt.Errorf("pipeline: jetstream: %w", err)
+	}
+	if cfg.Router == nil {
+		cfg.Router = route.NewRouter()
+	}
+	if cfg.Dispatcher == nil {
+		cfg.Dispatcher = meshcore.NewDispatcher(js, cfg.Names, cfg.Source).WithLogger(cfg.Logger)
+	}
+	return &Scheduler{cfg: cfg, nc: nc, js: js, names: cfg.Names, store: cfg.Store, router: cfg.Router, dispatcher: cfg.Dispatcher,
+		lookup: cfg.Lookup, log: cfg.Logger, observer: cfg.Observer,
+		batches: map[string]*settleBatch{}, active: map[string]bool{}, dirty: map[string]bool{}}, nil
 }
 
 // Reject reports a submission that cannot be accepted, touching no state:

@@ -135,7 +135,7 @@ func TestLoadIntoMixesCachedAndStoredRecords(t *testing.T) {
 // A watch of the runs that ends under the sweep (the cluster moved) is
 // made again: a run started after it ended is still swept.
 func TestSweepWatchesRunsAgain(t *testing.T) {
-	_, o := replica(t, Config{Sweep: 20 * time.Millisecond})
+	_, o := replica(t, WithSweep(20*time.Millisecond))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	w, err := o.store.WatchRunSpecs(ctx)

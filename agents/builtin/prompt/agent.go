@@ -140,6 +140,9 @@ func (a *Agent) modelFailed(ctx context.Context, err error) (schemas.AgentResult
 	if ctx.Err() != nil {
 		return schemas.AgentResult{}, ctx.Err()
 	}
+	if tooLarge := (&schemas.ResultError{Code: schemas.CodeStepTooLarge}); errors.Is(err, tooLarge) {
+		return schemas.AgentResult{}, err // the journal refused a step's result: trying again would not help
+	}
 	return schemas.AgentResult{}, agents.Retryable(fmt.Errorf("the LLM did not answer: %w", err))
 }
 

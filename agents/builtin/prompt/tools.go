@@ -53,6 +53,10 @@ func WithTools(model ToolModel, tools ...Tool) Option {
 	return func(a *Agent) { a.toolModel, a.tools = model, tools }
 }
 
+// StepTool is the step name of a tool call of the tool loop: its journal
+// key is <task>.tool.<n> (docs/durability.md).
+const StepTool = "tool"
+
 // runTools is the tool loop of one task, from msgs: it returns the model's
 // final answer, the conversation with it, and the usage of every model
 // call. output, when not nil, is the schema the answer must match. Tool
@@ -87,7 +91,17 @@ func (a *Agent) runTools(ctx context.Context, model ToolModel, msgs []llm.Messag
 			}
 			out := refused
 			if out == "" {
-				out = a.callTool(ctx, byName, call)
+				// The call is a step of the task (schemas.Step): a
+				// redelivered task reads what the tool answered and
+				// does not call it again. The loop's model calls are
+				// steps of their own (package llm).
+				out, err = schemas.Step(ctx, StepTool, func(ctx context.Context, _ string) (string, error) {
+					out := a.callTool(ctx, byName, call)
+					return out, ctx.Err() // a call the task's end cut short is not its answer
+				})
+				if err != nil {
+					return llm.Message{}, msgs, total, err
+				}
 			}
 			if ctx.Err() != nil {
 				return llm.Message{}, msgs, total, ctx.Err()

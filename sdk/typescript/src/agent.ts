@@ -72,7 +72,23 @@ export interface TaskContext {
   progress(message: string, percent?: number): void;
   /** call sends a task to another agent over the durable path and returns its result; a failure throws a MeshError with the callee's code */
   call(target: CallTarget, task: TaskRequest): Promise<AgentResult>;
+  /**
+   * step runs fn as the step called name (1 to 64 letters, digits, - or _)
+   * of the task's journal (docs/durability.md): the first time fn runs and
+   * its result, as JSON, is recorded in the mesh_steps bucket under
+   * <task>.<name>.<n>; on a redelivery the recorded result is returned and
+   * fn does not run. fn gets that key: pass it to an effect as its
+   * idempotency key. A failed fn records nothing. Steps must be taken in
+   * the same order on every delivery; a result over 512 KiB throws
+   * step_too_large.
+   */
+  step<T>(name: string, fn: (key: string) => Promise<T> | T): Promise<T>;
 }
+
+/** The largest step result the journal records (bus.MaxStepValue). */
+export const maxStepBytes = 512 * 1024;
+
+const stepNamePattern = /^[A-Za-z0-9_-]{1,64}$/;
 
 export type Execute = (task: TaskContext) => Promise<Outcome> | Outcome;
 
@@ -214,6 +230,13 @@ export async function run(nc: NatsConnection, agent: AgentDefinition, opts: RunO
   const js: JetStreamClient = jetstream(nc);
   const jsm = await jetstreamManager(nc);
   const agentsKV: KV = await new Kvm(nc).open(names.agentsBucket);
+  // The step journal, bound the first time a task takes a step.
+  let steps: Promise<KV> | undefined;
+  const stepsKV = () =>
+    (steps ??= new Kvm(nc).open(names.stepsBucket).catch((err) => {
+      steps = undefined; // looked up again by the next step
+      throw new RetryableError(`the step journal ${names.stepsBucket}: ${messageOf(err)}`);
+    }));
   const files = new Files(nc, names, opts.maxCollection ?? defaultMaxCollection);
   const maxPayload = nc.info?.max_payload ?? 1 << 20;
   const creds = opts.credentials === null ? undefined : (opts.credentials ?? envCredentials());
@@ -383,6 +406,7 @@ export async function run(nc: NatsConnection, agent: AgentDefinition, opts: RunO
     const ticker = working ? setInterval(working, Math.max(100, Math.floor(cfg.ackWaitMs / 3))) : undefined;
     const spent = { prompt: 0, completion: 0, cost: 0, model_ms: 0 };
     let calls = 0;
+    const stepSeq = new Map<string, number>();
     const ctx: TaskContext = {
       id: ev.id,
       event: ev as MeshEvent<TaskRequest>,
@@ -420,6 +444,38 @@ export async function run(nc: NatsConnection, agent: AgentDefinition, opts: RunO
         spent.cost += m.cost || 0;
         spent.model_ms += m.model_ms || 0;
         return res;
+      },
+      step: async <T>(name: string, fn: (key: string) => Promise<T> | T): Promise<T> => {
+        if (!stepNamePattern.test(name)) {
+          throw new MeshError(Codes.invalidInput, `step name ${JSON.stringify(name)}: use 1 to 64 letters, digits, '-' or '_'`);
+        }
+        const n = stepSeq.get(name) ?? 0;
+        stepSeq.set(name, n + 1);
+        const key = `${ev.id}.${name}.${n}`;
+        const kv = await stepsKV();
+        const recorded = async () => {
+          const e = await kv.get(key);
+          return e && e.operation === "PUT" ? (JSON.parse(e.string()) as T) : undefined;
+        };
+        if (attempt > 1) {
+          // A first delivery finds nothing recorded, and skips the read.
+          const got = await recorded();
+          if (got !== undefined) return got;
+        }
+        const value = await fn(key);
+        const data = JSON.stringify(value ?? null);
+        const size = Buffer.byteLength(data);
+        if (size > maxStepBytes) {
+          throw new MeshError(Codes.stepTooLarge, `${contract.name}: task ${ev.id}: the result of step ${key} is ${size} bytes, over the step journal's limit of ${maxStepBytes}: return less from the step (put large content in files and return their ids)`);
+        }
+        try {
+          await kv.create(key, data);
+        } catch (err) {
+          const first = await recorded(); // another delivery recorded it first: its result stands
+          if (first === undefined) throw new RetryableError(`recording step ${key} in ${names.stepsBucket}: ${messageOf(err)}`);
+          return first;
+        }
+        return value;
       },
     };
     stopSignal.addEventListener("abort", stopListener, { once: true });

@@ -21,6 +21,7 @@ export const Codes = {
   forbidden: "forbidden",
   inputRequired: "input_required",
   approvalRequired: "approval_required",
+  stepTooLarge: "step_too_large",
 } as const;
 
 /**

@@ -1,7 +1,7 @@
 // @agentmesh/sdk: agentmesh agents and clients in TypeScript, speaking the
 // wire contract of docs/protocol.md on the official NATS JavaScript client.
 
-export { defineAgent, run } from "./agent.js";
+export { defineAgent, maxStepBytes, run } from "./agent.js";
 export type { AgentDefinition, CallTarget, Execute, Outcome, RunOptions, RunningAgent, TaskContext } from "./agent.js";
 export { MeshClient } from "./client.js";
 export type { ClientOptions, DeltaListener, Listener, TaskOptions, TaskOutcome } from "./client.js";

@@ -138,6 +138,10 @@ export class Names {
   get agentsBucket(): string {
     return `${this.prefix}_agents`;
   }
+  /** the step journal (docs/durability.md) */
+  get stepsBucket(): string {
+    return `${this.prefix}_steps`;
+  }
   get runsBucket(): string {
     return `${this.prefix}_runs`;
   }

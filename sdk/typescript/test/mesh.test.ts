@@ -12,7 +12,7 @@ import { jetstreamManager } from "@nats-io/jetstream";
 import { Kvm } from "@nats-io/kv";
 import type { NatsConnection } from "@nats-io/nats-core";
 
-import { Codes, EventTypes, MeshClient, MeshError, RetryableError, decode, defineAgent, run, type AgentContract, type Execute, type RunOptions } from "../src/index.js";
+import { Codes, EventTypes, MeshClient, MeshError, RetryableError, decode, defineAgent, maxStepBytes, run, type AgentContract, type Execute, type RunOptions } from "../src/index.js";
 
 const url = process.env.NATS_URL;
 if (!url) throw new Error("NATS_URL is not set: these tests need a provisioned mesh (go test ./sdk/typescript/ starts one)");
@@ -331,4 +331,32 @@ test("a task deeper in a chain of calls than its maxcalldepth is refused with ca
     assert.equal(result.error?.code, code, JSON.stringify(result));
   }
   assert.equal(ran, false);
+});
+
+test("steps: recorded once in mesh_steps, a redelivery gets the record and does not run the step again", async () => {
+  const c = contract("stepper");
+  const ran: string[] = [];
+  await start(c, async (t) => {
+    const parts: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      if (t.attempt === 1 && i === 2) throw new RetryableError("crash after two steps");
+      parts.push(await t.step("work", (key) => (ran.push(key), `part ${i} (${key})`)));
+    }
+    return { outputs: { text: parts.join("; ") } };
+  });
+  const { result, event } = await client.task(c.name, text("x"));
+  assert.equal(result.success, true, JSON.stringify(result));
+  assert.equal(result.metrics?.attempt, 2);
+  const id = event.ext.taskid;
+  assert.deepEqual(ran, [`${id}.work.0`, `${id}.work.1`, `${id}.work.2`], "each step ran once over two deliveries");
+  assert.equal(result.outputs?.text.value, `part 0 (${id}.work.0); part 1 (${id}.work.1); part 2 (${id}.work.2)`);
+  const kv = await new Kvm(nc).open("mesh_steps");
+  const e = await kv.get(`${id}.work.1`);
+  assert.equal(e?.string(), JSON.stringify(`part 1 (${id}.work.1)`), "the value is the step's result as JSON");
+
+  const big = contract("bigstep");
+  await start(big, async (t) => ({ outputs: { text: await t.step("fetch", () => "x".repeat(maxStepBytes)) } }));
+  const refused = await client.task(big.name, text("x"));
+  assert.equal(refused.result.error?.code, Codes.stepTooLarge);
+  assert.match(refused.result.error!.message, /over the step journal's limit of 524288/);
 });

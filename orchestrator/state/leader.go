@@ -21,13 +21,18 @@ import (
 // decides wrong. A read from the leader (the JetStream API's message get,
 // which only the leader answers) is the stream's last word; when no leader
 // is reachable it gets no answer, tried again while transient (see
-// retryKV), never a stale one.
+// retryKV), never a stale one. (One window is left: a leader cut off
+// answers until it finds it lost its majority, a few seconds; nothing it
+// then decides can be written, as every write is a compare-and-set or a
+// create that needs that majority.)
 
-// WithLeaderReads makes every read of the store go to the leader of its
-// bucket's stream, through js (its connection and API prefix): what a
-// scheduler decides on is then never behind what was written. Without it
-// reads are direct gets, answered by any replica (cheaper, and stale on a
-// lagging one).
+// WithLeaderReads makes the store's reads go to the leader of its bucket's
+// stream, through js (its connection and API prefix): what a scheduler
+// decides on is then never behind what was written. Keys written once (a
+// run's spec, step and item records) are still read by direct get, and
+// from the leader only when that does not find them (see getOnceJSON).
+// Without it reads are direct gets, answered by any replica (cheaper, and
+// stale on a lagging one).
 func WithLeaderReads(js jetstream.JetStream) Option { return func(s *Store) { s.leaderJS = js } }
 
 // leaderTry bounds one read from the leader: a request lost while the

@@ -22,9 +22,8 @@ import (
 // which only the leader answers) is the stream's last word; when no leader
 // is reachable it gets no answer, tried again while transient (see
 // retryKV), never a stale one. (One window is left: a leader cut off
-// answers until it finds it lost its majority, a few seconds; nothing it
-// then decides can be written, as every write is a compare-and-set or a
-// create that needs that majority.)
+// answers until it finds it lost its majority, a few seconds; JetStream
+// has no read that rules that out. The test's cut node is a follower.)
 
 // WithLeaderReads makes the store's reads go to the leader of its bucket's
 // stream, through js (its connection and API prefix): what a scheduler

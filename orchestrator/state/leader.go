@@ -23,7 +23,7 @@ import (
 // is reachable it gets no answer, tried again while transient (see
 // retryKV), never a stale one. (One window is left: a leader cut off
 // answers until it finds it lost its majority, a few seconds; JetStream
-// has no read that rules that out. The test's cut node is a follower.)
+// has no read that rules that out.)
 
 // WithLeaderReads makes the store's reads go to the leader of its bucket's
 // stream, through js (its connection and API prefix): what a scheduler

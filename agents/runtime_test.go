@@ -143,6 +143,10 @@ func TestRuntimeRejectsInvalidInputs(t *testing.T) {
 		{"type schema", schemas.TaskRequest{Inputs: map[string]schemas.TypedValue{"images": bad}}, schemas.CodeInvalidInput, []string{`"images"`, "FILE_IDS", "ids"}},
 		{"undeclared", schemas.TaskRequest{Inputs: map[string]schemas.TypedValue{"images": images, "extra": schemas.TextValue("x", "t")}}, schemas.CodeInvalidInput, []string{`"extra"`, "TEXT", "not declared"}},
 		{"params", schemas.TaskRequest{Inputs: map[string]schemas.TypedValue{"images": images}, Params: map[string]any{"n": "three"}}, schemas.CodeInvalidParams, []string{"params", "n"}},
+		// A budget's ledger outside the waves' keys (the declared rate
+		// limits) is never written by the agent's model calls.
+		{"budget key", schemas.TaskRequest{Inputs: map[string]schemas.TypedValue{"images": images}, Budget: &schemas.Budget{Tokens: 100}, BudgetKey: "config.limits"},
+			schemas.CodeInvalidRequest, []string{"budget_key", `"config.limits"`, "budget.run.<run>.w<wave>"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			wantFailure(t, m.call(t, "Sorter", task(t, tc.req)), tc.code, tc.fragments...)

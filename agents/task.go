@@ -237,7 +237,13 @@ func (r *Runtime) run(d *delivery) (schemas.AgentResult, error) {
 		// what the steps of earlier deliveries recorded.
 		ctx = schemas.WithSteps(ctx, ev.ID, &journal{r: r, taskID: ev.ID, first: d.attempt <= 1})
 	}
-	if req.Budget != nil {
+	switch {
+	case req.Budget != nil && req.BudgetKey != "":
+		if err := schemas.ValidBudgetKey(req.BudgetKey); err != nil {
+			return fail(schemas.CodeInvalidRequest, "task %s: %v", ev.ID, err)
+		}
+		ctx = schemas.WithSharedTaskBudget(ctx, "task "+ev.ID, req.BudgetKey, *req.Budget) // with the other steps of its wave
+	case req.Budget != nil:
 		ctx = schemas.WithTaskBudget(ctx, ev.ID, *req.Budget) // the agent's model calls stop at what is left of the run's
 	}
 

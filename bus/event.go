@@ -31,7 +31,10 @@ const (
 	TypeChatResponded      = "io.agentmesh.chat.responded"
 	TypePipelineSubmitted  = "io.agentmesh.pipeline.submitted"
 	TypePipelineStepPrefix = "io.agentmesh.pipeline.step."
-	TypePipelineCompleted  = "io.agentmesh.pipeline.completed"
+	// TypeForkRequested starts a run from an earlier run's step
+	// (schemas.ForkRequest), on the pipeline submit subject.
+	TypeForkRequested     = "io.agentmesh.pipeline.fork.requested"
+	TypePipelineCompleted = "io.agentmesh.pipeline.completed"
 	// The step events on mesh.events.<run>.pipeline.
 	TypeStepStarted   = TypePipelineStepPrefix + "started"
 	TypeStepCompleted = TypePipelineStepPrefix + "completed"

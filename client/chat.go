@@ -24,9 +24,15 @@ import (
 // It records a producer span "chat send" whose context the request
 // carries as its traceparent, so the turn's spans join its trace.
 func SendChat(ctx context.Context, js jetstream.JetStream, names bus.Names, conversationID, message, source string) (conv, requestID string, err error) {
+	return SendChatRequest(ctx, js, names, schemas.ChatRequest{ConversationID: conversationID, Message: message}, source)
+}
+
+// SendChatRequest is SendChat for a whole request (one that rewinds a
+// conversation, say).
+func SendChatRequest(ctx context.Context, js jetstream.JetStream, names bus.Names, req schemas.ChatRequest, source string) (conv, requestID string, err error) {
 	ctx, span := telemetry.Start(ctx, "chat send", trace.WithSpanKind(trace.SpanKindProducer))
 	defer func() { telemetry.End(span, err) }()
-	ev, conv, err := NewChatRequest(conversationID, message, source)
+	ev, conv, err := newChatRequest(req, source)
 	if err != nil {
 		return "", "", err
 	}
@@ -38,6 +44,19 @@ func SendChat(ctx context.Context, js jetstream.JetStream, names bus.Names, conv
 // returns it with its conversation id (a new conversation is named by the
 // event id), so a client can follow the conversation before publishing.
 func NewChatRequest(conversationID, message, source string) (bus.Event, string, error) {
+	return newChatRequest(schemas.ChatRequest{ConversationID: conversationID, Message: message}, source)
+}
+
+// WithRewind makes the turn the first of a new conversation that starts
+// as conversation conv was before its turn turn (from 1; see
+// schemas.ChatRequest.Rewind): Turn's conversation must be new (or "",
+// one named by the request).
+func WithRewind(conv string, turn int) TurnOption {
+	return func(o *turnOptions) { o.rewind = &schemas.ChatRewind{ConversationID: conv, Turn: turn} }
+}
+
+func newChatRequest(req schemas.ChatRequest, source string) (bus.Event, string, error) {
+	conversationID, message := req.ConversationID, req.Message
 	if conversationID != "" {
 		if err := bus.ValidateToken("conversation id", conversationID); err != nil {
 			return bus.Event{}, "", err
@@ -49,7 +68,15 @@ func NewChatRequest(conversationID, message, source string) (bus.Event, string, 
 	if source == "" {
 		source = "agentmesh/chat"
 	}
-	ev, err := bus.NewEvent(bus.TypeChatRequested, source, schemas.ChatRequest{ConversationID: conversationID, Message: message})
+	if r := req.Rewind; r != nil {
+		if err := bus.ValidateToken("conversation id", r.ConversationID); err != nil {
+			return bus.Event{}, "", fmt.Errorf("rewind: %w", err)
+		}
+		if r.Turn < 1 {
+			return bus.Event{}, "", fmt.Errorf("rewind: turn %d of conversation %s: turns count from 1", r.Turn, r.ConversationID)
+		}
+	}
+	ev, err := bus.NewEvent(bus.TypeChatRequested, source, req)
 	if err != nil {
 		return bus.Event{}, "", err
 	}
@@ -99,7 +126,7 @@ func Turn(ctx context.Context, js jetstream.JetStream, names bus.Names, conversa
 		span.SetAttributes(telemetry.AttrConversation.String(resp.ConversationID), telemetry.AttrStatus.String(resp.State))
 		telemetry.End(span, err)
 	}()
-	ev, conv, err := NewChatRequest(conversation, message, source)
+	ev, conv, err := newChatRequest(schemas.ChatRequest{ConversationID: conversation, Message: message, Rewind: o.rewind}, source)
 	if err != nil {
 		return schemas.ChatResponse{}, bus.Event{}, err
 	}

@@ -13,6 +13,7 @@ type TurnOption func(*turnOptions)
 
 type turnOptions struct {
 	deltas func(schemas.ChatDelta)
+	rewind *schemas.ChatRewind
 }
 
 // delta hands a piece to the caller's callback; one that does not decode

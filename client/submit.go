@@ -37,6 +37,12 @@ func SubmitPipeline(ctx context.Context, js jetstream.JetStream, names bus.Names
 	if err != nil {
 		return "", err
 	}
+	return submit(ctx, js, names, ev, runID, span)
+}
+
+// submit publishes ev, a submission of run runID (the event id when
+// empty), as SubmitPipeline says.
+func submit(ctx context.Context, js jetstream.JetStream, names bus.Names, ev bus.Event, runID string, span trace.Span) (string, error) {
 	if runID == "" {
 		runID = ev.ID
 	} else if err := bus.ValidateToken("run id", runID); err != nil {

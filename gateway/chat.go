@@ -29,6 +29,10 @@ type ChatRequest struct {
 	// ConversationID the mesh does not know is refused (404), as
 	// agentmesh chat --conversation does.
 	New bool `json:"new,omitempty"`
+	// Rewind starts a new conversation (ConversationID, which must not
+	// exist, or one named by the request) as the conversation it names
+	// was before the turn it names; the message is its next turn.
+	Rewind *schemas.ChatRewind `json:"rewind,omitempty"`
 }
 
 // ChatAccepted is the answer of POST /api/chat: the turn is stored and an
@@ -52,6 +56,18 @@ func (g *Gateway) handleChat(w http.ResponseWriter, r *http.Request, c *conn) er
 	if req.New && req.ConversationID == "" {
 		return fail(schemas.CodeInvalidRequest, "new: true needs a conversation_id to name the new conversation")
 	}
+	if rw := req.Rewind; rw != nil {
+		if err := bus.ValidateToken("conversation id", rw.ConversationID); err != nil {
+			return fail(schemas.CodeInvalidID, "rewind: %v", err)
+		}
+		if rw.Turn < 1 {
+			return fail(schemas.CodeInvalidRequest, "rewind: turn %d of conversation %s: turns count from 1", rw.Turn, rw.ConversationID)
+		}
+		if err := g.checkConversation(r.Context(), c, rw.ConversationID, false); err != nil {
+			return err
+		}
+		req.New = true // a rewind starts a new conversation
+	}
 	if id := req.ConversationID; id != "" {
 		if err := bus.ValidateToken("conversation id", id); err != nil {
 			return fail(schemas.CodeInvalidID, "%v", err)
@@ -60,7 +76,8 @@ func (g *Gateway) handleChat(w http.ResponseWriter, r *http.Request, c *conn) er
 			return err
 		}
 	}
-	conv, reqID, err := client.SendChat(r.Context(), c.js, c.names, req.ConversationID, req.Message, g.cfg.source)
+	conv, reqID, err := client.SendChatRequest(r.Context(), c.js, c.names,
+		schemas.ChatRequest{ConversationID: req.ConversationID, Message: req.Message, Rewind: req.Rewind}, g.cfg.source)
 	if err != nil {
 		return meshError("sending the chat request", err)
 	}
@@ -104,6 +121,10 @@ type Conversation struct {
 	History   []schemas.HistoryEntry        `json:"history"`
 	CreatedAt time.Time                     `json:"created_at"`
 	UpdatedAt time.Time                     `json:"updated_at"`
+	// Origin is, for a rewound conversation, the conversation and turn it
+	// continues from before; its turns shows only its own turns, its
+	// history the copied ones too.
+	Origin *schemas.ChatRewind `json:"origin,omitempty"`
 }
 
 // Turn is one chat turn: the user's message and the mesh's answer.
@@ -175,7 +196,7 @@ func (c *conn) toolOutputs(ctx context.Context, v *Conversation) {
 // conversationView pairs each answer with the user message before it in
 // the history, and each tool call with the outputs recorded for its task.
 func conversationView(st *schemas.ConversationState, answers []bus.Event) Conversation {
-	out := Conversation{ID: st.ID, Slots: st.Slots, History: st.History, CreatedAt: st.CreatedAt, UpdatedAt: st.UpdatedAt, Turns: []Turn{}}
+	out := Conversation{ID: st.ID, Slots: st.Slots, History: st.History, CreatedAt: st.CreatedAt, UpdatedAt: st.UpdatedAt, Turns: []Turn{}, Origin: st.Origin}
 	if out.Slots == nil {
 		out.Slots = map[string]schemas.TypedValue{}
 	}

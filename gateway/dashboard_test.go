@@ -88,6 +88,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		{"streamed text", (*dashboard).streamedText},
 		{"file tiles", (*dashboard).fileTiles},
 		{"phone width", (*dashboard).phoneWidth},
+		{"fork", (*dashboard).fork}, // last: it adds runs the lists above count
 	} {
 		t.Run(step.name, func(t *testing.T) { step.run(d, t) })
 	}
@@ -361,4 +362,46 @@ func (d *dashboard) phoneWidth(t *testing.T) {
 	if stacked != "stacked" {
 		t.Errorf("at 400 px the DAG, timeline and panel are %s", stacked)
 	}
+}
+
+// twoSteps upper-cases its text, then reverses it.
+const twoSteps = `name: two
+steps:
+  - {id: shout, agent: TextAgent, params: {op: upper}, inputs: {text: "text:fork me"}}
+  - {id: turn, agent: TextAgent, depends_on: [shout], params: {op: reverse}}
+`
+
+// fork: the run page's fork button on an ended run's second step, its
+// params edited, starts a new run that the page moves to: it completes,
+// says where it came from, and its first step says it was kept.
+func (d *dashboard) fork(t *testing.T) {
+	d.m.runToEnd(t, "two-1", twoSteps)
+	d.open(t, "#/runs/two-1?step=turn")
+	d.until(t, "the fork form", `document.querySelector("#step-fork #fork-button") && document.getElementById("fork-params").value.includes("reverse")`)
+	d.eval(t, `(() => { document.getElementById("fork-params").value = '{"op": "lower"}'; return ""; })()`)
+	d.do(t, chromedp.Click(chromedp.CSS(`#fork-button`)))
+	d.until(t, "the forked run, completed", `location.hash.startsWith("#/runs/two-1-fork-") && document.querySelector('#run-status[data-status="completed"]') && document.getElementById("run-origin")`)
+	if o := d.eval(t, `document.getElementById("run-origin").innerText`); o != "forked from run two-1 at step turn" {
+		t.Errorf("the fork's origin reads %q", o)
+	}
+	id := d.eval(t, `decodeURIComponent(location.hash.slice("#/runs/".length))`)
+	var run struct {
+		Steps map[string]struct {
+			From    string                        `json:"from"`
+			Outputs map[string]schemas.TypedValue `json:"outputs"`
+		} `json:"steps"`
+	}
+	decode(t, d.m.getJSON(t, "/api/runs/"+id), &run)
+	if run.Steps["shout"].From != "two-1" || run.Steps["turn"].From != "" || string(run.Steps["turn"].Outputs["text"].Value) != `"fork me"` {
+		t.Errorf("the fork %s: %+v, want shout kept from two-1 and turn run again with op lower", id, run.Steps)
+	}
+	d.do(t, chromedp.Click(chromedp.CSS(`#dag g.node[data-step="shout"]`)))
+	d.until(t, "the kept step's panel", `document.getElementById("step-kept") && document.getElementById("step-kept").innerText.includes("two-1")`)
+	browsertest.Screenshot(t, d.tab, d.shots, "run-fork.png")
+
+	// Re-run: the whole run again from its spec, a new run that completes.
+	d.open(t, "#/runs/two-1")
+	d.until(t, "the re-run button", `document.getElementById("rerun-button")`)
+	d.do(t, chromedp.Click(chromedp.CSS(`#rerun-button`)))
+	d.until(t, "the re-run, completed", `location.hash.startsWith("#/runs/two-") && !location.hash.includes("fork") && location.hash !== "#/runs/two-1" && document.querySelector('#run-status[data-status="completed"]') && !document.getElementById("run-origin")`)
 }

@@ -41,7 +41,7 @@ type listField[T any] struct {
 
 // runStatuses are what ?status= takes for runs: a run's status, or waiting
 // (a step waits for a person).
-var runStatuses = []string{schemas.RunRunning, "waiting", schemas.RunCompleted, schemas.RunFailed}
+var runStatuses = []string{schemas.RunRunning, "waiting", schemas.RunCompleted, schemas.RunFailed, schemas.RunCancelled}
 
 var runFields = listField[stateview.RunSummary]{
 	text:     func(r stateview.RunSummary) string { return r.ID + " " + r.Name },

@@ -217,7 +217,7 @@ func (g *Gateway) cancelSteps(r *http.Request, c *conn, run *stateview.RunState,
 			if step.Kind == schemas.StepKindInput {
 				continue // an input step has no rejection; its timeout and default apply
 			}
-			res := schemas.Resolution{RunID: run.ID, Step: id, Decision: "reject", Comment: comment, By: g.cfg.source}
+			res := schemas.Resolution{RunID: run.ID, Step: id, Decision: "reject", Comment: comment, By: g.cfg.source, Cancel: true}
 			if _, err := client.ResolveStep(r.Context(), c.js, c.names, res, g.cfg.source); err != nil {
 				return meshError("cancelling step "+prefix+id, err)
 			}

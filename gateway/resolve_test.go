@@ -83,8 +83,17 @@ steps:
 		t.Fatalf("step failed: %v", failed.Data)
 	}
 	end := waitEvent(t, events, "io.agentmesh.pipeline.completed", nil)
-	if dataOf(end)["status"] != "failed" {
-		t.Fatalf("run end: %v", end.Data)
+	if dataOf(end)["status"] != "cancelled" || dataOf(end)["code"] != schemas.CodeCancelled {
+		t.Fatalf("run end: %v, want cancelled", end.Data)
+	}
+	// Stored and listed as cancelled too, and ?status=cancelled finds it.
+	if r := m.getJSON(t, "/api/runs/slow-1"); !strings.Contains(string(r.body), `"status":"cancelled"`) {
+		t.Errorf("GET /api/runs/slow-1: %s, want status cancelled", clip(r.body))
+	}
+	var listed []map[string]any
+	decode(t, m.getJSON(t, "/api/runs?status=cancelled"), &listed)
+	if len(listed) != 1 || listed[0]["id"] != "slow-1" || listed[0]["status"] != "cancelled" {
+		t.Errorf("GET /api/runs?status=cancelled: %v", listed)
 	}
 
 	wait := `name: gate
@@ -104,8 +113,11 @@ steps:
 		t.Fatalf("cancel: %d %s", r.status, clip(r.body))
 	}
 	end = waitEvent(t, events, "io.agentmesh.pipeline.completed", nil)
-	if dataOf(end)["status"] != "failed" {
-		t.Fatalf("run end: %v", end.Data)
+	if dataOf(end)["status"] != "cancelled" || dataOf(end)["code"] != schemas.CodeCancelled {
+		t.Fatalf("run end: %v, want cancelled", end.Data)
+	}
+	if r := m.getJSON(t, "/api/runs/gate-1"); !strings.Contains(string(r.body), `"status":"cancelled"`) {
+		t.Errorf("GET /api/runs/gate-1: %s, want status cancelled", clip(r.body))
 	}
 	wantError(t, "unknown run", m.postJSON(t, "/api/runs/nope/cancel", ""), 404, schemas.CodeNotFound)
 }
@@ -144,8 +156,8 @@ steps:
 		t.Fatalf("step failed: %v", failed.Data)
 	}
 	end := waitEvent(t, events, "io.agentmesh.pipeline.completed", nil)
-	if dataOf(end)["status"] != "failed" {
-		t.Fatalf("run end: %v", end.Data)
+	if dataOf(end)["status"] != "cancelled" {
+		t.Fatalf("run end: %v, want cancelled (its child was)", end.Data)
 	}
 }
 

@@ -40,6 +40,7 @@ func (g *Gateway) apiRoutes() []route {
 		{method: "GET", path: "/api/runs/{id}/events", h: g.handleRunEvents, stream: true},
 		{method: "GET", path: "/api/runs/{id}/graph", h: g.handleRunGraph},
 		{method: "POST", path: "/api/runs/{id}/cancel", h: g.handleCancel},
+		{method: "POST", path: "/api/runs/{id}/fork", h: g.handleFork, body: bodyJSON},
 		{method: "POST", path: "/api/runs/{id}/steps/{step}/approve", h: g.handleApprove, body: bodyJSON},
 		{method: "POST", path: "/api/runs/{id}/steps/{step}/input", h: g.handleInput, body: bodyJSON},
 		{method: "GET", path: "/api/files", h: g.handleFiles},

@@ -14,7 +14,8 @@ type Action string
 // Actions of a Decision.
 const (
 	Allow    Action = ""         // go on unchanged
-	Rewrite  Action = "rewrite"  // go on with what the policy changed (a redaction)
+	Rewrite  Action = "rewrite"  // go on with what the policy changed
+	Redact   Action = "redact"   // go on with what the policy redacted: a rewrite that hides text (PolicyRules.Redact)
 	Refuse   Action = "refuse"   // do not go on; Reason says why, to the model and the user
 	Approval Action = "approval" // a tool call that waits for a person's approval
 )
@@ -44,7 +45,22 @@ type PolicyFuncs struct {
 	OnRequest  func(ctx context.Context, req *Request) Decision
 	OnResponse func(ctx context.Context, resp *Response) Decision
 	OnTool     func(ctx context.Context, call *ToolCall) Decision
+	// Hold is how many bytes of a streamed answer OnResponse may need to
+	// see past a space to decide (a pattern that matches across spaces):
+	// the guard holds back that much text (StreamHolder).
+	Hold int
 }
+
+// StreamHolder is a Policy whose decisions about an answer may depend on
+// text across spaces: the guard streams an answer a word at a time, and
+// holds back StreamHold bytes more (the longest such policy's), so that a
+// match split between two pieces comes to the policy whole.
+type StreamHolder interface {
+	StreamHold() int
+}
+
+// StreamHold is f.Hold.
+func (f PolicyFuncs) StreamHold() int { return f.Hold }
 
 // Name is f.ID.
 func (f PolicyFuncs) Name() string { return f.ID }

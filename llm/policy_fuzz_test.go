@@ -27,12 +27,17 @@ func (m pieceModel) Stream(_ context.Context, _ llm.Request, onDelta func(llm.De
 
 // FuzzRedactStream cuts any answer (a model's output, outside input) into
 // pieces anywhere: the redacted stream is the redacted answer, and neither
-// holds an address or a key the rules name.
+// holds an address, a key or a card number the rules name, even one split
+// between pieces across a space; every piece is valid UTF-8.
 func FuzzRedactStream(f *testing.F) {
 	f.Add("Write to ann.lee@example.com today.", uint8(3), uint8(9))
 	f.Add("key sk-proj-abcdefghijklmnop0123456789 and AKIAABCDEFGHIJKLMNOP", uint8(1), uint8(30))
 	f.Add("a@b.co\nx@y.io", uint8(0), uint8(2))
-	ps, err := llm.PolicyRules{Redact: []string{"api_keys", "emails"}}.Policies()
+	f.Add("pay with card 4111 1111 now", uint8(16), uint8(5))
+	f.Add("card\u00a01234\u00a05678.", uint8(5), uint8(6))
+	// A pattern of one's own that matches across spaces, as well as the
+	// built-in ones that do not.
+	ps, err := llm.PolicyRules{Redact: []string{"api_keys", "emails", `card\s[0-9]{4}\s[0-9]{4}`}}.Policies()
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -53,7 +58,12 @@ func FuzzRedactStream(f *testing.F) {
 		}
 		pieces = append(pieces, rest)
 		var streamed strings.Builder
-		resp, _, err := g.Model(pieceModel{pieces}).Stream(context.Background(), llm.Request{}, func(d llm.Delta) { streamed.WriteString(d.Text) })
+		resp, _, err := g.Model(pieceModel{pieces}).Stream(context.Background(), llm.Request{}, func(d llm.Delta) {
+			if !utf8.ValidString(d.Text) {
+				t.Fatalf("piece %q is not valid UTF-8 (pieces %q)", d.Text, pieces)
+			}
+			streamed.WriteString(d.Text)
+		})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -21,10 +21,14 @@ const (
 var redactions = map[string]*regexp.Regexp{
 	// OpenAI, Anthropic, Google, AWS, GitHub and Slack keys. No pattern
 	// matches across a space, so a stream cut at spaces is redacted as the
-	// whole answer is (Guard.Model).
+	// whole answer is (Guard.Model); one of your own that does makes the
+	// stream hold back text (streamHold).
 	"api_keys": regexp.MustCompile(`\b(?:sk-(?:ant-|proj-)?[A-Za-z0-9_-]{16,}|AIza[0-9A-Za-z_-]{35}|AKIA[0-9A-Z]{16}|gh[pousr]_[A-Za-z0-9]{30,}|xox[abprs]-[A-Za-z0-9-]{10,})`),
 	"emails":   regexp.MustCompile(`[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}`),
 }
+
+// maxRedactPasses bounds how many times the redact rules go over a text.
+const maxRedactPasses = 4
 
 // PolicyRules are the common policies, set without code (a PromptAgent's
 // policy: block, AGENTMESH_POLICY_* for the chat): tools and agents the
@@ -86,6 +90,7 @@ func (r PolicyRules) Policies() ([]Policy, error) {
 		re   *regexp.Regexp
 	}
 	var patterns []pattern
+	hold := 0 // what a stream holds back for the patterns that match across spaces
 	for _, s := range r.Redact {
 		if re, ok := redactions[s]; ok {
 			patterns = append(patterns, pattern{strings.TrimSuffix(s, "s"), re})
@@ -97,6 +102,7 @@ func (r PolicyRules) Policies() ([]Policy, error) {
 			continue
 		}
 		patterns = append(patterns, pattern{"text", re})
+		hold = max(hold, streamHold(s))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("%w: policy: %w", ErrInvalidConfig, err)
@@ -122,8 +128,17 @@ func (r PolicyRules) Policies() ([]Policy, error) {
 	}
 	if len(patterns) > 0 {
 		redact := func(s string, n *int) string {
-			for _, p := range patterns {
-				s = p.re.ReplaceAllStringFunc(s, func(string) string { *n++; return "[redacted " + p.name + "]" })
+			// A redaction can make what follows it start a word, and so a
+			// key (`AKIA…AKIA…`): the text is redacted again until nothing
+			// more matches, a few times at most.
+			for range maxRedactPasses {
+				before := *n
+				for _, p := range patterns {
+					s = p.re.ReplaceAllStringFunc(s, func(string) string { *n++; return "[redacted " + p.name + "]" })
+				}
+				if *n == before {
+					break
+				}
 			}
 			return s
 		}
@@ -140,9 +155,9 @@ func (r PolicyRules) Policies() ([]Policy, error) {
 			if n == 0 {
 				return Decision{}
 			}
-			return Decision{Action: Rewrite, Reason: fmt.Sprintf("redacted %d matches", n)}
+			return Decision{Action: Redact, Reason: fmt.Sprintf("redacted %d matches", n)}
 		}
-		out = append(out, PolicyFuncs{ID: "redact",
+		out = append(out, PolicyFuncs{ID: "redact", Hold: hold,
 			OnRequest: func(_ context.Context, req *Request) Decision {
 				n := 0
 				for i := range req.Messages {

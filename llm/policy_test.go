@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"unicode/utf8"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -75,7 +76,7 @@ func TestPolicyRedactsPromptsAnswersAndStreams(t *testing.T) {
 	if want := "Write to [redacted email] today."; resp.Message.Content != want || streamed.String() != want {
 		t.Errorf("answer %q, streamed %q, want %q", resp.Message.Content, streamed.String(), want)
 	}
-	if log.count("request", llm.Rewrite) != 1 || log.count("response", llm.Rewrite) != 1 {
+	if log.count("request", llm.Redact) != 1 || log.count("response", llm.Redact) != 1 || log.count("request", llm.Rewrite) != 0 {
 		t.Errorf("decisions counted: %+v", log.events)
 	}
 }
@@ -124,7 +125,9 @@ func TestPolicyRulesOnToolCalls(t *testing.T) {
 	if err := g.Tool(ctx, call); err != nil || call.Arguments != `{"to":"[redacted email]"}` {
 		t.Errorf("allowed tool: %v, %s", err, call.Arguments)
 	}
-	if log.count("tool", llm.Refuse) != 1 || log.count("tool", llm.Approval) != 1 || log.count("tool", llm.Rewrite) != 1 {
+	// Every policy's decision is told, allows included: refuse-tools let
+	// FolderAgent and Mailer through, approve-tools Mailer.
+	if log.count("tool", llm.Refuse) != 1 || log.count("tool", llm.Approval) != 1 || log.count("tool", llm.Redact) != 1 || log.count("tool", llm.Allow) != 3 {
 		t.Errorf("decisions: %+v", log.events)
 	}
 }
@@ -165,5 +168,73 @@ func TestPolicyDecisionsAreSpanEvents(t *testing.T) {
 	if ev.Name != "agentmesh.policy" || attrs["agentmesh.policy.name"] != "refuse-tools" || attrs["agentmesh.policy.action"] != "refuse" ||
 		attrs["agentmesh.policy.tool"] != "rm" || attrs["agentmesh.policy.target"] != "tool" || !strings.Contains(attrs["agentmesh.policy.reason"].(string), "rm may not be called") {
 		t.Errorf("event %s %v", ev.Name, attrs)
+	}
+}
+
+// The decisions under a span are counted in its attributes, summed over
+// the checks made under it: three tool calls and a model call (whose
+// prompt and answer are each checked by the one redact policy).
+func TestPolicyDecisionsAreCountedOnTheSpan(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	srv := llmtest.New(t, llmtest.Answer("mail ann@example.com"))
+	c, err := llm.New(srv.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := guard(t, llm.PolicyRules{RefuseTools: []string{"rm"}, ApproveTools: []string{"mail"}, Redact: []string{"emails"}}, &policyLog{})
+	ctx, span := tp.Tracer("test").Start(context.Background(), "turn")
+	_ = g.Tool(ctx, &llm.ToolCall{Name: "rm"})                        // refused
+	_ = g.Tool(ctx, &llm.ToolCall{Name: "mail"})                      // allowed, held
+	_ = g.Tool(ctx, &llm.ToolCall{Name: "ls", Arguments: `"a@b.io"`}) // allowed, allowed, redacted
+	if _, _, err := g.Model(c).Chat(ctx, llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}}); err != nil {
+		t.Fatal(err)
+	} // request: 3 allowed; answer: 2 allowed, redacted
+	span.End()
+	var turn *tracetest.SpanStub
+	for i, s := range exp.GetSpans() {
+		if s.Name == "turn" {
+			turn = &exp.GetSpans()[i]
+		}
+	}
+	if turn == nil {
+		t.Fatalf("no span turn in %+v", exp.GetSpans())
+	}
+	attrs := map[string]any{}
+	for _, kv := range turn.Attributes {
+		attrs[string(kv.Key)] = kv.Value.AsInterface()
+	}
+	for k, want := range map[string]int64{"agentmesh.policy.allowed": 8, "agentmesh.policy.refused": 1, "agentmesh.policy.redacted": 2,
+		"agentmesh.policy.approvals": 1, "agentmesh.policy.rewritten": 0} {
+		if attrs[k] != want {
+			t.Errorf("%s = %v, want %d (attributes %v)", k, attrs[k], want, attrs)
+		}
+	}
+}
+
+// A secret a pattern of your own matches across a space, split between
+// two pieces of a stream, is redacted in the stream as in the answer: the
+// guard holds back enough text (PolicyFuncs.Hold, set by the redact rules
+// for such a pattern) to see the match whole.
+func TestPolicyRedactsAcrossPiecesAndSpaces(t *testing.T) {
+	g := guard(t, llm.PolicyRules{Redact: []string{`ACME [0-9]{3} [0-9]{3}`, "emails"}}, &policyLog{})
+	pieces := []string{"Your order ACME ", "123 4", "56 ships to ann", "@example.com\u00a0today, ", "in ACME 999 000."}
+	var streamed []string
+	resp, _, err := g.Model(pieceModel{pieces}).Stream(context.Background(), llm.Request{}, func(d llm.Delta) { streamed = append(streamed, d.Text) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "Your order [redacted text] ships to [redacted email]\u00a0today, in [redacted text]."
+	if got := strings.Join(streamed, ""); got != want || resp.Message.Content != want {
+		t.Fatalf("streamed %q, answer %q; want %q", got, resp.Message.Content, want)
+	}
+	for _, s := range streamed {
+		if !utf8.ValidString(s) {
+			t.Errorf("piece %q is not valid UTF-8 (a space of two bytes was cut)", s)
+		}
+	}
+	if len(streamed) < 2 {
+		t.Errorf("the text came in %d pieces; it must still stream", len(streamed))
 	}
 }

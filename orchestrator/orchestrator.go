@@ -284,16 +284,23 @@ func (o *Orchestrator) handleRequest(ctx context.Context, m jetstream.Msg) {
 	case o.names.PipelineResolve():
 		want = bus.TypeResolveRequested
 	}
+	if ev.Type == bus.TypeForkRequested && plain == o.names.PipelineSubmit() {
+		want = ev.Type // a fork is a submission too
+	}
 	if ev.Type != want {
 		o.settleRefusal(m, o.rejectRequest(ctx, m.Subject(), ev, schemas.CodeMalformedEvent,
 			fmt.Errorf("unexpected event type %q on %s; send %s there", ev.Type, m.Subject(), want)))
 		return
 	}
 	switch ev.Type {
-	case bus.TypePipelineSubmitted:
+	case bus.TypePipelineSubmitted, bus.TypeForkRequested:
 		stop := keepAlive(m, o.cfg.ackWait/3)
 		o.admit <- struct{}{}
-		err := o.pipelines.Submit(ctx, ev)
+		submit := o.pipelines.Submit
+		if ev.Type == bus.TypeForkRequested {
+			submit = o.pipelines.Fork
+		}
+		err := submit(ctx, ev)
 		<-o.admit
 		stop()
 		if errors.Is(err, bus.ErrNoReplySubject) {

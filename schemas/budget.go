@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 )
 
 // Budget limits what the model calls of a pipeline run may spend, theirs
@@ -64,8 +65,66 @@ func (b Budget) String() string {
 type taskBudgetKey struct{}
 
 type taskBudget struct {
-	taskID string
-	b      Budget
+	taskID, key string
+	b           Budget
+}
+
+// RunBudgetKeyPrefix starts the ledger keys of pipeline waves
+// (TaskRequest.BudgetKey): budget.run.<run>.w<wave>.
+const RunBudgetKeyPrefix = "budget.run."
+
+// maxBudgetKey bounds a ledger key a task names.
+const maxBudgetKey = 256
+
+// ErrInvalidBudgetKey is a TaskRequest.BudgetKey that is no wave's ledger.
+var ErrInvalidBudgetKey = NewError(CodeInvalidRequest, "invalid budget_key")
+
+// RunBudgetKey is the ledger key of wave (from 0) of run: the model calls
+// of its steps share it (TaskRequest.BudgetKey). Bytes of the run id a KV
+// key cannot hold become '_'.
+func RunBudgetKey(run string, wave int) string {
+	id := strings.Map(func(r rune) rune {
+		if kvKeyRune(r) {
+			return r
+		}
+		return '_'
+	}, run)
+	return fmt.Sprintf("%s%s.w%d", RunBudgetKeyPrefix, id, wave+1)
+}
+
+func kvKeyRune(r rune) bool {
+	return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '/' || r == '=' || r == '.'
+}
+
+// ValidBudgetKey reports a key that is no wave's ledger: one not under
+// RunBudgetKeyPrefix, too long, with an empty token or a byte a KV key
+// cannot hold. An agent checks it before its model calls write there.
+func ValidBudgetKey(key string) error {
+	rest, ok := strings.CutPrefix(key, RunBudgetKeyPrefix)
+	bad := !ok || rest == "" || len(key) > maxBudgetKey || strings.Contains(rest, "..") || strings.HasSuffix(rest, ".") || strings.HasPrefix(rest, ".")
+	for _, r := range rest {
+		bad = bad || !kvKeyRune(r)
+	}
+	if bad {
+		return fmt.Errorf("%w %q: want %s<run>.w<wave> (letters, digits, '-', '_', '/', '=' and '.', at most %d bytes), as the orchestrator sends it", ErrInvalidBudgetKey, Clip(key, 80), RunBudgetKeyPrefix, maxBudgetKey)
+	}
+	return nil
+}
+
+// WithSharedTaskBudget is WithTaskBudget for model calls whose budget's
+// ledger is key, shared with other steps of the same pipeline wave
+// (TaskRequest.BudgetKey), rather than a task's own: an agent's task
+// (who: "task <id>") or a router's or evaluator's call in the
+// orchestrator. who names them in errors (TaskBudgetOf returns it).
+func WithSharedTaskBudget(ctx context.Context, who, key string, b Budget) context.Context {
+	return context.WithValue(ctx, taskBudgetKey{}, taskBudget{taskID: who, key: key, b: b})
+}
+
+// TaskBudgetKeyOf returns the shared ledger key WithSharedTaskBudget set
+// on ctx, "" for none.
+func TaskBudgetKeyOf(ctx context.Context) string {
+	tb, _ := ctx.Value(taskBudgetKey{}).(taskBudget)
+	return tb.key
 }
 
 // WithTaskBudget returns ctx carrying the budget of task taskID (its

@@ -16,6 +16,18 @@ const (
 type ChatRequest struct {
 	ConversationID string `json:"conversation_id,omitempty"`
 	Message        string `json:"message"`
+	// Rewind starts the request's conversation, which must be new, as
+	// conversation Rewind.ConversationID was before its turn Rewind.Turn
+	// (agentmesh chat --rewind): the earlier turns are copied, and the
+	// message is the new conversation's next turn.
+	Rewind *ChatRewind `json:"rewind,omitempty"`
+}
+
+// ChatRewind names a conversation and one of its turns (from 1): where a
+// rewound conversation starts from, before that turn.
+type ChatRewind struct {
+	ConversationID string `json:"conversation_id"`
+	Turn           int    `json:"turn"`
 }
 
 // ChatMessage is one message of a chat turn as the mesh stores it, in the

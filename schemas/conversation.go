@@ -32,6 +32,9 @@ type ConversationState struct {
 	InputRequired string    `json:"input_required,omitempty"`
 	CreatedAt     time.Time `json:"created_at"`
 	UpdatedAt     time.Time `json:"updated_at"`
+	// Origin is, for a rewound conversation, the conversation and turn it
+	// continues from before (see ChatRequest.Rewind).
+	Origin *ChatRewind `json:"origin,omitempty"`
 }
 
 // NewConversationState returns an empty state for id.

@@ -9,8 +9,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-
-	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // DataType describes one data type, once: what it means, the JSON Schema
@@ -102,7 +100,7 @@ func (e *ValueError) Unwrap() error { return ErrInvalidValue }
 
 type dataType struct {
 	DataType
-	schema     *jsonschema.Schema
+	schema     *schemaNode
 	builtin    bool
 	declaredBy string // the agent whose contract declared it; "" for Register
 }

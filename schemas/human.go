@@ -91,6 +91,10 @@ type Resolution struct {
 	Comment string `json:"comment,omitempty"`
 	// By names who answered (free text, for the record).
 	By string `json:"by,omitempty"`
+	// Cancel marks a reject sent by a cancel of the run (POST
+	// /api/runs/{id}/cancel): the step fails with code cancelled, not
+	// rejected, and the run ends cancelled.
+	Cancel bool `json:"cancel,omitempty"`
 }
 
 // ResolveRefusal is the data of io.agentmesh.pipeline.resolve.refused on

@@ -1,7 +1,6 @@
 package schemas
 
 import (
-	"bytes"
 	"embed"
 	"fmt"
 	"io/fs"
@@ -9,10 +8,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-
-	"github.com/santhosh-tekuri/jsonschema/v6"
-	"golang.org/x/text/language"
-	"golang.org/x/text/message"
 )
 
 // Files holds the JSON Schema documents of every wire shape (json/*.schema.json)
@@ -44,6 +39,7 @@ const (
 	SchemaRunEvent       = "run-event"
 	SchemaResolve        = "resolve"
 	SchemaResolveRefusal = "resolve-refusal"
+	SchemaFork           = "fork"
 )
 
 // Problem is one reason a document failed its schema: the JSON pointer of
@@ -80,16 +76,17 @@ func (e *DocumentError) Unwrap() error { return ErrInvalidDocument }
 type schemaSet struct {
 	once     sync.Once
 	err      error
-	compiler *jsonschema.Compiler
-	byName   map[string]*jsonschema.Schema
+	compiler *compiler
+	byName   map[string]*schemaNode
 }
 
 var wire schemaSet
 
+// load compiles every embedded document once; custom schemas compiled
+// later refer to them through s.compiler.
 func (s *schemaSet) load() error {
 	s.once.Do(func() {
-		c := jsonschema.NewCompiler()
-		c.AssertFormat()
+		c := newCompiler(nil)
 		names := []string{}
 		s.err = fs.WalkDir(Files, "json", func(p string, d fs.DirEntry, err error) error {
 			if err != nil || d.IsDir() {
@@ -99,23 +96,24 @@ func (s *schemaSet) load() error {
 			if err != nil {
 				return err
 			}
-			doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+			doc, err := decodeJSON(raw)
 			if err != nil {
 				return fmt.Errorf("embedded schema %s: %w", p, err)
 			}
 			rel := strings.TrimPrefix(p, "json/")
-			if err := c.AddResource(SchemaBaseURL+rel, doc); err != nil {
-				return err
-			}
+			c.addResource(SchemaBaseURL+rel, doc)
 			names = append(names, rel)
 			return nil
 		})
 		if s.err != nil {
 			return
 		}
-		s.byName = make(map[string]*jsonschema.Schema, len(names))
+		s.byName = make(map[string]*schemaNode, len(names))
 		for _, rel := range names {
-			sch, err := c.Compile(SchemaBaseURL + rel)
+			sch, err := c.compile(SchemaBaseURL + rel)
+			if err == nil {
+				err = c.checkCycles()
+			}
 			if err != nil {
 				s.err = fmt.Errorf("compile embedded schema %s: %w", rel, err)
 				return
@@ -168,43 +166,16 @@ func ValidateJSON(name string, doc []byte) error {
 	return nil
 }
 
-var printer = message.NewPrinter(language.English)
-
-// check validates doc and returns its problems, deepest first.
-func check(sch *jsonschema.Schema, doc []byte) []Problem {
+// check validates doc and returns its problems.
+func check(sch *schemaNode, doc []byte) []Problem {
 	if start, ok := typeOnly.Load(sch); ok && typeOnlyValid(start.(byte), doc) {
 		return nil
 	}
-	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(doc))
+	inst, err := decodeJSON(doc)
 	if err != nil {
 		return []Problem{{Message: "not valid JSON: " + err.Error()}}
 	}
-	err = sch.Validate(inst)
-	if err == nil {
-		return nil
-	}
-	ve, ok := err.(*jsonschema.ValidationError)
-	if !ok {
-		return []Problem{{Message: err.Error()}}
-	}
-	var out []Problem
-	seen := map[Problem]bool{}
-	var walk func(*jsonschema.ValidationError)
-	walk = func(e *jsonschema.ValidationError) {
-		if len(e.Causes) == 0 {
-			p := Problem{Field: pointer(e.InstanceLocation), Message: e.ErrorKind.LocalizedString(printer)}
-			if !seen[p] {
-				seen[p] = true
-				out = append(out, p)
-			}
-			return
-		}
-		for _, c := range e.Causes {
-			walk(c)
-		}
-	}
-	walk(ve)
-	return out
+	return sch.validate(inst)
 }
 
 func pointer(loc []string) string {
@@ -220,10 +191,10 @@ func pointer(loc []string) string {
 //
 // Compiled schemas are cached by id and content, so validating every task's
 // params against its contract does not recompile the schema each time.
-func compileSchema(id string, raw []byte) (*jsonschema.Schema, error) {
+func compileSchema(id string, raw []byte) (*schemaNode, error) {
 	key := id + "\x00" + string(raw)
 	if sch, ok := compiled.Load(key); ok {
-		return sch.(*jsonschema.Schema), nil
+		return sch.(*schemaNode), nil
 	}
 	sch, err := compileSchemaNow(id, raw)
 	if err != nil {
@@ -236,32 +207,22 @@ func compileSchema(id string, raw []byte) (*jsonschema.Schema, error) {
 // compiled caches compileSchema's results; schemas are immutable once compiled.
 var compiled sync.Map
 
-func compileSchemaNow(id string, raw []byte) (*jsonschema.Schema, error) {
+func compileSchemaNow(id string, raw []byte) (*schemaNode, error) {
 	if err := wire.load(); err != nil {
 		return nil, err
 	}
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	doc, err := decodeJSON(raw)
 	if err != nil {
 		return nil, fmt.Errorf("schema %s is not valid JSON: %w", id, err)
 	}
-	c := jsonschema.NewCompiler()
-	c.AssertFormat()
-	// Make the embedded documents resolvable from custom schemas.
-	_ = fs.WalkDir(Files, "json", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, _ := Files.ReadFile(p)
-		if d, err := jsonschema.UnmarshalJSON(bytes.NewReader(b)); err == nil {
-			_ = c.AddResource(SchemaBaseURL+strings.TrimPrefix(p, "json/"), d)
-		}
-		return nil
-	})
+	// The embedded documents are resolvable from custom schemas.
+	c := newCompiler(wire.compiler)
 	url := "mem://agentmesh/" + id
-	if err := c.AddResource(url, doc); err != nil {
-		return nil, fmt.Errorf("schema %s: %w", id, err)
+	c.addResource(url, doc)
+	sch, err := c.compile(url)
+	if err == nil {
+		err = c.checkCycles()
 	}
-	sch, err := c.Compile(url)
 	if err != nil {
 		return nil, fmt.Errorf("schema %s does not compile: %w", id, err)
 	}

@@ -7,7 +7,16 @@ const (
 	RunRunning   = "running"
 	RunCompleted = "completed"
 	RunFailed    = "failed"
+	// RunCancelled is a run that ended because a cancel request stopped
+	// one of its steps (that step failed with code cancelled; see POST
+	// /api/runs/{id}/cancel). Runs stored before this status say failed.
+	RunCancelled = "cancelled"
 )
+
+// RunEnded reports whether a run status is one a run ends with.
+func RunEnded(status string) bool {
+	return status == RunCompleted || status == RunFailed || status == RunCancelled
+}
 
 // Step statuses. A step is pending until its wave starts, running from the
 // moment it is dispatched until its result is applied, then completed,
@@ -38,7 +47,10 @@ type StepEvent struct {
 	Reason     string                   `json:"reason,omitempty"`
 	DurationMS int64                    `json:"duration_ms,omitempty"`
 	Outputs    map[string]OutputSummary `json:"outputs,omitempty"`
-	At         time.Time                `json:"at"`
+	// From is the run whose outputs a forked run's step kept (it sent no
+	// task); empty for a step that ran.
+	From string    `json:"from,omitempty"`
+	At   time.Time `json:"at"`
 	// Usage is what the step's agent reported when it ended: tokens, cost,
 	// model time, and its duration as tool time; zero while it runs.
 	Usage
@@ -65,4 +77,6 @@ type RunEvent struct {
 	Steps      int    `json:"steps"`
 	DurationMS int64  `json:"duration_ms"`
 	Usage             // the sum over the run's steps
+	// Origin is the run and step a forked run was forked from.
+	Origin *RunOrigin `json:"origin,omitempty"`
 }

@@ -11,6 +11,12 @@ type TaskRequest struct {
 	// Budget is what is left of the run's budget when the task was sent:
 	// the agent's model calls for the task stop at it (docs/llm.md#budgets).
 	Budget *Budget `json:"budget,omitempty"`
+	// BudgetKey, with Budget, is the key of the ledger in the mesh's LLM
+	// bucket that Budget's limits hold: the model calls of every step of
+	// one pipeline wave reserve and settle there together, so the wave's
+	// steps share what is left rather than each spending all of it. Empty:
+	// the task's calls count on their own (ValidBudgetKey).
+	BudgetKey string `json:"budget_key,omitempty"`
 }
 
 // TaskProgress is the data of an io.agentmesh.task.progress event.

@@ -13,7 +13,7 @@ import (
 // valid JSON starting with that byte, so check answers it with json.Valid
 // instead of decoding the value into the validator's generic tree.
 // Written once per compiled schema (compileSchema), read by check.
-var typeOnly sync.Map // *jsonschema.Schema -> byte
+var typeOnly sync.Map // *schemaNode -> byte
 
 // annotationKeywords are the keywords that describe a schema without
 // constraining its instances.

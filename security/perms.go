@@ -108,12 +108,33 @@ func agentGrants(g *grants, a string, n bus.Names) {
 	g.pub(jsAPI("CONSUMER.INFO", results, "*"), jsAPI("CONSUMER.DELETE", results, "*"), jsAPI("CONSUMER.MSG.NEXT", results, "*"))
 	g.sub(n.CallResults(a))
 	g.readStream("KV_" + n.AgentsBucket())
+	llmGrants(g, n)
 	// The step journal (docs/durability.md): record its tasks' steps (a
 	// create) and read them back by key (a direct get), nothing more: an
 	// agent's permissions travel in its JWT, whose size is bounded.
 	g.pub(n.KVPut(n.StepsBucket(), ">"), jsAPI("DIRECT.GET", "KV_"+n.StepsBucket(), ">"))
 	g.denyOrchestratorDurables(n)
 }
+
+// llmGrants: the agent's model calls keep the mesh's budgets and rate
+// limits (docs/llm.md): it reads any key of the LLM bucket (the declared
+// limits, the ledger) and writes the ledgers of tasks and pipeline waves
+// and the rate limits' slots, not the declared limits nor a turn's or
+// client's budget.
+// Four subjects scoped to the bucket, whatever keys it holds.
+func llmGrants(g *grants, n bus.Names) {
+	b := n.LLMBucket()
+	g.pub(jsAPI("DIRECT.GET", "KV_"+b, ">"))
+	g.pub(n.KVPut(b, llmTaskBudgets+".>"), n.KVPut(b, llmWaveBudgets+".>"), n.KVPut(b, llmRateLimits+".>"))
+}
+
+// The prefixes of the LLM bucket's keys an agent writes (llm/budget.go,
+// llm/ratelimit.go).
+const (
+	llmTaskBudgets = "budget.task"
+	llmWaveBudgets = "budget.run" // schemas.RunBudgetKeyPrefix: a pipeline wave's, which its steps share
+	llmRateLimits  = "rate"
+)
 
 // denyOrchestratorDurables: the orchestrator's durables are never a
 // client's or an agent's to pull from.

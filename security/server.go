@@ -38,6 +38,14 @@ func Setup(storeDir string, tls TLSFiles, hosts ...string) (*Server, error) {
 	return &Server{Authority: a, TLS: tls}, nil
 }
 
+// MaxControlLine is the longest protocol line the secure server reads. A
+// client's CONNECT carries its user JWT, and the JWT its permissions: an
+// agent's name recurs in about twenty subjects, so an agent with a long
+// name and a long prefix (64 and 32 bytes, the most bus allows) sends a
+// CONNECT of about 7 KiB, past NATS's default of 4 KiB. The bound leaves
+// room for permissions to come.
+const MaxControlLine = 16 << 10
+
 // Configure turns o into a secure server: clients authenticate with user
 // JWTs issued under the authority's account (a memory resolver preloaded
 // with the account and the system account), and every connection is TLS.
@@ -62,6 +70,7 @@ func (s *Server) Configure(o *server.Options) error {
 	}
 	o.TLSConfig = tc
 	o.TLS = true
+	o.MaxControlLine = MaxControlLine
 	o.TLSTimeout = 2
 	return nil
 }

@@ -77,12 +77,13 @@ and each task is sent to it with SendMessage.`,
 			var build func() (agents.Agent, error)
 			var name string
 			var m *mesh
+			var pm *procMetrics
 			if a2aURL != "" {
 				name = a2aURL
 				build = func() (agents.Agent, error) { return remoteA2AAgent(ctx, m, a2aURL, a2aName) }
 			} else if config != "" {
 				name = config
-				build = func() (agents.Agent, error) { return promptAgentFromConfig(ctx, m, config) }
+				build = func() (agents.Agent, error) { return promptAgentFromConfig(ctx, m, pm, config) }
 			} else {
 				name = args[0]
 				b, ok := builtins[name]

@@ -57,10 +57,16 @@ time; lower is better):
   step-recorded         a task recording one step of 100 bytes vs the same task making
                         one raw KV put of 100 bytes (docs/durability.md)
 
-The run-state scenarios run an orchestrator process and an agents process
-(this binary again), each next to the same tasks driven by hand through the
-same agent process with one KV compare-and-set per result, and report time,
-KV writes and KV bytes written per step (per turn for chat):
+Each side's parts run as processes of their own (this binary again), apart
+from this one, which holds the server and sends the tasks: the agents in one
+process, the baselines' responders and JetStream workers in another, the
+pipelines' orchestrator in a third. So a ratio compares an agent process with
+a hand-written worker process, never an agent with a worker in the caller.
+
+The run-state scenarios run an orchestrator process and an agents process,
+each next to the same tasks driven by hand through the same agent process
+with one KV compare-and-set per result, and report time, KV writes and KV
+bytes written per step (per turn for chat):
 
   wave-N                one wave of N parallel steps, each with an output
                         the orchestrator routes into the run's state
@@ -163,7 +169,7 @@ docs/benchmarks.md explains the figures.`,
 		},
 	}
 	cmd.Flags().IntVar(&rounds, "rounds", benchsuite.Rounds, "how many times each side runs, alternating; figures are the medians")
-	cmd.Flags().StringVar(&profileDir, "cpuprofile-dir", "", "write a CPU profile of each process of the run-state scenarios, for its whole life, into this directory (orchestrator.pprof, agents.pprof; read with go tool pprof)")
+	cmd.Flags().StringVar(&profileDir, "cpuprofile-dir", "", "write a CPU profile of each process the scenarios start, for its whole life, into this directory (ROLE.pprof: orchestrator, agents, hop-agents, hop-baseline, pipeline-agents, pipeline-orchestrator; read with go tool pprof)")
 	cmd.Flags().StringSliceVar(&only, "only", nil, "run only the scenarios of these exact names, e.g. --only durable-hop,throughput or --only wave-1000")
 	return cmd
 }
@@ -173,8 +179,8 @@ docs/benchmarks.md explains the figures.`,
 func newBenchRoleCmd(a *app) *cobra.Command {
 	var cpuprofile string
 	cmd := &cobra.Command{
-		Use:    "bench-role agents|orchestrator",
-		Short:  "Play a process of the bench's run-state scenarios (started by agentmesh bench)",
+		Use:    "bench-role agents|orchestrator|hop-agents|hop-baseline|pipeline-agents|pipeline-orchestrator",
+		Short:  "Play a process of the bench's scenarios (started by agentmesh bench)",
 		Hidden: true,
 		Args:   cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -10,6 +10,7 @@ import (
 	"github.com/agentmesh/agentmesh/agents/builtin/imagesearch"
 	"github.com/agentmesh/agentmesh/agents/builtin/prompt"
 	"github.com/agentmesh/agentmesh/agents/builtin/summarize"
+	"github.com/agentmesh/agentmesh/llm"
 	"github.com/agentmesh/agentmesh/resolvers"
 )
 
@@ -69,7 +70,7 @@ func indexedStore(ctx context.Context, m *mesh) (*resolvers.ObjectStore, error) 
 // `agentmesh agent --config FILE`. FILE_IDS inputs are described to the
 // model through the object store. Without a configured LLM the agent answers
 // every task with an error saying how to configure one.
-func promptAgentFromConfig(ctx context.Context, m *mesh, path string) (agents.Agent, error) {
+func promptAgentFromConfig(ctx context.Context, m *mesh, pm *procMetrics, path string) (agents.Agent, error) {
 	cfg, err := prompt.Load(path)
 	if err != nil {
 		return nil, err
@@ -85,6 +86,19 @@ func promptAgentFromConfig(ctx context.Context, m *mesh, path string) (agents.Ag
 			return nil, err
 		}
 		opts = append(opts, tools)
+	}
+	if !cfg.Policy.Empty() {
+		// The config's policies, with their decisions counted on the
+		// metrics endpoint when it is on.
+		gopts, err := pm.policyObserver()
+		if err != nil {
+			return nil, err
+		}
+		ps, err := cfg.Policy.Policies()
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, prompt.WithGuard(llm.NewGuard(ps, gopts...)))
 	}
 	return prompt.New(cfg, model, opts...)
 }

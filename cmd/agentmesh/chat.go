@@ -29,7 +29,7 @@ func init() {
 // the offline planner.
 // Its model's calls count in the mesh's LLM bucket (when m has it), under
 // the budgets of bud.
-func chatOptions(a *app, m *mesh, bud budgetFlags) ([]chat.Option, error) {
+func chatOptions(a *app, m *mesh, pm *procMetrics, bud budgetFlags) ([]chat.Option, error) {
 	cfg, err := llm.ConfigFromEnv()
 	if err != nil {
 		return nil, err
@@ -69,7 +69,11 @@ func chatOptions(a *app, m *mesh, bud budgetFlags) ([]chat.Option, error) {
 	}
 	if !rules.Empty() {
 		ps, _ := rules.Policies() // checked by PolicyRulesFromEnv
-		opts = append(opts, chat.WithGuard(llm.NewGuard(ps)))
+		gopts, err := pm.policyObserver()
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, chat.WithGuard(llm.NewGuard(ps, gopts...)))
 		fmt.Fprintf(a.errOut, "chat: policies %+v\n", rules)
 	}
 	opts = append(opts, chat.WithLogger(a.logger(false)))
@@ -81,6 +85,7 @@ func newChatCmd(a *app) *cobra.Command {
 		conversation string
 		newConv      bool
 		timeout      time.Duration
+		rewind       int
 	)
 	cmd := &cobra.Command{
 		Use:   "chat [--conversation ID] MESSAGE",
@@ -97,8 +102,25 @@ know is an error, unless --new asks for a new conversation with that id. With
 --json the final chat.responded event is printed instead, with what the turn
 produced under "views". A turn that asks a question (state input_required)
 prints it; answer with another turn in the same conversation, which continues
-where it stopped. The exit status is 1 when the turn did not complete or ask.`,
+where it stopped. The exit status is 1 when the turn did not complete or ask.
+
+--rewind N with --conversation C continues C from before its turn N in a new
+conversation: turns 1 to N-1 are copied (the model reads only those), the
+slots are C's as they were then (when the mesh still holds them), MESSAGE is
+the new conversation's turn N, and its id is printed. C does not change.`,
 		Args: cobra.MinimumNArgs(1),
+		PreRunE: func(cmd *cobra.Command, _ []string) error {
+			switch {
+			case !cmd.Flags().Changed("rewind"):
+			case conversation == "":
+				return usagef("--rewind %d rewinds the conversation --conversation names: give --conversation ID", rewind)
+			case rewind < 1:
+				return usagef("--rewind %d: turns count from 1; give the turn to continue from before", rewind)
+			case newConv:
+				return usagef("--rewind starts a new conversation of its own; drop --new")
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 			defer cancel()
@@ -113,14 +135,19 @@ where it stopped. The exit status is 1 when the turn did not complete or ask.`,
 					return err
 				}
 			}
+			target, opts := conversation, []client.TurnOption(nil)
+			if rewind > 0 {
+				target, opts = "", []client.TurnOption{client.WithRewind(conversation, rewind)}
+				fmt.Fprintf(a.errOut, "rewinding conversation %s to before its turn %d, into a new conversation\n", conversation, rewind)
+			}
 			before := map[string]schemas.TypedValue{}
-			if conversation != "" && store != nil {
+			if target != "" && store != nil {
 				if st, err := store.Conversation(ctx, conversation); err == nil {
 					before = st.Slots
 				}
 			}
 			var final bus.Event
-			resp, err := a.chatTurnTo(ctx, m, conversation, strings.Join(args, " "), a.errOut, func(ev bus.Event) { final = ev })
+			resp, err := a.chatTurnTo(ctx, m, target, strings.Join(args, " "), a.errOut, func(ev bus.Event) { final = ev }, opts...)
 			if err != nil {
 				if errors.Is(err, context.DeadlineExceeded) {
 					return exitError{code: 1, msg: fmt.Sprintf("no answer within %s; the turn goes on: agentmesh watch %s", timeout, resp.ConversationID)}
@@ -146,6 +173,7 @@ where it stopped. The exit status is 1 when the turn did not complete or ask.`,
 	cmd.Flags().StringVar(&conversation, "conversation", "", "continue this conversation (default: start a new one)")
 	cmd.Flags().BoolVar(&newConv, "new", false, "with --conversation: start a new conversation with that id")
 	cmd.Flags().DurationVar(&timeout, "timeout", 2*time.Minute, "how long to wait for the answer")
+	cmd.Flags().IntVar(&rewind, "rewind", 0, "with --conversation: continue it from before turn N, in a new conversation")
 	return cmd
 }
 
@@ -176,11 +204,10 @@ func (a *app) chatTurn(ctx context.Context, m *mesh, conversation, message strin
 	return a.chatTurnTo(ctx, m, conversation, message, progress, nil)
 }
 
-func (a *app) chatTurnTo(ctx context.Context, m *mesh, conversation, message string, progress io.Writer, final func(bus.Event)) (schemas.ChatResponse, error) {
+func (a *app) chatTurnTo(ctx context.Context, m *mesh, conversation, message string, progress io.Writer, final func(bus.Event), opts ...client.TurnOption) (schemas.ChatResponse, error) {
 	var (
 		onProgress func(schemas.TaskProgress)
 		accepted   func(string)
-		opts       []client.TurnOption
 	)
 	if progress != nil {
 		// The model's text is written as it comes (client.WithDeltas), on
@@ -266,6 +293,7 @@ func printChatResponse(w io.Writer, r schemas.ChatResponse, views []valueView) {
 	if r.Budget != nil {
 		fmt.Fprintf(w, "budget: spent %d tokens and $%.4f of the turn's %s\n", r.Tokens.Prompt+r.Tokens.Completion, r.Cost, r.Budget)
 	}
+	printTurnRefusals(w, "", r)
 	fmt.Fprintf(w, "conversation %s (continue with --conversation %s)\n", r.ConversationID, r.ConversationID)
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentmesh/agentmesh/orchestrator/state"
+	"github.com/agentmesh/agentmesh/schemas"
 )
 
 func init() {
@@ -29,7 +30,8 @@ func newRunsCmd(a *app) *cobra.Command {
 		Short: "List pipeline runs, most recent first: status, steps, age",
 		Long: `List the runs in the mesh_runs bucket, most recently updated first: id, name,
 status, steps (completed/total, and failed or skipped ones), when it started and
-how long it took. --limit 0 lists them all; --json prints the same as objects.
+how long it took, and for a fork the run and step it was forked from (FROM,
+RUN@STEP). --limit 0 lists them all; --json prints the same as objects.
 'agentmesh state show ID' shows one run whole.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -46,9 +48,9 @@ how long it took. --limit 0 lists them all; --json prints the same as objects.
 					return nil
 				}
 				tw := tabwriter.NewWriter(a.out, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "RUN\tNAME\tSTATUS\tSTEPS\tSTARTED\tTOOK")
+				fmt.Fprintln(tw, "RUN\tNAME\tSTATUS\tSTEPS\tSTARTED\tTOOK\tFROM")
 				for _, r := range runs {
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, orDash(r.Name), r.Status, stepCounts(r), ago(r.CreatedAt), took(r.CreatedAt, r.FinishedAt))
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, orDash(r.Name), r.Status, stepCounts(r), ago(r.CreatedAt), took(r.CreatedAt, r.FinishedAt), originOf(r.Origin))
 				}
 				if err := tw.Flush(); err != nil {
 					return err
@@ -166,4 +168,13 @@ func took(start, end time.Time) string {
 		return "-"
 	}
 	return end.Sub(start).Round(time.Millisecond).String()
+}
+
+// originOf is a forked run's origin as RUN@STEP; "-" for a run that was
+// submitted.
+func originOf(o *schemas.RunOrigin) string {
+	if o == nil {
+		return "-"
+	}
+	return o.Run + "@" + o.Step
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/agentmesh/agentmesh/bus/embedded"
+	"github.com/agentmesh/agentmesh/llm"
 	"github.com/agentmesh/agentmesh/observe/metrics"
 	"github.com/agentmesh/agentmesh/schemas"
 )
@@ -41,6 +42,7 @@ func (mf *metricsFlags) register(f *pflag.FlagSet) {
 type procMetrics struct {
 	reg      *prometheus.Registry
 	observer *metrics.Observer
+	policies *metrics.PolicyCounter // made by the first guard (policyObserver)
 	endpoint *metrics.Endpoint
 	conn     atomic.Pointer[nats.Conn] // set once connected
 	running  atomic.Bool               // set once the process serves
@@ -121,6 +123,23 @@ func (pm *procMetrics) Observer() schemas.Observer {
 		return nil
 	}
 	return pm.observer
+}
+
+// policyObserver returns the options that count a guard's decisions on
+// the endpoint (agentmesh_policy_decisions_total), none when metrics are
+// off. Every guard of the process shares one counter.
+func (pm *procMetrics) policyObserver() ([]llm.GuardOption, error) {
+	if pm == nil || pm.reg == nil {
+		return nil, nil
+	}
+	if pm.policies == nil {
+		c, err := metrics.NewPolicyCounter(pm.reg)
+		if err != nil {
+			return nil, err
+		}
+		pm.policies = c
+	}
+	return []llm.GuardOption{llm.WithPolicyObserver(pm.policies.Observe)}, nil
 }
 
 // register adds a collector when metrics are on.

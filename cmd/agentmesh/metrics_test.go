@@ -74,7 +74,8 @@ func startMetricsProcesses(t *testing.T, ctx context.Context) (srv *bustest.Serv
 		llmtest.Calls(llmtest.Call("TextAgent", map[string]any{"text": "hello there", "op": "upper"})),
 		llmtest.Answer("It says HELLO THERE."))
 	agentAddr, orchAddr, orchErr = startMetricsPair(t, srv.URL(), []string{"OPENAI_BASE_URL=" + model.URL(), "OPENAI_API_KEY=test-key", "AGENTMESH_MODEL=" + metricsModel,
-		`AGENTMESH_PRICES={"` + metricsModel + `": {"prompt": 1000, "completion": 2000}}`})
+		`AGENTMESH_PRICES={"` + metricsModel + `": {"prompt": 1000, "completion": 2000}}`,
+		"AGENTMESH_POLICY_REFUSE_TOOLS=DeleteAgent"}) // a policy the workload passes, whose decisions are counted
 	waitTextAgents(t, ctx, res, 1)
 	return srv, agentAddr, orchAddr, orchErr
 }
@@ -153,6 +154,12 @@ func TestMetricsOfProcesses(t *testing.T) {
 		{orchFams, "agentmesh_llm_tokens_total", []string{"model", model, "kind", "completion"}, 40},
 		{orchFams, "agentmesh_agents_live", []string{"agent", "TextAgent"}, 1},
 		{orchFams, "agentmesh_consumer_pending", []string{"agent", "TextAgent"}, 0},
+		// The chat's policy allowed both model calls, both answers and the
+		// TextAgent call.
+		{orchFams, "agentmesh_policy_decisions_total", []string{"policy", "refuse-tools", "target", "request", "action", "allow"}, 2},
+		{orchFams, "agentmesh_policy_decisions_total", []string{"policy", "refuse-tools", "target", "response", "action", "allow"}, 2},
+		{orchFams, "agentmesh_policy_decisions_total", []string{"policy", "refuse-tools", "target", "tool", "action", "allow"}, 1},
+		{orchFams, "agentmesh_policy_decisions_total", nil, 5},
 	} {
 		if got := c.fams.Value(c.name, c.labels...); got != c.want {
 			t.Errorf("%s%v = %v, want %v\n%s", c.name, c.labels, got, c.want, c.fams.Series(c.name))

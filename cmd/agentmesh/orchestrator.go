@@ -69,7 +69,7 @@ many as you like; killing one loses nothing.`,
 			if err := declareRateLimits(ctx, m.Res.LLM); err != nil {
 				return err
 			}
-			copts, err := chatOptions(a, m, bud)
+			copts, err := chatOptions(a, m, pm, bud)
 			if err != nil {
 				return err
 			}

@@ -60,9 +60,9 @@ func newStateCmd(a *app) *cobra.Command {
 	return cmd
 }
 
-// shownStatus is the status state show prints: cancelled for a failed run
-// one of whose steps a cancel request stopped (the run's own status says
-// failed), as run and watch print it.
+// shownStatus is the status state show prints: the run's, and cancelled
+// for a run stored before that status (it says failed) one of whose steps
+// a cancel request stopped, as run and watch print it.
 func shownStatus(r *state.RunState) string {
 	if r.Status == schemas.RunFailed {
 		for _, s := range r.Steps {
@@ -81,9 +81,13 @@ func printRun(w io.Writer, v *viewer, r *state.RunState) {
 		fmt.Fprintf(w, ", took %s", r.FinishedAt.Sub(r.CreatedAt).Round(time.Millisecond))
 	}
 	fmt.Fprintln(w)
+	if o := r.Origin; o != nil {
+		fmt.Fprintf(w, "  forked from run %s at step %s\n", o.Run, o.Step)
+	}
 	if r.Error != "" {
 		fmt.Fprintf(w, "  error: %s\n", r.Error)
 	}
+	printRunBudget(w, r)
 	fmt.Fprintln(w, "steps:")
 	for wi, wave := range r.Waves {
 		for _, id := range wave {
@@ -96,6 +100,8 @@ func printRun(w io.Writer, v *viewer, r *state.RunState) {
 				line += fmt.Sprintf(" took %s", st.FinishedAt.Sub(st.DispatchedAt).Round(time.Millisecond))
 			}
 			switch {
+			case st.From != "":
+				line += "  kept from run " + st.From + " (no task)"
 			case st.Error != "":
 				line += "  " + st.Error
 			case st.Reason != "":
@@ -112,6 +118,9 @@ func printRun(w io.Writer, v *viewer, r *state.RunState) {
 
 func printConversation(w io.Writer, v *viewer, c *schemas.ConversationState) {
 	fmt.Fprintf(w, "conversation %s  %s, updated %s\n", c.ID, schemas.Plural(c.Turns, "turn", "turns"), c.UpdatedAt.Format(time.RFC3339))
+	if o := c.Origin; o != nil {
+		fmt.Fprintf(w, "  rewound from conversation %s before its turn %d\n", o.ConversationID, o.Turn)
+	}
 	printSlots(w, v, c.Slots)
 	if len(c.History) > 0 {
 		fmt.Fprintln(w, "history:")

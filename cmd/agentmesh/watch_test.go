@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -135,5 +136,12 @@ func TestWatchEndsWithItsRun(t *testing.T) {
 	}
 	if code, out, errOut := runArgs("--nats", url, "state", "show", "slow-run"); code != 0 || !strings.Contains(out, `run slow-run  "slow"  cancelled`) {
 		t.Errorf("state show of a cancelled run: exit %d\n%s%s", code, out, errOut)
+	}
+	// Stored as cancelled: runs and --json read the run's own status.
+	if code, out, errOut := runArgs("--nats", url, "runs"); code != 0 || !regexp.MustCompile(`(?m)^slow-run\s+slow\s+cancelled\s`).MatchString(out) {
+		t.Errorf("runs lists the cancelled run as: exit %d\n%s%s", code, out, errOut)
+	}
+	if code, out, errOut := runArgs("--nats", url, "--json", "state", "show", "slow-run"); code != 0 || !strings.Contains(out, `"status": "cancelled"`) {
+		t.Errorf("state show --json of a cancelled run: exit %d\n%s%s", code, out, errOut)
 	}
 }

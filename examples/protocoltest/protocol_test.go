@@ -312,6 +312,18 @@ func check(ev bus.Event, msg *nats.Msg) error {
 		if subject != names.PipelineSubmit() {
 			fail("subject %s, want %s", subject, names.PipelineSubmit())
 		}
+	case bus.TypeForkRequested:
+		schema(schemas.SchemaFork)
+		var r schemas.ForkRequest
+		if err := strict(ev.Data, &r); err != nil {
+			fail("data does not decode into schemas.ForkRequest: %v", err)
+		} else if err := r.Validate(); err != nil {
+			fail("%v", err)
+		}
+		need(bus.ExtRunID)
+		if subject != names.PipelineSubmit() {
+			fail("subject %s, want %s", subject, names.PipelineSubmit())
+		}
 	case bus.TypeResolveRequested:
 		schema(schemas.SchemaResolve)
 		var r schemas.Resolution
@@ -369,6 +381,7 @@ var eventTypes = []string{
 	bus.TypePipelineSubmitted, bus.TypeStepStarted, bus.TypeStepCompleted,
 	bus.TypeStepFailed, bus.TypeStepSkipped, bus.TypePipelineCompleted,
 	bus.TypeStepWaiting, bus.TypeResolveRequested, bus.TypeResolveRefused,
+	bus.TypeForkRequested,
 }
 
 func TestEventExamples(t *testing.T) {

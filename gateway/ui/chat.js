@@ -35,11 +35,14 @@
     const turns = h("div", { id: "turns" }, h("p", { class: "muted" }, "loading…"));
     const progress = h("ol", { id: "progress", class: "progress" });
     const writing = h("section", { id: "writing", class: "card turn writing", hidden: true, "aria-live": "polite" });
-    AM.clear(main, h("h1", {}, h("a", { href: "#/conversations" }, "Conversations"), " / ", id), turns, writing,
+    const budget = h("div", { id: "budget-panel" });
+    AM.clear(main, h("h1", {}, h("a", { href: "#/conversations" }, "Conversations"), " / ", id), budget, turns, writing,
       h("section", { class: "card" }, h("h2", {}, "Live"), progress), chatBox(id, progress));
     const draw = async () => {
       try {
-        AM.clear(turns, renderConversation(await AM.api("GET", "/api/conversations/" + encodeURIComponent(id))));
+        const c = await AM.api("GET", "/api/conversations/" + encodeURIComponent(id));
+        AM.clear(budget, AM.conversationBudget(c));
+        AM.clear(turns, renderConversation(c));
       } catch (e) {
         AM.clear(turns, AM.error(e));
       }

@@ -4,14 +4,14 @@
 // step coloured by its state as the run's events arrive (a legend says
 // which colour is which), with the chosen step's inputs, outputs, timing
 // and error, and for a step that waits for a person what it acts on and
-// its buttons.
+// its buttons; an ended run can be forked from the chosen step.
 "use strict";
 
 (function () {
   const h = AM.h;
 
   // runStatuses are what the runs list filters on (GET /api/runs?status=).
-  const runStatuses = ["running", "waiting", "completed", "failed"];
+  const runStatuses = ["running", "waiting", "completed", "failed", "cancelled"];
 
   AM.pages.runs = async function (main, params) {
     const view = AM.listView({
@@ -57,7 +57,8 @@
     const dag = h("div", { class: "dag", id: "dag" }, h("p", { class: "muted" }, "laying out…"));
     const timeline = h("div", { class: "timeline", id: "timeline" });
     const panel = h("aside", { class: "step-panel", id: "step-panel" }, h("p", { class: "muted" }, "Click a step for its inputs, outputs, timing and error."));
-    AM.clear(main, h("h1", {}, h("a", { href: "#/runs" }, "Runs"), " / ", id), head, legend(),
+    const budget = h("div", { id: "budget-panel" });
+    AM.clear(main, h("h1", {}, h("a", { href: "#/runs" }, "Runs"), " / ", id), head, budget, legend(),
       h("div", { class: "run-grid" },
         h("section", { class: "card dag-card" }, h("h2", {}, "Steps"), dag),
         h("section", { class: "card timeline-card" }, h("h2", {}, "Timeline"), timeline),
@@ -71,6 +72,7 @@
         ]);
         view.run = run;
         drawHead(view);
+        AM.clear(budget, AM.runBudget(run));
         AM.clear(dag, drawGraph(graph, view));
         applyStates(view);
         drawTimeline(view);
@@ -117,11 +119,28 @@
       e.target.disabled = true;
       try { await AM.api("POST", "/api/runs/" + encodeURIComponent(view.id) + "/cancel"); } catch (err) { view.head.append(AM.error(err)); }
     } }, "Cancel run") : "";
+    // an ended run can be run again whole, from its spec (with the vars it
+    // ran with); a fork from one step is the step panel's
+    const rerun = r.status !== "running" && r.spec ? h("button", { id: "rerun-button", type: "button", onclick: async (e) => {
+      e.target.disabled = true;
+      try {
+        const acc = await AM.api("POST", "/api/pipelines", JSON.stringify(r.spec), "application/json");
+        location.hash = "#/runs/" + encodeURIComponent(acc.run_id);
+      } catch (err) { e.target.disabled = false; view.head.append(AM.error(err)); }
+    } }, "Re-run") : "";
     AM.clear(view.head,
       h("span", { class: "state-chip s-" + r.status, id: "run-status", "data-status": r.status }, r.status),
       " ", r.name || (r.spec && r.spec.name) || "", " · started ", AM.when(r.created_at),
       r.finished_at ? " · took " + AM.ms(new Date(r.finished_at) - new Date(r.created_at)) : "",
-      " ", cancel, r.error ? AM.error({ code: r.code, message: r.error }) : "");
+      " ", cancel, rerun, origin(r), r.error ? AM.error({ code: r.code, message: r.error }) : "");
+  }
+
+  // origin links a forked run to the run and step it was forked from.
+  function origin(r) {
+    const o = r.origin;
+    if (!o) return "";
+    return h("div", { class: "muted", id: "run-origin" }, "forked from run ",
+      h("a", { href: "#/runs/" + encodeURIComponent(o.run) + "?step=" + encodeURIComponent(o.step) }, o.run), " at step " + o.step);
   }
 
   // drawGraph draws the laid-out DAG: boxes at the server's positions, edges
@@ -191,12 +210,45 @@
         h("dt", {}, "finished"), h("dd", {}, AM.when(s.finished_at)),
         h("dt", {}, "took"), h("dd", {}, AM.ms(took)),
         s.metrics && s.metrics.tokens ? [h("dt", {}, "tokens"), h("dd", {}, AM.tokens(s.metrics))] : ""),
+      s.from ? h("p", { class: "muted", id: "step-kept" }, "kept from run ",
+        h("a", { href: "#/runs/" + encodeURIComponent(s.from) + "?step=" + encodeURIComponent(id) }, s.from), ": this run sent it no task") : "",
       s.summary ? h("p", {}, s.summary) : "",
       s.reason ? h("p", { class: "muted" }, s.reason) : "",
       s.error ? AM.error({ code: s.code, message: s.error }) : "",
       h("h3", {}, "inputs"), s.inputs ? AM.values(s.inputs) : specInputs(spec),
       h("h3", {}, "outputs"), AM.values(s.outputs),
-      spec.params ? [h("h3", {}, "params"), AM.json(spec.params)] : "");
+      spec.params ? [h("h3", {}, "params"), AM.json(spec.params)] : "",
+      forkForm(view, id, spec));
+  }
+
+  // forkForm starts a new run from this one as it was before step id (POST
+  // /api/runs/{id}/fork): the steps id does not lead to keep their outputs,
+  // id and the steps after it run again, with the params edited here.
+  function forkForm(view, id, spec) {
+    if (!view.run || view.run.status === "running") return "";
+    const before = spec.params || {};
+    const params = h("textarea", { id: "fork-params", rows: 3, spellcheck: "false", "aria-label": "params of " + id + " (JSON)",
+      value: JSON.stringify(before, null, 1) });
+    const out = h("section", { class: "fork", id: "step-fork" });
+    const go = async (e) => {
+      const button = e.currentTarget;
+      button.disabled = true;
+      const body = { at: id, params: {} };
+      try {
+        const given = JSON.parse(params.value.trim() || "{}");
+        if (!given || typeof given !== "object" || Array.isArray(given)) throw new Error("write them as a JSON object, such as {\"op\": \"lower\"}");
+        for (const [k, v] of Object.entries(given)) if (JSON.stringify(v) !== JSON.stringify(before[k])) body.params[id + "." + k] = v;
+        const acc = await AM.api("POST", "/api/runs/" + encodeURIComponent(view.id) + "/fork", body);
+        location.hash = "#/runs/" + encodeURIComponent(acc.run_id);
+      } catch (err) {
+        button.disabled = false;
+        out.append(AM.error(err instanceof SyntaxError ? { code: "invalid_params", message: "params of " + id + ": " + err.message } : err));
+      }
+    };
+    return AM.append(out, [h("h3", {}, "fork from this step"),
+      h("p", { class: "muted" }, "A new run of this pipeline: the steps " + id + " does not depend on keep their outputs (no task is sent), " +
+        id + " and every step after it run again with these params. This run does not change."),
+      params, h("button", { id: "fork-button", type: "button", onclick: go }, "Fork from " + id)]);
   }
 
   // waveOf numbers a step's wave from 1, as the CLI does.

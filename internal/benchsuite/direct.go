@@ -10,7 +10,6 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/agentmesh/agentmesh/agents"
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/schemas"
 )
@@ -24,32 +23,27 @@ const DirectAgentName = "BenchDirectAgent"
 // responder on the same server. Both report p50-ns. The returned closer
 // stops the agent and the responder.
 func DirectCall(ctx context.Context, env Env) (Pair, io.Closer, error) {
-	noop := agents.Func(schemas.AgentContract{Name: DirectAgentName, Capability: schemas.CapEvaluation, Description: "does nothing, for benchmarks"},
-		func(context.Context, *schemas.ExecutionContext) (schemas.AgentResult, error) {
-			return schemas.AgentResult{Success: true}, nil
-		})
-	rt, err := agents.NewRuntime(env.NC, noop, agents.WithNames(env.Names))
+	agent, err := ServeNoop(ctx, env, DirectAgentName)
 	if err != nil {
 		return Pair{}, nil, err
 	}
-	runCtx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- rt.Run(runCtx) }()
-	select {
-	case <-rt.Ready():
-	case err := <-done:
-		stop()
-		return Pair{}, nil, err
-	}
-	echo, err := env.NC.Subscribe("bench.echo.direct", func(m *nats.Msg) { _ = m.RespondMsg(&nats.Msg{Header: m.Header, Data: m.Data}) })
+	echo, err := env.NC.Subscribe(echoDirectSubject, echoMsg)
 	if err != nil {
-		stop()
-		return Pair{}, nil, err
+		return Pair{}, nil, errors.Join(err, agent.Close())
 	}
-	closer := closerFunc(func() error {
-		stop()
-		return errors.Join(echo.Unsubscribe(), <-done)
-	})
+	closer := closerFunc(func() error { return errors.Join(echo.Unsubscribe(), agent.Close()) })
+	return directCallPair(env), closer, nil
+}
+
+// echoDirectSubject is the subject of direct-call's baseline responder.
+const echoDirectSubject = "bench.echo.direct"
+
+// echoMsg answers a request with its own headers and data.
+func echoMsg(m *nats.Msg) { _ = m.RespondMsg(&nats.Msg{Header: m.Header, Data: m.Data}) }
+
+// directCallPair is the direct-call comparison, the agent and the
+// responder running wherever they run.
+func directCallPair(env Env) Pair {
 	subj, _ := env.Names.Call(DirectAgentName)
 	event := func(b *testing.B, subject string) *nats.Msg {
 		ev, err := bus.NewEvent(bus.TypeTaskRequested, "/bench", []byte(`{}`))
@@ -62,10 +56,10 @@ func DirectCall(ctx context.Context, env Env) (Pair, io.Closer, error) {
 		}
 		return msg
 	}
-	p := Pair{
+	return Pair{
 		ID: "direct-call", Name: "direct call (no-op agent, micro endpoint)", Unit: "call", Baseliner: "nats.go core request-reply of the same event",
 		Baseline: func(b *testing.B) {
-			msg := event(b, "bench.echo.direct")
+			msg := event(b, echoDirectSubject)
 			measure(b, func() (time.Duration, error) {
 				return timed(func() error { _, err := env.NC.RequestMsg(msg, 5*time.Second); return err })
 			})
@@ -90,5 +84,4 @@ func DirectCall(ctx context.Context, env Env) (Pair, io.Closer, error) {
 			})
 		},
 	}
-	return p, closer, nil
 }

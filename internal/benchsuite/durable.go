@@ -48,9 +48,10 @@ func startRawWorker(ctx context.Context, env Env, name string, instances int, wo
 	if s, err := env.JS.Stream(ctx, env.Names.TasksStream()); err == nil {
 		storage = s.CachedInfo().Config.Storage
 	}
+	w := rawWorkerView(env, name)
+	w.work = work
 	upper := "BENCH_" + strings.ToUpper(name)
-	w := &rawWorker{js: env.JS, work: work, streams: []string{upper + "_WORK", upper + "_REPLY"},
-		workSubj: "bench." + name + ".work", replyPrefix: "bench." + name + ".reply."}
+	w.streams = []string{upper + "_WORK", upper + "_REPLY"}
 	for _, cfg := range []jetstream.StreamConfig{
 		{Name: w.streams[0], Subjects: []string{w.workSubj}, Retention: jetstream.WorkQueuePolicy, Storage: storage},
 		{Name: w.streams[1], Subjects: []string{w.replyPrefix + ">"}, MaxAge: time.Minute, Storage: storage},
@@ -73,6 +74,13 @@ func startRawWorker(ctx context.Context, env Env, name string, instances int, wo
 		w.ccs = append(w.ccs, cc)
 	}
 	return w, nil
+}
+
+// rawWorkerView is the sending side of the baseline worker called name,
+// whose streams and workers another process runs (RoleHopBaseline): it
+// sends tasks and awaits replies; Close does nothing.
+func rawWorkerView(env Env, name string) *rawWorker {
+	return &rawWorker{js: env.JS, workSubj: "bench." + name + ".work", replyPrefix: "bench." + name + ".reply."}
 }
 
 // handle answers one task on the subject its header names, then acks it.
@@ -163,10 +171,7 @@ func upperText(task []byte) ([]byte, error) {
 // pull worker publishes the reply to a second stream). Both report p50-ns
 // and p99-ns. The returned closer stops the agent and the worker.
 func DurableHop(ctx context.Context, env Env) (Pair, io.Closer, error) {
-	return AgentHop(ctx, env, Hop{
-		ID: "durable-hop", Name: "durable hop (TextAgent)", Agent: text.New(), Task: TextTaskData,
-		Work: upperText, Want: "HELLO DURABLE HOP",
-	})
+	return AgentHop(ctx, env, durableHop())
 }
 
 // Hop is a durable-hop scenario: a task for an agent, and what the
@@ -181,19 +186,29 @@ type Hop struct {
 
 // AgentHop compares h.Task through h.Agent (served by the runtime in this
 // process) with the same hop written by hand with JetStream, the worker
-// doing h.Work. The returned closer stops the agent and the worker.
+// doing h.Work (in this process too). The returned closer stops the agent
+// and the worker.
 func AgentHop(ctx context.Context, env Env, h Hop) (Pair, io.Closer, error) {
 	agent, err := Serve(ctx, env, h.Agent)
 	if err != nil {
 		return Pair{}, nil, err
 	}
-	w, err := startRawWorker(ctx, env, strings.ReplaceAll(h.ID, "-", ""), 1, h.Work)
+	w, err := startRawWorker(ctx, env, hopWorkerName(h.ID), 1, h.Work)
 	if err != nil {
 		return Pair{}, nil, errors.Join(err, agent.Close())
 	}
 	closer := closerFunc(func() error { return errors.Join(w.Close(), agent.Close()) })
+	return hopPair(ctx, env, h, w), closer, nil
+}
+
+// hopWorkerName names the baseline worker of hop scenario id.
+func hopWorkerName(id string) string { return strings.ReplaceAll(id, "-", "") }
+
+// hopPair is the comparison of h, the agent served and the worker w
+// running wherever they run.
+func hopPair(ctx context.Context, env Env, h Hop, w *rawWorker) Pair {
 	name := h.Agent.Contract().Name
-	p := Pair{
+	return Pair{
 		ID: h.ID, Name: h.Name, Unit: "task", Baseliner: "nats.go JetStream work queue + pull worker + reply stream",
 		Baseline: func(b *testing.B) {
 			measure(b, func() (time.Duration, error) {
@@ -214,5 +229,10 @@ func AgentHop(ctx context.Context, env Env, h Hop) (Pair, io.Closer, error) {
 			})
 		},
 	}
-	return p, closer, nil
+}
+
+// durableHop is the durable-hop scenario.
+func durableHop() Hop {
+	return Hop{ID: "durable-hop", Name: "durable hop (TextAgent)", Agent: text.New(), Task: TextTaskData,
+		Work: upperText, Want: "HELLO DURABLE HOP"}
 }

@@ -38,12 +38,15 @@ var pipeShapes = []pipeShape{
 	{"pipeline-wide10x100", pipeNoop, 10, 100},
 }
 
-// Pipelines compares whole pipelines run by an orchestrator (in this
-// process) with the same sequence written against nats.go: each wave's
-// tasks published to the same agents, their results consumed from
-// MESH_RESULTS and a KV key updated per result. One operation is one
-// pipeline; the ratio of the two is the orchestrator's per-step overhead.
-// The returned closer stops the orchestrator and the agents.
+// Pipelines compares whole pipelines run by an orchestrator with the same
+// sequence written against nats.go: each wave's tasks published to the
+// same agents, their results consumed from MESH_RESULTS and a KV key
+// updated per result. One operation is one pipeline; the ratio of the two
+// is the orchestrator's per-step overhead. With env.Launch the agents and
+// the orchestrator are processes of their own (RolePipelineAgents,
+// RolePipelineOrchestrator) and the hand-driven side runs in this process,
+// where the mesh side's client runs; without it all run here. The
+// returned closer stops the orchestrator and the agents.
 func Pipelines(ctx context.Context, env Env) ([]Pair, io.Closer, error) {
 	var closers []io.Closer
 	closeAll := closerFunc(func() error {
@@ -53,18 +56,23 @@ func Pipelines(ctx context.Context, env Env) ([]Pair, io.Closer, error) {
 		}
 		return errors.Join(errs...)
 	})
-	for _, a := range []agents.Agent{pipeAgent(pipeNoop, nil), pipeAgent(pipeEmit, []byte(`"word"`))} {
-		c, err := Serve(ctx, env, a, agents.WithConcurrency(16))
+	if env.Launch != nil {
+		procs, err := startRoles(env, RolePipelineAgents, RolePipelineOrchestrator)
 		if err != nil {
+			return nil, nil, err
+		}
+		closers = append(closers, procs)
+	} else {
+		c, err := runPipelineAgents(ctx, env)
+		if err != nil {
+			return nil, nil, err
+		}
+		closers = append(closers, c)
+		if c, err = startOrchestrator(ctx, env, pipeNoop, pipeEmit); err != nil {
 			return nil, nil, errors.Join(err, closeAll.Close())
 		}
 		closers = append(closers, c)
 	}
-	c, err := startOrchestrator(ctx, env, pipeNoop, pipeEmit)
-	if err != nil {
-		return nil, nil, errors.Join(err, closeAll.Close())
-	}
-	closers = append(closers, c)
 	var pairs []Pair
 	for _, sh := range pipeShapes {
 		raw, err := newRawPipeline(ctx, env, sh)
@@ -86,6 +94,20 @@ func Pipelines(ctx context.Context, env Env) ([]Pair, io.Closer, error) {
 		})
 	}
 	return pairs, closeAll, nil
+}
+
+// runPipelineAgents serves the pipeline scenarios' agents on env until the
+// returned closer is closed.
+func runPipelineAgents(ctx context.Context, env Env) (io.Closer, error) {
+	var closers closeList
+	for _, a := range []agents.Agent{pipeAgent(pipeNoop, nil), pipeAgent(pipeEmit, []byte(`"word"`))} {
+		c, err := Serve(ctx, env, a, agents.WithConcurrency(16))
+		if err != nil {
+			return nil, errors.Join(err, closers.Close())
+		}
+		closers = append(closers, c)
+	}
+	return closers, nil
 }
 
 // pipeAgent answers every task at once, with output "text" holding value

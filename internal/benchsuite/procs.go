@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"time"
 
@@ -32,8 +33,13 @@ const (
 	RoleOrchestrator Role = "orchestrator"
 )
 
-// Roles lists the roles, in the order they are started.
+// Roles lists the run-state scenarios' roles, in the order they are
+// started.
 var Roles = []Role{RoleAgents, RoleOrchestrator}
+
+// allRoles lists every role: the run-state scenarios', then the task and
+// pipeline scenarios' (hops.go).
+var allRoles = append(slices.Clone(Roles), RoleHopAgents, RoleHopBaseline, RolePipelineAgents, RolePipelineOrchestrator)
 
 // ShapeAgentConcurrency is how many tasks the agents process runs at once.
 const ShapeAgentConcurrency = 16
@@ -43,21 +49,49 @@ func ReadyLine(r Role) string { return "benchsuite " + string(r) + " ready" }
 
 // ParseRole checks a role's name.
 func ParseRole(s string) (Role, error) {
-	for _, r := range Roles {
+	for _, r := range allRoles {
 		if string(r) == s {
 			return r, nil
 		}
 	}
-	return "", fmt.Errorf("benchmark role %q does not exist: use one of %s, %s", s, RoleAgents, RoleOrchestrator)
+	names := make([]string, len(allRoles))
+	for i, r := range allRoles {
+		names[i] = string(r)
+	}
+	return "", fmt.Errorf("benchmark role %q does not exist: use one of %s", s, strings.Join(names, ", "))
 }
 
 // RunRole plays role on nc until ctx ends, calling ready once it is
 // ready: the agents process serves every shape agent; the orchestrator
 // process runs a replica and is ready once it sees every shape agent (so
-// start the agents first). Both the agentmesh binary (a hidden
-// subcommand) and the suite's test binary (re-executed) run it.
+// start the agents first); the task and pipeline scenarios' roles are in
+// hops.go. Both the agentmesh binary (a hidden subcommand) and the
+// suite's test binary (re-executed) run it.
 func RunRole(ctx context.Context, nc *nats.Conn, names bus.Names, role Role, ready func()) error {
+	serve := func(run func(context.Context, Env) (io.Closer, error)) error {
+		env, err := processEnv(nc, names)
+		if err != nil {
+			return err
+		}
+		c, err := run(ctx, env)
+		if err != nil {
+			return err
+		}
+		ready()
+		<-ctx.Done()
+		return c.Close()
+	}
 	switch role {
+	case RoleHopAgents:
+		return serve(runHopAgents)
+	case RoleHopBaseline:
+		return serve(runHopBaseline)
+	case RolePipelineAgents:
+		return serve(runPipelineAgents)
+	case RolePipelineOrchestrator:
+		return serve(func(ctx context.Context, env Env) (io.Closer, error) {
+			return startOrchestrator(ctx, env, pipeNoop, pipeEmit)
+		})
 	case RoleAgents:
 		env := Env{NC: nc, Names: names}
 		var closers []io.Closer

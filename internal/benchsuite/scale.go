@@ -29,7 +29,7 @@ const ScaleTaskTime = 10 * time.Millisecond
 // for 4). All tasks are published asynchronously, then every result is
 // awaited, as in Throughput. The returned closer stops every instance.
 func Scale(ctx context.Context, env Env) (Pair, io.Closer, error) {
-	one, many := "BenchSleepOne", "BenchSleepMany"
+	one, many := scaleOne, scaleMany
 	var closers []io.Closer
 	closeAll := closerFunc(func() error {
 		var errs []error
@@ -49,6 +49,19 @@ func Scale(ctx context.Context, env Env) (Pair, io.Closer, error) {
 		}
 		closers = append(closers, c)
 	}
+	return scalePair(env), closeAll, nil
+}
+
+// The agents of Scale: one instance of the first, ScaleInstances of the
+// second.
+const (
+	scaleOne  = "BenchSleepOne"
+	scaleMany = "BenchSleepMany"
+)
+
+// scalePair is the scale comparison, the instances running wherever they
+// run.
+func scalePair(env Env) Pair {
 	side := func(agent string) func(b *testing.B) {
 		subj, _ := env.Names.Task(agent) // the names are valid
 		return func(b *testing.B) {
@@ -61,16 +74,15 @@ func Scale(ctx context.Context, env Env) (Pair, io.Closer, error) {
 			})
 		}
 	}
-	p := Pair{
+	return Pair{
 		ID: "scale-sleep",
 		Name: fmt.Sprintf("scale (agent sleeping %s per task, %d instances vs 1, concurrency %d each)",
 			ScaleTaskTime, ScaleInstances, agents.DefaultConcurrency),
 		Unit:      "task",
 		Baseliner: "1 instance of the same agent",
-		Baseline:  side(one),
-		Mesh:      side(many),
+		Baseline:  side(scaleOne),
+		Mesh:      side(scaleMany),
 	}
-	return p, closeAll, nil
 }
 
 // sleeper is an agent whose every task sleeps ScaleTaskTime.

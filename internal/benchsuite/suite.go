@@ -103,11 +103,7 @@ func one(id string, mk func(context.Context, Env) (Pair, io.Closer, error)) scen
 }
 
 var scenarios = []scenario{
-	one("task-round-trip", TaskRoundTrip),
-	one("direct-call", DirectCall),
-	one("durable-hop", DurableHop),
-	one("throughput", Throughput),
-	one("scale-sleep", Scale),
+	hopScenario(),
 	{ids: []string{"pipeline-chain100-outputs", "pipeline-wide10x100"}, make: Pipelines},
 	{ids: []string{"objectstore-put-1MiB", "objectstore-get-1MiB"}, make: func(ctx context.Context, env Env) ([]Pair, io.Closer, error) {
 		return ObjectStore(ctx, env, 1<<20), closerFunc(func() error { return nil }), nil

@@ -206,3 +206,40 @@ func TestShapeCountsKVWrites(t *testing.T) {
 		t.Errorf("no ratio per step or no time of the last tenth: %+v", c)
 	}
 }
+
+// TestTaskScenariosRunAsProcesses: where the runner can start processes,
+// the task and pipeline scenarios' agents, orchestrator and baselines run
+// in processes of their own; the benchmark's process holds no agent or
+// responder (no subscription of its connection) and only sends. The
+// scenarios ran both sides inside the benchmark's process before.
+func TestTaskScenariosRunAsProcesses(t *testing.T) {
+	e := env(t)
+	var launched []Role
+	launch := e.Launch
+	e.Launch = func(role Role, names bus.Names) *exec.Cmd {
+		launched = append(launched, role)
+		return launch(role, names)
+	}
+	before := e.NC.NumSubscriptions()
+	pairs, closer, err := Pairs(context.Background(), e, "direct-call", "durable-hop", "pipeline-chain100-outputs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closer.Close()
+	want := []Role{RoleHopAgents, RoleHopBaseline, RolePipelineAgents, RolePipelineOrchestrator}
+	if !slices.Equal(launched, want) {
+		t.Errorf("processes started: %v, want %v", launched, want)
+	}
+	// The pipeline baseline's results consumer reads through this
+	// connection (one subscription): it is the hand-driven orchestrator,
+	// the mesh side's client's counterpart.
+	if got := e.NC.NumSubscriptions() - before; got > 1 {
+		t.Errorf("the benchmark's connection gained %d subscriptions: an agent or responder runs in the benchmark's process", got)
+	}
+	for _, p := range pairs {
+		c := MeasureRounds(p, 1)
+		if c.Error != "" || c.Ratio <= 0 {
+			t.Errorf("%s: %+v", p.ID, c)
+		}
+	}
+}

@@ -25,11 +25,15 @@ func (f closerFunc) Close() error { return f() }
 // ServeNoop runs a no-op agent called name on env's connection with opts
 // until the returned closer is closed.
 func ServeNoop(ctx context.Context, env Env, name string, opts ...agents.Option) (io.Closer, error) {
-	noop := agents.Func(schemas.AgentContract{Name: name, Capability: schemas.CapEvaluation, Description: "does nothing, for benchmarks"},
+	return Serve(ctx, env, noopAgent(name), opts...)
+}
+
+// noopAgent is an agent called name that answers every task at once.
+func noopAgent(name string) agents.Agent {
+	return agents.Func(schemas.AgentContract{Name: name, Capability: schemas.CapEvaluation, Description: "does nothing, for benchmarks"},
 		func(context.Context, *schemas.ExecutionContext) (schemas.AgentResult, error) {
 			return schemas.AgentResult{Success: true}, nil
 		})
-	return Serve(ctx, env, noop, opts...)
 }
 
 // Serve runs agent a on env's agent connection with opts until the
@@ -130,7 +134,7 @@ func TaskRoundTrip(ctx context.Context, env Env) (Pair, io.Closer, error) {
 	// not serve bench.echo, and only the mesh side is measured there.
 	var echo *nats.Subscription
 	if env.Client == "" {
-		if echo, err = env.NC.Subscribe("bench.echo", func(m *nats.Msg) { _ = m.Respond(m.Data) }); err != nil {
+		if echo, err = env.NC.Subscribe(echoTaskSubject, func(m *nats.Msg) { _ = m.Respond(m.Data) }); err != nil {
 			return Pair{}, nil, errors.Join(err, agent.Close())
 		}
 	}
@@ -141,16 +145,24 @@ func TaskRoundTrip(ctx context.Context, env Env) (Pair, io.Closer, error) {
 		}
 		return errors.Join(uerr, agent.Close())
 	})
-	p := Pair{
+	return taskRoundTripPair(ctx, env), closer, nil
+}
+
+// echoTaskSubject is the subject of task-round-trip's baseline responder.
+const echoTaskSubject = "bench.echo"
+
+// taskRoundTripPair is the task-round-trip comparison, the agent and the
+// responder running wherever they run.
+func taskRoundTripPair(ctx context.Context, env Env) Pair {
+	return Pair{
 		ID: "task-round-trip", Name: "task round trip (no-op agent)", Unit: "round trip", Baseliner: "nats.go core request-reply",
 		Baseline: func(b *testing.B) {
 			measure(b, func() (time.Duration, error) {
-				return timed(func() error { _, err := env.NC.Request("bench.echo", []byte(`{}`), 5*time.Second); return err })
+				return timed(func() error { _, err := env.NC.Request(echoTaskSubject, []byte(`{}`), 5*time.Second); return err })
 			})
 		},
 		Mesh: func(b *testing.B) {
 			measure(b, func() (time.Duration, error) { return RoundTrip(ctx, env, NoopAgentName) })
 		},
 	}
-	return p, closer, nil
 }

@@ -42,16 +42,25 @@ func Throughput(ctx context.Context, env Env) (Pair, io.Closer, error) {
 		}
 		closers = append(closers, c)
 	}
-	w, err := startRawWorker(ctx, env, "throughput", ThroughputInstances, func([]byte) ([]byte, error) { return []byte(`{"success":true}`), nil })
+	w, err := startRawWorker(ctx, env, throughputWorker, ThroughputInstances, noopWork)
 	if err != nil {
 		return Pair{}, nil, errors.Join(err, closeAll.Close())
 	}
 	closers = append(closers, w)
-	subj, err := env.Names.Task(ThroughputAgentName)
-	if err != nil {
-		return Pair{}, nil, errors.Join(err, closeAll.Close())
-	}
-	p := Pair{
+	return throughputPair(env, w), closeAll, nil
+}
+
+// throughputWorker names Throughput's baseline worker.
+const throughputWorker = "throughput"
+
+// noopWork is the throughput baseline worker's work.
+func noopWork([]byte) ([]byte, error) { return []byte(`{"success":true}`), nil }
+
+// throughputPair is the throughput comparison, the agent instances and
+// the worker w running wherever they run.
+func throughputPair(env Env, w *rawWorker) Pair {
+	subj, _ := env.Names.Task(ThroughputAgentName) // the name is valid
+	return Pair{
 		ID:   "throughput",
 		Name: fmt.Sprintf("throughput (no-op agent, %d instances)", ThroughputInstances), Unit: "task",
 		Baseliner: fmt.Sprintf("nats.go JetStream work queue + %d pull workers + reply stream", ThroughputInstances),
@@ -70,7 +79,6 @@ func Throughput(ctx context.Context, env Env) (Pair, io.Closer, error) {
 			})
 		},
 	}
-	return p, closeAll, nil
 }
 
 // burst publishes b.N tasks made by task asynchronously and waits until as

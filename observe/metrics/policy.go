@@ -11,7 +11,7 @@ import (
 
 // PolicyCounter counts what the policies of an llm.Guard did, as
 // agentmesh_policy_decisions_total by policy, target (request, response,
-// tool) and action (rewrite, refuse, approval). Give its Observe to
+// tool) and action (allow, rewrite, redact, refuse, approval). Give its Observe to
 // llm.WithPolicyObserver. It is registered apart from Observer (and is not
 // in Names), as only a process with a guard has it.
 type PolicyCounter struct {
@@ -21,7 +21,7 @@ type PolicyCounter struct {
 // NewPolicyCounter registers the counter with reg.
 func NewPolicyCounter(reg prometheus.Registerer) (*PolicyCounter, error) {
 	c := &PolicyCounter{decisions: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "policy_decisions_total",
-		Help: "What the model and tool policies did, by policy, target (request, response, tool) and action (rewrite, refuse, approval)."},
+		Help: "What the model and tool policies decided, by policy, target (request, response, tool) and action (allow, rewrite, redact, refuse, approval)."},
 		[]string{"policy", "target", "action"})}
 	if err := reg.Register(c.decisions); err != nil {
 		return nil, fmt.Errorf("metrics: registering the policy counter: %w (one per registry)", err)
@@ -31,5 +31,9 @@ func NewPolicyCounter(reg prometheus.Registerer) (*PolicyCounter, error) {
 
 // Observe counts one decision.
 func (c *PolicyCounter) Observe(_ context.Context, ev llm.PolicyEvent) {
-	c.decisions.WithLabelValues(ev.Policy, ev.Target, string(ev.Action)).Inc()
+	action := string(ev.Action)
+	if ev.Action == llm.Allow {
+		action = "allow"
+	}
+	c.decisions.WithLabelValues(ev.Policy, ev.Target, action).Inc()
 }

@@ -206,6 +206,11 @@ func (c *Chat) HandleEvent(ctx context.Context, ev bus.Event) (resp schemas.Chat
 	if err == nil {
 		err = checkMessage(req.Message)
 	}
+	if err == nil && req.Rewind != nil {
+		if err = c.rewind(ctx, conv, *req.Rewind); err != nil && schemas.CodeOr(err, "") == "" {
+			return schemas.ChatResponse{}, err // the store's trouble: the request is tried again
+		}
+	}
 	if err != nil {
 		if ext != "" && ext != conv && bus.ValidateToken("", ext) == nil {
 			// Its sender may follow either conversation: both hear.

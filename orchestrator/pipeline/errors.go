@@ -30,6 +30,13 @@ var (
 	// ErrBadCondition reports a condition (when) that does not compile,
 	// names what does not exist or is not a boolean.
 	ErrBadCondition = errors.New("bad condition")
+	// ErrBadFork reports a fork request (schemas.ForkRequest) that names
+	// no step of its run, or changes what a kept step ran with. Errors
+	// also match ErrInvalidPipeline.
+	ErrBadFork = fmt.Errorf("%w: fork", ErrInvalidPipeline)
+	// ErrNoOrigin reports a fork of a run that does not exist (code
+	// not_found).
+	ErrNoOrigin = schemas.NewError(schemas.CodeNotFound, "no run to fork")
 )
 
 // ErrConfig reports a Scheduler made without what it needs (see New).

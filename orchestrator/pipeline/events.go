@@ -19,7 +19,8 @@ import (
 // stepEvent describes how a step ended.
 func stepEvent(runID string, st *state.StepState, now time.Time) schemas.StepEvent {
 	e := schemas.StepEvent{RunID: runID, Step: st.ID, Agent: st.Agent, Status: st.Status, Wave: st.Wave, Attempt: st.Attempt,
-		TaskID: st.TaskID, Summary: st.Summary, Error: st.Error, Code: st.Code, Reason: st.Reason, At: now, Usage: st.Metrics.Usage()}
+		TaskID: st.TaskID, Summary: st.Summary, Error: st.Error, Code: st.Code, Reason: st.Reason, At: now, Usage: st.Metrics.Usage(),
+		From: st.From}
 	if !st.DispatchedAt.IsZero() && !st.FinishedAt.IsZero() {
 		e.DurationMS = st.FinishedAt.Sub(st.DispatchedAt).Milliseconds()
 	}
@@ -42,7 +43,7 @@ func stepEvent(runID string, st *state.StepState, now time.Time) schemas.StepEve
 func runEvent(h *state.RunHeader, sd *state.RunSpec) schemas.RunEvent {
 	steps := len(sd.Spec.Steps)
 	e := schemas.RunEvent{RunID: h.ID, Name: h.Name, Status: h.Status, Error: h.Error, Code: h.Code, Steps: steps,
-		Failed: h.FailedCount(), Skipped: h.SkippedCount(), Completed: h.CompletedSteps(sd), Usage: h.Usage}
+		Failed: h.FailedCount(), Skipped: h.SkippedCount(), Completed: h.CompletedSteps(sd), Usage: h.Usage, Origin: sd.Origin}
 	if !h.FinishedAt.IsZero() {
 		e.DurationMS = h.FinishedAt.Sub(h.CreatedAt).Milliseconds()
 	}

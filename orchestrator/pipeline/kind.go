@@ -143,6 +143,14 @@ func (s *Scheduler) start(ctx context.Context, st stepStart) (*state.StepState, 
 	if err != nil {
 		return failedRecord(st.sd, st.h, st.id, schemas.CodeInvalidPipeline, err.Error(), st.h.WaveStartedAt), err
 	}
+	if st.sd.Keeps(st.id) {
+		// A fork's kept step: the original's record, no task. Not ahead
+		// of the header: the caller would take it for a task sent.
+		if st.ahead() {
+			return nil, errNotAhead
+		}
+		return s.keptRecord(ctx, st)
+	}
 	if st.ahead() && gated(st.sd, step) {
 		return nil, errNotAhead
 	}

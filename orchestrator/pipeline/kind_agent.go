@@ -128,7 +128,11 @@ func stepTask(ctx context.Context, e env, st stepStart) (string, schemas.TaskReq
 		return "", schemas.TaskRequest{}, meshcore.DispatchMeta{}, fmt.Errorf("step %q (%s): %w", id, step.Agent, err)
 	}
 	timeout := sd.Timeout(id)
-	return step.Agent, schemas.TaskRequest{Inputs: inputs, Params: params, TimeoutMS: timeout.Milliseconds(), Budget: budgetLeft(sd, h)}, meshcore.DispatchMeta{
+	left, key := budgetLeft(sd, h), ""
+	if left != nil {
+		key = waveBudgetKey(h) // the wave's steps share what is left
+	}
+	return step.Agent, schemas.TaskRequest{Inputs: inputs, Params: params, TimeoutMS: timeout.Milliseconds(), Budget: left, BudgetKey: key}, meshcore.DispatchMeta{
 		TaskID: schemas.StepTaskID(sd.ID, id, 1, sd.Nonce), RunID: sd.ID, StepID: id, Deadline: h.WaveStartedAt.Add(timeout),
 		TraceParent: telemetry.StepTraceParent(sd.TraceParent, sd.ID, id),
 	}, nil

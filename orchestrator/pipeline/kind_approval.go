@@ -281,7 +281,12 @@ func resolve(ctx context.Context, e env, r schemas.Resolution, at time.Time) err
 	if by == "" {
 		by = "someone"
 	}
-	return recordResolution(ctx, e, sd, r, humanRecord(sd, h, step, r.Decision, value, by, r.Comment, at))
+	rec := humanRecord(sd, h, step, r.Decision, value, by, r.Comment, at)
+	if r.Cancel && rec.Code == schemas.CodeRejected {
+		// A cancel of the run: the run ends cancelled, not failed.
+		rec.Code, rec.Error = schemas.CodeCancelled, schemas.CodeCancelled+": "+rec.Error
+	}
+	return recordResolution(ctx, e, sd, r, rec)
 }
 
 // recordResolution writes the record of a step a person ended and settles

@@ -64,12 +64,17 @@ func (evaluatorKind) start(ctx context.Context, e env, st stepStart) (*state.Ste
 	if err != nil {
 		return nil, err
 	}
-	mctx, cancel := context.WithTimeout(ctx, st.sd.Timeout(st.id))
+	mctx, cancel := context.WithTimeout(withWaveBudget(ctx, st.sd, st.h, st.id), st.sd.Timeout(st.id))
 	defer cancel()
 	reply, usage, err := model.Complete(mctx,
 		`You evaluate an output against criteria. Answer with JSON only: {"score": a number from 0 (fails the criteria) to 1 (meets them fully), "reasoning": "one or two sentences"}.`,
 		fmt.Sprintf("Criteria: %s\n\nOutput (%s):\n%s", step.Evaluate.Criteria, v.DataType, clip(valueText(v), 8000)))
 	metrics := schemas.Metrics{DurationMS: time.Since(began).Milliseconds(), Tokens: usage.Tokens, Cost: usage.Cost, ModelMS: usage.ModelMS}
+	if schemas.CodeOr(err, "") == schemas.CodeBudgetExceeded {
+		rec, _ := fail(schemas.CodeBudgetExceeded, err.Error()) // the call was not made
+		rec.Metrics = metrics
+		return rec, nil
+	}
 	if err != nil {
 		rec, _ := fail(schemas.CodeAgentError, fmt.Sprintf("the model failed: %v", err))
 		rec.Metrics = metrics

@@ -61,8 +61,13 @@ func (routerKind) validate(c *checks, s schemas.PipelineStep) []error {
 func (routerKind) start(ctx context.Context, e env, st stepStart) (*state.StepState, error) {
 	step, _ := st.sd.Step(st.id)
 	began := time.Now()
-	choice, why, usage, err := chooseBranch(ctx, e, st.sd, step)
+	choice, why, usage, err := chooseBranch(withWaveBudget(ctx, st.sd, st.h, st.id), e, st.sd, step)
 	now := time.Now().UTC()
+	if schemas.CodeOr(err, "") == schemas.CodeBudgetExceeded {
+		rec := failedRecord(st.sd, st.h, st.id, schemas.CodeBudgetExceeded, err.Error(), now)
+		rec.Metrics = schemas.Metrics{DurationMS: now.Sub(began).Milliseconds(), Tokens: usage.Tokens, Cost: usage.Cost, ModelMS: usage.ModelMS}
+		return rec, nil
+	}
 	if errors.Is(err, ErrBadCondition) {
 		return failedRecord(st.sd, st.h, st.id, schemas.CodeInvalidInput, err.Error(), now), nil
 	}
@@ -128,6 +133,9 @@ func chooseBranch(ctx context.Context, e env, sd *state.RunSpec, step schemas.Pi
 	if e.config().model != nil {
 		reply, u, merr := askModel(ctx, e, sd, step)
 		usage = u
+		if schemas.CodeOr(merr, "") == schemas.CodeBudgetExceeded {
+			return "", "", usage, merr // no rule is chosen for a run whose budget is spent
+		}
 		if merr == nil {
 			for _, name := range r.Names() {
 				if strings.EqualFold(reply, name) {

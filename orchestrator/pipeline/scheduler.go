@@ -271,9 +271,17 @@ func (s *Scheduler) Submit(ctx context.Context, ev bus.Event) error {
 		// pipeline, not a malformed event: the event was read.
 		verr = fmt.Errorf("%w: %v", ErrInvalidPipeline, verr)
 	}
-	now := time.Now().UTC()
-	sd := (&state.RunSpec{ID: runID, Spec: spec, Contracts: contracts, Waves: waves, CreatedAt: now, Submission: ev.ID,
-		TraceParent: ev.Ext(bus.ExtTraceParent), Nonce: schemas.NewRunNonce(), Owner: bus.Requester(ctx)}).Init()
+	return s.create(ctx, ev, &state.RunSpec{ID: runID, Spec: spec, Contracts: contracts, Waves: waves}, verr)
+}
+
+// create stores run sd (its spec, contracts, waves and, for a fork, its
+// origin filled in), submitted by event ev, and starts it: failed at once
+// when verr, the spec's validation, is not nil.
+func (s *Scheduler) create(ctx context.Context, ev bus.Event, sd *state.RunSpec, verr error) error {
+	runID, spec, now := sd.ID, sd.Spec, time.Now().UTC()
+	sd.CreatedAt, sd.Submission, sd.TraceParent = now, ev.ID, ev.Ext(bus.ExtTraceParent)
+	sd.Nonce, sd.Owner = schemas.NewRunNonce(), bus.Requester(ctx)
+	sd.Init()
 	var ch runChanges
 	h := newHeader(sd, spec.Name, verr, now, &ch)
 	st := schemas.NewConversationState(runID)

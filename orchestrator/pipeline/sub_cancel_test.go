@@ -62,8 +62,8 @@ func TestTimedOutSubPipelineCancelsChild(t *testing.T) {
 			for _, id := range tt.children(run) {
 				c := meshtest.WaitRun(t, o.Store(), id, 10*time.Second)
 				st := c.Steps["hold"]
-				if c.Status != schemas.RunFailed || st.Status != schemas.StepFailed || st.Code != schemas.CodeCancelled {
-					t.Fatalf("child %s: run %s, step %+v; want failed, the step cancelled", id, c.Status, st)
+				if c.Status != schemas.RunCancelled || c.Code != schemas.CodeCancelled || st.Status != schemas.StepFailed || st.Code != schemas.CodeCancelled {
+					t.Fatalf("child %s: run %s (%s), step %+v; want cancelled, the step cancelled", id, c.Status, c.Code, st)
 				}
 				for _, want := range []string{run, `step "sub"`, "timed out"} {
 					if !strings.Contains(st.Error, want) || !strings.Contains(c.Error, want) {

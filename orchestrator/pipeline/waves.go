@@ -120,6 +120,10 @@ func advance(h *state.RunHeader, sd *state.RunSpec, now time.Time, ch *runChange
 			if ch.ended < 0 {
 				ch.ended, ch.endedRecs = h.Wave, recs
 			}
+			if rec, ok := budgetRefused(recs); ok {
+				budgetStopped(h, sd, rec, now, ch)
+				return true
+			}
 		}
 		h.Wave++
 		h.Ends, h.Republished, h.Approved, h.Waiting = 0, false, nil, nil
@@ -168,6 +172,9 @@ func tally(h *state.RunHeader, sd *state.RunSpec, rec *state.StepState) {
 		line = fmt.Sprintf("step %q (%s) skipped: %s", rec.ID, s.Agent, rec.Reason)
 	default:
 		h.FailedSteps++
+		if rec.Code == schemas.CodeCancelled {
+			h.CancelledSteps++
+		}
 		line = fmt.Sprintf("step %q (%s) failed: %s", rec.ID, s.Agent, rec.Error)
 	}
 	if len(h.Failures) < state.MaxFailureLines {
@@ -223,7 +230,8 @@ func offPath(reason string) bool {
 }
 
 // finish ends a run whose last wave is over: failed when a step failed,
-// with the first failures (and skips) as its error.
+// with the first failures (and skips) as its error; cancelled (code
+// cancelled) when one of those was cancelled.
 func finish(h *state.RunHeader, now time.Time, ch *runChanges) {
 	h.Status = schemas.RunCompleted
 	// Skips alone (conditions, routers) do not fail the run; a step that
@@ -231,6 +239,9 @@ func finish(h *state.RunHeader, now time.Time, ch *runChanges) {
 	if h.FailedSteps > 0 {
 		h.Status = schemas.RunFailed
 		h.Error, h.Code = strings.Join(h.Failures, "; "), schemas.CodeStepFailed
+		if h.CancelledSteps > 0 {
+			h.Status, h.Code = schemas.RunCancelled, schemas.CodeCancelled
+		}
 		if more := h.FailedSteps + h.SkippedSteps - len(h.Failures); more > 0 {
 			h.Error += fmt.Sprintf("; and %d more", more)
 		}

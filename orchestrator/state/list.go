@@ -35,6 +35,8 @@ type RunSummary struct {
 	CreatedAt  time.Time         `json:"created_at"`
 	UpdatedAt  time.Time         `json:"updated_at"`
 	FinishedAt time.Time         `json:"finished_at,omitzero"`
+	// Origin is the run and step a forked run was forked from.
+	Origin *schemas.RunOrigin `json:"origin,omitempty"`
 }
 
 // ConversationSummary is one line of a list of conversations.
@@ -106,7 +108,8 @@ func (s *Store) RecentRuns(ctx context.Context, limit int) ([]RunSummary, int, e
 		sd.Init()
 		out = append(out, RunSummary{ID: id, Name: h.Name, Status: h.Status, Error: h.Error, Steps: len(sd.Spec.Steps),
 			Completed: h.CompletedSteps(&sd), Failed: h.FailedCount(), Skipped: h.SkippedCount(),
-			Agents: stepAgents(sd.Spec.Steps), Waiting: h.Waiting, CreatedAt: h.CreatedAt, UpdatedAt: h.UpdatedAt, FinishedAt: h.FinishedAt})
+			Agents: stepAgents(sd.Spec.Steps), Waiting: h.Waiting, CreatedAt: h.CreatedAt, UpdatedAt: h.UpdatedAt, FinishedAt: h.FinishedAt,
+			Origin: sd.Origin})
 	}
 	return out, total, nil
 }

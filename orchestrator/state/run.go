@@ -69,6 +69,9 @@ type RunState struct {
 	CreatedAt  time.Time                  `json:"created_at"`
 	UpdatedAt  time.Time                  `json:"updated_at"`
 	FinishedAt time.Time                  `json:"finished_at,omitzero"`
+	// Origin is the run and step this run was forked from (nil: it was
+	// submitted).
+	Origin *schemas.RunOrigin `json:"origin,omitempty"`
 }
 
 // StepState is the progress of one step of a run.
@@ -88,6 +91,9 @@ type StepState struct {
 	Reason       string                        `json:"reason,omitempty"` // why it was skipped, or what it waits for
 	Outputs      map[string]schemas.TypedValue `json:"outputs,omitempty"`
 	Metrics      schemas.Metrics               `json:"metrics,omitzero"`
+	// From is the run whose record of this step a fork kept: the step
+	// sent no task in this run (see RunSpec.Kept).
+	From string `json:"from,omitempty"`
 }
 
 // Terminal reports whether the step is completed, failed or skipped.
@@ -97,7 +103,7 @@ func (s *StepState) Terminal() bool {
 
 // Done reports whether the run has ended.
 func (r *RunState) Done() bool {
-	return r.Status == schemas.RunCompleted || r.Status == schemas.RunFailed
+	return schemas.RunEnded(r.Status)
 }
 
 func specKey(run string) string       { return run + ".spec" }
@@ -136,6 +142,11 @@ type RunSpec struct {
 	// (or a plain-subject sender: admin, the orchestrator, anyone on a
 	// mesh without credentials) may resolve its steps.
 	Owner string `json:"owner,omitempty"`
+	// Origin is the run and step this run was forked from; Kept are the
+	// steps that keep the original's records: when their wave starts, the
+	// original's record is copied (its From set) and no task goes out.
+	Origin *schemas.RunOrigin `json:"origin,omitempty"`
+	Kept   []string           `json:"kept,omitempty"`
 
 	// pos is where each step id is: its index in Spec.Steps and its wave
 	// (-1 when in none). One map, not two: a replica holds the spec of
@@ -143,7 +154,10 @@ type RunSpec struct {
 	pos map[string]stepPos
 }
 
-type stepPos struct{ index, wave int32 }
+type stepPos struct {
+	index, wave int32
+	kept        bool // a fork keeps the original's record (Kept)
+}
 
 // RunParent names the step of kind pipeline a child run runs for.
 type RunParent struct {
@@ -169,8 +183,18 @@ func (sd *RunSpec) Init() *RunSpec {
 			}
 		}
 	}
+	for _, id := range sd.Kept {
+		if p, ok := sd.pos[id]; ok {
+			p.kept = true
+			sd.pos[id] = p
+		}
+	}
 	return sd
 }
+
+// Keeps reports whether the run is a fork that keeps the original's
+// record of step id (see Kept).
+func (sd *RunSpec) Keeps(id string) bool { return sd.pos[id].kept }
 
 // compact makes a spec just decoded from KV hold less: a replica keeps the
 // spec of every run it serves for as long as it serves it. The decoder
@@ -282,6 +306,9 @@ type RunHeader struct {
 	Completed    int `json:"completed,omitempty"`
 	FailedSteps  int `json:"failed_steps,omitempty"`
 	SkippedSteps int `json:"skipped_steps,omitempty"`
+	// CancelledSteps counts those of FailedSteps that failed with code
+	// cancelled: a run with one ends cancelled, not failed.
+	CancelledSteps int `json:"cancelled_steps,omitempty"`
 	// Failures are the first MaxFailureLines lines of the run's error, one
 	// per failed or skipped step ("step "x" (Agent) failed: ...").
 	Failures []string `json:"failures,omitempty"`
@@ -325,7 +352,7 @@ func (h *RunHeader) Clone() *RunHeader {
 
 // Done reports whether the run has ended.
 func (h *RunHeader) Done() bool {
-	return h.Status == schemas.RunCompleted || h.Status == schemas.RunFailed
+	return schemas.RunEnded(h.Status)
 }
 
 // Running reports whether step id of sd is in the wave in progress of a
@@ -376,7 +403,7 @@ func (s *Store) Run(ctx context.Context, id string) (*RunState, error) {
 	st.History, st.AppliedTasks = nil, nil // assembled from the records below
 	r := &RunState{ID: id, Name: h.Name, Status: h.Status, Error: h.Error, Code: h.Code, Spec: sd.Spec, Contracts: sd.Contracts,
 		Waves: sd.Waves, Wave: max(h.Wave, 0), Steps: map[string]*StepState{}, State: st,
-		CreatedAt: h.CreatedAt, UpdatedAt: h.UpdatedAt, FinishedAt: h.FinishedAt}
+		CreatedAt: h.CreatedAt, UpdatedAt: h.UpdatedAt, FinishedAt: h.FinishedAt, Origin: sd.Origin}
 	for _, step := range sd.Spec.Steps {
 		w, inWave := sd.WaveOf(step.ID)
 		st := &StepState{ID: step.ID, Agent: step.Agent, Wave: w, Status: schemas.StepPending}

@@ -135,10 +135,16 @@ func (a *Agent) Execute(ctx context.Context, ec *schemas.ExecutionContext) (sche
 }
 
 // modelFailed is the outcome of a task whose model call failed: the
-// context's error when the task ended, else a retryable error.
+// context's error when the task ended, the budget's refusal (code
+// budget_exceeded) and the step journal's (step_too_large) as they are,
+// else a retryable error.
 func (a *Agent) modelFailed(ctx context.Context, err error) (schemas.AgentResult, error) {
 	if ctx.Err() != nil {
 		return schemas.AgentResult{}, ctx.Err()
+	}
+	if errors.Is(err, llm.ErrBudgetExceeded) {
+		// Not tried again: the budget is as spent on the next delivery.
+		return schemas.AgentResult{}, err
 	}
 	if tooLarge := (&schemas.ResultError{Code: schemas.CodeStepTooLarge}); errors.Is(err, tooLarge) {
 		return schemas.AgentResult{}, err // the journal refused a step's result: trying again would not help

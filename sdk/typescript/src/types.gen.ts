@@ -35,6 +35,11 @@ export type ChatDelta = {
 export type ChatRequest = {
   conversation_id?: string;
   message: string;
+  /** start this conversation, which must be new, as conversation conversation_id was before its turn turn (the earlier turns copied); the message is its next turn */
+  rewind?: {
+    conversation_id: string;
+    turn: number;
+  };
   [key: string]: unknown;
 };
 
@@ -165,6 +170,22 @@ export type FileRef = {
     [key: string]: string;
   };
   [key: string]: unknown;
+};
+
+/** fork.schema.json: Data of io.agentmesh.pipeline.fork.requested on mesh.pipeline.submit: start a new run (the runid extension, else the event id) from run from as it was before its step at. The steps that do not depend on at keep the outputs from recorded and send no task; at and every step after it run again, with params and vars changed. */
+export type ForkRequest = {
+  /** the run to fork */
+  from: string;
+  /** the step to run again, with every step that depends on it */
+  at: string;
+  /** params to change by "<step>.<param>", only of steps that run again; a string given for a param whose original value is a number, a boolean or a list is read as one */
+  params?: {
+    [key: string]: unknown;
+  };
+  /** workflow variables to change; one a kept step reads cannot change */
+  vars?: {
+    [key: string]: unknown;
+  };
 };
 
 /** pipeline.schema.json: Data of io.agentmesh.pipeline.submitted, and the shape of a pipeline YAML or JSON file. */
@@ -320,6 +341,8 @@ export type Resolution = {
   comment?: string;
   /** who answered, for the record */
   by?: string;
+  /** a reject sent by a cancel of the run: the step fails with code cancelled, not rejected */
+  cancel?: boolean;
 };
 
 export type AgentResultTokens = {
@@ -377,6 +400,12 @@ export type RunEvent = {
   model_ms?: number;
   /** the sum over the run's steps */
   tool_ms?: number;
+  /** a forked run's origin: the run it was forked from and the step it ran again from */
+  origin?: {
+    run: string;
+    step: string;
+    [key: string]: unknown;
+  };
   [key: string]: unknown;
 };
 
@@ -414,6 +443,8 @@ export type StepEvent = {
   model_ms?: number;
   /** the agent's own duration of the task */
   tool_ms?: number;
+  /** a forked run's kept step: the run whose record it copied (no task went out) */
+  from?: string;
   [key: string]: unknown;
 };
 
@@ -432,6 +463,8 @@ export type TaskRequest = {
     tokens?: number;
     usd?: number;
   };
+  /** the ledger in the mesh's LLM bucket that budget's limits hold, shared by the model calls of every step of the task's pipeline wave: budget.run.<run>.w<wave> */
+  budget_key?: string;
   [key: string]: unknown;
 };
 
@@ -514,6 +547,7 @@ export const schemaIDs = {
   "departure.schema.json": "https://agentmesh.dev/schemas/departure.schema.json",
   "file-collection.schema.json": "https://agentmesh.dev/schemas/file-collection.schema.json",
   "file-ref.schema.json": "https://agentmesh.dev/schemas/file-ref.schema.json",
+  "fork.schema.json": "https://agentmesh.dev/schemas/fork.schema.json",
   "pipeline.schema.json": "https://agentmesh.dev/schemas/pipeline.schema.json",
   "progress.schema.json": "https://agentmesh.dev/schemas/progress.schema.json",
   "refusal.schema.json": "https://agentmesh.dev/schemas/refusal.schema.json",

@@ -481,7 +481,10 @@ func (s *Store) getJSONFrom(ctx context.Context, kv jetstream.KeyValue, key stri
 
 // CreateRun stores a new run: its spec, its state (the seed slots) and,
 // last, its header, whose creation is the moment the run exists. A run
-// with the same id wraps ErrExists. It returns the header's revision.
+// with the same id wraps ErrExists. A run whose spec the same submission
+// stored before stopping half way is finished from that spec: sd becomes
+// it (its nonce, not sd's, names the run's tasks). It returns the
+// header's revision.
 func (s *Store) CreateRun(ctx context.Context, sd *RunSpec, h *RunHeader, st *schemas.ConversationState) (uint64, error) {
 	// Everything is encoded before anything is written: a run too large to
 	// store leaves no key behind.
@@ -505,6 +508,17 @@ func (s *Store) CreateRun(ctx context.Context, sd *RunSpec, h *RunHeader, st *sc
 		if _, err := s.runs.Get(ctx, sd.ID); err == nil {
 			return 0, fmt.Errorf("%w: run %q", ErrExists, sd.ID)
 		}
+		// Half way: the spec stored stands (its nonce names the run's
+		// tasks), for the same submission; sd becomes it.
+		var stored RunSpec
+		if _, err := s.getOnceJSON(ctx, specKey(sd.ID), &stored); err != nil {
+			return 0, fmt.Errorf("creating run %q: %w", sd.ID, err)
+		}
+		if stored.Submission != sd.Submission {
+			return 0, fmt.Errorf("%w: run %q", ErrExists, sd.ID)
+		}
+		*sd = stored
+		sd.Init()
 	}
 	if _, err := s.runs.Create(ctx, stateKey(sd.ID), sb); err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
 		return 0, fmt.Errorf("creating run %q: %w", sd.ID, err)

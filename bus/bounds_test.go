@@ -31,6 +31,7 @@ func TestProvisionBoundsEveryResource(t *testing.T) {
 		"MESH_RESULTS":          {bus.DefaultStreamMaxBytes, bus.DefaultResultsMaxAge},
 		"MESH_EVENTS":           {bus.DefaultStreamMaxBytes, bus.DefaultEventsMaxAge},
 		"MESH_DEAD":             {bus.DefaultStreamMaxBytes, bus.DefaultDeadMaxAge},
+		"MESH_SCHEDULES":        {bus.DefaultSchedulesMaxBytes, 0}, // a schedule is kept until removed; each tick has a TTL
 		"KV_mesh_agents":        {bus.DefaultBucketMaxBytes, bus.DefaultAgentTTL},
 		"KV_mesh_conversations": {bus.DefaultBucketMaxBytes, bus.DefaultConversationsTTL},
 		"KV_mesh_runs":          {bus.DefaultBucketMaxBytes, bus.DefaultRunsTTL},

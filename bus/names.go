@@ -2,7 +2,9 @@ package bus
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 )
 
@@ -269,6 +271,44 @@ func (n Names) DeadRefusedAll() string { return n.subj("dead", "*", "refused") }
 
 // DeadAll returns mesh.dead.>.
 func (n Names) DeadAll() string { return n.subj("dead", ">") }
+
+// Schedule returns mesh.schedule.<name>, the subject of a pipeline
+// schedule: one message holding the schedule (the Nats-Schedule header)
+// and the submission it fires. Check name with ValidateToken.
+func (n Names) Schedule(name string) string { return n.subj("schedule", name) }
+
+// Schedules returns mesh.schedule.*, every schedule's subject.
+func (n Names) Schedules() string { return n.subj("schedule", "*") }
+
+// ScheduleTick returns mesh.scheduled.<name>, where the server puts a copy
+// of schedule name's submission at each time it fires; the orchestrator
+// consumes it.
+func (n Names) ScheduleTick(name string) string { return n.subj("scheduled", name) }
+
+// ScheduleTicks returns mesh.scheduled.*, every schedule's ticks.
+func (n Names) ScheduleTicks() string { return n.subj("scheduled", "*") }
+
+// ScheduleOfTick returns the schedule name a tick subject
+// (mesh.scheduled.<name>) belongs to, or "" when subject is none.
+func (n Names) ScheduleOfTick(subject string) string {
+	name, ok := strings.CutPrefix(subject, n.subj("scheduled")+".")
+	if !ok || strings.Contains(name, ".") {
+		return ""
+	}
+	return name
+}
+
+// ScheduledRunID is the run id of the tick of schedule name stored at
+// stream sequence seq at time at: <name>-<at, UTC, to the second>-<seq>.
+// A tick delivered twice (an orchestrator stopped before acknowledging
+// it) names the same run, which starts once.
+func ScheduledRunID(name string, at time.Time, seq uint64) string {
+	return name + "-" + at.UTC().Format("20060102T150405Z") + "-" + strconv.FormatUint(seq, 10)
+}
+
+// SchedulesStream returns e.g. MESH_SCHEDULES, the stream of pipeline
+// schedules and their ticks.
+func (n Names) SchedulesStream() string { return n.upper + "_SCHEDULES" }
 
 // RequestsStream returns the name of the requests stream, e.g. MESH_REQUESTS.
 func (n Names) RequestsStream() string { return n.upper + "_REQUESTS" }

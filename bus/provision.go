@@ -45,6 +45,8 @@ const (
 	DefaultStreamMaxBytes int64 = 256 << 20 // each stream
 	DefaultBucketMaxBytes int64 = 256 << 20 // each KV bucket
 	DefaultFilesMaxBytes  int64 = 2 << 30   // the object store
+
+	DefaultSchedulesMaxBytes int64 = 16 << 20 // MESH_SCHEDULES, unless StreamMaxBytes is set
 )
 
 // errCodeInsufficientStorage is the server's JSStorageResourcesExceededErr:
@@ -144,6 +146,7 @@ func (o ProvisionOptions) agentTTL() setting {
 // Resources are handles on everything Provision made or found.
 type Resources struct {
 	Requests, Tasks, Results, Events, Dead jetstream.Stream
+	Schedules                              jetstream.Stream // nil when bound to a mesh provisioned without it
 	Agents, Conversations, Runs            jetstream.KeyValue
 	LLM                                    jetstream.KeyValue // budgets and shared rate limits; nil when bound to a mesh without it
 	Steps                                  jetstream.KeyValue // the step journal; nil when bound to a mesh without it (agents make it on demand)
@@ -190,12 +193,16 @@ func Provision(ctx context.Context, js jetstream.JetStream, n Names, o Provision
 		{&r.Events, streamSpec(n.EventsStream(), "agentmesh progress events of conversations and runs", jetstream.LimitsPolicy, age(o.EventsMaxAge, DefaultEventsMaxAge), o, n.AllEvents())},
 		{&r.Dead, streamSpec(n.DeadStream(), "agentmesh tasks that exhausted their deliveries", jetstream.LimitsPolicy, age(o.DeadMaxAge, DefaultDeadMaxAge), o, n.DeadAll())},
 	}
+	streams = append(streams, struct {
+		dst *jetstream.Stream
+		spec
+	}{&r.Schedules, schedulesSpec(n, o)})
 	for _, s := range streams {
 		if *s.dst, err = ensureStream(ctx, js, s.spec); err != nil {
 			return nil, err
 		}
 	}
-	for _, s := range []jetstream.Stream{r.Requests, r.Tasks} {
+	for _, s := range []jetstream.Stream{r.Requests, r.Tasks, r.Schedules} {
 		if _, err := PurgeAcked(ctx, s); err != nil {
 			return nil, err
 		}
@@ -269,6 +276,30 @@ func llmBucket(name string, o ProvisionOptions) kvSpec {
 		History: 1, MaxValueSize: 256 << 10, MaxBytes: DefaultLLMBucketMaxBytes, LimitMarkerTTL: llmMarkerTTL,
 		Storage: o.Storage, Replicas: rep,
 	}, markerTTL: setting{v: llmMarkerTTL, set: true}, replicas: setRep}
+}
+
+// ScheduleTickTTL is how long a schedule's tick waits in MESH_SCHEDULES
+// for an orchestrator to take it, as a request waits in MESH_REQUESTS:
+// a tick no orchestrator took by then is dropped (the server's
+// Nats-Schedule-TTL on each fired message).
+const ScheduleTickTTL = DefaultRequestsMaxAge
+
+// schedulesSpec is MESH_SCHEDULES: the schedule messages of pipelines
+// (mesh.schedule.<name>, kept until removed: no max age) and the ticks the
+// server fires from them (mesh.scheduled.<name>, a work queue the
+// orchestrator's durable takes, each tick with a TTL). JetStream message
+// schedules (nats-server 2.12+) need the schedule and its target in one
+// stream, roll-ups on, and no discard-new; MESH_REQUESTS cannot hold them:
+// its max age would delete a schedule, and its orchestrator consumer takes
+// every subject.
+func schedulesSpec(n Names, o ProvisionOptions) spec {
+	sp := streamSpec(n.SchedulesStream(), "agentmesh pipeline schedules and the ticks they fire", jetstream.WorkQueuePolicy, setting{}, o, n.Schedules(), n.ScheduleTicks())
+	sp.cfg.Discard = jetstream.DiscardOld
+	if !sp.maxBytes {
+		sp.cfg.MaxBytes = DefaultSchedulesMaxBytes // schedules are few and small; the server reserves the limit
+	}
+	sp.cfg.AllowMsgSchedules, sp.cfg.AllowRollup, sp.cfg.AllowMsgTTL = true, true, true
+	return sp
 }
 
 // DefaultStepsBucketMaxBytes bounds the step journal (the steps bucket),
@@ -493,6 +524,11 @@ func bind(ctx context.Context, js jetstream.JetStream, n Names) (*Resources, err
 	}
 	if r.Files, err = js.ObjectStore(ctx, n.FilesStore()); err != nil {
 		return nil, missing("object store", n.FilesStore(), err)
+	}
+	// So is the schedules stream: a mesh provisioned before it has no
+	// schedules (Resources.Schedules is nil).
+	if st, err := js.Stream(ctx, n.SchedulesStream()); err == nil {
+		r.Schedules = st
 	}
 	// The LLM bucket is optional: a mesh provisioned before it, or an
 	// identity that may not see it, has its model calls outside the shared

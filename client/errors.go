@@ -34,4 +34,8 @@ var (
 	// decides, across every client and gateway): the mesh dropped this
 	// one. The error also wraps bus.ErrDuplicate.
 	ErrRunExists = errors.New("client: run id taken")
+	// ErrScheduleExists reports a schedule name in use (AddSchedule).
+	ErrScheduleExists = errors.New("client: schedule exists")
+	// ErrUnknownSchedule reports a name that is no schedule.
+	ErrUnknownSchedule = errors.New("client: no such schedule")
 )

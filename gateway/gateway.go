@@ -27,6 +27,7 @@ type Gateway struct {
 	routes []route
 	stats  *statsTracker
 	guard  *httpguard.Guard
+	hooks  map[string]Hook // webhook triggers by name (WithHook)
 
 	closeOnce sync.Once
 }
@@ -37,7 +38,7 @@ type Gateway struct {
 // mesh's streams and buckets and starts watching the registry and recent
 // results. Options: WithPrefix, WithIdentity, WithToken, WithHandler,
 // WithSource, WithLogger, WithTaskTimeout, WithMaxBody, WithMaxUpload,
-// WithMaxHeader, WithHosts, WithProvision.
+// WithMaxHeader, WithHosts, WithProvision, WithHook.
 // Call Close when done; the connections stay open (they are the caller's).
 func New(ctx context.Context, nc *nats.Conn, opts ...Option) (*Gateway, error) {
 	cfg := config{prefix: "mesh", source: "agentmesh/gateway", logger: slog.Default(),
@@ -53,7 +54,11 @@ func New(ctx context.Context, nc *nats.Conn, opts ...Option) (*Gateway, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
-	g := &Gateway{cfg: cfg, names: names, tokens: map[string]*conn{}, guard: guard}
+	hooks, err := hooksOf(cfg.hooks)
+	if err != nil {
+		return nil, err
+	}
+	g := &Gateway{cfg: cfg, names: names, tokens: map[string]*conn{}, guard: guard, hooks: hooks}
 	if g.def, err = newConn(ctx, nc, names, cfg.identity, cfg.provision, cfg.source); err != nil {
 		return nil, err
 	}
@@ -80,6 +85,8 @@ func New(ctx context.Context, nc *nats.Conn, opts ...Option) (*Gateway, error) {
 		g.mux.Handle(rt.method+" "+rt.path, g.api(rt))
 	}
 	g.mux.Handle("/api/", g.api(route{h: g.handleNoRoute, public: true}))
+	g.mux.HandleFunc("GET /healthz", g.handleHealthz) // probes: no token
+	g.mux.HandleFunc("GET /readyz", g.handleReadyz)
 	for _, m := range cfg.handlers {
 		g.mux.Handle(m.pattern, m.h)
 	}

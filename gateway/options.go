@@ -26,6 +26,7 @@ type config struct {
 	maxHeader   int64
 	hosts       []string
 	provision   bus.ProvisionOptions
+	hooks       []namedHook
 }
 
 type tokenConn struct {

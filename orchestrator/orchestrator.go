@@ -200,6 +200,10 @@ func (o *Orchestrator) RunReady(ctx context.Context, ready func()) error {
 	if err != nil {
 		return fmt.Errorf("orchestrator: requests consumer: %w", err)
 	}
+	ticks, err := o.schedulesConsumer(ctx)
+	if err != nil {
+		return fmt.Errorf("orchestrator: schedules consumer: %w", err)
+	}
 	sweepDone, err := o.pipelines.StartSweep(ctx)
 	if err != nil {
 		return err
@@ -239,6 +243,14 @@ func (o *Orchestrator) RunReady(ctx context.Context, ready func()) error {
 		rc.Stop()
 		return fmt.Errorf("orchestrator: consuming requests: %w", err)
 	}
+	var tc jetstream.ConsumeContext
+	if ticks != nil {
+		if tc, err = ticks.Consume(submit(func(m jetstream.Msg) { o.handleTick(hctx, m) }), jetstream.PullMaxMessages(requestsBuffered)); err != nil {
+			rc.Stop()
+			qc.Stop()
+			return fmt.Errorf("orchestrator: consuming schedule ticks: %w", err)
+		}
+	}
 	o.log.Info("orchestrator ready")
 	if ready != nil {
 		ready()
@@ -246,6 +258,10 @@ func (o *Orchestrator) RunReady(ctx context.Context, ready func()) error {
 	<-ctx.Done()
 	rc.Drain()
 	qc.Drain()
+	if tc != nil {
+		tc.Drain()
+		<-tc.Closed()
+	}
 	<-rc.Closed()
 	<-qc.Closed()
 	<-sweepDone
@@ -473,6 +489,9 @@ func keepAlive(m jetstream.Msg, every time.Duration) (stop func()) {
 // when no id can be.
 func (o *Orchestrator) rejectRequest(ctx context.Context, subject string, ev bus.Event, code string, cause error) error {
 	subject, _ = o.names.SplitRequest(subject)
+	if o.names.ScheduleOfTick(subject) != "" {
+		subject = o.names.PipelineSubmit() // a schedule's tick is a submission
+	}
 	if subject == o.names.PipelineResolve() {
 		return o.pipelines.RefuseResolve(ev, code, cause)
 	}

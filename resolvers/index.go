@@ -113,7 +113,7 @@ type fileIndex struct {
 
 // apply records one object's info: its reference, or its removal.
 func (x *fileIndex) apply(info *jetstream.ObjectInfo) {
-	if strings.HasPrefix(info.Name, CollectionPrefix) {
+	if Reserved(info.Name) {
 		return
 	}
 	if info.Deleted {

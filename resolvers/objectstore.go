@@ -55,7 +55,8 @@ func WithParallelism(n int) Option {
 // their filename, media type and user metadata in the object's metadata and
 // their size and sha256 in its info. Content is streamed in both directions,
 // so a file never sits whole in memory unless Resolve is asked for it.
-// Objects under CollectionPrefix are spilled collections, not files.
+// Objects under CollectionPrefix and KnowledgePrefix are the mesh's own, not
+// files (Reserved).
 //
 // An ObjectStore is safe for concurrent use.
 type ObjectStore struct {
@@ -223,7 +224,7 @@ func (o *ObjectStore) List(ctx context.Context) iter.Seq2[schemas.FileRef, error
 			return
 		}
 		for _, info := range infos {
-			if info.Deleted || strings.HasPrefix(info.Name, CollectionPrefix) {
+			if info.Deleted || Reserved(info.Name) {
 				continue
 			}
 			if !yield(refFromInfo(info), nil) {
@@ -304,6 +305,8 @@ func checkFileID(id string) error {
 		return fmt.Errorf("%w: the id is empty", ErrInvalidID)
 	case strings.HasPrefix(id, CollectionPrefix):
 		return fmt.Errorf("%w: %q is a spilled collection, not a file; resolve it with Collections", ErrInvalidID, id)
+	case strings.HasPrefix(id, KnowledgePrefix):
+		return fmt.Errorf("%w: %q is a knowledge base's, not a file; use agentmesh kb", ErrInvalidID, id)
 	}
 	return nil
 }

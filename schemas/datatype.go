@@ -115,7 +115,7 @@ type DataTypeRegistry struct {
 
 var typeName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]*$`)
 
-// NewRegistry returns a registry holding the six built-in data types.
+// NewRegistry returns a registry holding the built-in data types.
 func NewRegistry() *DataTypeRegistry {
 	if err := wire.load(); err != nil {
 		panic("schemas: embedded schemas are broken: " + err.Error())

@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// builtinTypes describes the seven built-in data types; NewRegistry adds
+// builtinTypes describes the eight built-in data types; NewRegistry adds
 // their embedded schemas.
 func builtinTypes() []DataType {
 	return []DataType{
@@ -58,6 +58,7 @@ func builtinTypes() []DataType {
 			Unit:        [2]string{"link", "links"},
 		},
 		evaluationType(),
+		chunksType(),
 	}
 }
 

@@ -10,7 +10,7 @@ import (
 
 func TestBuiltinTypes(t *testing.T) {
 	r := NewRegistry()
-	want := []string{TypeAnalysisResult, TypeCategorization, TypeCrossRef, TypeEvaluation, TypeFileIDs, TypeFolderResult, TypeText}
+	want := []string{TypeAnalysisResult, TypeCategorization, TypeChunks, TypeCrossRef, TypeEvaluation, TypeFileIDs, TypeFolderResult, TypeText}
 	if got := r.Names(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("Names = %v, want %v", got, want)
 	}
@@ -19,7 +19,7 @@ func TestBuiltinTypes(t *testing.T) {
 		if len(def.Schema) == 0 || def.Description == "" {
 			t.Errorf("%s has no schema or description", name)
 		}
-		mergeable := name == TypeFileIDs || name == TypeCategorization
+		mergeable := name == TypeFileIDs || name == TypeCategorization || name == TypeChunks
 		if r.Mergeable(name) != mergeable || def.Mergeable != mergeable {
 			t.Errorf("%s: mergeable = %v, want %v", name, r.Mergeable(name), mergeable)
 		}

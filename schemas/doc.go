@@ -5,7 +5,7 @@
 // A data type is described once, by a DataType in a DataTypeRegistry: its
 // JSON Schema, how two values merge, which state slot each content hint
 // goes to, and how a value is counted and described to people and models.
-// The six built-in types come with NewRegistry; an agent in any language
+// The built-in types come with NewRegistry; an agent in any language
 // declares more in its contract (AgentContract.DataTypes), with one of the
 // MergeRules. The Observer is the one seam where metrics, tracing and
 // policy hang on the runtime and the orchestrator.

@@ -27,6 +27,10 @@ type PipelineSpec struct {
 	// a wave ends with it reached, no further step starts and the run
 	// fails with code budget_exceeded.
 	Budget *Budget `json:"budget,omitempty" yaml:"budget"`
+	// Schedule runs the pipeline by itself, on a cron, at an interval or
+	// once at a time, once it is added with `agentmesh schedule add`
+	// (docs/protocol.md, "Schedules"). A submission ignores it.
+	Schedule *Schedule `json:"schedule,omitempty" yaml:"schedule"`
 }
 
 // PipelineStep is one node of a pipeline. Inputs maps an input name of the
@@ -125,6 +129,11 @@ func (p PipelineSpec) validate() []error {
 	var errs []error
 	if len(p.Steps) == 0 {
 		errs = append(errs, fmt.Errorf("pipeline %q has no steps; add at least one", p.Name))
+	}
+	if p.Schedule != nil {
+		if err := p.Schedule.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("pipeline %q: %w", p.Name, err))
+		}
 	}
 	if p.Budget != nil {
 		if err := p.Budget.Validate(); err != nil {

@@ -8,6 +8,7 @@ import (
 	"github.com/agentmesh/agentmesh/agents/builtin/docsearch"
 	"github.com/agentmesh/agentmesh/agents/builtin/folder"
 	"github.com/agentmesh/agentmesh/agents/builtin/imagesearch"
+	"github.com/agentmesh/agentmesh/agents/builtin/knowledge"
 	"github.com/agentmesh/agentmesh/agents/builtin/prompt"
 	"github.com/agentmesh/agentmesh/agents/builtin/summarize"
 	"github.com/agentmesh/agentmesh/llm"
@@ -20,6 +21,7 @@ import (
 // provider's key and base URL (docs/llm.md); without one, SummarizeAgent writes an extractive
 // summary. AnalysisAgent categorises by pixel features. The search agents keep
 // an index of the store's metadata, updated by watching the store.
+// KnowledgeAgent embeds with AGENTMESH_EMBED_MODEL when it is set.
 func init() {
 	registerBuiltin(imagesearch.Name, "SEARCH: finds stored images by name, tags, folder and what the pixels show",
 		func(ctx context.Context, m *mesh) (agents.Agent, error) {
@@ -52,6 +54,22 @@ func init() {
 				return nil, err
 			}
 			return summarize.New(resolvers.NewObjectStore(m.Res.Files), summarize.WithTextModel(model))
+		})
+	registerBuiltin(knowledge.Name, "SEARCH: finds the passages of a knowledge base's documents that answer a question (BM25, embeddings)",
+		func(ctx context.Context, m *mesh) (agents.Agent, error) {
+			store, err := indexedStore(ctx, m)
+			if err != nil {
+				return nil, err
+			}
+			var opts []knowledge.Option
+			e, model, err := embedderFromEnv()
+			if err != nil {
+				return nil, err
+			}
+			if e != nil {
+				opts = append(opts, knowledge.WithEmbedder(e, model))
+			}
+			return knowledge.New(store, m.Res.Files, opts...)
 		})
 }
 

@@ -147,7 +147,9 @@ func TestVersionJSON(t *testing.T) {
 // it and checks it prints JSON (JSON Lines for run and watch); files rm
 // printed nothing before. approve,
 // chat and bench are checked by their own tests (approval_test, chat_test,
-// bench_test), which need a waiting step, a chat planner or minutes.
+// bench_test), which need a waiting step, a chat planner or minutes; so are
+// kb search and eval (kb_test, eval_test), which need KnowledgeAgent and a
+// chat planner.
 func TestJSONEverywhereItIsOffered(t *testing.T) {
 	url := pipelineMesh(t)
 	file := pipelineFile(t, "shout.yaml", shoutPipeline)
@@ -176,9 +178,18 @@ func TestJSONEverywhereItIsOffered(t *testing.T) {
 		}},
 		{args: []string{"files", "ls"}},
 		{args: []string{"files", "info", "ID"}},
+		{args: []string{"kb", "create", "jsonkb"}},
+		{args: []string{"kb", "add", "jsonkb", "ID"}},
+		{args: []string{"kb", "ls"}},
+		{args: []string{"kb", "ls", "jsonkb"}},
+		{args: []string{"kb", "rm", "jsonkb"}},
 		{args: []string{"files", "rm", "ID"}},
+		{args: []string{"schedule", "add", file, "--name", "json-schedule", "--every", "1h"}},
+		{args: []string{"schedule", "ls"}},
+		{args: []string{"schedule", "rm", "json-schedule"}},
 	}
-	ran := map[string]bool{"approve": true, "chat": true, "bench": true, "version": true} // version: TestVersionJSON
+	ran := map[string]bool{"approve": true, "chat": true, "bench": true, "version": true, // version: TestVersionJSON
+		"kb search": true, "eval": true} // TestKBCommands, TestEvalExamples
 	for _, tt := range tests {
 		args := append([]string{"--nats", url, "--json"}, tt.args...)
 		for i, a := range args {
@@ -205,7 +216,7 @@ func TestJSONEverywhereItIsOffered(t *testing.T) {
 			tt.after(out)
 		}
 		name := tt.args[0]
-		if name == "files" || name == "state" {
+		if name == "files" || name == "state" || name == "schedule" || name == "kb" {
 			name += " " + tt.args[1]
 		}
 		ran[name] = true

@@ -112,7 +112,7 @@ func (a *app) runDemo(parent context.Context, d demoRun) error {
 	files := resolvers.NewObjectStore(m.Res.Files)
 
 	say("\n== storing sample files")
-	set, err := storeSamples(ctx, files)
+	set, err := storeSamples(ctx, m.Res.Files)
 	if err != nil {
 		return err
 	}

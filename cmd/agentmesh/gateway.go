@@ -20,6 +20,7 @@ import (
 
 	"github.com/agentmesh/agentmesh/bridge/a2a"
 	"github.com/agentmesh/agentmesh/bus"
+	"github.com/agentmesh/agentmesh/client"
 	"github.com/agentmesh/agentmesh/gateway"
 	"github.com/agentmesh/agentmesh/schemas"
 )
@@ -39,6 +40,7 @@ func newGatewayCmd(a *app) *cobra.Command {
 		tokenFile string
 		verbose   bool
 		hosts     []string
+		hooks     []string
 	)
 	cmd := &cobra.Command{
 		Use:   "gateway",
@@ -67,7 +69,13 @@ pages of other sites are refused (403 cross_origin), JSON endpoints take
 application/json only, and a gateway on a loopback address answers only
 for loopback names (403 foreign_host, against DNS rebinding). Behind a
 reverse proxy on the same machine that passes the users' Host on, name it
-with --allow-host. See docs/security.md.`,
+with --allow-host. See docs/security.md.
+
+--hook NAME=FILE serves a webhook at POST /api/hooks/NAME: a delivery whose
+body is signed with the hook's secret (X-Agentmesh-Signature: sha256=<hex
+HMAC-SHA256>, read from $AGENTMESH_HOOK_SECRET_<NAME>, NAME in upper case with
+'-' as '_'; at least 16 bytes) submits the pipeline in FILE with the body as
+the TEXT seed value body (seed.body). See docs/http-api.md#webhooks.`,
 		Example: `  agentmesh gateway --http :8080
   NATS_URL=tls://mesh:4222 NATS_CA=ca.pem agentmesh gateway --creds admin.creds --token-file tokens.txt`,
 		Args: cobra.NoArgs,
@@ -86,6 +94,11 @@ with --allow-host. See docs/security.md.`,
 			if len(hosts) > 0 {
 				opts = append(opts, gateway.WithHosts(hosts...))
 			}
+			hookOpts, err := hookOptions(hooks, os.Getenv)
+			if err != nil {
+				return err
+			}
+			opts = append(opts, hookOpts...)
 			srv, err := a.serveGateway(ctx, m, addr, a.logger(verbose), tokenFile != "", opts...)
 			if err != nil {
 				return err
@@ -99,6 +112,7 @@ with --allow-host. See docs/security.md.`,
 	f.StringVar(&addr, "http", defaultHTTP, "listen address HOST:PORT of the dashboard and API (port 0 picks a free one)")
 	f.StringVar(&tokenFile, "token-file", "", "require bearer tokens: a file of lines 'TOKEN CREDENTIALS-FILE'")
 	f.BoolVarP(&verbose, "verbose", "v", false, "log each failed request")
+	f.StringArrayVar(&hooks, "hook", nil, "serve the webhook POST /api/hooks/NAME: NAME=FILE, the pipeline it submits with the signed body as seed.body; the secret is in $AGENTMESH_HOOK_SECRET_<NAME> (repeat for more)")
 	f.StringArrayVar(&hosts, "allow-host", nil, "a host name (or host:port) users reach the gateway by through a reverse proxy on this machine; repeat for more (default: loopback names only)")
 	return cmd
 }
@@ -325,4 +339,33 @@ func newToken() (string, error) {
 		return "", err
 	}
 	return hex.EncodeToString(b), nil
+}
+
+// hookSecretEnv is the variable that holds hook name's secret.
+func hookSecretEnv(name string) string {
+	return "AGENTMESH_HOOK_SECRET_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
+}
+
+// hookOptions reads each --hook NAME=FILE, with its secret from getenv.
+func hookOptions(hooks []string, getenv func(string) string) ([]gateway.Option, error) {
+	var opts []gateway.Option
+	for _, h := range hooks {
+		name, file, ok := strings.Cut(h, "=")
+		if !ok || name == "" || file == "" {
+			return nil, usagef("--hook %q: give NAME=FILE, e.g. --hook deploy=deploy.yaml", h)
+		}
+		if err := gateway.ValidateHookName(name); err != nil {
+			return nil, usagef("--hook %q: %v", h, err)
+		}
+		secret := getenv(hookSecretEnv(name))
+		if secret == "" {
+			return nil, usagef("--hook %s: no secret: set %s (at least %d bytes, e.g. openssl rand -hex 32)", name, hookSecretEnv(name), gateway.MinHookSecret)
+		}
+		spec, err := client.LoadPipeline(file)
+		if err != nil {
+			return nil, fmt.Errorf("--hook %s: %w", name, err)
+		}
+		opts = append(opts, gateway.WithHook(name, gateway.Hook{Spec: spec, Secret: []byte(secret)}))
+	}
+	return opts, nil
 }

@@ -18,7 +18,6 @@ import (
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/bus/embedded"
 	"github.com/agentmesh/agentmesh/client"
-	"github.com/agentmesh/agentmesh/resolvers"
 	"github.com/agentmesh/agentmesh/security"
 )
 
@@ -166,7 +165,7 @@ func (a *app) upSamples(ctx context.Context) error {
 		return err
 	}
 	defer m.Close()
-	msg, err := seedSamples(ctx, resolvers.NewObjectStore(m.Res.Files))
+	msg, err := seedSamples(ctx, m.Res.Files)
 	if err != nil {
 		return fmt.Errorf("storing the samples (--empty starts without them): %w", err)
 	}

@@ -62,7 +62,8 @@ func stopUp(t *testing.T, up *upProc) {
 // TestUpStartsWithTheSamples runs the built binary's `up` three times on
 // one store: with --empty the store stays empty; without, the sample
 // images and documents are there once the mesh says it is up (the README's
-// chat finds sunsets); started again, it adds nothing.
+// chat finds sunsets, KnowledgeAgent answers from the "samples" knowledge
+// base); started again, it adds nothing.
 func TestUpStartsWithTheSamples(t *testing.T) {
 	bin := agentBinary(t)
 	store := t.TempDir()
@@ -89,6 +90,12 @@ func TestUpStartsWithTheSamples(t *testing.T) {
 			code, out, errOut := runArgs("--nats", up.url, "chat", demoMessage)
 			if code != 0 || !strings.Contains(out, "sunset") {
 				t.Errorf("the chat up suggests: exit %d\n%s%s", code, out, errOut)
+			}
+			// The sample documents are the knowledge base "samples", which
+			// up's KnowledgeAgent serves.
+			code, out, errOut = runArgs("--nats", up.url, "kb", "search", SamplesKB, "are gift cards refundable?", "--top-k", "1")
+			if code != 0 || !strings.Contains(out, "refund-policy.md") || !strings.Contains(out, "Gift cards") {
+				t.Errorf("kb search samples: exit %d\n%s%s", code, out, errOut)
 			}
 		}
 		stopUp(t, up)

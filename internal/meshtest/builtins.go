@@ -11,6 +11,7 @@ import (
 	"github.com/agentmesh/agentmesh/agents/builtin/docsearch"
 	"github.com/agentmesh/agentmesh/agents/builtin/folder"
 	"github.com/agentmesh/agentmesh/agents/builtin/imagesearch"
+	"github.com/agentmesh/agentmesh/agents/builtin/knowledge"
 	"github.com/agentmesh/agentmesh/agents/builtin/samples"
 	"github.com/agentmesh/agentmesh/agents/builtin/summarize"
 	"github.com/agentmesh/agentmesh/agents/builtin/text"
@@ -20,7 +21,8 @@ import (
 // Builtins stores files (samples.Images(), say) in the mesh's object store
 // and runs the named built-in agents over them, as `agentmesh up` does,
 // until the test ends: TextAgent, ImageSearchAgent, DocumentSearchAgent,
-// AnalysisAgent (without a vision model), FolderAgent, SummarizeAgent. It
+// AnalysisAgent (without a vision model), FolderAgent, SummarizeAgent,
+// KnowledgeAgent (lexical: without an embedding model). It
 // returns the file id of each stored sample by its name.
 func (m *Mesh) Builtins(t testing.TB, files []samples.Sample, names ...string) map[string]string {
 	t.Helper()
@@ -63,6 +65,8 @@ func (m *Mesh) Builtins(t testing.TB, files []samples.Sample, names ...string) m
 			a, err = folder.New(resolvers.NewObjectStore(m.Res.Files))
 		case summarize.Name:
 			a, err = summarize.New(resolvers.NewObjectStore(m.Res.Files))
+		case knowledge.Name:
+			a, err = knowledge.New(catalog(), m.Res.Files)
 		default:
 			t.Fatalf("meshtest: %q is not a built-in agent Builtins runs", name)
 		}

@@ -23,6 +23,7 @@ import (
 type GeminiServer struct {
 	srv *httptest.Server
 	script[GeminiRequest]
+	embedded embedCounter // batchEmbedContents, answered with Embedding (embed.go)
 }
 
 // GeminiRequest is one recorded generateContent request.
@@ -105,6 +106,10 @@ func (s *GeminiServer) Config() llm.Config {
 }
 
 func (s *GeminiServer) serve(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, ":batchEmbedContents") {
+		s.embed(w, r)
+		return
+	}
 	rest, ok := strings.CutPrefix(r.URL.Path, "/v1beta/models/")
 	model, method, _ := strings.Cut(rest, ":")
 	stream := method == "streamGenerateContent" && r.URL.Query().Get("alt") == "sse"

@@ -146,10 +146,12 @@ func (r Request) MessagesOf(role string) []openai.ChatCompletionMessage {
 // are taken from the script in order; when it is empty the handler set with
 // Handle answers; with neither, the server answers 500 and the test fails at
 // cleanup. A request with "stream": true is answered with server-sent
-// events as OpenAI sends them.
+// events as OpenAI sends them. /v1/embeddings is answered with Embedding
+// of each input, outside the script.
 type Server struct {
 	srv *httptest.Server
 	script[Request]
+	embedded embedCounter // /v1/embeddings, answered with Embedding (embed.go)
 }
 
 // New starts a server answering with replies in order; it stops at the end of the test.
@@ -173,6 +175,10 @@ func (s *Server) Config() llm.Config {
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodPost && r.URL.Path == "/v1/embeddings" {
+		s.embed(w, r)
+		return
+	}
 	if r.Method != http.MethodPost || r.URL.Path != "/v1/chat/completions" {
 		s.fail(w, fmt.Sprintf("unexpected %s %s", r.Method, r.URL.Path), writeError)
 		return

@@ -8,6 +8,7 @@ import (
 	"github.com/agentmesh/agentmesh/agents/builtin/docsearch"
 	"github.com/agentmesh/agentmesh/agents/builtin/folder"
 	"github.com/agentmesh/agentmesh/agents/builtin/imagesearch"
+	"github.com/agentmesh/agentmesh/agents/builtin/knowledge"
 	"github.com/agentmesh/agentmesh/agents/builtin/samples"
 	"github.com/agentmesh/agentmesh/agents/builtin/summarize"
 	"github.com/agentmesh/agentmesh/agents/builtin/text"
@@ -22,7 +23,7 @@ import (
 func builtinMesh(t *testing.T) *meshtest.Mesh {
 	t.Helper()
 	m := meshtest.New(t)
-	names := []string{imagesearch.Name, docsearch.Name, analysis.Name, folder.Name, summarize.Name, text.Name}
+	names := []string{imagesearch.Name, docsearch.Name, analysis.Name, folder.Name, summarize.Name, text.Name, knowledge.Name}
 	m.Builtins(t, append(samples.Images(), samples.Documents()...), names...)
 	chatReplica(t, m, nil, names)
 	return m
@@ -43,13 +44,14 @@ func TestOfflinePlannerRunsOnTheBuiltinAgents(t *testing.T) {
 	}{
 		{"Find sunset images and organize them into folders", "ImageSearchAgent -> AnalysisAgent -> FolderAgent",
 			[]string{"found 5 images", "sunset 5"}, route.SlotCategorization, ""},
-		{"summarize the documents", "DocumentSearchAgent -> SummarizeAgent", []string{"found 4 documents", "summarised 4 documents", "summarizeagent wrote: "}, route.SlotText, ""},
+		{"summarize the documents", "DocumentSearchAgent -> SummarizeAgent", []string{"found 5 documents", "summarised 5 documents", "summarizeagent wrote: "}, route.SlotText, ""},
 		{"reverse the text hello world", "TextAgent", []string{"textagent wrote: dlrow olleh"}, route.SlotText, "dlrow olleh"},
 		{"count the words in hello world", "TextAgent", []string{"2 words", "textagent wrote: 2"}, route.SlotText, "2"},
 		{"find documents about jetstream and summarize them", "DocumentSearchAgent -> SummarizeAgent", []string{"nats-notes.txt", "summarised 1 document"}, route.SlotText, ""},
 		{"count the words in 'red sky at night'", "TextAgent", []string{"textagent wrote: 4"}, route.SlotText, "4"},
 		{"find 2 sunset images", "ImageSearchAgent", []string{"found 2 images"}, route.SlotImageIDs, ""},
 		{"upper-case 'good morning'", "TextAgent", []string{"textagent wrote: good morning"}, route.SlotText, "GOOD MORNING"},
+		{"search the knowledge base for 'are gift cards refundable?'", "KnowledgeAgent", []string{"found 1 passage in 5 stored documents"}, "current_chunks", ""},
 	} {
 		conv, resp, _ := ask(t, m, "", tc.message)
 		if resp.State != schemas.ChatCompleted || resp.Planner != "offline" {

@@ -98,13 +98,13 @@ var StateSchema = json.RawMessage(`{
         "required": ["ref", "data_type", "count"],
         "properties": {
           "ref": {"type": "string", "description": "pass this string as a tool argument to use the slot as an input"},
-          "data_type": {"type": "string", "enum": ["FILE_IDS", "CATEGORIZATION", "ANALYSIS_RESULT", "TEXT", "CROSS_REF", "FOLDER_RESULT"], "description": "or a custom type"},
+          "data_type": {"type": "string", "enum": ["FILE_IDS", "CATEGORIZATION", "ANALYSIS_RESULT", "TEXT", "CROSS_REF", "FOLDER_RESULT", "CHUNKS"], "description": "or a custom type"},
           "content_type_hint": {"type": "string", "description": "images, documents, links or mixed"},
           "count": {"type": "integer", "description": "files, categories, items or links held"},
           "holds": {"type": "string", "description": "what the slot holds in words: 12 images, 3 categories"},
           "source": {"type": "string", "description": "the agent that produced it"},
           "produced_at": {"type": "string", "format": "date-time"},
-          "facts": {"type": "object", "description": "small facts of the data type: categories (items per category), preview (a text's first characters)"}
+          "facts": {"type": "object", "description": "small facts of the data type: categories (items per category), preview (a text's first characters), passages (the text of retrieved passages with their source: answer from these)"}
         }
       }
     },

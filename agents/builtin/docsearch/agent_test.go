@@ -89,7 +89,7 @@ func TestDocumentSearch(t *testing.T) {
 	}
 	// The image is never a document; the broken PDF is listed by name only.
 	res, got = search(t, a, map[string]any{"query": "", "limit": 10})
-	if len(got) != 5 || strings.Contains(strings.Join(got, ","), ids["sunset_beach.jpg"]) {
+	if len(got) != len(samples.Documents())+1 || strings.Contains(strings.Join(got, ","), ids["sunset_beach.jpg"]) {
 		t.Errorf("every document: got %d ids %v", len(got), got)
 	}
 	if !strings.Contains(res.Summary, "1 document could not be read") {

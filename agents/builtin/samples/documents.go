@@ -7,7 +7,8 @@ import (
 )
 
 // Documents returns the generated sample documents: plain text, Markdown,
-// HTML and one PDF with real text content. The bytes are the same on every
+// HTML and one PDF with real text content, and a shop's refund policy (for
+// knowledge base examples). The bytes are the same on every
 // call.
 func Documents() []Sample {
 	return []Sample{
@@ -78,6 +79,47 @@ The blue hour after sunset often makes the best photographs of a city at night.
 				"Each agent announces a typed contract and takes tasks from its queue.",
 				"The orchestrator carries file references between agents, never file contents.",
 				"Scaling an agent means starting more copies of it."),
+		},
+		{
+			Name:      "refund-policy.md",
+			MediaType: "text/markdown",
+			Tags:      []string{"policy", "refunds"},
+			Content: []byte(`# Refund policy
+
+This policy explains when Northwind Outfitters refunds a purchase and how to ask for a refund.
+
+## Refund window
+
+You can return most items within 30 days of delivery for a full refund. After 30 days and up to 60 days we offer store credit instead of money back.
+
+## Condition of returned items
+
+Items must be unused, with their original tags and packaging. Worn shoes, washed clothing and assembled furniture cannot be returned.
+
+## Items that cannot be refunded
+
+Gift cards, personalised or engraved goods, and perishable food are final sale. Downloadable software is refundable only if it has not been activated.
+
+## How to request a refund
+
+Start a return from the Orders page of your account, or email returns@northwind.example with your order number. We send a prepaid shipping label within two business days.
+
+## Refund processing time
+
+Once the warehouse receives and inspects your return, the refund is issued within 5 business days. Your bank may take another 3 to 10 days to show it on your statement.
+
+## Shipping costs
+
+Original shipping fees are not refunded, except when the item arrived damaged or we sent the wrong item. Return shipping is free for customers in the loyalty programme.
+
+## Damaged or wrong items
+
+Report a damaged or wrong item within 7 days of delivery, with a photo of the damage. We replace it at no cost, or refund it in full including shipping.
+
+## Exchanges
+
+To swap a size or colour, request an exchange instead of a refund: the new item ships as soon as the original is scanned by the carrier.
+`),
 		},
 	}
 }

@@ -277,6 +277,13 @@ export type PipelineSpec = {
     /** US dollars; 0 for no limit */
     usd?: number;
   };
+  /** when the pipeline runs by itself once added with agentmesh schedule add: exactly one of cron (six fields, seconds first, or @hourly...), every (a Go duration, at least 1s), at (RFC 3339); time_zone (IANA) with cron only */
+  schedule?: {
+    cron?: string;
+    every?: string;
+    at?: string;
+    time_zone?: string;
+  };
   /** workflow variables and their default values (null: given at submit); params read one as ${vars.<name>}, conditions as vars.<name> */
   vars?: {
     [key: string]: unknown;
@@ -502,6 +509,22 @@ export type CategorizationValue = {
   [key: string]: unknown;
 };
 
+/** types/CHUNKS.schema.json: Passages of stored documents, best match first: each chunk's text, the file it comes from, its position in that file and its retrieval score. */
+export type ChunksValue = Array<{
+  /** the passage */
+  text: string;
+  /** the stored document the passage is from */
+  file_id: string;
+  /** the passage's index among its document's chunks, from 0 */
+  position: number;
+  /** the retrieval score, higher is better; comparable within one answer only */
+  score: number;
+  /** the document's filename, when known */
+  filename?: string;
+  /** the section heading the passage is under, when the document has headings */
+  heading?: string;
+}>;
+
 /** types/CROSS_REF.schema.json: Typed links between files. */
 export type CrossRefValue = {
   links: Array<{
@@ -560,6 +583,7 @@ export const schemaIDs = {
   "typed-value.schema.json": "https://agentmesh.dev/schemas/typed-value.schema.json",
   "types/ANALYSIS_RESULT.schema.json": "https://agentmesh.dev/schemas/types/ANALYSIS_RESULT.schema.json",
   "types/CATEGORIZATION.schema.json": "https://agentmesh.dev/schemas/types/CATEGORIZATION.schema.json",
+  "types/CHUNKS.schema.json": "https://agentmesh.dev/schemas/types/CHUNKS.schema.json",
   "types/CROSS_REF.schema.json": "https://agentmesh.dev/schemas/types/CROSS_REF.schema.json",
   "types/EVALUATION.schema.json": "https://agentmesh.dev/schemas/types/EVALUATION.schema.json",
   "types/FILE_IDS.schema.json": "https://agentmesh.dev/schemas/types/FILE_IDS.schema.json",

@@ -1,0 +1,133 @@
+package main
+
+import (
+	"context"
+	"encoding/xml"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/agentmesh/agentmesh/agents/builtin/knowledge"
+	"github.com/agentmesh/agentmesh/agents/builtin/samples"
+	"github.com/agentmesh/agentmesh/internal/meshtest"
+	"github.com/agentmesh/agentmesh/llm"
+	"github.com/agentmesh/agentmesh/llm/llmtest"
+	"github.com/agentmesh/agentmesh/orchestrator"
+	"github.com/agentmesh/agentmesh/orchestrator/chat"
+	"github.com/agentmesh/agentmesh/resolvers"
+)
+
+// TestEvalExamples runs the repository's README and knowledge eval sets with the offline
+// planner over the built-in agents and the sample files, as CI does: every
+// case passes, the JUnit XML lists each run; a set whose expectation the
+// answer misses exits 1 and says what it missed.
+func TestEvalExamples(t *testing.T) {
+	m := meshtest.New(t)
+	names := builtinNames()
+	m.Builtins(t, append(samples.Images(), samples.Documents()...), names...)
+	m.Orchestrator(t, names, orchestrator.WithChat())
+	url := m.Srv.URL()
+
+	junit := filepath.Join(t.TempDir(), "eval.xml")
+	code, out, errOut := runArgs("--nats", url, "eval", "../../examples/evals/readme.yaml", "--junit", junit)
+	if code != 0 || !strings.Contains(out, "5 of 5 cases passed") {
+		t.Fatalf("eval readme.yaml: exit %d\n%s%s", code, out, errOut)
+	}
+	raw, err := os.ReadFile(junit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Suites []struct {
+			Name     string `xml:"name,attr"`
+			Tests    int    `xml:"tests,attr"`
+			Failures int    `xml:"failures,attr"`
+		} `xml:"testsuite"`
+	}
+	if err := xml.Unmarshal(raw, &doc); err != nil || len(doc.Suites) != 1 || doc.Suites[0].Tests != 5 || doc.Suites[0].Failures != 0 {
+		t.Errorf("JUnit XML %+v (%v):\n%s", doc, err, raw)
+	}
+
+	code, out, errOut = runArgs("--nats", url, "eval", "../../examples/evals/knowledge.yaml")
+	if code != 0 || !strings.Contains(out, "4 of 4 cases passed") {
+		t.Errorf("eval knowledge.yaml: exit %d\n%s%s", code, out, errOut)
+	}
+
+	failing := filepath.Join(t.TempDir(), "failing.yaml")
+	set := "name: failing\nruns: 2\ncases:\n  - name: wrong words\n    chat: reverse the text hello world\n    expect: {contains: [hello world], agents: [ImageSearchAgent]}\n"
+	if err := os.WriteFile(failing, []byte(set), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut = runArgs("--nats", url, "eval", failing, "--json")
+	if code != 1 || !strings.Contains(errOut, "1 of 1 cases of "+failing+" failed") ||
+		!strings.Contains(out, `"pass_rate": 0`) || !strings.Contains(out, "want ImageSearchAgent in that order") {
+		t.Errorf("failing set: exit %d\n%s%s", code, out, errOut)
+	}
+
+	for _, tt := range []struct {
+		args []string
+		code int
+		says string
+	}{
+		{[]string{"eval"}, 2, "accepts 1 arg(s)"},
+		{[]string{"eval", failing, "--runs", "-1"}, 2, "--runs -1"},
+		{[]string{"eval", "../../examples/evals/nope.yaml"}, 1, "no such file"},
+		{[]string{"eval", "../../README.md"}, 1, "invalid eval set"},
+	} {
+		code, _, errOut := runArgs(append(tt.args, "--nats", url)...)
+		if code != tt.code || !strings.Contains(errOut, tt.says) {
+			t.Errorf("%v: exit %d %q, want %d saying %q", tt.args, code, errOut, tt.code, tt.says)
+		}
+	}
+}
+
+// TestEvalScoresTheRefundFlow runs examples/evals/refund.yaml against a
+// mesh with the sample documents in the knowledge base "samples" (as up
+// stores them), KnowledgeAgent, and a scripted model that calls it and
+// answers from the passages the state shows: the eval passes. The same
+// model answering without the passages fails it.
+func TestEvalScoresTheRefundFlow(t *testing.T) {
+	m := meshtest.New(t)
+	ctx := context.Background()
+	if _, err := storeSamples(ctx, m.Res.Files); err != nil {
+		t.Fatal(err)
+	}
+	agent, err := knowledge.New(resolvers.NewObjectStore(m.Res.Files), m.Res.Files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Run(t, agent)
+	srv := llmtest.New(t)
+	window := regexp.MustCompile(`[^."]*within 30 days of delivery[^."]*\.`)
+	var quote atomic.Bool
+	quote.Store(true)
+	srv.Handle(func(r llmtest.Request) llmtest.Reply {
+		if len(r.MessagesOf("tool")) == 0 {
+			return llmtest.Calls(llmtest.Call(knowledge.Name, map[string]any{"query": "refund policy return window", "kb": SamplesKB}))
+		}
+		for _, msg := range r.MessagesOf("system") {
+			if s := window.FindString(msg.Content); s != "" && quote.Load() {
+				return llmtest.Answer("Our policy: " + s)
+			}
+		}
+		return llmtest.Answer("I do not know.")
+	})
+	c, err := llm.New(srv.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Orchestrator(t, []string{knowledge.Name}, orchestrator.WithChat(chat.WithLLM(c)))
+
+	code, out, errOut := runArgs("--nats", m.Srv.URL(), "eval", "../../examples/evals/refund.yaml")
+	if code != 0 || !strings.Contains(out, "1 of 1 cases passed") {
+		t.Fatalf("eval refund.yaml: exit %d\n%s%s", code, out, errOut)
+	}
+	quote.Store(false)
+	code, out, _ = runArgs("--nats", m.Srv.URL(), "eval", "../../examples/evals/refund.yaml")
+	if code != 1 || !strings.Contains(out, `the answer lacks "30 days"`) {
+		t.Errorf("an answer without the passage: exit %d\n%s", code, out)
+	}
+}

@@ -2,10 +2,8 @@ package gateway
 
 import (
 	"errors"
-	"fmt"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/client"
@@ -52,19 +50,9 @@ func (g *Gateway) handleFork(w http.ResponseWriter, r *http.Request, c *conn) er
 			return fail(schemas.CodeInvalidPipeline, "fork: run %s has no step %q (its steps: %s)", from, req.At, strings.Join(ids, ", "))
 		}
 	}
-	runID := r.URL.Query().Get("run_id")
-	if runID != "" {
-		if err := bus.ValidateToken("run id", runID); err != nil {
-			return fail(schemas.CodeInvalidID, "%v", err)
-		}
-		if err := c.checkRunFree(r.Context(), runID); err != nil {
-			return err
-		}
-	} else {
-		runID = fmt.Sprintf("%s-fork-%d", from, time.Now().UnixNano())
-		if bus.ValidateToken("run id", runID) != nil {
-			runID = fmt.Sprintf("run-%d", time.Now().UnixNano())
-		}
+	runID, err := c.runIDFor(r, from+"-fork")
+	if err != nil {
+		return err
 	}
 	id, err := client.SubmitFork(r.Context(), c.js, c.names, req, runID, g.cfg.source)
 	if errors.Is(err, client.ErrRunExists) {

@@ -45,19 +45,9 @@ func (g *Gateway) handleSubmit(w http.ResponseWriter, r *http.Request, c *conn) 
 	if err != nil {
 		return err
 	}
-	runID := r.URL.Query().Get("run_id")
-	if runID != "" {
-		if err := bus.ValidateToken("run id", runID); err != nil {
-			return fail(schemas.CodeInvalidID, "%v", err)
-		}
-		if err := c.checkRunFree(r.Context(), runID); err != nil {
-			return err
-		}
-	} else {
-		runID = strings.ReplaceAll(fmt.Sprintf("%s-%d", spec.Name, time.Now().UnixNano()), " ", "_")
-		if bus.ValidateToken("run id", runID) != nil {
-			runID = fmt.Sprintf("run-%d", time.Now().UnixNano())
-		}
+	runID, err := c.runIDFor(r, spec.Name)
+	if err != nil {
+		return err
 	}
 	id, err := client.SubmitPipeline(r.Context(), c.js, c.names, spec, runID, g.cfg.source)
 	if errors.Is(err, client.ErrRunExists) { // another submission, through any gateway, was first
@@ -76,6 +66,23 @@ func (g *Gateway) handleSubmit(w http.ResponseWriter, r *http.Request, c *conn) 
 // decides (client.SubmitPipeline, ErrRunExists). An identity
 // that may not read run state (a client on a secure mesh) is not checked
 // here; the orchestrator refuses the submission on its event id.
+// runIDFor is the run id a submission asks for (?run_id, checked and
+// free) or else one made from prefix and the time.
+func (c *conn) runIDFor(r *http.Request, prefix string) (string, error) {
+	runID := r.URL.Query().Get("run_id")
+	if runID != "" {
+		if err := bus.ValidateToken("run id", runID); err != nil {
+			return "", fail(schemas.CodeInvalidID, "%v", err)
+		}
+		return runID, c.checkRunFree(r.Context(), runID)
+	}
+	runID = strings.ReplaceAll(fmt.Sprintf("%s-%d", prefix, time.Now().UnixNano()), " ", "_")
+	if bus.ValidateToken("run id", runID) != nil {
+		runID = fmt.Sprintf("run-%d", time.Now().UnixNano())
+	}
+	return runID, nil
+}
+
 func (c *conn) checkRunFree(ctx context.Context, runID string) error {
 	if c.store == nil {
 		return nil

@@ -1,14 +1,10 @@
 package llm
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
-	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -163,28 +159,11 @@ func (p *geminiProvider) embed(ctx context.Context, model string, texts []string
 	if err != nil {
 		return nil, 0, err
 	}
-	u := fmt.Sprintf("%s/v1beta/models/%s:batchEmbedContents", p.base, url.PathEscape(model))
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(raw))
-	if err != nil {
-		return nil, 0, err
-	}
-	hreq.Header.Set("Content-Type", "application/json")
-	hreq.Header.Set("x-goog-api-key", p.key)
-	hresp, err := p.doer.Do(hreq)
+	hresp, err := p.post(ctx, model, "batchEmbedContents", raw)
 	if err != nil {
 		return nil, 0, err
 	}
 	defer hresp.Body.Close()
-	if hresp.StatusCode != http.StatusOK {
-		raw, _ := io.ReadAll(io.LimitReader(hresp.Body, 64<<10))
-		var e geminiError
-		msg := strings.TrimSpace(string(raw))
-		if json.Unmarshal(raw, &e) == nil && e.Error.Message != "" {
-			msg = e.Error.Message
-		}
-		msg = schemas.Clip(msg, 200)
-		return nil, 0, &apiError{status: hresp.StatusCode, message: msg, err: fmt.Errorf("gemini: HTTP %d: %s", hresp.StatusCode, msg)}
-	}
 	var out struct {
 		Embeddings []struct {
 			Values []float32 `json:"values"`

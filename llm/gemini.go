@@ -99,6 +99,34 @@ type (
 	}
 )
 
+// post sends body to the model's method on the Gemini API; an answer
+// other than 200 is an *apiError with the API's own message.
+func (p *geminiProvider) post(ctx context.Context, model, method string, body []byte) (*http.Response, error) {
+	u := fmt.Sprintf("%s/v1beta/models/%s:%s", p.base, url.PathEscape(model), method)
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	hreq.Header.Set("Content-Type", "application/json")
+	hreq.Header.Set("x-goog-api-key", p.key)
+	hresp, err := p.doer.Do(hreq)
+	if err != nil {
+		return nil, err
+	}
+	if hresp.StatusCode != http.StatusOK {
+		defer hresp.Body.Close()
+		raw, _ := io.ReadAll(io.LimitReader(hresp.Body, 64<<10))
+		var e geminiError
+		msg := strings.TrimSpace(string(raw))
+		if json.Unmarshal(raw, &e) == nil && e.Error.Message != "" {
+			msg = e.Error.Message
+		}
+		msg = schemas.Clip(msg, 200)
+		return nil, &apiError{status: hresp.StatusCode, message: msg, err: fmt.Errorf("gemini: HTTP %d: %s", hresp.StatusCode, msg)}
+	}
+	return hresp, nil
+}
+
 func (p *geminiProvider) send(ctx context.Context, req Request, onDelta func(Delta)) (Response, schemas.Tokens, error) {
 	body, err := geminiBody(req, p.maxTokens)
 	if err != nil {
@@ -108,31 +136,11 @@ func (p *geminiProvider) send(ctx context.Context, req Request, onDelta func(Del
 	if onDelta != nil {
 		method = "streamGenerateContent?alt=sse"
 	}
-	u := fmt.Sprintf("%s/v1beta/models/%s:%s", p.base, url.PathEscape(req.Model), method)
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(body))
-	if err != nil {
-		return Response{}, schemas.Tokens{}, err
-	}
-	hreq.Header.Set("Content-Type", "application/json")
-	hreq.Header.Set("x-goog-api-key", p.key)
-	hresp, err := p.doer.Do(hreq)
+	hresp, err := p.post(ctx, req.Model, method, body)
 	if err != nil {
 		return Response{}, schemas.Tokens{}, err
 	}
 	defer hresp.Body.Close()
-	if hresp.StatusCode != http.StatusOK {
-		raw, _ := io.ReadAll(io.LimitReader(hresp.Body, 64<<10))
-		var e geminiError
-		msg := strings.TrimSpace(string(raw))
-		if json.Unmarshal(raw, &e) == nil && e.Error.Message != "" {
-			msg = e.Error.Message
-		}
-		if len(msg) > 200 {
-			msg = msg[:200]
-		}
-		return Response{}, schemas.Tokens{}, &apiError{status: hresp.StatusCode, message: msg,
-			err: fmt.Errorf("gemini: HTTP %d: %s", hresp.StatusCode, msg)}
-	}
 	var acc geminiAnswer
 	if onDelta == nil {
 		var r geminiResponse

@@ -9,10 +9,12 @@ import (
 	"time"
 
 	"github.com/agentmesh/agentmesh/client"
+	"github.com/agentmesh/agentmesh/internal/fixture"
 	"github.com/agentmesh/agentmesh/internal/memory"
 	"github.com/agentmesh/agentmesh/internal/meshtest"
 	"github.com/agentmesh/agentmesh/llm/llmtest"
 	"github.com/agentmesh/agentmesh/orchestrator/chat"
+	"github.com/agentmesh/agentmesh/orchestrator/route"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -140,5 +142,42 @@ func TestRememberNeedsAnOwner(t *testing.T) {
 	}
 	if facts, err := store.List(context.Background(), "carol"); err != nil || len(facts) != 0 {
 		t.Errorf("carol's facts = %+v, %v; want none", facts, err)
+	}
+}
+
+// TestRememberSlots: a slot the operator names is remembered as a fact of
+// the client when the turn completes, replaced by its newer value, and
+// recalled in the client's next conversation.
+func TestRememberSlots(t *testing.T) {
+	t.Parallel()
+	m := meshtest.New(t)
+	ctx := context.Background()
+	srv := llmtest.New(t)
+	store := memory.New(m.Srv.JetStream(t), m.Srv.Names())
+	m.Agent(t, schemas.AgentContract{Name: "Profile", Capability: "text", Description: "Writes the user's shipping city.",
+		Outputs: []schemas.TypedOutput{{Name: "text", DataType: schemas.TypeText}}},
+		func(ctx context.Context, ec *schemas.ExecutionContext) (schemas.AgentResult, error) {
+			return fixture.OK("Profile", "wrote the city", map[string]schemas.TypedValue{"text": schemas.TextValue("shipping city "+ec.Param("city"), "Profile")}), nil
+		}, 2)
+	chatReplica(t, m, nil, []string{"Profile"}, chat.WithLLM(newLLM(t, srv)), chat.WithMemory(store, route.SlotText))
+
+	for _, city := range []string{"Lisbon", "Porto"} {
+		srv.Enqueue(llmtest.Calls(llmtest.Call("Profile", map[string]any{"city": city})), llmtest.Answer("Done."))
+		if _, resp := askAs(t, m, "dana", "set my shipping city"); resp.State != schemas.ChatCompleted {
+			t.Fatalf("turn = %+v", resp)
+		}
+	}
+	facts, err := store.List(ctx, "dana")
+	if err != nil || len(facts) != 1 {
+		t.Fatalf("dana's facts = %+v, %v; want the slot's one", facts, err)
+	}
+	if want := route.SlotText + ": shipping city Porto"; facts[0].Text != want || facts[0].Source != "slot:"+route.SlotText {
+		t.Errorf("fact = %+v, want %q from the slot", facts[0], want)
+	}
+	srv.Enqueue(llmtest.Answer("To Porto."))
+	askAs(t, m, "dana", "Where do you ship my order? which city")
+	reqs := srv.Requests()
+	if mem := memoryMessage(reqs[len(reqs)-1]); !strings.Contains(mem, "shipping city Porto") {
+		t.Errorf("the slot's fact is not recalled: %q", mem)
 	}
 }

@@ -111,13 +111,16 @@ func WithBudget(ctx context.Context, b Budget) context.Context {
 // BudgetsOf returns the budgets set on ctx with WithBudget, and the task's
 // (schemas.WithTaskBudget, which the agent runtime sets from the task's
 // budget: what is left of its run's), kept under the task's own key, or
-// under the ledger the steps of its wave share
-// (schemas.WithSharedTaskBudget, from the task's budget_key).
+// under the ledger the steps of its wave, or the calls of its chat turn,
+// share (schemas.WithSharedTaskBudget, from the task's budget_key).
 func BudgetsOf(ctx context.Context) []Budget {
 	b, _ := ctx.Value(budgetsKey{}).([]Budget)
 	if id, tb, ok := schemas.TaskBudgetOf(ctx); ok && (tb.Tokens > 0 || tb.USD > 0) {
 		tb := Budget{Scope: "task " + id + " (what is left of its run's budget)", Key: "budget.task." + id, Tokens: tb.Tokens, USD: tb.USD, TTL: 24 * time.Hour}
-		if key := schemas.TaskBudgetKeyOf(ctx); key != "" {
+		switch key := schemas.TaskBudgetKeyOf(ctx); {
+		case strings.HasPrefix(key, schemas.TurnBudgetKeyPrefix):
+			tb.Scope, tb.Key, tb.TTL = "the chat turn of "+id+" (the turn's budget, shared by its model calls and the agents its tool calls run)", key, 0
+		case key != "":
 			tb.Scope, tb.Key, tb.TTL = "the wave of "+id+" (what was left of its run's budget when the wave began, shared by the wave's steps)", key, 0
 		}
 		b = append(slices.Clip(b), tb)

@@ -73,46 +73,68 @@ type taskBudget struct {
 // (TaskRequest.BudgetKey): budget.run.<run>.w<wave>.
 const RunBudgetKeyPrefix = "budget.run."
 
+// TurnBudgetKeyPrefix starts the ledger keys of chat turns
+// (TaskRequest.BudgetKey): budget.turn.<conversation>.<turn>.
+const TurnBudgetKeyPrefix = "budget.turn."
+
 // maxBudgetKey bounds a ledger key a task names.
 const maxBudgetKey = 256
 
-// ErrInvalidBudgetKey is a TaskRequest.BudgetKey that is no wave's ledger.
+// ErrInvalidBudgetKey is a TaskRequest.BudgetKey that is no wave's or
+// turn's ledger.
 var ErrInvalidBudgetKey = NewError(CodeInvalidRequest, "invalid budget_key")
 
 // RunBudgetKey is the ledger key of wave (from 0) of run: the model calls
 // of its steps share it (TaskRequest.BudgetKey). Bytes of the run id a KV
 // key cannot hold become '_'.
 func RunBudgetKey(run string, wave int) string {
-	id := strings.Map(func(r rune) rune {
+	return fmt.Sprintf("%s%s.w%d", RunBudgetKeyPrefix, kvKeyToken(run), wave+1)
+}
+
+// TurnBudgetKey is the ledger key of turn (from 1) of conversation conv:
+// the turn's model calls and those of the agents its tool calls run, at
+// the same time or not, share it (TaskRequest.BudgetKey). Bytes of the
+// conversation id a KV key cannot hold become '_'.
+func TurnBudgetKey(conv string, turn int) string {
+	return fmt.Sprintf("%s%s.%d", TurnBudgetKeyPrefix, kvKeyToken(conv), turn)
+}
+
+// kvKeyToken is id with the bytes a KV key cannot hold as '_'.
+func kvKeyToken(id string) string {
+	return strings.Map(func(r rune) rune {
 		if kvKeyRune(r) {
 			return r
 		}
 		return '_'
-	}, run)
-	return fmt.Sprintf("%s%s.w%d", RunBudgetKeyPrefix, id, wave+1)
+	}, id)
 }
 
 func kvKeyRune(r rune) bool {
 	return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '/' || r == '=' || r == '.'
 }
 
-// ValidBudgetKey reports a key that is no wave's ledger: one not under
-// RunBudgetKeyPrefix, too long, with an empty token or a byte a KV key
-// cannot hold. An agent checks it before its model calls write there.
+// ValidBudgetKey reports a key that is no wave's or turn's ledger: one
+// under neither RunBudgetKeyPrefix nor TurnBudgetKeyPrefix, too long, with
+// an empty token or a byte a KV key cannot hold. An agent checks it before
+// its model calls write there.
 func ValidBudgetKey(key string) error {
 	rest, ok := strings.CutPrefix(key, RunBudgetKeyPrefix)
+	if !ok {
+		rest, ok = strings.CutPrefix(key, TurnBudgetKeyPrefix)
+	}
 	bad := !ok || rest == "" || len(key) > maxBudgetKey || strings.Contains(rest, "..") || strings.HasSuffix(rest, ".") || strings.HasPrefix(rest, ".")
 	for _, r := range rest {
 		bad = bad || !kvKeyRune(r)
 	}
 	if bad {
-		return fmt.Errorf("%w %q: want %s<run>.w<wave> (letters, digits, '-', '_', '/', '=' and '.', at most %d bytes), as the orchestrator sends it", ErrInvalidBudgetKey, Clip(key, 80), RunBudgetKeyPrefix, maxBudgetKey)
+		return fmt.Errorf("%w %q: want %s<run>.w<wave> or %s<conversation>.<turn> (letters, digits, '-', '_', '/', '=' and '.', at most %d bytes), as the orchestrator sends it", ErrInvalidBudgetKey, Clip(key, 80), RunBudgetKeyPrefix, TurnBudgetKeyPrefix, maxBudgetKey)
 	}
 	return nil
 }
 
 // WithSharedTaskBudget is WithTaskBudget for model calls whose budget's
-// ledger is key, shared with other steps of the same pipeline wave
+// ledger is key, shared with other steps of the same pipeline wave or the
+// other tool calls and model calls of the same chat turn
 // (TaskRequest.BudgetKey), rather than a task's own: an agent's task
 // (who: "task <id>") or a router's or evaluator's call in the
 // orchestrator. who names them in errors (TaskBudgetOf returns it).

@@ -8,7 +8,7 @@ import (
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
-// A task's budget_key must name a wave's ledger: an agent writes its
+// A task's budget_key must name a wave's or a turn's ledger: an agent writes its
 // model calls' spend there, so no other key of the LLM bucket passes.
 func TestValidBudgetKey(t *testing.T) {
 	for _, tc := range []struct {
@@ -25,6 +25,11 @@ func TestValidBudgetKey(t *testing.T) {
 		{"budget.run.r7.", false},
 		{"budget.run.r 7", false},
 		{"budget.run." + strings.Repeat("r", 300), false},
+		{schemas.TurnBudgetKey("c-1", 3), true},
+		{schemas.TurnBudgetKey("conv with spaces", 1), true},
+		{"budget.turn.", false},
+		{"budget.turn.c1.", false},
+		{"budget.client.anonymous.0", false},
 	} {
 		err := schemas.ValidBudgetKey(tc.key)
 		if (err == nil) != tc.ok {
@@ -36,6 +41,9 @@ func TestValidBudgetKey(t *testing.T) {
 	}
 	if got := schemas.RunBudgetKey("a b", 1); got != "budget.run.a_b.w2" {
 		t.Errorf("RunBudgetKey = %q", got)
+	}
+	if got := schemas.TurnBudgetKey("a b", 2); got != "budget.turn.a_b.2" {
+		t.Errorf("TurnBudgetKey = %q", got)
 	}
 }
 

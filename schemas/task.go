@@ -13,9 +13,10 @@ type TaskRequest struct {
 	Budget *Budget `json:"budget,omitempty"`
 	// BudgetKey, with Budget, is the key of the ledger in the mesh's LLM
 	// bucket that Budget's limits hold: the model calls of every step of
-	// one pipeline wave reserve and settle there together, so the wave's
-	// steps share what is left rather than each spending all of it. Empty:
-	// the task's calls count on their own (ValidBudgetKey).
+	// one pipeline wave (RunBudgetKey), or of one chat turn and the agents
+	// its tool calls run (TurnBudgetKey), reserve and settle there
+	// together, so they share what is left rather than each spending all
+	// of it. Empty: the task's calls count on their own (ValidBudgetKey).
 	BudgetKey string `json:"budget_key,omitempty"`
 }
 

@@ -107,3 +107,65 @@ func TestPromptAgentKeepsBudgetAndRateLimitOnSecureMesh(t *testing.T) {
 		t.Fatal("no instance wrote the rate limit's slots")
 	}
 }
+
+// An agent on a secure mesh keeps the ledger of the chat turn its task
+// names (budget_key budget.turn.<conversation>.<n>, where the turn's tool
+// calls run at the same time share the turn's budget): its model call
+// reserves and settles there, with no permissions violation, and a call
+// that would cross the turn's budget is refused budget_exceeded.
+func TestPromptAgentKeepsATurnsLedgerOnSecureMesh(t *testing.T) {
+	m := startSecure(t)
+	srv := llmtest.New(t, llmtest.Reply{Content: "a draft", Usage: schemas.Tokens{Prompt: 400, Completion: 20}})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cfg := prompt.Config{
+		Name: "Drafter", Description: "drafts", Capability: string(schemas.CapGeneration), SystemPrompt: "Draft.",
+		Outputs: []prompt.Output{{Name: "text", DataType: schemas.TypeText}},
+	}
+	c := m.connect(t, bus.Identity{Role: bus.RoleAgent, Name: cfg.Name})
+	kv, err := c.js.KeyValue(ctx, m.names.LLMBucket())
+	if err != nil {
+		t.Fatal(err)
+	}
+	model, err := llm.New(srv.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := prompt.New(cfg, model.WithShared(c.js, kv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	meshtest.Serve(t, c.Conn, a, agents.WithHeartbeat(time.Second), agents.WithMaxDeliver(1))
+	al := m.connect(t, alice)
+	key := schemas.TurnBudgetKey("c-secure", 1)
+	task := schemas.TaskRequest{Instruction: "draft", Budget: &schemas.Budget{Tokens: 1000}, BudgetKey: key, TimeoutMS: 5000}
+
+	if res := directCall(t, m, al, alice, cfg.Name, task); !res.Result.Success {
+		t.Fatalf("first task, within the turn's budget: %+v %+v", res.Result, res.Result.Error)
+	}
+	ledger, err := m.res.LLM.Get(ctx, key)
+	if err != nil {
+		t.Fatalf("the turn's ledger in %s: %v", m.names.LLMBucket(), err)
+	}
+	var spent llm.Spend
+	if err := json.Unmarshal(ledger.Value(), &spent); err != nil || spent.Tokens != 420 {
+		t.Fatalf("the turn's ledger holds %s (%v); want the call's 420 tokens", ledger.Value(), err)
+	}
+	if _, err := m.res.LLM.Put(ctx, key, []byte(`{"tokens": 999, "usd": 0}`)); err != nil {
+		t.Fatal(err)
+	}
+	res := directCall(t, m, al, alice, cfg.Name, task)
+	if e := res.Result.Error; res.Result.Success || e == nil || e.Code != schemas.CodeBudgetExceeded || !strings.Contains(e.Message, "the chat turn of") {
+		t.Fatalf("second task, the turn's ledger at 999 of 1000 tokens: %+v %+v; want failed %s naming the turn's budget", res.Result, e, schemas.CodeBudgetExceeded)
+	}
+	if n := len(srv.Requests()); n != 1 {
+		t.Fatalf("the model server got %d requests; want 1", n)
+	}
+	select {
+	case err := <-c.errs:
+		if errors.Is(err, nats.ErrPermissionViolation) {
+			t.Errorf("the agent: %v", err)
+		}
+	default:
+	}
+}

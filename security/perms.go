@@ -118,21 +118,22 @@ func agentGrants(g *grants, a string, n bus.Names) {
 
 // llmGrants: the agent's model calls keep the mesh's budgets and rate
 // limits (docs/llm.md): it reads any key of the LLM bucket (the declared
-// limits, the ledger) and writes the ledgers of tasks and pipeline waves
-// and the rate limits' slots, not the declared limits nor a turn's or
-// client's budget.
-// Four subjects scoped to the bucket, whatever keys it holds.
+// limits, the ledger) and writes the ledgers of tasks, pipeline waves and
+// chat turns (which its tasks' budget_key name) and the rate limits'
+// slots, not the declared limits nor a client's budget.
+// Five subjects scoped to the bucket, whatever keys it holds.
 func llmGrants(g *grants, n bus.Names) {
 	b := n.LLMBucket()
 	g.pub(jsAPI("DIRECT.GET", "KV_"+b, ">"))
-	g.pub(n.KVPut(b, llmTaskBudgets+".>"), n.KVPut(b, llmWaveBudgets+".>"), n.KVPut(b, llmRateLimits+".>"))
+	g.pub(n.KVPut(b, llmTaskBudgets+".>"), n.KVPut(b, llmWaveBudgets+".>"), n.KVPut(b, llmTurnBudgets+".>"), n.KVPut(b, llmRateLimits+".>"))
 }
 
 // The prefixes of the LLM bucket's keys an agent writes (llm/budget.go,
 // llm/ratelimit.go).
 const (
 	llmTaskBudgets = "budget.task"
-	llmWaveBudgets = "budget.run" // schemas.RunBudgetKeyPrefix: a pipeline wave's, which its steps share
+	llmWaveBudgets = "budget.run"  // schemas.RunBudgetKeyPrefix: a pipeline wave's, which its steps share
+	llmTurnBudgets = "budget.turn" // schemas.TurnBudgetKeyPrefix: a chat turn's, which its tool calls share
 	llmRateLimits  = "rate"
 )
 

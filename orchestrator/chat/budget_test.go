@@ -104,15 +104,19 @@ func TestClientBudgetSpansTurnsAndReplicas(t *testing.T) {
 }
 
 // What the agents of a turn report counts in the turn's budget: the task
-// carries what is left of it, and the agent's 5000 tokens, past the
-// turn's 3000, stop the turn before its next model call.
+// carries the turn's budget and its ledger's key (where an agent's own
+// model calls would reserve), and the agent's 5000 tokens, reported
+// without a model call of the mesh's, past the turn's 3000, are charged
+// to the ledger and stop the turn before its next model call.
 func TestTurnBudgetCountsTheAgentsItCalls(t *testing.T) {
 	m := meshtest.New(t)
 	carried := make(chan *schemas.Budget, 1)
+	keys := make(chan string, 1)
 	m.Agent(t, schemas.AgentContract{Name: "Writer", Capability: schemas.CapGeneration, Description: "writes, with a model of its own",
 		Outputs: []schemas.TypedOutput{{Name: "text", DataType: schemas.TypeText}}},
 		func(ctx context.Context, ec *schemas.ExecutionContext) (schemas.AgentResult, error) {
 			_, b, ok := schemas.TaskBudgetOf(ctx)
+			keys <- schemas.TaskBudgetKeyOf(ctx)
 			if ok {
 				carried <- &b
 			} else {
@@ -132,9 +136,9 @@ func TestTurnBudgetCountsTheAgentsItCalls(t *testing.T) {
 	}
 	chatReplica(t, m, nil, []string{"Writer"}, chat.WithLLM(model.WithShared(m.Srv.JetStream(t), m.Res.LLM)), chat.WithTurnBudget(3000, 0))
 
-	_, resp, _ := ask(t, m, "", "write me a poem")
-	if b := <-carried; b == nil || b.Tokens != 3000-120 {
-		t.Fatalf("the task carried budget %+v; want what was left of the turn's, %d tokens", b, 3000-120)
+	conv, resp, _ := ask(t, m, "", "write me a poem")
+	if b, key := <-carried, <-keys; b == nil || b.Tokens != 3000 || key != schemas.TurnBudgetKey(conv, 1) {
+		t.Fatalf("the task carried budget %+v in ledger %q; want the turn's, 3000 tokens, in %s", b, key, schemas.TurnBudgetKey(conv, 1))
 	}
 	if resp.Code != schemas.CodeBudgetExceeded || len(srv.Requests()) != 1 || !strings.Contains(resp.Error, "spent 5120 tokens") {
 		t.Fatalf("response %s %q: %s after %d model calls; want budget_exceeded after 1, with the agent's 5000 tokens counted", resp.State, resp.Code, resp.Error, len(srv.Requests()))

@@ -28,6 +28,10 @@ func (c *Chat) runLLM(ctx context.Context, s *session) (schemas.ChatResponse, er
 				if err := c.runCalls(ctx, s, calls); err != nil {
 					return schemas.ChatResponse{}, err
 				}
+				if rec, ok := c.budgetRefused(t.ToolCalls[done:]); ok {
+					return c.finish(ctx, s, schemas.ChatFailed, "The turn stopped: "+rec.Error, schemas.WithCode(schemas.CodeBudgetExceeded,
+						fmt.Errorf("%s (task %s): %s", rec.Agent, rec.TaskID, rec.Error)))
+				}
 				if rec, q, ok := agentAsked(t.ToolCalls[done:]); ok && ask == nil {
 					return c.ask(ctx, s, "", q, rec.Agent)
 				}
@@ -121,7 +125,8 @@ func (c *Chat) runCalls(ctx context.Context, s *session, calls []llm.ToolCall) e
 	obs := make([]string, len(calls))
 	recs := make([]schemas.ToolCallRecord, len(calls))
 	var wg sync.WaitGroup
-	ctx = c.withTaskBudget(ctx, t)
+	ctx = c.withTaskBudget(ctx, s)
+	before, read := c.turnSpent(ctx, s)
 	for i, call := range calls {
 		taskID := schemas.TaskTag(fmt.Sprintf("%s-t%d-%s", s.conv, t.Number, taskToken(call.ID)), s.rec.Nonce)
 		wg.Go(func() { obs[i], recs[i] = c.callTool(ctx, s, taskID, call) })
@@ -138,7 +143,7 @@ func (c *Chat) runCalls(ctx context.Context, s *session, calls []llm.ToolCall) e
 	if err := c.save(ctx, s); err != nil {
 		return err
 	}
-	c.chargeCalls(ctx, s, recs)
+	c.chargeCalls(ctx, s, recs, before, read)
 	return nil
 }
 
@@ -196,7 +201,8 @@ func (c *Chat) callAgent(ctx context.Context, s *session, taskID, agent, rawArgs
 	if contract.TimeoutMS > 0 {
 		timeout = time.Duration(contract.TimeoutMS) * time.Millisecond
 	}
-	task := schemas.TaskRequest{Inputs: inputs, Params: args.Params, Instruction: s.turn.Message, TimeoutMS: timeout.Milliseconds(), Budget: taskBudget(ctx)}
+	budget, budgetKey := taskBudget(ctx) // the turn's, in its ledger, shared with the calls running beside this one
+	task := schemas.TaskRequest{Inputs: inputs, Params: args.Params, Instruction: s.turn.Message, TimeoutMS: timeout.Milliseconds(), Budget: budget, BudgetKey: budgetKey}
 	meta := meshcore.DispatchMeta{TaskID: taskID, ConversationID: s.conv, ReplyTo: c.names.Result(agent, taskID), Deadline: time.Now().Add(timeout)}
 	c.progress(ctx, s.conv, taskID, agent, "calling "+agent)
 	if _, err := c.dispatch.Dispatch(ctx, agent, task, meta); err != nil {

@@ -470,7 +470,7 @@ export type TaskRequest = {
     tokens?: number;
     usd?: number;
   };
-  /** the ledger in the mesh's LLM bucket that budget's limits hold, shared by the model calls of every step of the task's pipeline wave: budget.run.<run>.w<wave> */
+  /** the ledger in the mesh's LLM bucket that budget's limits hold, shared by the model calls of every step of the task's pipeline wave (budget.run.<run>.w<wave>) or by the model calls and tool calls of the task's chat turn (budget.turn.<conversation>.<turn>) */
   budget_key?: string;
   [key: string]: unknown;
 };

@@ -13,6 +13,7 @@ import (
 	"github.com/agentmesh/agentmesh/agents"
 	"github.com/agentmesh/agentmesh/agents/builtin/analysis"
 	"github.com/agentmesh/agentmesh/bus"
+	"github.com/agentmesh/agentmesh/internal/fixture"
 	"github.com/agentmesh/agentmesh/resolvers"
 	"github.com/agentmesh/agentmesh/schemas"
 )
@@ -140,14 +141,10 @@ func TestResultThatCannotBePublishedIsGivenUp(t *testing.T) {
 	m.publish(t, "Wordy", ev)
 	dead, _ := m.n.Dead("Wordy")
 	var msg *jetstream.RawStreamMsg
-	deadline := time.Now().Add(10 * time.Second)
-	for msg == nil {
+	fixture.Eventually(t, "the dead letter", func() bool {
 		msg, _ = m.res.Dead.GetLastMsgForSubject(ctx, dead)
-		if msg == nil && time.Now().After(deadline) {
-			t.Fatal("no dead letter")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return msg != nil
+	})
 	if reason := msg.Header.Get(bus.HeaderDeadReason); !strings.Contains(reason, "gave up after 2 deliveries") {
 		t.Fatalf("dead letter reason %q", reason)
 	}
@@ -168,17 +165,10 @@ func TestResultThatCannotBePublishedIsGivenUp(t *testing.T) {
 
 func pollTasksEmpty(t *testing.T, m *mesh) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	fixture.Eventually(t, "MESH_TASKS empty", func() bool {
 		si, err := m.res.Tasks.Info(context.Background())
-		if err == nil && si.State.Msgs == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("MESH_TASKS still holds %d tasks", si.State.Msgs)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return err == nil && si.State.Msgs == 0
+	})
 }
 
 // TestAnalysisAgentOf20000MissingIDsIsAnswered: the real AnalysisAgent

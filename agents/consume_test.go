@@ -7,7 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/agentmesh/agentmesh/agents"
+	"github.com/agentmesh/agentmesh/internal/fixture"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -147,9 +150,22 @@ func TestRuntimeKeepsLongTaskInProgress(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The runtime's "still in progress" acks (+WPI, one each third of the
+	// ack wait): twelve of them span four ack waits, each of which would
+	// have handed the task to k2 without them.
+	var progress atomic.Int64
+	acks, err := m.nc.Subscribe("$JS.ACK.>", func(msg *nats.Msg) {
+		if string(msg.Data) == "+WPI" {
+			progress.Add(1)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer acks.Unsubscribe()
 	m.publish(t, "Longer", task(t, schemas.TaskRequest{Instruction: "long"}))
 	g.waitStarted(t, 1)
-	time.Sleep(1200 * time.Millisecond)
+	fixture.Eventually(t, "twelve in-progress acks of the long task", func() bool { return progress.Load() >= 12 })
 	select {
 	case again := <-g.started:
 		t.Fatalf("task %q started again while the first run was in progress", again)

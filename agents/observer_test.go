@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentmesh/agentmesh/agents"
+	"github.com/agentmesh/agentmesh/internal/fixture"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -89,10 +90,8 @@ func TestRuntimeObserver(t *testing.T) {
 	}
 	for id, w := range want {
 		// The finish is observed after the result is published and acked.
-		got := rec.of(id)
-		for deadline := time.Now().Add(5 * time.Second); len(got) < len(w) && time.Now().Before(deadline); got = rec.of(id) {
-			time.Sleep(10 * time.Millisecond)
-		}
+		var got []string
+		fixture.Within(fixture.WaitTimeout, func() bool { got = rec.of(id); return len(got) >= len(w) })
 		if strings.Join(got, "; ") != strings.Join(w, "; ") {
 			t.Errorf("task %s observed %q, want %q", id, got, w)
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/bus/bustest"
 	"github.com/agentmesh/agentmesh/client"
+	"github.com/agentmesh/agentmesh/internal/fixture"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -59,16 +60,13 @@ func TestAwaitAndFollowLeaveNoConsumers(t *testing.T) {
 		}
 		return info.State.Consumers
 	}
-	for {
-		results, events := count(names.ResultsStream()), count(names.EventsStream())
-		if results == 0 && events == 0 {
-			return
-		}
-		if ctx.Err() != nil {
-			t.Fatalf("a minute after 10 awaits and 10 follows ended, %s has %d consumers and %s %d; want 0",
-				names.ResultsStream(), results, names.EventsStream(), events)
-		}
-		time.Sleep(200 * time.Millisecond)
+	var results, events int
+	if !fixture.Within(time.Minute, func() bool {
+		results, events = count(names.ResultsStream()), count(names.EventsStream())
+		return results == 0 && events == 0
+	}) {
+		t.Fatalf("a minute after 10 awaits and 10 follows ended, %s has %d consumers and %s %d; want 0",
+			names.ResultsStream(), results, names.EventsStream(), events)
 	}
 }
 
@@ -97,15 +95,12 @@ func TestAwaitEndsWhenItsConsumerCannotBeMadeAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	var awaiting string
-	for awaiting == "" { // the Await's consumer is in place
+	fixture.Eventually(t, "the Await's consumer", func() bool {
 		for name := range results.ConsumerNames(ctx).Name() {
 			awaiting = name
 		}
-		if ctx.Err() != nil {
-			t.Fatal("the Await made no consumer")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return awaiting != ""
+	})
 	// Another consumer takes the stream's last place, and the Await's goes.
 	if _, err := results.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{Durable: "other", AckPolicy: jetstream.AckExplicitPolicy}); err != nil {
 		t.Fatal(err)

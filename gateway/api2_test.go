@@ -156,7 +156,7 @@ func firstKey(m map[string]string) string {
 func TestTwoGateways(t *testing.T) {
 	m := newTestMesh(t)
 	ctx := t.Context()
-	gw2, err := New(ctx, m.srv.Conn(t))
+	gw2, err := New(ctx, m.srv.Conn(t), testValidator)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,7 +33,7 @@ func TestBearerTokens(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	bridge := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("bridge " + r.URL.Path)) })
-	gw, err := New(ctx, alice, WithIdentity(bus.Identity{Role: bus.RoleClient, Name: "alice"}),
+	gw, err := New(ctx, alice, testValidator, WithIdentity(bus.Identity{Role: bus.RoleClient, Name: "alice"}),
 		WithToken(clientToken, alice, bus.Identity{Role: bus.RoleClient, Name: "alice"}), WithHandler("/a2a/", bridge))
 	if err != nil {
 		t.Fatal(err)
@@ -89,7 +89,7 @@ func TestSecureMeshRoles(t *testing.T) {
 	meshtest.Serve(t, srv.Connect(t, bus.Identity{Role: bus.RoleAgent, Name: text.Name}), text.New(), agents.WithHeartbeat(time.Second))
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	gw, err := New(ctx, alice, WithIdentity(clientID),
+	gw, err := New(ctx, alice, testValidator, WithIdentity(clientID),
 		WithToken(clientToken, alice, clientID),
 		WithToken(adminToken, srv.Admin, bus.Identity{Role: bus.RoleAdmin}))
 	if err != nil {

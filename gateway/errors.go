@@ -41,6 +41,8 @@ var (
 	ErrNoConnection = errors.New("gateway: no NATS connection")
 	// ErrBadToken reports a bearer token option that cannot be used.
 	ErrBadToken = errors.New("gateway: bad token")
+	// ErrConfig reports a gateway made without what it needs (see New).
+	ErrConfig = errors.New("gateway: configuration")
 )
 
 // apiError is an error answer: a mesh code, an HTTP status and a message

@@ -12,6 +12,7 @@ import (
 	"github.com/agentmesh/agentmesh/agents"
 	"github.com/agentmesh/agentmesh/bus/embedded"
 	"github.com/agentmesh/agentmesh/gateway"
+	"github.com/agentmesh/agentmesh/orchestrator"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -46,7 +47,7 @@ func Example() {
 	go rt.Run(ctx)
 	<-rt.Ready()
 
-	gw, err := gateway.New(ctx, mesh.Conn)
+	gw, err := gateway.New(ctx, mesh.Conn, gateway.WithValidator(orchestrator.ValidatePipeline))
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -21,6 +21,7 @@ import (
 
 	"github.com/agentmesh/agentmesh/agents/builtin/text"
 	"github.com/agentmesh/agentmesh/internal/httpguard"
+	"github.com/agentmesh/agentmesh/orchestrator"
 	"github.com/agentmesh/agentmesh/orchestrator/state"
 	"github.com/agentmesh/agentmesh/schemas"
 )
@@ -44,7 +45,7 @@ func FuzzPipelineRequest(f *testing.F) {
 		if vars != "" {
 			vs = strings.Split(vars, "&")
 		}
-		_, err := decodePipeline(body, contentType, vs, lookup)
+		_, err := decodePipeline(body, contentType, vs, lookup, orchestrator.ValidatePipeline)
 		if err == nil {
 			return
 		}

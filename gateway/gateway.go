@@ -36,15 +36,19 @@ type Gateway struct {
 // the gateway's own connection (on a secure mesh, one with client, admin
 // or orchestrator credentials; see WithIdentity); New binds it to the
 // mesh's streams and buckets and starts watching the registry and recent
-// results. Options: WithPrefix, WithIdentity, WithToken, WithHandler,
-// WithSource, WithLogger, WithTaskTimeout, WithMaxBody, WithMaxUpload,
-// WithMaxHeader, WithHosts, WithProvision, WithHook.
+// results. Options: WithValidator (required), WithPrefix, WithIdentity,
+// WithToken, WithHandler, WithSource, WithLogger, WithTaskTimeout,
+// WithMaxBody, WithMaxUpload, WithMaxHeader, WithHosts, WithProvision,
+// WithHook.
 // Call Close when done; the connections stay open (they are the caller's).
 func New(ctx context.Context, nc *nats.Conn, opts ...Option) (*Gateway, error) {
 	cfg := config{prefix: "mesh", source: "agentmesh/gateway", logger: slog.Default(),
 		taskTimeout: 30 * time.Second, maxBody: 1 << 20, maxUpload: defaultMaxUpload, maxHeader: defaultMaxHeader}
 	for _, o := range opts {
 		o(&cfg)
+	}
+	if cfg.validate == nil {
+		return nil, fmt.Errorf("%w: no pipeline validator: give the orchestrator's with WithValidator(orchestrator.ValidatePipeline)", ErrConfig)
 	}
 	names, err := bus.NewNames(cfg.prefix)
 	if err != nil {

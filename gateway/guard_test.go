@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -16,6 +17,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/agentmesh/agentmesh/internal/meshtest"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -208,10 +210,10 @@ func TestForeignHostRefused(t *testing.T) {
 	// Behind a proxy on this machine that passes the users' Host on.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := New(ctx, m.srv.Conn(t), WithHosts("https://mesh.example.com")); err == nil {
+	if _, err := New(ctx, m.srv.Conn(t), testValidator, WithHosts("https://mesh.example.com")); err == nil {
 		t.Fatal("WithHosts took a URL")
 	}
-	gw, err := New(ctx, m.srv.Conn(t), WithHosts("mesh.example.com"))
+	gw, err := New(ctx, m.srv.Conn(t), testValidator, WithHosts("mesh.example.com"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -444,5 +446,15 @@ func TestSecurityHeaders(t *testing.T) {
 				t.Errorf("%s sets inline style or HTML the policy refuses: %q", e.Name(), b[loc[0]:min(loc[1]+40, len(b))])
 			}
 		}
+	}
+}
+
+// A gateway made without a pipeline validator is refused, with the option
+// to give.
+func TestNewWithoutValidatorNamesTheOption(t *testing.T) {
+	m := meshtest.New(t)
+	_, err := New(context.Background(), m.NC)
+	if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "WithValidator") {
+		t.Fatalf("New without a validator: %v, want ErrConfig naming WithValidator", err)
 	}
 }

@@ -25,7 +25,7 @@ func TestHealthProbes(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	gw, err := New(ctx, nc)
+	gw, err := New(ctx, nc, testValidator)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,6 +34,9 @@ type testMesh struct {
 	files map[string]string // sample name -> file id
 }
 
+// testValidator checks pipelines as the orchestrator does.
+var testValidator = WithValidator(orchestrator.ValidatePipeline)
+
 func newTestMesh(t testing.TB, opts ...Option) *testMesh {
 	t.Helper()
 	return newTestMeshChat(t, nil, opts...)
@@ -50,7 +53,7 @@ func newTestMeshChat(t testing.TB, chatOpts []chat.Option, opts ...Option) *test
 	mm.Orchestrator(t, nil, orchestrator.WithChat(chatOpts...))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	gw, err := New(ctx, mm.Srv.Conn(t), opts...)
+	gw, err := New(ctx, mm.Srv.Conn(t), append([]Option{testValidator}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/agentmesh/agentmesh/bus"
+	"github.com/agentmesh/agentmesh/schemas"
 )
 
 // Option configures a Gateway.
@@ -26,6 +27,7 @@ type config struct {
 	maxHeader   int64
 	hosts       []string
 	provision   bus.ProvisionOptions
+	validate    Validator
 	hooks       []namedHook
 }
 
@@ -101,3 +103,13 @@ func WithMaxUpload(n int64) Option { return func(c *config) { c.maxUpload = n } 
 // bind to the mesh (default: bind, creating what is missing, changing
 // nothing that exists; identities other than admin only bind).
 func WithProvision(o bus.ProvisionOptions) Option { return func(c *config) { c.provision = o } }
+
+// Validator checks a pipeline spec against the live contracts lookup
+// returns, as the orchestrator does when the spec is submitted, and returns
+// the waves it would run. The orchestrator's is orchestrator.ValidatePipeline.
+type Validator func(spec schemas.PipelineSpec, lookup func(agent string) (schemas.AgentContract, bool)) (waves [][]string, err error)
+
+// WithValidator checks submitted and validated pipelines with v before they
+// are sent (required): a spec the orchestrator would refuse gets its 400 at
+// once, with every problem, and /api/pipelines/validate answers v's waves.
+func WithValidator(v Validator) Option { return func(c *config) { c.validate = v } }

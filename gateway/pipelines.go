@@ -15,8 +15,6 @@ import (
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/client"
 	"github.com/agentmesh/agentmesh/internal/stateview"
-	"github.com/agentmesh/agentmesh/orchestrator/pipeline"
-	meshroute "github.com/agentmesh/agentmesh/orchestrator/route"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -100,7 +98,7 @@ func (g *Gateway) handleValidate(w http.ResponseWriter, r *http.Request, c *conn
 	if err != nil {
 		return err
 	}
-	_, waves, _ := pipeline.Validate(spec, c.lookup, meshroute.NewRouter())
+	waves, _ := g.cfg.validate(spec, c.lookup)
 	writeJSON(w, http.StatusOK, Validation{OK: true, Waves: waves})
 	return nil
 }
@@ -111,16 +109,16 @@ func (g *Gateway) readPipeline(w http.ResponseWriter, r *http.Request, c *conn) 
 	if err != nil {
 		return schemas.PipelineSpec{}, err
 	}
-	return decodePipeline(body, r.Header.Get("Content-Type"), r.URL.Query()["var"], c.lookup)
+	return decodePipeline(body, r.Header.Get("Content-Type"), r.URL.Query()["var"], c.lookup, g.cfg.validate)
 }
 
 // decodePipeline decodes a pipeline body (YAML or JSON by contentType),
 // sets the variables of vars (name=value) and validates the spec against
 // the live agents lookup knows: the checks agentmesh run makes, then the
 // orchestrator's at submission (the pipeline's JSON Schema, then
-// pipeline.Validate), and the gateway's own: no sub-pipeline by file.
+// its validator), and the gateway's own: no sub-pipeline by file.
 // Every problem is reported at once, with the messages the CLI shows.
-func decodePipeline(body []byte, contentType string, vars []string, lookup pipeline.ContractLookup) (schemas.PipelineSpec, error) {
+func decodePipeline(body []byte, contentType string, vars []string, lookup func(string) (schemas.AgentContract, bool), validate Validator) (schemas.PipelineSpec, error) {
 	format, err := pipelineFormat(contentType)
 	if err != nil {
 		return schemas.PipelineSpec{}, err
@@ -133,7 +131,7 @@ func decodePipeline(body []byte, contentType string, vars []string, lookup pipel
 		err = errors.Join(subFiles(spec, ""), checkSchema(spec))
 	}
 	if err == nil { // the orchestrator's checks against the live agents
-		_, _, err = pipeline.Validate(spec, lookup, meshroute.NewRouter())
+		_, err = validate(spec, lookup)
 	}
 	if err != nil {
 		return spec, pipelineError(err)

@@ -21,7 +21,7 @@ func TestRunIDRace(t *testing.T) {
 	m := newTestMesh(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	gw2, err := New(ctx, m.srv.Conn(t))
+	gw2, err := New(ctx, m.srv.Conn(t), testValidator)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/agentmesh/agentmesh/internal/fixture"
 	"github.com/agentmesh/agentmesh/internal/meshtest"
@@ -115,22 +116,19 @@ func TestRunEndStoredAfterEventsStreamOutage(t *testing.T) {
 	if _, err := js.UpdateStream(ctx, info.Config); err != nil {
 		t.Fatal(err)
 	}
-	for {
-		msg, err := events.GetLastMsgForSubject(ctx, names.Events(id, "pipeline"))
-		if err == nil {
-			var end schemas.RunEvent
-			ev, err := bus.Decode(&nats.Msg{Subject: msg.Subject, Header: msg.Header, Data: msg.Data})
-			if err == nil {
-				err = ev.DataAs(&end)
-			}
-			if err != nil || ev.Type != bus.TypePipelineCompleted || end.Status != schemas.RunCompleted {
-				t.Fatalf("the run's end is stored as %s %s (%v), want a completed %s", ev.Type, msg.Data, err, bus.TypePipelineCompleted)
-			}
-			return
-		}
-		if ctx.Err() != nil {
-			t.Fatalf("the run's end was never stored once the events stream took events again: %v", err)
-		}
-		time.Sleep(100 * time.Millisecond)
+	var msg *jetstream.RawStreamMsg
+	if !fixture.Within(30*time.Second, func() bool {
+		msg, err = events.GetLastMsgForSubject(ctx, names.Events(id, "pipeline"))
+		return err == nil
+	}) {
+		t.Fatalf("the run's end was never stored once the events stream took events again: %v", err)
+	}
+	var end schemas.RunEvent
+	ev, err := bus.Decode(&nats.Msg{Subject: msg.Subject, Header: msg.Header, Data: msg.Data})
+	if err == nil {
+		err = ev.DataAs(&end)
+	}
+	if err != nil || ev.Type != bus.TypePipelineCompleted || end.Status != schemas.RunCompleted {
+		t.Fatalf("the run's end is stored as %s %s (%v), want a completed %s", ev.Type, msg.Data, err, bus.TypePipelineCompleted)
 	}
 }

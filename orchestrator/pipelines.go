@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 
 	"github.com/agentmesh/agentmesh/internal/pipespec"
+	"github.com/agentmesh/agentmesh/orchestrator/pipeline"
+	"github.com/agentmesh/agentmesh/orchestrator/route"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -30,4 +32,13 @@ func pipelinesIn(dir string) func(string) (schemas.PipelineSpec, error) {
 		}
 		return schemas.PipelineSpec{}, fmt.Errorf("no pipeline %q in %s (looked for %s.yaml, .yml and .json); add the file or fix the name", name, dir, name)
 	}
+}
+
+// ValidatePipeline checks spec against the live contracts lookup returns,
+// as a replica does when the spec is submitted, and returns the waves it
+// would run: the validator a gateway checks pipelines with
+// (gateway.WithValidator).
+func ValidatePipeline(spec schemas.PipelineSpec, lookup func(agent string) (schemas.AgentContract, bool)) ([][]string, error) {
+	_, waves, err := pipeline.Validate(spec, lookup, route.NewRouter())
+	return waves, err
 }

@@ -43,16 +43,10 @@ func TestStepPublishedAgainUntilItsTaskIsKept(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := m.Submit(t, client.NewPipeline("kept").Step("slow", "Slow").MustBuild(), "kept-run")
-	for {
+	fixture.Eventually(t, "the step's task published again", func() bool {
 		h, _, err := o.Store().Header(ctx, id)
-		if err == nil && h.Republished {
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatal("the step's task was never published again")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return err == nil && h.Republished
+	})
 	if err := js.DeleteStream(ctx, "DECOY"); err != nil {
 		t.Fatal(err)
 	}

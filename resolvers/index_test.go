@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"context"
 	"testing"
-	"time"
 
 	"github.com/agentmesh/agentmesh/bus/bustest"
+	"github.com/agentmesh/agentmesh/internal/fixture"
 	"github.com/agentmesh/agentmesh/resolvers"
 	"github.com/agentmesh/agentmesh/schemas"
 )
@@ -61,18 +61,18 @@ func TestIndexDerivesOncePerVersion(t *testing.T) {
 	if _, err := writer.UpdateMetadata(ctx, ids[0], func(m map[string]string) { m[resolvers.MetaTags] = "harbour" }); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+	var got map[string]string
+	var rebuilt int
+	if !fixture.Within(fixture.WaitTimeout, func() bool {
 		before := builds
-		got := derivedTags(t, indexed, &builds)
-		if got[ids[0]] == "harbour" {
-			if builds-before != 1 || got[ids[1]] != "forest" {
-				t.Fatalf("after a change: %v with %d builds; want only the changed file built again", got, builds-before)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after 10s the index still derives %q from the changed file", got[ids[0]])
-		}
+		got = derivedTags(t, indexed, &builds)
+		rebuilt = builds - before
+		return got[ids[0]] == "harbour"
+	}) {
+		t.Fatalf("after %s the index still derives %q from the changed file", fixture.WaitTimeout, got[ids[0]])
+	}
+	if rebuilt != 1 || got[ids[1]] != "forest" {
+		t.Fatalf("after a change: %v with %d builds; want only the changed file built again", got, rebuilt)
 	}
 	builds = 0
 	derivedTags(t, writer, &builds)

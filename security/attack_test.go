@@ -15,6 +15,7 @@ import (
 	"github.com/agentmesh/agentmesh/agents/builtin/text"
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/client"
+	"github.com/agentmesh/agentmesh/internal/fixture"
 	"github.com/agentmesh/agentmesh/internal/meshtest"
 	"github.com/agentmesh/agentmesh/orchestrator/state"
 	"github.com/agentmesh/agentmesh/schemas"
@@ -232,18 +233,15 @@ func TestAttackConfusedDeputy(t *testing.T) {
 
 func waitLast(t *testing.T, s jetstream.Stream, subject string) *jetstream.RawStreamMsg {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	for {
-		raw, err := s.GetLastMsgForSubject(ctx, subject)
-		if err == nil {
-			return raw
-		}
-		if ctx.Err() != nil {
-			t.Fatalf("nothing on %s: %v", subject, err)
-		}
-		time.Sleep(20 * time.Millisecond)
+	var raw *jetstream.RawStreamMsg
+	var err error
+	if !fixture.Within(fixture.WaitTimeout, func() bool {
+		raw, err = s.GetLastMsgForSubject(context.Background(), subject)
+		return err == nil
+	}) {
+		t.Fatalf("nothing on %s: %v", subject, err)
 	}
+	return raw
 }
 
 // Direct state access: a client reads and writes no conversation or run,
@@ -326,20 +324,18 @@ func TestAttackNoAuthNoTLS(t *testing.T) {
 	nc.Close()
 }
 
-// waitSpec polls until run's spec is stored.
+// waitSpec waits until run's spec is stored.
 func waitSpec(t *testing.T, store *state.Store, run string) *state.RunSpec {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		sd, err := store.Spec(context.Background(), run)
-		if err == nil {
-			return sd
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("run %s has no spec: %v", run, err)
-		}
-		time.Sleep(20 * time.Millisecond)
+	var sd *state.RunSpec
+	var err error
+	if !fixture.Within(fixture.WaitTimeout, func() bool {
+		sd, err = store.Spec(context.Background(), run)
+		return err == nil
+	}) {
+		t.Fatalf("run %s has no spec: %v", run, err)
 	}
+	return sd
 }
 
 // waitRun waits until run ends.

@@ -16,6 +16,7 @@ import (
 	"github.com/agentmesh/agentmesh/agents"
 	meshmcp "github.com/agentmesh/agentmesh/bridge/mcp"
 	"github.com/agentmesh/agentmesh/client"
+	"github.com/agentmesh/agentmesh/internal/fixture"
 	"github.com/agentmesh/agentmesh/internal/meshtest"
 	"github.com/agentmesh/agentmesh/internal/nodetest"
 	"github.com/agentmesh/agentmesh/orchestrator/state"
@@ -285,13 +286,8 @@ func TestRemoteFollowsToolListChanges(t *testing.T) {
 	if got := call("toggle_echo", nil); got != "echo removed" {
 		t.Fatalf("toggle_echo: %q", got)
 	}
-	for {
-		if _, live := m.reg.Lookup("echo"); !live {
-			break
-		}
-		if wctx.Err() != nil {
-			t.Fatal("the agent of the removed tool is still live")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	fixture.Eventually(t, "the agent of the removed tool out of the registry", func() bool {
+		_, live := m.reg.Lookup("echo")
+		return !live
+	})
 }

@@ -15,6 +15,7 @@ import (
 	meshmcp "github.com/agentmesh/agentmesh/bridge/mcp"
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/client"
+	"github.com/agentmesh/agentmesh/internal/fixture"
 	"github.com/agentmesh/agentmesh/internal/meshtest"
 	"github.com/agentmesh/agentmesh/llm"
 	"github.com/agentmesh/agentmesh/llm/llmtest"
@@ -201,19 +202,15 @@ func TestServerListsAndCallsAgentTools(t *testing.T) {
 	if got := res.Content[1].(*mcp.TextContent).Text; got != "HELLO MESH!" {
 		t.Fatalf("output = %q, want HELLO MESH!", got)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		got := notes.list()
-		if slices.Contains(got, "ShoutAgent: shouting (50%)") {
-			if got[0] != "sent to ShoutAgent" {
-				t.Errorf("first progress = %q, want the dispatch", got[0])
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("progress notifications %q lack the agent's progress", got)
-		}
-		time.Sleep(20 * time.Millisecond)
+	var got []string
+	if !fixture.Within(fixture.WaitTimeout, func() bool {
+		got = notes.list()
+		return slices.Contains(got, "ShoutAgent: shouting (50%)")
+	}) {
+		t.Fatalf("progress notifications %q lack the agent's progress", got)
+	}
+	if got[0] != "sent to ShoutAgent" {
+		t.Errorf("first progress = %q, want the dispatch", got[0])
 	}
 }
 

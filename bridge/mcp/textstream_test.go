@@ -6,12 +6,12 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agentmesh/agentmesh/agents/builtin/prompt"
 	meshmcp "github.com/agentmesh/agentmesh/bridge/mcp"
+	"github.com/agentmesh/agentmesh/internal/fixture"
 	"github.com/agentmesh/agentmesh/llm"
 	"github.com/agentmesh/agentmesh/llm/llmtest"
 	"github.com/agentmesh/agentmesh/orchestrator/chat"
@@ -55,18 +55,15 @@ func TestChatToolStreamsTheModelsText(t *testing.T) {
 	if err != nil || res.IsError {
 		t.Fatalf("%+v, %v", res, err)
 	}
-	deadline := time.Now().Add(10 * time.Second) // notifications are handled apart from the result
-	for {
+	var got []string // notifications are handled apart from the result
+	fixture.Within(fixture.WaitTimeout, func() bool {
 		notes.mu.Lock()
-		got := slices.Clone(notes.text)
+		got = slices.Clone(notes.text)
 		notes.mu.Unlock()
-		if len(got) >= len(chunks) || time.Now().After(deadline) {
-			if !slices.Equal(got, chunks) {
-				t.Errorf("text notifications %q, want %q", got, chunks)
-			}
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
+		return len(got) >= len(chunks)
+	})
+	if !slices.Equal(got, chunks) {
+		t.Errorf("text notifications %q, want %q", got, chunks)
 	}
 }
 
@@ -105,17 +102,14 @@ outputs: [{name: answer, data_type: TEXT}]
 	if err != nil || res.IsError {
 		t.Fatalf("%+v, %v", res, err)
 	}
-	deadline := time.Now().Add(10 * time.Second) // notifications are handled apart from the result
-	for {
+	var got []string // notifications are handled apart from the result
+	fixture.Within(fixture.WaitTimeout, func() bool {
 		notes.mu.Lock()
-		got := slices.Clone(notes.text)
+		got = slices.Clone(notes.text)
 		notes.mu.Unlock()
-		if len(got) >= len(chunks) || time.Now().After(deadline) {
-			if !slices.Equal(got, chunks) {
-				t.Errorf("text notifications %q, want %q", got, chunks)
-			}
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
+		return len(got) >= len(chunks)
+	})
+	if !slices.Equal(got, chunks) {
+		t.Errorf("text notifications %q, want %q", got, chunks)
 	}
 }

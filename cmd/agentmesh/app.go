@@ -11,7 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/agentmesh/agentmesh/bus"
-	"github.com/agentmesh/agentmesh/orchestrator/state"
+	"github.com/agentmesh/agentmesh/internal/stateview"
 )
 
 // app holds the global flags and the output streams shared by every command.
@@ -41,15 +41,15 @@ type mesh struct {
 
 // store returns the conversation and run state, or nil when this identity
 // may not read it (a client of a secure mesh).
-func (m *mesh) store() *state.Store {
+func (m *mesh) store() *stateview.View {
 	if m.ID.Role == bus.RoleClient || m.ID.Role == bus.RoleAgent {
 		return nil
 	}
-	return state.New(m.Res.Conversations, m.Res.Runs)
+	return stateview.New(m.Res.Conversations, m.Res.Runs)
 }
 
 // needStore is store for commands that show nothing without state.
-func (m *mesh) needStore() (*state.Store, error) {
+func (m *mesh) needStore() (*stateview.View, error) {
 	if s := m.store(); s != nil {
 		return s, nil
 	}

@@ -5,7 +5,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/agentmesh/agentmesh/orchestrator/state"
+	"github.com/agentmesh/agentmesh/internal/stateview"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -61,7 +61,7 @@ func printTurn(w io.Writer, at string, r schemas.ChatResponse) {
 
 // printRunBudget prints a run's budget against what its steps used, and
 // the steps (or the run) a budget or a policy refused.
-func printRunBudget(w io.Writer, r *state.RunState) {
+func printRunBudget(w io.Writer, r *stateview.RunState) {
 	var used schemas.Usage
 	for _, st := range r.Steps {
 		used = used.Add(st.Metrics.Usage())

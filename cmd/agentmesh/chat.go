@@ -14,9 +14,9 @@ import (
 
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/client"
+	"github.com/agentmesh/agentmesh/internal/stateview"
 	"github.com/agentmesh/agentmesh/llm"
 	"github.com/agentmesh/agentmesh/orchestrator/chat"
-	"github.com/agentmesh/agentmesh/orchestrator/state"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -241,7 +241,7 @@ func (a *app) chatTurnTo(ctx context.Context, m *mesh, conversation, message str
 // filled or changed (before holds the slots from before the turn), and the
 // outputs of its tool calls that went to history because no slot takes
 // their type (FOLDER_RESULT, for one).
-func turnViews(ctx context.Context, store *state.Store, v *viewer, before map[string]schemas.TypedValue, r schemas.ChatResponse) []valueView {
+func turnViews(ctx context.Context, store *stateview.View, v *viewer, before map[string]schemas.TypedValue, r schemas.ChatResponse) []valueView {
 	if store == nil {
 		return nil // an identity that may not read state
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/agentmesh/agentmesh/gateway"
 	"github.com/agentmesh/agentmesh/internal/browsertest"
 	"github.com/agentmesh/agentmesh/llm/llmtest"
+	"github.com/agentmesh/agentmesh/orchestrator"
 	"github.com/agentmesh/agentmesh/resolvers"
 )
 
@@ -343,7 +344,7 @@ func (m dashMesh) gateway(t *testing.T, opts ...gateway.Option) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	gw, err := gateway.New(ctx, m.srv.Conn(t), opts...)
+	gw, err := gateway.New(ctx, m.srv.Conn(t), append([]gateway.Option{gateway.WithValidator(orchestrator.ValidatePipeline)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/client"
 	"github.com/agentmesh/agentmesh/gateway"
+	"github.com/agentmesh/agentmesh/orchestrator"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -132,7 +133,7 @@ type gatewayServer struct {
 // cards and JSON-RPC, see 'agentmesh a2a'); the bridge checks no
 // credentials, so a gateway with tokens leaves it out.
 func (a *app) serveGateway(ctx context.Context, m *mesh, addr string, log *slog.Logger, tokens bool, opts ...gateway.Option) (*gatewayServer, error) {
-	base := []gateway.Option{gateway.WithPrefix(a.prefix), gateway.WithIdentity(m.ID), gateway.WithLogger(log),
+	base := []gateway.Option{gateway.WithValidator(orchestrator.ValidatePipeline), gateway.WithPrefix(a.prefix), gateway.WithIdentity(m.ID), gateway.WithLogger(log),
 		gateway.WithProvision(bus.ProvisionOptions{BindOnly: true})} // connect provisioned the mesh
 	var bridge *a2a.Handler
 	if !tokens {

@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/agentmesh/agentmesh/orchestrator/state"
+	"github.com/agentmesh/agentmesh/internal/stateview"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -35,7 +35,7 @@ RUN@STEP). --limit 0 lists them all; --json prints the same as objects.
 'agentmesh state show ID' shows one run whole.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return a.listState(cmd.Context(), "agentmesh runs", limit, func(ctx context.Context, s *state.Store) error {
+			return a.listState(cmd.Context(), "agentmesh runs", limit, func(ctx context.Context, s *stateview.View) error {
 				runs, total, err := s.RecentRuns(ctx, limit)
 				if err != nil {
 					return err
@@ -75,7 +75,7 @@ last message. --limit 0 lists them all; --json prints the same as objects.
 Continue one with 'agentmesh chat --conversation ID'.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return a.listState(cmd.Context(), "agentmesh conversations", limit, func(ctx context.Context, s *state.Store) error {
+			return a.listState(cmd.Context(), "agentmesh conversations", limit, func(ctx context.Context, s *stateview.View) error {
 				convs, total, err := s.RecentConversations(ctx, limit)
 				if err != nil {
 					return err
@@ -105,7 +105,7 @@ Continue one with 'agentmesh chat --conversation ID'.`,
 }
 
 // listState connects and hands the state store to list.
-func (a *app) listState(ctx context.Context, name string, limit int, list func(context.Context, *state.Store) error) error {
+func (a *app) listState(ctx context.Context, name string, limit int, list func(context.Context, *stateview.View) error) error {
 	if limit < 0 {
 		return usagef("--limit %d: give 0 (all) or a positive number", limit)
 	}
@@ -124,7 +124,7 @@ func (a *app) listState(ctx context.Context, name string, limit int, list func(c
 }
 
 // stepCounts says how far a run got: "2/3", plus failed and skipped steps.
-func stepCounts(r state.RunSummary) string {
+func stepCounts(r stateview.RunSummary) string {
 	s := fmt.Sprintf("%d/%d", r.Completed, r.Steps)
 	if r.Failed > 0 {
 		s += fmt.Sprintf(", %d failed", r.Failed)

@@ -16,9 +16,9 @@ import (
 
 	"github.com/agentmesh/agentmesh/bus/bustest"
 	"github.com/agentmesh/agentmesh/client"
+	"github.com/agentmesh/agentmesh/internal/meshtest"
 	"github.com/agentmesh/agentmesh/internal/nodetest"
 	"github.com/agentmesh/agentmesh/internal/proctest"
-	"github.com/agentmesh/agentmesh/orchestrator"
 	"github.com/agentmesh/agentmesh/orchestrator/state"
 	"github.com/agentmesh/agentmesh/schemas"
 )
@@ -116,29 +116,16 @@ func TestMCPServerWithInspectorCLI(t *testing.T) {
 // TypeScript server's tools in a pipeline.
 func TestMCPAgentProcessInPipeline(t *testing.T) {
 	node, dir := mcpExample(t)
-	srv := bustest.Start(t)
-	res := srv.Provision(t)
+	mt := meshtest.New(t)
+	srv, res := mt.Srv, mt.Res
 	agentsReady := startMCPAgentProc(t, node, dir, srv.URL(), 4)
 	slices.Sort(agentsReady)
 	if !slices.Equal(agentsReady, []string{"ts_fail", "ts_reverse", "ts_toggle_echo", "ts_word_count"}) {
 		t.Fatalf("agents = %v", agentsReady)
 	}
-
-	o, err := orchestrator.New(srv.Conn(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	octx, stop := context.WithCancel(context.Background())
-	odone := make(chan error, 1)
-	go func() { odone <- o.Run(octx) }()
-	t.Cleanup(func() { stop(); <-odone })
+	mt.Orchestrator(t, agentsReady)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	for _, a := range agentsReady {
-		if err := o.Registry().Wait(ctx, a, 1); err != nil {
-			t.Fatal(err)
-		}
-	}
 	spec := client.NewPipeline("words").
 		SeedValue("note", schemas.TypeText, "", "red sky at night").
 		Step("count", "ts_word_count").Param("top", 1).Input("text", "seed.note").

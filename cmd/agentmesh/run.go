@@ -13,7 +13,7 @@ import (
 
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/client"
-	"github.com/agentmesh/agentmesh/orchestrator/state"
+	"github.com/agentmesh/agentmesh/internal/stateview"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -243,7 +243,7 @@ func follow(ctx context.Context, m *mesh, id string) (<-chan bus.Event, func(), 
 // JSON, as "views").
 type eventPrinter struct {
 	a     *app
-	store *state.Store
+	store *stateview.View
 	v     *viewer
 	// cancelled: a step of the run failed with code cancelled, so a run
 	// stored before the cancelled status, which says failed, was

@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/agentmesh/agentmesh/orchestrator/state"
+	"github.com/agentmesh/agentmesh/internal/stateview"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -50,7 +50,7 @@ func newStateCmd(a *app) *cobra.Command {
 				printConversation(a.out, newViewer(ctx, m), conv)
 				return nil
 			}
-			if errors.Is(rerr, state.ErrNotFound) && errors.Is(cerr, state.ErrNotFound) {
+			if errors.Is(rerr, stateview.ErrNotFound) && errors.Is(cerr, stateview.ErrNotFound) {
 				return exitError{code: 1, msg: fmt.Sprintf("no run or conversation %q in %s or %s; list them with 'agentmesh runs' and 'agentmesh conversations'",
 					id, m.Names.RunsBucket(), m.Names.ConversationsBucket())}
 			}
@@ -63,7 +63,7 @@ func newStateCmd(a *app) *cobra.Command {
 // shownStatus is the status state show prints: the run's, and cancelled
 // for a run stored before that status (it says failed) one of whose steps
 // a cancel request stopped, as run and watch print it.
-func shownStatus(r *state.RunState) string {
+func shownStatus(r *stateview.RunState) string {
 	if r.Status == schemas.RunFailed {
 		for _, s := range r.Steps {
 			if s != nil && s.Status == schemas.StepFailed && s.Code == schemas.CodeCancelled {
@@ -74,7 +74,7 @@ func shownStatus(r *state.RunState) string {
 	return r.Status
 }
 
-func printRun(w io.Writer, v *viewer, r *state.RunState) {
+func printRun(w io.Writer, v *viewer, r *stateview.RunState) {
 	fmt.Fprintf(w, "run %s  %q  %s\n", r.ID, r.Name, shownStatus(r))
 	fmt.Fprintf(w, "  created %s", r.CreatedAt.Format(time.RFC3339))
 	if !r.FinishedAt.IsZero() {

@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentmesh/agentmesh/bus"
-	"github.com/agentmesh/agentmesh/orchestrator/state"
+	"github.com/agentmesh/agentmesh/internal/stateview"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -79,7 +79,7 @@ func watchable(ctx context.Context, m *mesh, id string) error {
 		if cerr == nil {
 			return nil
 		}
-		if errors.Is(rerr, state.ErrNotFound) && errors.Is(cerr, state.ErrNotFound) {
+		if errors.Is(rerr, stateview.ErrNotFound) && errors.Is(cerr, stateview.ErrNotFound) {
 			return missing
 		}
 		return errors.Join(rerr, cerr)

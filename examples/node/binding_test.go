@@ -14,6 +14,7 @@ import (
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/bus/bustest"
 	"github.com/agentmesh/agentmesh/client"
+	"github.com/agentmesh/agentmesh/internal/meshtest"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -122,17 +123,9 @@ func TestBindingNodeClient(t *testing.T) {
 		return schemas.AgentResult{Success: true, Summary: "upper-cased",
 			Outputs: map[string]schemas.TypedValue{"text": schemas.TextValue(strings.ToUpper(s), "Upper")}}, nil
 	})
-	rt, err := agents.NewRuntime(srv.Conn(t), upper)
-	if err != nil {
-		t.Fatal(err)
-	}
+	meshtest.Serve(t, srv.Conn(t), upper)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	done := make(chan error, 1)
-	go func() { done <- rt.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
+	defer cancel()
 
 	t.Setenv("AGENT", "Upper")
 	c := startProcess(t, node, "binding_client.js", srv.URL())

@@ -8,6 +8,7 @@ import (
 	"github.com/agentmesh/agentmesh/agents"
 	"github.com/agentmesh/agentmesh/agents/builtin/text"
 	"github.com/agentmesh/agentmesh/bus/bustest"
+	"github.com/agentmesh/agentmesh/internal/fixture"
 	"github.com/agentmesh/agentmesh/internal/meshtest"
 	"github.com/agentmesh/agentmesh/orchestrator"
 )
@@ -31,15 +32,8 @@ func TestAgentAndOrchestrator(t *testing.T) {
 	}
 	stop()
 	stop()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	fixture.Eventually(t, text.Name+" out of the registry after stop", func() bool {
 		info, ok := o.Registry().Lookup(text.Name)
-		if !ok || len(info.Instances) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s still registered after stop: %+v", text.Name, info.Instances)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return !ok || len(info.Instances) == 0
+	})
 }

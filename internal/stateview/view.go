@@ -1,6 +1,6 @@
 // Package stateview is the read-only view of the runs and conversations the
 // orchestrator keeps in KV, for the readers of state outside it (the
-// gateway, the bridges): they read through a View and cannot write. The
+// gateway, the bridges, the CLI): they read through a View and cannot write. The
 // orchestrator owns the state (package orchestrator/state); the types here
 // are its.
 package stateview
@@ -20,6 +20,8 @@ type (
 	RunState = state.RunState
 	// RunHeader is a run's header: its status and counts.
 	RunHeader = state.RunHeader
+	// StepState is the progress of one step of a run.
+	StepState = state.StepState
 	// RunSummary is one run of a listing.
 	RunSummary = state.RunSummary
 	// ConversationSummary is one conversation of a listing.
@@ -53,6 +55,17 @@ func (v *View) Header(ctx context.Context, runID string) (*RunHeader, uint64, er
 // newest turns. A missing one wraps ErrNotFound.
 func (v *View) Conversation(ctx context.Context, id string) (*schemas.ConversationState, error) {
 	return v.s.Conversation(ctx, id)
+}
+
+// StepRecord reads the record of a step's end; ErrNotFound while it runs.
+func (v *View) StepRecord(ctx context.Context, runID, stepID string) (*StepState, error) {
+	return v.s.StepRecord(ctx, runID, stepID)
+}
+
+// ConversationState loads a conversation's stored state alone: slots and
+// turn count, no history. A missing one wraps ErrNotFound.
+func (v *View) ConversationState(ctx context.Context, id string) (*schemas.ConversationState, error) {
+	return v.s.ConversationState(ctx, id)
 }
 
 // RecentRuns returns the runs most recently written first, at most limit

@@ -21,6 +21,7 @@ import (
 	"github.com/agentmesh/agentmesh/gateway"
 	"github.com/agentmesh/agentmesh/internal/meshcore"
 	"github.com/agentmesh/agentmesh/internal/meshtest"
+	"github.com/agentmesh/agentmesh/orchestrator"
 )
 
 // surfaces are the mesh's HTTP and MCP faces, served in-process on the
@@ -35,7 +36,7 @@ func startSurfaces(t *testing.T, m *meshtest.Mesh) surfaces {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	gw, err := gateway.New(ctx, m.Srv.Conn(t))
+	gw, err := gateway.New(ctx, m.Srv.Conn(t), gateway.WithValidator(orchestrator.ValidatePipeline))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,6 +26,7 @@ const (
 	jsStreamStoreFailed        = 10077 // the stream could not store the message; the description says why
 	jsStreamOffline            = 10118 // the stream is offline (restarting, moving)
 	jsLastSeqNotReady          = 10163 // expected last sequence per subject temporarily unavailable
+	jsDuplicateInProcess       = 10158 // a message with this id is being stored: a try again finds it stored (a duplicate) or stores it
 	jsNotEnabledForAccount     = 10039 // JetStream not enabled for the account (yet: a server starting)
 	jsNotEnabled               = 10076 // JetStream not enabled (yet: a server starting)
 )
@@ -113,7 +114,7 @@ func transientAPI(api *jetstream.APIError) bool {
 	switch api.ErrorCode {
 	case 0:
 		return api.Code == 503
-	case jsClusterNotAvailable, jsClusterNotLeader, jsStreamOffline, jsLastSeqNotReady, jsNotEnabledForAccount, jsNotEnabled:
+	case jsClusterNotAvailable, jsClusterNotLeader, jsStreamOffline, jsLastSeqNotReady, jsDuplicateInProcess, jsNotEnabledForAccount, jsNotEnabled:
 		return true
 	case jsStreamStoreFailed:
 		// A stream at a limit or a message over the size limit fails the

@@ -85,6 +85,7 @@ func TestTransientByErrorCode(t *testing.T) {
 		{"no leader", &jetstream.APIError{Code: 503, ErrorCode: 10008, Description: "JetStream system temporarily unavailable"}, true, false},
 		{"not the leader", &jetstream.APIError{Code: 500, ErrorCode: 10009, Description: "JetStream cluster can not handle request"}, true, false},
 		{"stream offline", &jetstream.APIError{Code: 500, ErrorCode: 10118, Description: "stream is offline"}, true, false},
+		{"same message id being stored", &jetstream.APIError{Code: 409, ErrorCode: 10158, Description: "duplicate message id is in process"}, true, false},
 		{"bare 503", &jetstream.APIError{Code: 503}, true, false},
 		{"JetStream not enabled yet", &jetstream.APIError{Code: 503, ErrorCode: 10076, Description: "jetstream not enabled"}, true, false},
 		{"stream not found", &jetstream.APIError{Code: 404, ErrorCode: 10059, Description: "stream not found"}, false, false},

@@ -118,7 +118,7 @@ func New(nc *nats.Conn, opts ...Option) (*Orchestrator, error) {
 		cfg.router = route.NewRouter(route.WithValueResolver(cfg.values))
 	}
 	o := &Orchestrator{cfg: cfg, nc: nc, js: js, names: cfg.names, router: cfg.router, admit: make(chan struct{}, runtime.GOMAXPROCS(0)),
-		store:      state.New(convs, runs, append([]state.Option{state.WithPipelining(kvjs)}, cfg.stateOpts...)...),
+		store:      state.New(convs, runs, append([]state.Option{state.WithPipelining(kvjs), state.WithLeaderReads(js)}, cfg.stateOpts...)...),
 		dispatcher: meshcore.NewDispatcher(js, cfg.names, cfg.source).WithLogger(cfg.logger), registry: cfg.registry, log: cfg.logger}
 	if o.registry == nil {
 		agentsKV, err := bind(cfg.names.AgentsBucket())

@@ -18,8 +18,9 @@ import (
 // Cluster is a NATS cluster of embedded JetStream servers on loopback,
 // owned by one test.
 type Cluster struct {
-	Nodes []*embedded.Server
-	names bus.Names
+	Nodes  []*embedded.Server
+	names  bus.Names
+	relays []*relay // StartCuttable: the last node's routes to the others
 }
 
 // FreePorts returns n TCP ports on 127.0.0.1 that were free a moment ago.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -22,12 +23,6 @@ import (
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
-// partitionDefect is what the partition test still finds, rarely (once in
-// 7 runs since unanswered chat turns were fixed).
-const partitionDefect = "a pipeline whose first step ends as the cut node comes back can fail its second step with " +
-	"\"required input has no source: no parent produced it and no slot holds it\" (seen once in 7 runs after the fix of " +
-	"unanswered chat turns; cause not looked into yet)"
-
 // partitionFor is how long the partition test keeps a node cut off.
 const partitionFor = 20 * time.Second
 
@@ -44,12 +39,12 @@ var orchestratorReady = regexp.MustCompile(`^orchestrator ready`)
 // cut node was a current replica of every stream again.
 //
 // It needs root and `ip` (it makes network namespaces; newNetLab skips it
-// elsewhere, saying why) and takes about a minute. It runs when
-// AGENTMESH_PARTITION_TEST=1 until partitionDefect is fixed: CI must not
-// fail now and then.
+// elsewhere, saying why) and takes about a minute and a half; -short skips
+// it. The recovery figures go to partition-report.txt in
+// $AGENTMESH_ARTIFACTS when that is set (.ci/run prints them).
 func TestClusterPartition(t *testing.T) {
-	if os.Getenv("AGENTMESH_PARTITION_TEST") != "1" || testing.Short() {
-		t.Skip("skipped: set AGENTMESH_PARTITION_TEST=1 to run it (as root); " + partitionDefect)
+	if testing.Short() {
+		t.Skip("skipped with -short: the partition test takes about a minute and a half")
 	}
 	lab := newNetLab(t, 3)
 	bin := agentBinary(t)
@@ -206,18 +201,37 @@ func TestClusterPartition(t *testing.T) {
 			t.Errorf("%s %s: %v", r.kind, r.id, err)
 		}
 	}
-	for id := range got {
-		if !want[id] {
-			t.Errorf("an outcome for %s, which nobody submitted", id)
+	// Outcomes of no accepted request: at most one for each submission
+	// the stop cut short (stored before the stop, or not), of its kind.
+	unasked := map[string]int{}
+	for id, evs := range got {
+		if want[id] {
+			continue
+		}
+		kind := "run"
+		if evs[0].Type == bus.TypeChatResponded {
+			kind = "chat"
+		}
+		if unasked[kind]++; unasked[kind] > accepted.cut[kind] || len(evs) != 1 {
+			t.Errorf("%d outcomes for %s %s, which nobody submitted (%d %s submissions cut short by the load's stop)", len(evs), kind, id, accepted.cut[kind], kind)
 		}
 	}
 
 	first := seen.firstFor(accepted.reqs, cutAt)
 	runs, chats := accepted.count()
-	t.Logf("%d pipelines and %d chat turns accepted, %d while n%d was cut off for %s", runs, chats, during, cutNode+1, partitionFor)
-	t.Logf("recovery: the majority answered a request sent after the cut %s after the cut; the last answer came %s after the heal; n%d was a current replica of every stream %s after the heal; slowest request %s",
-		first.Sub(cutAt).Round(100*time.Millisecond), max(0, last.Sub(healAt)).Round(100*time.Millisecond), cutNode+1,
-		current.Sub(healAt).Round(100*time.Millisecond), seen.slowest(accepted.reqs).Round(100*time.Millisecond))
+	report := fmt.Sprintf("%d pipelines and %d chat turns accepted, %d while n%d was cut off for %s\n", runs, chats, during, cutNode+1, partitionFor) +
+		fmt.Sprintf("recovery: the majority answered a request sent after the cut %s after the cut; the last answer came %s after the heal; n%d was a current replica of every stream %s after the heal; slowest request %s\n",
+			first.Sub(cutAt).Round(100*time.Millisecond), max(0, last.Sub(healAt)).Round(100*time.Millisecond), cutNode+1,
+			current.Sub(healAt).Round(100*time.Millisecond), seen.slowest(accepted.reqs).Round(100*time.Millisecond))
+	t.Log(report)
+	if dir := os.Getenv("AGENTMESH_ARTIFACTS"); dir != "" && !t.Failed() {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "partition-report.txt"), []byte(report), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // request is one accepted submission.
@@ -233,11 +247,12 @@ type loadGen struct {
 	mu     sync.Mutex
 	reqs   []request
 	failed []string
+	cut    map[string]int // by kind: submissions the stop cut short
 }
 
 func startLoad(ctx context.Context, js jetstream.JetStream, names bus.Names) *loadGen {
 	ctx, cancel := context.WithCancel(ctx)
-	g := &loadGen{cancel: cancel}
+	g := &loadGen{cancel: cancel, cut: map[string]int{}}
 	spec := client.NewPipeline("partition").
 		Step("upper", "TextAgent").Param("op", "upper").Input("text", "text:hello partition").
 		Then("count", "TextAgent").Param("op", "wordcount").
@@ -273,6 +288,8 @@ func (g *loadGen) every(ctx context.Context, period time.Duration, kind string, 
 				g.reqs = append(g.reqs, request{kind: kind, id: id, at: time.Now()})
 			case ctx.Err() == nil:
 				g.failed = append(g.failed, fmt.Sprintf("%s %d: %v", kind, n, err))
+			default:
+				g.cut[kind]++
 			}
 			g.mu.Unlock()
 		}
@@ -283,6 +300,7 @@ func (g *loadGen) every(ctx context.Context, period time.Duration, kind string, 
 type accepted struct {
 	reqs   []request
 	failed []string
+	cut    map[string]int // by kind: submissions the stop cut short, which may have been stored
 }
 
 func (a accepted) count() (runs, chats int) {
@@ -298,13 +316,14 @@ func (a accepted) count() (runs, chats int) {
 
 // stop ends the load and returns what was submitted. A submission cut
 // short by the stop is neither accepted nor failed: its publish may or
-// may not have been stored, and then has an outcome nobody waits for.
+// may not have been stored, and then has an outcome nobody waits for
+// (counted in cut).
 func (g *loadGen) stop() accepted {
 	g.cancel()
 	g.wg.Wait()
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return accepted{reqs: slices.Clone(g.reqs), failed: slices.Clone(g.failed)}
+	return accepted{reqs: slices.Clone(g.reqs), failed: slices.Clone(g.failed), cut: maps.Clone(g.cut)}
 }
 
 // outcomeFilters are the event subjects of runs and conversations.

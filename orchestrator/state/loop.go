@@ -156,7 +156,7 @@ func (s *Store) StartLoop(ctx context.Context, run, step string, items *LoopItem
 // LoopItems reads a loop step's items; ErrNotFound before it started.
 func (s *Store) LoopItems(ctx context.Context, run, step string) (*LoopItems, error) {
 	var l LoopItems
-	if _, err := s.getJSON(ctx, loopItemsKey(run, step), &l); err != nil {
+	if _, err := s.getOnceJSON(ctx, loopItemsKey(run, step), &l); err != nil {
 		return nil, err
 	}
 	return &l, nil
@@ -242,7 +242,7 @@ func (s *Store) RecordItem(ctx context.Context, run, step string, i int, rec *St
 // ItemRecord reads how item i of a loop step ended; ErrNotFound while it runs.
 func (s *Store) ItemRecord(ctx context.Context, run, step string, i int) (*StepState, error) {
 	var rec StepState
-	if _, err := s.getJSON(ctx, loopItemKey(run, step, i), &rec); err != nil {
+	if _, err := s.getOnceJSON(ctx, loopItemKey(run, step, i), &rec); err != nil {
 		return nil, err
 	}
 	return &rec, nil

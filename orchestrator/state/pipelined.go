@@ -101,7 +101,7 @@ func (s *Store) PutHeader(ctx context.Context, h *RunHeader, rev uint64) (uint64
 // Spec reads a run's spec, ready to use.
 func (s *Store) Spec(ctx context.Context, runID string) (*RunSpec, error) {
 	sd := &RunSpec{}
-	if _, err := s.getJSON(ctx, specKey(runID), sd); err != nil {
+	if _, err := s.getOnceJSON(ctx, specKey(runID), sd); err != nil {
 		return nil, err
 	}
 	sd.compact()

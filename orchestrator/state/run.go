@@ -389,7 +389,7 @@ func (s *Store) Run(ctx context.Context, id string) (*RunState, error) {
 		return nil, err
 	}
 	var sd RunSpec
-	if _, err := s.getJSON(ctx, specKey(id), &sd); err != nil {
+	if _, err := s.getOnceJSON(ctx, specKey(id), &sd); err != nil {
 		return nil, fmt.Errorf("run %q: %w", id, err)
 	}
 	sd.Init()
@@ -414,7 +414,7 @@ func (s *Store) Run(ctx context.Context, id string) (*RunState, error) {
 			st.Status, st.Reason = schemas.StepSkipped, h.LegacySkipped[step.ID]
 		default:
 			var rec StepState
-			_, err := s.getJSON(ctx, stepKey(id, step.ID), &rec)
+			_, err := s.getOnceJSON(ctx, stepKey(id, step.ID), &rec)
 			switch {
 			case err == nil:
 				r.Steps[step.ID] = &rec
@@ -449,7 +449,24 @@ func (s *Store) Run(ctx context.Context, id string) (*RunState, error) {
 // getJSON reads key from the runs bucket into dst and returns its revision.
 // A missing key wraps ErrNotFound.
 func (s *Store) getJSON(ctx context.Context, key string, dst any) (uint64, error) {
-	e, err := s.runs.Get(ctx, key)
+	return s.getJSONFrom(ctx, s.runs, key, dst)
+}
+
+// getOnceJSON is getJSON for a key written once, with create (a run's
+// spec, a step's record, a loop's items and item records): any replica
+// that holds it holds the value that stands, so a direct get that finds
+// it is the truth; one that does not may be a lagging replica's, and
+// is asked again of the leader (see WithLeaderReads).
+func (s *Store) getOnceJSON(ctx context.Context, key string, dst any) (uint64, error) {
+	rev, err := s.getJSONFrom(ctx, s.runsAny, key, dst)
+	if errors.Is(err, ErrNotFound) && s.leaderJS != nil {
+		return s.getJSON(ctx, key, dst)
+	}
+	return rev, err
+}
+
+func (s *Store) getJSONFrom(ctx context.Context, kv jetstream.KeyValue, key string, dst any) (uint64, error) {
+	e, err := kv.Get(ctx, key)
 	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrKeyDeleted) {
 		return 0, fmt.Errorf("%w: no key %q in bucket %s", ErrNotFound, key, s.runs.Bucket())
 	}
@@ -464,7 +481,10 @@ func (s *Store) getJSON(ctx context.Context, key string, dst any) (uint64, error
 
 // CreateRun stores a new run: its spec, its state (the seed slots) and,
 // last, its header, whose creation is the moment the run exists. A run
-// with the same id wraps ErrExists. It returns the header's revision.
+// with the same id wraps ErrExists. A run whose spec the same submission
+// stored before stopping half way is finished from that spec: sd becomes
+// it (its nonce, not sd's, names the run's tasks). It returns the
+// header's revision.
 func (s *Store) CreateRun(ctx context.Context, sd *RunSpec, h *RunHeader, st *schemas.ConversationState) (uint64, error) {
 	// Everything is encoded before anything is written: a run too large to
 	// store leaves no key behind.
@@ -488,6 +508,17 @@ func (s *Store) CreateRun(ctx context.Context, sd *RunSpec, h *RunHeader, st *sc
 		if _, err := s.runs.Get(ctx, sd.ID); err == nil {
 			return 0, fmt.Errorf("%w: run %q", ErrExists, sd.ID)
 		}
+		// Half way: the spec stored stands (its nonce names the run's
+		// tasks), for the same submission; sd becomes it.
+		var stored RunSpec
+		if _, err := s.getOnceJSON(ctx, specKey(sd.ID), &stored); err != nil {
+			return 0, fmt.Errorf("creating run %q: %w", sd.ID, err)
+		}
+		if stored.Submission != sd.Submission {
+			return 0, fmt.Errorf("%w: run %q", ErrExists, sd.ID)
+		}
+		*sd = stored
+		sd.Init()
 	}
 	if _, err := s.runs.Create(ctx, stateKey(sd.ID), sb); err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
 		return 0, fmt.Errorf("creating run %q: %w", sd.ID, err)
@@ -571,7 +602,7 @@ func (s *Store) RecordStep(ctx context.Context, runID string, rec *StepState) (*
 		return nil, fmt.Errorf("recording step %q of run %q: %w", rec.ID, runID, err)
 	}
 	var have StepState
-	if _, err := s.getJSON(ctx, stepKey(runID, rec.ID), &have); err != nil {
+	if _, err := s.getOnceJSON(ctx, stepKey(runID, rec.ID), &have); err != nil {
 		return nil, err
 	}
 	return &have, nil
@@ -580,7 +611,7 @@ func (s *Store) RecordStep(ctx context.Context, runID string, rec *StepState) (*
 // StepRecord reads the record of a step's end; ErrNotFound while it runs.
 func (s *Store) StepRecord(ctx context.Context, runID, stepID string) (*StepState, error) {
 	var rec StepState
-	if _, err := s.getJSON(ctx, stepKey(runID, stepID), &rec); err != nil {
+	if _, err := s.getOnceJSON(ctx, stepKey(runID, stepID), &rec); err != nil {
 		return nil, err
 	}
 	return &rec, nil

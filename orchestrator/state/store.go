@@ -36,6 +36,10 @@ type Store struct {
 	maxApplied    int
 	maxBytes      int
 	async         jetstream.JetStream // pipelined writes (see WithPipelining)
+	leaderJS      jetstream.JetStream // reads from the leader (see WithLeaderReads)
+	// runsAny reads the runs bucket by direct get, any replica answering:
+	// for keys written once (see getOnceJSON). runs without WithLeaderReads.
+	runsAny jetstream.KeyValue
 }
 
 // Option configures a Store.
@@ -53,12 +57,17 @@ func WithMaxStateBytes(n int) Option { return func(s *Store) { s.maxBytes = n } 
 // New returns a store over the conversations and runs buckets
 // (bus.Resources.Conversations and .Runs). Reads and writes that fail
 // transiently are tried again for bus.TransientWait (see bus.Transient). Options:
-// WithMaxHistory, WithMaxAppliedTasks, WithMaxStateBytes, WithPipelining.
+// WithMaxHistory, WithMaxAppliedTasks, WithMaxStateBytes, WithPipelining,
+// WithLeaderReads.
 func New(conversations, runs jetstream.KeyValue, opts ...Option) *Store {
-	s := &Store{conversations: retrying(conversations), runs: retrying(runs),
-		maxHistory: DefaultMaxHistory, maxApplied: DefaultMaxAppliedTasks, maxBytes: DefaultMaxStateBytes}
+	s := &Store{maxHistory: DefaultMaxHistory, maxApplied: DefaultMaxAppliedTasks, maxBytes: DefaultMaxStateBytes}
 	for _, o := range opts {
 		o(s)
+	}
+	s.conversations, s.runs = retrying(leader(s.leaderJS, conversations)), retrying(leader(s.leaderJS, runs))
+	s.runsAny = s.runs
+	if s.leaderJS != nil {
+		s.runsAny = retrying(runs)
 	}
 	return s
 }

@@ -37,6 +37,7 @@ func TestProvisionBoundsEveryResource(t *testing.T) {
 		"KV_mesh_runs":          {bus.DefaultBucketMaxBytes, bus.DefaultRunsTTL},
 		"KV_mesh_llm":           {bus.DefaultLLMBucketMaxBytes, 0},
 		"KV_mesh_steps":         {bus.DefaultStepsBucketMaxBytes, bus.DefaultStepsTTL},
+		"KV_mesh_memory":        {bus.DefaultMemoryBucketMaxBytes, 0},
 		"OBJ_mesh_files":        {bus.DefaultFilesMaxBytes, bus.DefaultFilesMaxAge},
 	}
 	got := allStreamConfigs(t, js)

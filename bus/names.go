@@ -344,6 +344,11 @@ func (n Names) LLMBucket() string { return n.prefix + "_llm" }
 // (docs/durability.md).
 func (n Names) StepsBucket() string { return n.prefix + "_steps" }
 
+// MemoryBucket returns the KV bucket of the facts remembered across
+// conversations, e.g. mesh_memory: one key per fact,
+// <identity>.<fact id> (docs/knowledge.md, "Memory").
+func (n Names) MemoryBucket() string { return n.prefix + "_memory" }
+
 // KVPut returns the subject a write of key in bucket is published on:
 // $KV.<bucket>.<key>. Publishing there with JetStream (and the
 // Nats-Expected-Last-Subject-Sequence header for a compare-and-set) is a KV

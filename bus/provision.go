@@ -39,8 +39,9 @@ const (
 // Default byte limits of the mesh's streams, buckets and object store. The
 // server reserves each limit in its store when the resource is made, so
 // together they must fit in its max_file_store (by default 75% of the free
-// disk): 5 streams and 3 buckets of 256 MiB, the LLM bucket's 16 MiB, the
-// step journal's 64 MiB and 2 GiB of files are about 4.1 GiB.
+// disk): 5 streams and 3 buckets of 256 MiB, the LLM and memory buckets'
+// 16 MiB each, the step journal's 64 MiB and 2 GiB of files are about
+// 4.1 GiB.
 const (
 	DefaultStreamMaxBytes int64 = 256 << 20 // each stream
 	DefaultBucketMaxBytes int64 = 256 << 20 // each KV bucket
@@ -150,6 +151,7 @@ type Resources struct {
 	Agents, Conversations, Runs            jetstream.KeyValue
 	LLM                                    jetstream.KeyValue // budgets and shared rate limits; nil when bound to a mesh without it
 	Steps                                  jetstream.KeyValue // the step journal; nil when bound to a mesh without it (agents make it on demand)
+	Memory                                 jetstream.KeyValue // facts remembered across conversations; nil when bound to a mesh without it
 	Files                                  jetstream.ObjectStore
 }
 
@@ -239,6 +241,7 @@ func provisionBuckets(ctx context.Context, js jetstream.JetStream, n Names, o Pr
 		{&r.Runs, stateBucket(n.RunsBucket(), "agentmesh pipeline run state", age(o.RunsTTL, DefaultRunsTTL), o)},
 		{&r.LLM, llmBucket(n.LLMBucket(), o)},
 		{&r.Steps, stepsBucket(n.StepsBucket(), o)},
+		{&r.Memory, memoryBucket(n.MemoryBucket(), o)},
 	}
 	for _, b := range buckets {
 		var err error
@@ -335,6 +338,41 @@ func EnsureSteps(ctx context.Context, js jetstream.JetStream, n Names) (jetstrea
 	}
 	if err != nil {
 		return nil, fmt.Errorf("looking up KV bucket %s: %w", n.StepsBucket(), err)
+	}
+	return kv, nil
+}
+
+// DefaultMemoryBucketMaxBytes bounds the memory bucket, as
+// DefaultLLMBucketMaxBytes bounds the LLM bucket: BucketMaxBytes does not
+// apply. A full bucket refuses new facts (the remember tool says so to
+// the model); `agentmesh memory rm` makes room.
+const DefaultMemoryBucketMaxBytes int64 = 16 << 20
+
+// MaxMemoryValue is the largest value of the memory bucket: one fact with
+// its metadata (the chat loop keeps a fact's text under 1 KiB).
+const MaxMemoryValue = 4 << 10
+
+// memoryBucket holds the facts remembered across conversations: one
+// value per key (<identity>.<fact id>), no TTL (a fact stays until it is
+// removed), a small byte limit.
+func memoryBucket(name string, o ProvisionOptions) kvSpec {
+	rep, setRep := o.replicas()
+	return kvSpec{cfg: jetstream.KeyValueConfig{
+		Bucket: name, Description: "agentmesh memory: facts remembered across conversations, by identity",
+		History: 1, MaxValueSize: MaxMemoryValue, MaxBytes: DefaultMemoryBucketMaxBytes,
+		Storage: o.Storage, Replicas: rep,
+	}, replicas: setRep}
+}
+
+// EnsureMemory returns the memory bucket, making it with the default
+// settings when the mesh has none yet (a mesh provisioned before it).
+func EnsureMemory(ctx context.Context, js jetstream.JetStream, n Names) (jetstream.KeyValue, error) {
+	kv, err := js.KeyValue(ctx, n.MemoryBucket())
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		return ensureKeyValue(ctx, js, memoryBucket(n.MemoryBucket(), ProvisionOptions{}))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("looking up KV bucket %s: %w", n.MemoryBucket(), err)
 	}
 	return kv, nil
 }
@@ -538,6 +576,9 @@ func bind(ctx context.Context, js jetstream.JetStream, n Names) (*Resources, err
 	}
 	if kv, err := js.KeyValue(ctx, n.StepsBucket()); err == nil {
 		r.Steps = kv // optional as the LLM bucket is
+	}
+	if kv, err := js.KeyValue(ctx, n.MemoryBucket()); err == nil {
+		r.Memory = kv // optional as the LLM bucket is
 	}
 	return &r, nil
 }

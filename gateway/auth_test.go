@@ -134,6 +134,7 @@ func TestSecureMeshRoles(t *testing.T) {
 	}
 	wantError(t, "client reads runs", m.do(t, "GET", "/api/runs", "", nil, asClient...), 403, CodeForbidden)
 	wantError(t, "client reads conversations", m.do(t, "GET", "/api/conversations", "", nil, asClient...), 403, CodeForbidden)
+	wantError(t, "client reads memory", m.do(t, "GET", "/api/memory", "", nil, asClient...), 403, CodeForbidden)
 	if r := m.do(t, "POST", "/api/pipelines?run_id=sec-1", "application/yaml",
 		[]byte("name: s\nsteps:\n  - {id: a, agent: TextAgent, inputs: {text: \"text:x\"}}\n"), asClient...); r.status != 202 {
 		t.Fatalf("client submits: %d %s", r.status, clip(r.body))

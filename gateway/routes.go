@@ -47,6 +47,8 @@ func (g *Gateway) apiRoutes() []route {
 		{method: "POST", path: "/api/files", h: g.handlePutFile, body: bodyUpload},
 		{method: "GET", path: "/api/files/{id}", h: g.handleFile},
 		{method: "GET", path: "/api/files/{id}/content", h: g.handleFileContent},
+		{method: "GET", path: "/api/memory", h: g.handleMemory},
+		{method: "POST", path: "/api/memory/{identity}/{id}/forget", h: g.handleForget},
 		{method: "GET", path: "/api/events", h: g.handleEvents, stream: true},
 		// A webhook's signature is its authentication: no bearer token, any media type.
 		{method: "POST", path: "/api/hooks/{name}", h: g.handleHook, public: true},

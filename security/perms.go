@@ -183,6 +183,7 @@ func orchestratorGrants(g *grants, n bus.Names) {
 	g.pub(n.Prefix()+".>", "$JS.ACK.>")
 	g.sub(n.Prefix() + ".>")
 	g.pub(n.KVPut(n.ConversationsBucket(), ">"), n.KVPut(n.RunsBucket(), ">"), n.KVPut(n.LLMBucket(), ">"))
+	g.pub(n.KVPut(n.MemoryBucket(), ">")) // the facts the chat loop remembers, under each client's identity
 	g.pub(jsAPI(">"))
 	g.denyPub(jsAPI("STREAM.CREATE.>"), jsAPI("STREAM.UPDATE.>"), jsAPI("STREAM.DELETE.>"))
 }

@@ -183,6 +183,9 @@ func TestJSONEverywhereItIsOffered(t *testing.T) {
 		{args: []string{"kb", "ls"}},
 		{args: []string{"kb", "ls", "jsonkb"}},
 		{args: []string{"kb", "rm", "jsonkb"}},
+		{args: []string{"memory", "ls"}},
+		{args: []string{"memory", "ls", "jsonuser"}},
+		{args: []string{"memory", "rm", "jsonuser", "--all"}},
 		{args: []string{"files", "rm", "ID"}},
 		{args: []string{"schedule", "add", file, "--name", "json-schedule", "--every", "1h"}},
 		{args: []string{"schedule", "ls"}},
@@ -216,7 +219,7 @@ func TestJSONEverywhereItIsOffered(t *testing.T) {
 			tt.after(out)
 		}
 		name := tt.args[0]
-		if name == "files" || name == "state" || name == "schedule" || name == "kb" {
+		if name == "files" || name == "state" || name == "schedule" || name == "kb" || name == "memory" {
 			name += " " + tt.args[1]
 		}
 		ran[name] = true

@@ -25,6 +25,7 @@ func newOrchestratorCmd(a *app) *cobra.Command {
 		mf      metricsFlags
 		lim     limitFlags
 		bud     budgetFlags
+		mem     memoryFlags
 		deliver int
 	)
 	cmd := &cobra.Command{
@@ -37,6 +38,9 @@ many as you like; killing one loses nothing.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
+			if err := mem.check(); err != nil {
+				return err
+			}
 			pm, err := mf.start(a, procRole{running: "consumers", worker: true})
 			if err != nil {
 				return err
@@ -73,6 +77,11 @@ many as you like; killing one loses nothing.`,
 			if err != nil {
 				return err
 			}
+			mopts, err := mem.chatOptions(m)
+			if err != nil {
+				return err
+			}
+			copts = append(copts, mopts...)
 			o, err := orchestrator.New(m.NC, append(opts, orchestrator.WithChat(copts...))...)
 			if err != nil {
 				return err
@@ -91,6 +100,7 @@ many as you like; killing one loses nothing.`,
 	cmd.Flags().IntVar(&deliver, "max-deliver", orchestrator.DefaultMaxDeliver, "deliveries of a request before it is answered with code internal and dead-lettered")
 	lim.register(cmd.Flags())
 	bud.register(cmd.Flags())
+	mem.register(cmd.Flags())
 	drainFlag(cmd.Flags(), &drain)
 	mf.register(cmd.Flags())
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "log every warning and info line to stderr")

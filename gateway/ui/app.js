@@ -1,5 +1,5 @@
 // app.js: the hash router. #/agents, #/conversations[/ID], #/runs[/ID],
-// #/files[/ID], #/submit; a list's query after "?" (#/runs?status=failed).
+// #/files[/ID], #/memory, #/submit; a list's query after "?" (#/runs?status=failed).
 "use strict";
 
 (function () {
@@ -16,6 +16,7 @@
       conversations: params.id ? AM.pages.conversation : AM.pages.conversations,
       runs: params.id ? AM.pages.run : AM.pages.runs,
       files: AM.pages.files,
+      memory: AM.pages.memory,
       submit: AM.pages.submit,
     }[page];
     AM.leave();

@@ -34,6 +34,8 @@ var forbidden = []struct {
 	{"bus", "!schemas", "bus knows no agents, orchestrator or client: it imports schemas alone"},
 	{"internal/meshcore", "!schemas bus telemetry", "meshcore sits under agents and the orchestrator: the wire packages only"},
 	{"internal/pipespec", "!schemas", "pipespec reads specs: the vocabulary only"},
+	{"internal/memory", "!schemas bus internal/rank", "memory sits under the chat loop, the CLI and the dashboard: the wire and the ranking only"},
+	{"internal/rank", "", "rank is ranking alone (the knowledge agent's and the chat loop's memory): it imports no other package of the mesh"},
 	{"agents", "client", "agents and the orchestrator meet through internal/meshcore, not the facade"},
 	{"agents", "orchestrator", "agents and the orchestrator meet only through schemas, bus and internal/meshcore"},
 	{"orchestrator", "client", "the orchestrator uses internal/meshcore and internal/pipespec, not the facade"},

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/agentmesh/agentmesh/bus"
+	"github.com/agentmesh/agentmesh/internal/memory"
 	"github.com/agentmesh/agentmesh/internal/meshcore"
 	"github.com/agentmesh/agentmesh/llm"
 	"github.com/agentmesh/agentmesh/orchestrator/route"
@@ -73,6 +74,9 @@ type Chat struct {
 	system      string
 	source      string
 	log         *slog.Logger
+
+	memory        *memory.Store // facts across conversations (memory.go); nil: none
+	rememberSlots []string
 }
 
 // Option configures a Chat.
@@ -132,6 +136,7 @@ func WithRegistry(r AgentLister) Option { return func(ch *Chat) { ch.registry = 
 //   - the model and its limits: WithLLM (without it the offline planner
 //     answers), WithGuard, WithMaxSteps, WithToolTimeout, WithHistoryBudget,
 //     WithSystemPrompt, WithTurnBudget, WithClientBudget;
+//   - memory across conversations: WithMemory;
 //   - reporting: WithObserver, WithLogger.
 func New(js jetstream.JetStream, opts ...Option) (*Chat, error) {
 	c := &Chat{
@@ -308,6 +313,9 @@ func (c *Chat) finish(ctx context.Context, s *session, state, output string, cau
 	asked := state == schemas.ChatInputRequired && s.rec.Asked != nil
 	if asked {
 		resp.Question, resp.AskedBy = s.rec.Asked.Question, s.rec.Asked.AskedBy
+	}
+	if state == schemas.ChatCompleted {
+		c.rememberSlotsOf(ctx, s)
 	}
 	if state == schemas.ChatFailed {
 		resp.Code = schemas.CodeOf(cause)

@@ -62,7 +62,10 @@ func (c *Chat) runLLM(ctx context.Context, s *session) (schemas.ChatResponse, er
 			}
 		}
 		contracts := c.contracts()
-		req := llm.Request{Messages: c.prompt(s, st), Tools: c.tools(contracts)}
+		if s.recalled == nil {
+			s.recalled = c.recall(ctx, s)
+		}
+		req := llm.Request{Messages: c.prompt(s, st), Tools: c.withRemember(s, c.tools(contracts))}
 		c.progress(ctx, s.conv, "", "", "thinking")
 		resp, usage, err := c.llm.Stream(c.withBudgets(ctx, s.conv, t), req, c.deltas(s))
 		c.observer.Observe(ctx, schemas.LLMCalled{ConversationID: s.conv, Model: usage.Model, Tokens: usage.Tokens,
@@ -354,6 +357,7 @@ func (c *Chat) state(ctx context.Context, conv string) (*schemas.ConversationSta
 // the earlier turns that fit the history budget, then this turn.
 func (c *Chat) prompt(s *session, st *schemas.ConversationState) []llm.Message {
 	msgs := []llm.Message{{Role: llm.RoleSystem, Content: c.system}}
+	msgs = append(msgs, s.recalled...)
 	msgs = append(msgs, RenderData([]Data{StateData(st, c.router.DataTypes())})...)
 	msgs = append(msgs, s.history...)
 	return append(msgs, s.turn.Messages...)

@@ -89,8 +89,11 @@ type session struct {
 	// history is what the prompt shows of the earlier turns, read once
 	// per run of the turn (nil until then).
 	history []llm.Message
-	mu      sync.Mutex // guards turn.Results and held while calls run in parallel
-	held    string     // the agent call (heldKey) a policy holds for approval, asked about when the calls end
+	// recalled is the system message of the facts memory recalls for
+	// the turn's message (memory.go), read once per run (nil until then).
+	recalled []llm.Message
+	mu       sync.Mutex // guards turn.Results and held while calls run in parallel
+	held     string     // the agent call (heldKey) a policy holds for approval, asked about when the calls end
 }
 
 // ErrNotOwner is a client's request for a conversation another client

@@ -49,7 +49,9 @@ func (c *Chat) callTool(ctx context.Context, s *session, taskID string, call llm
 			semconv.GenAIToolCallID(call.ID), semconv.GenAIToolType("function"), telemetry.AttrAgent.String(agent),
 			telemetry.AttrTaskID.String(taskID)))
 	obs, rec, ok := c.guardTool(ctx, s, taskID, &call)
-	if ok {
+	if ok && agent == RememberTool && c.remembers(s) {
+		obs, rec = c.remember(ctx, s, taskID, call)
+	} else if ok {
 		obs, rec = c.callAgent(telemetry.WithLogAttrs(ctx, "task", taskID, "agent", agent), s, taskID, agent, call.Arguments)
 	}
 	var err error

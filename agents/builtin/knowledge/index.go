@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 
 	"github.com/agentmesh/agentmesh/agents/builtin/internal/fileagent"
+	"github.com/agentmesh/agentmesh/internal/rank"
 	"github.com/agentmesh/agentmesh/resolvers"
 	"github.com/agentmesh/agentmesh/schemas"
 )
@@ -84,7 +85,7 @@ type entry struct {
 	filename string
 	failed   string // why the document could not be read
 	pieces   []Piece
-	docs     []doc
+	docs     []rank.Doc
 }
 
 // Built is how many documents this Index chunked (and embedded) itself,
@@ -120,7 +121,7 @@ func (x *Index) Search(ctx context.Context, q Query) (Found, error) {
 		return f, err
 	}
 	var (
-		docs []doc
+		docs []rank.Doc
 		from []chunkRef
 	)
 	for _, ref := range refs {
@@ -145,10 +146,10 @@ func (x *Index) Search(ctx context.Context, q Query) (Found, error) {
 			from = append(from, chunkRef{ref: ref, e: e, i: i})
 		}
 	}
-	var ranked []scored
+	var ranked []rank.Scored
 	switch mode {
 	case ModeLexical:
-		ranked = bm25(docs, fileagent.Terms(q.Text))
+		ranked = rank.BM25(docs, rank.Terms(q.Text))
 	case ModeDense, ModeFused:
 		vecs, usage, err := x.embedder.Embed(ctx, []string{q.Text})
 		f.Usage = f.Usage.Add(usage)
@@ -158,16 +159,16 @@ func (x *Index) Search(ctx context.Context, q Query) (Found, error) {
 		if err != nil {
 			return f, fmt.Errorf("embedding the query: %w", err)
 		}
-		ranked = dense(docs, vecs[0])
+		ranked = rank.Dense(docs, vecs[0])
 		if mode == ModeFused {
-			ranked = fuse(bm25(docs, fileagent.Terms(q.Text)), ranked)
+			ranked = rank.Fuse(rank.BM25(docs, rank.Terms(q.Text)), ranked)
 		}
 	}
 	f.Chunks = make(schemas.Chunks, 0, min(len(ranked), q.TopK))
 	for _, s := range ranked[:min(len(ranked), q.TopK)] {
-		c := from[s.at]
+		c := from[s.At]
 		p := c.e.pieces[c.i]
-		f.Chunks = append(f.Chunks, schemas.Chunk{Text: p.Text, FileID: c.ref.ID, Position: p.Position, Score: s.score,
+		f.Chunks = append(f.Chunks, schemas.Chunk{Text: p.Text, FileID: c.ref.ID, Position: p.Position, Score: s.Score,
 			Filename: c.e.filename, Heading: p.Heading})
 	}
 	return f, nil
@@ -376,13 +377,8 @@ func entryOf(r record) *entry {
 	e := &entry{key: r.Key, filename: r.Filename, failed: r.Error}
 	for i, c := range r.Chunks {
 		p := Piece{Text: c.Text, Heading: c.Heading, Position: i}
-		terms := fileagent.Terms(p.Heading + " " + p.Text)
-		tf := make(map[string]int, len(terms))
-		for _, t := range terms {
-			tf[t]++
-		}
 		e.pieces = append(e.pieces, p)
-		e.docs = append(e.docs, doc{tf: tf, length: len(terms), vector: decodeVector(c.Vector)})
+		e.docs = append(e.docs, rank.NewDoc(p.Heading+" "+p.Text, decodeVector(c.Vector)))
 	}
 	return e
 }

@@ -1,32 +1,23 @@
-package knowledge
+package rank
 
 import (
 	"math"
 	"reflect"
 	"testing"
-
-	"github.com/agentmesh/agentmesh/agents/builtin/internal/fileagent"
 )
 
-func docOf(text string, vec ...float32) doc {
-	tf := map[string]int{}
-	terms := fileagent.Terms(text)
-	for _, t := range terms {
-		tf[t]++
-	}
-	return doc{tf: tf, length: len(terms), vector: vec}
-}
+func docOf(text string, vec ...float32) Doc { return NewDoc(text, vec) }
 
-func ats(s []scored) []int {
+func ats(s []Scored) []int {
 	out := make([]int, len(s))
 	for i, x := range s {
-		out[i] = x.at
+		out[i] = x.At
 	}
 	return out
 }
 
 func TestBM25(t *testing.T) {
-	docs := []doc{
+	docs := []Doc{
 		docOf("refund refund refund policy"),
 		docOf("shipping costs are not refunded"),
 		docOf("a refund within thirty days of purchase"),
@@ -42,7 +33,7 @@ func TestBM25(t *testing.T) {
 		{"nothing here", []int{}},
 	}
 	for _, tt := range tests {
-		got := ats(bm25(docs, fileagent.Terms(tt.query)))
+		got := ats(BM25(docs, Terms(tt.query)))
 		if !reflect.DeepEqual(got, tt.want) {
 			t.Errorf("%q: %v, want %v", tt.query, got, tt.want)
 		}
@@ -50,28 +41,28 @@ func TestBM25(t *testing.T) {
 }
 
 func TestDense(t *testing.T) {
-	docs := []doc{{vector: []float32{1, 0}}, {vector: []float32{0.6, 0.8}}, {vector: []float32{0, 1}}, {vector: []float32{1, 0, 0}}, {}}
-	got := dense(docs, []float32{0, 2})
-	if !reflect.DeepEqual(ats(got), []int{2, 1, 0}) || math.Abs(got[0].score-1) > 1e-9 {
+	docs := []Doc{{Vector: []float32{1, 0}}, {Vector: []float32{0.6, 0.8}}, {Vector: []float32{0, 1}}, {Vector: []float32{1, 0, 0}}, {}}
+	got := Dense(docs, []float32{0, 2})
+	if !reflect.DeepEqual(ats(got), []int{2, 1, 0}) || math.Abs(got[0].Score-1) > 1e-9 {
 		t.Errorf("dense = %+v", got)
 	}
-	if dense(docs, nil) != nil {
+	if Dense(docs, nil) != nil {
 		t.Error("no query vector must rank nothing")
 	}
 }
 
 func TestFuse(t *testing.T) {
-	lexical := []scored{{at: 5}, {at: 1}, {at: 2}}
-	semantic := []scored{{at: 1}, {at: 7}, {at: 5}}
-	got := fuse(lexical, semantic)
+	lexical := []Scored{{At: 5}, {At: 1}, {At: 2}}
+	semantic := []Scored{{At: 1}, {At: 7}, {At: 5}}
+	got := Fuse(lexical, semantic)
 	// 1: 1/62+1/61, 5: 1/61+1/63, 7: 1/62, 2: 1/63.
 	if !reflect.DeepEqual(ats(got), []int{1, 5, 7, 2}) {
 		t.Errorf("fuse = %+v", got)
 	}
-	if want := 1.0/62 + 1.0/61; math.Abs(got[0].score-want) > 1e-12 {
-		t.Errorf("score %v, want %v", got[0].score, want)
+	if want := 1.0/62 + 1.0/61; math.Abs(got[0].Score-want) > 1e-12 {
+		t.Errorf("score %v, want %v", got[0].Score, want)
 	}
-	if got := fuse(lexical); !reflect.DeepEqual(ats(got), []int{5, 1, 2}) {
+	if got := Fuse(lexical); !reflect.DeepEqual(ats(got), []int{5, 1, 2}) {
 		t.Errorf("one ranking: %v", ats(got))
 	}
 }

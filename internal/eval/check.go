@@ -42,6 +42,11 @@ func Check(e Expect, r schemas.ChatResponse) []string {
 			miss = append(miss, fmt.Sprintf("the answer does not match %q", re))
 		}
 	}
+	if e.Schema != nil {
+		if why := schemaMiss(e.Schema, "the answer", r.Output); why != "" {
+			miss = append(miss, why)
+		}
+	}
 	called := make([]string, len(r.ToolCalls))
 	for i, c := range r.ToolCalls {
 		called[i] = c.Agent

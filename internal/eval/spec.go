@@ -44,6 +44,9 @@ type Expect struct {
 	Contains    []string `yaml:"contains"`     // in the answer, ignoring case
 	NotContains []string `yaml:"not_contains"` // not in the answer, ignoring case
 	Regex       []string `yaml:"regex"`        // each matches the answer
+	// Schema is a JSON Schema (written in YAML or JSON) the answer must
+	// meet: the answer is a JSON document, bare or in a ```json fence.
+	Schema any `yaml:"schema"`
 	// Agents are called in this order (other calls may come between).
 	Agents []string `yaml:"agents"`
 	// Params: for an agent, params its first call must have had (equal as
@@ -130,6 +133,11 @@ func (s Set) Validate() error {
 		for _, r := range c.Expect.Regex {
 			if _, err := regexp.Compile(r); err != nil {
 				bad("%s: regex %q: %v", where, r, err)
+			}
+		}
+		if c.Expect.Schema != nil {
+			if _, err := answerSchema(c.Expect.Schema); err != nil {
+				bad("%s: schema: %v", where, err)
 			}
 		}
 		if c.Expect.MaxCost < 0 {

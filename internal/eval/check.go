@@ -3,69 +3,148 @@ package eval
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
-// Check returns why a turn misses e, one sentence per expectation missed;
-// none when it meets them all.
-func Check(e Expect, r schemas.ChatResponse) []string {
+// Outcome is what one run of a case showed: a chat turn's answer and
+// tool calls, or a pipeline run's outputs and the steps that ran.
+type Outcome struct {
+	State  string
+	Code   string
+	Error  string
+	Answer string
+	// Outputs are a pipeline's, by "STEP.NAME".
+	Outputs map[string]schemas.TypedValue
+	// Calls are the agents called, in order: a turn's tool calls, a
+	// run's steps that started.
+	Calls    []Call
+	Cost     float64
+	Duration time.Duration
+}
+
+// Call is one agent call: a chat tool call, or a pipeline step (Step its
+// id) with the params its spec gave it.
+type Call struct {
+	Agent  string
+	Step   string
+	Params map[string]any
+	// Raw is a tool call's arguments when they are not a JSON object.
+	Raw string
+}
+
+// ChatOutcome is the outcome of a chat turn.
+func ChatOutcome(r schemas.ChatResponse) Outcome {
+	o := Outcome{State: r.State, Code: r.Code, Error: r.Error, Answer: r.Output, Cost: r.Cost,
+		Duration: time.Duration(r.DurationMS) * time.Millisecond}
+	for _, c := range r.ToolCalls {
+		call := Call{Agent: c.Agent}
+		if c.Arguments != "" && json.Unmarshal([]byte(c.Arguments), &call.Params) != nil {
+			call.Raw = c.Arguments
+		}
+		o.Calls = append(o.Calls, call)
+	}
+	return o
+}
+
+// Check returns why a chat turn misses e, one sentence per expectation
+// missed; none when it meets them all.
+func Check(e Expect, r schemas.ChatResponse) []string { return CheckOutcome(e, ChatOutcome(r)) }
+
+// CheckOutcome returns why o misses e, one sentence per expectation
+// missed; none when it meets them all. State is "completed" unless e sets
+// it.
+func CheckOutcome(e Expect, o Outcome) []string {
 	var miss []string
 	state := e.State
 	if state == "" {
 		state = schemas.ChatCompleted
 	}
-	if r.State != state {
+	if o.State != state {
 		detail := ""
-		if r.Error != "" {
-			detail = ": " + schemas.Clip(r.Error, 200)
+		if o.Error != "" {
+			detail = ": " + schemas.Clip(o.Error, 200)
 		}
-		miss = append(miss, fmt.Sprintf("state %s, want %s%s", r.State, state, detail))
+		miss = append(miss, fmt.Sprintf("state %s, want %s%s", o.State, state, detail))
 	}
-	answer := strings.ToLower(r.Output)
-	for _, s := range e.Contains {
-		if !strings.Contains(answer, strings.ToLower(s)) {
-			miss = append(miss, fmt.Sprintf("the answer lacks %q", s))
+	if e.Code != "" && o.Code != e.Code {
+		got := o.Code
+		if got == "" {
+			got = "none"
 		}
+		miss = append(miss, fmt.Sprintf("code %s, want %s", got, e.Code))
 	}
-	for _, s := range e.NotContains {
-		if strings.Contains(answer, strings.ToLower(s)) {
-			miss = append(miss, fmt.Sprintf("the answer holds %q", s))
+	miss = append(miss, textMisses("the answer", OutputExpect{Contains: e.Contains, NotContains: e.NotContains, Regex: e.Regex, Schema: e.Schema}, o.Answer, o.Answer)...)
+	for _, name := range slices.Sorted(maps.Keys(e.Outputs)) {
+		v, ok := o.Outputs[name]
+		if !ok {
+			miss = append(miss, fmt.Sprintf("no output %s (outputs: %s)", name, orNone(slices.Sorted(maps.Keys(o.Outputs)))))
+			continue
 		}
+		miss = append(miss, textMisses("output "+name, e.Outputs[name], valueText(v), string(v.Value))...)
 	}
-	for _, re := range e.Regex {
-		if rx, err := regexp.Compile(re); err != nil || !rx.MatchString(r.Output) {
-			miss = append(miss, fmt.Sprintf("the answer does not match %q", re))
-		}
-	}
-	if e.Schema != nil {
-		if why := schemaMiss(e.Schema, "the answer", r.Output); why != "" {
-			miss = append(miss, why)
-		}
-	}
-	called := make([]string, len(r.ToolCalls))
-	for i, c := range r.ToolCalls {
+	called := make([]string, len(o.Calls))
+	for i, c := range o.Calls {
 		called[i] = c.Agent
 	}
 	if !inOrder(called, e.Agents) {
 		miss = append(miss, fmt.Sprintf("agents called %s, want %s in that order", orNone(called), strings.Join(e.Agents, " -> ")))
 	}
-	for agent, want := range e.Params {
-		if why := paramsMiss(r.ToolCalls, agent, want); why != "" {
+	for _, agent := range slices.Sorted(maps.Keys(e.Params)) {
+		if why := paramsMiss(o.Calls, agent, e.Params[agent]); why != "" {
 			miss = append(miss, why)
 		}
 	}
-	if e.MaxCost > 0 && r.Cost > e.MaxCost {
-		miss = append(miss, fmt.Sprintf("cost $%.4f, over max_cost $%.4f", r.Cost, e.MaxCost))
+	if e.MaxCost > 0 && o.Cost > e.MaxCost {
+		miss = append(miss, fmt.Sprintf("cost $%.4f, over max_cost $%.4f", o.Cost, e.MaxCost))
 	}
-	if took := time.Duration(r.DurationMS) * time.Millisecond; e.MaxLatency > 0 && took > time.Duration(e.MaxLatency) {
-		miss = append(miss, fmt.Sprintf("took %s, over max_latency %s", took, time.Duration(e.MaxLatency)))
+	if e.MaxLatency > 0 && o.Duration > time.Duration(e.MaxLatency) {
+		miss = append(miss, fmt.Sprintf("took %s, over max_latency %s", o.Duration, time.Duration(e.MaxLatency)))
 	}
 	return miss
+}
+
+// textMisses checks text (and doc, its JSON, against the schema) for what
+// (the answer, an output).
+func textMisses(what string, e OutputExpect, text, doc string) []string {
+	var miss []string
+	lower := strings.ToLower(text)
+	for _, s := range e.Contains {
+		if !strings.Contains(lower, strings.ToLower(s)) {
+			miss = append(miss, fmt.Sprintf("%s lacks %q", what, s))
+		}
+	}
+	for _, s := range e.NotContains {
+		if strings.Contains(lower, strings.ToLower(s)) {
+			miss = append(miss, fmt.Sprintf("%s holds %q", what, s))
+		}
+	}
+	for _, re := range e.Regex {
+		if rx, err := regexp.Compile(re); err != nil || !rx.MatchString(text) {
+			miss = append(miss, fmt.Sprintf("%s does not match %q", what, re))
+		}
+	}
+	if e.Schema != nil {
+		if why := schemaMiss(e.Schema, what, doc); why != "" {
+			miss = append(miss, why)
+		}
+	}
+	return miss
+}
+
+// valueText is a value as text: a TEXT value's string, else its JSON.
+func valueText(v schemas.TypedValue) string {
+	var s string
+	if json.Unmarshal(v.Value, &s) == nil {
+		return s
+	}
+	return string(v.Value)
 }
 
 // inOrder reports whether want appears in got in order, other items
@@ -80,22 +159,19 @@ func inOrder(got, want []string) bool {
 	return i == len(want)
 }
 
-// paramsMiss says why the first call of agent lacks a param of want ("" when
-// it has them all).
-func paramsMiss(calls []schemas.ToolCallRecord, agent string, want map[string]any) string {
+// paramsMiss says why the first call of agent (an agent's name or a
+// step's id) lacks a param of want ("" when it has them all).
+func paramsMiss(calls []Call, agent string, want map[string]any) string {
 	for _, c := range calls {
-		if c.Agent != agent {
+		if c.Agent != agent && (c.Step == "" || c.Step != agent) {
 			continue
 		}
-		var got map[string]any
-		if c.Arguments != "" {
-			if err := json.Unmarshal([]byte(c.Arguments), &got); err != nil {
-				return fmt.Sprintf("%s was called with arguments that are not a JSON object: %s", agent, schemas.Clip(c.Arguments, 120))
-			}
+		if c.Raw != "" {
+			return fmt.Sprintf("%s was called with arguments that are not a JSON object: %s", agent, schemas.Clip(c.Raw, 120))
 		}
-		for k, w := range want {
-			if !jsonEqual(got[k], w) {
-				return fmt.Sprintf("%s was called with %s=%s, want %s", agent, k, jsonText(got[k]), jsonText(w))
+		for _, k := range slices.Sorted(maps.Keys(want)) {
+			if !jsonEqual(c.Params[k], want[k]) {
+				return fmt.Sprintf("%s was called with %s=%s, want %s", agent, k, jsonText(c.Params[k]), jsonText(want[k]))
 			}
 		}
 		return ""

@@ -141,6 +141,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("name: x\ncases: [{name: a, chat: hi, expect: {max_latency: 1s, params: {A: {b: [1]}}}}]\n"))
 	f.Add([]byte("runs: 0\nthreshold: -1\n"))
 	f.Add([]byte(schemaSet))
+	f.Add([]byte(pipelineSet))
 	f.Add([]byte("name: x\ncases: [{name: a, chat: hi, expect: {schema: {1: [x]}}}]\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := Parse(data)
@@ -155,6 +156,7 @@ func FuzzParse(f *testing.F) {
 		}
 		for _, c := range s.Cases {
 			Check(c.Expect, schemas.ChatResponse{})
+			CheckOutcome(c.Expect, Outcome{})
 		}
 	})
 }

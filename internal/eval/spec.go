@@ -30,27 +30,73 @@ type Set struct {
 	Cases     []Case  `yaml:"cases"`
 }
 
-// Case is one chat message and what its answer must be.
+// Case is one chat message, or one pipeline run, and what it must show.
 type Case struct {
-	Name   string `yaml:"name"`
-	Chat   string `yaml:"chat"`
-	Expect Expect `yaml:"expect"`
+	Name string `yaml:"name"`
+	Chat string `yaml:"chat"`
+	// Pipeline is a pipeline spec, inline or the path of its file
+	// (relative to the eval set's file); Vars set the variables it
+	// declares, as --var does.
+	Pipeline Pipeline       `yaml:"pipeline"`
+	Vars     map[string]any `yaml:"vars"`
+	Expect   Expect         `yaml:"expect"`
+}
+
+// Pipeline is a case's pipeline: File, or Inline (the spec as YAML).
+type Pipeline struct {
+	File   string
+	Inline []byte
+}
+
+// IsZero reports whether the case has no pipeline.
+func (p Pipeline) IsZero() bool { return p.File == "" && len(p.Inline) == 0 }
+
+// UnmarshalYAML reads a file path (a string) or an inline spec (a mapping).
+func (p *Pipeline) UnmarshalYAML(n *yaml.Node) error {
+	switch n.Kind {
+	case yaml.ScalarNode:
+		return n.Decode(&p.File)
+	case yaml.MappingNode:
+		b, err := yaml.Marshal(n)
+		if err != nil {
+			return fmt.Errorf("line %d: pipeline: %v", n.Line, err)
+		}
+		p.Inline = b
+		return nil
+	}
+	return fmt.Errorf("line %d: pipeline: give the path of a pipeline file or the spec itself (a mapping with name and steps)", n.Line)
+}
+
+// OutputExpect is what one output value of a pipeline must be: its text
+// (a TEXT value's text, else its JSON) contains words or matches
+// regexes; its JSON meets a JSON Schema.
+type OutputExpect struct {
+	Contains    []string `yaml:"contains"`
+	NotContains []string `yaml:"not_contains"`
+	Regex       []string `yaml:"regex"`
+	Schema      any      `yaml:"schema"`
 }
 
 // Expect is what a turn must show. Every field is optional; State is
 // "completed" unless set.
 type Expect struct {
-	State       string   `yaml:"state"`
+	// State is a chat turn's state, or a pipeline run's status.
+	State string `yaml:"state"`
+	// Code is the error code the turn or run failed with.
+	Code        string   `yaml:"code"`
 	Contains    []string `yaml:"contains"`     // in the answer, ignoring case
 	NotContains []string `yaml:"not_contains"` // not in the answer, ignoring case
 	Regex       []string `yaml:"regex"`        // each matches the answer
 	// Schema is a JSON Schema (written in YAML or JSON) the answer must
 	// meet: the answer is a JSON document, bare or in a ```json fence.
 	Schema any `yaml:"schema"`
-	// Agents are called in this order (other calls may come between).
+	// Outputs: for a pipeline's output "STEP.NAME", what its value must be.
+	Outputs map[string]OutputExpect `yaml:"outputs"`
+	// Agents are called in this order (other calls may come between); a
+	// pipeline's calls are the steps that ran, in the order they started.
 	Agents []string `yaml:"agents"`
-	// Params: for an agent, params its first call must have had (equal as
-	// JSON values).
+	// Params: for an agent (or a pipeline's step id), params its first
+	// call must have had (equal as JSON values).
 	Params     map[string]map[string]any `yaml:"params"`
 	MaxCost    float64                   `yaml:"max_cost"`    // US dollars
 	MaxLatency Duration                  `yaml:"max_latency"` // e.g. 30s
@@ -122,22 +168,44 @@ func (s Set) Validate() error {
 			bad("%s: the name is used twice; give each case its own", where)
 		}
 		seen[c.Name] = true
-		if strings.TrimSpace(c.Chat) == "" {
-			bad("%s has no chat message", where)
+		pipeline := !c.Pipeline.IsZero()
+		switch {
+		case pipeline && strings.TrimSpace(c.Chat) != "":
+			bad("%s has both a chat message and a pipeline; give one", where)
+		case !pipeline && strings.TrimSpace(c.Chat) == "":
+			bad("%s has no chat message (chat:) or pipeline (pipeline:)", where)
+		case !pipeline && len(c.Vars) > 0:
+			bad("%s: vars are a pipeline's; this case is a chat message", where)
+		case !pipeline && len(c.Expect.Outputs) > 0:
+			bad("%s: outputs are a pipeline's; expect on a chat answer with contains, regex or schema", where)
+		case pipeline && (len(c.Expect.Contains)+len(c.Expect.NotContains)+len(c.Expect.Regex) > 0 || c.Expect.Schema != nil):
+			bad("%s: a pipeline has no answer; expect on an output with outputs: {STEP.NAME: {contains: [...]}}", where)
 		}
-		switch c.Expect.State {
-		case "", schemas.ChatCompleted, schemas.ChatFailed, schemas.ChatInputRequired:
-		default:
-			bad("%s: state %q: use %s, %s or %s", where, c.Expect.State, schemas.ChatCompleted, schemas.ChatFailed, schemas.ChatInputRequired)
+		switch st := c.Expect.State; {
+		case st == "":
+		case pipeline && st != schemas.RunCompleted && st != schemas.RunFailed && st != schemas.RunCancelled:
+			bad("%s: state %q: a pipeline run ends %s, %s or %s", where, st, schemas.RunCompleted, schemas.RunFailed, schemas.RunCancelled)
+		case !pipeline && st != schemas.ChatCompleted && st != schemas.ChatFailed && st != schemas.ChatInputRequired:
+			bad("%s: state %q: use %s, %s or %s", where, st, schemas.ChatCompleted, schemas.ChatFailed, schemas.ChatInputRequired)
 		}
-		for _, r := range c.Expect.Regex {
-			if _, err := regexp.Compile(r); err != nil {
-				bad("%s: regex %q: %v", where, r, err)
+		checks := map[string]OutputExpect{"": {Regex: c.Expect.Regex, Schema: c.Expect.Schema}}
+		for name, o := range c.Expect.Outputs {
+			step, out, ok := strings.Cut(name, ".")
+			if !ok || step == "" || out == "" {
+				bad("%s: output %q: name it STEP.NAME (the step's id and its output's name)", where, name)
 			}
+			checks[" output "+name] = o
 		}
-		if c.Expect.Schema != nil {
-			if _, err := answerSchema(c.Expect.Schema); err != nil {
-				bad("%s: schema: %v", where, err)
+		for what, o := range checks {
+			for _, r := range o.Regex {
+				if _, err := regexp.Compile(r); err != nil {
+					bad("%s:%s regex %q: %v", where, what, r, err)
+				}
+			}
+			if o.Schema != nil {
+				if _, err := answerSchema(o.Schema); err != nil {
+					bad("%s:%s schema: %v", where, what, err)
+				}
 			}
 		}
 		if c.Expect.MaxCost < 0 {

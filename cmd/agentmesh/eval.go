@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/agentmesh/agentmesh/internal/eval"
+	"github.com/agentmesh/agentmesh/schemas"
 )
 
 func init() { register(newEvalCmd) }
@@ -58,6 +60,10 @@ and exits 0 when every case passed (at least the set's threshold of its runs),
 			if err != nil {
 				return exitError{code: 1, msg: oneLine(fmt.Sprintf("%s: %v", args[0], err))}
 			}
+			specs, err := evalSpecs(set, filepath.Dir(args[0]))
+			if err != nil {
+				return exitError{code: 1, msg: oneLine(fmt.Sprintf("%s: %v", args[0], err))}
+			}
 			if runs > 0 {
 				set.Runs = runs
 			}
@@ -70,7 +76,7 @@ and exits 0 when every case passed (at least the set's threshold of its runs),
 			var all []eval.Run
 			for _, c := range set.Cases {
 				for n := 1; n <= set.Runs; n++ {
-					r, err := a.evalRun(ctx, m, c, n, timeout)
+					r, err := a.evalRun(ctx, m, c, specs[c.Name], n, timeout)
 					if err != nil {
 						return err
 					}
@@ -126,12 +132,21 @@ and exits 0 when every case passed (at least the set's threshold of its runs),
 
 // evalRun runs one case once, in a conversation of its own. A turn that
 // gets no answer in time is a run with an error; an interrupt ends the eval.
-func (a *app) evalRun(ctx context.Context, m *mesh, c eval.Case, n int, timeout time.Duration) (eval.Run, error) {
+// A pipeline case runs spec as a run of its own.
+func (a *app) evalRun(ctx context.Context, m *mesh, c eval.Case, spec schemas.PipelineSpec, n int, timeout time.Duration) (eval.Run, error) {
 	r := eval.Run{Case: c.Name, N: n}
 	tctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	start := time.Now()
-	resp, err := a.chatTurn(tctx, m, "", c.Chat, nil)
+	var o eval.Outcome
+	var err error
+	if c.Pipeline.IsZero() {
+		var resp schemas.ChatResponse
+		resp, err = a.chatTurn(tctx, m, "", c.Chat, nil)
+		o = eval.ChatOutcome(resp)
+	} else {
+		o, err = a.evalPipeline(tctx, m, c.Name, spec)
+	}
 	r.Duration = time.Since(start)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -140,11 +155,11 @@ func (a *app) evalRun(ctx context.Context, m *mesh, c eval.Case, n int, timeout 
 		r.Err = fmt.Errorf("no answer: %w", err)
 		return r, nil
 	}
-	if resp.DurationMS > 0 {
-		r.Duration = time.Duration(resp.DurationMS) * time.Millisecond
+	if o.Duration > 0 {
+		r.Duration = o.Duration
 	}
-	r.Cost = resp.Cost
-	r.Misses = eval.Check(c.Expect, resp)
+	r.Cost = o.Cost
+	r.Misses = eval.CheckOutcome(c.Expect, o)
 	return r, nil
 }
 

@@ -131,3 +131,73 @@ func TestEvalScoresTheRefundFlow(t *testing.T) {
 		t.Errorf("an answer without the passage: exit %d\n%s", code, out)
 	}
 }
+
+// TestEvalPipelines runs examples/evals/pipelines.yaml (the README's
+// pipeline, a workflow with vars, an inline pipeline) against the
+// built-in agents and the sample files: every case passes. A set whose
+// run misses its expectations on outputs, trajectory, params and status
+// fails and names each miss.
+func TestEvalPipelines(t *testing.T) {
+	m := meshtest.New(t)
+	names := builtinNames()
+	m.Builtins(t, append(samples.Images(), samples.Documents()...), names...)
+	m.Orchestrator(t, names)
+	url := m.Srv.URL()
+
+	code, out, errOut := runArgs("--nats", url, "eval", "../../examples/evals/pipelines.yaml")
+	if code != 0 || !strings.Contains(out, "3 of 3 cases passed") {
+		t.Fatalf("eval pipelines.yaml: exit %d\n%s%s", code, out, errOut)
+	}
+
+	failing := filepath.Join(t.TempDir(), "failing.yaml")
+	set := `name: failing
+cases:
+  - name: loud
+    pipeline: ` + filepath.Join(mustAbs(t, "../../examples/pipelines"), "conditions.yaml") + `
+    vars: {mode: loud}
+    expect:
+      agents: [TextAgent, TextAgent, TextAgent]
+      params: {whisper: {op: lower}}
+      outputs: {whisper.text: {contains: [hello]}, count.text: {schema: {type: string, pattern: '^9$'}}}
+  - name: unknown agent
+    pipeline: {name: bad, steps: [{id: a, agent: NoSuchAgent}]}
+    expect: {state: completed}
+`
+	if err := os.WriteFile(failing, []byte(set), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut = runArgs("--nats", url, "eval", failing, "--json")
+	out = strings.ReplaceAll(out, `\u003e`, ">")
+	for _, want := range []string{
+		"agents called TextAgent -> TextAgent, want TextAgent -> TextAgent -> TextAgent in that order",
+		"whisper was not called, so its params cannot be checked",
+		"no output whisper.text (outputs: count.text, shout.text)",
+		"output count.text does not meet the schema: ",
+		"state failed, want completed",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the results lack %q:\n%s", want, out)
+		}
+	}
+	if code != 1 || !strings.Contains(errOut, "2 of 2 cases of "+failing+" failed") {
+		t.Errorf("failing set: exit %d\n%s%s", code, out, errOut)
+	}
+
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	if err := os.WriteFile(bad, []byte("name: bad\ncases:\n  - {name: a, pipeline: nope.yaml}\n  - {name: b, pipeline: "+mustAbs(t, "../../examples/pipelines/conditions.yaml")+", vars: {moood: x}}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut = runArgs("--nats", url, "eval", bad)
+	if code != 1 || !strings.Contains(errOut, `case "a": `) || !strings.Contains(errOut, `case "b": `) || !strings.Contains(errOut, "moood") {
+		t.Errorf("a set whose pipelines cannot run: exit %d %s", code, errOut)
+	}
+}
+
+func mustAbs(t *testing.T, path string) string {
+	t.Helper()
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return abs
+}

@@ -84,7 +84,7 @@ func CheckOutcome(e Expect, o Outcome) []string {
 	for _, name := range slices.Sorted(maps.Keys(e.Outputs)) {
 		v, ok := o.Outputs[name]
 		if !ok {
-			miss = append(miss, fmt.Sprintf("no output %s (outputs: %s)", name, orNone(slices.Sorted(maps.Keys(o.Outputs)))))
+			miss = append(miss, fmt.Sprintf("no output %s (outputs: %s)", name, strings.Join(slices.Sorted(maps.Keys(o.Outputs)), ", ")))
 			continue
 		}
 		miss = append(miss, textMisses("output "+name, e.Outputs[name], valueText(v), string(v.Value))...)

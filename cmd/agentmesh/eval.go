@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentmesh/agentmesh/internal/eval"
+	"github.com/agentmesh/agentmesh/llm"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -27,8 +28,12 @@ func newEvalCmd(a *app) *cobra.Command {
 		Long: `Run each case of an eval set (YAML) as a new chat conversation, --runs times
 (default: the set's runs, else 1), and score each answer against the case's
 expectations: the answer contains (or not) words, matches regexes; the turn
-ends in a state; the agents it called, in order, with params; its cost and
-latency. Prints a table (--json: the results), writes JUnit XML with --junit,
+meets a JSON Schema; a model judges it against a rubric (judge:, with the
+model AGENTMESH_MODEL configures); the turn ends in a state; the agents it
+called, in order, with params; its cost and latency. A case may run a
+pipeline (pipeline: a file or the spec inline, vars:) instead of a chat
+message, with expectations on its outputs (STEP.NAME), the steps that ran
+and their params, its status and code. Prints a table (--json: the results), writes JUnit XML with --junit,
 and exits 0 when every case passed (at least the set's threshold of its runs),
 1 otherwise. See docs/evals.md.
 
@@ -64,6 +69,12 @@ and exits 0 when every case passed (at least the set's threshold of its runs),
 			if err != nil {
 				return exitError{code: 1, msg: oneLine(fmt.Sprintf("%s: %v", args[0], err))}
 			}
+			var judge eval.ChatModel
+			if set.Judged() {
+				if judge, err = judgeModel(); err != nil {
+					return exitError{code: 1, msg: oneLine(fmt.Sprintf("%s: %v", args[0], err))}
+				}
+			}
 			if runs > 0 {
 				set.Runs = runs
 			}
@@ -76,7 +87,7 @@ and exits 0 when every case passed (at least the set's threshold of its runs),
 			var all []eval.Run
 			for _, c := range set.Cases {
 				for n := 1; n <= set.Runs; n++ {
-					r, err := a.evalRun(ctx, m, c, specs[c.Name], n, timeout)
+					r, err := a.evalRun(ctx, m, c, specs[c.Name], judge, n, timeout)
 					if err != nil {
 						return err
 					}
@@ -132,8 +143,9 @@ and exits 0 when every case passed (at least the set's threshold of its runs),
 
 // evalRun runs one case once, in a conversation of its own. A turn that
 // gets no answer in time is a run with an error; an interrupt ends the eval.
-// A pipeline case runs spec as a run of its own.
-func (a *app) evalRun(ctx context.Context, m *mesh, c eval.Case, spec schemas.PipelineSpec, n int, timeout time.Duration) (eval.Run, error) {
+// A pipeline case runs spec as a run of its own; a judged answer is
+// scored by judge.
+func (a *app) evalRun(ctx context.Context, m *mesh, c eval.Case, spec schemas.PipelineSpec, judge eval.ChatModel, n int, timeout time.Duration) (eval.Run, error) {
 	r := eval.Run{Case: c.Name, N: n}
 	tctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -160,7 +172,35 @@ func (a *app) evalRun(ctx context.Context, m *mesh, c eval.Case, spec schemas.Pi
 	}
 	r.Cost = o.Cost
 	r.Misses = eval.CheckOutcome(c.Expect, o)
+	if j := c.Expect.Judge; j != nil {
+		v, err := j.Score(tctx, judge, c.Chat, o.Answer)
+		switch {
+		case ctx.Err() != nil:
+			return r, exitError{code: 130, msg: "interrupted"}
+		case err != nil:
+			r.Err = err
+		default:
+			if miss := j.Miss(v); miss != "" {
+				r.Misses = append(r.Misses, miss)
+			}
+		}
+	}
 	return r, nil
+}
+
+// judgeModel is the model that scores judged answers: the one
+// AGENTMESH_MODEL and its provider's key or base URL configure, as the
+// chat's.
+func judgeModel() (eval.ChatModel, error) {
+	cfg, err := llm.ConfigFromEnv()
+	if err != nil {
+		return nil, err
+	}
+	if !cfg.Configured() {
+		return nil, fmt.Errorf("a case has a judge, but no model is configured to score answers: set %s (and %s for a local server) or %s=anthropic:MODEL with %s (docs/llm.md), or drop the judge",
+			llm.EnvAPIKey, llm.EnvBaseURL, llm.EnvModel, llm.EnvAnthropicAPIKey)
+	}
+	return llm.New(cfg)
 }
 
 // evalCase is a case's results as --json prints them.

@@ -201,3 +201,51 @@ func mustAbs(t *testing.T, path string) string {
 	}
 	return abs
 }
+
+// TestEvalJudge scores the offline planner's answer with a judge: the
+// scripted model configured by AGENTMESH_MODEL gets the rubric and the
+// answer; a high score passes the case, a low one fails it with the
+// judge's reason. With no model configured the set is refused before any
+// case runs, saying what to set.
+func TestEvalJudge(t *testing.T) {
+	for _, env := range []string{llm.EnvBaseURL, llm.EnvAPIKey, llm.EnvAnthropicBaseURL, llm.EnvAnthropicAPIKey,
+		llm.EnvGeminiBaseURL, llm.EnvGeminiAPIKey, llm.EnvModel} {
+		t.Setenv(env, "")
+	}
+	m := meshtest.New(t)
+	m.Builtins(t, nil, "TextAgent")
+	m.Orchestrator(t, []string{"TextAgent"}, orchestrator.WithChat())
+	url := m.Srv.URL()
+	file := filepath.Join(t.TempDir(), "judged.yaml")
+	set := "name: judged\ncases:\n  - name: reversed\n    chat: reverse the text hello world\n    expect: {judge: {rubric: the answer holds the text reversed, pass: 0.7}}\n"
+	if err := os.WriteFile(file, []byte(set), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runArgs("--nats", url, "eval", file)
+	if code != 1 || !strings.Contains(errOut, "no model is configured") || !strings.Contains(errOut, llm.EnvModel) || strings.Contains(errOut+out, "reversed #1") {
+		t.Fatalf("no model: exit %d\n%s%s", code, out, errOut)
+	}
+
+	srv := llmtest.New(t)
+	var score atomic.Value
+	score.Store(`{"score": 0.9, "reason": "dlrow olleh is hello world reversed"}`)
+	srv.Handle(func(r llmtest.Request) llmtest.Reply {
+		asked := r.MessagesOf("user")
+		if len(asked) == 0 || !strings.Contains(asked[0].Content, "the answer holds the text reversed") || !strings.Contains(asked[0].Content, "dlrow olleh") {
+			return llmtest.Answer(`{"score": 0, "reason": "the request lacks the rubric or the answer"}`)
+		}
+		return llmtest.Answer(score.Load().(string))
+	})
+	t.Setenv(llm.EnvBaseURL, srv.URL())
+	t.Setenv(llm.EnvAPIKey, "test-key")
+	t.Setenv(llm.EnvModel, "judge-model")
+	code, out, errOut = runArgs("--nats", url, "eval", file)
+	if code != 0 || !strings.Contains(out, "1 of 1 cases passed") {
+		t.Fatalf("a high score: exit %d\n%s%s", code, out, errOut)
+	}
+	score.Store(`{"score": 0.2, "reason": "the text is not reversed"}`)
+	code, out, errOut = runArgs("--nats", url, "eval", file)
+	if code != 1 || !strings.Contains(out, "the judge scored 0.20, under pass 0.70: the text is not reversed") {
+		t.Errorf("a low score: exit %d\n%s%s", code, out, errOut)
+	}
+}

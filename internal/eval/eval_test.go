@@ -142,6 +142,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("runs: 0\nthreshold: -1\n"))
 	f.Add([]byte(schemaSet))
 	f.Add([]byte(pipelineSet))
+	f.Add([]byte(judgedSet))
 	f.Add([]byte("name: x\ncases: [{name: a, chat: hi, expect: {schema: {1: [x]}}}]\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := Parse(data)

@@ -53,6 +53,9 @@ func TestParsePipelineCases(t *testing.T) {
 		{"name: x\ncases: [{name: a, pipeline: p.yaml, expect: {outputs: {s.t: {regex: ['(']}}}}]\n", `output s.t regex "("`},
 		{"name: x\ncases: [{name: a, chat: hi, expect: {outputs: {s.t: {}}}}]\n", "outputs are a pipeline's"},
 		{"name: x\ncases: [{name: a, chat: hi, vars: {a: 1}}]\n", "vars are a pipeline's"},
+		{"name: x\ncases: [{name: a, pipeline: p.yaml, expect: {judge: {rubric: r}}}]\n", `case "a": a pipeline has no answer`},
+		{"name: x\ncases: [{name: a, chat: hi, expect: {judge: {pass: 0.5}}}]\n", `case "a": judge has no rubric`},
+		{"name: x\ncases: [{name: a, chat: hi, expect: {judge: {rubric: r, pass: 2}}}]\n", `case "a": judge pass 2`},
 	} {
 		_, err := Parse([]byte(tt.yaml))
 		if !errors.Is(err, ErrInvalidSet) || !strings.Contains(err.Error(), tt.says) {

@@ -90,6 +90,8 @@ type Expect struct {
 	// Schema is a JSON Schema (written in YAML or JSON) the answer must
 	// meet: the answer is a JSON document, bare or in a ```json fence.
 	Schema any `yaml:"schema"`
+	// Judge has the configured model score the answer against a rubric.
+	Judge *Judge `yaml:"judge"`
 	// Outputs: for a pipeline's output "STEP.NAME", what its value must be.
 	Outputs map[string]OutputExpect `yaml:"outputs"`
 	// Agents are called in this order (other calls may come between); a
@@ -137,6 +139,11 @@ func Parse(data []byte) (Set, error) {
 	if s.Threshold == 0 {
 		s.Threshold = 1
 	}
+	for _, c := range s.Cases {
+		if j := c.Expect.Judge; j != nil && j.Pass == 0 {
+			j.Pass = DefaultJudgePass
+		}
+	}
 	return s, s.Validate()
 }
 
@@ -178,7 +185,7 @@ func (s Set) Validate() error {
 			bad("%s: vars are a pipeline's; this case is a chat message", where)
 		case !pipeline && len(c.Expect.Outputs) > 0:
 			bad("%s: outputs are a pipeline's; expect on a chat answer with contains, regex or schema", where)
-		case pipeline && (len(c.Expect.Contains)+len(c.Expect.NotContains)+len(c.Expect.Regex) > 0 || c.Expect.Schema != nil):
+		case pipeline && (len(c.Expect.Contains)+len(c.Expect.NotContains)+len(c.Expect.Regex) > 0 || c.Expect.Schema != nil || c.Expect.Judge != nil):
 			bad("%s: a pipeline has no answer; expect on an output with outputs: {STEP.NAME: {contains: [...]}}", where)
 		}
 		switch st := c.Expect.State; {
@@ -187,6 +194,14 @@ func (s Set) Validate() error {
 			bad("%s: state %q: a pipeline run ends %s, %s or %s", where, st, schemas.RunCompleted, schemas.RunFailed, schemas.RunCancelled)
 		case !pipeline && st != schemas.ChatCompleted && st != schemas.ChatFailed && st != schemas.ChatInputRequired:
 			bad("%s: state %q: use %s, %s or %s", where, st, schemas.ChatCompleted, schemas.ChatFailed, schemas.ChatInputRequired)
+		}
+		if j := c.Expect.Judge; j != nil {
+			if strings.TrimSpace(j.Rubric) == "" {
+				bad("%s: judge has no rubric; write what a good answer does, e.g. rubric: cites the 30-day window", where)
+			}
+			if j.Pass < 0 || j.Pass > 1 {
+				bad("%s: judge pass %g: give the score an answer needs, above 0 and at most 1 (default %g)", where, j.Pass, DefaultJudgePass)
+			}
 		}
 		checks := map[string]OutputExpect{"": {Regex: c.Expect.Regex, Schema: c.Expect.Schema}}
 		for name, o := range c.Expect.Outputs {

@@ -24,7 +24,7 @@ func newEvalCmd(a *app) *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "eval FILE",
-		Short: "Run an eval set's chat cases against the live mesh and score them",
+		Short: "Run an eval set's chat and pipeline cases against the live mesh and score them",
 		Long: `Run each case of an eval set (YAML) as a new chat conversation, --runs times
 (default: the set's runs, else 1), and score each answer against the case's
 expectations: the answer contains (or not) words, matches regexes; the turn
@@ -137,7 +137,7 @@ and exits 0 when every case passed (at least the set's threshold of its runs),
 	f := cmd.Flags()
 	f.IntVar(&runs, "runs", 0, "run each case this many times (default: the set's runs)")
 	f.StringVar(&junit, "junit", "", "write the results as JUnit XML to this file")
-	f.DurationVar(&timeout, "timeout", 60*time.Second, "how long one chat turn may take")
+	f.DurationVar(&timeout, "timeout", 60*time.Second, "how long one chat turn or pipeline run (with its judging) may take")
 	return cmd
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/client"
+	"github.com/agentmesh/agentmesh/pipelinespec"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -70,7 +71,7 @@ func (r agentRunner) start(ctx context.Context, msg *Message) (*taskEntry, error
 	}
 	timeout := time.Duration(task.TimeoutMS) * time.Millisecond
 	if timeout <= 0 {
-		timeout = schemas.DefaultTaskTimeout
+		timeout = pipelinespec.DefaultTaskTimeout
 	}
 	h.tasks.add(e)
 	h.wg.Add(1)

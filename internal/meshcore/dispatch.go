@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/agentmesh/agentmesh/bus"
+	"github.com/agentmesh/agentmesh/pipelinespec"
 	"github.com/agentmesh/agentmesh/schemas"
 	"github.com/agentmesh/agentmesh/telemetry"
 )
@@ -201,7 +202,7 @@ func (d *Dispatcher) Event(agent string, task schemas.TaskRequest, meta *Dispatc
 	if meta.Deadline.IsZero() {
 		timeout := time.Duration(task.TimeoutMS) * time.Millisecond
 		if timeout <= 0 {
-			timeout = schemas.DefaultTaskTimeout
+			timeout = pipelinespec.DefaultTaskTimeout
 		}
 		meta.Deadline = time.Now().Add(timeout)
 	}

@@ -16,7 +16,6 @@ import (
 
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/internal/meshcore"
-	"github.com/agentmesh/agentmesh/pipelinespec"
 	"github.com/agentmesh/agentmesh/schemas"
 	"github.com/agentmesh/agentmesh/telemetry"
 )
@@ -315,14 +314,14 @@ func (c *caller) usage() schemas.Usage {
 
 // calleeDeadline is the caller's deadline less a margin (a tenth of the
 // time left, at most maxCallMargin), or without one now plus the task's
-// timeout_ms (pipelinespec.DefaultTaskTimeout when 0). false: no time left.
+// timeout_ms (schemas.DefaultTaskTimeout when 0). false: no time left.
 func calleeDeadline(ctx context.Context, task schemas.TaskRequest) (time.Time, bool) {
 	now := time.Now()
 	dl, ok := ctx.Deadline()
 	if !ok {
 		t := time.Duration(task.TimeoutMS) * time.Millisecond
 		if t <= 0 {
-			t = pipelinespec.DefaultTaskTimeout
+			t = schemas.DefaultTaskTimeout
 		}
 		return now.Add(t), true
 	}

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/agentmesh/agentmesh/schemas"
 )
@@ -213,10 +212,6 @@ const StepKindAgent = "agent"
 
 // StepKinds are the kinds a step may name, the default first.
 var StepKinds = []string{StepKindAgent, StepKindRouter, StepKindEvaluator, StepKindApproval, StepKindInput, StepKindForEach, StepKindRepeat, StepKindPipeline}
-
-// DefaultTaskTimeout is the time budget of a task whose step, contract and
-// request name none.
-const DefaultTaskTimeout = 60 * time.Second
 
 // StepTaskID returns the id of a pipeline step's task:
 // <run>-<step>-<attempt>-<tag>, where tag is schemas.TaskTag of the run's nonce

@@ -11,7 +11,6 @@ import (
 
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/client"
-	"github.com/agentmesh/agentmesh/pipelinespec"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -71,7 +70,7 @@ func (r agentRunner) start(ctx context.Context, msg *Message) (*taskEntry, error
 	}
 	timeout := time.Duration(task.TimeoutMS) * time.Millisecond
 	if timeout <= 0 {
-		timeout = pipelinespec.DefaultTaskTimeout
+		timeout = schemas.DefaultTaskTimeout
 	}
 	h.tasks.add(e)
 	h.wg.Add(1)

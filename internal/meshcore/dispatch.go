@@ -13,7 +13,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/agentmesh/agentmesh/bus"
-	"github.com/agentmesh/agentmesh/pipelinespec"
 	"github.com/agentmesh/agentmesh/schemas"
 	"github.com/agentmesh/agentmesh/telemetry"
 )
@@ -202,7 +201,7 @@ func (d *Dispatcher) Event(agent string, task schemas.TaskRequest, meta *Dispatc
 	if meta.Deadline.IsZero() {
 		timeout := time.Duration(task.TimeoutMS) * time.Millisecond
 		if timeout <= 0 {
-			timeout = pipelinespec.DefaultTaskTimeout
+			timeout = schemas.DefaultTaskTimeout
 		}
 		meta.Deadline = time.Now().Add(timeout)
 	}

@@ -17,7 +17,6 @@ import (
 	"github.com/agentmesh/agentmesh/llm"
 	"github.com/agentmesh/agentmesh/orchestrator/route"
 	"github.com/agentmesh/agentmesh/orchestrator/state"
-	"github.com/agentmesh/agentmesh/pipelinespec"
 	"github.com/agentmesh/agentmesh/schemas"
 	"github.com/agentmesh/agentmesh/telemetry"
 )
@@ -99,7 +98,7 @@ func WithLLM(c llm.Model) Option {
 func WithMaxSteps(n int) Option { return func(ch *Chat) { ch.maxSteps = n } }
 
 // WithToolTimeout sets how long an agent call may take when its contract
-// names no timeout (default pipelinespec.DefaultTaskTimeout).
+// names no timeout (default schemas.DefaultTaskTimeout).
 func WithToolTimeout(d time.Duration) Option { return func(ch *Chat) { ch.toolTimeout = d } }
 
 // WithHistoryBudget sets how many tokens (estimated) of earlier turns are
@@ -142,7 +141,7 @@ func WithRegistry(r AgentLister) Option { return func(ch *Chat) { ch.registry = 
 func New(js jetstream.JetStream, opts ...Option) (*Chat, error) {
 	c := &Chat{
 		js: js, names: bus.MustNames(bus.DefaultPrefix), observer: schemas.NopObserver{},
-		maxSteps: DefaultMaxSteps, toolTimeout: pipelinespec.DefaultTaskTimeout, budget: DefaultHistoryBudget,
+		maxSteps: DefaultMaxSteps, toolTimeout: schemas.DefaultTaskTimeout, budget: DefaultHistoryBudget,
 		system: DefaultSystemPrompt, source: "agentmesh/orchestrator/chat", log: slog.Default(),
 	}
 	for _, o := range opts {

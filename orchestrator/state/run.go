@@ -257,7 +257,7 @@ func (sd *RunSpec) WaveOf(id string) (int, bool) {
 
 // Timeout is the time budget of a step: its own, else for a loop or a
 // sub-pipeline pipelinespec.DefaultFlowTimeout (the whole loop or child run),
-// else its agent's, else pipelinespec.DefaultTaskTimeout.
+// else its agent's, else schemas.DefaultTaskTimeout.
 func (sd *RunSpec) Timeout(id string) time.Duration {
 	s, _ := sd.Step(id)
 	if s.TimeoutMS > 0 {
@@ -270,11 +270,11 @@ func (sd *RunSpec) Timeout(id string) time.Duration {
 }
 
 // TaskTimeout is the time budget of one task of step id's agent (an item
-// of a loop): its agent's, else pipelinespec.DefaultTaskTimeout, and never over
+// of a loop): its agent's, else schemas.DefaultTaskTimeout, and never over
 // the step's own timeout_ms.
 func (sd *RunSpec) TaskTimeout(id string) time.Duration {
 	s, _ := sd.Step(id)
-	t := pipelinespec.DefaultTaskTimeout
+	t := schemas.DefaultTaskTimeout
 	if c, ok := sd.Contracts[s.Agent]; ok && c.TimeoutMS > 0 {
 		t = time.Duration(c.TimeoutMS) * time.Millisecond
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/bus/bustest"
 	"github.com/agentmesh/agentmesh/client"
+	"github.com/agentmesh/agentmesh/pipelinespec"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -46,7 +47,7 @@ func TestSendIntoFullStreamIsBacklogFull(t *testing.T) {
 	// end with the context, not a BacklogError.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	spec := schemas.PipelineSpec{Name: "p", Steps: []schemas.PipelineStep{{ID: "a", Agent: "A"}}}
+	spec := pipelinespec.PipelineSpec{Name: "p", Steps: []pipelinespec.PipelineStep{{ID: "a", Agent: "A"}}}
 	if _, err := client.SubmitPipeline(ctx, js, names, spec, "r-1", "test"); err != nil {
 		t.Fatalf("first submission: %v", err)
 	}

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/agentmesh/agentmesh/schemas"
+	"github.com/agentmesh/agentmesh/pipelinespec"
 )
 
 // PipelineBuilder builds a pipeline spec fluently. Step adds a step with no
@@ -22,14 +22,14 @@ import (
 // A diamond: Step("a", "A").Then("b", "B").Step("c", "C").After("a").
 // Step("d", "D").After("b", "c").
 type PipelineBuilder struct {
-	spec schemas.PipelineSpec
+	spec pipelinespec.PipelineSpec
 	cur  int // index of the current step, -1 before the first
 	errs []error
 }
 
 // NewPipeline starts a pipeline called name.
 func NewPipeline(name string) *PipelineBuilder {
-	return &PipelineBuilder{spec: schemas.PipelineSpec{Name: name}, cur: -1}
+	return &PipelineBuilder{spec: pipelinespec.PipelineSpec{Name: name}, cur: -1}
 }
 
 // SeedImages adds image file ids to the seed.
@@ -54,15 +54,15 @@ func (b *PipelineBuilder) SeedLinks(ids ...string) *PipelineBuilder {
 // input maps to it with "seed.<name>".
 func (b *PipelineBuilder) SeedValue(name, dataType, hint string, value any) *PipelineBuilder {
 	if b.spec.Seed.Values == nil {
-		b.spec.Seed.Values = map[string]schemas.SeedValue{}
+		b.spec.Seed.Values = map[string]pipelinespec.SeedValue{}
 	}
-	b.spec.Seed.Values[name] = schemas.SeedValue{DataType: dataType, ContentTypeHint: hint, Value: value}
+	b.spec.Seed.Values[name] = pipelinespec.SeedValue{DataType: dataType, ContentTypeHint: hint, Value: value}
 	return b
 }
 
 // Step adds a step with no parents and makes it current.
 func (b *PipelineBuilder) Step(id, agent string) *PipelineBuilder {
-	b.spec.Steps = append(b.spec.Steps, schemas.PipelineStep{ID: id, Agent: agent})
+	b.spec.Steps = append(b.spec.Steps, pipelinespec.PipelineStep{ID: id, Agent: agent})
 	b.cur = len(b.spec.Steps) - 1
 	return b
 }
@@ -124,7 +124,7 @@ func (b *PipelineBuilder) Timeout(d time.Duration) *PipelineBuilder {
 	return b
 }
 
-func (b *PipelineBuilder) current(op string) *schemas.PipelineStep {
+func (b *PipelineBuilder) current(op string) *pipelinespec.PipelineStep {
 	if b.cur < 0 {
 		b.errs = append(b.errs, fmt.Errorf("%s: no current step; call Step first", op))
 		return nil
@@ -135,7 +135,7 @@ func (b *PipelineBuilder) current(op string) *schemas.PipelineStep {
 // Build returns the spec after its structural checks (ids, agent names,
 // references, cycles). Checks that need the registry run when the
 // pipeline is submitted, or with the orchestrator's pipeline.Validate.
-func (b *PipelineBuilder) Build() (schemas.PipelineSpec, error) {
+func (b *PipelineBuilder) Build() (pipelinespec.PipelineSpec, error) {
 	spec, err := NormalizeSpec(b.spec)
 	errs := append([]error{}, b.errs...)
 	if err != nil {
@@ -143,7 +143,7 @@ func (b *PipelineBuilder) Build() (schemas.PipelineSpec, error) {
 	}
 	if err := spec.Validate(); err != nil {
 		errs = append(errs, err)
-	} else if _, err := schemas.Waves(spec); err != nil {
+	} else if _, err := pipelinespec.Waves(spec); err != nil {
 		errs = append(errs, err)
 	}
 	if len(errs) > 0 {
@@ -153,7 +153,7 @@ func (b *PipelineBuilder) Build() (schemas.PipelineSpec, error) {
 }
 
 // MustBuild is Build that panics on error; for tests and fixed pipelines.
-func (b *PipelineBuilder) MustBuild() schemas.PipelineSpec {
+func (b *PipelineBuilder) MustBuild() pipelinespec.PipelineSpec {
 	spec, err := b.Build()
 	if err != nil {
 		panic(err)

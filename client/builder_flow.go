@@ -3,7 +3,7 @@ package client
 import (
 	"strings"
 
-	"github.com/agentmesh/agentmesh/schemas"
+	"github.com/agentmesh/agentmesh/pipelinespec"
 )
 
 // Var declares a workflow variable with its default value (nil: it must be
@@ -30,9 +30,9 @@ func (b *PipelineBuilder) When(condition string) *PipelineBuilder {
 // Router adds a router step with no parents and makes it current: it
 // chooses one of branches (steps that must depend on it), falling back to
 // def ("" for none), and the others are skipped.
-func (b *PipelineBuilder) Router(id, def string, branches ...schemas.RouterBranch) *PipelineBuilder {
-	b.spec.Steps = append(b.spec.Steps, schemas.PipelineStep{ID: id, Kind: schemas.StepKindRouter,
-		Router: &schemas.RouterSpec{Branches: branches, Default: def}})
+func (b *PipelineBuilder) Router(id, def string, branches ...pipelinespec.RouterBranch) *PipelineBuilder {
+	b.spec.Steps = append(b.spec.Steps, pipelinespec.PipelineStep{ID: id, Kind: pipelinespec.StepKindRouter,
+		Router: &pipelinespec.RouterSpec{Branches: branches, Default: def}})
 	b.cur = len(b.spec.Steps) - 1
 	return b
 }
@@ -51,7 +51,7 @@ func (b *PipelineBuilder) RouterPrompt(prompt string) *PipelineBuilder {
 // criteria, and makes it current; it depends on the step output names.
 // Conditions read the score as steps.<id>.outputs.evaluation.score.
 func (b *PipelineBuilder) Evaluator(id, output, criteria string) *PipelineBuilder {
-	step := schemas.PipelineStep{ID: id, Kind: schemas.StepKindEvaluator, Evaluate: &schemas.EvaluateSpec{Output: output, Criteria: criteria}}
+	step := pipelinespec.PipelineStep{ID: id, Kind: pipelinespec.StepKindEvaluator, Evaluate: &pipelinespec.EvaluateSpec{Output: output, Criteria: criteria}}
 	if head, _, ok := strings.Cut(output, "."); ok && head != "seed" && head != "state" {
 		step.DependsOn = []string{head}
 	}
@@ -67,7 +67,7 @@ func (b *PipelineBuilder) Evaluator(id, output, criteria string) *PipelineBuilde
 // one required input, or to the one ItemInput names.
 func (b *PipelineBuilder) ForEach(items string, parallel int) *PipelineBuilder {
 	if s := b.current("ForEach"); s != nil {
-		s.Kind, s.ForEach = schemas.StepKindForEach, &schemas.ForEachSpec{Items: items, Parallel: parallel}
+		s.Kind, s.ForEach = pipelinespec.StepKindForEach, &pipelinespec.ForEachSpec{Items: items, Parallel: parallel}
 	}
 	return b
 }
@@ -87,7 +87,7 @@ func (b *PipelineBuilder) ItemInput(name string) *PipelineBuilder {
 // ran.
 func (b *PipelineBuilder) RepeatUntil(until string, max int) *PipelineBuilder {
 	if s := b.current("RepeatUntil"); s != nil {
-		s.Kind, s.Repeat = schemas.StepKindRepeat, &schemas.RepeatSpec{Until: until, MaxIterations: max}
+		s.Kind, s.Repeat = pipelinespec.StepKindRepeat, &pipelinespec.RepeatSpec{Until: until, MaxIterations: max}
 	}
 	return b
 }
@@ -96,17 +96,17 @@ func (b *PipelineBuilder) RepeatUntil(until string, max int) *PipelineBuilder {
 // orchestrator finds by name in its pipelines directory, and makes it
 // current; MapIn and MapOut map its inputs and outputs.
 func (b *PipelineBuilder) Pipeline(id, name string) *PipelineBuilder {
-	return b.sub(id, &schemas.SubPipeline{Name: name})
+	return b.sub(id, &pipelinespec.SubPipeline{Name: name})
 }
 
 // SubPipeline adds a step with no parents that runs spec as a child run,
 // and makes it current; MapIn and MapOut map its inputs and outputs.
-func (b *PipelineBuilder) SubPipeline(id string, spec schemas.PipelineSpec) *PipelineBuilder {
-	return b.sub(id, &schemas.SubPipeline{Spec: &spec})
+func (b *PipelineBuilder) SubPipeline(id string, spec pipelinespec.PipelineSpec) *PipelineBuilder {
+	return b.sub(id, &pipelinespec.SubPipeline{Spec: &spec})
 }
 
-func (b *PipelineBuilder) sub(id string, p *schemas.SubPipeline) *PipelineBuilder {
-	b.spec.Steps = append(b.spec.Steps, schemas.PipelineStep{ID: id, Kind: schemas.StepKindPipeline, Pipeline: p})
+func (b *PipelineBuilder) sub(id string, p *pipelinespec.SubPipeline) *PipelineBuilder {
+	b.spec.Steps = append(b.spec.Steps, pipelinespec.PipelineStep{ID: id, Kind: pipelinespec.StepKindPipeline, Pipeline: p})
 	b.cur = len(b.spec.Steps) - 1
 	return b
 }

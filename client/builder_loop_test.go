@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/agentmesh/agentmesh/pipelinespec"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -57,7 +58,7 @@ func TestLoopKindsEverywhere(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, spec := range map[string]schemas.PipelineSpec{"JSON": fromJSON, "builder": built} {
+	for name, spec := range map[string]pipelinespec.PipelineSpec{"JSON": fromJSON, "builder": built} {
 		if !reflect.DeepEqual(fromYAML, spec) {
 			a, _ := json.Marshal(fromYAML)
 			b, _ := json.Marshal(spec)

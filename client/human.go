@@ -8,7 +8,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/agentmesh/agentmesh/bus"
-	"github.com/agentmesh/agentmesh/schemas"
+	"github.com/agentmesh/agentmesh/pipelinespec"
 )
 
 // Approval adds a step of kind approval with no parents and makes it
@@ -16,8 +16,8 @@ import (
 // ResolveStep); then def ("approve" or "reject") applies. Use After or
 // ApprovalAfter to wire it.
 func (b *PipelineBuilder) Approval(id, prompt string, timeout time.Duration, def string) *PipelineBuilder {
-	b.spec.Steps = append(b.spec.Steps, schemas.PipelineStep{ID: id, Kind: schemas.StepKindApproval, TimeoutMS: timeout.Milliseconds(),
-		Human: &schemas.HumanStep{Prompt: prompt, Default: nonEmpty(def)}})
+	b.spec.Steps = append(b.spec.Steps, pipelinespec.PipelineStep{ID: id, Kind: pipelinespec.StepKindApproval, TimeoutMS: timeout.Milliseconds(),
+		Human: &pipelinespec.HumanStep{Prompt: prompt, Default: nonEmpty(def)}})
 	b.cur = len(b.spec.Steps) - 1
 	return b
 }
@@ -27,8 +27,8 @@ func (b *PipelineBuilder) Approval(id, prompt string, timeout time.Duration, def
 // when empty), which becomes its output "value"; then def applies (nil: the
 // step fails with code timeout).
 func (b *PipelineBuilder) HumanInput(id, prompt, dataType string, timeout time.Duration, def any) *PipelineBuilder {
-	b.spec.Steps = append(b.spec.Steps, schemas.PipelineStep{ID: id, Kind: schemas.StepKindInput, TimeoutMS: timeout.Milliseconds(),
-		Human: &schemas.HumanStep{Prompt: prompt, Default: def, DataType: dataType}})
+	b.spec.Steps = append(b.spec.Steps, pipelinespec.PipelineStep{ID: id, Kind: pipelinespec.StepKindInput, TimeoutMS: timeout.Milliseconds(),
+		Human: &pipelinespec.HumanStep{Prompt: prompt, Default: def, DataType: dataType}})
 	b.cur = len(b.spec.Steps) - 1
 	return b
 }
@@ -48,7 +48,7 @@ func nonEmpty(s string) any {
 // step's completed or failed event follows on mesh.events.<run>.pipeline,
 // or an io.agentmesh.pipeline.resolve.refused naming this id says why
 // nothing changed.
-func ResolveStep(ctx context.Context, js jetstream.JetStream, names bus.Names, r schemas.Resolution, source string) (string, error) {
+func ResolveStep(ctx context.Context, js jetstream.JetStream, names bus.Names, r pipelinespec.Resolution, source string) (string, error) {
 	if err := bus.ValidateToken("run id", r.RunID); err != nil {
 		return "", err
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/agentmesh/agentmesh/bus"
-	"github.com/agentmesh/agentmesh/schemas"
+	"github.com/agentmesh/agentmesh/pipelinespec"
 )
 
 // MaxScheduleName is the longest schedule name: the runs it starts are
@@ -20,9 +20,9 @@ const MaxScheduleName = 64
 
 // ScheduleInfo is one schedule on the mesh.
 type ScheduleInfo struct {
-	Name     string           `json:"name"`
-	Pipeline string           `json:"pipeline"`
-	Schedule schemas.Schedule `json:"schedule"`
+	Name     string                `json:"name"`
+	Pipeline string                `json:"pipeline"`
+	Schedule pipelinespec.Schedule `json:"schedule"`
 	// Pattern is the Nats-Schedule header the server fires it by.
 	Pattern string    `json:"pattern"`
 	Added   time.Time `json:"added"`
@@ -48,12 +48,12 @@ func ValidateScheduleName(name string) error {
 // keeps the schedule: it survives every orchestrator restarting, and each
 // tick starts one run. A name already in use fails with ErrScheduleExists
 // unless replace is set, which replaces it.
-func AddSchedule(ctx context.Context, js jetstream.JetStream, names bus.Names, name string, spec schemas.PipelineSpec, replace bool) error {
+func AddSchedule(ctx context.Context, js jetstream.JetStream, names bus.Names, name string, spec pipelinespec.PipelineSpec, replace bool) error {
 	if err := ValidateScheduleName(name); err != nil {
 		return err
 	}
 	if spec.Schedule == nil {
-		return fmt.Errorf("%w: pipeline %q has no schedule: add schedule: with one of cron, every or at, or give --cron, --every or --at", schemas.ErrInvalidSchedule, spec.Name)
+		return fmt.Errorf("%w: pipeline %q has no schedule: add schedule: with one of cron, every or at, or give --cron, --every or --at", pipelinespec.ErrInvalidSchedule, spec.Name)
 	}
 	if err := spec.Validate(); err != nil {
 		return err
@@ -62,7 +62,7 @@ func AddSchedule(ctx context.Context, js jetstream.JetStream, names bus.Names, n
 	if sch.At != "" {
 		at, _ := time.Parse(time.RFC3339, sch.At)
 		if !at.After(time.Now()) {
-			return fmt.Errorf("%w: at %q is in the past: give a later time", schemas.ErrInvalidSchedule, sch.At)
+			return fmt.Errorf("%w: at %q is in the past: give a later time", pipelinespec.ErrInvalidSchedule, sch.At)
 		}
 	}
 	ev, err := bus.NewEvent(bus.TypePipelineSubmitted, "agentmesh/schedule/"+name, spec)
@@ -124,7 +124,7 @@ func Schedules(ctx context.Context, js jetstream.JetStream, names bus.Names) ([]
 func scheduleInfo(names bus.Names, m *jetstream.RawStreamMsg) ScheduleInfo {
 	si := ScheduleInfo{Name: m.Subject[len(names.Schedule("")):], Pattern: m.Header.Get("Nats-Schedule"), Added: m.Time}
 	if ev, err := bus.Decode(&nats.Msg{Subject: m.Subject, Header: m.Header, Data: m.Data}); err == nil {
-		var spec schemas.PipelineSpec
+		var spec pipelinespec.PipelineSpec
 		if bus.DecodeData(ev, &spec, nil) == nil {
 			si.Pipeline = spec.Name
 			if spec.Schedule != nil {

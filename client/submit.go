@@ -10,7 +10,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/agentmesh/agentmesh/bus"
-	"github.com/agentmesh/agentmesh/schemas"
+	"github.com/agentmesh/agentmesh/pipelinespec"
 	"github.com/agentmesh/agentmesh/telemetry"
 )
 
@@ -26,7 +26,7 @@ import (
 // event id.) It records a producer span "pipeline submit" whose context
 // the submission carries as its traceparent: the run's spans join its
 // trace.
-func SubmitPipeline(ctx context.Context, js jetstream.JetStream, names bus.Names, spec schemas.PipelineSpec, runID, source string) (_ string, err error) {
+func SubmitPipeline(ctx context.Context, js jetstream.JetStream, names bus.Names, spec pipelinespec.PipelineSpec, runID, source string) (_ string, err error) {
 	ctx, span := telemetry.Start(ctx, "pipeline submit", trace.WithSpanKind(trace.SpanKindProducer),
 		trace.WithAttributes(attribute.String("agentmesh.pipeline.name", spec.Name)))
 	defer func() { telemetry.End(span, err) }()

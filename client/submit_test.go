@@ -10,7 +10,7 @@ import (
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/bus/bustest"
 	"github.com/agentmesh/agentmesh/client"
-	"github.com/agentmesh/agentmesh/schemas"
+	"github.com/agentmesh/agentmesh/pipelinespec"
 )
 
 // A submission naming a run id another submission took first fails with
@@ -22,7 +22,7 @@ func TestSubmitTakenRunIDFails(t *testing.T) {
 	js := srv.JetStream(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	spec := schemas.PipelineSpec{Name: "p", Steps: []schemas.PipelineStep{{ID: "a", Agent: "A"}}}
+	spec := pipelinespec.PipelineSpec{Name: "p", Steps: []pipelinespec.PipelineStep{{ID: "a", Agent: "A"}}}
 	if _, err := client.SubmitPipeline(ctx, js, names, spec, "r-1", "test"); err != nil {
 		t.Fatalf("first submission: %v", err)
 	}

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentmesh/agentmesh/schemas"
+	"github.com/agentmesh/agentmesh/pipelinespec"
 )
 
 // TestLoadPipelineReadsSubFiles: a pipeline step's file is read relative
@@ -41,7 +41,7 @@ func TestLoadPipelineReadsSubFiles(t *testing.T) {
 	a := write("a.yaml", "name: a\nsteps: [{id: x, kind: pipeline, pipeline: {file: b.yaml}}]\n")
 	write("b.yaml", "name: b\nsteps: [{id: y, kind: pipeline, pipeline: {file: a.yaml}}]\n")
 	_, err = LoadPipeline(a)
-	if !errors.Is(err, schemas.ErrCycle) || !strings.Contains(err.Error(), "runs a pipeline it is part of") ||
+	if !errors.Is(err, pipelinespec.ErrCycle) || !strings.Contains(err.Error(), "runs a pipeline it is part of") ||
 		!strings.Contains(err.Error(), "a.yaml -> "+filepath.Join(dir, "b.yaml")) {
 		t.Fatalf("err = %v, want a cycle a -> b -> a", err)
 	}

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/agentmesh/agentmesh/internal/pipespec"
-	"github.com/agentmesh/agentmesh/schemas"
+	"github.com/agentmesh/agentmesh/pipelinespec"
 )
 
 // SetVars returns spec with its variables set from assignments of the form
@@ -15,7 +15,7 @@ import (
 // variable's default: a number or a boolean is parsed as one, anything
 // else is a string. Naming a variable the spec does not declare, or a
 // value that does not parse, is an error that says which.
-func SetVars(spec schemas.PipelineSpec, assignments []string) (schemas.PipelineSpec, error) {
+func SetVars(spec pipelinespec.PipelineSpec, assignments []string) (pipelinespec.PipelineSpec, error) {
 	if len(assignments) == 0 {
 		return spec, nil
 	}

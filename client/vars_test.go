@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentmesh/agentmesh/schemas"
+	"github.com/agentmesh/agentmesh/pipelinespec"
 )
 
 func TestSetVars(t *testing.T) {
@@ -46,7 +46,7 @@ steps: [{id: a, agent: A}]
 func TestBuilderWorkflow(t *testing.T) {
 	spec, err := NewPipeline("w").Var("mode", "loud").
 		Step("a", "A").When(`vars.mode == "loud"`).
-		Router("r", "b", schemas.RouterBranch{Step: "b"}, schemas.RouterBranch{Step: "c", When: "true"}).RouterPrompt("pick").
+		Router("r", "b", pipelinespec.RouterBranch{Step: "b"}, pipelinespec.RouterBranch{Step: "c", When: "true"}).RouterPrompt("pick").
 		Then("b", "B").Step("c", "C").After("r").
 		Evaluator("judge", "a.out", "good?").
 		Build()
@@ -56,15 +56,15 @@ func TestBuilderWorkflow(t *testing.T) {
 	if spec.Steps[0].When != `vars.mode == "loud"` || spec.Vars["mode"] != "loud" {
 		t.Errorf("when/vars: %+v %v", spec.Steps[0], spec.Vars)
 	}
-	if r := spec.Steps[1]; r.Kind != schemas.StepKindRouter || r.Router.Default != "b" || r.Router.Prompt != "pick" || len(r.Router.Branches) != 2 {
+	if r := spec.Steps[1]; r.Kind != pipelinespec.StepKindRouter || r.Router.Default != "b" || r.Router.Prompt != "pick" || len(r.Router.Branches) != 2 {
 		t.Errorf("router: %+v", r)
 	}
-	if e := spec.Steps[4]; e.Kind != schemas.StepKindEvaluator || e.Evaluate.Output != "a.out" || e.DependsOn[0] != "a" {
+	if e := spec.Steps[4]; e.Kind != pipelinespec.StepKindEvaluator || e.Evaluate.Output != "a.out" || e.DependsOn[0] != "a" {
 		t.Errorf("evaluator: %+v", e)
 	}
 
 	// A branch that does not depend on its router, and a router with an agent.
-	_, err = NewPipeline("bad").Router("r", "z", schemas.RouterBranch{Step: "b"}).Step("b", "B").Build()
+	_, err = NewPipeline("bad").Router("r", "z", pipelinespec.RouterBranch{Step: "b"}).Step("b", "B").Build()
 	for _, want := range []string{`branch "b" must depend on the router; add "r" to its depends_on`, `router.default "z" is not one of its branches`} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error %v lacks %q", err, want)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/agentmesh/agentmesh/internal/stateview"
+	"github.com/agentmesh/agentmesh/pipelinespec"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -80,7 +81,7 @@ func GraphSteps(run *stateview.RunState) []GraphStep {
 	for _, s := range run.Spec.Steps {
 		gs := GraphStep{ID: s.ID, Kind: s.Kind, Agent: s.Agent, Wave: wave[s.ID], State: schemas.StepPending, DependsOn: s.DependsOn}
 		if gs.Kind == "" {
-			gs.Kind = schemas.StepKindAgent
+			gs.Kind = pipelinespec.StepKindAgent
 		}
 		if st := run.Steps[s.ID]; st != nil && st.Status != "" {
 			gs.State = st.Status

@@ -11,15 +11,16 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentmesh/agentmesh/orchestrator/state"
+	"github.com/agentmesh/agentmesh/pipelinespec"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
 // specOf makes a pipeline spec of steps in order with the given parents.
-func specOf(t *testing.T, deps map[string][]string, order ...string) schemas.PipelineSpec {
+func specOf(t *testing.T, deps map[string][]string, order ...string) pipelinespec.PipelineSpec {
 	t.Helper()
-	var spec schemas.PipelineSpec
+	var spec pipelinespec.PipelineSpec
 	for _, id := range order {
-		spec.Steps = append(spec.Steps, schemas.PipelineStep{ID: id, Agent: "Agent" + id, DependsOn: deps[id]})
+		spec.Steps = append(spec.Steps, pipelinespec.PipelineStep{ID: id, Agent: "Agent" + id, DependsOn: deps[id]})
 	}
 	return spec
 }
@@ -55,7 +56,7 @@ func TestLayoutPlacesWavesTopToBottomWithoutOverlap(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			spec := specOf(t, tc.deps, tc.order...)
-			waves, err := schemas.Waves(spec)
+			waves, err := pipelinespec.Waves(spec)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -73,7 +74,7 @@ func TestLayoutPlacesWavesTopToBottomWithoutOverlap(t *testing.T) {
 // placed once inside the drawing, a wave's steps on one row below the
 // previous wave's, no two boxes overlapping, and every known depends_on
 // edge drawn from its parent's box to its child's.
-func checkLayout(t *testing.T, spec schemas.PipelineSpec, waves [][]string, g *Graph) {
+func checkLayout(t *testing.T, spec pipelinespec.PipelineSpec, waves [][]string, g *Graph) {
 	t.Helper()
 	byID := map[string]GraphNode{}
 	for _, n := range g.Nodes {
@@ -84,7 +85,7 @@ func checkLayout(t *testing.T, spec schemas.PipelineSpec, waves [][]string, g *G
 		if n.X < -0.01 || n.Y < -0.01 || n.X+n.W > g.Width+0.01 || n.Y+n.H > g.Height+0.01 {
 			t.Errorf("step %q at (%v,%v %vx%v) outside the %vx%v drawing", n.ID, n.X, n.Y, n.W, n.H, g.Width, g.Height)
 		}
-		if n.State != schemas.StepPending || n.Kind != schemas.StepKindAgent || n.Agent != "Agent"+n.ID {
+		if n.State != schemas.StepPending || n.Kind != pipelinespec.StepKindAgent || n.Agent != "Agent"+n.ID {
 			t.Errorf("step %q: state %q kind %q agent %q", n.ID, n.State, n.Kind, n.Agent)
 		}
 	}
@@ -145,12 +146,12 @@ func near(n GraphNode, p [2]float64) bool {
 }
 
 func TestLayoutRunCarriesStepStateAndKind(t *testing.T) {
-	spec := schemas.PipelineSpec{Steps: []schemas.PipelineStep{
+	spec := pipelinespec.PipelineSpec{Steps: []pipelinespec.PipelineStep{
 		{ID: "search", Agent: "ImageSearchAgent"},
-		{ID: "ok", Kind: schemas.StepKindApproval, DependsOn: []string{"search"}},
+		{ID: "ok", Kind: pipelinespec.StepKindApproval, DependsOn: []string{"search"}},
 		{ID: "organize", Agent: "FolderAgent", DependsOn: []string{"ok"}},
 	}}
-	waves, _ := schemas.Waves(spec)
+	waves, _ := pipelinespec.Waves(spec)
 	run := &state.RunState{Spec: spec, Waves: waves, Steps: map[string]*state.StepState{
 		"search": {ID: "search", Status: schemas.StepCompleted},
 		"ok":     {ID: "ok", Status: schemas.StepWaiting},
@@ -182,7 +183,7 @@ func TestLayoutConcurrentCallers(t *testing.T) {
 			deps := map[string][]string{"b": {"a"}, "c": {"b"}}
 			var steps []GraphStep
 			for w, id := range ids {
-				steps = append(steps, GraphStep{ID: id, Wave: w, Kind: schemas.StepKindAgent, DependsOn: deps[id]})
+				steps = append(steps, GraphStep{ID: id, Wave: w, Kind: pipelinespec.StepKindAgent, DependsOn: deps[id]})
 			}
 			g, err := Layout(ctx, steps)
 			if err == nil && len(g.Nodes) != len(ids) {
@@ -237,14 +238,14 @@ func FuzzLayout(f *testing.F) {
 	f.Add("a b c d", []byte{1, 0, 2, 0, 3, 1, 3, 2})
 	f.Add(`x "q" a->b \n é`, []byte{1, 0, 1, 0, 4, 2, 3, 3})
 	f.Fuzz(func(t *testing.T, names string, deps []byte) {
-		var spec schemas.PipelineSpec
+		var spec pipelinespec.PipelineSpec
 		seen := map[string]bool{}
 		for _, id := range strings.Fields(names) {
 			if len(spec.Steps) == 8 || seen[id] || !utf8.ValidString(id) {
 				continue
 			}
 			seen[id] = true
-			spec.Steps = append(spec.Steps, schemas.PipelineStep{ID: id, Agent: "Agent" + id})
+			spec.Steps = append(spec.Steps, pipelinespec.PipelineStep{ID: id, Agent: "Agent" + id})
 		}
 		if len(spec.Steps) == 0 {
 			return
@@ -255,7 +256,7 @@ func FuzzLayout(f *testing.F) {
 				spec.Steps[child].DependsOn = append(spec.Steps[child].DependsOn, spec.Steps[parent].ID)
 			}
 		}
-		waves, err := schemas.Waves(spec)
+		waves, err := pipelinespec.Waves(spec)
 		if err != nil {
 			return // a cycle: validation refuses the pipeline before any run
 		}
@@ -271,15 +272,15 @@ func FuzzLayout(f *testing.F) {
 // edges: still every step placed wave by wave, without overlaps, edges box
 // to box.
 func TestLayoutLargePipelineInRows(t *testing.T) {
-	var spec schemas.PipelineSpec
+	var spec pipelinespec.PipelineSpec
 	for i := range 25 { // 300 edges
-		s := schemas.PipelineStep{ID: fmt.Sprintf("s%02d", i), Agent: fmt.Sprintf("Agents%02d", i)}
+		s := pipelinespec.PipelineStep{ID: fmt.Sprintf("s%02d", i), Agent: fmt.Sprintf("Agents%02d", i)}
 		for j := range i {
 			s.DependsOn = append(s.DependsOn, fmt.Sprintf("s%02d", j))
 		}
 		spec.Steps = append(spec.Steps, s)
 	}
-	waves, err := schemas.Waves(spec)
+	waves, err := pipelinespec.Waves(spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -365,7 +366,7 @@ func TestLayoutRoutesEdgesAroundBoxes(t *testing.T) {
 			}
 			slices.Sort(order)
 			spec := specOf(t, deps, order...)
-			waves, err := schemas.Waves(spec)
+			waves, err := pipelinespec.Waves(spec)
 			if err != nil {
 				t.Fatal(err)
 			}

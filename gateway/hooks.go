@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/client"
+	"github.com/agentmesh/agentmesh/pipelinespec"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -22,7 +23,7 @@ import (
 // signed with Secret submits Spec, with the body as its seed value
 // HookSeed (TEXT, the body's media type as content hint).
 type Hook struct {
-	Spec   schemas.PipelineSpec
+	Spec   pipelinespec.PipelineSpec
 	Secret []byte
 }
 
@@ -129,11 +130,11 @@ func (g *Gateway) handleHook(w http.ResponseWriter, r *http.Request, c *conn) er
 		hint = mt
 	}
 	spec := hook.Spec
-	values := make(map[string]schemas.SeedValue, len(spec.Seed.Values)+1)
+	values := make(map[string]pipelinespec.SeedValue, len(spec.Seed.Values)+1)
 	for k, v := range spec.Seed.Values {
 		values[k] = v
 	}
-	values[HookSeed] = schemas.SeedValue{DataType: schemas.TypeText, ContentTypeHint: hint, Value: string(body)}
+	values[HookSeed] = pipelinespec.SeedValue{DataType: schemas.TypeText, ContentTypeHint: hint, Value: string(body)}
 	spec.Seed.Values = values
 	spec.Schedule = nil
 	// The run id is the delivery's: a delivery sent again (a sender's

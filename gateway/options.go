@@ -8,6 +8,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/agentmesh/agentmesh/bus"
+	"github.com/agentmesh/agentmesh/pipelinespec"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -107,7 +108,7 @@ func WithProvision(o bus.ProvisionOptions) Option { return func(c *config) { c.p
 // Validator checks a pipeline spec against the live contracts lookup
 // returns, as the orchestrator does when the spec is submitted, and returns
 // the waves it would run. The orchestrator's is orchestrator.ValidatePipeline.
-type Validator func(spec schemas.PipelineSpec, lookup func(agent string) (schemas.AgentContract, bool)) (waves [][]string, err error)
+type Validator func(spec pipelinespec.PipelineSpec, lookup func(agent string) (schemas.AgentContract, bool)) (waves [][]string, err error)
 
 // WithValidator checks submitted and validated pipelines with v before they
 // are sent (required): a spec the orchestrator would refuse gets its 400 at

@@ -15,6 +15,7 @@ import (
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/client"
 	"github.com/agentmesh/agentmesh/internal/stateview"
+	"github.com/agentmesh/agentmesh/pipelinespec"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -111,10 +112,10 @@ func (g *Gateway) handleValidate(w http.ResponseWriter, r *http.Request, c *conn
 }
 
 // readPipeline reads the request's pipeline (see decodePipeline).
-func (g *Gateway) readPipeline(w http.ResponseWriter, r *http.Request, c *conn) (schemas.PipelineSpec, error) {
+func (g *Gateway) readPipeline(w http.ResponseWriter, r *http.Request, c *conn) (pipelinespec.PipelineSpec, error) {
 	body, err := readBody(w, r, maxPipelineBytes)
 	if err != nil {
-		return schemas.PipelineSpec{}, err
+		return pipelinespec.PipelineSpec{}, err
 	}
 	return decodePipeline(body, r.Header.Get("Content-Type"), r.URL.Query()["var"], c.lookup, g.cfg.validate)
 }
@@ -125,10 +126,10 @@ func (g *Gateway) readPipeline(w http.ResponseWriter, r *http.Request, c *conn) 
 // orchestrator's at submission (the pipeline's JSON Schema, then
 // its validator), and the gateway's own: no sub-pipeline by file.
 // Every problem is reported at once, with the messages the CLI shows.
-func decodePipeline(body []byte, contentType string, vars []string, lookup func(string) (schemas.AgentContract, bool), validate Validator) (schemas.PipelineSpec, error) {
+func decodePipeline(body []byte, contentType string, vars []string, lookup func(string) (schemas.AgentContract, bool), validate Validator) (pipelinespec.PipelineSpec, error) {
 	format, err := pipelineFormat(contentType)
 	if err != nil {
-		return schemas.PipelineSpec{}, err
+		return pipelinespec.PipelineSpec{}, err
 	}
 	spec, err := client.ParsePipeline(body, format)
 	if err == nil {
@@ -149,7 +150,7 @@ func decodePipeline(body []byte, contentType string, vars []string, lookup func(
 // subFiles refuses every sub-pipeline given by file, at any depth: the
 // gateway reads no file of its own machine for a client (agentmesh run
 // reads them on the client's). where prefixes the step of a nested one.
-func subFiles(spec schemas.PipelineSpec, where string) error {
+func subFiles(spec pipelinespec.PipelineSpec, where string) error {
 	var errs []error
 	for _, st := range spec.Steps {
 		p := st.Pipeline
@@ -167,7 +168,7 @@ func subFiles(spec schemas.PipelineSpec, where string) error {
 
 // checkSchema checks spec against the pipeline's JSON Schema, as the
 // orchestrator checks a submission's data.
-func checkSchema(spec schemas.PipelineSpec) error {
+func checkSchema(spec pipelinespec.PipelineSpec) error {
 	b, err := json.Marshal(spec)
 	if err != nil {
 		return fmt.Errorf("the pipeline does not encode as JSON: %w", err)

@@ -10,6 +10,7 @@ import (
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/client"
 	"github.com/agentmesh/agentmesh/internal/stateview"
+	"github.com/agentmesh/agentmesh/pipelinespec"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -50,7 +51,7 @@ func (g *Gateway) handleApprove(w http.ResponseWriter, r *http.Request, c *conn)
 	if err := g.decodeJSON(w, r, &req); err != nil {
 		return err
 	}
-	res := schemas.Resolution{RunID: run, Step: step, Decision: "approve", Comment: req.Comment, By: req.By}
+	res := pipelinespec.Resolution{RunID: run, Step: step, Decision: "approve", Comment: req.Comment, By: req.By}
 	if req.Reject {
 		res.Decision = "reject"
 	}
@@ -69,7 +70,7 @@ func (g *Gateway) handleInput(w http.ResponseWriter, r *http.Request, c *conn) e
 	if req.Value == nil {
 		return fail(schemas.CodeInvalidInput, "the body has no value; send {\"value\": ...}, a value of the step's data type (a string for TEXT)")
 	}
-	return g.resolve(w, r, c, schemas.Resolution{RunID: run, Step: step, Value: req.Value, Comment: req.Comment, By: req.By})
+	return g.resolve(w, r, c, pipelinespec.Resolution{RunID: run, Step: step, Value: req.Value, Comment: req.Comment, By: req.By})
 }
 
 func runStep(r *http.Request) (string, string, error) {
@@ -87,7 +88,7 @@ func runStep(r *http.Request) (string, string, error) {
 // the orchestrator's outcome on the run's events: the step's end (200), a
 // refusal naming the request (its code: 409 not_waiting, 400 for a value
 // of the wrong type), or nothing within resolveWait (202 pending).
-func (g *Gateway) resolve(w http.ResponseWriter, r *http.Request, c *conn, res schemas.Resolution) error {
+func (g *Gateway) resolve(w http.ResponseWriter, r *http.Request, c *conn, res pipelinespec.Resolution) error {
 	ctx, cancel := context.WithTimeout(r.Context(), resolveWait)
 	defer cancel()
 	events, stop, err := client.Follow(ctx, c.js, c.names, c.names.Events(res.RunID, "pipeline"), true)
@@ -110,7 +111,7 @@ func (g *Gateway) resolve(w http.ResponseWriter, r *http.Request, c *conn, res s
 		case ev := <-events:
 			switch {
 			case ev.Type == bus.TypeResolveRefused:
-				var rr schemas.ResolveRefusal
+				var rr pipelinespec.ResolveRefusal
 				if ev.DataAs(&rr) == nil && rr.Request == id {
 					return fail(rr.Code, "%s", rr.Error)
 				}
@@ -154,7 +155,7 @@ func (g *Gateway) handleCancel(w http.ResponseWriter, r *http.Request, c *conn) 
 		return fail(schemas.CodeNotWaiting, "run %s has ended (%s); nothing to cancel", run.ID, run.Status)
 	}
 	out := Cancelled{RunID: run.ID, Tasks: []string{}, Rejected: []string{}}
-	if err := g.cancelSteps(r, c, run, "", "", schemas.MaxPipelineDepth, &out); err != nil {
+	if err := g.cancelSteps(r, c, run, "", "", pipelinespec.MaxPipelineDepth, &out); err != nil {
 		return err
 	}
 	if err := c.nc.Flush(); err != nil {
@@ -164,13 +165,13 @@ func (g *Gateway) handleCancel(w http.ResponseWriter, r *http.Request, c *conn) 
 	return nil
 }
 
-func findStep(steps []schemas.PipelineStep, id string) (schemas.PipelineStep, bool) {
+func findStep(steps []pipelinespec.PipelineStep, id string) (pipelinespec.PipelineStep, bool) {
 	for _, s := range steps {
 		if s.ID == id {
 			return s, true
 		}
 	}
-	return schemas.PipelineStep{}, false
+	return pipelinespec.PipelineStep{}, false
 }
 
 // cancelSteps asks the agents of run's running steps to cancel their
@@ -191,7 +192,7 @@ func (g *Gateway) cancelSteps(r *http.Request, c *conn, run *stateview.RunState,
 		st := run.Steps[id]
 		step, _ := findStep(run.Spec.Steps, id)
 		switch {
-		case st.Status == schemas.StepRunning && step.Kind == schemas.StepKindPipeline && depth > 0:
+		case st.Status == schemas.StepRunning && step.Kind == pipelinespec.StepKindPipeline && depth > 0:
 			store, err := c.needStore()
 			if err != nil {
 				return err
@@ -214,10 +215,10 @@ func (g *Gateway) cancelSteps(r *http.Request, c *conn, run *stateview.RunState,
 			}
 			out.Tasks = append(out.Tasks, prefix+id)
 		case st.Status == schemas.StepWaiting:
-			if step.Kind == schemas.StepKindInput {
+			if step.Kind == pipelinespec.StepKindInput {
 				continue // an input step has no rejection; its timeout and default apply
 			}
-			res := schemas.Resolution{RunID: run.ID, Step: id, Decision: "reject", Comment: comment, By: g.cfg.source, Cancel: true}
+			res := pipelinespec.Resolution{RunID: run.ID, Step: id, Decision: "reject", Comment: comment, By: g.cfg.source, Cancel: true}
 			if _, err := client.ResolveStep(r.Context(), c.js, c.names, res, g.cfg.source); err != nil {
 				return meshError("cancelling step "+prefix+id, err)
 			}

@@ -10,6 +10,7 @@ import (
 	"github.com/agentmesh/agentmesh/orchestrator/pipeline"
 	"github.com/agentmesh/agentmesh/orchestrator/route"
 	"github.com/agentmesh/agentmesh/orchestrator/state"
+	"github.com/agentmesh/agentmesh/pipelinespec"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -38,7 +39,7 @@ type config struct {
 	orphanGrace time.Duration
 	model       pipeline.Model
 	pipelines   string
-	limits      schemas.Limits
+	limits      pipelinespec.Limits
 	maxDeliver  int
 }
 
@@ -116,8 +117,8 @@ func WithObserver(ob schemas.Observer) Option {
 func WithOrphanGrace(d time.Duration) Option { return func(c *config) { c.orphanGrace = d } }
 
 // WithLimits sets the limits a submitted pipeline spec must keep within
-// (zero fields: the defaults, see schemas.Limits).
-func WithLimits(l schemas.Limits) Option { return func(c *config) { c.limits = l } }
+// (zero fields: the defaults, see pipelinespec.Limits).
+func WithLimits(l pipelinespec.Limits) Option { return func(c *config) { c.limits = l } }
 
 // WithMaxDeliver sets how many times a request on MESH_REQUESTS is
 // delivered before it is given up on (0 or less: DefaultMaxDeliver): the

@@ -17,17 +17,18 @@ import (
 	"github.com/agentmesh/agentmesh/internal/fixture"
 	"github.com/agentmesh/agentmesh/internal/meshtest"
 	"github.com/agentmesh/agentmesh/orchestrator"
+	"github.com/agentmesh/agentmesh/pipelinespec"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
 // nestedText is a pipeline of sub-pipelines nested depth deep around one
 // TextAgent step.
-func nestedText(depth int) schemas.PipelineSpec {
+func nestedText(depth int) pipelinespec.PipelineSpec {
 	spec := client.NewPipeline("leaf").Step("up", text.Name).Param("op", "upper").Input("text", "text:deep").MustBuild()
 	for i := range depth {
 		inner := spec
-		spec = schemas.PipelineSpec{Name: "level-" + strconv.Itoa(depth-i-1), Steps: []schemas.PipelineStep{
-			{ID: "p", Kind: schemas.StepKindPipeline, Pipeline: &schemas.SubPipeline{Spec: &inner}}}}
+		spec = pipelinespec.PipelineSpec{Name: "level-" + strconv.Itoa(depth-i-1), Steps: []pipelinespec.PipelineStep{
+			{ID: "p", Kind: pipelinespec.StepKindPipeline, Pipeline: &pipelinespec.SubPipeline{Spec: &inner}}}}
 	}
 	return spec
 }
@@ -167,7 +168,7 @@ func TestRequestWhoseOutcomeCannotBeWritten(t *testing.T) {
 func TestLimitsOfTheOrchestrator(t *testing.T) {
 	m := meshtest.New(t)
 	m.Run(t, text.New())
-	o := m.Orchestrator(t, []string{text.Name}, orchestrator.WithLimits(schemas.Limits{ForEachItems: 5}))
+	o := m.Orchestrator(t, []string{text.Name}, orchestrator.WithLimits(pipelinespec.Limits{ForEachItems: 5}))
 	lines := func(n int) string {
 		l := make([]string, n)
 		for i := range l {
@@ -175,7 +176,7 @@ func TestLimitsOfTheOrchestrator(t *testing.T) {
 		}
 		return strings.Join(l, "\n")
 	}
-	bySeed := func(n int) schemas.PipelineSpec {
+	bySeed := func(n int) pipelinespec.PipelineSpec {
 		return client.NewPipeline("each-line").SeedValue("lines", schemas.TypeText, "", lines(n)).
 			Step("up", text.Name).Param("op", "upper").ForEach("seed.lines", 2).MustBuild()
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentmesh/agentmesh/internal/fixture"
 	"github.com/agentmesh/agentmesh/internal/meshtest"
+	"github.com/agentmesh/agentmesh/pipelinespec"
 
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/client"
@@ -95,7 +96,7 @@ func TestThreeStepPipelineRoutesOutputsIntoSlots(t *testing.T) {
 	}
 	for _, s := range []string{"search", "analyze", "organize"} {
 		st := run.Steps[s]
-		if st.Status != schemas.StepCompleted || st.TaskID != schemas.StepTaskID(id, s, 1, meshtest.Nonce(t, o, id)) || st.FinishedAt.Before(st.DispatchedAt) {
+		if st.Status != schemas.StepCompleted || st.TaskID != pipelinespec.StepTaskID(id, s, 1, meshtest.Nonce(t, o, id)) || st.FinishedAt.Before(st.DispatchedAt) {
 			t.Errorf("step %s = %+v", s, st)
 		}
 	}

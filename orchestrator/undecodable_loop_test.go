@@ -12,6 +12,7 @@ import (
 	"github.com/agentmesh/agentmesh/client"
 	"github.com/agentmesh/agentmesh/internal/fixture"
 	"github.com/agentmesh/agentmesh/internal/meshtest"
+	"github.com/agentmesh/agentmesh/pipelinespec"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -36,13 +37,13 @@ func TestUndecodableItemResultFailsLoopAtOnce(t *testing.T) {
 
 	loops := []struct {
 		kind string
-		spec func() schemas.PipelineSpec
+		spec func() pipelinespec.PipelineSpec
 	}{
-		{"for_each", func() schemas.PipelineSpec {
+		{"for_each", func() pipelinespec.PipelineSpec {
 			return client.NewPipeline("undecodable-each").Var("items", []any{"a", "b", "c"}).
 				Step("loop", "StuckText").ForEach("vars.items", 1).Timeout(30 * time.Second).MustBuild()
 		}},
-		{"repeat", func() schemas.PipelineSpec {
+		{"repeat", func() pipelinespec.PipelineSpec {
 			return client.NewPipeline("undecodable-repeat").SeedValue("text", schemas.TypeText, "", "ab").
 				Step("loop", "StuckText").Input("text", "seed.text").RepeatUntil(`iteration > 5`, 3).
 				Timeout(30 * time.Second).MustBuild()
@@ -69,7 +70,7 @@ func TestUndecodableItemResultFailsLoopAtOnce(t *testing.T) {
 				case <-time.After(10 * time.Second):
 					t.Fatal("the loop's first item never reached the agent")
 				}
-				taskID := schemas.LoopTaskID(run, "loop", 0, meshtest.Nonce(t, o, run))
+				taskID := pipelinespec.LoopTaskID(run, "loop", 0, meshtest.Nonce(t, o, run))
 				ev, err := bus.NewEvent(bus.TypeTaskCompleted, "test", fixture.OK("StuckText", "fine", nil))
 				if err != nil {
 					t.Fatal(err)

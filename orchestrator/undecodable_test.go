@@ -15,6 +15,7 @@ import (
 	"github.com/agentmesh/agentmesh/internal/fixture"
 	"github.com/agentmesh/agentmesh/internal/meshcore"
 	"github.com/agentmesh/agentmesh/internal/meshtest"
+	"github.com/agentmesh/agentmesh/pipelinespec"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -60,7 +61,7 @@ func TestUndecodableResultFailsStepAtOnce(t *testing.T) {
 			case <-time.After(10 * time.Second):
 				t.Fatal("the step's task never reached the agent")
 			}
-			taskID := schemas.StepTaskID(run, "stuck", 1, meshtest.Nonce(t, o, run))
+			taskID := pipelinespec.StepTaskID(run, "stuck", 1, meshtest.Nonce(t, o, run))
 			ev, err := bus.NewEvent(bus.TypeTaskCompleted, "test", fixture.OK("StuckAgent", "fine", nil))
 			if err != nil {
 				t.Fatal(err)

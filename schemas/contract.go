@@ -59,6 +59,14 @@ var (
 	slotName  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 )
 
+// IsAgentName reports whether name has the shape of an agent name (also
+// that of a step id or a pipeline name); ValidateAgentName says why not.
+func IsAgentName(name string) bool { return agentName.MatchString(name) }
+
+// IsSlotName reports whether name has the shape of a slot name (an
+// input, output, state slot, seed value or variable).
+func IsSlotName(name string) bool { return slotName.MatchString(name) }
+
 // ValidateAgentName checks that name can be an agent name: 1 to 64 letters,
 // digits, '-' or '_', so it is both a NATS subject token and a JetStream
 // consumer name.

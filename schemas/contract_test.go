@@ -54,24 +54,6 @@ func TestContractValidateParams(t *testing.T) {
 	}
 }
 
-func TestPipelineValidate(t *testing.T) {
-	p := PipelineSpec{Steps: []PipelineStep{
-		{ID: "a", Agent: "A"},
-		{ID: "a", Agent: "B", DependsOn: []string{"zzz"}},
-		{ID: "", Agent: "bad agent"},
-		{ID: "c", Agent: "C", DependsOn: []string{"c"}, TimeoutMS: -5},
-	}}
-	err := p.Validate()
-	for _, want := range []string{`duplicate step id "a"`, `depends on "zzz"`, "id is empty", `"bad agent"`, `"c" depends on itself`, "timeout_ms -5"} {
-		if err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("missing %q in %v", want, err)
-		}
-	}
-	if err := (PipelineSpec{}).Validate(); !errors.Is(err, ErrInvalidPipeline) {
-		t.Errorf("empty pipeline: %v", err)
-	}
-}
-
 func TestWireSchemasAcceptGoValues(t *testing.T) {
 	task := TaskRequest{Inputs: map[string]TypedValue{"images": FilesValue(FromIDs(ContentImages, "a"), "s")}, Params: map[string]any{"q": "x"}, TimeoutMS: 10}
 	res := AgentResult{Success: true, Agent: "A", Outputs: map[string]TypedValue{"t": TextValue("hi", "A")}, Metrics: Metrics{DurationMS: 3}}
@@ -84,7 +66,6 @@ func TestWireSchemasAcceptGoValues(t *testing.T) {
 		SchemaProgress:     TaskProgress{Message: "half", Percent: 50},
 		SchemaChatRequest:  ChatRequest{Message: "hi"},
 		SchemaChatResponse: ChatResponse{ConversationID: "c", Output: "done", State: ChatCompleted},
-		SchemaPipeline:     PipelineSpec{Steps: []PipelineStep{{ID: "s", Agent: "A"}}},
 		SchemaFileRef:      FileRef{ID: "f", Size: 3},
 	}
 	for name, v := range docs {

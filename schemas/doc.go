@@ -1,6 +1,7 @@
 // Package schemas is the shared vocabulary of agentmesh: the contracts agents
 // announce, the typed values that travel between them, file references and
-// collections, results, execution contexts and conversation state.
+// collections, results, execution contexts and conversation state. Pipeline
+// specs, their checks and waves are package pipelinespec's.
 //
 // A data type is described once, by a DataType in a DataTypeRegistry: its
 // JSON Schema, how two values merge, which state slot each content hint

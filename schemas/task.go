@@ -1,5 +1,7 @@
 package schemas
 
+import "time"
+
 // TaskRequest is the data of an io.agentmesh.task.requested event: the typed
 // inputs by the contract's input names, free parameters, an optional
 // natural-language instruction and the agent's time budget.
@@ -27,3 +29,7 @@ type TaskProgress struct {
 	Message string  `json:"message"`
 	Percent float64 `json:"percent,omitempty"`
 }
+
+// DefaultTaskTimeout is the time budget of a task whose step, contract and
+// request name none.
+const DefaultTaskTimeout = 60 * time.Second

@@ -18,6 +18,7 @@ import (
 	"github.com/agentmesh/agentmesh/internal/fixture"
 	"github.com/agentmesh/agentmesh/internal/meshtest"
 	"github.com/agentmesh/agentmesh/orchestrator/state"
+	"github.com/agentmesh/agentmesh/pipelinespec"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -159,7 +160,7 @@ func TestAttackForgedResults(t *testing.T) {
 		t.Fatal(err)
 	}
 	sd := waitSpec(t, o.Store(), run)
-	taskID := schemas.StepTaskID(run, "shout", 1, sd.Nonce) // the worst case: the attacker has the id
+	taskID := pipelinespec.StepTaskID(run, "shout", 1, sd.Nonce) // the worst case: the attacker has the id
 	forged := func(t *testing.T, subject string) *nats.Msg {
 		res := schemas.AgentResult{Success: true, Agent: text.Name, Summary: "forged", Outputs: map[string]schemas.TypedValue{"text": schemas.TextValue("FORGED", text.Name)}}
 		ev, _ := bus.NewEvent(bus.TypeTaskCompleted, "/agentmesh/agents/TextAgent/x", res)

@@ -15,6 +15,7 @@ import (
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/client"
 	"github.com/agentmesh/agentmesh/internal/stateview"
+	"github.com/agentmesh/agentmesh/pipelinespec"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -214,17 +215,17 @@ func (s *Server) runResult(ctx context.Context, re schemas.RunEvent) *mcp.CallTo
 }
 
 // specOf reads a pipeline given as YAML or JSON text or as an object.
-func specOf(raw json.RawMessage) (schemas.PipelineSpec, error) {
+func specOf(raw json.RawMessage) (pipelinespec.PipelineSpec, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
-		return schemas.PipelineSpec{}, fmt.Errorf("pipeline is missing: give the spec as YAML or JSON text, or as an object")
+		return pipelinespec.PipelineSpec{}, fmt.Errorf("pipeline is missing: give the spec as YAML or JSON text, or as an object")
 	}
 	if raw[0] == '{' {
 		return client.ParsePipeline(raw, "json")
 	}
 	var text string
 	if err := json.Unmarshal(raw, &text); err != nil {
-		return schemas.PipelineSpec{}, fmt.Errorf("pipeline is neither text nor an object: %s", clip(raw))
+		return pipelinespec.PipelineSpec{}, fmt.Errorf("pipeline is neither text nor an object: %s", clip(raw))
 	}
 	format := "yaml"
 	if strings.HasPrefix(strings.TrimSpace(text), "{") {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/orchestrator/state"
+	"github.com/agentmesh/agentmesh/pipelinespec"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -54,7 +55,7 @@ func TestBudgetsAndRefusalsArePrinted(t *testing.T) {
 	}
 
 	run := &state.RunState{ID: "r1", Name: "spend", Status: schemas.RunFailed, Code: schemas.CodeBudgetExceeded,
-		Error: "budget_exceeded: the run's budget of 3000 tokens is spent", Spec: schemas.PipelineSpec{Budget: &schemas.Budget{Tokens: 3000}},
+		Error: "budget_exceeded: the run's budget of 3000 tokens is spent", Spec: pipelinespec.PipelineSpec{Budget: &schemas.Budget{Tokens: 3000}},
 		Waves: [][]string{{"one"}, {"two"}}, State: &schemas.ConversationState{}, CreatedAt: time.Now(),
 		Steps: map[string]*state.StepState{
 			"one": {ID: "one", Agent: "Spender", Status: schemas.StepCompleted, Metrics: schemas.Metrics{Tokens: schemas.Tokens{Prompt: 4000, Completion: 1000}}},

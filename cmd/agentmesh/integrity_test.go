@@ -17,6 +17,7 @@ import (
 	"github.com/agentmesh/agentmesh/client"
 	"github.com/agentmesh/agentmesh/internal/proctest"
 	"github.com/agentmesh/agentmesh/orchestrator/state"
+	"github.com/agentmesh/agentmesh/pipelinespec"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -258,7 +259,7 @@ func TestBinarySecureIntegrity(t *testing.T) {
 			t.Fatal(err)
 		}
 		m.waitStep(t, run, "gate", schemas.StepWaiting)
-		approve := schemas.Resolution{RunID: run, Step: "gate", Decision: "approve", By: "alice"}
+		approve := pipelinespec.Resolution{RunID: run, Step: "gate", Decision: "approve", By: "alice"}
 		short, scancel := context.WithTimeout(ctx, 2*time.Second)
 		_, err = client.ResolveStep(short, m.alice.js, m.plain, approve, "alice")
 		scancel()
@@ -277,7 +278,7 @@ func TestBinarySecureIntegrity(t *testing.T) {
 				t.Fatalf("no refusal of alice's resolution %s: %v", req, err)
 			}
 			ev, _ := bus.Decode(msg)
-			var ref schemas.ResolveRefusal
+			var ref pipelinespec.ResolveRefusal
 			if ev.Type == bus.TypeResolveRefused && ev.DataAs(&ref) == nil && ref.Request == req {
 				if ref.Code != schemas.CodeForbidden {
 					t.Fatalf("alice's resolution refused with %+v, want code forbidden", ref)

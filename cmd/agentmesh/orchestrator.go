@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentmesh/agentmesh/observe/metrics"
 	"github.com/agentmesh/agentmesh/orchestrator"
+	"github.com/agentmesh/agentmesh/pipelinespec"
 	"github.com/agentmesh/agentmesh/schemas"
 	"github.com/agentmesh/agentmesh/telemetry"
 )
@@ -108,22 +109,22 @@ many as you like; killing one loses nothing.`,
 }
 
 // limitFlags are the limits a submitted pipeline must keep within (see
-// schemas.Limits and docs/workflows.md#limits).
+// pipelinespec.Limits and docs/workflows.md#limits).
 type limitFlags struct {
 	specBytes, steps, depth, items, parallel, iterations, seedBytes int
 }
 
 func (l *limitFlags) register(f *pflag.FlagSet) {
-	f.IntVar(&l.specBytes, "max-spec-bytes", schemas.DefaultMaxSpecBytes, "largest pipeline spec, as JSON with its sub-pipelines, in bytes")
-	f.IntVar(&l.steps, "max-pipeline-steps", schemas.DefaultMaxSteps, "most steps of a pipeline, those of its sub-pipelines included")
-	f.IntVar(&l.depth, "max-pipeline-depth", schemas.MaxPipelineDepth, "how deep sub-pipelines may nest below a pipeline")
-	f.IntVar(&l.items, "max-foreach-items", schemas.MaxLoopItems, "most items of one for_each")
-	f.IntVar(&l.parallel, "max-foreach-parallel", schemas.MaxLoopParallel, "largest for_each.parallel")
-	f.IntVar(&l.iterations, "max-repeat-iterations", schemas.MaxLoopIterations, "largest repeat.max_iterations")
-	f.IntVar(&l.seedBytes, "max-seed-value-bytes", schemas.DefaultMaxSeedValueBytes, "largest seed value or variable, as JSON, in bytes")
+	f.IntVar(&l.specBytes, "max-spec-bytes", pipelinespec.DefaultMaxSpecBytes, "largest pipeline spec, as JSON with its sub-pipelines, in bytes")
+	f.IntVar(&l.steps, "max-pipeline-steps", pipelinespec.DefaultMaxSteps, "most steps of a pipeline, those of its sub-pipelines included")
+	f.IntVar(&l.depth, "max-pipeline-depth", pipelinespec.MaxPipelineDepth, "how deep sub-pipelines may nest below a pipeline")
+	f.IntVar(&l.items, "max-foreach-items", pipelinespec.MaxLoopItems, "most items of one for_each")
+	f.IntVar(&l.parallel, "max-foreach-parallel", pipelinespec.MaxLoopParallel, "largest for_each.parallel")
+	f.IntVar(&l.iterations, "max-repeat-iterations", pipelinespec.MaxLoopIterations, "largest repeat.max_iterations")
+	f.IntVar(&l.seedBytes, "max-seed-value-bytes", pipelinespec.DefaultMaxSeedValueBytes, "largest seed value or variable, as JSON, in bytes")
 }
 
-func (l *limitFlags) limits() schemas.Limits {
-	return schemas.Limits{SpecBytes: l.specBytes, Steps: l.steps, Depth: l.depth, ForEachItems: l.items,
+func (l *limitFlags) limits() pipelinespec.Limits {
+	return pipelinespec.Limits{SpecBytes: l.specBytes, Steps: l.steps, Depth: l.depth, ForEachItems: l.items,
 		ForEachParallel: l.parallel, RepeatIterations: l.iterations, SeedValueBytes: l.seedBytes}
 }

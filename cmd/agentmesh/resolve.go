@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/client"
+	"github.com/agentmesh/agentmesh/pipelinespec"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -18,7 +19,7 @@ func init() { register(newApproveCmd); register(newInputCmd) }
 func newApproveCmd(a *app) *cobra.Command {
 	var (
 		reject bool
-		r      schemas.Resolution
+		r      pipelinespec.Resolution
 		wait   time.Duration
 	)
 	cmd := &cobra.Command{
@@ -33,9 +34,9 @@ the answer was applied, 1 when it was refused (the step does not wait, or
 the run does not exist: code not_waiting).`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			r.RunID, r.Step, r.Decision = args[0], args[1], schemas.DecisionApprove
+			r.RunID, r.Step, r.Decision = args[0], args[1], pipelinespec.DecisionApprove
 			if reject {
-				r.Decision = schemas.DecisionReject
+				r.Decision = pipelinespec.DecisionReject
 			}
 			return resolveStep(cmd, a, r, wait)
 		},
@@ -50,7 +51,7 @@ the run does not exist: code not_waiting).`,
 func newInputCmd(a *app) *cobra.Command {
 	var (
 		asJSON bool
-		r      schemas.Resolution
+		r      pipelinespec.Resolution
 		wait   time.Duration
 	)
 	cmd := &cobra.Command{
@@ -90,7 +91,7 @@ func defaultBy() string {
 
 // resolveStep sends r and waits for its outcome: the step's completed or
 // failed event, or the refusal naming the request.
-func resolveStep(cmd *cobra.Command, a *app, r schemas.Resolution, wait time.Duration) error {
+func resolveStep(cmd *cobra.Command, a *app, r pipelinespec.Resolution, wait time.Duration) error {
 	if err := bus.ValidateToken("run id", r.RunID); err != nil {
 		return exitError{code: 2, msg: err.Error()}
 	}
@@ -119,7 +120,7 @@ func resolveStep(cmd *cobra.Command, a *app, r schemas.Resolution, wait time.Dur
 		case ev := <-events:
 			switch ev.Type {
 			case bus.TypeResolveRefused:
-				var rr schemas.ResolveRefusal
+				var rr pipelinespec.ResolveRefusal
 				if ev.DataAs(&rr) == nil && rr.Request == id {
 					if a.jsonOut {
 						_ = a.jsonLine(eventJSON(ev))

@@ -14,6 +14,7 @@ import (
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/client"
 	"github.com/agentmesh/agentmesh/internal/stateview"
+	"github.com/agentmesh/agentmesh/pipelinespec"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -77,7 +78,7 @@ origin ('agentmesh runs' and 'watch' show it); RUN does not change.`,
 				if err != nil {
 					return err
 				}
-				return a.followRun(cmd.Context(), runID, schemas.PipelineSpec{}, func(ctx context.Context, m *mesh, id string) error {
+				return a.followRun(cmd.Context(), runID, pipelinespec.PipelineSpec{}, func(ctx context.Context, m *mesh, id string) error {
 					if _, err := client.SubmitFork(ctx, m.JS, m.Names, req, id, "agentmesh/cli"); err != nil {
 						return err
 					}
@@ -133,7 +134,7 @@ origin ('agentmesh runs' and 'watch' show it); RUN does not change.`,
 // and prints its events until it ends. runID "" is replaced by
 // run-<timestamp>. spec is the run's, when
 // the command read it (its budget is reported at the end).
-func (a *app) followRun(ctx context.Context, runID string, spec schemas.PipelineSpec, submit func(ctx context.Context, m *mesh, runID string) error) error {
+func (a *app) followRun(ctx context.Context, runID string, spec pipelinespec.PipelineSpec, submit func(ctx context.Context, m *mesh, runID string) error) error {
 	m, err := a.connect(ctx, "agentmesh run")
 	if err != nil {
 		return err
@@ -337,7 +338,7 @@ func printPipelineEvent(w io.Writer, ev bus.Event) {
 		return
 	}
 	if ev.Type == bus.TypeResolveRefused {
-		var rr schemas.ResolveRefusal
+		var rr pipelinespec.ResolveRefusal
 		_ = ev.DataAs(&rr)
 		fmt.Fprintf(w, "  resolution of step %s refused (%s): %s\n", rr.Step, rr.Code, rr.Error)
 		return

@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentmesh/agentmesh/client"
-	"github.com/agentmesh/agentmesh/schemas"
+	"github.com/agentmesh/agentmesh/pipelinespec"
 )
 
 func init() { register(newScheduleCmd) }
@@ -31,7 +31,7 @@ fires one run starts, named <schedule>-<time>-<sequence>. See docs/protocol.md
 func newScheduleAddCmd(a *app) *cobra.Command {
 	var (
 		name    string
-		sch     schemas.Schedule
+		sch     pipelinespec.Schedule
 		replace bool
 	)
 	cmd := &cobra.Command{
@@ -54,7 +54,7 @@ A name in use is refused; --replace replaces that schedule.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			flags := cmd.Flags()
-			given := schemas.Schedule{}
+			given := pipelinespec.Schedule{}
 			n := 0
 			for _, f := range []struct {
 				flag string

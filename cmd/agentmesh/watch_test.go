@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/client"
+	"github.com/agentmesh/agentmesh/pipelinespec"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -87,7 +88,7 @@ func TestWatchEndsWithItsRun(t *testing.T) {
 	names, _ := bus.NewNames("mesh")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	spec := schemas.PipelineSpec{Name: "slow", Steps: []schemas.PipelineStep{{
+	spec := pipelinespec.PipelineSpec{Name: "slow", Steps: []pipelinespec.PipelineStep{{
 		ID: "hold", Agent: "TextAgent", Params: map[string]any{"op": "upper", "delay_ms": 60000}, TimeoutMS: 120000,
 		Inputs: map[string]string{"text": "text:x"},
 	}}}

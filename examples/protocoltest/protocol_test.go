@@ -22,6 +22,7 @@ import (
 	"github.com/agentmesh/agentmesh/orchestrator"
 	"github.com/agentmesh/agentmesh/orchestrator/route"
 	"github.com/agentmesh/agentmesh/orchestrator/state"
+	"github.com/agentmesh/agentmesh/pipelinespec"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -326,18 +327,18 @@ func check(ev bus.Event, msg *nats.Msg) error {
 		}
 	case bus.TypeResolveRequested:
 		schema(schemas.SchemaResolve)
-		var r schemas.Resolution
+		var r pipelinespec.Resolution
 		if err := strict(ev.Data, &r); err != nil {
-			fail("data does not decode into schemas.Resolution: %v", err)
+			fail("data does not decode into pipelinespec.Resolution: %v", err)
 		}
 		if subject != names.PipelineResolve() {
 			fail("subject %s, want %s", subject, names.PipelineResolve())
 		}
 	case bus.TypeResolveRefused:
 		schema(schemas.SchemaResolveRefusal)
-		var r schemas.ResolveRefusal
+		var r pipelinespec.ResolveRefusal
 		if err := strict(ev.Data, &r); err != nil {
-			fail("data does not decode into schemas.ResolveRefusal: %v", err)
+			fail("data does not decode into pipelinespec.ResolveRefusal: %v", err)
 		}
 		need(bus.ExtRunID)
 		if want := names.Events(r.RunID, "pipeline"); subject != want {

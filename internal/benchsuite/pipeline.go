@@ -16,6 +16,7 @@ import (
 	"github.com/agentmesh/agentmesh/client"
 	"github.com/agentmesh/agentmesh/orchestrator"
 	"github.com/agentmesh/agentmesh/orchestrator/state"
+	"github.com/agentmesh/agentmesh/pipelinespec"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -175,7 +176,7 @@ func runPipeline(ctx context.Context, env Env, sh pipeShape) (time.Duration, err
 // complete, awaiting the run's end event; a run that ends otherwise than
 // completed is an error. stepDone, when not nil, is called on each step's
 // completed event (on the subscription's goroutine, in order).
-func awaitRun(ctx context.Context, env Env, spec schemas.PipelineSpec, id string, stepDone func()) (time.Duration, error) {
+func awaitRun(ctx context.Context, env Env, spec pipelinespec.PipelineSpec, id string, stepDone func()) (time.Duration, error) {
 	ended := make(chan *nats.Msg, 1)
 	sub, err := env.NC.Subscribe(env.Names.EventsOf(id), func(msg *nats.Msg) {
 		if stepDone != nil && msg.Header.Get("ce-type") == bus.TypeStepCompleted {

@@ -17,6 +17,7 @@ import (
 	"github.com/agentmesh/agentmesh/agents"
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/client"
+	"github.com/agentmesh/agentmesh/pipelinespec"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -116,7 +117,7 @@ func shapeIDs() (all, big []string) {
 }
 
 // spec is the pipeline of the shape.
-func (s shape) spec() schemas.PipelineSpec {
+func (s shape) spec() pipelinespec.PipelineSpec {
 	p := client.NewPipeline("bench-" + s.kind)
 	switch s.kind {
 	case "wave":

@@ -12,6 +12,8 @@ const module = "github.com/agentmesh/agentmesh/"
 // own layer (as its own rules allow) and those below, never those above.
 //
 //	schemas                      the vocabulary: no other package of the mesh
+//	pipelinespec                 pipeline specs, their checks and waves: schemas
+//	                               only; no agent imports it
 //	bus, telemetry, resolvers,   the wire and the stores: schemas only
 //	  llm, security
 //	internal/meshcore,           what agents, the orchestrator and the mesh's
@@ -31,9 +33,11 @@ var forbidden = []struct {
 	why      string
 }{
 	{"schemas", "", "schemas is the vocabulary: it imports no other package of the mesh"},
+	{"pipelinespec", "!schemas", "pipelinespec is pipeline specs as values: it imports the vocabulary alone"},
+	{"agents", "pipelinespec", "an agent speaks the vocabulary of tasks and results; pipeline specs are the orchestrator's and clients'"},
 	{"bus", "!schemas", "bus knows no agents, orchestrator or client: it imports schemas alone"},
 	{"internal/meshcore", "!schemas bus telemetry", "meshcore sits under agents and the orchestrator: the wire packages only"},
-	{"internal/pipespec", "!schemas", "pipespec reads specs: the vocabulary only"},
+	{"internal/pipespec", "!schemas pipelinespec", "pipespec reads specs: the vocabulary and the spec types only"},
 	{"internal/memory", "!schemas bus internal/rank", "memory sits under the chat loop, the CLI and the dashboard: the wire and the ranking only"},
 	{"internal/rank", "", "rank is ranking alone (the knowledge agent's and the chat loop's memory): it imports no other package of the mesh"},
 	{"agents", "client", "agents and the orchestrator meet through internal/meshcore, not the facade"},
@@ -141,7 +145,7 @@ func breaks(from, to, targets string) bool {
 // pure are packages whose tests are pure logic: neither they nor their
 // tests link the NATS server (their fixtures come from internal/fixture,
 // not from the mesh rig).
-var pure = []string{"orchestrator/route", "internal/fixture", "internal/pipespec", "schemas"}
+var pure = []string{"orchestrator/route", "internal/fixture", "internal/pipespec", "schemas", "pipelinespec"}
 
 // TestPureTestsLinkNoServer checks that the tests of the pure packages do
 // not link the embedded NATS server.

@@ -20,6 +20,7 @@ import (
 	"github.com/agentmesh/agentmesh/internal/meshcore"
 	"github.com/agentmesh/agentmesh/orchestrator"
 	"github.com/agentmesh/agentmesh/orchestrator/state"
+	"github.com/agentmesh/agentmesh/pipelinespec"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -74,7 +75,7 @@ func (m *Mesh) Orchestrator(t testing.TB, wait []string, opts ...orchestrator.Op
 }
 
 // Submit submits spec as run runID (a new id when empty).
-func (m *Mesh) Submit(t testing.TB, spec schemas.PipelineSpec, runID string) string {
+func (m *Mesh) Submit(t testing.TB, spec pipelinespec.PipelineSpec, runID string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

@@ -8,9 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/agentmesh/agentmesh/pipelinespec"
 	"gopkg.in/yaml.v3"
-
-	"github.com/agentmesh/agentmesh/schemas"
 )
 
 // Load reads a pipeline spec from a YAML or JSON file (chosen by
@@ -18,14 +17,14 @@ import (
 // pipeline that names a file gets that file's spec, read the same way
 // with the path relative to the file naming it; a file that runs itself,
 // directly or not, is an error.
-func Load(path string) (schemas.PipelineSpec, error) {
+func Load(path string) (pipelinespec.PipelineSpec, error) {
 	return load(path, nil)
 }
 
-func load(path string, stack []string) (schemas.PipelineSpec, error) {
+func load(path string, stack []string) (pipelinespec.PipelineSpec, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return schemas.PipelineSpec{}, fmt.Errorf("reading pipeline: %w", err)
+		return pipelinespec.PipelineSpec{}, fmt.Errorf("reading pipeline: %w", err)
 	}
 	format := "yaml"
 	if strings.EqualFold(filepath.Ext(path), ".json") {
@@ -46,8 +45,8 @@ func load(path string, stack []string) (schemas.PipelineSpec, error) {
 // Unknown fields are errors (a misspelt depends_on must not be ignored).
 // Parameter values are normalised to their JSON types, so the same pipeline
 // written in YAML, in JSON or with the builder decodes to equal specs.
-func Parse(data []byte, format string) (schemas.PipelineSpec, error) {
-	var spec schemas.PipelineSpec
+func Parse(data []byte, format string) (pipelinespec.PipelineSpec, error) {
+	var spec pipelinespec.PipelineSpec
 	switch format {
 	case "json":
 		dec := json.NewDecoder(bytes.NewReader(data))
@@ -69,7 +68,7 @@ func Parse(data []byte, format string) (schemas.PipelineSpec, error) {
 
 // Normalize passes every step's params and every seed value through
 // JSON so numbers, maps and lists have the types encoding/json gives them.
-func Normalize(spec schemas.PipelineSpec) (schemas.PipelineSpec, error) {
+func Normalize(spec pipelinespec.PipelineSpec) (pipelinespec.PipelineSpec, error) {
 	for i := range spec.Steps {
 		p := spec.Steps[i].Params
 		if len(p) == 0 {
@@ -100,7 +99,7 @@ func Normalize(spec schemas.PipelineSpec) (schemas.PipelineSpec, error) {
 		spec.Vars = out
 	}
 	if len(spec.Seed.Values) > 0 {
-		vals := make(map[string]schemas.SeedValue, len(spec.Seed.Values))
+		vals := make(map[string]pipelinespec.SeedValue, len(spec.Seed.Values))
 		for name, v := range spec.Seed.Values {
 			b, err := json.Marshal(v.Value)
 			if err != nil {

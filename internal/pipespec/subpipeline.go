@@ -7,12 +7,12 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/agentmesh/agentmesh/schemas"
+	"github.com/agentmesh/agentmesh/pipelinespec"
 )
 
 // readSubFiles reads the file of every step of kind pipeline of spec (read
 // from the file at path) that names one, into the step's spec.
-func readSubFiles(spec schemas.PipelineSpec, path string, stack []string) (schemas.PipelineSpec, error) {
+func readSubFiles(spec pipelinespec.PipelineSpec, path string, stack []string) (pipelinespec.PipelineSpec, error) {
 	stack = append(slices.Clone(stack), path)
 	var errs []error
 	for i, st := range spec.Steps {
@@ -25,11 +25,11 @@ func readSubFiles(spec schemas.PipelineSpec, path string, stack []string) (schem
 		}
 		if slices.Contains(stack, file) {
 			errs = append(errs, fmt.Errorf("%w: step %q: pipeline.file %s runs a pipeline it is part of (%s -> %s): %w",
-				ErrInvalidPipeline, st.ID, st.Pipeline.File, strings.Join(stack, " -> "), file, schemas.ErrCycle))
+				ErrInvalidPipeline, st.ID, st.Pipeline.File, strings.Join(stack, " -> "), file, pipelinespec.ErrCycle))
 			continue
 		}
-		if len(stack) > schemas.MaxPipelineDepth {
-			errs = append(errs, fmt.Errorf("%w: step %q: sub-pipelines nest more than %d deep", ErrInvalidPipeline, st.ID, schemas.MaxPipelineDepth))
+		if len(stack) > pipelinespec.MaxPipelineDepth {
+			errs = append(errs, fmt.Errorf("%w: step %q: sub-pipelines nest more than %d deep", ErrInvalidPipeline, st.ID, pipelinespec.MaxPipelineDepth))
 			continue
 		}
 		child, err := load(file, stack)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agentmesh/agentmesh/orchestrator/state"
+	"github.com/agentmesh/agentmesh/pipelinespec"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -27,7 +28,7 @@ const approvalAttempt = 2
 // agent step, asks for a person's approval.
 func asksApproval(sd *state.RunSpec, stepID, taskID string, res schemas.AgentResult) bool {
 	return !res.Success && res.Error != nil && res.Error.Code == schemas.CodeApprovalRequired &&
-		taskID == schemas.StepTaskID(sd.ID, stepID, 1, sd.Nonce)
+		taskID == pipelinespec.StepTaskID(sd.ID, stepID, 1, sd.Nonce)
 }
 
 // awaitApproval lists the step under Waiting and says so with a
@@ -55,13 +56,13 @@ func awaitApproval(ctx context.Context, e env, sd *state.RunSpec, stepID string,
 	}
 	step, _ := sd.Step(stepID)
 	e.emitStep(sd, schemas.StepEvent{RunID: sd.ID, Step: stepID, Agent: step.Agent, Status: schemas.StepWaiting, Wave: next.Wave,
-		Attempt: 1, TaskID: schemas.StepTaskID(sd.ID, stepID, 1, sd.Nonce), Reason: reason, Summary: res.Summary, At: time.Now().UTC()})
+		Attempt: 1, TaskID: pipelinespec.StepTaskID(sd.ID, stepID, 1, sd.Nonce), Reason: reason, Summary: res.Summary, At: time.Now().UTC()})
 	return nil
 }
 
 // resolveAgent applies a person's decision to an agent step that waits
 // for approval: see the top of this file.
-func resolveAgent(ctx context.Context, e env, sd *state.RunSpec, step schemas.PipelineStep, r schemas.Resolution, at time.Time) error {
+func resolveAgent(ctx context.Context, e env, sd *state.RunSpec, step pipelinespec.PipelineStep, r pipelinespec.Resolution, at time.Time) error {
 	h, err := e.header(ctx, r.RunID, true)
 	if err != nil {
 		return err
@@ -81,7 +82,7 @@ func resolveAgent(ctx context.Context, e env, sd *state.RunSpec, step schemas.Pi
 	if by == "" {
 		by = "someone"
 	}
-	if r.Decision == schemas.DecisionReject {
+	if r.Decision == pipelinespec.DecisionReject {
 		rec := humanRecord(sd, h, step, r.Decision, nil, by, r.Comment, at)
 		rec.Agent = step.Agent
 		return recordResolution(ctx, e, sd, r, rec)
@@ -97,7 +98,7 @@ func resolveAgent(ctx context.Context, e env, sd *state.RunSpec, step schemas.Pi
 		task.Params = map[string]any{}
 	}
 	task.Params["approved"] = true
-	meta.TaskID = schemas.StepTaskID(sd.ID, r.Step, approvalAttempt, sd.Nonce)
+	meta.TaskID = pipelinespec.StepTaskID(sd.ID, r.Step, approvalAttempt, sd.Nonce)
 	if err := e.dispatch(ctx, agent, task, meta, true); err != nil {
 		return err
 	}

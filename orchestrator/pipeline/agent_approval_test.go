@@ -11,6 +11,7 @@ import (
 	"github.com/agentmesh/agentmesh/client"
 	"github.com/agentmesh/agentmesh/internal/meshtest"
 	"github.com/agentmesh/agentmesh/orchestrator"
+	"github.com/agentmesh/agentmesh/pipelinespec"
 	"github.com/agentmesh/agentmesh/resolvers"
 	"github.com/agentmesh/agentmesh/schemas"
 )
@@ -85,7 +86,7 @@ func TestFolderAgentApprovalApproved(t *testing.T) {
 	if got := folders(t, store, ids); got[0] != "" || got[1] != "" {
 		t.Fatalf("files moved before the approval: %v", got)
 	}
-	resolve(t, m, schemas.Resolution{RunID: "fold-ok", Step: "organise", Decision: schemas.DecisionApprove, By: "ann"})
+	resolve(t, m, pipelinespec.Resolution{RunID: "fold-ok", Step: "organise", Decision: pipelinespec.DecisionApprove, By: "ann"})
 	done := meshtest.WaitRun(t, o.Store(), "fold-ok", 10*time.Second)
 	if done.Status != schemas.RunCompleted {
 		t.Fatalf("run %s: %s", done.Status, done.Error)
@@ -103,7 +104,7 @@ func TestFolderAgentApprovalApproved(t *testing.T) {
 // to a step that did not ask is refused.
 func TestFolderAgentApprovalRejected(t *testing.T) {
 	m, store, ids, o, events := folderRun(t, "fold-no")
-	resolve(t, m, schemas.Resolution{RunID: "fold-no", Step: "organise", Decision: schemas.DecisionReject, By: "bob", Comment: "not now"})
+	resolve(t, m, pipelinespec.Resolution{RunID: "fold-no", Step: "organise", Decision: pipelinespec.DecisionReject, By: "bob", Comment: "not now"})
 	done := meshtest.WaitRun(t, o.Store(), "fold-no", 10*time.Second)
 	st := done.Steps["organise"]
 	if done.Status != schemas.RunFailed || st.Code != schemas.CodeRejected || st.Error != "rejected by bob: not now" {
@@ -112,6 +113,6 @@ func TestFolderAgentApprovalRejected(t *testing.T) {
 	if got := folders(t, store, ids); got[0] != "" || got[1] != "" {
 		t.Errorf("a rejected plan moved files: %v", got)
 	}
-	again := resolve(t, m, schemas.Resolution{RunID: "fold-no", Step: "organise", Decision: schemas.DecisionApprove})
+	again := resolve(t, m, pipelinespec.Resolution{RunID: "fold-no", Step: "organise", Decision: pipelinespec.DecisionApprove})
 	refusal(t, events, again, schemas.CodeNotWaiting, "the run has ended")
 }

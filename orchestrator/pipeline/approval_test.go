@@ -11,6 +11,7 @@ import (
 	"github.com/agentmesh/agentmesh/internal/fixture"
 	"github.com/agentmesh/agentmesh/internal/meshtest"
 	"github.com/agentmesh/agentmesh/orchestrator"
+	"github.com/agentmesh/agentmesh/pipelinespec"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -45,7 +46,7 @@ func waitFor(t *testing.T, events <-chan bus.Event, step string, types ...string
 	}
 }
 
-func resolve(t *testing.T, m *meshtest.Mesh, r schemas.Resolution) string {
+func resolve(t *testing.T, m *meshtest.Mesh, r pipelinespec.Resolution) string {
 	t.Helper()
 	id, err := client.ResolveStep(context.Background(), m.Srv.JetStream(t), m.Srv.Names(), r, "test")
 	if err != nil {
@@ -82,7 +83,7 @@ func TestApprovalApproved(t *testing.T) {
 	if n := runs.Snapshot()["Echo"]; n != 0 {
 		t.Errorf("the dependant ran %d times before the approval", n)
 	}
-	resolve(t, m, schemas.Resolution{RunID: "appr", Step: "ok", Decision: schemas.DecisionApprove, Comment: "ship it", By: "ann"})
+	resolve(t, m, pipelinespec.Resolution{RunID: "appr", Step: "ok", Decision: pipelinespec.DecisionApprove, Comment: "ship it", By: "ann"})
 	done := meshtest.WaitRun(t, o.Store(), "appr", 10*time.Second)
 	if done.Status != schemas.RunCompleted {
 		t.Fatalf("run %s: %s", done.Status, done.Error)
@@ -93,7 +94,7 @@ func TestApprovalApproved(t *testing.T) {
 	if done.Steps["publish"].Summary != "echo: published" {
 		t.Errorf("dependant: %+v", done.Steps["publish"])
 	}
-	again := resolve(t, m, schemas.Resolution{RunID: "appr", Step: "ok", Decision: schemas.DecisionReject})
+	again := resolve(t, m, pipelinespec.Resolution{RunID: "appr", Step: "ok", Decision: pipelinespec.DecisionReject})
 	refusal(t, events, again, schemas.CodeNotWaiting, "the run has ended")
 }
 
@@ -105,7 +106,7 @@ func refusal(t *testing.T, events <-chan bus.Event, id, code, says string) {
 		if err := schemas.ValidateJSON(schemas.SchemaResolveRefusal, ev.Data); err != nil {
 			t.Errorf("refusal event: %v", err)
 		}
-		var rr schemas.ResolveRefusal
+		var rr pipelinespec.ResolveRefusal
 		if err := ev.DataAs(&rr); err != nil {
 			t.Fatal(err)
 		}
@@ -127,13 +128,13 @@ func TestApprovalRejected(t *testing.T) {
 	echoAgent(t, m, &runs)
 	o := m.Orchestrator(t, []string{"Echo"})
 	spec := client.NewPipeline("reject").
-		Approval("ok", "Delete everything?", time.Minute, schemas.DecisionApprove).
+		Approval("ok", "Delete everything?", time.Minute, pipelinespec.DecisionApprove).
 		Step("delete", "Echo").After("ok").Input("text", "text:deleted").
 		MustBuild()
 	events := m.Events(t, "rej")
 	m.Submit(t, spec, "rej")
 	waitFor(t, events, "ok", bus.TypeStepWaiting)
-	resolve(t, m, schemas.Resolution{RunID: "rej", Step: "ok", Decision: schemas.DecisionReject, Comment: "no", By: "bob"})
+	resolve(t, m, pipelinespec.Resolution{RunID: "rej", Step: "ok", Decision: pipelinespec.DecisionReject, Comment: "no", By: "bob"})
 	done := meshtest.WaitRun(t, o.Store(), "rej", 10*time.Second)
 	if done.Status != schemas.RunFailed || done.Steps["ok"].Code != schemas.CodeRejected || done.Steps["ok"].Error != "rejected by bob: no" {
 		t.Errorf("run %s, step ok %+v", done.Status, done.Steps["ok"])
@@ -154,7 +155,7 @@ func TestHumanTimeoutTakesDefault(t *testing.T) {
 	echoAgent(t, m, &runs)
 	o := m.Orchestrator(t, []string{"Echo"}, orchestrator.WithSweepInterval(50*time.Millisecond), orchestrator.WithTimeoutGrace(10*time.Millisecond))
 	spec := client.NewPipeline("timeout").
-		Approval("ok", "Go on?", 300*time.Millisecond, schemas.DecisionApprove).
+		Approval("ok", "Go on?", 300*time.Millisecond, pipelinespec.DecisionApprove).
 		HumanInput("title", "Title?", "", 300*time.Millisecond, "untitled").
 		Step("use", "Echo").After("ok", "title").
 		MustBuild()
@@ -194,23 +195,23 @@ func TestInputTypedValue(t *testing.T) {
 	events := m.Events(t, "inp")
 	m.Submit(t, spec, "inp")
 	waitFor(t, events, "when", bus.TypeStepWaiting)
-	bad := resolve(t, m, schemas.Resolution{RunID: "inp", Step: "when", Value: 42})
+	bad := resolve(t, m, pipelinespec.Resolution{RunID: "inp", Step: "when", Value: 42})
 	refusal(t, events, bad, schemas.CodeInvalidInput, schemas.TypeCategorization)
-	wrongKind := resolve(t, m, schemas.Resolution{RunID: "inp", Step: "when", Decision: schemas.DecisionApprove})
+	wrongKind := resolve(t, m, pipelinespec.Resolution{RunID: "inp", Step: "when", Decision: pipelinespec.DecisionApprove})
 	refusal(t, events, wrongKind, schemas.CodeInvalidInput, "is an input")
-	noStep := resolve(t, m, schemas.Resolution{RunID: "inp", Step: "say", Value: "x"})
+	noStep := resolve(t, m, pipelinespec.Resolution{RunID: "inp", Step: "say", Value: "x"})
 	refusal(t, events, noStep, schemas.CodeNotWaiting, "no approval or input step")
 	nope := m.Events(t, "nope")
-	noRun := resolve(t, m, schemas.Resolution{RunID: "nope", Step: "when", Value: "x"})
+	noRun := resolve(t, m, pipelinespec.Resolution{RunID: "nope", Step: "when", Value: "x"})
 	refusal(t, nope, noRun, schemas.CodeNotWaiting, `no run "nope"`)
 
-	resolve(t, m, schemas.Resolution{RunID: "inp", Step: "when", Value: map[string]any{"categories": map[string]any{"cats": []string{"f1"}}}})
-	resolve(t, m, schemas.Resolution{RunID: "inp", Step: "text", Value: "hello"})
+	resolve(t, m, pipelinespec.Resolution{RunID: "inp", Step: "when", Value: map[string]any{"categories": map[string]any{"cats": []string{"f1"}}}})
+	resolve(t, m, pipelinespec.Resolution{RunID: "inp", Step: "text", Value: "hello"})
 	done := meshtest.WaitRun(t, o.Store(), "inp", 10*time.Second)
 	if done.Status != schemas.RunCompleted {
 		t.Fatalf("run %s: %s", done.Status, done.Error)
 	}
-	v := done.Steps["when"].Outputs[schemas.HumanOutput]
+	v := done.Steps["when"].Outputs[pipelinespec.HumanOutput]
 	if v.DataType != schemas.TypeCategorization || string(v.Value) != `{"categories":{"cats":["f1"]}}` {
 		t.Errorf("input output %s %s", v.DataType, v.Value)
 	}

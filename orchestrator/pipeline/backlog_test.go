@@ -7,6 +7,7 @@ import (
 
 	"github.com/agentmesh/agentmesh/client"
 	"github.com/agentmesh/agentmesh/internal/meshtest"
+	"github.com/agentmesh/agentmesh/pipelinespec"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -17,7 +18,7 @@ func TestStepIntoFullTasksStreamFailsBacklogFull(t *testing.T) {
 	m := meshtest.New(t)
 	m.Stuck(t, "Stuck", 3)
 	o := m.Orchestrator(t, []string{"Stuck"})
-	spec := schemas.PipelineSpec{Name: "full", Steps: []schemas.PipelineStep{{ID: "a", Agent: "Stuck",
+	spec := pipelinespec.PipelineSpec{Name: "full", Steps: []pipelinespec.PipelineStep{{ID: "a", Agent: "Stuck",
 		Inputs: map[string]string{"text": "text:hello"}, TimeoutMS: (10 * time.Minute).Milliseconds()}}}
 	id := m.Submit(t, spec, "full-1")
 	run := meshtest.WaitRun(t, o.Store(), id, 30*time.Second)

@@ -13,6 +13,7 @@ import (
 	"github.com/expr-lang/expr/parser"
 
 	"github.com/agentmesh/agentmesh/orchestrator/state"
+	"github.com/agentmesh/agentmesh/pipelinespec"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -184,7 +185,7 @@ func oneLine(err error) string {
 }
 
 // ancestors returns the steps id depends on, directly or not, sorted.
-func ancestors(spec schemas.PipelineSpec, id string) []string {
+func ancestors(spec pipelinespec.PipelineSpec, id string) []string {
 	deps := make(map[string][]string, len(spec.Steps))
 	for _, s := range spec.Steps {
 		deps[s.ID] = s.DependsOn
@@ -206,7 +207,7 @@ func ancestors(spec schemas.PipelineSpec, id string) []string {
 // checkConditions compiles every step's when and resolves every step's
 // params against the vars (a router's rules are its kind's, see
 // routerKind.validate).
-func checkConditions(spec schemas.PipelineSpec) []error {
+func checkConditions(spec pipelinespec.PipelineSpec) []error {
 	errs := checkVars(spec.Vars)
 	for _, s := range spec.Steps {
 		if _, err := resolveParams(s.Params, spec.Vars); err != nil {

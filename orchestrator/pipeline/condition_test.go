@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/agentmesh/agentmesh/orchestrator/state"
+	"github.com/agentmesh/agentmesh/pipelinespec"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -68,7 +69,7 @@ func TestResolveParams(t *testing.T) {
 }
 
 func TestAncestors(t *testing.T) {
-	spec := schemas.PipelineSpec{Steps: []schemas.PipelineStep{
+	spec := pipelinespec.PipelineSpec{Steps: []pipelinespec.PipelineStep{
 		{ID: "a"}, {ID: "b", DependsOn: []string{"a"}}, {ID: "c", DependsOn: []string{"b", "a"}}, {ID: "d"}}}
 	if got := strings.Join(ancestors(spec, "c"), ","); got != "a,b" {
 		t.Errorf("ancestors(c) = %s", got)

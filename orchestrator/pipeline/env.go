@@ -9,6 +9,7 @@ import (
 	"github.com/agentmesh/agentmesh/internal/meshcore"
 	"github.com/agentmesh/agentmesh/orchestrator/route"
 	"github.com/agentmesh/agentmesh/orchestrator/state"
+	"github.com/agentmesh/agentmesh/pipelinespec"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -59,7 +60,7 @@ type env interface {
 	// called once the run is stored, before any of its events. A spec that
 	// cannot run is a *childRefused, and nothing starts; a run with that
 	// id is taken as the child, started before.
-	startRun(ctx context.Context, sd *state.RunSpec, childID string, spec schemas.PipelineSpec, parent state.RunParent, started func()) error
+	startRun(ctx context.Context, sd *state.RunSpec, childID string, spec pipelinespec.PipelineSpec, parent state.RunParent, started func()) error
 	// cancelRun cancels run id and depth more levels of its children.
 	cancelRun(ctx context.Context, id, reason string, depth int) error
 
@@ -77,7 +78,7 @@ type env interface {
 type kindConfig struct {
 	router *route.Router
 	model  Model // nil: none
-	limits schemas.Limits
+	limits pipelinespec.Limits
 	log    *slog.Logger
 	// republish is how long a loop's progress stands still before the
 	// sweep publishes its running items again.
@@ -151,7 +152,7 @@ func (e schedEnv) holds(ctx context.Context, sd *state.RunSpec, id, src string, 
 	return e.s.holds(ctx, sd, id, src, extra)
 }
 
-func (e schedEnv) startRun(ctx context.Context, sd *state.RunSpec, childID string, spec schemas.PipelineSpec, parent state.RunParent, started func()) error {
+func (e schedEnv) startRun(ctx context.Context, sd *state.RunSpec, childID string, spec pipelinespec.PipelineSpec, parent state.RunParent, started func()) error {
 	return e.s.startChild(ctx, sd, childID, spec, parent, started)
 }
 

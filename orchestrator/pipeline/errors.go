@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/agentmesh/agentmesh/pipelinespec"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -14,7 +15,7 @@ var (
 	// ErrUnknownAgent reports an agent that is not live in the registry.
 	ErrUnknownAgent = errors.New("unknown agent")
 	// ErrCycle reports a pipeline whose depends_on edges form a cycle.
-	ErrCycle = schemas.ErrCycle
+	ErrCycle = pipelinespec.ErrCycle
 	// ErrFanIn reports parallel parents feeding one input with a type that
 	// cannot be merged.
 	ErrFanIn = errors.New("non-mergeable fan-in")

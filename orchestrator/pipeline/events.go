@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/orchestrator/state"
+	"github.com/agentmesh/agentmesh/pipelinespec"
 	"github.com/agentmesh/agentmesh/schemas"
 	"github.com/agentmesh/agentmesh/telemetry"
 )
@@ -88,7 +89,7 @@ func (s *Scheduler) emitStep(sd *state.RunSpec, e schemas.StepEvent) {
 			// One transition is stored once, whichever replica or path
 			// sends it (inside the stream's duplicate window).
 			id := "step-" + e.RunID + "-" + e.Step + "-" + e.Status
-			if e.TaskID != "" && e.TaskID != schemas.StepTaskID(e.RunID, e.Step, 1, sd.Nonce) {
+			if e.TaskID != "" && e.TaskID != pipelinespec.StepTaskID(e.RunID, e.Step, 1, sd.Nonce) {
 				id += "-" + e.TaskID // a loop's item, a sub-pipeline's run
 			}
 			msg.Header.Set(jetstream.MsgIDHeader, id)
@@ -105,7 +106,7 @@ func (s *Scheduler) emitStep(sd *state.RunSpec, e schemas.StepEvent) {
 func (s *Scheduler) emitStarted(sd *state.RunSpec, h *state.RunHeader, id string) {
 	step, _ := sd.Step(id)
 	s.emitStep(sd, schemas.StepEvent{RunID: h.ID, Step: id, Agent: step.Agent, Status: schemas.StepRunning, Wave: h.Wave,
-		Attempt: 1, TaskID: schemas.StepTaskID(h.ID, id, 1, sd.Nonce), At: h.WaveStartedAt})
+		Attempt: 1, TaskID: pipelinespec.StepTaskID(h.ID, id, 1, sd.Nonce), At: h.WaveStartedAt})
 }
 
 // emitRun publishes a run's end and tells the observer; a run's start is

@@ -14,6 +14,7 @@ import (
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/internal/pipespec"
 	"github.com/agentmesh/agentmesh/orchestrator/state"
+	"github.com/agentmesh/agentmesh/pipelinespec"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -92,7 +93,7 @@ func (s *Scheduler) Fork(ctx context.Context, ev bus.Event) error {
 // forkSpec returns the spec of a fork of a run whose spec is orig, and
 // the steps that run again (req.At and every step that depends on it):
 // orig with req's vars and params set. Every problem is reported at once.
-func forkSpec(orig schemas.PipelineSpec, req schemas.ForkRequest) (schemas.PipelineSpec, map[string]bool, error) {
+func forkSpec(orig pipelinespec.PipelineSpec, req schemas.ForkRequest) (pipelinespec.PipelineSpec, map[string]bool, error) {
 	ids := make([]string, 0, len(orig.Steps))
 	for _, st := range orig.Steps {
 		ids = append(ids, st.ID)
@@ -172,14 +173,14 @@ func valueLike(def, v any) (any, error) {
 
 // readsVar reports whether step st may read workflow variable name (in its
 // params, condition or rules).
-func readsVar(st schemas.PipelineStep, name string) bool {
+func readsVar(st pipelinespec.PipelineStep, name string) bool {
 	b, err := json.Marshal(st)
 	return err != nil || strings.Contains(string(b), "vars."+name)
 }
 
 // dependents returns step at and every step of spec that depends on it,
 // directly or through others.
-func dependents(spec schemas.PipelineSpec, at string) map[string]bool {
+func dependents(spec pipelinespec.PipelineSpec, at string) map[string]bool {
 	down := map[string]bool{at: true}
 	for grew := true; grew; {
 		grew = false

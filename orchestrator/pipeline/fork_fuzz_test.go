@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/agentmesh/agentmesh/pipelinespec"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -22,7 +23,7 @@ func FuzzForkSpec(f *testing.F) {
 	} {
 		f.Add([]byte(seed))
 	}
-	orig := schemas.PipelineSpec{Name: "p", Vars: map[string]any{"v": 1.0, "w": "s"}, Steps: []schemas.PipelineStep{
+	orig := pipelinespec.PipelineSpec{Name: "p", Vars: map[string]any{"v": 1.0, "w": "s"}, Steps: []pipelinespec.PipelineStep{
 		{ID: "a", Agent: "A", Params: map[string]any{"n": "${vars.v}"}},
 		{ID: "b", Agent: "B", DependsOn: []string{"a"}, Params: map[string]any{"n": 1.0}},
 		{ID: "c", Agent: "C", DependsOn: []string{"b"}, Params: map[string]any{"flag": false, "list": []any{"a"}}},

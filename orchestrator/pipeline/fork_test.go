@@ -16,6 +16,7 @@ import (
 	"github.com/agentmesh/agentmesh/internal/fixture"
 	"github.com/agentmesh/agentmesh/internal/meshtest"
 	"github.com/agentmesh/agentmesh/orchestrator"
+	"github.com/agentmesh/agentmesh/pipelinespec"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -40,7 +41,7 @@ func stamper(t *testing.T, m *meshtest.Mesh, tasks *fixture.Counter) {
 
 // fiveSteps is s1 -> s2 -> s3 -> s4, and s5 after s2 (in s3's wave, not
 // depending on it).
-func fiveSteps() schemas.PipelineSpec {
+func fiveSteps() pipelinespec.PipelineSpec {
 	return client.NewPipeline("stamps").
 		SeedValue("text", schemas.TypeText, "", "seed").
 		Step("s1", "Stamp").Param("mark", "a").Input("text", "seed.text").

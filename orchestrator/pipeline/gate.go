@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agentmesh/agentmesh/orchestrator/state"
+	"github.com/agentmesh/agentmesh/pipelinespec"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -24,7 +25,7 @@ var errNotAhead = errors.New("step is not started ahead of its wave")
 
 // gated reports whether step's start may end it at once: it has a
 // condition, is a branch of a router, or is not of kind agent.
-func gated(sd *state.RunSpec, step schemas.PipelineStep) bool {
+func gated(sd *state.RunSpec, step pipelinespec.PipelineStep) bool {
 	if step.When != "" || (step.Kind != "" && step.Kind != KindAgent) {
 		return true
 	}
@@ -35,7 +36,7 @@ func gated(sd *state.RunSpec, step schemas.PipelineStep) bool {
 // gate returns the record of a step that ends before it starts: skipped by
 // its router or its condition, or failed when the condition cannot be
 // evaluated. nil, nil lets the step start.
-func (s *Scheduler) gate(ctx context.Context, st stepStart, step schemas.PipelineStep) (*state.StepState, error) {
+func (s *Scheduler) gate(ctx context.Context, st stepStart, step pipelinespec.PipelineStep) (*state.StepState, error) {
 	if rec, err := offBranch(ctx, schedEnv{s}, st, step); rec != nil || err != nil {
 		return rec, err
 	}

@@ -7,19 +7,20 @@ import (
 	"github.com/agentmesh/agentmesh/agents/builtin/text"
 	"github.com/agentmesh/agentmesh/client"
 	"github.com/agentmesh/agentmesh/internal/meshtest"
+	"github.com/agentmesh/agentmesh/pipelinespec"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
 // joinSpec routes its text to loud (then after_loud) or quiet, and join
 // depends on both paths and reads the text of the one that ran; tail
 // follows after_loud only.
-func joinSpec() schemas.PipelineSpec {
+func joinSpec() pipelinespec.PipelineSpec {
 	return client.NewPipeline("join").
 		SeedValue("text", schemas.TypeText, "", "Route me").
 		Var("style", "shout").
 		Router("route", "",
-			schemas.RouterBranch{Step: "loud", When: `vars.style == "shout"`},
-			schemas.RouterBranch{Step: "quiet", When: `vars.style == "whisper"`}).
+			pipelinespec.RouterBranch{Step: "loud", When: `vars.style == "shout"`},
+			pipelinespec.RouterBranch{Step: "quiet", When: `vars.style == "whisper"`}).
 		Then("loud", text.Name).Param("op", "upper").Input("text", "seed.text").
 		Then("after_loud", text.Name).Param("op", "reverse").
 		Step("quiet", text.Name).After("route").Param("op", "lower").Input("text", "seed.text").

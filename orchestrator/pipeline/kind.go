@@ -7,12 +7,13 @@ import (
 	"time"
 
 	"github.com/agentmesh/agentmesh/orchestrator/state"
+	"github.com/agentmesh/agentmesh/pipelinespec"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
 // KindAgent is the kind of a step that runs one task of an agent; a step
 // whose spec names no kind has it.
-const KindAgent = schemas.StepKindAgent
+const KindAgent = pipelinespec.StepKindAgent
 
 // stepKind is how one kind of step runs. The scheduler knows steps only
 // through it: waves, skips, records, events and the sweep are the same for
@@ -28,7 +29,7 @@ type stepKind interface {
 	// validate is the kind's own checks of step at submit, beyond the
 	// structural ones (spec.Validate) and those of every step (Validate):
 	// each problem, reported with the others.
-	validate(c *checks, step schemas.PipelineStep) []error
+	validate(c *checks, step pipelinespec.PipelineStep) []error
 	// start begins a step whose wave started. It returns a record when the
 	// step ended at once (it could not start, or it needs no waiting);
 	// otherwise the step runs until something ends it, such as an agent's
@@ -78,16 +79,16 @@ func cancelChildren(ctx context.Context, e env, sd *state.RunSpec, id string, c 
 }
 
 // oneTask is what a step that runs (at most) one task does, the default of
-// every kind: its task is <run>-<step>-1 (schemas.StepTaskID), its result
+// every kind: its task is <run>-<step>-1 (pipelinespec.StepTaskID), its result
 // is its record, its deadline fails it with code timeout, the sweep has
 // nothing of its own to look after and a cancel asks its agent to stop
 // the task.
 type oneTask struct{}
 
-func (oneTask) validate(*checks, schemas.PipelineStep) []error { return nil }
+func (oneTask) validate(*checks, pipelinespec.PipelineStep) []error { return nil }
 
 func (oneTask) owns(sd *state.RunSpec, id, taskID string) bool {
-	return taskID == schemas.StepTaskID(sd.ID, id, 1, sd.Nonce)
+	return taskID == pipelinespec.StepTaskID(sd.ID, id, 1, sd.Nonce)
 }
 
 func (oneTask) result(ctx context.Context, e env, sd *state.RunSpec, h *state.RunHeader, id, taskID string, res schemas.AgentResult) error {
@@ -108,14 +109,14 @@ func (oneTask) tend(context.Context, env, *state.RunSpec, *state.RunHeader, stri
 
 func (oneTask) cancel(_ context.Context, e env, sd *state.RunSpec, id string, c stepCancel) {
 	if step, _ := sd.Step(id); c.tasks && step.Agent != "" {
-		e.stopTasks(sd, step.Agent, []string{schemas.StepTaskID(sd.ID, id, 1, sd.Nonce)})
+		e.stopTasks(sd, step.Agent, []string{pipelinespec.StepTaskID(sd.ID, id, 1, sd.Nonce)})
 	}
 }
 
 // kinds are the step kinds by name.
 var kinds = map[string]stepKind{KindAgent: agentKind{}, KindRouter: routerKind{}, KindEvaluator: evaluatorKind{},
-	schemas.StepKindApproval: humanKind{}, schemas.StepKindInput: humanKind{},
-	schemas.StepKindForEach: loopKind{d: forEach{}}, schemas.StepKindRepeat: loopKind{d: repeat{}}, KindPipeline: subKind{}}
+	pipelinespec.StepKindApproval: humanKind{}, pipelinespec.StepKindInput: humanKind{},
+	pipelinespec.StepKindForEach: loopKind{d: forEach{}}, pipelinespec.StepKindRepeat: loopKind{d: repeat{}}, KindPipeline: subKind{}}
 
 // stepStart is one start of a step.
 type stepStart struct {
@@ -164,14 +165,14 @@ func (s *Scheduler) start(ctx context.Context, st stepStart) (*state.StepState, 
 }
 
 // kindOf returns the kind of step (KindAgent when it names none).
-func kindOf(step schemas.PipelineStep) (stepKind, error) {
+func kindOf(step pipelinespec.PipelineStep) (stepKind, error) {
 	name := step.Kind
 	if name == "" {
 		name = KindAgent
 	}
 	k, ok := kinds[name]
 	if !ok {
-		return nil, fmt.Errorf("step %q: unknown kind %q (known: %s)", step.ID, name, strings.Join(schemas.StepKinds, ", "))
+		return nil, fmt.Errorf("step %q: unknown kind %q (known: %s)", step.ID, name, strings.Join(pipelinespec.StepKinds, ", "))
 	}
 	return k, nil
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/agentmesh/agentmesh/internal/meshcore"
 	"github.com/agentmesh/agentmesh/orchestrator/route"
 	"github.com/agentmesh/agentmesh/orchestrator/state"
+	"github.com/agentmesh/agentmesh/pipelinespec"
 	"github.com/agentmesh/agentmesh/schemas"
 	"github.com/agentmesh/agentmesh/telemetry"
 )
@@ -23,7 +24,7 @@ type agentKind struct{ oneTask }
 // owns: its task, or the one sent after a person approved (see
 // agent_approval.go).
 func (agentKind) owns(sd *state.RunSpec, id, taskID string) bool {
-	return taskID == schemas.StepTaskID(sd.ID, id, 1, sd.Nonce) || taskID == schemas.StepTaskID(sd.ID, id, approvalAttempt, sd.Nonce)
+	return taskID == pipelinespec.StepTaskID(sd.ID, id, 1, sd.Nonce) || taskID == pipelinespec.StepTaskID(sd.ID, id, approvalAttempt, sd.Nonce)
 }
 
 // result ends the step with its agent's result, unless the agent asks for
@@ -33,7 +34,7 @@ func (agentKind) result(ctx context.Context, e env, sd *state.RunSpec, h *state.
 	if err != nil || h == nil {
 		return err
 	}
-	if taskID == schemas.StepTaskID(sd.ID, id, approvalAttempt, sd.Nonce) && h.Waiting[id] != "" {
+	if taskID == pipelinespec.StepTaskID(sd.ID, id, approvalAttempt, sd.Nonce) && h.Waiting[id] != "" {
 		// The approved task goes out before the header records the
 		// approval (resolveAgent): a quick answer can beat that
 		// write, and is handled again once it is in.
@@ -61,7 +62,7 @@ func (k agentKind) expire(sd *state.RunSpec, h *state.RunHeader, id string, dead
 // cancel: its task, and the one sent after a person approved.
 func (agentKind) cancel(_ context.Context, e env, sd *state.RunSpec, id string, c stepCancel) {
 	if step, _ := sd.Step(id); c.tasks && step.Agent != "" {
-		e.stopTasks(sd, step.Agent, []string{schemas.StepTaskID(sd.ID, id, 1, sd.Nonce), schemas.StepTaskID(sd.ID, id, approvalAttempt, sd.Nonce)})
+		e.stopTasks(sd, step.Agent, []string{pipelinespec.StepTaskID(sd.ID, id, 1, sd.Nonce), pipelinespec.StepTaskID(sd.ID, id, approvalAttempt, sd.Nonce)})
 	}
 }
 
@@ -133,7 +134,7 @@ func stepTask(ctx context.Context, e env, st stepStart) (string, schemas.TaskReq
 		key = waveBudgetKey(h) // the wave's steps share what is left
 	}
 	return step.Agent, schemas.TaskRequest{Inputs: inputs, Params: params, TimeoutMS: timeout.Milliseconds(), Budget: left, BudgetKey: key}, meshcore.DispatchMeta{
-		TaskID: schemas.StepTaskID(sd.ID, id, 1, sd.Nonce), RunID: sd.ID, StepID: id, Deadline: h.WaveStartedAt.Add(timeout),
+		TaskID: pipelinespec.StepTaskID(sd.ID, id, 1, sd.Nonce), RunID: sd.ID, StepID: id, Deadline: h.WaveStartedAt.Add(timeout),
 		TraceParent: telemetry.StepTraceParent(sd.TraceParent, sd.ID, id),
 	}, nil
 }
@@ -144,4 +145,6 @@ func stepTask(ctx context.Context, e env, st stepStart) (string, schemas.TaskReq
 const republishWithin = time.Minute
 
 // isAgentStep reports whether step runs one task of its agent.
-func isAgentStep(step schemas.PipelineStep) bool { return step.Kind == "" || step.Kind == KindAgent }
+func isAgentStep(step pipelinespec.PipelineStep) bool {
+	return step.Kind == "" || step.Kind == KindAgent
+}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/orchestrator/state"
+	"github.com/agentmesh/agentmesh/pipelinespec"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -37,7 +38,7 @@ func (humanKind) start(_ context.Context, e env, st stepStart) (*state.StepState
 	}
 	step, _ := st.sd.Step(st.id)
 	e.emitStep(st.sd, schemas.StepEvent{RunID: st.h.ID, Step: st.id, Status: schemas.StepWaiting, Wave: st.h.Wave,
-		Attempt: 1, TaskID: schemas.StepTaskID(st.h.ID, st.id, 1, st.sd.Nonce), Reason: waitingFor(step), At: st.h.WaveStartedAt})
+		Attempt: 1, TaskID: pipelinespec.StepTaskID(st.h.ID, st.id, 1, st.sd.Nonce), Reason: waitingFor(step), At: st.h.WaveStartedAt})
 	return nil, nil
 }
 
@@ -46,8 +47,8 @@ var errWaitsForHeader = errors.New("a step that waits for a person starts with i
 
 // waitingFor says what a human step waits for: "approval: <prompt>" or
 // "input (TEXT): <prompt>".
-func waitingFor(step schemas.PipelineStep) string {
-	if step.Kind == schemas.StepKindInput {
+func waitingFor(step pipelinespec.PipelineStep) string {
+	if step.Kind == pipelinespec.StepKindInput {
 		return fmt.Sprintf("input (%s): %s", step.Human.InputType(), step.Human.Prompt)
 	}
 	return "approval: " + step.Human.Prompt
@@ -57,7 +58,7 @@ func waitingFor(step schemas.PipelineStep) string {
 // person; unmarkWaiting takes it out when it ends.
 func markWaiting(h *state.RunHeader, sd *state.RunSpec, id string) {
 	step, _ := sd.Step(id)
-	if !schemas.IsHumanKind(step.Kind) || step.Human == nil {
+	if !pipelinespec.IsHumanKind(step.Kind) || step.Human == nil {
 		return
 	}
 	if h.Waiting == nil {
@@ -75,13 +76,13 @@ func unmarkWaiting(h *state.RunHeader, id string) {
 
 // stepContract is the contract a step's outputs are read and routed with:
 // its agent's, or for an input step one output "value" of its data type.
-func stepContract(contracts map[string]schemas.AgentContract, step schemas.PipelineStep) (schemas.AgentContract, bool) {
-	if step.Kind == schemas.StepKindInput {
+func stepContract(contracts map[string]schemas.AgentContract, step pipelinespec.PipelineStep) (schemas.AgentContract, bool) {
+	if step.Kind == pipelinespec.StepKindInput {
 		var hint string
 		if step.Human != nil { // nil in a spec that fails validation
 			hint = step.Human.ContentTypeHint
 		}
-		return schemas.AgentContract{Name: step.ID, Outputs: []schemas.TypedOutput{{Name: schemas.HumanOutput,
+		return schemas.AgentContract{Name: step.ID, Outputs: []schemas.TypedOutput{{Name: pipelinespec.HumanOutput,
 			DataType: step.Human.InputType(), ContentTypeHint: hint}}}, true
 	}
 	c, ok := contracts[step.Agent]
@@ -90,8 +91,8 @@ func stepContract(contracts map[string]schemas.AgentContract, step schemas.Pipel
 
 // validate checks what the structural checks cannot: an input step's
 // data type is registered and its default is a value of it.
-func (humanKind) validate(c *checks, s schemas.PipelineStep) []error {
-	if s.Kind != schemas.StepKindInput || s.Human == nil || s.Human.Default == nil {
+func (humanKind) validate(c *checks, s pipelinespec.PipelineStep) []error {
+	if s.Kind != pipelinespec.StepKindInput || s.Human == nil || s.Human.Default == nil {
 		return nil
 	}
 	if _, err := inputValue(c.router.DataTypes(), s, s.Human.Default, "default"); err != nil {
@@ -102,7 +103,7 @@ func (humanKind) validate(c *checks, s schemas.PipelineStep) []error {
 
 // inputValue is v as an input step's typed value, checked against the
 // step's data type.
-func inputValue(reg *schemas.DataTypeRegistry, step schemas.PipelineStep, v any, source string) (schemas.TypedValue, error) {
+func inputValue(reg *schemas.DataTypeRegistry, step pipelinespec.PipelineStep, v any, source string) (schemas.TypedValue, error) {
 	raw, err := json.Marshal(v)
 	if err != nil {
 		return schemas.TypedValue{}, fmt.Errorf("%w: the value cannot be encoded as JSON: %v", schemas.ErrInvalidValue, err)
@@ -117,9 +118,9 @@ func inputValue(reg *schemas.DataTypeRegistry, step schemas.PipelineStep, v any,
 // humanRecord is the record of a human step ended by an answer (by whom,
 // with comment) or its default: approved, it completed; rejected, it failed
 // with code rejected; an input completed with its value as output "value".
-func humanRecord(sd *state.RunSpec, h *state.RunHeader, step schemas.PipelineStep, decision string, value *schemas.TypedValue, by, comment string, now time.Time) *state.StepState {
+func humanRecord(sd *state.RunSpec, h *state.RunHeader, step pipelinespec.PipelineStep, decision string, value *schemas.TypedValue, by, comment string, now time.Time) *state.StepState {
 	rec := &state.StepState{ID: step.ID, Wave: waveOf(sd, step.ID), Status: schemas.StepCompleted, Attempt: 1,
-		TaskID: schemas.StepTaskID(h.ID, step.ID, 1, sd.Nonce), DispatchedAt: h.WaveStartedAt, Deadline: h.WaveStartedAt.Add(sd.Timeout(step.ID)),
+		TaskID: pipelinespec.StepTaskID(h.ID, step.ID, 1, sd.Nonce), DispatchedAt: h.WaveStartedAt, Deadline: h.WaveStartedAt.Add(sd.Timeout(step.ID)),
 		FinishedAt: now}
 	what := "approved"
 	switch {
@@ -127,8 +128,8 @@ func humanRecord(sd *state.RunSpec, h *state.RunHeader, step schemas.PipelineSte
 		what = "answered"
 		v := *value
 		v.ProducedAt = now
-		rec.Outputs = map[string]schemas.TypedValue{schemas.HumanOutput: v}
-	case decision == schemas.DecisionReject:
+		rec.Outputs = map[string]schemas.TypedValue{pipelinespec.HumanOutput: v}
+	case decision == pipelinespec.DecisionReject:
 		what = "rejected"
 	}
 	msg := what + " by " + by
@@ -146,12 +147,12 @@ func humanRecord(sd *state.RunSpec, h *state.RunHeader, step schemas.PipelineSte
 // defaultRecord is the record of a human step nobody answered in time: an
 // approval takes its default decision (reject when it names none), an
 // input its default value, or fails with code timeout when it has none.
-func defaultRecord(sd *state.RunSpec, h *state.RunHeader, step schemas.PipelineStep, now time.Time) *state.StepState {
+func defaultRecord(sd *state.RunSpec, h *state.RunHeader, step pipelinespec.PipelineStep, now time.Time) *state.StepState {
 	by := fmt.Sprintf("default (no answer within %s)", sd.Timeout(step.ID))
-	if step.Kind == schemas.StepKindApproval {
+	if step.Kind == pipelinespec.StepKindApproval {
 		d, _ := step.Human.Default.(string)
 		if d == "" {
-			d = schemas.DecisionReject
+			d = pipelinespec.DecisionReject
 		}
 		return humanRecord(sd, h, step, d, nil, by, "", now)
 	}
@@ -195,7 +196,7 @@ var ErrNotOwner = errors.New("not the owner")
 // can be a subject token the error wraps bus.ErrNoReplySubject. Other
 // errors (KV trouble) mean: try again.
 func (s *Scheduler) Resolve(ctx context.Context, ev bus.Event) error {
-	var r schemas.Resolution
+	var r pipelinespec.Resolution
 	err := bus.DecodeData(ev, &r, func(b []byte) error { return schemas.ValidateJSON(schemas.SchemaResolve, b) })
 	if err != nil {
 		err = &refusal{code: schemas.CodeMalformedEvent, err: err}
@@ -218,7 +219,7 @@ func (s *Scheduler) Resolve(ctx context.Context, ev bus.Event) error {
 // RefuseResolve refuses a resolve request that could not be read (ev may
 // be partly decoded): see Resolve.
 func (s *Scheduler) RefuseResolve(ev bus.Event, code string, cause error) error {
-	var r schemas.Resolution
+	var r pipelinespec.Resolution
 	_ = ev.DataAs(&r)
 	if bus.ValidateToken("run id", r.RunID) != nil {
 		r.RunID = ev.Ext(bus.ExtRunID)
@@ -226,19 +227,19 @@ func (s *Scheduler) RefuseResolve(ev bus.Event, code string, cause error) error 
 	return s.refuseResolve(ev.ID, r, code, cause)
 }
 
-func (s *Scheduler) refuseResolve(id string, r schemas.Resolution, code string, cause error) error {
+func (s *Scheduler) refuseResolve(id string, r pipelinespec.Resolution, code string, cause error) error {
 	to := bus.ReplyToken(r.RunID, id)
 	if to == "" {
 		return fmt.Errorf("%w: %w", bus.ErrNoReplySubject, cause)
 	}
 	s.emit(s.names.Events(to, "pipeline"), bus.TypeResolveRefused,
-		schemas.ResolveRefusal{RunID: to, Step: r.Step, Request: id, Code: code, Error: cause.Error(), At: time.Now().UTC()},
+		pipelinespec.ResolveRefusal{RunID: to, Step: r.Step, Request: id, Code: code, Error: cause.Error(), At: time.Now().UTC()},
 		func(e *bus.Event) { e.SetExt(bus.ExtRunID, to) })
 	return nil
 }
 
 // resolve checks r against the run and writes the step's record; see Resolve.
-func resolve(ctx context.Context, e env, r schemas.Resolution, at time.Time) error {
+func resolve(ctx context.Context, e env, r pipelinespec.Resolution, at time.Time) error {
 	sd, err := e.spec(ctx, r.RunID)
 	if errors.Is(err, state.ErrNotFound) {
 		return refuse(schemas.CodeNotWaiting, "%w: there is no run %q; check the id with agentmesh runs", ErrNotWaiting, r.RunID)
@@ -254,16 +255,16 @@ func resolve(ctx context.Context, e env, r schemas.Resolution, at time.Time) err
 	if ok && isAgentStep(step) {
 		return resolveAgent(ctx, e, sd, step, r, at)
 	}
-	if !ok || !schemas.IsHumanKind(step.Kind) {
+	if !ok || !pipelinespec.IsHumanKind(step.Kind) {
 		return refuse(schemas.CodeNotWaiting, "%w: run %s has no approval or input step %q; agentmesh state show %s lists its steps", ErrNotWaiting, r.RunID, r.Step, r.RunID)
 	}
 	var value *schemas.TypedValue
 	switch {
-	case step.Kind == schemas.StepKindApproval && (r.Decision == "" || r.Value != nil):
+	case step.Kind == pipelinespec.StepKindApproval && (r.Decision == "" || r.Value != nil):
 		return refuse(schemas.CodeInvalidInput, "step %q of run %s is an approval: answer it with a decision (approve or reject) and no value", r.Step, r.RunID)
-	case step.Kind == schemas.StepKindInput && (r.Value == nil || r.Decision != ""):
+	case step.Kind == pipelinespec.StepKindInput && (r.Value == nil || r.Decision != ""):
 		return refuse(schemas.CodeInvalidInput, "step %q of run %s is an input: answer it with a value of data type %s and no decision", r.Step, r.RunID, step.Human.InputType())
-	case step.Kind == schemas.StepKindInput:
+	case step.Kind == pipelinespec.StepKindInput:
 		v, err := inputValue(e.config().router.DataTypes(), step, r.Value, "input")
 		if err != nil {
 			return refuse(schemas.CodeInvalidInput, "step %q of run %s: %v", r.Step, r.RunID, err)
@@ -291,7 +292,7 @@ func resolve(ctx context.Context, e env, r schemas.Resolution, at time.Time) err
 
 // recordResolution writes the record of a step a person ended and settles
 // it; when another outcome came first it is refused.
-func recordResolution(ctx context.Context, e env, sd *state.RunSpec, r schemas.Resolution, rec *state.StepState) error {
+func recordResolution(ctx context.Context, e env, sd *state.RunSpec, r pipelinespec.Resolution, rec *state.StepState) error {
 	// The sweep's default, or another answer, may have come first: the
 	// record that stands is settled in case its writer died before telling
 	// the header, and this answer refused.

@@ -10,11 +10,12 @@ import (
 	"time"
 
 	"github.com/agentmesh/agentmesh/orchestrator/state"
+	"github.com/agentmesh/agentmesh/pipelinespec"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
 // KindEvaluator is the kind of a step that scores an earlier output.
-const KindEvaluator = schemas.StepKindEvaluator
+const KindEvaluator = pipelinespec.StepKindEvaluator
 
 // evaluatorOutput is the output of an evaluator's record: an EVALUATION,
 // read by conditions as steps.<id>.outputs.evaluation.score.
@@ -30,7 +31,7 @@ type evaluatorKind struct{ oneTask }
 
 // needsModel refuses spec, submitted to an orchestrator with no model,
 // when a step of it is an evaluator.
-func needsModel(spec schemas.PipelineSpec) error {
+func needsModel(spec pipelinespec.PipelineSpec) error {
 	for _, st := range spec.Steps {
 		if st.Kind == KindEvaluator {
 			return fmt.Errorf("%w %q: step %q: %w: an evaluator needs an LLM; configure one on the orchestrator (OPENAI_API_KEY or OPENAI_BASE_URL)",
@@ -40,7 +41,7 @@ func needsModel(spec schemas.PipelineSpec) error {
 	return nil
 }
 
-func (evaluatorKind) validate(c *checks, step schemas.PipelineStep) []error {
+func (evaluatorKind) validate(c *checks, step pipelinespec.PipelineStep) []error {
 	if err := checkEvaluate(c.spec, step); err != nil {
 		return []error{err}
 	}
@@ -159,7 +160,7 @@ func sourceValue(ctx context.Context, e env, sd *state.RunSpec, src string) (sch
 
 // checkEvaluate checks an evaluator's source at submit: a seed value, a
 // slot, or an output of a step that runs before it.
-func checkEvaluate(spec schemas.PipelineSpec, step schemas.PipelineStep) error {
+func checkEvaluate(spec pipelinespec.PipelineSpec, step pipelinespec.PipelineStep) error {
 	if step.Evaluate == nil || step.Evaluate.Output == "" {
 		return nil // reported by spec.Validate
 	}

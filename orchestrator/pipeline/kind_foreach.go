@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentmesh/agentmesh/orchestrator/route"
 	"github.com/agentmesh/agentmesh/orchestrator/state"
+	"github.com/agentmesh/agentmesh/pipelinespec"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -43,7 +44,7 @@ func (e *itemsError) Unwrap() []error { return []error{e.err, errBadItems} }
 const varsPrefix = "vars."
 
 // itemInput is the input of c that for_each step's items are given as.
-func itemInput(step schemas.PipelineStep, c schemas.AgentContract) (schemas.TypedInput, error) {
+func itemInput(step pipelinespec.PipelineStep, c schemas.AgentContract) (schemas.TypedInput, error) {
 	if name := step.ForEach.Input; name != "" {
 		in, ok := c.Input(name)
 		if !ok {
@@ -74,7 +75,7 @@ func inputNames(c schemas.AgentContract) string {
 // itemsView is spec with for_each step id's item input mapped to its
 // items (a list variable maps to a TEXT literal standing in for it), so
 // the items are checked and read as any mapped input is.
-func itemsView(spec schemas.PipelineSpec, id, input string) schemas.PipelineSpec {
+func itemsView(spec pipelinespec.PipelineSpec, id, input string) pipelinespec.PipelineSpec {
 	spec.Steps = slices.Clone(spec.Steps)
 	for i, s := range spec.Steps {
 		if s.ID != id {
@@ -126,7 +127,7 @@ func (forEach) prepare(ctx context.Context, e env, st stepStart) (*state.LoopIte
 		return nil, nil, badItems("for_each.items %s holds %s items but input %q takes %s%s", step.ForEach.Items, items.DataType, in.Name, in.DataType, route.HintSuffix(in.ContentTypeHint))
 	}
 	if len(items.Values) > e.config().limits.ForEachItems {
-		return nil, nil, badItems("%w", schemas.ItemsOverLimit(id, step.ForEach.Items, len(items.Values), e.config().limits.ForEachItems))
+		return nil, nil, badItems("%w", pipelinespec.ItemsOverLimit(id, step.ForEach.Items, len(items.Values), e.config().limits.ForEachItems))
 	}
 	items.Input, items.Base = in.Name, inputs
 	return items, &state.LoopProgress{N: len(items.Values), Parallel: step.ForEach.Limit()}, nil
@@ -135,7 +136,7 @@ func (forEach) prepare(ctx context.Context, e env, st stepStart) (*state.LoopIte
 // pipelineItems are the items of a for_each that runs a pipeline per
 // item: each is given as the child's seed value itemSeed names, which
 // must be of the items' data type.
-func pipelineItems(ctx context.Context, e env, sd *state.RunSpec, step schemas.PipelineStep) (*state.LoopItems, *state.LoopProgress, error) {
+func pipelineItems(ctx context.Context, e env, sd *state.RunSpec, step pipelinespec.PipelineStep) (*state.LoopItems, *state.LoopProgress, error) {
 	name, err := itemSeed(step)
 	if err != nil {
 		return nil, nil, err
@@ -162,7 +163,7 @@ func pipelineItems(ctx context.Context, e env, sd *state.RunSpec, step schemas.P
 		return nil, nil, badItems("for_each.items %s holds %s items but seed value %s of pipeline %s is %s", src, items.DataType, name, step.Pipeline.Ref(), want)
 	}
 	if len(items.Values) > e.config().limits.ForEachItems {
-		return nil, nil, badItems("%w", schemas.ItemsOverLimit(step.ID, src, len(items.Values), e.config().limits.ForEachItems))
+		return nil, nil, badItems("%w", pipelinespec.ItemsOverLimit(step.ID, src, len(items.Values), e.config().limits.ForEachItems))
 	}
 	items.Input = name
 	return items, &state.LoopProgress{N: len(items.Values), Parallel: step.ForEach.Limit()}, nil
@@ -179,7 +180,7 @@ func splitItems(tv schemas.TypedValue, src string) (*state.LoopItems, error) {
 			return nil, badItems("for_each.items %s: %w", src, err)
 		}
 		if fc.Spilled() {
-			return nil, badItems("for_each.items %s is a collection of %d file ids kept in the object store; a for_each takes at most %d ids held in place", src, fc.Count(), schemas.MaxLoopItems)
+			return nil, badItems("for_each.items %s is a collection of %d file ids kept in the object store; a for_each takes at most %d ids held in place", src, fc.Count(), pipelinespec.MaxLoopItems)
 		}
 		for _, fid := range fc.IDs() {
 			b, _ := json.Marshal(schemas.FromIDs(fc.ContentType(), fid))
@@ -343,7 +344,7 @@ func itemRecords(ctx context.Context, e env, run, id string, n int) ([]*state.St
 func loopRecord(sd *state.RunSpec, h *state.RunHeader, id string, recs []*state.StepState, now time.Time) *state.StepState {
 	step, _ := sd.Step(id)
 	rec := &state.StepState{ID: id, Agent: step.Agent, Wave: waveOf(sd, id), Status: schemas.StepCompleted, Attempt: 1,
-		TaskID: schemas.StepTaskID(sd.ID, id, 1, sd.Nonce), DispatchedAt: h.WaveStartedAt, Deadline: h.WaveStartedAt.Add(sd.Timeout(id)), FinishedAt: now}
+		TaskID: pipelinespec.StepTaskID(sd.ID, id, 1, sd.Nonce), DispatchedAt: h.WaveStartedAt, Deadline: h.WaveStartedAt.Add(sd.Timeout(id)), FinishedAt: now}
 	for _, r := range recs {
 		rec.Metrics.Tokens = rec.Metrics.Tokens.Add(r.Metrics.Tokens)
 		rec.Metrics.Cost += r.Metrics.Cost

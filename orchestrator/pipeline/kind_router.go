@@ -10,11 +10,12 @@ import (
 	"time"
 
 	"github.com/agentmesh/agentmesh/orchestrator/state"
+	"github.com/agentmesh/agentmesh/pipelinespec"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
 // KindRouter is the kind of a step that chooses one of its branches.
-const KindRouter = schemas.StepKindRouter
+const KindRouter = pipelinespec.StepKindRouter
 
 // Model is the language model a router asks (an *llm.Client satisfies it).
 type Model interface {
@@ -35,7 +36,7 @@ type routerKind struct{ oneTask }
 
 // validate compiles the router's rules, which read what the router reads
 // (its own ancestors, itself excluded), and resolves its prompt.
-func (routerKind) validate(c *checks, s schemas.PipelineStep) []error {
+func (routerKind) validate(c *checks, s pipelinespec.PipelineStep) []error {
 	if s.Router == nil {
 		return nil // reported by spec.Validate
 	}
@@ -87,7 +88,7 @@ const routerSkipPrefix = "router "
 
 // routerOf returns the router among step's dependencies that has it as a
 // branch.
-func routerOf(sd *state.RunSpec, step schemas.PipelineStep) (string, bool) {
+func routerOf(sd *state.RunSpec, step pipelinespec.PipelineStep) (string, bool) {
 	for _, d := range step.DependsOn {
 		if ds, ok := sd.Step(d); ok && ds.Router != nil && slices.Contains(ds.Router.Names(), step.ID) {
 			return d, true
@@ -98,7 +99,7 @@ func routerOf(sd *state.RunSpec, step schemas.PipelineStep) (string, bool) {
 
 // offBranch is the skipped record of step, a branch of a router among its
 // dependencies that chose another; nil when it is none or was chosen.
-func offBranch(ctx context.Context, e env, st stepStart, step schemas.PipelineStep) (*state.StepState, error) {
+func offBranch(ctx context.Context, e env, st stepStart, step pipelinespec.PipelineStep) (*state.StepState, error) {
 	r, ok := routerOf(st.sd, step)
 	if !ok {
 		return nil, nil
@@ -127,7 +128,7 @@ func routerChoice(rec *state.StepState) string {
 }
 
 // chooseBranch picks step's branch and says why.
-func chooseBranch(ctx context.Context, e env, sd *state.RunSpec, step schemas.PipelineStep) (choice, why string, usage schemas.Usage, err error) {
+func chooseBranch(ctx context.Context, e env, sd *state.RunSpec, step pipelinespec.PipelineStep) (choice, why string, usage schemas.Usage, err error) {
 	r := step.Router
 	var asked string
 	if e.config().model != nil {
@@ -167,7 +168,7 @@ func chooseBranch(ctx context.Context, e env, sd *state.RunSpec, step schemas.Pi
 
 // askModel asks the model to name a branch, telling it the prompt, the
 // branches and the run's variables and slots.
-func askModel(ctx context.Context, e env, sd *state.RunSpec, step schemas.PipelineStep) (string, schemas.Usage, error) {
+func askModel(ctx context.Context, e env, sd *state.RunSpec, step pipelinespec.PipelineStep) (string, schemas.Usage, error) {
 	ctx, cancel := context.WithTimeout(ctx, sd.Timeout(step.ID))
 	defer cancel()
 	var b strings.Builder

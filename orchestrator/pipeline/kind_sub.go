@@ -12,11 +12,12 @@ import (
 
 	"github.com/agentmesh/agentmesh/orchestrator/route"
 	"github.com/agentmesh/agentmesh/orchestrator/state"
+	"github.com/agentmesh/agentmesh/pipelinespec"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
 // KindPipeline is the kind of a step that runs another pipeline.
-const KindPipeline = schemas.StepKindPipeline
+const KindPipeline = pipelinespec.StepKindPipeline
 
 // subKind runs a step of kind pipeline: its child spec (resolved at
 // submit, see resolveSubs) runs as a run of its own, <run>-<step>, seeded
@@ -81,7 +82,7 @@ func (c *childRefused) Error() string { return c.err.Error() }
 // runChild starts spec as run childID for parent (see env.startRun),
 // saying so with the parent step's running event (for a for_each, for its
 // first few items).
-func runChild(ctx context.Context, e env, sd *state.RunSpec, h *state.RunHeader, childID string, spec schemas.PipelineSpec, parent state.RunParent) error {
+func runChild(ctx context.Context, e env, sd *state.RunSpec, h *state.RunHeader, childID string, spec pipelinespec.PipelineSpec, parent state.RunParent) error {
 	step, _ := sd.Step(parent.Step)
 	now := time.Now().UTC()
 	return e.startRun(ctx, sd, childID, spec, parent, func() {
@@ -121,13 +122,13 @@ func startItemRun(ctx context.Context, e env, k loopKind, sd *state.RunSpec, h *
 	if err := json.Unmarshal(item.Value, &val); err != nil {
 		return err
 	}
-	spec.Seed.Values[items.Input] = schemas.SeedValue{DataType: item.DataType, ContentTypeHint: item.ContentTypeHint, Value: val}
+	spec.Seed.Values[items.Input] = pipelinespec.SeedValue{DataType: item.DataType, ContentTypeHint: item.ContentTypeHint, Value: val}
 	item0 := i
 	err := runChild(ctx, e, sd, h, childID, spec, state.RunParent{Run: sd.ID, Step: id, Item: &item0})
 	var bad *childRefused
 	if errors.As(err, &bad) {
 		rec := failedRecord(sd, h, id, bad.code, fmt.Sprintf("pipeline %s (run %s): %v", step.Pipeline.Ref(), childID, bad.err), time.Now().UTC())
-		rec.TaskID = schemas.LoopTaskID(sd.ID, id, i, sd.Nonce)
+		rec.TaskID = pipelinespec.LoopTaskID(sd.ID, id, i, sd.Nonce)
 		return applyItemRecord(ctx, e, k, sd, h, id, i, rec)
 	}
 	return err
@@ -135,7 +136,7 @@ func startItemRun(ctx context.Context, e env, k loopKind, sd *state.RunSpec, h *
 
 // childSpec is the child spec of step with the values its inputs map
 // written into the child's seed values.
-func childSpec(ctx context.Context, e env, sd *state.RunSpec, step schemas.PipelineStep) (schemas.PipelineSpec, error) {
+func childSpec(ctx context.Context, e env, sd *state.RunSpec, step pipelinespec.PipelineStep) (pipelinespec.PipelineSpec, error) {
 	spec := *step.Pipeline.Spec
 	spec.Seed.Values = maps.Clone(spec.Seed.Values)
 	for _, name := range slices.Sorted(maps.Keys(step.Pipeline.Inputs)) {
@@ -153,9 +154,9 @@ func childSpec(ctx context.Context, e env, sd *state.RunSpec, step schemas.Pipel
 			return spec, fmt.Errorf("pipeline.inputs.%s: %w", name, err)
 		}
 		if spec.Seed.Values == nil {
-			spec.Seed.Values = map[string]schemas.SeedValue{}
+			spec.Seed.Values = map[string]pipelinespec.SeedValue{}
 		}
-		spec.Seed.Values[name] = schemas.SeedValue{DataType: v.DataType, ContentTypeHint: v.ContentTypeHint, Value: val}
+		spec.Seed.Values[name] = pipelinespec.SeedValue{DataType: v.DataType, ContentTypeHint: v.ContentTypeHint, Value: val}
 	}
 	return spec, nil
 }
@@ -172,7 +173,7 @@ func subRecord(ctx context.Context, e env, sd *state.RunSpec, h *state.RunHeader
 		}
 		return failedRecord(sd, h, id, code, fmt.Sprintf("pipeline %s (run %s) failed: %s", step.Pipeline.Ref(), csd.ID, ch.Error), now)
 	}
-	rec := &state.StepState{ID: id, Wave: waveOf(sd, id), Status: schemas.StepCompleted, Attempt: 1, TaskID: schemas.StepTaskID(sd.ID, id, 1, sd.Nonce),
+	rec := &state.StepState{ID: id, Wave: waveOf(sd, id), Status: schemas.StepCompleted, Attempt: 1, TaskID: pipelinespec.StepTaskID(sd.ID, id, 1, sd.Nonce),
 		DispatchedAt: h.WaveStartedAt, Deadline: h.WaveStartedAt.Add(sd.Timeout(id)), FinishedAt: now,
 		Metrics: schemas.Metrics{DurationMS: now.Sub(h.WaveStartedAt).Milliseconds(), Tokens: ch.Usage.Tokens, Cost: ch.Usage.Cost, ModelMS: ch.Usage.ModelMS}}
 	outs := step.Pipeline.Outputs
@@ -235,7 +236,7 @@ func endSub(ctx context.Context, e env, child *state.RunSpec, h *state.RunHeader
 		if !ok {
 			return nil
 		}
-		rec.TaskID = schemas.LoopTaskID(sd.ID, p.Step, *p.Item, sd.Nonce)
+		rec.TaskID = pipelinespec.LoopTaskID(sd.ID, p.Step, *p.Item, sd.Nonce)
 		return applyItemRecord(ctx, e, k, sd, ph, p.Step, *p.Item, rec)
 	}
 	_, err = e.end(ctx, sd, rec)
@@ -264,7 +265,7 @@ func sweepSub(ctx context.Context, e env, sd *state.RunSpec, id string) {
 // names being resolved, to refuse a cycle, and depth how deep they may
 // nest below the top. A step naming a file the client did not resolve is
 // refused.
-func resolveSubs(spec schemas.PipelineSpec, lookup func(string) (schemas.PipelineSpec, error), stack []string, depth int) (schemas.PipelineSpec, error) {
+func resolveSubs(spec pipelinespec.PipelineSpec, lookup func(string) (pipelinespec.PipelineSpec, error), stack []string, depth int) (pipelinespec.PipelineSpec, error) {
 	var errs []error
 	spec.Steps = slices.Clone(spec.Steps)
 	for i, st := range spec.Steps {
@@ -313,19 +314,19 @@ func resolveSubs(spec schemas.PipelineSpec, lookup func(string) (schemas.Pipelin
 }
 
 // validate checks the child pipeline (see checkSub).
-func (subKind) validate(c *checks, step schemas.PipelineStep) []error { return checkSub(c, step) }
+func (subKind) validate(c *checks, step pipelinespec.PipelineStep) []error { return checkSub(c, step) }
 
 // checkSub validates the child of a step that runs a pipeline (of kind
 // pipeline, or a for_each that runs one per item), as it would run: the
 // seed values its inputs map must be declared by the child (they give
 // their data types), its outputs must name child steps.
-func checkSub(c *checks, st schemas.PipelineStep) []error {
+func checkSub(c *checks, st pipelinespec.PipelineStep) []error {
 	if st.Pipeline == nil || st.Pipeline.Spec == nil {
 		return nil
 	}
 	var errs []error
 	p := st.Pipeline
-	if st.Kind == schemas.StepKindForEach {
+	if st.Kind == pipelinespec.StepKindForEach {
 		if _, err := itemSeed(st); err != nil {
 			errs = append(errs, fmt.Errorf("step %q: %w", st.ID, err))
 		}
@@ -361,7 +362,7 @@ func checkSub(c *checks, st schemas.PipelineStep) []error {
 
 // itemSeed is the seed value of a for_each step's child that each item is
 // given as: for_each.input, else the child's one seed value.
-func itemSeed(step schemas.PipelineStep) (string, error) {
+func itemSeed(step pipelinespec.PipelineStep) (string, error) {
 	vals := step.Pipeline.Spec.Seed.Values
 	names := slices.Sorted(maps.Keys(vals))
 	if name := step.ForEach.Input; name != "" {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentmesh/agentmesh/internal/fixture"
 	"github.com/agentmesh/agentmesh/internal/meshtest"
+	"github.com/agentmesh/agentmesh/pipelinespec"
 
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/client"
@@ -154,7 +155,7 @@ func TestEarlyResultIsAppliedOnceItsWaveStarts(t *testing.T) {
 
 	res := fixture.OK("AgentB", "early", nil)
 	ev, _ := bus.NewEvent(bus.TypeTaskCompleted, "test", res)
-	ev.SetExt(bus.ExtTaskID, schemas.StepTaskID(id, "b", 1, meshtest.Nonce(t, o, id)))
+	ev.SetExt(bus.ExtTaskID, pipelinespec.StepTaskID(id, "b", 1, meshtest.Nonce(t, o, id)))
 	ev.SetExt(bus.ExtRunID, id)
 	ev.SetExt(bus.ExtStepID, "b")
 	msg, _ := bus.Encode(m.Srv.Names().OrchestratorResult("AgentB", id), ev)

@@ -10,17 +10,18 @@ import (
 
 	"github.com/agentmesh/agentmesh/orchestrator/pipeline"
 	"github.com/agentmesh/agentmesh/orchestrator/route"
+	"github.com/agentmesh/agentmesh/pipelinespec"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
 // nested is a pipeline whose one step runs an inline pipeline, depth
 // levels down to a pipeline of one Search step.
-func nested(depth int) schemas.PipelineSpec {
-	spec := schemas.PipelineSpec{Name: "leaf", Steps: []schemas.PipelineStep{step("s", "Search")}}
+func nested(depth int) pipelinespec.PipelineSpec {
+	spec := pipelinespec.PipelineSpec{Name: "leaf", Steps: []pipelinespec.PipelineStep{step("s", "Search")}}
 	for i := range depth {
 		inner := spec
-		spec = schemas.PipelineSpec{Name: "level-" + strconv.Itoa(depth-i-1), Steps: []schemas.PipelineStep{
-			{ID: "p", Kind: schemas.StepKindPipeline, Pipeline: &schemas.SubPipeline{Spec: &inner}}}}
+		spec = pipelinespec.PipelineSpec{Name: "level-" + strconv.Itoa(depth-i-1), Steps: []pipelinespec.PipelineStep{
+			{ID: "p", Kind: pipelinespec.StepKindPipeline, Pipeline: &pipelinespec.SubPipeline{Spec: &inner}}}}
 	}
 	return spec
 }
@@ -34,7 +35,7 @@ const maxErrorBytes = 120 << 10
 // naming the limit and the depth, in an error whose length does not grow
 // with the depth (it grew with its square: 846 KB at 200).
 func TestValidateNestingDepth(t *testing.T) {
-	if _, _, err := pipeline.Validate(nested(schemas.MaxPipelineDepth), lookup, route.NewRouter()); err != nil {
+	if _, _, err := pipeline.Validate(nested(pipelinespec.MaxPipelineDepth), lookup, route.NewRouter()); err != nil {
 		t.Fatalf("8 deep: %v", err)
 	}
 	var first int
@@ -61,19 +62,19 @@ func TestValidateNestingDepth(t *testing.T) {
 // the depth of a refused spec and with the steps of an accepted one
 // (allocations, not time: the machine may be busy).
 func TestValidateCostIsLinear(t *testing.T) {
-	allocs := func(spec schemas.PipelineSpec) float64 {
+	allocs := func(spec pipelinespec.PipelineSpec) float64 {
 		r := route.NewRouter()
 		return testing.AllocsPerRun(3, func() { _, _, _ = pipeline.Validate(spec, lookup, r) })
 	}
 	if a, b := allocs(nested(100)), allocs(nested(800)); b > 12*a {
 		t.Errorf("refusing 800 deep allocates %.0f, 100 deep %.0f: more than linear", b, a)
 	}
-	wide := func(n int) schemas.PipelineSpec {
-		spec := schemas.PipelineSpec{Name: "wide"}
+	wide := func(n int) pipelinespec.PipelineSpec {
+		spec := pipelinespec.PipelineSpec{Name: "wide"}
 		for i := range n {
 			child := nested(3)
-			spec.Steps = append(spec.Steps, schemas.PipelineStep{ID: "p" + strconv.Itoa(i), Kind: schemas.StepKindPipeline,
-				Pipeline: &schemas.SubPipeline{Spec: &child}})
+			spec.Steps = append(spec.Steps, pipelinespec.PipelineStep{ID: "p" + strconv.Itoa(i), Kind: pipelinespec.StepKindPipeline,
+				Pipeline: &pipelinespec.SubPipeline{Spec: &child}})
 		}
 		return spec
 	}
@@ -86,39 +87,39 @@ func TestValidateCostIsLinear(t *testing.T) {
 // names.
 type limitCase struct {
 	name     string
-	at, past schemas.PipelineSpec
+	at, past pipelinespec.PipelineSpec
 	names    string // the limit, as the error names it
 	value    int    // the value past it
 }
 
 // limitCases are specs at and just past each limit of lim.
-func limitCases(lim schemas.Limits) []limitCase {
-	chain := func(n int) schemas.PipelineSpec {
-		spec := schemas.PipelineSpec{Name: "chain", Steps: []schemas.PipelineStep{step("s0", "Search")}}
+func limitCases(lim pipelinespec.Limits) []limitCase {
+	chain := func(n int) pipelinespec.PipelineSpec {
+		spec := pipelinespec.PipelineSpec{Name: "chain", Steps: []pipelinespec.PipelineStep{step("s0", "Search")}}
 		for i := 1; i < n; i++ {
 			spec.Steps = append(spec.Steps, step("s"+strconv.Itoa(i), "Variant", "s"+strconv.Itoa(i-1)))
 		}
 		return spec
 	}
-	forEach := func(items, parallel int) schemas.PipelineSpec {
+	forEach := func(items, parallel int) pipelinespec.PipelineSpec {
 		list := make([]any, items)
 		for i := range list {
 			list[i] = "item " + strconv.Itoa(i)
 		}
-		return schemas.PipelineSpec{Name: "each", Vars: map[string]any{"items": list}, Steps: []schemas.PipelineStep{{
-			ID: "e", Kind: schemas.StepKindForEach, Agent: "Text", ForEach: &schemas.ForEachSpec{Items: "vars.items", Parallel: parallel}}}}
+		return pipelinespec.PipelineSpec{Name: "each", Vars: map[string]any{"items": list}, Steps: []pipelinespec.PipelineStep{{
+			ID: "e", Kind: pipelinespec.StepKindForEach, Agent: "Text", ForEach: &pipelinespec.ForEachSpec{Items: "vars.items", Parallel: parallel}}}}
 	}
-	repeat := func(n int) schemas.PipelineSpec {
-		return schemas.PipelineSpec{Name: "again", Steps: []schemas.PipelineStep{{
-			ID: "r", Kind: schemas.StepKindRepeat, Agent: "Text", Inputs: map[string]string{"text": "text:x"},
-			Repeat: &schemas.RepeatSpec{Until: "iteration > 1", MaxIterations: n}}}}
+	repeat := func(n int) pipelinespec.PipelineSpec {
+		return pipelinespec.PipelineSpec{Name: "again", Steps: []pipelinespec.PipelineStep{{
+			ID: "r", Kind: pipelinespec.StepKindRepeat, Agent: "Text", Inputs: map[string]string{"text": "text:x"},
+			Repeat: &pipelinespec.RepeatSpec{Until: "iteration > 1", MaxIterations: n}}}}
 	}
-	seeded := func(n int) schemas.PipelineSpec {
+	seeded := func(n int) pipelinespec.PipelineSpec {
 		spec := chain(1)
-		spec.Seed.Values = map[string]schemas.SeedValue{"note": {DataType: schemas.TypeText, Value: strings.Repeat("x", n-2)}} // 2 quotes
+		spec.Seed.Values = map[string]pipelinespec.SeedValue{"note": {DataType: schemas.TypeText, Value: strings.Repeat("x", n-2)}} // 2 quotes
 		return spec
 	}
-	sized := func(n int) schemas.PipelineSpec { // n bytes of JSON
+	sized := func(n int) pipelinespec.PipelineSpec { // n bytes of JSON
 		spec := chain(1)
 		spec.Name = ""
 		b, _ := json.Marshal(spec)
@@ -145,9 +146,9 @@ func TestLimitsAtAndPast(t *testing.T) {
 		Inputs:  []schemas.TypedInput{{Name: "text", DataType: schemas.TypeText, Required: true}},
 		Outputs: []schemas.TypedOutput{{Name: "text", DataType: schemas.TypeText}}}
 	t.Cleanup(func() { delete(live, "Text") })
-	for _, lim := range []schemas.Limits{
+	for _, lim := range []pipelinespec.Limits{
 		{Steps: 12, Depth: 3, ForEachItems: 20, ForEachParallel: 5, RepeatIterations: 7, SeedValueBytes: 300, SpecBytes: 4000},
-		schemas.Limits{}.OrDefaults(),
+		pipelinespec.Limits{}.OrDefaults(),
 	} {
 		for _, c := range limitCases(lim) {
 			t.Run(fmt.Sprintf("%s=%d", c.name, c.value-1), func(t *testing.T) {
@@ -178,21 +179,21 @@ func FuzzValidateLimits(f *testing.F) {
 	f.Add(uint16(8), uint16(1), uint16(1), uint16(4), uint16(10))
 	f.Add(uint16(9), uint16(3), uint16(2), uint16(65), uint16(101))
 	f.Add(uint16(300), uint16(1), uint16(40), uint16(0), uint16(0))
-	lim := schemas.Limits{Steps: 60, Depth: 4, ForEachParallel: 8, RepeatIterations: 9}.OrDefaults()
+	lim := pipelinespec.Limits{Steps: 60, Depth: 4, ForEachParallel: 8, RepeatIterations: 9}.OrDefaults()
 	f.Fuzz(func(t *testing.T, depth, width, steps, parallel, iterations uint16) {
 		depth, width, steps = depth%600, width%6+1, steps%80+1
 		spec := nested(int(depth))
 		for i := range int(width) - 1 {
 			child := nested(int(depth) / (i + 2))
-			spec.Steps = append(spec.Steps, schemas.PipelineStep{ID: "w" + strconv.Itoa(i), Kind: schemas.StepKindPipeline,
-				Pipeline: &schemas.SubPipeline{Spec: &child}})
+			spec.Steps = append(spec.Steps, pipelinespec.PipelineStep{ID: "w" + strconv.Itoa(i), Kind: pipelinespec.StepKindPipeline,
+				Pipeline: &pipelinespec.SubPipeline{Spec: &child}})
 		}
 		for i := range int(steps) {
 			spec.Steps = append(spec.Steps, step("c"+strconv.Itoa(i), "Search"))
 		}
 		spec.Steps = append(spec.Steps,
-			schemas.PipelineStep{ID: "e", Kind: schemas.StepKindForEach, Agent: "Analyze", ForEach: &schemas.ForEachSpec{Items: "c0.images", Parallel: int(parallel)}},
-			schemas.PipelineStep{ID: "r", Kind: schemas.StepKindRepeat, Agent: "Search", Repeat: &schemas.RepeatSpec{Until: "iteration > 1", MaxIterations: int(iterations)}})
+			pipelinespec.PipelineStep{ID: "e", Kind: pipelinespec.StepKindForEach, Agent: "Analyze", ForEach: &pipelinespec.ForEachSpec{Items: "c0.images", Parallel: int(parallel)}},
+			pipelinespec.PipelineStep{ID: "r", Kind: pipelinespec.StepKindRepeat, Agent: "Search", Repeat: &pipelinespec.RepeatSpec{Until: "iteration > 1", MaxIterations: int(iterations)}})
 		_, _, err := pipeline.ValidateWithin(spec, lookup, route.NewRouter(), lim)
 		over := spec.Depth() > lim.Depth || spec.StepCount() > lim.Steps || int(parallel) > lim.ForEachParallel || int(iterations) > lim.RepeatIterations
 		if over != errors.Is(err, schemas.ErrLimitExceeded) {

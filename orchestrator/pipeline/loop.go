@@ -11,6 +11,7 @@ import (
 	"github.com/agentmesh/agentmesh/internal/meshcore"
 	"github.com/agentmesh/agentmesh/orchestrator/route"
 	"github.com/agentmesh/agentmesh/orchestrator/state"
+	"github.com/agentmesh/agentmesh/pipelinespec"
 	"github.com/agentmesh/agentmesh/schemas"
 	"github.com/agentmesh/agentmesh/telemetry"
 )
@@ -26,7 +27,7 @@ import (
 // loopDriver is what differs between the loop kinds.
 type loopDriver interface {
 	// validate is the loop's checks at submit (stepKind.validate).
-	validate(c *checks, step schemas.PipelineStep) []error
+	validate(c *checks, step pipelinespec.PipelineStep) []error
 	// prepare builds the loop's items and shared inputs and its progress
 	// (N and Parallel set) as the step starts.
 	prepare(ctx context.Context, e env, st stepStart) (*state.LoopItems, *state.LoopProgress, error)
@@ -46,13 +47,13 @@ type loopKind struct {
 	d       loopDriver
 }
 
-func (k loopKind) validate(c *checks, step schemas.PipelineStep) []error {
+func (k loopKind) validate(c *checks, step pipelinespec.PipelineStep) []error {
 	return k.d.validate(c, step)
 }
 
-// owns: the tasks of its items (schemas.LoopTaskID).
+// owns: the tasks of its items (pipelinespec.LoopTaskID).
 func (loopKind) owns(sd *state.RunSpec, id, taskID string) bool {
-	_, item := schemas.LoopItem(sd.ID, id, taskID, sd.Nonce)
+	_, item := pipelinespec.LoopItem(sd.ID, id, taskID, sd.Nonce)
 	return item
 }
 
@@ -92,7 +93,7 @@ func (loopKind) cancel(ctx context.Context, e env, sd *state.RunSpec, id string,
 		if step.Pipeline != nil {
 			out = append(out, itemRunID(sd.ID, id, i))
 		} else {
-			out = append(out, schemas.LoopTaskID(sd.ID, id, i, sd.Nonce))
+			out = append(out, pipelinespec.LoopTaskID(sd.ID, id, i, sd.Nonce))
 		}
 	}
 	if step.Pipeline != nil {
@@ -174,7 +175,7 @@ func sendItems(ctx context.Context, e env, k loopKind, sd *state.RunSpec, h *sta
 		if deadline.After(end) {
 			deadline = end
 		}
-		meta := dispatchMeta(sd, id, schemas.LoopTaskID(sd.ID, id, i, sd.Nonce), deadline)
+		meta := dispatchMeta(sd, id, pipelinespec.LoopTaskID(sd.ID, id, i, sd.Nonce), deadline)
 		if confirm {
 			err = e.dispatch(ctx, step.Agent, task, meta, true)
 			if errors.Is(err, bus.ErrBacklogFull) {
@@ -199,7 +200,7 @@ func sendItems(ctx context.Context, e env, k loopKind, sd *state.RunSpec, h *sta
 // replica that died between the progress and the publish.
 func applyItem(ctx context.Context, e env, sd *state.RunSpec, h *state.RunHeader, id, taskID string, res schemas.AgentResult) error {
 	k, ok := loopOf(sd, id)
-	i, isItem := schemas.LoopItem(sd.ID, id, taskID, sd.Nonce)
+	i, isItem := pipelinespec.LoopItem(sd.ID, id, taskID, sd.Nonce)
 	if !ok || !isItem {
 		return nil
 	}
@@ -394,15 +395,15 @@ func emitLoopProgress(e env, sd *state.RunSpec, h *state.RunHeader, id string, p
 	ended := p.Low + len(p.Ended)
 	var why string
 	switch {
-	case step.Kind == schemas.StepKindRepeat && p.Stop == "" && p.Next > i+1:
+	case step.Kind == pipelinespec.StepKindRepeat && p.Stop == "" && p.Next > i+1:
 		why = fmt.Sprintf("iteration %d of at most %d: the condition did not hold after iteration %d", i+2, p.N, i+1)
-	case step.Kind == schemas.StepKindForEach && p.N > 0 && (ended*10/p.N != (ended-1)*10/p.N):
+	case step.Kind == pipelinespec.StepKindForEach && p.N > 0 && (ended*10/p.N != (ended-1)*10/p.N):
 		why = fmt.Sprintf("%d of %d items ended, %d running", ended, p.N, len(p.Running()))
 	default:
 		return
 	}
 	e.emitStep(sd, schemas.StepEvent{RunID: sd.ID, Step: id, Agent: step.Agent, Status: schemas.StepRunning, Wave: h.Wave,
-		Attempt: 1, TaskID: schemas.LoopTaskID(sd.ID, id, i, sd.Nonce), Reason: why, At: time.Now().UTC()})
+		Attempt: 1, TaskID: pipelinespec.LoopTaskID(sd.ID, id, i, sd.Nonce), Reason: why, At: time.Now().UTC()})
 }
 
 // loopCache keeps, per loop this replica touched, its items and the

@@ -8,6 +8,7 @@ import (
 	"github.com/agentmesh/agentmesh/internal/meshcore"
 	"github.com/agentmesh/agentmesh/orchestrator/route"
 	"github.com/agentmesh/agentmesh/orchestrator/state"
+	"github.com/agentmesh/agentmesh/pipelinespec"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -37,7 +38,7 @@ func WithModel(m Model) Option { return func(c *config) { c.Model = m } }
 
 // WithPipelines returns the spec of a pipeline by name, for the steps of
 // kind pipeline that name one (see resolveSubs).
-func WithPipelines(fn func(name string) (schemas.PipelineSpec, error)) Option {
+func WithPipelines(fn func(name string) (pipelinespec.PipelineSpec, error)) Option {
 	return func(c *config) { c.Pipelines = fn }
 }
 
@@ -62,8 +63,8 @@ func WithAckWait(d time.Duration) Option { return func(c *config) { c.AckWait = 
 func WithSource(s string) Option { return func(c *config) { c.Source = s } }
 
 // WithLimits bounds what a submitted spec may ask (zero fields: the
-// defaults, see schemas.Limits).
-func WithLimits(l schemas.Limits) Option { return func(c *config) { c.Limits = l } }
+// defaults, see pipelinespec.Limits).
+func WithLimits(l pipelinespec.Limits) Option { return func(c *config) { c.Limits = l } }
 
 // WithLogger logs to l (default: discard).
 func WithLogger(l *slog.Logger) Option { return func(c *config) { c.Logger = l } }

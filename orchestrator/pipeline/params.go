@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/agentmesh/agentmesh/pipelinespec"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -15,7 +16,7 @@ import (
 // does not declare even when it leaves additional properties open: a
 // misspelt param is an error at submit, not a default at run time. A
 // contract without a params schema accepts any params.
-func checkParams(step schemas.PipelineStep, c schemas.AgentContract) []error {
+func checkParams(step pipelinespec.PipelineStep, c schemas.AgentContract) []error {
 	if len(c.Params) == 0 {
 		return nil
 	}

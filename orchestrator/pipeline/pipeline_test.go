@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/agentmesh/agentmesh/internal/fixture"
+	"github.com/agentmesh/agentmesh/pipelinespec"
 
 	"github.com/agentmesh/agentmesh/client"
 	"github.com/agentmesh/agentmesh/orchestrator/pipeline"
@@ -43,48 +44,51 @@ var live = map[string]schemas.AgentContract{
 
 func lookup(a string) (schemas.AgentContract, bool) { c, ok := live[a]; return c, ok }
 
-func step(id, agent string, deps ...string) schemas.PipelineStep {
-	return schemas.PipelineStep{ID: id, Agent: agent, DependsOn: deps}
+func step(id, agent string, deps ...string) pipelinespec.PipelineStep {
+	return pipelinespec.PipelineStep{ID: id, Agent: agent, DependsOn: deps}
 }
 
 func TestValidatePipelineRejectsEachInvalidPipelineClearly(t *testing.T) {
-	with := func(s schemas.PipelineStep, in map[string]string) schemas.PipelineStep { s.Inputs = in; return s }
+	with := func(s pipelinespec.PipelineStep, in map[string]string) pipelinespec.PipelineStep {
+		s.Inputs = in
+		return s
+	}
 	cases := []struct {
 		name  string
-		spec  schemas.PipelineSpec
+		spec  pipelinespec.PipelineSpec
 		is    error
 		wants []string
 	}{
-		{"no steps", schemas.PipelineSpec{Name: "p"}, schemas.ErrInvalidPipeline, []string{"no steps"}},
-		{"empty step id", schemas.PipelineSpec{Steps: []schemas.PipelineStep{step("", "Search")}}, schemas.ErrInvalidPipeline, []string{"id is empty"}},
-		{"bad step id", schemas.PipelineSpec{Steps: []schemas.PipelineStep{step("a b", "Search")}}, schemas.ErrInvalidPipeline, []string{`"a b"`}},
-		{"duplicate step id", schemas.PipelineSpec{Steps: []schemas.PipelineStep{step("s", "Search"), step("s", "Search")}}, schemas.ErrInvalidPipeline, []string{`duplicate step id "s"`}},
-		{"unknown agent", schemas.PipelineSpec{Steps: []schemas.PipelineStep{step("s", "Ghost")}}, pipeline.ErrUnknownAgent, []string{`"Ghost"`, "no live instance", "agentmesh agent Ghost"}},
-		{"unknown dependency", schemas.PipelineSpec{Steps: []schemas.PipelineStep{step("s", "Search", "nope")}}, schemas.ErrInvalidPipeline, []string{`"nope"`}},
-		{"self dependency", schemas.PipelineSpec{Steps: []schemas.PipelineStep{step("s", "Search", "s")}}, schemas.ErrInvalidPipeline, []string{"depends on itself"}},
-		{"cycle", schemas.PipelineSpec{Steps: []schemas.PipelineStep{step("s", "Search"), step("a", "Variant", "s", "b"), step("b", "Variant", "a")}},
+		{"no steps", pipelinespec.PipelineSpec{Name: "p"}, schemas.ErrInvalidPipeline, []string{"no steps"}},
+		{"empty step id", pipelinespec.PipelineSpec{Steps: []pipelinespec.PipelineStep{step("", "Search")}}, schemas.ErrInvalidPipeline, []string{"id is empty"}},
+		{"bad step id", pipelinespec.PipelineSpec{Steps: []pipelinespec.PipelineStep{step("a b", "Search")}}, schemas.ErrInvalidPipeline, []string{`"a b"`}},
+		{"duplicate step id", pipelinespec.PipelineSpec{Steps: []pipelinespec.PipelineStep{step("s", "Search"), step("s", "Search")}}, schemas.ErrInvalidPipeline, []string{`duplicate step id "s"`}},
+		{"unknown agent", pipelinespec.PipelineSpec{Steps: []pipelinespec.PipelineStep{step("s", "Ghost")}}, pipeline.ErrUnknownAgent, []string{`"Ghost"`, "no live instance", "agentmesh agent Ghost"}},
+		{"unknown dependency", pipelinespec.PipelineSpec{Steps: []pipelinespec.PipelineStep{step("s", "Search", "nope")}}, schemas.ErrInvalidPipeline, []string{`"nope"`}},
+		{"self dependency", pipelinespec.PipelineSpec{Steps: []pipelinespec.PipelineStep{step("s", "Search", "s")}}, schemas.ErrInvalidPipeline, []string{"depends on itself"}},
+		{"cycle", pipelinespec.PipelineSpec{Steps: []pipelinespec.PipelineStep{step("s", "Search"), step("a", "Variant", "s", "b"), step("b", "Variant", "a")}},
 			pipeline.ErrCycle, []string{"a -> b -> a"}},
-		{"missing required input", schemas.PipelineSpec{Steps: []schemas.PipelineStep{step("a", "Analyze")}}, route.ErrMissingInput,
+		{"missing required input", pipelinespec.PipelineSpec{Steps: []pipelinespec.PipelineStep{step("a", "Analyze")}}, route.ErrMissingInput,
 			[]string{`step "a" (Analyze)`, `"images"`, "FILE_IDS, images"}},
-		{"second input missing", schemas.PipelineSpec{Steps: []schemas.PipelineStep{step("s", "Search"), step("o", "Organize", "s")}}, route.ErrMissingInput,
+		{"second input missing", pipelinespec.PipelineSpec{Steps: []pipelinespec.PipelineStep{step("s", "Search"), step("o", "Organize", "s")}}, route.ErrMissingInput,
 			[]string{`step "o" (Organize)`, `"categories"`, "CATEGORIZATION"}},
-		{"non-mergeable type fan-in", schemas.PipelineSpec{Steps: []schemas.PipelineStep{step("s", "Search"), step("b", "Analyze", "s"), step("c", "Analyze", "s"), step("d", "Judge", "b", "c")}},
+		{"non-mergeable type fan-in", pipelinespec.PipelineSpec{Steps: []pipelinespec.PipelineStep{step("s", "Search"), step("b", "Analyze", "s"), step("c", "Analyze", "s"), step("d", "Judge", "b", "c")}},
 			pipeline.ErrFanIn, []string{`"b" and "c"`, "ANALYSIS_RESULT", "not mergeable"}},
-		{"output not declared mergeable fan-in", schemas.PipelineSpec{Steps: []schemas.PipelineStep{step("s", "Search"), step("b", "VariantNM", "s"), step("c", "VariantNM", "s"), step("d", "Analyze", "b", "c")}},
+		{"output not declared mergeable fan-in", pipelinespec.PipelineSpec{Steps: []pipelinespec.PipelineStep{step("s", "Search"), step("b", "VariantNM", "s"), step("c", "VariantNM", "s"), step("d", "Analyze", "b", "c")}},
 			pipeline.ErrFanIn, []string{`"b" and "c"`, "FILE_IDS", "b.images", "not declared mergeable"}},
-		{"input mapped to unknown input", schemas.PipelineSpec{Seed: schemas.PipelineSeed{Images: []string{"i"}}, Steps: []schemas.PipelineStep{with(step("a", "Analyze"), map[string]string{"pictures": "seed.images"})}},
+		{"input mapped to unknown input", pipelinespec.PipelineSpec{Seed: pipelinespec.PipelineSeed{Images: []string{"i"}}, Steps: []pipelinespec.PipelineStep{with(step("a", "Analyze"), map[string]string{"pictures": "seed.images"})}},
 			pipeline.ErrBadInputSource, []string{`"pictures"`, "not an input of agent Analyze", "images"}},
-		{"input mapped to empty seed", schemas.PipelineSpec{Steps: []schemas.PipelineStep{with(step("a", "Analyze"), map[string]string{"images": "seed.images"})}},
+		{"input mapped to empty seed", pipelinespec.PipelineSpec{Steps: []pipelinespec.PipelineStep{with(step("a", "Analyze"), map[string]string{"images": "seed.images"})}},
 			route.ErrMissingInput, []string{"seed.images", "seed has no images"}},
-		{"input mapped to a step that runs later", schemas.PipelineSpec{Steps: []schemas.PipelineStep{step("s", "Search"), with(step("a", "Analyze"), map[string]string{"images": "v.images"}), step("v", "Variant", "s")}},
+		{"input mapped to a step that runs later", pipelinespec.PipelineSpec{Steps: []pipelinespec.PipelineStep{step("s", "Search"), with(step("a", "Analyze"), map[string]string{"images": "v.images"}), step("v", "Variant", "s")}},
 			pipeline.ErrBadInputSource, []string{`step "v" does not run before`, "depends_on"}},
-		{"input mapped to a missing output", schemas.PipelineSpec{Steps: []schemas.PipelineStep{step("s", "Search"), with(step("a", "Analyze", "s"), map[string]string{"images": "s.pics"})}},
+		{"input mapped to a missing output", pipelinespec.PipelineSpec{Steps: []pipelinespec.PipelineStep{step("s", "Search"), with(step("a", "Analyze", "s"), map[string]string{"images": "s.pics"})}},
 			pipeline.ErrBadInputSource, []string{`no output "pics"`, "its outputs: images"}},
-		{"input mapped to a bad source", schemas.PipelineSpec{Steps: []schemas.PipelineStep{step("s", "Search"), with(step("a", "Analyze", "s"), map[string]string{"images": "images"})}},
+		{"input mapped to a bad source", pipelinespec.PipelineSpec{Steps: []pipelinespec.PipelineStep{step("s", "Search"), with(step("a", "Analyze", "s"), map[string]string{"images": "images"})}},
 			pipeline.ErrBadInputSource, []string{`"images"`, "seed.images"}},
-		{"text literal mapped to a FILE_IDS input", schemas.PipelineSpec{Steps: []schemas.PipelineStep{with(step("a", "Analyze"), map[string]string{"images": "text:sunsets"})}},
+		{"text literal mapped to a FILE_IDS input", pipelinespec.PipelineSpec{Steps: []pipelinespec.PipelineStep{with(step("a", "Analyze"), map[string]string{"images": "text:sunsets"})}},
 			pipeline.ErrBadInputSource, []string{`"images" is FILE_IDS`, `"text:sunsets" is a TEXT literal`}},
-		{"input mapped to an empty state slot", schemas.PipelineSpec{Steps: []schemas.PipelineStep{step("s", "Docs"), with(step("a", "Analyze", "s"), map[string]string{"images": "state.current_image_ids"})}},
+		{"input mapped to an empty state slot", pipelinespec.PipelineSpec{Steps: []pipelinespec.PipelineStep{step("s", "Docs"), with(step("a", "Analyze", "s"), map[string]string{"images": "state.current_image_ids"})}},
 			pipeline.ErrBadInputSource, []string{`"current_image_ids"`}},
 	}
 	for _, c := range cases {
@@ -106,7 +110,7 @@ func TestValidatePipelineRejectsEachInvalidPipelineClearly(t *testing.T) {
 }
 
 func TestValidatePipelineReportsEveryProblemAtOnce(t *testing.T) {
-	spec := schemas.PipelineSpec{Steps: []schemas.PipelineStep{step("s", "Ghost"), step("s", "Search"), step("a", "Analyze")}}
+	spec := pipelinespec.PipelineSpec{Steps: []pipelinespec.PipelineStep{step("s", "Ghost"), step("s", "Search"), step("a", "Analyze")}}
 	_, _, err := pipeline.Validate(spec, lookup, route.NewRouter())
 	for _, is := range []error{pipeline.ErrUnknownAgent, route.ErrMissingInput, schemas.ErrInvalidPipeline} {
 		if !errors.Is(err, is) {
@@ -116,12 +120,12 @@ func TestValidatePipelineReportsEveryProblemAtOnce(t *testing.T) {
 }
 
 func TestValidatePipelineAcceptsMergeableFanInAndChains(t *testing.T) {
-	for name, spec := range map[string]schemas.PipelineSpec{
-		"seed feeds the first step":          {Seed: schemas.PipelineSeed{Images: []string{"i"}}, Steps: []schemas.PipelineStep{step("a", "Analyze")}},
-		"mergeable diamond":                  {Steps: []schemas.PipelineStep{step("s", "Search"), step("b", "Variant", "s"), step("c", "Variant", "s"), step("d", "Analyze", "b", "c")}},
-		"state fills a grandchild":           {Steps: []schemas.PipelineStep{step("s", "Search"), step("a", "Analyze", "s"), step("o", "Organize", "a")}},
-		"chain of producers is not a fan-in": {Steps: []schemas.PipelineStep{step("s", "Search"), step("b", "VariantNM", "s"), step("d", "Analyze", "s", "b")}},
-		"explicit mapping": {Steps: []schemas.PipelineStep{step("s", "Search"), step("b", "Analyze", "s"), step("c", "Analyze", "s"),
+	for name, spec := range map[string]pipelinespec.PipelineSpec{
+		"seed feeds the first step":          {Seed: pipelinespec.PipelineSeed{Images: []string{"i"}}, Steps: []pipelinespec.PipelineStep{step("a", "Analyze")}},
+		"mergeable diamond":                  {Steps: []pipelinespec.PipelineStep{step("s", "Search"), step("b", "Variant", "s"), step("c", "Variant", "s"), step("d", "Analyze", "b", "c")}},
+		"state fills a grandchild":           {Steps: []pipelinespec.PipelineStep{step("s", "Search"), step("a", "Analyze", "s"), step("o", "Organize", "a")}},
+		"chain of producers is not a fan-in": {Steps: []pipelinespec.PipelineStep{step("s", "Search"), step("b", "VariantNM", "s"), step("d", "Analyze", "s", "b")}},
+		"explicit mapping": {Steps: []pipelinespec.PipelineStep{step("s", "Search"), step("b", "Analyze", "s"), step("c", "Analyze", "s"),
 			{ID: "d", Agent: "Judge", DependsOn: []string{"b", "c"}, Inputs: map[string]string{"analysis": "b.analysis"}}}},
 	} {
 		if _, _, err := pipeline.Validate(spec, lookup, route.NewRouter()); err != nil {
@@ -133,21 +137,21 @@ func TestValidatePipelineAcceptsMergeableFanInAndChains(t *testing.T) {
 func TestWaves(t *testing.T) {
 	cases := []struct {
 		name  string
-		steps []schemas.PipelineStep
+		steps []pipelinespec.PipelineStep
 		want  [][]string
 	}{
-		{"chain", []schemas.PipelineStep{step("a", "A"), step("b", "B", "a"), step("c", "C", "b")}, [][]string{{"a"}, {"b"}, {"c"}}},
-		{"diamond", []schemas.PipelineStep{step("a", "A"), step("b", "B", "a"), step("c", "C", "a"), step("d", "D", "b", "c")}, [][]string{{"a"}, {"b", "c"}, {"d"}}},
-		{"independent roots", []schemas.PipelineStep{step("x", "A"), step("y", "B"), step("z", "C", "x")}, [][]string{{"x", "y"}, {"z"}}},
-		{"deepest parent decides", []schemas.PipelineStep{step("d", "D", "a", "c"), step("a", "A"), step("c", "C", "b"), step("b", "B", "a")}, [][]string{{"a"}, {"b"}, {"c"}, {"d"}}},
+		{"chain", []pipelinespec.PipelineStep{step("a", "A"), step("b", "B", "a"), step("c", "C", "b")}, [][]string{{"a"}, {"b"}, {"c"}}},
+		{"diamond", []pipelinespec.PipelineStep{step("a", "A"), step("b", "B", "a"), step("c", "C", "a"), step("d", "D", "b", "c")}, [][]string{{"a"}, {"b", "c"}, {"d"}}},
+		{"independent roots", []pipelinespec.PipelineStep{step("x", "A"), step("y", "B"), step("z", "C", "x")}, [][]string{{"x", "y"}, {"z"}}},
+		{"deepest parent decides", []pipelinespec.PipelineStep{step("d", "D", "a", "c"), step("a", "A"), step("c", "C", "b"), step("b", "B", "a")}, [][]string{{"a"}, {"b"}, {"c"}, {"d"}}},
 	}
 	for _, c := range cases {
-		got, err := schemas.Waves(schemas.PipelineSpec{Steps: c.steps})
+		got, err := pipelinespec.Waves(pipelinespec.PipelineSpec{Steps: c.steps})
 		if err != nil || !reflect.DeepEqual(got, c.want) {
 			t.Errorf("%s: %v %v, want %v", c.name, got, err, c.want)
 		}
 	}
-	_, err := schemas.Waves(schemas.PipelineSpec{Steps: []schemas.PipelineStep{step("a", "A", "c"), step("b", "B", "a"), step("c", "C", "b")}})
+	_, err := pipelinespec.Waves(pipelinespec.PipelineSpec{Steps: []pipelinespec.PipelineStep{step("a", "A", "c"), step("b", "B", "a"), step("c", "C", "b")}})
 	if !errors.Is(err, pipeline.ErrCycle) || !strings.Contains(err.Error(), "a -> b -> c -> a") {
 		t.Errorf("cycle: %v", err)
 	}
@@ -233,13 +237,13 @@ func TestBuilderReportsMisuse(t *testing.T) {
 // MiB (ancestor sets per step would take about 1 GiB).
 func TestValidateLongChainInLinearMemory(t *testing.T) {
 	const n = 5000
-	steps := []schemas.PipelineStep{step("s0", "Search")}
+	steps := []pipelinespec.PipelineStep{step("s0", "Search")}
 	for i := 1; i < n; i++ {
 		s := step(fmt.Sprintf("s%d", i), "Variant", fmt.Sprintf("s%d", i-1))
 		s.Inputs = map[string]string{"images": fmt.Sprintf("s%d.images", i-1)}
 		steps = append(steps, s)
 	}
-	spec := schemas.PipelineSpec{Name: "long", Steps: steps}
+	spec := pipelinespec.PipelineSpec{Name: "long", Steps: steps}
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)

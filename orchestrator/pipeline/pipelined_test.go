@@ -21,6 +21,7 @@ import (
 	"github.com/agentmesh/agentmesh/internal/meshcore"
 	"github.com/agentmesh/agentmesh/orchestrator/route"
 	"github.com/agentmesh/agentmesh/orchestrator/state"
+	"github.com/agentmesh/agentmesh/pipelinespec"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -78,16 +79,16 @@ func startRun(t *testing.T, o *Scheduler, id string) *state.RunSpec {
 func startRunTimeout(t *testing.T, o *Scheduler, id string, timeout time.Duration) *state.RunSpec {
 	t.Helper()
 	contract := schemas.AgentContract{Name: "X", Capability: schemas.CapTransformation, Description: "x"}
-	return startRunOf(t, o, id, contract, schemas.PipelineStep{ID: "a", Agent: "X", TimeoutMS: timeout.Milliseconds()},
-		schemas.PipelineStep{ID: "b", Agent: "X", DependsOn: []string{"a"}})
+	return startRunOf(t, o, id, contract, pipelinespec.PipelineStep{ID: "a", Agent: "X", TimeoutMS: timeout.Milliseconds()},
+		pipelinespec.PipelineStep{ID: "b", Agent: "X", DependsOn: []string{"a"}})
 }
 
 // startRunOf stores a chain of steps (each after the one before) on the
 // agent of contract with its first wave in progress, as submit would,
 // without dispatching anything.
-func startRunOf(t *testing.T, o *Scheduler, id string, contract schemas.AgentContract, steps ...schemas.PipelineStep) *state.RunSpec {
+func startRunOf(t *testing.T, o *Scheduler, id string, contract schemas.AgentContract, steps ...pipelinespec.PipelineStep) *state.RunSpec {
 	t.Helper()
-	spec := schemas.PipelineSpec{Name: "race", Steps: steps}
+	spec := pipelinespec.PipelineSpec{Name: "race", Steps: steps}
 	var waves [][]string
 	for _, s := range steps {
 		waves = append(waves, []string{s.ID})
@@ -121,7 +122,7 @@ func TestPipelinedSettleDefersToStoredRecord(t *testing.T) {
 		if _, err := o.store.RecordStep(ctx, "race1", timedOut); err != nil {
 			t.Fatal(err)
 		}
-		if err := o.ApplyResult(ctx, "race1", "a", schemas.StepTaskID("race1", "a", 1, ""),
+		if err := o.ApplyResult(ctx, "race1", "a", pipelinespec.StepTaskID("race1", "a", 1, ""),
 			schemas.AgentResult{Success: true, Agent: "X", Summary: "late"}); err != nil {
 			t.Fatal(err)
 		}
@@ -149,11 +150,11 @@ func TestPipelinedSettleDefersToStoredRecord(t *testing.T) {
 		sd := startRun(t, o, "race2")
 		h, _ := o.cache.header("race2")
 		res := schemas.AgentResult{Success: true, Agent: "X", Summary: "done"}
-		first := resultRecord(sd, h, "a", schemas.StepTaskID("race2", "a", 1, ""), res, time.Now().UTC())
+		first := resultRecord(sd, h, "a", pipelinespec.StepTaskID("race2", "a", 1, ""), res, time.Now().UTC())
 		if _, err := o.store.RecordStep(ctx, "race2", first); err != nil {
 			t.Fatal(err)
 		}
-		if err := o.ApplyResult(ctx, "race2", "a", schemas.StepTaskID("race2", "a", 1, ""), res); err != nil {
+		if err := o.ApplyResult(ctx, "race2", "a", pipelinespec.StepTaskID("race2", "a", 1, ""), res); err != nil {
 			t.Fatal(err)
 		}
 		hd, hrev, err := o.store.Header(ctx, "race2")
@@ -164,7 +165,7 @@ func TestPipelinedSettleDefersToStoredRecord(t *testing.T) {
 			t.Errorf("header %+v: want a completed once and wave 1 started", hd)
 		}
 		// The duplicate changes nothing.
-		if err := o.ApplyResult(ctx, "race2", "a", schemas.StepTaskID("race2", "a", 1, ""), res); err != nil {
+		if err := o.ApplyResult(ctx, "race2", "a", pipelinespec.StepTaskID("race2", "a", 1, ""), res); err != nil {
 			t.Fatal(err)
 		}
 		again, arev, err := o.store.Header(ctx, "race2")
@@ -214,10 +215,10 @@ func TestDispatchAhead(t *testing.T) {
 	// The result of a, well before its deadline, publishes b's task once:
 	// ahead of the header, and not again after it.
 	sd := startRun(t, o, "ahead1")
-	if err := o.ApplyResult(ctx, "ahead1", "a", schemas.StepTaskID("ahead1", "a", 1, ""), res); err != nil {
+	if err := o.ApplyResult(ctx, "ahead1", "a", pipelinespec.StepTaskID("ahead1", "a", 1, ""), res); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{schemas.StepTaskID("ahead1", "b", 1, "")}
+	want := []string{pipelinespec.StepTaskID("ahead1", "b", 1, "")}
 	for deadline := time.Now().Add(5 * time.Second); len(published()) == 0 && time.Now().Before(deadline); {
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -254,14 +255,14 @@ func TestEarlyResultWaitsForItsWave(t *testing.T) {
 	ctx := context.Background()
 	startRun(t, o, "early1")
 	res := schemas.AgentResult{Success: true, Agent: "X", Summary: "b first"}
-	err := o.ApplyResult(ctx, "early1", "b", schemas.StepTaskID("early1", "b", 1, ""), res)
+	err := o.ApplyResult(ctx, "early1", "b", pipelinespec.StepTaskID("early1", "b", 1, ""), res)
 	if !errors.Is(err, ErrEarly) || !strings.Contains(err.Error(), `step "b"`) {
 		t.Fatalf("b's result before a's: %v, want ErrEarly naming b", err)
 	}
-	if err := o.ApplyResult(ctx, "early1", "a", schemas.StepTaskID("early1", "a", 1, ""), res); err != nil {
+	if err := o.ApplyResult(ctx, "early1", "a", pipelinespec.StepTaskID("early1", "a", 1, ""), res); err != nil {
 		t.Fatal(err)
 	}
-	if err := o.ApplyResult(ctx, "early1", "b", schemas.StepTaskID("early1", "b", 1, ""), res); err != nil {
+	if err := o.ApplyResult(ctx, "early1", "b", pipelinespec.StepTaskID("early1", "b", 1, ""), res); err != nil {
 		t.Fatalf("b's result once a's is in: %v", err)
 	}
 	run, err := o.store.Run(ctx, "early1")
@@ -292,7 +293,7 @@ func TestResultNearItsDeadlineIsWrittenRecordFirst(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := o.ApplyResult(ctx, "near1", "a", schemas.StepTaskID("near1", "a", 1, ""),
+	if err := o.ApplyResult(ctx, "near1", "a", pipelinespec.StepTaskID("near1", "a", 1, ""),
 		schemas.AgentResult{Success: true, Agent: "X", Summary: "just in time"}); err != nil {
 		t.Fatal(err)
 	}
@@ -369,7 +370,7 @@ func TestSweepPublishesALostTaskAgain(t *testing.T) {
 		t.Fatalf("%d tasks stored before the sweep", n)
 	}
 	o.sweepRun(ctx, "lost1")
-	if n, id := stored(); n != 1 || id != schemas.StepTaskID("lost1", "a", 1, "") {
+	if n, id := stored(); n != 1 || id != pipelinespec.StepTaskID("lost1", "a", 1, "") {
 		t.Fatalf("after the sweep: %d tasks stored, last %q; want a's task once", n, id)
 	}
 	o.sweepRun(ctx, "lost1")
@@ -434,27 +435,27 @@ func TestRoutedResultStartsTheNextWaveAhead(t *testing.T) {
 
 	for _, c := range []struct {
 		name  string
-		b     schemas.PipelineStep
+		b     pipelinespec.PipelineStep
 		ahead bool
 	}{
-		{"from its parent", schemas.PipelineStep{ID: "b", Agent: "X", DependsOn: []string{"a"}}, true},
-		{"from the run's slots", schemas.PipelineStep{ID: "b", Agent: "X", DependsOn: []string{"a"},
+		{"from its parent", pipelinespec.PipelineStep{ID: "b", Agent: "X", DependsOn: []string{"a"}}, true},
+		{"from the run's slots", pipelinespec.PipelineStep{ID: "b", Agent: "X", DependsOn: []string{"a"},
 			Inputs: map[string]string{"images": "state." + route.SlotImageIDs}}, false},
 	} {
 		run := "routed" + strconv.Itoa(len(published()))
-		startRunOf(t, o, run, x, schemas.PipelineStep{ID: "a", Agent: "X"}, c.b)
-		if err := o.ApplyResult(ctx, run, "a", schemas.StepTaskID(run, "a", 1, ""), res); err != nil {
+		startRunOf(t, o, run, x, pipelinespec.PipelineStep{ID: "a", Agent: "X"}, c.b)
+		if err := o.ApplyResult(ctx, run, "a", pipelinespec.StepTaskID(run, "a", 1, ""), res); err != nil {
 			t.Fatal(err)
 		}
 		if got := o.cache.aheadWrite(run) != nil; got != c.ahead {
 			t.Errorf("%s: b's task sent ahead of the header: %v, want %v", c.name, got, c.ahead)
 		}
 		time.Sleep(100 * time.Millisecond) // for a second publish to show
-		if n := count(published(), schemas.StepTaskID(run, "b", 1, "")); n != 1 {
+		if n := count(published(), pipelinespec.StepTaskID(run, "b", 1, "")); n != 1 {
 			t.Fatalf("%s: b's task published %d times, want once", c.name, n)
 		}
 		id, task := lastTask()
-		if id != schemas.StepTaskID(run, "b", 1, "") {
+		if id != pipelinespec.StepTaskID(run, "b", 1, "") {
 			t.Fatalf("%s: last task %s", c.name, id)
 		}
 		fc, err := task.Inputs["images"].Files()
@@ -519,9 +520,9 @@ func TestRoutedResultsWriteRecordAndStateTogether(t *testing.T) {
 
 	for _, stale := range []bool{false, true} {
 		run := "together-" + strconv.FormatBool(stale)
-		startRunOf(t, o, run, x, schemas.PipelineStep{ID: "a", Agent: "X"}, schemas.PipelineStep{ID: "b", Agent: "X", DependsOn: []string{"a"}},
-			schemas.PipelineStep{ID: "c", Agent: "X", DependsOn: []string{"b"}})
-		if err := o.ApplyResult(ctx, run, "a", schemas.StepTaskID(run, "a", 1, ""), result("i1")); err != nil {
+		startRunOf(t, o, run, x, pipelinespec.PipelineStep{ID: "a", Agent: "X"}, pipelinespec.PipelineStep{ID: "b", Agent: "X", DependsOn: []string{"a"}},
+			pipelinespec.PipelineStep{ID: "c", Agent: "X", DependsOn: []string{"b"}})
+		if err := o.ApplyResult(ctx, run, "a", pipelinespec.StepTaskID(run, "a", 1, ""), result("i1")); err != nil {
 			t.Fatal(err)
 		}
 		if _, rev := stored(run); func() uint64 { _, r := o.cache.state(run); return r }() != rev {
@@ -535,7 +536,7 @@ func TestRoutedResultsWriteRecordAndStateTogether(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if err := o.ApplyResult(ctx, run, "b", schemas.StepTaskID(run, "b", 1, ""), result("i2")); err != nil {
+		if err := o.ApplyResult(ctx, run, "b", pipelinespec.StepTaskID(run, "b", 1, ""), result("i2")); err != nil {
 			t.Fatal(err)
 		}
 		st, rev := stored(run)

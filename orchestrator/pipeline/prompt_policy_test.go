@@ -15,6 +15,7 @@ import (
 	"github.com/agentmesh/agentmesh/llm"
 	"github.com/agentmesh/agentmesh/llm/llmtest"
 	"github.com/agentmesh/agentmesh/orchestrator"
+	"github.com/agentmesh/agentmesh/pipelinespec"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -72,7 +73,7 @@ policy: {approve_tools: [send_mail]}
 	if !strings.Contains(se.Reason, `send_mail`) || !strings.Contains(se.Reason, `{"to":"team"}`) || mail.calls.Load() != 0 {
 		t.Fatalf("waiting reason %q, %d calls", se.Reason, mail.calls.Load())
 	}
-	resolve(t, m, schemas.Resolution{RunID: "mail-1", Step: "mail", Decision: schemas.DecisionApprove, By: "ann"})
+	resolve(t, m, pipelinespec.Resolution{RunID: "mail-1", Step: "mail", Decision: pipelinespec.DecisionApprove, By: "ann"})
 	done := meshtest.WaitRun(t, o.Store(), "mail-1", 10*time.Second)
 	if done.Status != schemas.RunCompleted || mail.calls.Load() != 1 || done.Steps["mail"].Attempt != 2 {
 		t.Fatalf("run %s (%s), %d calls, step %+v", done.Status, done.Error, mail.calls.Load(), done.Steps["mail"])

@@ -19,6 +19,7 @@ import (
 	"github.com/agentmesh/agentmesh/internal/pipespec"
 	"github.com/agentmesh/agentmesh/orchestrator/route"
 	"github.com/agentmesh/agentmesh/orchestrator/state"
+	"github.com/agentmesh/agentmesh/pipelinespec"
 	"github.com/agentmesh/agentmesh/schemas"
 	"github.com/agentmesh/agentmesh/telemetry"
 )
@@ -45,10 +46,10 @@ type config struct {
 	Model Model
 	// Pipelines, when set, returns the spec of a pipeline by name, for the
 	// steps of kind pipeline that name one (see resolveSubs).
-	Pipelines func(name string) (schemas.PipelineSpec, error)
+	Pipelines func(name string) (pipelinespec.PipelineSpec, error)
 	// Limits bound what a submitted spec may ask (zero fields: the
-	// defaults, see schemas.Limits).
-	Limits   schemas.Limits
+	// defaults, see pipelinespec.Limits).
+	Limits   pipelinespec.Limits
 	Logger   *slog.Logger
 	Observer schemas.Observer
 
@@ -242,7 +243,7 @@ func (s *Scheduler) Submit(ctx context.Context, ev bus.Event) error {
 		// Refused, and answered on the submission's event id.
 		return s.Reject(ctx, fmt.Errorf("%w; the refusal is on the submission's event id", err), ev.ID)
 	}
-	var spec schemas.PipelineSpec
+	var spec pipelinespec.PipelineSpec
 	verr := bus.DecodeData(ev, &spec, func(b []byte) error { return schemas.ValidateJSON(schemas.SchemaPipeline, b) })
 	if verr == nil {
 		spec, verr = pipespec.Normalize(spec)
@@ -308,7 +309,7 @@ func (s *Scheduler) create(ctx context.Context, ev bus.Event, sd *state.RunSpec,
 
 // startChild validates spec and starts it as run childID, the child of
 // step parent.Step of sd (see env.startRun).
-func (s *Scheduler) startChild(ctx context.Context, sd *state.RunSpec, childID string, spec schemas.PipelineSpec, parent state.RunParent, started func()) error {
+func (s *Scheduler) startChild(ctx context.Context, sd *state.RunSpec, childID string, spec pipelinespec.PipelineSpec, parent state.RunParent, started func()) error {
 	contracts, waves, verr := ValidateWithin(spec, s.lookup, s.router, s.cfg.Limits)
 	if verr != nil {
 		return &childRefused{code: schemas.CodeInvalidPipeline, err: verr}
@@ -470,7 +471,7 @@ func (s *Scheduler) FailUndecodable(ctx context.Context, from, runID, stepID, ta
 		return "", fmt.Errorf("%w: an undecodable result for step %q of run %s, which went to %s, came from %s", ErrWrongAgent, stepID, runID, step.Agent, from)
 	}
 	if k, err := kindOf(step); err != nil || !k.owns(sd, stepID, taskID) {
-		taskID = schemas.StepTaskID(runID, stepID, 1, sd.Nonce)
+		taskID = pipelinespec.StepTaskID(runID, stepID, 1, sd.Nonce)
 	}
 	res := schemas.Failure(step.Agent, schemas.CodeMalformedResult,
 		fmt.Sprintf("the result of task %s could not be decoded: %v", taskID, cause), false)
@@ -478,8 +479,8 @@ func (s *Scheduler) FailUndecodable(ctx context.Context, from, runID, stepID, ta
 }
 
 // stepOfTask is the step of run sd that task id taskID names: an agent
-// step's first task, or a loop item's (schemas.StepTaskID,
-// schemas.LoopTaskID); "" when it names none.
+// step's first task, or a loop item's (pipelinespec.StepTaskID,
+// pipelinespec.LoopTaskID); "" when it names none.
 func stepOfTask(sd *state.RunSpec, taskID string) string {
 	if !strings.HasPrefix(taskID, sd.ID+"-") {
 		return ""

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/agentmesh/agentmesh/orchestrator/route"
+	"github.com/agentmesh/agentmesh/pipelinespec"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -17,7 +18,7 @@ var fileSeeds = []struct{ name, hint string }{
 	{"links", schemas.ContentLinks},
 }
 
-func fileSeedIDs(seed schemas.PipelineSeed, name string) []string {
+func fileSeedIDs(seed pipelinespec.PipelineSeed, name string) []string {
 	switch name {
 	case "images":
 		return seed.Images
@@ -33,7 +34,7 @@ func fileSeedIDs(seed schemas.PipelineSeed, name string) []string {
 // or the name of a seed value) as a typed value. found is false when the
 // seed holds nothing under that name; known is false when name is none of
 // the file lists and no seed value.
-func seedValue(seed schemas.PipelineSeed, name string) (v schemas.TypedValue, found, known bool) {
+func seedValue(seed pipelinespec.PipelineSeed, name string) (v schemas.TypedValue, found, known bool) {
 	for _, f := range fileSeeds {
 		if f.name == name {
 			ids := fileSeedIDs(seed, name)
@@ -53,7 +54,7 @@ func seedValue(seed schemas.PipelineSeed, name string) (v schemas.TypedValue, fo
 
 // seedNames lists the names of the seeds that hold something: the file
 // lists first, then the seed values in name order.
-func seedNames(seed schemas.PipelineSeed) []string {
+func seedNames(seed pipelinespec.PipelineSeed) []string {
 	var out []string
 	for _, f := range fileSeeds {
 		if len(fileSeedIDs(seed, f.name)) > 0 {
@@ -66,7 +67,7 @@ func seedNames(seed schemas.PipelineSeed) []string {
 // seedSlots returns the slots a run starts with: each seed in the slot its
 // data type and hint route to. Seeds whose type has no slot are reachable
 // through "seed.<name>" only.
-func seedSlots(seed schemas.PipelineSeed, router *route.Router) map[string]schemas.TypedValue {
+func seedSlots(seed pipelinespec.PipelineSeed, router *route.Router) map[string]schemas.TypedValue {
 	slots := map[string]schemas.TypedValue{}
 	for _, name := range seedNames(seed) {
 		v, ok, _ := seedValue(seed, name)
@@ -82,7 +83,7 @@ func seedSlots(seed schemas.PipelineSeed, router *route.Router) map[string]schem
 
 // checkSeed checks each seed value against its data type's schema and that
 // no two seeds fill the same slot.
-func checkSeed(seed schemas.PipelineSeed, router *route.Router) []error {
+func checkSeed(seed pipelinespec.PipelineSeed, router *route.Router) []error {
 	var errs []error
 	reg := router.DataTypes()
 	filled := map[string]string{}
@@ -116,7 +117,7 @@ func checkSeed(seed schemas.PipelineSeed, router *route.Router) []error {
 }
 
 // checkSeedSource checks an input mapped to "seed.<name>".
-func checkSeedSource(seed schemas.PipelineSeed, in schemas.TypedInput, input, src, name string) error {
+func checkSeedSource(seed pipelinespec.PipelineSeed, in schemas.TypedInput, input, src, name string) error {
 	v, found, known := seedValue(seed, name)
 	if !known {
 		have := orNone(seedNames(seed))
@@ -139,7 +140,7 @@ func checkSeedSource(seed schemas.PipelineSeed, in schemas.TypedInput, input, sr
 
 // seedSource reads an input source "seed.<name>"; ok is false when src is
 // no seed source.
-func seedSource(seed schemas.PipelineSeed, src string) (v schemas.TypedValue, found, ok bool) {
+func seedSource(seed pipelinespec.PipelineSeed, src string) (v schemas.TypedValue, found, ok bool) {
 	name, ok := strings.CutPrefix(src, SourceSeedPrefix)
 	if !ok {
 		return schemas.TypedValue{}, false, false

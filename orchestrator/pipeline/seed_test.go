@@ -10,6 +10,7 @@ import (
 	"github.com/agentmesh/agentmesh/client"
 	"github.com/agentmesh/agentmesh/orchestrator/pipeline"
 	"github.com/agentmesh/agentmesh/orchestrator/route"
+	"github.com/agentmesh/agentmesh/pipelinespec"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -27,52 +28,54 @@ var paramsLive = map[string]schemas.AgentContract{
 
 func paramsLookup(a string) (schemas.AgentContract, bool) { c, ok := paramsLive[a]; return c, ok }
 
-func seedValues(vs map[string]schemas.SeedValue) schemas.PipelineSeed {
-	return schemas.PipelineSeed{Values: vs}
+func seedValues(vs map[string]pipelinespec.SeedValue) pipelinespec.PipelineSeed {
+	return pipelinespec.PipelineSeed{Values: vs}
 }
 
 func TestValidateChecksParamsAndSeedValues(t *testing.T) {
-	text := func(s string) schemas.SeedValue { return schemas.SeedValue{DataType: schemas.TypeText, Value: s} }
-	shout := func(params map[string]any, in map[string]string) schemas.PipelineStep {
-		return schemas.PipelineStep{ID: "s", Agent: "Shout", Params: params, Inputs: in}
+	text := func(s string) pipelinespec.SeedValue {
+		return pipelinespec.SeedValue{DataType: schemas.TypeText, Value: s}
 	}
-	greeting := seedValues(map[string]schemas.SeedValue{"greeting": text("hi")})
+	shout := func(params map[string]any, in map[string]string) pipelinespec.PipelineStep {
+		return pipelinespec.PipelineStep{ID: "s", Agent: "Shout", Params: params, Inputs: in}
+	}
+	greeting := seedValues(map[string]pipelinespec.SeedValue{"greeting": text("hi")})
 	cases := []struct {
 		name  string
-		spec  schemas.PipelineSpec
+		spec  pipelinespec.PipelineSpec
 		is    error
 		wants []string
 	}{
-		{"param of the wrong type", schemas.PipelineSpec{Seed: greeting, Steps: []schemas.PipelineStep{shout(map[string]any{"times": "three"}, nil)}},
+		{"param of the wrong type", pipelinespec.PipelineSpec{Seed: greeting, Steps: []pipelinespec.PipelineStep{shout(map[string]any{"times": "three"}, nil)}},
 			pipeline.ErrBadParams, []string{`step "s" (Shout)`, "/times", "params of Shout"}},
-		{"param out of its enum", schemas.PipelineSpec{Seed: greeting, Steps: []schemas.PipelineStep{shout(map[string]any{"mode": "shrill"}, nil)}},
+		{"param out of its enum", pipelinespec.PipelineSpec{Seed: greeting, Steps: []pipelinespec.PipelineStep{shout(map[string]any{"mode": "shrill"}, nil)}},
 			pipeline.ErrBadParams, []string{"/mode"}},
-		{"unknown param, schema open", schemas.PipelineSpec{Seed: greeting, Steps: []schemas.PipelineStep{shout(map[string]any{"tims": 2.0}, nil)}},
+		{"unknown param, schema open", pipelinespec.PipelineSpec{Seed: greeting, Steps: []pipelinespec.PipelineStep{shout(map[string]any{"tims": 2.0}, nil)}},
 			pipeline.ErrBadParams, []string{`does not take param "tims"`, "its params: mode, times"}},
-		{"unknown param, schema closed", schemas.PipelineSpec{Steps: []schemas.PipelineStep{{ID: "c", Agent: "Closed", Params: map[string]any{"opp": "x"}}}},
+		{"unknown param, schema closed", pipelinespec.PipelineSpec{Steps: []pipelinespec.PipelineStep{{ID: "c", Agent: "Closed", Params: map[string]any{"opp": "x"}}}},
 			pipeline.ErrBadParams, []string{"opp"}},
-		{"seed value failing its type's schema", schemas.PipelineSpec{
-			Seed:  seedValues(map[string]schemas.SeedValue{"cats": {DataType: schemas.TypeCategorization, Value: map[string]any{"categories": 5.0}}}),
-			Steps: []schemas.PipelineStep{shout(nil, map[string]string{"text": "text:x"})}},
+		{"seed value failing its type's schema", pipelinespec.PipelineSpec{
+			Seed:  seedValues(map[string]pipelinespec.SeedValue{"cats": {DataType: schemas.TypeCategorization, Value: map[string]any{"categories": 5.0}}}),
+			Steps: []pipelinespec.PipelineStep{shout(nil, map[string]string{"text": "text:x"})}},
 			schemas.ErrInvalidValue, []string{"seed.values.cats", "CATEGORIZATION"}},
-		{"seed value of an unknown type", schemas.PipelineSpec{
-			Seed:  seedValues(map[string]schemas.SeedValue{"x": {DataType: "NOPE", Value: 1.0}}),
-			Steps: []schemas.PipelineStep{shout(nil, map[string]string{"text": "text:x"})}},
+		{"seed value of an unknown type", pipelinespec.PipelineSpec{
+			Seed:  seedValues(map[string]pipelinespec.SeedValue{"x": {DataType: "NOPE", Value: 1.0}}),
+			Steps: []pipelinespec.PipelineStep{shout(nil, map[string]string{"text": "text:x"})}},
 			schemas.ErrUnknownDataType, []string{"seed.values.x", `"NOPE"`, "TEXT"}},
-		{"input mapped to a seed value that is not there", schemas.PipelineSpec{Seed: greeting, Steps: []schemas.PipelineStep{shout(nil, map[string]string{"text": "seed.greting"})}},
+		{"input mapped to a seed value that is not there", pipelinespec.PipelineSpec{Seed: greeting, Steps: []pipelinespec.PipelineStep{shout(nil, map[string]string{"text": "seed.greting"})}},
 			pipeline.ErrBadInputSource, []string{"seed.greting", "it holds: greeting", "seed.values.greting"}},
-		{"input mapped to a seed value of another type", schemas.PipelineSpec{
-			Seed:  seedValues(map[string]schemas.SeedValue{"cats": {DataType: schemas.TypeCategorization, Value: map[string]any{"categories": map[string]any{}}}}),
-			Steps: []schemas.PipelineStep{shout(nil, map[string]string{"text": "seed.cats"})}},
+		{"input mapped to a seed value of another type", pipelinespec.PipelineSpec{
+			Seed:  seedValues(map[string]pipelinespec.SeedValue{"cats": {DataType: schemas.TypeCategorization, Value: map[string]any{"categories": map[string]any{}}}}),
+			Steps: []pipelinespec.PipelineStep{shout(nil, map[string]string{"text": "seed.cats"})}},
 			pipeline.ErrBadInputSource, []string{`"text" is TEXT`, "seed.cats holds CATEGORIZATION"}},
-		{"two seeds filling one slot", schemas.PipelineSpec{
-			Seed: schemas.PipelineSeed{Images: []string{"i"}, Values: map[string]schemas.SeedValue{"more": {DataType: schemas.TypeFileIDs, ContentTypeHint: schemas.ContentImages,
+		{"two seeds filling one slot", pipelinespec.PipelineSpec{
+			Seed: pipelinespec.PipelineSeed{Images: []string{"i"}, Values: map[string]pipelinespec.SeedValue{"more": {DataType: schemas.TypeFileIDs, ContentTypeHint: schemas.ContentImages,
 				Value: map[string]any{"content_type": "images", "ids": []any{"j"}}}}},
-			Steps: []schemas.PipelineStep{shout(nil, map[string]string{"text": "text:x"})}},
+			Steps: []pipelinespec.PipelineStep{shout(nil, map[string]string{"text": "text:x"})}},
 			schemas.ErrInvalidPipeline, []string{"seed.images and seed.values.more both fill slot current_image_ids"}},
-		{"seed value with a reserved name", schemas.PipelineSpec{Seed: seedValues(map[string]schemas.SeedValue{"images": text("x")}), Steps: []schemas.PipelineStep{shout(nil, map[string]string{"text": "text:x"})}},
+		{"seed value with a reserved name", pipelinespec.PipelineSpec{Seed: seedValues(map[string]pipelinespec.SeedValue{"images": text("x")}), Steps: []pipelinespec.PipelineStep{shout(nil, map[string]string{"text": "text:x"})}},
 			schemas.ErrInvalidPipeline, []string{`name "images" is taken`}},
-		{"seed value without a data type", schemas.PipelineSpec{Seed: seedValues(map[string]schemas.SeedValue{"g": {Value: "x"}}), Steps: []schemas.PipelineStep{shout(nil, map[string]string{"text": "text:x"})}},
+		{"seed value without a data type", pipelinespec.PipelineSpec{Seed: seedValues(map[string]pipelinespec.SeedValue{"g": {Value: "x"}}), Steps: []pipelinespec.PipelineStep{shout(nil, map[string]string{"text": "text:x"})}},
 			schemas.ErrInvalidPipeline, []string{"seed.values.g: data_type is empty"}},
 	}
 	for _, c := range cases {
@@ -96,9 +99,9 @@ func TestValidateChecksParamsAndSeedValues(t *testing.T) {
 // One submission with a bad param, an unknown param, a bad seed value and
 // an unknown agent hears about all four in one error.
 func TestValidateReportsParamsSeedsAndAgentsTogether(t *testing.T) {
-	spec := schemas.PipelineSpec{
-		Seed: seedValues(map[string]schemas.SeedValue{"cats": {DataType: schemas.TypeCategorization, Value: "not an object"}}),
-		Steps: []schemas.PipelineStep{
+	spec := pipelinespec.PipelineSpec{
+		Seed: seedValues(map[string]pipelinespec.SeedValue{"cats": {DataType: schemas.TypeCategorization, Value: "not an object"}}),
+		Steps: []pipelinespec.PipelineStep{
 			{ID: "a", Agent: "Shout", Params: map[string]any{"times": -1.0, "volume": 11.0}, Inputs: map[string]string{"text": "text:x"}},
 			{ID: "b", Agent: "Ghost"},
 		}}
@@ -116,14 +119,14 @@ func TestValidateReportsParamsSeedsAndAgentsTogether(t *testing.T) {
 }
 
 func TestSeedValuesFillInputsAndSlots(t *testing.T) {
-	for name, spec := range map[string]schemas.PipelineSpec{
-		"TEXT seed mapped by name": {Seed: seedValues(map[string]schemas.SeedValue{"greeting": {DataType: schemas.TypeText, Value: "hello"}}),
-			Steps: []schemas.PipelineStep{{ID: "s", Agent: "Shout", Params: map[string]any{"times": 2.0}, Inputs: map[string]string{"text": "seed.greeting"}}}},
-		"TEXT seed fills the text slot": {Seed: seedValues(map[string]schemas.SeedValue{"greeting": {DataType: schemas.TypeText, Value: "hello"}}),
-			Steps: []schemas.PipelineStep{{ID: "s", Agent: "Shout"}}},
-		"CATEGORIZATION seed fills an input no step produces": {Seed: schemas.PipelineSeed{Images: []string{"i"},
-			Values: map[string]schemas.SeedValue{"cats": {DataType: schemas.TypeCategorization, Value: map[string]any{"categories": map[string]any{"sky": []any{"i"}}}}}},
-			Steps: []schemas.PipelineStep{{ID: "o", Agent: "Organize"}}},
+	for name, spec := range map[string]pipelinespec.PipelineSpec{
+		"TEXT seed mapped by name": {Seed: seedValues(map[string]pipelinespec.SeedValue{"greeting": {DataType: schemas.TypeText, Value: "hello"}}),
+			Steps: []pipelinespec.PipelineStep{{ID: "s", Agent: "Shout", Params: map[string]any{"times": 2.0}, Inputs: map[string]string{"text": "seed.greeting"}}}},
+		"TEXT seed fills the text slot": {Seed: seedValues(map[string]pipelinespec.SeedValue{"greeting": {DataType: schemas.TypeText, Value: "hello"}}),
+			Steps: []pipelinespec.PipelineStep{{ID: "s", Agent: "Shout"}}},
+		"CATEGORIZATION seed fills an input no step produces": {Seed: pipelinespec.PipelineSeed{Images: []string{"i"},
+			Values: map[string]pipelinespec.SeedValue{"cats": {DataType: schemas.TypeCategorization, Value: map[string]any{"categories": map[string]any{"sky": []any{"i"}}}}}},
+			Steps: []pipelinespec.PipelineStep{{ID: "o", Agent: "Organize"}}},
 	} {
 		if _, _, err := pipeline.Validate(spec, paramsLookup, route.NewRouter()); err != nil {
 			t.Errorf("%s: %v", name, err)

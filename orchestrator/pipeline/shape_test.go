@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/agentmesh/agentmesh/orchestrator/route"
+	"github.com/agentmesh/agentmesh/pipelinespec"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -61,26 +62,26 @@ func TestOneRunWriter(t *testing.T) {
 // its validate (the checks Validate leaves to the kinds), and a step of
 // another kind is none of its business.
 func TestKindsValidateTheirSteps(t *testing.T) {
-	spec := schemas.PipelineSpec{Name: "p", Vars: map[string]any{"n": 1}, Steps: []schemas.PipelineStep{{ID: "a", Agent: "A"}}}
-	c := &checks{spec: spec, view: spec, contracts: map[string]schemas.AgentContract{}, router: route.NewRouter(), limits: schemas.Limits{}.OrDefaults()}
+	spec := pipelinespec.PipelineSpec{Name: "p", Vars: map[string]any{"n": 1}, Steps: []pipelinespec.PipelineStep{{ID: "a", Agent: "A"}}}
+	c := &checks{spec: spec, view: spec, contracts: map[string]schemas.AgentContract{}, router: route.NewRouter(), limits: pipelinespec.Limits{}.OrDefaults()}
 	cases := []struct {
 		name string
-		step schemas.PipelineStep
+		step pipelinespec.PipelineStep
 		want string // "" for no problem
 	}{
-		{"router rule", schemas.PipelineStep{ID: "r", Kind: KindRouter, DependsOn: []string{"a"},
-			Router: &schemas.RouterSpec{Branches: []schemas.RouterBranch{{Step: "x", When: "vars.n >"}}}}, "router.branches[0].when"},
-		{"router prompt", schemas.PipelineStep{ID: "r", Kind: KindRouter,
-			Router: &schemas.RouterSpec{Prompt: "${vars.nope}", Branches: []schemas.RouterBranch{{Step: "x"}}}}, "router.prompt"},
-		{"router fine", schemas.PipelineStep{ID: "r", Kind: KindRouter, DependsOn: []string{"a"},
-			Router: &schemas.RouterSpec{Branches: []schemas.RouterBranch{{Step: "x", When: "vars.n > 0"}}}}, ""},
-		{"repeat until", schemas.PipelineStep{ID: "l", Kind: schemas.StepKindRepeat, Agent: "A",
-			Repeat: &schemas.RepeatSpec{Until: "output.x ==", MaxIterations: 3}}, "repeat.until"},
-		{"input default", schemas.PipelineStep{ID: "i", Kind: schemas.StepKindInput,
-			Human: &schemas.HumanStep{Prompt: "how many?", DataType: schemas.TypeText, Default: 7}}, "human.default"},
-		{"evaluator source", schemas.PipelineStep{ID: "e", Kind: KindEvaluator,
-			Evaluate: &schemas.EvaluateSpec{Output: "seed.nothing", Criteria: "good"}}, "evaluate.output"},
-		{"agent", schemas.PipelineStep{ID: "b", Agent: "A"}, ""},
+		{"router rule", pipelinespec.PipelineStep{ID: "r", Kind: KindRouter, DependsOn: []string{"a"},
+			Router: &pipelinespec.RouterSpec{Branches: []pipelinespec.RouterBranch{{Step: "x", When: "vars.n >"}}}}, "router.branches[0].when"},
+		{"router prompt", pipelinespec.PipelineStep{ID: "r", Kind: KindRouter,
+			Router: &pipelinespec.RouterSpec{Prompt: "${vars.nope}", Branches: []pipelinespec.RouterBranch{{Step: "x"}}}}, "router.prompt"},
+		{"router fine", pipelinespec.PipelineStep{ID: "r", Kind: KindRouter, DependsOn: []string{"a"},
+			Router: &pipelinespec.RouterSpec{Branches: []pipelinespec.RouterBranch{{Step: "x", When: "vars.n > 0"}}}}, ""},
+		{"repeat until", pipelinespec.PipelineStep{ID: "l", Kind: pipelinespec.StepKindRepeat, Agent: "A",
+			Repeat: &pipelinespec.RepeatSpec{Until: "output.x ==", MaxIterations: 3}}, "repeat.until"},
+		{"input default", pipelinespec.PipelineStep{ID: "i", Kind: pipelinespec.StepKindInput,
+			Human: &pipelinespec.HumanStep{Prompt: "how many?", DataType: schemas.TypeText, Default: 7}}, "human.default"},
+		{"evaluator source", pipelinespec.PipelineStep{ID: "e", Kind: KindEvaluator,
+			Evaluate: &pipelinespec.EvaluateSpec{Output: "seed.nothing", Criteria: "good"}}, "evaluate.output"},
+		{"agent", pipelinespec.PipelineStep{ID: "b", Agent: "A"}, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

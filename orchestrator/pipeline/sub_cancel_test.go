@@ -10,6 +10,7 @@ import (
 	"github.com/agentmesh/agentmesh/agents"
 	"github.com/agentmesh/agentmesh/client"
 	"github.com/agentmesh/agentmesh/internal/meshtest"
+	"github.com/agentmesh/agentmesh/pipelinespec"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -39,7 +40,7 @@ func TestTimedOutSubPipelineCancelsChild(t *testing.T) {
 
 	tests := []struct {
 		name     string
-		spec     schemas.PipelineSpec
+		spec     pipelinespec.PipelineSpec
 		children func(run string) []string
 		stops    int // tasks asked to stop (0: one a child)
 	}{

@@ -13,11 +13,12 @@ import (
 	"github.com/agentmesh/agentmesh/client"
 	"github.com/agentmesh/agentmesh/internal/meshtest"
 	"github.com/agentmesh/agentmesh/orchestrator"
+	"github.com/agentmesh/agentmesh/pipelinespec"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
 // shoutBack upper-cases then reverses its seed value text.
-func shoutBack() schemas.PipelineSpec {
+func shoutBack() pipelinespec.PipelineSpec {
 	return client.NewPipeline("shout-back").
 		SeedValue("text", schemas.TypeText, "", "default").
 		Step("up", text.Name).Param("op", "upper").Input("text", "seed.text").

@@ -9,7 +9,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/agentmesh/agentmesh/orchestrator/state"
-	"github.com/agentmesh/agentmesh/schemas"
+	"github.com/agentmesh/agentmesh/pipelinespec"
 )
 
 // track adds a run to the sweep's set.
@@ -179,7 +179,7 @@ func (s *Scheduler) sweepRun(ctx context.Context, id string) bool {
 		}
 	}
 	for _, sid := range overdue {
-		s.cancelStep(ctx, sd, sid, stepCancel{why: fmt.Sprintf("timed out (timeout %s)", sd.Timeout(sid)), depth: schemas.MaxPipelineDepth})
+		s.cancelStep(ctx, sd, sid, stepCancel{why: fmt.Sprintf("timed out (timeout %s)", sd.Timeout(sid)), depth: pipelinespec.MaxPipelineDepth})
 	}
 	if len(ended) == 0 && len(again) == 0 {
 		s.sweepStall(ctx, sd, h, now)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentmesh/agentmesh/orchestrator/route"
 	"github.com/agentmesh/agentmesh/orchestrator/state"
+	"github.com/agentmesh/agentmesh/pipelinespec"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -24,7 +25,7 @@ func TestRunOfThePreviousLayoutGoesOn(t *testing.T) {
 	ctx := context.Background()
 	x := schemas.AgentContract{Name: "X", Capability: schemas.CapTransformation, Description: "x",
 		Outputs: []schemas.TypedOutput{{Name: "text", DataType: schemas.TypeText}}}
-	spec := schemas.PipelineSpec{Name: "old", Steps: []schemas.PipelineStep{
+	spec := pipelinespec.PipelineSpec{Name: "old", Steps: []pipelinespec.PipelineStep{
 		{ID: "a1", Agent: "X"}, {ID: "a2", Agent: "X"},
 		{ID: "b", Agent: "X", DependsOn: []string{"a1"}}, {ID: "d", Agent: "X", DependsOn: []string{"a2"}},
 		{ID: "c", Agent: "X", DependsOn: []string{"b"}},
@@ -37,7 +38,7 @@ func TestRunOfThePreviousLayoutGoesOn(t *testing.T) {
 		return schemas.AgentResult{Success: true, Agent: "X", Summary: s, Outputs: map[string]schemas.TypedValue{"text": schemas.TextValue(s, "X")}}
 	}
 	h0 := &state.RunHeader{ID: id, Status: schemas.RunRunning, Wave: 0, WaveStartedAt: now}
-	a1 := resultRecord(sd, h0, "a1", schemas.StepTaskID(id, "a1", 1, ""), text("from a1"), now)
+	a1 := resultRecord(sd, h0, "a1", pipelinespec.StepTaskID(id, "a1", 1, ""), text("from a1"), now)
 	a2 := failedRecord(sd, h0, "a2", schemas.CodeAgentError, "boom", now)
 
 	// What the previous layout stored, written as it wrote it.
@@ -63,7 +64,7 @@ func TestRunOfThePreviousLayoutGoesOn(t *testing.T) {
 		"wave_ended": []string{"d"}, "failed": map[string]string{"a2": "boom"},
 		"skipped": map[string]string{"d": `dependency "a2" failed: boom`}, "created_at": now, "updated_at": now})
 
-	if err := o.ApplyResult(ctx, id, "b", schemas.StepTaskID(id, "b", 1, ""), text("from b")); err != nil {
+	if err := o.ApplyResult(ctx, id, "b", pipelinespec.StepTaskID(id, "b", 1, ""), text("from b")); err != nil {
 		t.Fatal(err)
 	}
 	h, _, err := o.store.Header(ctx, id)
@@ -73,7 +74,7 @@ func TestRunOfThePreviousLayoutGoesOn(t *testing.T) {
 	if h.Legacy() || h.Wave != 2 || h.Completed != 2 || h.FailedSteps != 1 || h.SkippedSteps != 1 || h.Ends != 0 {
 		t.Fatalf("header after the first result: %+v; want upgraded, in wave 2, 2 completed, 1 failed, 1 skipped", h)
 	}
-	if err := o.ApplyResult(ctx, id, "c", schemas.StepTaskID(id, "c", 1, ""), text("from c")); err != nil {
+	if err := o.ApplyResult(ctx, id, "c", pipelinespec.StepTaskID(id, "c", 1, ""), text("from c")); err != nil {
 		t.Fatal(err)
 	}
 	run, err := o.store.Run(ctx, id)
@@ -109,15 +110,15 @@ func TestRunOfThePreviousLayoutGoesOn(t *testing.T) {
 func TestLoadIntoMixesCachedAndStoredRecords(t *testing.T) {
 	_, o := replica(t)
 	ctx := context.Background()
-	var steps []schemas.PipelineStep
+	var steps []pipelinespec.PipelineStep
 	for i := range 40 {
-		steps = append(steps, schemas.PipelineStep{ID: "s" + strconv.Itoa(i), Agent: "X"})
+		steps = append(steps, pipelinespec.PipelineStep{ID: "s" + strconv.Itoa(i), Agent: "X"})
 	}
 	sd := startRunOf(t, o, "mix1", schemas.AgentContract{Name: "X", Capability: schemas.CapTransformation, Description: "x"}, steps...)
 	h, _ := o.cache.header(sd.ID)
 	rs := newRecordSet(nil)
 	for i, st := range steps {
-		rec := resultRecord(sd, h, st.ID, schemas.StepTaskID(sd.ID, st.ID, 1, sd.Nonce), schemas.AgentResult{Success: true, Agent: "X"}, time.Now().UTC())
+		rec := resultRecord(sd, h, st.ID, pipelinespec.StepTaskID(sd.ID, st.ID, 1, sd.Nonce), schemas.AgentResult{Success: true, Agent: "X"}, time.Now().UTC())
 		if _, err := o.store.RecordStep(ctx, sd.ID, rec); err != nil {
 			t.Fatal(err)
 		}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/agentmesh/agentmesh/orchestrator/route"
+	"github.com/agentmesh/agentmesh/pipelinespec"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -37,8 +38,8 @@ const (
 // when the type or the outputs are not mergeable. It returns the contracts
 // of the pipeline's agents and its waves. The error wraps
 // ErrInvalidPipeline. It checks the default limits (ValidateWithin).
-func Validate(spec schemas.PipelineSpec, lookup ContractLookup, router *route.Router) (map[string]schemas.AgentContract, [][]string, error) {
-	return ValidateWithin(spec, lookup, router, schemas.Limits{})
+func Validate(spec pipelinespec.PipelineSpec, lookup ContractLookup, router *route.Router) (map[string]schemas.AgentContract, [][]string, error) {
+	return ValidateWithin(spec, lookup, router, pipelinespec.Limits{})
 }
 
 // ValidateWithin is Validate with limits (zero fields: the defaults): a
@@ -47,7 +48,7 @@ func Validate(spec schemas.PipelineSpec, lookup ContractLookup, router *route.Ro
 // problem alone. Its cost is linear in the size of spec: each sub-pipeline
 // is looked at once. Its error lists at most maxProblems problems of at
 // most maxProblemRunes characters each, however large the spec.
-func ValidateWithin(spec schemas.PipelineSpec, lookup ContractLookup, router *route.Router, limits schemas.Limits) (map[string]schemas.AgentContract, [][]string, error) {
+func ValidateWithin(spec pipelinespec.PipelineSpec, lookup ContractLookup, router *route.Router, limits pipelinespec.Limits) (map[string]schemas.AgentContract, [][]string, error) {
 	limits = limits.OrDefaults()
 	name := spec.Name
 	if name == "" {
@@ -99,9 +100,9 @@ func (c clipped) Unwrap() error { return c.err }
 // those of every step here, each kind's own through its validate (which
 // for a step that runs a pipeline checks it once, see checkSub), then the
 // inputs.
-func validate(spec schemas.PipelineSpec, lookup ContractLookup, router *route.Router, limits schemas.Limits) (map[string]schemas.AgentContract, [][]string, []error) {
+func validate(spec pipelinespec.PipelineSpec, lookup ContractLookup, router *route.Router, limits pipelinespec.Limits) (map[string]schemas.AgentContract, [][]string, []error) {
 	var errs []error
-	waves, werr := schemas.Waves(spec)
+	waves, werr := pipelinespec.Waves(spec)
 	if werr != nil {
 		errs = append(errs, werr)
 	}
@@ -154,11 +155,11 @@ func validate(spec schemas.PipelineSpec, lookup ContractLookup, router *route.Ro
 // the spec as its inputs are checked after the kinds' checks, which a kind
 // may rewrite (a for_each maps its item input to its items, itemsView).
 type checks struct {
-	spec, view schemas.PipelineSpec
+	spec, view pipelinespec.PipelineSpec
 	contracts  map[string]schemas.AgentContract
 	lookup     ContractLookup
 	router     *route.Router
-	limits     schemas.Limits
+	limits     pipelinespec.Limits
 }
 
 // flatten lists the joined errors inside err (as made by
@@ -186,12 +187,12 @@ func flatten(err error, sentinel error) []error {
 // run: ancestry is answered by a walk when asked, so a long chain costs
 // linear memory.
 type graph struct {
-	steps map[string]schemas.PipelineStep
+	steps map[string]pipelinespec.PipelineStep
 	wave  map[string]int
 }
 
-func newGraph(spec schemas.PipelineSpec, waves [][]string) graph {
-	g := graph{steps: make(map[string]schemas.PipelineStep, len(spec.Steps)), wave: make(map[string]int, len(spec.Steps))}
+func newGraph(spec pipelinespec.PipelineSpec, waves [][]string) graph {
+	g := graph{steps: make(map[string]pipelinespec.PipelineStep, len(spec.Steps)), wave: make(map[string]int, len(spec.Steps))}
 	for _, s := range spec.Steps {
 		if _, dup := g.steps[s.ID]; !dup {
 			g.steps[s.ID] = s
@@ -235,7 +236,7 @@ func (g graph) ancestor(a, id string) bool {
 // two of them are on different branches of one router (a branch or a step
 // after it), so a step after them joins them with no fan-in to merge.
 func (g graph) exclusive(steps []string) bool {
-	branch := func(r schemas.PipelineStep, id string) int {
+	branch := func(r pipelinespec.PipelineStep, id string) int {
 		for i, b := range r.Router.Branches {
 			if b.Step == id || g.ancestor(b.Step, id) {
 				return i
@@ -296,7 +297,7 @@ func clipSource(src string) string {
 
 // It is long because it walks the waves once with the slots each step
 // inherits; the walk and its checks share that running state.
-func checkInputs(spec schemas.PipelineSpec, waves [][]string, contracts map[string]schemas.AgentContract, router *route.Router) []error {
+func checkInputs(spec pipelinespec.PipelineSpec, waves [][]string, contracts map[string]schemas.AgentContract, router *route.Router) []error {
 	g := newGraph(spec, waves)
 	builder := route.NewInputBuilder(router)
 	reg := router.DataTypes()
@@ -386,7 +387,7 @@ func checkInputs(spec schemas.PipelineSpec, waves [][]string, contracts map[stri
 	return errs
 }
 
-func checkSource(spec schemas.PipelineSpec, g graph, contracts map[string]schemas.AgentContract, avail map[string]schemas.TypedValue,
+func checkSource(spec pipelinespec.PipelineSpec, g graph, contracts map[string]schemas.AgentContract, avail map[string]schemas.TypedValue,
 	id string, c schemas.AgentContract, name, src string) error {
 	in, ok := c.Input(name)
 	if !ok {

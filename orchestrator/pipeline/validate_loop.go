@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/agentmesh/agentmesh/pipelinespec"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -13,7 +14,7 @@ import (
 
 // validate checks that repeat.until compiles (it also reads output.<name>
 // and iteration).
-func (repeat) validate(c *checks, s schemas.PipelineStep) []error {
+func (repeat) validate(c *checks, s pipelinespec.PipelineStep) []error {
 	if s.Repeat == nil || s.Repeat.Until == "" {
 		return nil
 	}
@@ -27,7 +28,7 @@ func (repeat) validate(c *checks, s schemas.PipelineStep) []error {
 // list variable it names is declared and holds at most limits.ForEachItems
 // items, and the pipeline it runs per item (checkSub). It maps the step's
 // item input to its items in c.view (itemsView), for the checks of inputs.
-func (forEach) validate(c *checks, s schemas.PipelineStep) []error {
+func (forEach) validate(c *checks, s pipelinespec.PipelineStep) []error {
 	errs := checkSub(c, s)
 	if s.ForEach == nil || s.ForEach.Items == "" {
 		return errs
@@ -35,7 +36,7 @@ func (forEach) validate(c *checks, s schemas.PipelineStep) []error {
 	spec := c.spec
 	if name, isVar := strings.CutPrefix(s.ForEach.Items, varsPrefix); isVar && spec.Vars[name] != nil {
 		if items, err := listItems(spec.Vars[name], s.ForEach.Items); err == nil && len(items.Values) > c.limits.ForEachItems {
-			errs = append(errs, schemas.ItemsOverLimit(s.ID, s.ForEach.Items, len(items.Values), c.limits.ForEachItems))
+			errs = append(errs, pipelinespec.ItemsOverLimit(s.ID, s.ForEach.Items, len(items.Values), c.limits.ForEachItems))
 		}
 	}
 	ac, ok := c.contracts[s.Agent]

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agentmesh/agentmesh/orchestrator/state"
+	"github.com/agentmesh/agentmesh/pipelinespec"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -263,7 +264,7 @@ func resultRecord(sd *state.RunSpec, h *state.RunHeader, stepID, taskID string, 
 	rec := &state.StepState{ID: stepID, Agent: s.Agent, Wave: waveOf(sd, stepID), Attempt: 1, TaskID: taskID,
 		DispatchedAt: h.WaveStartedAt, Deadline: h.WaveStartedAt.Add(sd.Timeout(stepID)), FinishedAt: now,
 		Summary: approvedSummary(h, stepID, res.Summary), Metrics: res.Metrics}
-	if taskID == schemas.StepTaskID(sd.ID, stepID, approvalAttempt, sd.Nonce) {
+	if taskID == pipelinespec.StepTaskID(sd.ID, stepID, approvalAttempt, sd.Nonce) {
 		rec.Attempt = approvalAttempt
 	}
 	if !res.Success {
@@ -297,7 +298,7 @@ func resultRecord(sd *state.RunSpec, h *state.RunHeader, stepID, taskID string, 
 func failedRecord(sd *state.RunSpec, h *state.RunHeader, stepID, code, msg string, now time.Time) *state.StepState {
 	s, _ := sd.Step(stepID)
 	return &state.StepState{ID: stepID, Agent: s.Agent, Wave: waveOf(sd, stepID), Status: schemas.StepFailed, Attempt: 1,
-		TaskID: schemas.StepTaskID(h.ID, stepID, 1, sd.Nonce), DispatchedAt: h.WaveStartedAt, Deadline: h.WaveStartedAt.Add(sd.Timeout(stepID)),
+		TaskID: pipelinespec.StepTaskID(h.ID, stepID, 1, sd.Nonce), DispatchedAt: h.WaveStartedAt, Deadline: h.WaveStartedAt.Add(sd.Timeout(stepID)),
 		FinishedAt: now, Error: msg, Code: code}
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/agentmesh/agentmesh/llm/llmtest"
 	"github.com/agentmesh/agentmesh/orchestrator"
 	"github.com/agentmesh/agentmesh/orchestrator/state"
+	"github.com/agentmesh/agentmesh/pipelinespec"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -28,7 +29,7 @@ func wantSkipped(t *testing.T, r *state.RunState, step, reason string) {
 
 // conditionSpec counts the words of its seed text, then shouts or whispers
 // it as vars.mode says; echo follows whisper.
-func conditionSpec(t *testing.T) schemas.PipelineSpec {
+func conditionSpec(t *testing.T) pipelinespec.PipelineSpec {
 	return client.NewPipeline("moods").
 		SeedValue("text", schemas.TypeText, "", "Hello big World").
 		Var("mode", "loud").Var("op", "upper").Var("min_words", 2).
@@ -125,13 +126,13 @@ func TestInvalidConditionsRejectedAtSubmit(t *testing.T) {
 }
 
 // routerSpec routes its seed text to upper or lower case.
-func routerSpec() schemas.PipelineSpec {
+func routerSpec() pipelinespec.PipelineSpec {
 	return client.NewPipeline("routed").
 		SeedValue("text", schemas.TypeText, "", "Route Me").
 		Var("style", "shout").
 		Router("route", "quiet",
-			schemas.RouterBranch{Step: "loud", When: `vars.style == "shout"`, Description: "upper-cases the text"},
-			schemas.RouterBranch{Step: "quiet", Description: "lower-cases the text"}).
+			pipelinespec.RouterBranch{Step: "loud", When: `vars.style == "shout"`, Description: "upper-cases the text"},
+			pipelinespec.RouterBranch{Step: "quiet", Description: "lower-cases the text"}).
 		RouterPrompt("Which way should the text go?").
 		Then("loud", text.Name).Param("op", "upper").Input("text", "seed.text").
 		Then("after_loud", text.Name).Param("op", "reverse").Input("text", "seed.text").
@@ -219,7 +220,7 @@ func TestRouterModel(t *testing.T) {
 
 // evaluatorSpec shouts its text, has the model judge it, and publishes it
 // when the score is high enough, else tones it down.
-func evaluatorSpec() schemas.PipelineSpec {
+func evaluatorSpec() pipelinespec.PipelineSpec {
 	return client.NewPipeline("judged").
 		SeedValue("text", schemas.TypeText, "", "Hello there").
 		Var("pass", 0.7).

@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentmesh/agentmesh/bus/bustest"
 	"github.com/agentmesh/agentmesh/orchestrator/state"
+	"github.com/agentmesh/agentmesh/pipelinespec"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -30,7 +31,7 @@ func BenchmarkStoreReads(b *testing.B) {
 	ctx := context.Background()
 	direct := state.New(res.Conversations, res.Runs)
 	leader := state.New(res.Conversations, res.Runs, state.WithLeaderReads(js))
-	sd := (&state.RunSpec{ID: "bench-run", Spec: schemas.PipelineSpec{Name: "bench", Steps: []schemas.PipelineStep{{ID: "a", Agent: "A"}}},
+	sd := (&state.RunSpec{ID: "bench-run", Spec: pipelinespec.PipelineSpec{Name: "bench", Steps: []pipelinespec.PipelineStep{{ID: "a", Agent: "A"}}},
 		Waves: [][]string{{"a"}}}).Init()
 	st := schemas.NewConversationState("bench-run")
 	st.Slots["text"] = schemas.TextValue("hello", "bench")

@@ -6,7 +6,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/agentmesh/agentmesh/schemas"
+	"github.com/agentmesh/agentmesh/pipelinespec"
 )
 
 // A spec read back from KV is compacted (its steps slice to size, one copy
@@ -17,7 +17,7 @@ func TestCompactedSpecReadsTheSame(t *testing.T) {
 	var wave0, wave1 []string
 	for i := range 1100 {
 		id := fmt.Sprintf("s%04d", i)
-		st := schemas.PipelineStep{ID: id, Agent: "Echo"}
+		st := pipelinespec.PipelineStep{ID: id, Agent: "Echo"}
 		if i%2 == 1 {
 			st.DependsOn, st.Agent, st.Kind = []string{"s0000"}, "Other", "agent"
 			wave1 = append(wave1, id)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentmesh/agentmesh/bus/bustest"
 	"github.com/agentmesh/agentmesh/orchestrator/state"
+	"github.com/agentmesh/agentmesh/pipelinespec"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -21,7 +22,7 @@ func TestCreateRunFinishedHalfWayKeepsTheStoredSpec(t *testing.T) {
 	res := srv.Provision(t)
 	store := state.New(res.Conversations, res.Runs)
 	ctx := context.Background()
-	spec := schemas.PipelineSpec{Name: "p", Steps: []schemas.PipelineStep{{ID: "upper", Agent: "TextAgent"}}}
+	spec := pipelinespec.PipelineSpec{Name: "p", Steps: []pipelinespec.PipelineStep{{ID: "upper", Agent: "TextAgent"}}}
 	first := &state.RunSpec{ID: "run-half", Spec: spec, Waves: [][]string{{"upper"}}, Submission: "ev-1", Nonce: "first"}
 	b, _ := json.Marshal(first)
 	if _, err := res.Runs.Create(ctx, "run-half.spec", b); err != nil {

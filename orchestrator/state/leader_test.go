@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentmesh/agentmesh/bus/bustest"
 	"github.com/agentmesh/agentmesh/orchestrator/state"
+	"github.com/agentmesh/agentmesh/pipelinespec"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -41,7 +42,7 @@ func TestLeaderReadsNeverAnswerFromALaggingReplica(t *testing.T) {
 	direct, fromLeader := state.New(nil, kv3), state.New(nil, kv3, state.WithLeaderReads(js3))
 	majority := state.New(nil, kv1)
 	// A run's header, which n3 holds before the cut.
-	sd := (&state.RunSpec{ID: "run-1", Spec: schemas.PipelineSpec{Name: "p", Steps: []schemas.PipelineStep{{ID: "upper", Agent: "TextAgent"}}},
+	sd := (&state.RunSpec{ID: "run-1", Spec: pipelinespec.PipelineSpec{Name: "p", Steps: []pipelinespec.PipelineStep{{ID: "upper", Agent: "TextAgent"}}},
 		Waves: [][]string{{"upper"}}}).Init()
 	rev, err := majority.CreateRun(ctx, sd, &state.RunHeader{ID: "run-1", Status: schemas.RunRunning}, schemas.NewConversationState("run-1"))
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/agentmesh/agentmesh/pipelinespec"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -115,7 +116,7 @@ func (s *Store) RecentRuns(ctx context.Context, limit int) ([]RunSummary, int, e
 }
 
 // stepAgents lists the agents steps call, sorted, each once.
-func stepAgents(steps []schemas.PipelineStep) []string {
+func stepAgents(steps []pipelinespec.PipelineStep) []string {
 	var out []string
 	for _, s := range steps {
 		if s.Agent != "" {

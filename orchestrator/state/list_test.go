@@ -8,11 +8,12 @@ import (
 
 	"github.com/agentmesh/agentmesh/internal/meshtest"
 	"github.com/agentmesh/agentmesh/orchestrator/state"
+	"github.com/agentmesh/agentmesh/pipelinespec"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
 func TestCompletedSteps(t *testing.T) {
-	sd := (&state.RunSpec{Spec: schemas.PipelineSpec{Steps: []schemas.PipelineStep{{ID: "a"}, {ID: "b"}, {ID: "c"}, {ID: "d"}}},
+	sd := (&state.RunSpec{Spec: pipelinespec.PipelineSpec{Steps: []pipelinespec.PipelineStep{{ID: "a"}, {ID: "b"}, {ID: "c"}, {ID: "d"}}},
 		Waves: [][]string{{"a", "b"}, {"c"}, {"d"}}}).Init()
 	cases := []struct {
 		name string
@@ -66,7 +67,7 @@ func TestRecentConversationsAndRuns(t *testing.T) {
 	now := time.Now().UTC()
 	for i := range 2 {
 		id := fmt.Sprintf("run-%d", i)
-		sd := (&state.RunSpec{ID: id, Spec: schemas.PipelineSpec{Name: "p", Steps: []schemas.PipelineStep{{ID: "a"}, {ID: "b"}}}, Waves: [][]string{{"a"}, {"b"}}, CreatedAt: now}).Init()
+		sd := (&state.RunSpec{ID: id, Spec: pipelinespec.PipelineSpec{Name: "p", Steps: []pipelinespec.PipelineStep{{ID: "a"}, {ID: "b"}}}, Waves: [][]string{{"a"}, {"b"}}, CreatedAt: now}).Init()
 		h := &state.RunHeader{ID: id, Name: "p", Status: schemas.RunRunning, Wave: 1, Completed: 1, CreatedAt: now, UpdatedAt: now}
 		if _, err := store.CreateRun(ctx, sd, h, schemas.NewConversationState(id)); err != nil {
 			t.Fatal(err)

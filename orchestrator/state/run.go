@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/agentmesh/agentmesh/bus"
+	"github.com/agentmesh/agentmesh/pipelinespec"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -58,7 +59,7 @@ type RunState struct {
 	Status    string                           `json:"status"`
 	Error     string                           `json:"error,omitempty"`
 	Code      string                           `json:"code,omitempty"` // failed: the error code (schemas.Code*)
-	Spec      schemas.PipelineSpec             `json:"spec"`
+	Spec      pipelinespec.PipelineSpec        `json:"spec"`
 	Contracts map[string]schemas.AgentContract `json:"contracts,omitempty"`
 	Waves     [][]string                       `json:"waves,omitempty"`
 	Wave      int                              `json:"wave"` // index of the wave in progress
@@ -117,7 +118,7 @@ func RunOfSpecKey(key string) (string, bool) { return strings.CutSuffix(key, ".s
 // decoding one.
 type RunSpec struct {
 	ID        string                           `json:"id"`
-	Spec      schemas.PipelineSpec             `json:"spec"`
+	Spec      pipelinespec.PipelineSpec        `json:"spec"`
 	Contracts map[string]schemas.AgentContract `json:"contracts,omitempty"`
 	Waves     [][]string                       `json:"waves,omitempty"`
 	CreatedAt time.Time                        `json:"created_at"`
@@ -132,7 +133,7 @@ type RunSpec struct {
 	// its end ends that step.
 	Parent *RunParent `json:"parent,omitempty"`
 	// Nonce is the run's secret (schemas.NewRunNonce): its task ids are
-	// tagged with it (schemas.StepTaskID), so no one who has not read this
+	// tagged with it (pipelinespec.StepTaskID), so no one who has not read this
 	// spec can compute them. Empty in runs stored before nonces: their
 	// task ids are untagged.
 	Nonce string `json:"nonce,omitempty"`
@@ -231,10 +232,10 @@ func (sd *RunSpec) compact() {
 }
 
 // Step returns the spec of step id.
-func (sd *RunSpec) Step(id string) (schemas.PipelineStep, bool) {
+func (sd *RunSpec) Step(id string) (pipelinespec.PipelineStep, bool) {
 	p, ok := sd.pos[id]
 	if !ok {
-		return schemas.PipelineStep{}, false
+		return pipelinespec.PipelineStep{}, false
 	}
 	return sd.Spec.Steps[p.index], true
 }
@@ -255,15 +256,15 @@ func (sd *RunSpec) WaveOf(id string) (int, bool) {
 }
 
 // Timeout is the time budget of a step: its own, else for a loop or a
-// sub-pipeline schemas.DefaultFlowTimeout (the whole loop or child run),
+// sub-pipeline pipelinespec.DefaultFlowTimeout (the whole loop or child run),
 // else its agent's, else schemas.DefaultTaskTimeout.
 func (sd *RunSpec) Timeout(id string) time.Duration {
 	s, _ := sd.Step(id)
 	if s.TimeoutMS > 0 {
 		return time.Duration(s.TimeoutMS) * time.Millisecond
 	}
-	if schemas.IsLoopKind(s.Kind) || s.Kind == schemas.StepKindPipeline {
-		return schemas.DefaultFlowTimeout
+	if pipelinespec.IsLoopKind(s.Kind) || s.Kind == pipelinespec.StepKindPipeline {
+		return pipelinespec.DefaultFlowTimeout
 	}
 	return sd.TaskTimeout(id)
 }
@@ -427,11 +428,11 @@ func (s *Store) Run(ctx context.Context, id string) (*RunState, error) {
 				}
 			case errors.Is(err, ErrNotFound):
 				if h.Running(&sd, step.ID) {
-					st.Status, st.Attempt, st.TaskID = schemas.StepRunning, 1, schemas.StepTaskID(id, step.ID, 1, sd.Nonce)
+					st.Status, st.Attempt, st.TaskID = schemas.StepRunning, 1, pipelinespec.StepTaskID(id, step.ID, 1, sd.Nonce)
 					if w, ok := h.Waiting[step.ID]; ok {
 						st.Status, st.Reason = schemas.StepWaiting, w
 					}
-					if schemas.IsLoopKind(step.Kind) {
+					if pipelinespec.IsLoopKind(step.Kind) {
 						if p, _, err := s.LoopProgress(ctx, id, step.ID); err == nil {
 							st.Reason = p.Describe()
 						}

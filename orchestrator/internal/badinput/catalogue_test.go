@@ -13,6 +13,7 @@ import (
 	"github.com/agentmesh/agentmesh/agents/builtin/summarize"
 	"github.com/agentmesh/agentmesh/agents/builtin/text"
 	"github.com/agentmesh/agentmesh/bus"
+	"github.com/agentmesh/agentmesh/pipelinespec"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -104,16 +105,16 @@ func docs(ids ...string) schemas.TaskRequest {
 	return schemas.TaskRequest{Inputs: map[string]schemas.TypedValue{"documents": schemas.FilesValue(schemas.FromIDs(schemas.ContentDocuments, ids...), "t")}}
 }
 
-func step(id, agent string, in map[string]string, mod func(*schemas.PipelineStep)) schemas.PipelineStep {
-	s := schemas.PipelineStep{ID: id, Agent: agent, Inputs: in}
+func step(id, agent string, in map[string]string, mod func(*pipelinespec.PipelineStep)) pipelinespec.PipelineStep {
+	s := pipelinespec.PipelineStep{ID: id, Agent: agent, Inputs: in}
 	if mod != nil {
 		mod(&s)
 	}
 	return s
 }
 
-func pipe(steps ...schemas.PipelineStep) schemas.PipelineSpec {
-	return schemas.PipelineSpec{Name: "bad", Steps: steps}
+func pipe(steps ...pipelinespec.PipelineStep) pipelinespec.PipelineSpec {
+	return pipelinespec.PipelineSpec{Name: "bad", Steps: steps}
 }
 
 var upText = map[string]string{"text": "text:hello"}
@@ -194,15 +195,15 @@ func pipelineCases() []badCase {
 	run("unknown agent", pipe(step("a", "NoSuchAgent", nil, nil)), schemas.CodeInvalidPipeline)
 	run("agent name with a dot", pipe(step("a", "Text.Agent", nil, nil)), schemas.CodeInvalidPipeline)
 	run("duplicate step ids", pipe(step("a", text.Name, upText, nil), step("a", text.Name, upText, nil)), schemas.CodeInvalidPipeline)
-	run("cycle", pipe(step("a", text.Name, upText, func(s *schemas.PipelineStep) { s.DependsOn = []string{"b"} }),
-		step("b", text.Name, upText, func(s *schemas.PipelineStep) { s.DependsOn = []string{"a"} })), schemas.CodeInvalidPipeline)
-	run("depends on a missing step", pipe(step("a", text.Name, upText, func(s *schemas.PipelineStep) { s.DependsOn = []string{"zz"} })), schemas.CodeInvalidPipeline)
+	run("cycle", pipe(step("a", text.Name, upText, func(s *pipelinespec.PipelineStep) { s.DependsOn = []string{"b"} }),
+		step("b", text.Name, upText, func(s *pipelinespec.PipelineStep) { s.DependsOn = []string{"a"} })), schemas.CodeInvalidPipeline)
+	run("depends on a missing step", pipe(step("a", text.Name, upText, func(s *pipelinespec.PipelineStep) { s.DependsOn = []string{"zz"} })), schemas.CodeInvalidPipeline)
 	run("input from a missing step", pipe(step("a", text.Name, map[string]string{"text": "zz.text"}, nil)), schemas.CodeInvalidPipeline)
 	run("input from an unknown seed", pipe(step("a", text.Name, map[string]string{"text": "seed.videos"}, nil)), schemas.CodeInvalidPipeline)
 	run("undeclared input", pipe(step("a", text.Name, map[string]string{"txt": "text:hi"}, nil)), schemas.CodeInvalidPipeline)
 	run("step id with a dot", pipe(step("a.b", text.Name, upText, nil)), schemas.CodeInvalidPipeline)
-	run("unknown step kind", pipe(step("a", text.Name, upText, func(s *schemas.PipelineStep) { s.Kind = "loop" })), schemas.CodeInvalidPipeline)
-	run("negative timeout", pipe(step("a", text.Name, upText, func(s *schemas.PipelineStep) { s.TimeoutMS = -5 })), schemas.CodeInvalidPipeline)
+	run("unknown step kind", pipe(step("a", text.Name, upText, func(s *pipelinespec.PipelineStep) { s.Kind = "loop" })), schemas.CodeInvalidPipeline)
+	run("negative timeout", pipe(step("a", text.Name, upText, func(s *pipelinespec.PipelineStep) { s.TimeoutMS = -5 })), schemas.CodeInvalidPipeline)
 	run("spec an array", []int{1}, schemas.CodeInvalidPipeline)
 	run("steps a string", map[string]any{"name": "x", "steps": "a"}, schemas.CodeInvalidPipeline)
 	run("unknown field", map[string]any{"name": "x", "stepz": []any{}}, schemas.CodeInvalidPipeline)

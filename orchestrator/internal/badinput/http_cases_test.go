@@ -12,6 +12,7 @@ import (
 	"github.com/agentmesh/agentmesh/bridge/a2a"
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/gateway"
+	"github.com/agentmesh/agentmesh/pipelinespec"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -68,8 +69,8 @@ func gatewayCases() []badCase {
 	add("pipeline with a sub-pipeline file", http.StatusBadRequest, schemas.CodeInvalidPipeline, gwReq(http.MethodPost, "/api/pipelines", json, filePipe))
 	add("validate a sub-pipeline file", http.StatusBadRequest, schemas.CodeInvalidPipeline, gwReq(http.MethodPost, "/api/pipelines/validate", json, filePipe))
 	add("validate a cycle", http.StatusBadRequest, schemas.CodeInvalidPipeline, gwReq(http.MethodPost, "/api/pipelines/validate", json, mustJSON(pipe(
-		step("a", text.Name, upText, func(s *schemas.PipelineStep) { s.DependsOn = []string{"b"} }),
-		step("b", text.Name, upText, func(s *schemas.PipelineStep) { s.DependsOn = []string{"a"} })))))
+		step("a", text.Name, upText, func(s *pipelinespec.PipelineStep) { s.DependsOn = []string{"b"} }),
+		step("b", text.Name, upText, func(s *pipelinespec.PipelineStep) { s.DependsOn = []string{"a"} })))))
 	cs = append(cs, badCase{name: "gateway/submit with the run_id of an existing run", kind: "http", status: http.StatusConflict, code: gateway.CodeRunExists,
 		call: func(ctx context.Context, s *shared, id string) (reply, error) {
 			spec := mustJSON(pipe(step("a", text.Name, upText, nil)))
@@ -255,9 +256,9 @@ func handledCases() []badCase {
 				return out
 			}},
 		badCase{name: "pipeline/handled: for_each over one item", kind: "pipeline", handled: true, keys: wholeRun,
-			send: submit(schemas.PipelineSpec{Name: "one", Vars: map[string]any{"w": []string{"x"}}, Steps: []schemas.PipelineStep{
-				step("each", text.Name, nil, func(s *schemas.PipelineStep) {
-					s.Kind, s.ForEach = schemas.StepKindForEach, &schemas.ForEachSpec{Items: "vars.w"}
+			send: submit(pipelinespec.PipelineSpec{Name: "one", Vars: map[string]any{"w": []string{"x"}}, Steps: []pipelinespec.PipelineStep{
+				step("each", text.Name, nil, func(s *pipelinespec.PipelineStep) {
+					s.Kind, s.ForEach = pipelinespec.StepKindForEach, &pipelinespec.ForEachSpec{Items: "vars.w"}
 				})}}, self, self)},
 		badCase{name: "gateway/handled: upload named with a path", kind: "http", status: http.StatusCreated,
 			call: gwReq(http.MethodPost, "/api/files?name=../../etc/passwd", "text/plain", "hello"),

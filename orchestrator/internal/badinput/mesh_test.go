@@ -22,6 +22,7 @@ import (
 	"github.com/agentmesh/agentmesh/llm/llmtest"
 	"github.com/agentmesh/agentmesh/orchestrator"
 	"github.com/agentmesh/agentmesh/orchestrator/chat"
+	"github.com/agentmesh/agentmesh/pipelinespec"
 	"github.com/agentmesh/agentmesh/resolvers"
 	"github.com/agentmesh/agentmesh/schemas"
 )
@@ -249,7 +250,7 @@ func (s *shared) good(t *testing.T, kind string) {
 		}
 	case "pipeline":
 		run := s.id("good-run")
-		spec := schemas.PipelineSpec{Name: "good", Steps: []schemas.PipelineStep{{ID: "up", Agent: text.Name, Inputs: map[string]string{"text": "text:hello"}}}}
+		spec := pipelinespec.PipelineSpec{Name: "good", Steps: []pipelinespec.PipelineStep{{ID: "up", Agent: text.Name, Inputs: map[string]string{"text": "text:hello"}}}}
 		s.publish(t, event(t, s.names.PipelineSubmit(), bus.TypePipelineSubmitted, run, spec, map[string]string{bus.ExtRunID: run}))
 		ev, _ := bus.Decode(s.final(t, s.names.EventsStream(), s.names.Events(run, "pipeline"), 20*time.Second, bus.TypePipelineCompleted))
 		var r schemas.RunEvent

@@ -1,4 +1,4 @@
-package schemas
+package pipelinespec
 
 import (
 	"encoding/json"
@@ -8,7 +8,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
+
+	"github.com/agentmesh/agentmesh/schemas"
 )
 
 // PipelineSpec declares a pipeline: steps wired by depends_on, each calling
@@ -26,7 +27,7 @@ type PipelineSpec struct {
 	// Budget limits the tokens and dollars of the run's model calls; when
 	// a wave ends with it reached, no further step starts and the run
 	// fails with code budget_exceeded.
-	Budget *Budget `json:"budget,omitempty" yaml:"budget"`
+	Budget *schemas.Budget `json:"budget,omitempty" yaml:"budget"`
 	// Schedule runs the pipeline by itself, on a cron, at an interval or
 	// once at a time, once it is added with `agentmesh schedule add`
 	// (docs/protocol.md, "Schedules"). A submission ignores it.
@@ -86,13 +87,13 @@ type SeedValue struct {
 	Value           any    `json:"value" yaml:"value"`
 }
 
-// Typed returns the seed as a TypedValue from source.
-func (s SeedValue) Typed(source string) (TypedValue, error) {
+// Typed returns the seed as a schemas.TypedValue from source.
+func (s SeedValue) Typed(source string) (schemas.TypedValue, error) {
 	raw, err := json.Marshal(s.Value)
 	if err != nil {
-		return TypedValue{}, fmt.Errorf("%w: %s seed value cannot be encoded as JSON: %v", ErrInvalidValue, s.DataType, err)
+		return schemas.TypedValue{}, fmt.Errorf("%w: %s seed value cannot be encoded as JSON: %v", schemas.ErrInvalidValue, s.DataType, err)
 	}
-	return TypedValue{DataType: s.DataType, ContentTypeHint: s.ContentTypeHint, Value: raw, Source: source}, nil
+	return schemas.TypedValue{DataType: s.DataType, ContentTypeHint: s.ContentTypeHint, Value: raw, Source: source}, nil
 }
 
 // reservedSeeds are the seed names that hold file IDs, not values.
@@ -112,7 +113,7 @@ func (p PipelineSpec) ValidateWithin(l Limits) error {
 	var errs []error
 	if err := p.CheckLimits(l); err != nil {
 		if p.Depth() > l.OrDefaults().Depth {
-			return fmt.Errorf("%w: %w", ErrInvalidPipeline, err)
+			return fmt.Errorf("%w: %w", schemas.ErrInvalidPipeline, err)
 		}
 		errs = append(errs, err)
 	}
@@ -120,7 +121,7 @@ func (p PipelineSpec) ValidateWithin(l Limits) error {
 	if len(errs) == 0 {
 		return nil
 	}
-	return fmt.Errorf("%w: %w", ErrInvalidPipeline, errors.Join(errs...))
+	return fmt.Errorf("%w: %w", schemas.ErrInvalidPipeline, errors.Join(errs...))
 }
 
 // validate checks the shape of p and of its inline sub-pipelines, each
@@ -145,7 +146,7 @@ func (p PipelineSpec) validate() []error {
 		switch {
 		case s.ID == "":
 			errs = append(errs, fmt.Errorf("steps[%d]: id is empty", i))
-		case !agentName.MatchString(s.ID):
+		case !schemas.IsAgentName(s.ID):
 			errs = append(errs, fmt.Errorf("steps[%d]: id %q must be 1 to 64 letters, digits, '-' or '_'", i, s.ID))
 		case ids[s.ID]:
 			errs = append(errs, fmt.Errorf("steps[%d]: duplicate step id %q", i, s.ID))
@@ -158,7 +159,7 @@ func (p PipelineSpec) validate() []error {
 		case IsHumanKind(s.Kind):
 			errs = append(errs, s.validateHuman()...)
 		case s.Kind == "" || s.Kind == StepKindAgent:
-			if err := ValidateAgentName(s.Agent); err != nil {
+			if err := schemas.ValidateAgentName(s.Agent); err != nil {
 				errs = append(errs, fmt.Errorf("step %q: %w", s.ID, err))
 			}
 		}
@@ -191,13 +192,13 @@ func (s PipelineSeed) validate() []error {
 	for _, name := range slices.Sorted(maps.Keys(s.Values)) {
 		v := s.Values[name]
 		switch {
-		case !slotName.MatchString(name):
+		case !schemas.IsSlotName(name):
 			errs = append(errs, fmt.Errorf("seed.values: name %q must start with a letter or '_' and hold only letters, digits and '_'", name))
 		case slices.Contains(reservedSeeds, name):
 			errs = append(errs, fmt.Errorf("seed.values: name %q is taken by seed.%s; pick another name", name, name))
 		}
 		if v.DataType == "" {
-			errs = append(errs, fmt.Errorf("seed.values.%s: data_type is empty; give the value's data type, e.g. %s", name, TypeText))
+			errs = append(errs, fmt.Errorf("seed.values.%s: data_type is empty; give the value's data type, e.g. %s", name, schemas.TypeText))
 		}
 		if v.Value == nil {
 			errs = append(errs, fmt.Errorf("seed.values.%s: value is missing", name))
@@ -212,17 +213,13 @@ const StepKindAgent = "agent"
 // StepKinds are the kinds a step may name, the default first.
 var StepKinds = []string{StepKindAgent, StepKindRouter, StepKindEvaluator, StepKindApproval, StepKindInput, StepKindForEach, StepKindRepeat, StepKindPipeline}
 
-// DefaultTaskTimeout is the time budget of a task whose step, contract and
-// request name none.
-const DefaultTaskTimeout = 60 * time.Second
-
 // StepTaskID returns the id of a pipeline step's task:
-// <run>-<step>-<attempt>-<tag>, where tag is TaskTag of the run's nonce
+// <run>-<step>-<attempt>-<tag>, where tag is schemas.TaskTag of the run's nonce
 // (state.RunSpec.Nonce), or <run>-<step>-<attempt> for a run without one
 // (runs stored before nonces). Every replica computes the same id, and it
 // is also the JetStream Nats-Msg-Id of the task, so dispatching the same
 // attempt twice runs it once; only who knows the nonce can compute it, so
 // no one else can send a task under it first (docs/security.md).
 func StepTaskID(runID, stepID string, attempt int, nonce string) string {
-	return TaskTag(runID+"-"+stepID+"-"+strconv.Itoa(attempt), nonce)
+	return schemas.TaskTag(runID+"-"+stepID+"-"+strconv.Itoa(attempt), nonce)
 }

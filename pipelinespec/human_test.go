@@ -1,4 +1,4 @@
-package schemas_test
+package pipelinespec_test
 
 import (
 	"encoding/json"
@@ -6,13 +6,14 @@ import (
 	"testing"
 
 	"github.com/agentmesh/agentmesh/bus"
+	"github.com/agentmesh/agentmesh/pipelinespec"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
 func TestHumanStepValidation(t *testing.T) {
-	spec := schemas.PipelineSpec{Steps: []schemas.PipelineStep{
-		{ID: "a", Kind: schemas.StepKindApproval, Agent: "X", Human: &schemas.HumanStep{Prompt: "ok?", Default: "maybe", DataType: "TEXT"}},
-		{ID: "i", Kind: schemas.StepKindInput, TimeoutMS: 10},
+	spec := pipelinespec.PipelineSpec{Steps: []pipelinespec.PipelineStep{
+		{ID: "a", Kind: pipelinespec.StepKindApproval, Agent: "X", Human: &pipelinespec.HumanStep{Prompt: "ok?", Default: "maybe", DataType: "TEXT"}},
+		{ID: "i", Kind: pipelinespec.StepKindInput, TimeoutMS: 10},
 		{ID: "k", Kind: "loop", Agent: "X"},
 	}}
 	err := spec.Validate()
@@ -29,7 +30,7 @@ func TestHumanStepValidation(t *testing.T) {
 }
 
 // A resolution is outside input: whatever passes resolve.schema.json
-// decodes into schemas.Resolution with a run id that can be a subject token.
+// decodes into pipelinespec.Resolution with a run id that can be a subject token.
 func FuzzResolutionDecode(f *testing.F) {
 	f.Add(`{"runid":"r-1","step":"review","decision":"approve","comment":"ok","by":"ann"}`)
 	f.Add(`{"runid":"r-1","step":"title","value":{"categories":{"a":["f"]}}}`)
@@ -38,7 +39,7 @@ func FuzzResolutionDecode(f *testing.F) {
 		if schemas.ValidateJSON(schemas.SchemaResolve, []byte(doc)) != nil {
 			return
 		}
-		var r schemas.Resolution
+		var r pipelinespec.Resolution
 		dec := json.NewDecoder(strings.NewReader(doc))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&r); err != nil {

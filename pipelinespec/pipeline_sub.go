@@ -1,9 +1,11 @@
-package schemas
+package pipelinespec
 
 import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/agentmesh/agentmesh/schemas"
 )
 
 // StepKindPipeline is the kind of a step that runs another pipeline as a
@@ -66,7 +68,7 @@ func (s PipelineStep) validateSub() []error {
 	if p.Name != "" && p.File != "" {
 		errs = append(errs, fmt.Errorf("step %q: pipeline names both name %q and file %q; give one", s.ID, p.Name, p.File))
 	}
-	if p.Name != "" && !agentName.MatchString(p.Name) {
+	if p.Name != "" && !schemas.IsAgentName(p.Name) {
 		errs = append(errs, fmt.Errorf("step %q: pipeline.name %q must be 1 to 64 letters, digits, '-' or '_' (the file <name>.yaml in the orchestrator's pipelines directory)", s.ID, p.Name))
 	}
 	for name, src := range p.Outputs {
@@ -77,7 +79,7 @@ func (s PipelineStep) validateSub() []error {
 	if p.Spec != nil {
 		// Its depth and limits are checked once, at the top (ValidateWithin).
 		if cerrs := p.Spec.validate(); len(cerrs) > 0 {
-			errs = append(errs, fmt.Errorf("step %q: pipeline.spec: %w", s.ID, fmt.Errorf("%w: %w", ErrInvalidPipeline, errors.Join(cerrs...))))
+			errs = append(errs, fmt.Errorf("step %q: pipeline.spec: %w", s.ID, fmt.Errorf("%w: %w", schemas.ErrInvalidPipeline, errors.Join(cerrs...))))
 		}
 	}
 	return errs

@@ -1,4 +1,4 @@
-package schemas
+package pipelinespec
 
 import (
 	"errors"

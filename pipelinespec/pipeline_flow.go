@@ -1,9 +1,11 @@
-package schemas
+package pipelinespec
 
 import (
 	"fmt"
 	"maps"
 	"slices"
+
+	"github.com/agentmesh/agentmesh/schemas"
 )
 
 // StepKindRouter is the kind of a step that chooses one of its branches
@@ -58,7 +60,7 @@ func (r RouterSpec) Names() []string {
 func (p PipelineSpec) validateFlow(ids map[string]bool) []error {
 	var errs []error
 	for _, name := range slices.Sorted(maps.Keys(p.Vars)) {
-		if !slotName.MatchString(name) {
+		if !schemas.IsSlotName(name) {
 			errs = append(errs, fmt.Errorf("vars: name %q must start with a letter or '_' and hold only letters, digits and '_'", name))
 		}
 	}

@@ -1,8 +1,10 @@
-package schemas
+package pipelinespec
 
 import (
 	"fmt"
 	"time"
+
+	"github.com/agentmesh/agentmesh/schemas"
 )
 
 // Step kinds that wait for a person (see docs/workflows.md).
@@ -46,7 +48,7 @@ type HumanStep struct {
 // InputType is the data type of an input step's value: DataType, else TEXT.
 func (h *HumanStep) InputType() string {
 	if h == nil || h.DataType == "" {
-		return TypeText
+		return schemas.TypeText
 	}
 	return h.DataType
 }

@@ -1,9 +1,11 @@
-package schemas
+package pipelinespec
 
 import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/agentmesh/agentmesh/schemas"
 )
 
 // Step kinds that run their agent more than once (see docs/workflows.md).
@@ -108,18 +110,18 @@ func (s PipelineStep) validateLoop() []error {
 	if s.Kind == StepKindForEach && s.Pipeline != nil {
 		return errs // runs a pipeline per item (validateSub)
 	}
-	if err := ValidateAgentName(s.Agent); err != nil {
+	if err := schemas.ValidateAgentName(s.Agent); err != nil {
 		errs = append(errs, fmt.Errorf("step %q: a %s runs an agent: %w", s.ID, s.Kind, err))
 	}
 	return errs
 }
 
 // LoopTaskID is the task id of item (or iteration) i of a loop step:
-// <run>-<step>-1-<i>-<tag> (TaskTag of the run's nonce), or
+// <run>-<step>-1-<i>-<tag> (schemas.TaskTag of the run's nonce), or
 // <run>-<step>-1-<i> for a run without a nonce. LoopItem reads i back
 // from one.
 func LoopTaskID(runID, stepID string, i int, nonce string) string {
-	return TaskTag(fmt.Sprintf("%s-%s-1-%d", runID, stepID, i), nonce)
+	return schemas.TaskTag(fmt.Sprintf("%s-%s-1-%d", runID, stepID, i), nonce)
 }
 
 // LoopItem returns the item a loop step's task id names: true only for an

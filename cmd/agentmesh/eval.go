@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentmesh/agentmesh/internal/eval"
 	"github.com/agentmesh/agentmesh/llm"
+	"github.com/agentmesh/agentmesh/pipelinespec"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -145,7 +146,7 @@ and exits 0 when every case passed (at least the set's threshold of its runs),
 // gets no answer in time is a run with an error; an interrupt ends the eval.
 // A pipeline case runs spec as a run of its own; a judged answer is
 // scored by judge.
-func (a *app) evalRun(ctx context.Context, m *mesh, c eval.Case, spec schemas.PipelineSpec, judge eval.ChatModel, n int, timeout time.Duration) (eval.Run, error) {
+func (a *app) evalRun(ctx context.Context, m *mesh, c eval.Case, spec pipelinespec.PipelineSpec, judge eval.ChatModel, n int, timeout time.Duration) (eval.Run, error) {
 	r := eval.Run{Case: c.Name, N: n}
 	tctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()

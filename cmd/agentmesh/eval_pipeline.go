@@ -14,14 +14,15 @@ import (
 	"github.com/agentmesh/agentmesh/client"
 	"github.com/agentmesh/agentmesh/internal/eval"
 	"github.com/agentmesh/agentmesh/internal/stateview"
+	"github.com/agentmesh/agentmesh/pipelinespec"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
 // evalSpecs loads the pipeline of every pipeline case of set (a file's
 // path is relative to dir, the eval set's folder), with the case's vars
 // set, and reports every case whose pipeline cannot run at once.
-func evalSpecs(set eval.Set, dir string) (map[string]schemas.PipelineSpec, error) {
-	specs := map[string]schemas.PipelineSpec{}
+func evalSpecs(set eval.Set, dir string) (map[string]pipelinespec.PipelineSpec, error) {
+	specs := map[string]pipelinespec.PipelineSpec{}
 	var errs []error
 	for _, c := range set.Cases {
 		if c.Pipeline.IsZero() {
@@ -37,8 +38,8 @@ func evalSpecs(set eval.Set, dir string) (map[string]schemas.PipelineSpec, error
 	return specs, errors.Join(errs...)
 }
 
-func evalSpec(c eval.Case, dir string) (schemas.PipelineSpec, error) {
-	var spec schemas.PipelineSpec
+func evalSpec(c eval.Case, dir string) (pipelinespec.PipelineSpec, error) {
+	var spec pipelinespec.PipelineSpec
 	var err error
 	if c.Pipeline.File != "" {
 		path := c.Pipeline.File
@@ -66,7 +67,7 @@ func evalSpec(c eval.Case, dir string) (schemas.PipelineSpec, error) {
 // and returns what it showed: its status, code and usage, the steps that
 // sent a task (in the order they did, with their spec's params) and every
 // step's outputs, read from the run's state.
-func (a *app) evalPipeline(ctx context.Context, m *mesh, name string, spec schemas.PipelineSpec) (eval.Outcome, error) {
+func (a *app) evalPipeline(ctx context.Context, m *mesh, name string, spec pipelinespec.PipelineSpec) (eval.Outcome, error) {
 	var o eval.Outcome
 	store := m.store()
 	if store == nil {

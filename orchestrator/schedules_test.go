@@ -41,15 +41,46 @@ func TestScheduleTicksStartRunsNamedByTick(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The run's id is learnt from its events: the tick is taken (and, the
+	// stream being a work queue, deleted) as soon as it is stored, so the
+	// test cannot read the stored message's time after publishing.
+	started := make(chan string, 1)
+	tickSub, err := m.NC.Subscribe(names.AllEvents(), func(msg *nats.Msg) {
+		if ev, err := bus.Decode(msg); err == nil && strings.HasPrefix(ev.Ext(bus.ExtRunID), "nightly-") {
+			select {
+			case started <- ev.Ext(bus.ExtRunID):
+			default:
+			}
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tickSub.Unsubscribe()
+	if err := m.NC.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	before := time.Now().Add(-time.Second)
 	ack, err := js.PublishMsg(ctx, msg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	stored, err := m.Res.Schedules.GetMsg(ctx, ack.Sequence)
-	if err != nil {
-		t.Fatal(err)
+	after := time.Now().Add(time.Second)
+	var runID string
+	select {
+	case runID = <-started:
+	case <-ctx.Done():
+		t.Fatal("no run started for the tick")
 	}
-	runID := bus.ScheduledRunID("nightly", stored.Time, ack.Sequence)
+	// name-<the tick's stored time>-<its stream sequence>
+	rest, ok := strings.CutSuffix(strings.TrimPrefix(runID, "nightly-"), "-"+strconv.FormatUint(ack.Sequence, 10))
+	at, err := time.Parse("20060102T150405Z", rest)
+	if !ok || err != nil || at.Before(before.Truncate(time.Second)) || at.After(after) {
+		t.Fatalf("run id %q: want nightly-<stored time between %s and %s>-%d (%v)", runID, before.UTC().Format(time.RFC3339), after.UTC().Format(time.RFC3339), ack.Sequence, err)
+	}
+	if runID != bus.ScheduledRunID("nightly", at, ack.Sequence) {
+		t.Fatalf("run id %q is not bus.ScheduledRunID's", runID)
+	}
 	run := meshtest.WaitRun(t, o.Store(), runID, 20*time.Second)
 	if run.Status != schemas.RunCompleted || meshtest.TextOut(t, run, "up") != "TICK TOCK" {
 		t.Fatalf("run %s: %s, output %q", runID, run.Status, meshtest.TextOut(t, run, "up"))

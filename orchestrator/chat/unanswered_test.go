@@ -50,36 +50,43 @@ func TestTurnAnswerNotStoredIsDeliveredAgain(t *testing.T) {
 	close(release)
 
 	store := state.New(m.Res.Conversations, m.Res.Runs)
-	for {
-		_, err := store.TurnOf(ctx, conv, request)
-		if err == nil {
-			break // the turn is over and its answer was refused
+	var err2 error
+	ended := fixture.Until(ctx.Done(), func() bool {
+		_, err2 = store.TurnOf(ctx, conv, request)
+		if err2 != nil && !errors.Is(err2, state.ErrNotFound) {
+			t.Fatalf("the turn never ended: %v", err2)
 		}
-		if !errors.Is(err, state.ErrNotFound) || ctx.Err() != nil {
-			t.Fatalf("the turn never ended: %v", err)
-		}
-		time.Sleep(50 * time.Millisecond)
+		return err2 == nil // the turn is over and its answer was refused
+	})
+	if !ended {
+		t.Fatalf("the turn never ended: %v", err2)
 	}
 	if _, err := js.UpdateStream(ctx, info.Config); err != nil {
 		t.Fatal(err)
 	}
-	for {
-		msg, err := m.Res.Events.GetLastMsgForSubject(ctx, names.Events(conv, "chat"))
-		var ev bus.Event
+	msg, _, ok := waitChatResponded(ctx, m, conv)
+	if !ok {
+		t.Fatal("the turn's answer was never stored once the events stream took events again: its request was acknowledged unanswered")
+	}
+	if msg.Header.Get(jetstream.MsgIDHeader) != "chat-"+request {
+		t.Errorf("the answer is stored under message id %q, want chat-%s", msg.Header.Get(jetstream.MsgIDHeader), request)
+	}
+}
+
+// waitChatResponded waits, until ctx ends, for the last chat event of conv
+// to be its answer (chat.responded) and returns it; ok is false when ctx
+// ended first.
+func waitChatResponded(ctx context.Context, m *meshtest.Mesh, conv string) (msg *jetstream.RawStreamMsg, ev bus.Event, ok bool) {
+	subject := m.Srv.Names().Events(conv, "chat")
+	ok = fixture.Until(ctx.Done(), func() bool {
+		var err error
+		msg, err = m.Res.Events.GetLastMsgForSubject(ctx, subject)
 		if err == nil {
 			ev, err = bus.Decode(&nats.Msg{Subject: msg.Subject, Header: msg.Header, Data: msg.Data})
 		}
-		if err == nil && ev.Type == bus.TypeChatResponded {
-			if msg.Header.Get(jetstream.MsgIDHeader) != "chat-"+request {
-				t.Errorf("the answer is stored under message id %q, want chat-%s", msg.Header.Get(jetstream.MsgIDHeader), request)
-			}
-			return
-		}
-		if ctx.Err() != nil {
-			t.Fatal("the turn's answer was never stored once the events stream took events again: its request was acknowledged unanswered")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return err == nil && ev.Type == bus.TypeChatResponded
+	})
+	return msg, ev, ok
 }
 
 // A tool call whose task the stream acknowledged and did not keep (a node
@@ -117,15 +124,11 @@ func TestToolCallPublishedAgainUntilItsTaskIsKept(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for { // the tool call's task went to the decoy, acknowledged
+	if !fixture.Until(ctx.Done(), func() bool { // the tool call's task went to the decoy, acknowledged
 		info, err := decoy.Info(ctx)
-		if err == nil && info.State.Msgs > 0 {
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatal("the tool call's task was never published")
-		}
-		time.Sleep(20 * time.Millisecond)
+		return err == nil && info.State.Msgs > 0
+	}) {
+		t.Fatal("the tool call's task was never published")
 	}
 	if err := js.DeleteStream(ctx, "DECOY"); err != nil {
 		t.Fatal(err)
@@ -133,22 +136,12 @@ func TestToolCallPublishedAgainUntilItsTaskIsKept(t *testing.T) {
 	if _, err := js.UpdateStream(ctx, tasks.Config); err != nil {
 		t.Fatal(err)
 	}
-	for {
-		msg, err := m.Res.Events.GetLastMsgForSubject(ctx, names.Events(conv, "chat"))
-		var ev bus.Event
-		if err == nil {
-			ev, err = bus.Decode(&nats.Msg{Subject: msg.Subject, Header: msg.Header, Data: msg.Data})
-		}
-		if err == nil && ev.Type == bus.TypeChatResponded {
-			var resp schemas.ChatResponse
-			if err := ev.DataAs(&resp); err != nil || resp.State != schemas.ChatCompleted {
-				t.Fatalf("the turn ended %s (%v): %s", resp.State, err, resp.Output)
-			}
-			return
-		}
-		if ctx.Err() != nil {
-			t.Fatal("the turn never ended: its tool call waited for a task nobody kept")
-		}
-		time.Sleep(100 * time.Millisecond)
+	_, ev, ok := waitChatResponded(ctx, m, conv)
+	if !ok {
+		t.Fatal("the turn never ended: its tool call waited for a task nobody kept")
+	}
+	var resp schemas.ChatResponse
+	if err := ev.DataAs(&resp); err != nil || resp.State != schemas.ChatCompleted {
+		t.Fatalf("the turn ended %s (%v): %s", resp.State, err, resp.Output)
 	}
 }

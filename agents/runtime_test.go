@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentmesh/agentmesh/agents"
 	"github.com/agentmesh/agentmesh/bus"
+	"github.com/agentmesh/agentmesh/internal/fixture"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -301,16 +302,15 @@ func TestRuntimeHandPublishedStructuredTask(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	var raw *jetstream.RawStreamMsg
-	for {
-		var err error
+	var err error
+	if !fixture.Until(ctx.Done(), func() bool {
 		raw, err = m.res.Results.GetLastMsgForSubject(ctx, "mesh.result.Echo.hand-1")
-		if err == nil {
-			break
-		}
-		if !errors.Is(err, jetstream.ErrMsgNotFound) || ctx.Err() != nil {
+		if err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
 			t.Fatalf("reading mesh.result.Echo.hand-1 from MESH_RESULTS: %v", err)
 		}
-		time.Sleep(20 * time.Millisecond)
+		return err == nil
+	}) {
+		t.Fatalf("reading mesh.result.Echo.hand-1 from MESH_RESULTS: %v", err)
 	}
 	// Read it as a plain client would: ce- headers and a JSON body.
 	if raw.Header.Get("ce-type") != bus.TypeTaskCompleted || raw.Header.Get("ce-taskid") != "hand-1" {

@@ -3,6 +3,8 @@ package agents
 import (
 	"testing"
 	"time"
+
+	"github.com/agentmesh/agentmesh/internal/fixture"
 )
 
 // A task that gives its slot back and takes one again never blocks: with
@@ -25,12 +27,8 @@ func TestSemSlotGivesBackAndTakesAgain(t *testing.T) {
 		t.Fatal("acquire blocked while every slot was taken")
 	}
 	<-sem // the other task ends: its slot goes to s
-	deadline := time.Now().Add(time.Second)
-	for len(sem) != 1 {
-		if time.Now().After(deadline) {
-			t.Fatal("the freed slot did not go to the waiting task")
-		}
-		time.Sleep(time.Millisecond)
+	if !fixture.Within(time.Second, func() bool { return len(sem) == 1 }) {
+		t.Fatal("the freed slot did not go to the waiting task")
 	}
 	s.release()
 	if len(sem) != 0 {

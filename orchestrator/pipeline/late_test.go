@@ -20,18 +20,14 @@ import (
 func drained(t testing.TB, m *meshtest.Mesh) {
 	t.Helper()
 	js := m.Srv.JetStream(t)
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
+	fixture.Eventually(t, "the results consumer to drain", func() bool {
 		c, err := js.Consumer(context.Background(), m.Srv.Names().ResultsStream(), orchestrator.DurableName)
-		if err == nil {
-			info, err := c.Info(context.Background())
-			if err == nil && info.NumPending == 0 && info.NumAckPending == 0 {
-				return
-			}
+		if err != nil {
+			return false
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatal("results consumer did not drain")
+		info, err := c.Info(context.Background())
+		return err == nil && info.NumPending == 0 && info.NumAckPending == 0
+	})
 }
 
 func TestLateResultAfterTimeoutChangesNothing(t *testing.T) {
@@ -197,16 +193,14 @@ func TestResultForARunNotFoundIsDeliveredAgain(t *testing.T) {
 	if _, err := js.PublishMsg(ctx, msg); err != nil {
 		t.Fatal(err)
 	}
-	for {
+	if !fixture.Until(ctx.Done(), func() bool {
 		c, err := js.Consumer(ctx, names.ResultsStream(), orchestrator.DurableName)
-		if err == nil {
-			if info, err := c.Info(ctx); err == nil && info.NumRedelivered > 0 {
-				return
-			}
+		if err != nil {
+			return false
 		}
-		if ctx.Err() != nil {
-			t.Fatal("the result for a run not found was never delivered again: acknowledged and lost")
-		}
-		time.Sleep(50 * time.Millisecond)
+		info, err := c.Info(ctx)
+		return err == nil && info.NumRedelivered > 0
+	}) {
+		t.Fatal("the result for a run not found was never delivered again: acknowledged and lost")
 	}
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/bus/bustest"
+	"github.com/agentmesh/agentmesh/internal/fixture"
 	"github.com/agentmesh/agentmesh/internal/meshcore"
 	"github.com/agentmesh/agentmesh/orchestrator/route"
 	"github.com/agentmesh/agentmesh/orchestrator/state"
@@ -219,9 +220,7 @@ func TestDispatchAhead(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{pipelinespec.StepTaskID("ahead1", "b", 1, "")}
-	for deadline := time.Now().Add(5 * time.Second); len(published()) == 0 && time.Now().Before(deadline); {
-		time.Sleep(10 * time.Millisecond)
-	}
+	fixture.Within(5*time.Second, func() bool { return len(published()) > 0 })
 
 	// When the header would not be written the way the tasks were, nothing
 	// goes out ahead of it.

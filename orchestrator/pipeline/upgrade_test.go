@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentmesh/agentmesh/internal/fixture"
 	"github.com/agentmesh/agentmesh/orchestrator/route"
 	"github.com/agentmesh/agentmesh/orchestrator/state"
 	"github.com/agentmesh/agentmesh/pipelinespec"
@@ -149,15 +150,9 @@ func TestSweepWatchesRunsAgain(t *testing.T) {
 	_ = w.Stop() // the watch ends
 	time.Sleep(100 * time.Millisecond)
 	startRun(t, o, "after-watch")
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	fixture.Eventually(t, "a run started after the watch of runs ended to be swept", func() bool {
 		o.mu.Lock()
-		swept := o.active["after-watch"]
-		o.mu.Unlock()
-		if swept {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("a run started after the watch of runs ended is not swept")
-		}
-	}
+		defer o.mu.Unlock()
+		return o.active["after-watch"]
+	})
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentmesh/agentmesh/internal/fixture"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -165,16 +166,12 @@ steps:
 // instance and not yet acknowledged); what names the task in the failure.
 func waitInFlight(t *testing.T, m *testMesh, what string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		var a Agent
+	var a Agent
+	if !fixture.Within(10*time.Second, func() bool {
+		a = Agent{}
 		decode(t, m.getJSON(t, "/api/agents/TextAgent"), &a)
-		if a.Stats.InFlight != nil && *a.Stats.InFlight == 1 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s is not in flight: %+v", what, a.Stats)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return a.Stats.InFlight != nil && *a.Stats.InFlight == 1
+	}) {
+		t.Fatalf("%s is not in flight: %+v", what, a.Stats)
 	}
 }

@@ -19,10 +19,12 @@ import (
 	"github.com/agentmesh/agentmesh/agents/builtin/text"
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/client"
+	"github.com/agentmesh/agentmesh/internal/fixture"
 	"github.com/agentmesh/agentmesh/internal/meshtest"
 	"github.com/agentmesh/agentmesh/internal/nodetest"
 	"github.com/agentmesh/agentmesh/orchestrator"
 	"github.com/agentmesh/agentmesh/orchestrator/chat"
+	"github.com/agentmesh/agentmesh/orchestrator/state"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -116,32 +118,28 @@ func TestTypeScriptSDK(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		deadline := time.Now().Add(45 * time.Second)
-		for {
-			r, err := o.Store().Run(ctx, runID)
-			if err == nil && r.Done() {
-				if r.Status != schemas.RunCompleted {
-					t.Fatalf("run %s ended %s: %s\nsteps %+v\nagent output:\n%s", runID, r.Status, r.Error, r.Steps, agent.Out.String())
-				}
-				measure := r.Steps["measure"]
-				var lengths map[string]int
-				if err := json.Unmarshal(measure.Outputs["lengths"].Value, &lengths); err != nil {
-					t.Fatalf("measure's lengths %s: %v", measure.Outputs["lengths"].Value, err)
-				}
-				// "THE MESH SPEAKS TYPESCRIPT": words of 3, 4, 6 and 10 letters.
-				if want := map[string]int{"3": 1, "4": 1, "6": 1, "10": 1}; !equalMaps(lengths, want) {
-					t.Errorf("measure's lengths %v, want %v", lengths, want)
-				}
-				echo, _ := r.Steps["echo"].Outputs["text"].Text()
-				if want := reverse("4 words, 5.8 letters on average"); echo != want {
-					t.Errorf("the Go step after the TypeScript one said %q, want %q", echo, want)
-				}
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("run %s not done after 45s (%v)\nagent output:\n%s", runID, err, agent.Out.String())
-			}
-			time.Sleep(50 * time.Millisecond) // polling KV with a deadline
+		var r *state.RunState
+		if !fixture.Within(45*time.Second, func() bool {
+			r, err = o.Store().Run(ctx, runID)
+			return err == nil && r.Done()
+		}) {
+			t.Fatalf("run %s not done after 45s (%v)\nagent output:\n%s", runID, err, agent.Out.String())
+		}
+		if r.Status != schemas.RunCompleted {
+			t.Fatalf("run %s ended %s: %s\nsteps %+v\nagent output:\n%s", runID, r.Status, r.Error, r.Steps, agent.Out.String())
+		}
+		measure := r.Steps["measure"]
+		var lengths map[string]int
+		if err := json.Unmarshal(measure.Outputs["lengths"].Value, &lengths); err != nil {
+			t.Fatalf("measure's lengths %s: %v", measure.Outputs["lengths"].Value, err)
+		}
+		// "THE MESH SPEAKS TYPESCRIPT": words of 3, 4, 6 and 10 letters.
+		if want := map[string]int{"3": 1, "4": 1, "6": 1, "10": 1}; !equalMaps(lengths, want) {
+			t.Errorf("measure's lengths %v, want %v", lengths, want)
+		}
+		echo, _ := r.Steps["echo"].Outputs["text"].Text()
+		if want := reverse("4 words, 5.8 letters on average"); echo != want {
+			t.Errorf("the Go step after the TypeScript one said %q, want %q", echo, want)
 		}
 	})
 

@@ -15,6 +15,7 @@ import (
 	"github.com/agentmesh/agentmesh/agents/builtin/text"
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/client"
+	"github.com/agentmesh/agentmesh/internal/fixture"
 	"github.com/agentmesh/agentmesh/internal/meshtest"
 	"github.com/agentmesh/agentmesh/internal/nodetest"
 	"github.com/agentmesh/agentmesh/schemas"
@@ -65,24 +66,23 @@ func TestTypeScriptSDKSecure(t *testing.T) {
 	task := schemas.TaskRequest{Inputs: map[string]schemas.TypedValue{"text": schemas.TextValue("one two three", "test")}}
 	lastResult := func(subject string) schemas.AgentResult {
 		t.Helper()
-		for {
-			raw, err := srv.Res.Results.GetLastMsgForSubject(ctx, subject)
-			if err == nil {
-				ev, err := bus.Decode(&nats.Msg{Subject: raw.Subject, Header: raw.Header, Data: raw.Data})
-				var r schemas.AgentResult
-				if err == nil {
-					err = ev.DataAs(&r)
-				}
-				if err != nil {
-					t.Fatalf("result on %s: %v", subject, err)
-				}
-				return r
-			}
-			if ctx.Err() != nil {
-				t.Fatalf("no result on %s\nagent output:\n%s", subject, agent.Out.String())
-			}
-			time.Sleep(50 * time.Millisecond) // polling the stream with the test's deadline
+		var raw *jetstream.RawStreamMsg
+		if !fixture.Until(ctx.Done(), func() bool { // the test's deadline
+			var err error
+			raw, err = srv.Res.Results.GetLastMsgForSubject(ctx, subject)
+			return err == nil
+		}) {
+			t.Fatalf("no result on %s\nagent output:\n%s", subject, agent.Out.String())
 		}
+		ev, err := bus.Decode(&nats.Msg{Subject: raw.Subject, Header: raw.Header, Data: raw.Data})
+		var r schemas.AgentResult
+		if err == nil {
+			err = ev.DataAs(&r)
+		}
+		if err != nil {
+			t.Fatalf("result on %s: %v", subject, err)
+		}
+		return r
 	}
 
 	t.Run("a signed task from a Go client runs", func(t *testing.T) {

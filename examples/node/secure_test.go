@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/client"
+	"github.com/agentmesh/agentmesh/internal/fixture"
 	"github.com/agentmesh/agentmesh/internal/nodetest"
 	"github.com/agentmesh/agentmesh/schemas"
 	"github.com/agentmesh/agentmesh/security/securetest"
@@ -187,12 +188,11 @@ func TestNodeAgentSecure(t *testing.T) {
 func answerOn(ctx context.Context, t *testing.T, srv *securetest.Server, subject string, agent *nodetest.Process) schemas.AgentResult {
 	t.Helper()
 	var raw *jetstream.RawStreamMsg
-	for raw == nil {
+	if !fixture.Until(ctx.Done(), func() bool {
 		raw, _ = srv.Res.Results.GetLastMsgForSubject(ctx, subject)
-		if ctx.Err() != nil {
-			t.Fatalf("no answer on %s\n%s", subject, agent.Out.String())
-		}
-		time.Sleep(50 * time.Millisecond)
+		return raw != nil
+	}) {
+		t.Fatalf("no answer on %s\n%s", subject, agent.Out.String())
 	}
 	ev, _ := bus.Decode(&nats.Msg{Subject: raw.Subject, Header: raw.Header, Data: raw.Data})
 	var r schemas.AgentResult

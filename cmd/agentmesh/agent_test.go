@@ -21,6 +21,7 @@ import (
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/bus/bustest"
 	"github.com/agentmesh/agentmesh/client"
+	"github.com/agentmesh/agentmesh/internal/fixture"
 	"github.com/agentmesh/agentmesh/internal/proctest"
 	"github.com/agentmesh/agentmesh/observe/metrics/metricstest"
 	"github.com/agentmesh/agentmesh/schemas"
@@ -179,17 +180,16 @@ func publishTasks(t *testing.T, ctx context.Context, js jetstream.JetStream, evs
 // can see a result before the stream has stored it.
 func storedResults(t *testing.T, ctx context.Context, res *bus.Resources, want uint64) uint64 {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	var msgs uint64
+	fixture.Within(5*time.Second, func() bool {
 		info, err := res.Results.Info(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if info.State.Msgs >= want || time.Now().After(deadline) {
-			return info.State.Msgs
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		msgs = info.State.Msgs
+		return msgs >= want
+	})
+	return msgs
 }
 
 // waitAckPending polls the TextAgent consumer until n tasks are held by instances.

@@ -15,6 +15,8 @@ import (
 
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/client"
+	"github.com/agentmesh/agentmesh/internal/fixture"
+	"github.com/agentmesh/agentmesh/internal/meshtest"
 	"github.com/agentmesh/agentmesh/internal/proctest"
 	"github.com/agentmesh/agentmesh/orchestrator/state"
 	"github.com/agentmesh/agentmesh/pipelinespec"
@@ -111,24 +113,7 @@ func upperTask(s string, delayMS int) schemas.TaskRequest {
 // waitRunEnd polls run (as admin) until it ends.
 func (m *integrityMesh) waitRunEnd(t *testing.T, run string) *state.RunState {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		st, err := m.store.Run(context.Background(), run)
-		if err == nil && st.Done() {
-			return st
-		}
-		if time.Now().After(deadline) {
-			if err != nil {
-				t.Fatalf("run %s did not end: %v", run, err)
-			}
-			waiting := []string{}
-			for id, step := range st.Steps {
-				waiting = append(waiting, id+" "+step.Status)
-			}
-			t.Fatalf("run %s did not end: %s, steps %v", run, st.Status, waiting)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	return meshtest.WaitRun(t, m.store, run, 30*time.Second)
 }
 
 // stepText is the text output step of run recorded.
@@ -444,15 +429,13 @@ func (c *clientConn) call(t *testing.T, id, text string, delayMS int) schemas.Ag
 // waitStep polls until step of run has status.
 func (m *integrityMesh) waitStep(t *testing.T, run, step, status string) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		st, err := m.store.Run(context.Background(), run)
-		if err == nil && st.Steps[step] != nil && st.Steps[step].Status == status {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("step %s of run %s never %s: %v", step, run, status, err)
-		}
-		time.Sleep(50 * time.Millisecond)
+	var err error
+	reached := fixture.Within(20*time.Second, func() bool {
+		var st *state.RunState
+		st, err = m.store.Run(context.Background(), run)
+		return err == nil && st.Steps[step] != nil && st.Steps[step].Status == status
+	})
+	if !reached {
+		t.Fatalf("step %s of run %s never %s: %v", step, run, status, err)
 	}
 }

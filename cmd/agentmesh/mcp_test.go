@@ -16,6 +16,7 @@ import (
 
 	"github.com/agentmesh/agentmesh/bus/bustest"
 	"github.com/agentmesh/agentmesh/client"
+	"github.com/agentmesh/agentmesh/internal/fixture"
 	"github.com/agentmesh/agentmesh/internal/meshtest"
 	"github.com/agentmesh/agentmesh/internal/nodetest"
 	"github.com/agentmesh/agentmesh/internal/proctest"
@@ -136,19 +137,10 @@ func TestMCPAgentProcessInPipeline(t *testing.T) {
 		t.Fatal(err)
 	}
 	store := state.New(res.Conversations, res.Runs)
-	for {
-		run, err := store.Run(ctx, id)
-		if err == nil && run.Done() {
-			got, _ := run.Steps["rev"].Outputs["text"].Text()
-			if run.Status != schemas.RunCompleted || got != "at frequent: most words; 4" {
-				t.Fatalf("run %s, rev output %q", run.Status, got)
-			}
-			return
-		}
-		if ctx.Err() != nil {
-			t.Fatalf("run %s did not end: %v", id, err)
-		}
-		time.Sleep(50 * time.Millisecond)
+	run := meshtest.WaitRun(t, store, id, 30*time.Second)
+	got, _ := run.Steps["rev"].Outputs["text"].Text()
+	if run.Status != schemas.RunCompleted || got != "at frequent: most words; 4" {
+		t.Fatalf("run %s, rev output %q", run.Status, got)
 	}
 }
 
@@ -193,23 +185,20 @@ func TestMCPServerOverHTTP(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cs.Close()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	var names []string
+	listed := fixture.Within(10*time.Second, func() bool {
 		res, err := cs.ListTools(ctx, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var names []string
+		names = names[:0]
 		for _, tl := range res.Tools {
 			names = append(names, tl.Name)
 		}
-		if slices.Contains(names, "TextAgent") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("tools = %v, want TextAgent among them", names)
-		}
-		time.Sleep(100 * time.Millisecond)
+		return slices.Contains(names, "TextAgent")
+	})
+	if !listed {
+		t.Fatalf("tools = %v, want TextAgent among them", names)
 	}
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "TextAgent", Arguments: map[string]any{"text": "over http", "op": "title"}})
 	if err != nil || res.IsError {

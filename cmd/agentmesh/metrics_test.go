@@ -16,6 +16,7 @@ import (
 
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/bus/bustest"
+	"github.com/agentmesh/agentmesh/internal/fixture"
 	"github.com/agentmesh/agentmesh/llm/llmtest"
 	"github.com/agentmesh/agentmesh/observe/metrics/metricstest"
 )
@@ -41,19 +42,18 @@ func waitReady(t *testing.T, addr string, logs fmt.Stringer) {
 // after 30s.
 func waitHTTP(t *testing.T, url string, logs fmt.Stringer) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		resp, err := http.Get(url)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
+	var err error
+	ok := fixture.Within(30*time.Second, func() bool {
+		var resp *http.Response
+		resp, err = http.Get(url)
+		if err != nil {
+			return false
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s not 200 after 30s (last: %v)\n%s", url, err, logs)
-		}
-		time.Sleep(50 * time.Millisecond)
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	if !ok {
+		t.Fatalf("%s not 200 after 30s (last: %v)\n%s", url, err, logs)
 	}
 }
 
@@ -190,14 +190,12 @@ func TestMetricsOfProcesses(t *testing.T) {
 // and returns the last scrape.
 func pollMetrics(t *testing.T, addr string, done func(metricstest.Families) bool) metricstest.Families {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		f := metricstest.Scrape(t, "http://"+addr+"/metrics")
-		if done(f) || time.Now().After(deadline) {
-			return f
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	var f metricstest.Families
+	fixture.Within(10*time.Second, func() bool {
+		f = metricstest.Scrape(t, "http://"+addr+"/metrics")
+		return done(f)
+	})
+	return f
 }
 
 // Bad metrics flags are refused before anything starts, naming the value.

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentmesh/agentmesh/internal/fixture"
 )
 
 func TestRestartPolicyDelay(t *testing.T) {
@@ -75,12 +77,8 @@ func TestSupervisorKeepsRestartingAStableChild(t *testing.T) {
 	if err := s.start(c); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for strings.Count(log.String(), "restarted as pid") < 3 {
-		if time.Now().After(deadline) {
-			t.Fatalf("fewer than 3 restarts:\n%s", log)
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !fixture.Within(10*time.Second, func() bool { return strings.Count(log.String(), "restarted as pid") >= 3 }) {
+		t.Fatalf("fewer than 3 restarts:\n%s", log)
 	}
 	pid := c.pid()
 	if err := s.stop(); err != nil && !strings.Contains(err.Error(), "status 1") {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentmesh/agentmesh/bus/bustest"
 	"github.com/agentmesh/agentmesh/client"
+	"github.com/agentmesh/agentmesh/internal/fixture"
 	"github.com/agentmesh/agentmesh/internal/nodetest"
 	"github.com/agentmesh/agentmesh/internal/proctest"
 	"github.com/agentmesh/agentmesh/llm/llmtest"
@@ -240,8 +241,7 @@ func startTracedOrchestrator(t *testing.T, bin, natsURL, modelURL string) *proct
 // fields want in log.
 func waitLogLine(t *testing.T, log *proctest.Buffer, msg string, want map[string]string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	found := fixture.Within(10*time.Second, func() bool {
 		for line := range strings.SplitSeq(log.String(), "\n") {
 			var rec map[string]any
 			if json.Unmarshal([]byte(line), &rec) != nil || rec["msg"] != msg {
@@ -252,13 +252,13 @@ func waitLogLine(t *testing.T, log *proctest.Buffer, msg string, want map[string
 				match = match && rec[k] == v
 			}
 			if match {
-				return
+				return true
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no JSON log line %q with %v:\n%s", msg, want, log.String())
-		}
-		time.Sleep(50 * time.Millisecond)
+		return false
+	})
+	if !found {
+		t.Fatalf("no JSON log line %q with %v:\n%s", msg, want, log.String())
 	}
 }
 

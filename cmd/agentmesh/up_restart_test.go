@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentmesh/agentmesh/internal/fixture"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -69,15 +70,13 @@ func TestUpRestartsAKilledAgentWhileARunCompletes(t *testing.T) {
 	killed := time.Now()
 	restarted := regexp.MustCompile(`up: TextAgent restarted as pid (\d+)`)
 	var newPid int
-	for newPid == 0 {
+	if !fixture.Within(30*time.Second, func() bool {
 		if m := restarted.FindStringSubmatch(up.output()); m != nil {
 			newPid, _ = strconv.Atoi(m[1])
-			break
 		}
-		if time.Since(killed) > 30*time.Second {
-			t.Fatalf("up did not restart TextAgent:\n%s", up.output())
-		}
-		time.Sleep(50 * time.Millisecond)
+		return newPid != 0
+	}) {
+		t.Fatalf("up did not restart TextAgent:\n%s", up.output())
 	}
 	t.Logf("TextAgent pid %d SIGKILLed; restarted as pid %d after %s", victim, newPid, time.Since(killed).Round(time.Millisecond))
 	if want := "up: TextAgent (pid " + strconv.Itoa(victim) + ") exited after "; !strings.Contains(up.output(), want) ||

@@ -31,7 +31,7 @@ func missingIDs(n int) string {
 // noMoreResults fails when sub gets a second result within a moment.
 func noMoreResults(t *testing.T, m *mesh, subject string) {
 	t.Helper()
-	time.Sleep(300 * time.Millisecond)
+	time.Sleep(300 * time.Millisecond) // a wait for no second result: nothing to poll for
 	si, err := m.res.Results.Info(context.Background(), jetstream.WithSubjectFilter(subject))
 	if err != nil {
 		t.Fatal(err)

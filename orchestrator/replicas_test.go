@@ -97,7 +97,7 @@ func TestTwoReplicaProcessesSurviveSIGKILL(t *testing.T) {
 			c.Inputs = []schemas.TypedInput{fixture.FilesIn("images", schemas.ContentImages, true)}
 		}
 		m.Agent(t, c, func(ctx context.Context, ec *schemas.ExecutionContext) (schemas.AgentResult, error) {
-			time.Sleep(10 * time.Millisecond)
+			time.Sleep(10 * time.Millisecond) // the agent's work, not a wait
 			key := ec.Param("key") + "/" + name
 			runs.Add(key)
 			return fixture.OK(name, "", map[string]schemas.TypedValue{"images": fixture.Files(schemas.ContentImages, key)}), nil

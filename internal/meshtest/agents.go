@@ -51,7 +51,7 @@ func (f *Filer) Execute(ctx context.Context, ec *schemas.ExecutionContext) (sche
 	if d == 0 {
 		d = 2 * time.Millisecond
 	}
-	time.Sleep(d)
+	time.Sleep(d) // the agent's work, not a wait
 	f.Done.Add(1)
 	return fixture.OK(FilerName, "one file", map[string]schemas.TypedValue{"files": fixture.Files(schemas.ContentDocuments, id)}), nil
 }

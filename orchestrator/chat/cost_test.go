@@ -24,7 +24,7 @@ func TestChatTurnTotalsIncludeAgents(t *testing.T) {
 	m.Agent(t, schemas.AgentContract{Name: "Writer", Capability: schemas.CapGeneration, Description: "writes, with a model of its own",
 		Outputs: []schemas.TypedOutput{{Name: "text", DataType: schemas.TypeText}}},
 		func(ctx context.Context, ec *schemas.ExecutionContext) (schemas.AgentResult, error) {
-			time.Sleep(5 * time.Millisecond)
+			time.Sleep(5 * time.Millisecond) // the agent's work, not a wait
 			res := fixture.OK("Writer", "wrote", map[string]schemas.TypedValue{"text": schemas.TextValue("a poem", "Writer")})
 			res.Metrics = agentUsage
 			return res, nil

@@ -158,7 +158,15 @@ func TestEarlyResultIsAppliedOnceItsWaveStarts(t *testing.T) {
 	if _, err := m.Srv.JetStream(t).PublishMsg(context.Background(), msg); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(300 * time.Millisecond) // handed back a few times
+	js := m.Srv.JetStream(t)
+	fixture.Eventually(t, "the early result handed back", func() bool {
+		c, err := js.Consumer(context.Background(), m.Srv.Names().ResultsStream(), orchestrator.DurableName)
+		if err != nil {
+			return false
+		}
+		info, err := c.Info(context.Background())
+		return err == nil && info.NumRedelivered > 0
+	})
 	close(releaseA)
 
 	run := meshtest.WaitRun(t, o.Store(), id, 10*time.Second)

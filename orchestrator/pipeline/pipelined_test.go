@@ -318,7 +318,7 @@ func TestResultNearItsDeadlineIsWrittenRecordFirst(t *testing.T) {
 	if len(writes) != 1 {
 		t.Errorf("header written %d times after the result: %q", len(writes), writes)
 	}
-	time.Sleep(200 * time.Millisecond)
+	time.Sleep(200 * time.Millisecond) // nothing may be published: a wait for no event, not a condition
 	if got := published(); len(got) != 0 {
 		t.Errorf("tasks published %v for a step that is skipped", got)
 	}

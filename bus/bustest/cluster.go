@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/bus/embedded"
+	"github.com/agentmesh/agentmesh/internal/fixture"
 )
 
 // Cluster is a NATS cluster of embedded JetStream servers on loopback,
@@ -95,18 +96,26 @@ func (c *Cluster) waitJetStream(t testing.TB) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	stop := make(chan struct{})
+	timer := time.AfterFunc(30*time.Second, func() { close(stop) })
+	defer timer.Stop()
+	WaitJetStream(t, stop, js)
+}
+
+// WaitJetStream waits until JetStream answers js's API requests (each
+// bounded by 2s), failing the test with the last error when stop is closed
+// first: a cluster whose nodes just started takes a moment to elect its
+// meta leader. Pass a context's Done to bound it by the test's context.
+func WaitJetStream(t testing.TB, stop <-chan struct{}, js jetstream.JetStream) {
+	t.Helper()
+	var err error
+	if !fixture.Until(stop, func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		_, err := js.AccountInfo(ctx)
-		cancel()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("bustest: clustered JetStream not ready after 30s: %v", err)
-		}
-		time.Sleep(100 * time.Millisecond)
+		defer cancel()
+		_, err = js.AccountInfo(ctx)
+		return err == nil
+	}) {
+		t.Fatalf("bustest: clustered JetStream never answered: %v", err)
 	}
 }
 

@@ -78,7 +78,7 @@ func TestClusterOfServerProcesses(t *testing.T) {
 	js, _ := jetstream.New(nc)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	waitJetStream(t, ctx, js)
+	bustest.WaitJetStream(t, ctx.Done(), js)
 
 	// Provision once with three replicas, as an operator does.
 	if _, errOut, code := runCLI(t, urls, "--js-replicas", "3", "agents"); code != 0 {
@@ -170,23 +170,6 @@ func TestClusterOfServerProcesses(t *testing.T) {
 		}
 	}
 	checkReplicas(t, ctx, js, "after every command")
-}
-
-// waitJetStream waits until clustered JetStream answers.
-func waitJetStream(t *testing.T, ctx context.Context, js jetstream.JetStream) {
-	t.Helper()
-	for {
-		actx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		_, err := js.AccountInfo(actx)
-		cancel()
-		if err == nil {
-			return
-		}
-		if ctx.Err() != nil {
-			t.Fatalf("clustered JetStream never answered: %v", err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }
 
 func mustKV(t *testing.T, ctx context.Context, js jetstream.JetStream, bucket string) jetstream.KeyValue {

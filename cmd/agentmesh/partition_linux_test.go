@@ -18,6 +18,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/agentmesh/agentmesh/bus"
+	"github.com/agentmesh/agentmesh/bus/bustest"
 	"github.com/agentmesh/agentmesh/client"
 	"github.com/agentmesh/agentmesh/internal/proctest"
 	"github.com/agentmesh/agentmesh/schemas"
@@ -71,7 +72,7 @@ func TestClusterPartition(t *testing.T) {
 	}
 	defer nc.Close()
 	js, _ := jetstream.New(nc)
-	waitJetStream(t, ctx, js)
+	bustest.WaitJetStream(t, ctx.Done(), js)
 	if out, err := lab.command(0, bin, "--nats", urls[0], "--js-replicas", "3", "agents").CombinedOutput(); err != nil {
 		t.Fatalf("provisioning with three replicas: %v\n%s", err, out)
 	}

@@ -1,10 +1,12 @@
 package gateway
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/agentmesh/agentmesh/internal/fixture"
 	"github.com/agentmesh/agentmesh/schemas"
 )
 
@@ -84,18 +86,13 @@ func TestChatRewindAPI(t *testing.T) {
 		if r.status != 202 {
 			t.Fatalf("turn %d: %d %s", i+1, r.status, clip(r.body))
 		}
-		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		fixture.EventuallyWithin(t, 30*time.Second, fmt.Sprintf("turn %d to be answered", i+1), func() bool {
 			var c Conversation
 			if r := m.getJSON(t, "/api/conversations/"+acc.ConversationID); r.status == 200 {
 				decode(t, r, &c)
 			}
-			if len(c.Turns) == i+1 && c.Turns[i].Response.State != "" {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("turn %d was not answered", i+1)
-			}
-		}
+			return len(c.Turns) == i+1 && c.Turns[i].Response.State != ""
+		})
 	}
 	orig := acc.ConversationID
 	events := m.openSSE(t, "/api/conversations/again/events")

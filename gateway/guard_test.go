@@ -17,6 +17,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/agentmesh/agentmesh/internal/fixture"
 	"github.com/agentmesh/agentmesh/internal/meshtest"
 	"github.com/agentmesh/agentmesh/schemas"
 )
@@ -343,16 +344,14 @@ func TestValidateMatchesSubmit(t *testing.T) {
 			continue
 		}
 		var run struct{ Status, Code, Error string }
-		for start := time.Now(); ; time.Sleep(50 * time.Millisecond) {
-			r := m.getJSON(t, "/api/runs/"+id)
-			if r.status == 200 {
-				decode(t, r, &run)
-				break
-			}
-			if time.Since(start) > 20*time.Second {
-				t.Fatalf("run %s: not started within 20s: %d %s", id, r.status, clip(r.body))
-			}
+		var r response
+		if !fixture.Within(20*time.Second, func() bool {
+			r = m.getJSON(t, "/api/runs/"+id)
+			return r.status == 200
+		}) {
+			t.Fatalf("run %s: not started within 20s: %d %s", id, r.status, clip(r.body))
 		}
+		decode(t, r, &run)
 		if run.Code == schemas.CodeInvalidPipeline {
 			t.Errorf("spec %d: validate answered ok, the orchestrator refused the run: %s", i, run.Error)
 		}

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/agentmesh/agentmesh/internal/fixture"
 )
 
 // TestRunIDRace submits one run id many times at once, through one
@@ -74,12 +76,10 @@ func TestRunIDRace(t *testing.T) {
 			}
 			if r := m.getJSON(t, "/api/runs/"+id); r.status != http.StatusOK {
 				// The accepted one runs (the orchestrator stores it soon).
-				deadline := time.Now().Add(20 * time.Second)
-				for r.status != http.StatusOK && time.Now().Before(deadline) {
-					time.Sleep(20 * time.Millisecond)
+				if !fixture.Within(20*time.Second, func() bool {
 					r = m.getJSON(t, "/api/runs/"+id)
-				}
-				if r.status != http.StatusOK {
+					return r.status == http.StatusOK
+				}) {
 					t.Fatalf("the accepted run %s is not on the mesh: %d %s", id, r.status, clip(r.body))
 				}
 			}

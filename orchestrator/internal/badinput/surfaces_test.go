@@ -19,6 +19,7 @@ import (
 	"github.com/agentmesh/agentmesh/bridge/a2a"
 	meshmcp "github.com/agentmesh/agentmesh/bridge/mcp"
 	"github.com/agentmesh/agentmesh/gateway"
+	"github.com/agentmesh/agentmesh/internal/fixture"
 	"github.com/agentmesh/agentmesh/internal/meshcore"
 	"github.com/agentmesh/agentmesh/internal/meshtest"
 	"github.com/agentmesh/agentmesh/orchestrator"
@@ -71,17 +72,15 @@ func startSurfaces(t *testing.T, m *meshtest.Mesh) surfaces {
 	sf := surfaces{gw: hs, a2a: as, mcp: ms}
 	// The gateway and the A2A bridge follow the registry on their own.
 	for _, u := range []string{hs.URL + "/api/agents/" + text.Name, as.URL + a2a.PathAgents + "/" + text.Name + "/.well-known/agent-card.json"} {
-		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if !fixture.Within(10*time.Second, func() bool {
 			resp, err := http.Get(u)
-			if err == nil {
-				resp.Body.Close()
-				if resp.StatusCode == http.StatusOK {
-					break
-				}
+			if err != nil {
+				return false
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s does not list %s after 10s", u, text.Name)
-			}
+			resp.Body.Close()
+			return resp.StatusCode == http.StatusOK
+		}) {
+			t.Fatalf("%s does not list %s after 10s", u, text.Name)
 		}
 	}
 	return sf

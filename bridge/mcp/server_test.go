@@ -98,11 +98,8 @@ func (p *progressNotes) options() *mcp.ClientOptions {
 
 // waitFor returns the messages once one is want, or when d has passed.
 func (p *progressNotes) waitFor(want string, d time.Duration) []string {
-	for deadline := time.Now().Add(d); ; time.Sleep(10 * time.Millisecond) {
-		if got := p.list(); slices.Contains(got, want) || time.Now().After(deadline) {
-			return got
-		}
-	}
+	fixture.Within(d, func() bool { return slices.Contains(p.list(), want) })
+	return p.list()
 }
 
 // list is a copy of the messages so far.

@@ -12,6 +12,7 @@ import (
 	"github.com/agentmesh/agentmesh/bridge/a2a"
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/gateway"
+	"github.com/agentmesh/agentmesh/internal/fixture"
 	"github.com/agentmesh/agentmesh/pipelinespec"
 	"github.com/agentmesh/agentmesh/schemas"
 )
@@ -80,15 +81,13 @@ func gatewayCases() []badCase {
 			// Once the orchestrator has stored the first run. (Before
 			// that the gateway cannot know the id is taken: see the report
 			// of issue 25.)
-			for {
-				r, err := httpDo(ctx, http.MethodGet, s.gw.URL+"/api/runs/"+id, "", nil)
-				if err != nil {
-					return r, err
-				}
-				if r.status == http.StatusOK {
-					break
-				}
-				time.Sleep(20 * time.Millisecond)
+			var r reply
+			var err error
+			if fixture.Until(ctx.Done(), func() bool {
+				r, err = httpDo(ctx, http.MethodGet, s.gw.URL+"/api/runs/"+id, "", nil)
+				return err != nil || r.status == http.StatusOK
+			}); err != nil {
+				return r, err
 			}
 			return httpDo(ctx, http.MethodPost, s.gw.URL+"/api/pipelines?run_id="+id, json, []byte(spec))
 		}})

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentmesh/agentmesh/internal/fixture"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -87,11 +88,11 @@ func TestREADMENatsExample(t *testing.T) {
 	}
 	// The stream stores a message on its own queue: a subscriber can see
 	// the result a moment before the stream holds it.
-	kept, err := stream.GetLastMsgForSubject(ctx, get[2])
-	for errors.Is(err, jetstream.ErrMsgNotFound) && ctx.Err() == nil {
-		time.Sleep(20 * time.Millisecond)
+	var kept *jetstream.RawStreamMsg
+	fixture.Until(ctx.Done(), func() bool {
 		kept, err = stream.GetLastMsgForSubject(ctx, get[2])
-	}
+		return !errors.Is(err, jetstream.ErrMsgNotFound)
+	})
 	if err != nil || string(kept.Data) != string(res.Data) {
 		t.Errorf("stream %s, last for %s: %v; want the result again", get[1], get[2], err)
 	}

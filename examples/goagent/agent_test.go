@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/agentmesh/agentmesh/bus/bustest"
+	"github.com/agentmesh/agentmesh/internal/fixture"
 )
 
 // TestExampleAgentServesATask builds the README's agent, runs it as its own
@@ -40,19 +41,15 @@ func TestExampleAgentServesATask(t *testing.T) {
 	task := []byte(`{"specversion":"1.0","id":"shout-1","source":"test","type":"io.agentmesh.task.requested",
 		"data":{"inputs":{"text":{"data_type":"TEXT","value":"hello mesh"}}}}`)
 	// The task stream exists once the agent has provisioned the mesh.
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	if !fixture.Within(30*time.Second, func() bool {
 		msg := nats.NewMsg("mesh.task.ShoutAgent")
 		msg.Header.Set("Content-Type", "application/cloudevents+json")
 		msg.Data = task
-		ack, err := nc.RequestMsg(msg, time.Second)
-		if err == nil && len(ack.Data) > 0 && json.Valid(ack.Data) && !containsError(ack.Data) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the agent never created the task stream: %v", err)
-		}
-		time.Sleep(100 * time.Millisecond)
+		var ack *nats.Msg
+		ack, err = nc.RequestMsg(msg, time.Second)
+		return err == nil && len(ack.Data) > 0 && json.Valid(ack.Data) && !containsError(ack.Data)
+	}) {
+		t.Fatalf("the agent never created the task stream: %v", err)
 	}
 	msg, err := results.NextMsg(30 * time.Second)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/agentmesh/agentmesh/agents/builtin/knowledge"
+	"github.com/agentmesh/agentmesh/internal/fixture"
 	"github.com/agentmesh/agentmesh/resolvers"
 	"github.com/agentmesh/agentmesh/schemas"
 )
@@ -43,12 +44,11 @@ func TestChangedDocumentIsReindexed(t *testing.T) {
 	}
 
 	var cs schemas.Chunks
-	for deadline := time.Now().Add(10 * time.Second); !mentions(cs, "restocking fee of 15 percent"); {
-		if time.Now().After(deadline) {
-			t.Fatalf("the changed document was not re-indexed: %+v", cs)
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !fixture.Within(10*time.Second, func() bool {
 		_, cs = search(t, a, "restocking fee", map[string]any{"kb": "shop"})
+		return mentions(cs, "restocking fee of 15 percent")
+	}) {
+		t.Fatalf("the changed document was not re-indexed: %+v", cs)
 	}
 	if cs[0].FileID != id || cs[0].Heading != "Refund policy > Restocking fee" {
 		t.Errorf("top chunk %+v", cs[0])

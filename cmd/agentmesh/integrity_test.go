@@ -349,15 +349,12 @@ func TestBinarySecureIntegrity(t *testing.T) {
 			t.Fatal(err)
 		}
 		dead, _ := m.plain.Dead("TextAgent")
-		for {
-			raw, err := m.res.Dead.GetLastMsgForSubject(ctx, dead)
-			if err == nil && raw.Header.Get("ce-id") == "bob-x-2" {
-				break
-			}
-			if ctx.Err() != nil {
-				t.Fatalf("the unsigned task was not dead-lettered on %s: %v", dead, err)
-			}
-			time.Sleep(50 * time.Millisecond)
+		if !fixture.Until(ctx.Done(), func() bool {
+			var raw *jetstream.RawStreamMsg
+			raw, err = m.res.Dead.GetLastMsgForSubject(ctx, dead)
+			return err == nil && raw.Header.Get("ce-id") == "bob-x-2"
+		}) {
+			t.Fatalf("the unsigned task was not dead-lettered on %s: %v", dead, err)
 		}
 		for _, subject := range []string{bobs, m.plain.ClientResult("TextAgent", "bob", "bob-x-2")} {
 			if raw, err := m.res.Results.GetLastMsgForSubject(ctx, subject); !errors.Is(err, jetstream.ErrMsgNotFound) {

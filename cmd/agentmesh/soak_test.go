@@ -30,6 +30,7 @@ import (
 	"github.com/agentmesh/agentmesh/agents/builtin/text"
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/client"
+	"github.com/agentmesh/agentmesh/internal/fixture"
 	"github.com/agentmesh/agentmesh/internal/proctest"
 	"github.com/agentmesh/agentmesh/resolvers"
 	"github.com/agentmesh/agentmesh/schemas"
@@ -185,17 +186,16 @@ func (s *soak) spawn(t *testing.T, role string) *soakProc {
 	}
 	if slices.Contains(sp.args, "--metrics-addr") {
 		metricsOn := regexp.MustCompile(`metrics on (http://\S+/metrics)`)
-		for deadline := time.Now().Add(proctest.ReadyTimeout); ; time.Sleep(20 * time.Millisecond) {
-			if m := metricsOn.FindStringSubmatch(sp.p.Stderr.String()); m != nil {
-				s.mu.Lock()
-				sp.metrics = m[1]
-				s.mu.Unlock()
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s printed no metrics address:\n%s", role, sp.p.Stderr)
-			}
+		var m []string
+		if !fixture.Within(proctest.ReadyTimeout, func() bool {
+			m = metricsOn.FindStringSubmatch(sp.p.Stderr.String())
+			return m != nil
+		}) {
+			t.Fatalf("%s printed no metrics address:\n%s", role, sp.p.Stderr)
 		}
+		s.mu.Lock()
+		sp.metrics = m[1]
+		s.mu.Unlock()
 	}
 	return sp
 }
@@ -308,10 +308,7 @@ func (s *soak) run(t *testing.T) {
 
 	// Every accepted request gets its outcome within a minute of the load's
 	// end (a task held by the killed agent comes back after its ack wait).
-	deadline := time.Now().Add(time.Minute)
-	for time.Now().Before(deadline) && s.pending() > 0 {
-		time.Sleep(200 * time.Millisecond)
-	}
+	fixture.Within(time.Minute, func() bool { return s.pending() == 0 })
 	time.Sleep(2 * time.Second) // a duplicate outcome would come now
 	s.sampleOnce(context.Background())
 	stopTail()

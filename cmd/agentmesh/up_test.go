@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agentmesh/agentmesh/internal/fixture"
 )
 
 // TestDemoBinary runs the README's first command the way a newcomer does —
@@ -199,14 +201,17 @@ func (s *syncWriter) Write(b []byte) (int, error) {
 // assertGone waits for every pid to disappear.
 func assertGone(t *testing.T, pids []int) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for _, pid := range pids {
-		for alive(pid) {
-			if time.Now().After(deadline) {
-				t.Fatalf("child process %d is still running", pid)
+	var running int
+	if !fixture.Within(30*time.Second, func() bool {
+		for _, pid := range pids {
+			if alive(pid) {
+				running = pid
+				return false
 			}
-			time.Sleep(50 * time.Millisecond)
 		}
+		return true
+	}) {
+		t.Fatalf("child process %d is still running", running)
 	}
 }
 

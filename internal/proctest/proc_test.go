@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentmesh/agentmesh/internal/fixture"
 )
 
 // A process's ready lines come out in order with their groups; its stderr
@@ -23,10 +25,7 @@ func TestStartWaitsForReadyLines(t *testing.T) {
 		if m := p.WaitReady(t); m[1] != "2" {
 			t.Fatalf("second ready line: %q", m)
 		}
-		deadline := time.Now().Add(5 * time.Second)
-		for !strings.Contains(p.Stderr.String(), "oops") && time.Now().Before(deadline) {
-			time.Sleep(10 * time.Millisecond)
-		}
+		fixture.Within(5*time.Second, func() bool { return strings.Contains(p.Stderr.String(), "oops") })
 		if got := p.Stderr.String(); got != "oops\n" {
 			t.Fatalf("stderr %q", got)
 		}

@@ -25,7 +25,7 @@ type memoryFlags struct {
 }
 
 func (f *memoryFlags) register(fs *pflag.FlagSet) {
-	fs.BoolVar(&f.on, "memory", false, "remember facts across conversations, per client identity: the model gets a remember tool, and each turn recalls the client's facts that match its message")
+	fs.BoolVar(&f.on, "memory", false, "remember facts across conversations, per client identity: the model gets a remember tool, and each turn recalls the client's facts that match its message (in meaning too, with AGENTMESH_EMBED_MODEL set)")
 	fs.StringSliceVar(&f.slots, "remember-slots", nil, "conversation slots to remember as facts of the client when a turn completes, comma-separated (implies --memory)")
 }
 

@@ -84,6 +84,31 @@ func TestEvalExamples(t *testing.T) {
 	}
 }
 
+// TestEvalPlanner runs examples/evals/planner.yaml, the offline planner's
+// requests with the plans its table test expects, over the built-in
+// agents and the sample files: every case passes. The same request with
+// another plan expected fails, saying which agents ran.
+func TestEvalPlanner(t *testing.T) {
+	m := meshtest.New(t)
+	names := builtinNames()
+	m.Builtins(t, append(samples.Images(), samples.Documents()...), names...)
+	m.Orchestrator(t, names, orchestrator.WithChat())
+	url := m.Srv.URL()
+
+	code, out, errOut := runArgs("--nats", url, "eval", "../../examples/evals/planner.yaml")
+	if code != 0 || !strings.Contains(out, "12 of 12 cases passed") {
+		t.Fatalf("eval planner.yaml: exit %d\n%s%s", code, out, errOut)
+	}
+	wrong := filepath.Join(t.TempDir(), "wrong.yaml")
+	set := "name: wrong\ncases:\n  - name: limit\n    chat: find 3 sunset images\n    expect: {params: {ImageSearchAgent: {limit: 4}}}\n"
+	if err := os.WriteFile(wrong, []byte(set), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errOut := runArgs("--nats", url, "eval", wrong); code != 1 || !strings.Contains(out+errOut, "limit") {
+		t.Errorf("a wrong plan expected: exit %d\n%s%s", code, out, errOut)
+	}
+}
+
 // TestEvalScoresTheRefundFlow runs examples/evals/refund.yaml against a
 // mesh with the sample documents in the knowledge base "samples" (as up
 // stores them), KnowledgeAgent, and a scripted model that calls it and

@@ -25,7 +25,7 @@ type memoryFlags struct {
 }
 
 func (f *memoryFlags) register(fs *pflag.FlagSet) {
-	fs.BoolVar(&f.on, "memory", false, "remember facts across conversations, per client identity: the model gets a remember tool, and each turn recalls the client's facts that match its message")
+	fs.BoolVar(&f.on, "memory", false, "remember facts across conversations, per client identity: the model gets a remember tool, and each turn recalls the client's facts that match its message (in meaning too, with AGENTMESH_EMBED_MODEL set)")
 	fs.StringSliceVar(&f.slots, "remember-slots", nil, "conversation slots to remember as facts of the client when a turn completes, comma-separated (implies --memory)")
 }
 
@@ -39,7 +39,9 @@ func (f memoryFlags) check() error {
 	return nil
 }
 
-// chatOptions is the memory option of the chat loop, or none.
+// chatOptions is the memory option of the chat loop, or none. With
+// AGENTMESH_EMBED_MODEL set, facts are embedded and recalled by fused
+// lexical and dense ranking.
 func (f memoryFlags) chatOptions(m *mesh) ([]chat.Option, error) {
 	if !f.on && len(f.slots) == 0 {
 		return nil, nil
@@ -47,7 +49,15 @@ func (f memoryFlags) chatOptions(m *mesh) ([]chat.Option, error) {
 	if err := f.check(); err != nil {
 		return nil, err
 	}
-	return []chat.Option{chat.WithMemory(memory.New(m.JS, m.Names), f.slots...)}, nil
+	var opts []memory.Option
+	e, model, err := embedderFromEnv()
+	if err != nil {
+		return nil, err
+	}
+	if e != nil { // recall ranks densely too, as KnowledgeAgent does
+		opts = append(opts, memory.WithEmbedder(e, model))
+	}
+	return []chat.Option{chat.WithMemory(memory.New(m.JS, m.Names, opts...), f.slots...)}, nil
 }
 
 func newMemoryCmd(a *app) *cobra.Command {

@@ -12,6 +12,7 @@ import (
 	"github.com/agentmesh/agentmesh/internal/fixture"
 	"github.com/agentmesh/agentmesh/internal/memory"
 	"github.com/agentmesh/agentmesh/internal/meshtest"
+	"github.com/agentmesh/agentmesh/llm"
 	"github.com/agentmesh/agentmesh/llm/llmtest"
 	"github.com/agentmesh/agentmesh/orchestrator/chat"
 	"github.com/agentmesh/agentmesh/orchestrator/route"
@@ -179,5 +180,43 @@ func TestRememberSlots(t *testing.T) {
 	reqs := srv.Requests()
 	if mem := memoryMessage(reqs[len(reqs)-1]); !strings.Contains(mem, "shipping city Porto") {
 		t.Errorf("the slot's fact is not recalled: %q", mem)
+	}
+}
+
+// embedderOf is c's embeddings endpoint as the memory's Embedder.
+type embedderOf struct{ c *llm.Client }
+
+func (e embedderOf) Embed(ctx context.Context, texts []string) ([][]float32, schemas.Usage, error) {
+	v, u, err := e.c.Embed(ctx, texts)
+	return v, u.Report(), err
+}
+
+// TestMemoryRecallsByMeaning: with an embedding model (the scripted
+// server's /v1/embeddings), a turn recalls a fact of its owner that shares
+// no word with its message but is close to it in meaning; the same turn
+// without a model recalls nothing.
+func TestMemoryRecallsByMeaning(t *testing.T) {
+	t.Parallel()
+	m := meshtest.New(t)
+	srv := llmtest.New(t)
+	model := newLLM(t, srv)
+	store := memory.New(m.Srv.JetStream(t), m.Srv.Names(), memory.WithEmbedder(embedderOf{model}, srv.Config().Model))
+	const fact = "Dana is vegetarian"
+	if _, err := store.Remember(context.Background(), memory.Fact{Identity: "dana", Text: fact, Source: chat.RememberTool}); err != nil {
+		t.Fatal(err)
+	}
+	chatReplica(t, m, nil, nil, chat.WithLLM(model), chat.WithMemory(store))
+	srv.Enqueue(llmtest.Answer("A lentil soup."))
+	askAs(t, m, "dana", "suggest a vegetable soup for dinner")
+	if mem := memoryMessage(srv.Requests()[0]); !strings.Contains(mem, fact) {
+		t.Errorf("the turn does not recall %q with an embedding model; memory message %q", fact, mem)
+	}
+	if n := srv.EmbeddedTexts(); n < 2 {
+		t.Errorf("the scripted model embedded %d texts, want the fact and the message", n)
+	}
+
+	lexical := memory.New(m.Srv.JetStream(t), m.Srv.Names())
+	if got, err := lexical.Recall(context.Background(), "dana", "suggest a vegetable soup for dinner", 5, 1000); err != nil || len(got) != 0 {
+		t.Errorf("lexical recall = %+v, %v; want nothing", got, err)
 	}
 }

@@ -140,6 +140,7 @@ func Turn(ctx context.Context, js jetstream.JetStream, names bus.Names, conversa
 	// it as it reads it, so the pieces written before the answer are in it
 	// when the answer (read later on the same connection) comes.
 	var deltas chan *nats.Msg // nil, and so never ready, without WithDeltas
+	order := deltaOrder{fn: o.deltas}
 	if o.deltas != nil {
 		deltas = make(chan *nats.Msg, 1024)
 		sub, err := js.Conn().ChanSubscribe(names.Deltas(conv), deltas)
@@ -159,23 +160,27 @@ func Turn(ctx context.Context, js jetstream.JetStream, names bus.Names, conversa
 		case <-ctx.Done():
 			return resp, bus.Event{}, fmt.Errorf("conversation %s: no answer: %w", conv, ctx.Err())
 		case m := <-deltas:
-			o.delta(m)
+			order.piece(m)
 		case e := <-events:
 			switch e.Type {
 			case bus.TypeChatProgress:
 				var p schemas.TaskProgress
-				if e.DataAs(&p) == nil && progress != nil {
-					progress(p)
+				if e.DataAs(&p) == nil {
+					if progress != nil {
+						progress(p)
+					}
+					order.noted(p)
 				}
 			case bus.TypeChatResponded:
 				for drained := false; !drained; { // pieces that came in before the answer
 					select {
 					case m := <-deltas:
-						o.delta(m)
+						order.piece(m)
 					default:
 						drained = true
 					}
 				}
+				order.flush()
 				if err := e.DataAs(&resp); err != nil {
 					return resp, e, fmt.Errorf("conversation %s: the answer does not decode: %w", conv, err)
 				}

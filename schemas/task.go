@@ -28,6 +28,10 @@ type TaskProgress struct {
 	Agent   string  `json:"agent,omitempty"`
 	Message string  `json:"message"`
 	Percent float64 `json:"percent,omitempty"`
+	// Step is set on a chat turn's "thinking" note: the model call it
+	// starts, the step of the mesh.delta pieces that call writes, so a
+	// reader can show the note before them.
+	Step int `json:"step,omitempty"`
 }
 
 // DefaultTaskTimeout is the time budget of a task whose step, contract and

@@ -220,13 +220,6 @@ func (a *app) chatTurnTo(ctx context.Context, m *mesh, conversation, message str
 			}
 		}
 		onProgress = func(p schemas.TaskProgress) {
-			// "thinking" is stored in the events stream before the model
-			// call whose text then streams on core NATS, but the stream can
-			// deliver it after the first piece: mid-line it is that call's,
-			// late, and printing it would cut the model's line in two.
-			if midLine && p.TaskID == "" && p.Message == "thinking" {
-				return
-			}
 			endLine()
 			fmt.Fprintf(progress, "  … %s\n", p.Message)
 		}

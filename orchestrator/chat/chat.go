@@ -393,7 +393,11 @@ func unanswered(err error) error {
 
 // progress publishes a chat progress event; failures are only logged.
 func (c *Chat) progress(ctx context.Context, conv, taskID, agent, message string) {
-	p := schemas.TaskProgress{TaskID: taskID, Agent: agent, Message: message}
+	c.note(ctx, conv, schemas.TaskProgress{TaskID: taskID, Agent: agent, Message: message})
+}
+
+// note publishes p as the turn's progress.
+func (c *Chat) note(ctx context.Context, conv string, p schemas.TaskProgress) {
 	if err := c.publish(ctx, conv, bus.TypeChatProgress, p, ""); err != nil {
 		c.log.DebugContext(ctx, "chat progress", "err", err)
 	}

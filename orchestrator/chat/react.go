@@ -66,7 +66,8 @@ func (c *Chat) runLLM(ctx context.Context, s *session) (schemas.ChatResponse, er
 			s.recalled = c.recall(ctx, s)
 		}
 		req := llm.Request{Messages: c.prompt(s, st), Tools: c.withRemember(s, c.tools(contracts))}
-		c.progress(ctx, s.conv, "", "", "thinking")
+		// Stored (and acknowledged) before the call's first piece is sent.
+		c.note(ctx, s.conv, schemas.TaskProgress{Message: "thinking", Step: t.Steps + 1})
 		resp, usage, err := c.llm.Stream(c.withBudgets(ctx, s.conv, t), req, c.deltas(s))
 		c.observer.Observe(ctx, schemas.LLMCalled{ConversationID: s.conv, Model: usage.Model, Tokens: usage.Tokens,
 			Cost: usage.Cost, Duration: usage.Duration, Err: err})

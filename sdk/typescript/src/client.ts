@@ -174,7 +174,10 @@ export class MeshClient {
    * comes; onDelta each piece of the text the turn's model writes, as it
    * writes it (mesh.delta.<conversation>, core NATS: a piece is seen at most
    * once, and every piece that reached this connection before the answer is
-   * handed over before chat resolves). The answer is whole whatever pieces
+   * handed over before chat resolves). A step's pieces are handed over after
+   * its "thinking" note, which onEvent sees first: the note comes through
+   * JetStream and the pieces on core NATS, so pieces that overtake it are
+   * held until it comes. The answer is whole whatever pieces
    * were lost. An earlier turn's answer is never taken for this one's.
    */
   async chat(
@@ -193,13 +196,19 @@ export class MeshClient {
     // it as it reads each piece, so the pieces read before the answer have
     // been handed over when the answer (read later on the same connection)
     // is taken.
-    const stopDeltas = opts.onDelta ? this.followDeltas(conversation, opts.onDelta) : () => undefined;
+    const order = opts.onDelta ? new DeltaOrder(opts.onDelta) : undefined;
+    const stopDeltas = order ? this.followDeltas(conversation, (d) => order.piece(d)) : () => undefined;
+    const onEvent = (e: MeshEvent) => {
+      opts.onEvent?.(e);
+      if (e.type === EventTypes.chatProgress) order?.noted(e.data as { taskid?: string; message?: string; step?: number });
+    };
     try {
       await this.js.publish(this.names.chatRequest(this.client), m.data, { headers: m.headers, msgID: id });
       // The answer to request R is stored with Nats-Msg-Id chat-R.
-      const answer = await this.follow(conversation, since, opts.waitMs ?? 120_000, opts.onEvent, (e, msg) =>
+      const answer = await this.follow(conversation, since, opts.waitMs ?? 120_000, onEvent, (e, msg) =>
         e.type === EventTypes.chatResponded && (msg.headers?.get("Nats-Msg-Id") || `chat-${id}`) === `chat-${id}`,
       );
+      order?.flush();
       return answer.data as ChatResponse;
     } finally {
       stopDeltas();
@@ -297,5 +306,36 @@ export class MeshClient {
     } finally {
       await r.close();
     }
+  }
+}
+
+/**
+ * DeltaOrder holds a chat step's pieces that arrive before the step's
+ * "thinking" note (stored by the orchestrator before the first piece was
+ * sent) and hands them over once the note, or the answer, has come.
+ */
+class DeltaOrder {
+  private thought = 0;
+  private held: ChatDelta[] = [];
+  constructor(private readonly fn: DeltaListener) {}
+
+  piece(d: ChatDelta): void {
+    if (d.step > this.thought && this.held.length < 4096) this.held.push(d);
+    else this.fn(d);
+  }
+
+  /** noted is called after a progress note was handed over. */
+  noted(p: { taskid?: string; message?: string; step?: number }): void {
+    if (p?.taskid || p?.message !== "thinking") return;
+    this.thought = p.step ? Math.max(this.thought, p.step) : Number.POSITIVE_INFINITY;
+    const ready = this.held.filter((d) => d.step <= this.thought);
+    this.held = this.held.filter((d) => d.step > this.thought);
+    for (const d of ready) this.fn(d);
+  }
+
+  flush(): void {
+    const all = this.held;
+    this.held = [];
+    for (const d of all) this.fn(d);
   }
 }

@@ -311,6 +311,8 @@ export type TaskProgress = {
   agent?: string;
   message: string;
   percent?: number;
+  /** on a chat turn's "thinking" note: the model call it starts, the step of the mesh.delta pieces that call writes */
+  step?: number;
   [key: string]: unknown;
 };
 

@@ -44,6 +44,8 @@ type stack struct {
 	sup    *supervisor
 	url    string
 	counts map[string]int
+	// rollouts stops the embedded server's following of rollouts.
+	rollouts func()
 }
 
 // newUpCmd is the up command: long for its help text and flags, which read
@@ -247,6 +249,9 @@ func (a *app) startStack(ctx context.Context, opts stackOptions, log io.Writer) 
 		return nil, err
 	}
 	defer m.Close()
+	if st.srv != nil {
+		st.rollouts = a.followRollouts(ctx, st.srv, log)
+	}
 
 	sup, err := newSupervisor(log, withoutEnv(os.Environ(), envMetricsAddr))
 	if err != nil {
@@ -322,6 +327,9 @@ func waitForAgents(ctx context.Context, kv jetstream.KeyValue, want map[string]i
 }
 
 func (st *stack) shutdownServer() {
+	if st.rollouts != nil {
+		st.rollouts()
+	}
 	if st.srv != nil {
 		st.srv.Shutdown()
 	}

@@ -1,0 +1,235 @@
+package embedded
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/agentmesh/agentmesh/bus"
+	"github.com/agentmesh/agentmesh/schemas"
+)
+
+// FollowRollouts applies the mesh's agent rollouts to this server until ctx
+// ends (docs/protocol.md, "Versions and rollouts"). It watches the
+// rollouts bucket of n through nc, a connection to this server, and for
+// each rollout sets the weighted subject mapping of mesh.task.<agent> in
+// the account nc is bound to (the global account of a plain server, the
+// mesh's account of a secure one); a rollout removed removes its mapping.
+// Once it has applied every rollout up to a revision it writes that
+// revision under applied.<server name>, which 'agentmesh rollout' waits
+// for. For a rollout in shadow mode it also copies each task on the From
+// version's subject to the To version's, marked with bus.HeaderShadow
+// (one copy per task however many servers follow: the copiers share a
+// queue group).
+//
+// Mappings set here live in the server's memory: a server that restarts
+// sets them again from the bucket as it starts following. On a secure
+// server they are set on the account in memory, not in its JWT: an update
+// of the account's claims would drop them until the next change of a
+// rollout.
+func (e *Server) FollowRollouts(ctx context.Context, nc *nats.Conn, n bus.Names, log *slog.Logger) error {
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	kv, err := bus.EnsureRollouts(ctx, js, n)
+	if err != nil {
+		return fmt.Errorf("rollouts bucket %s: %w", n.RolloutsBucket(), err)
+	}
+	acc, err := e.accountOf(nc)
+	if err != nil {
+		return err
+	}
+	w, err := kv.WatchAll(ctx)
+	if err != nil {
+		return fmt.Errorf("watching %s: %w", n.RolloutsBucket(), err)
+	}
+	f := &follower{e: e, nc: nc, kv: kv, acc: acc, names: n, log: log, shadows: map[string]*nats.Subscription{}}
+	go func() {
+		defer func() { _ = w.Stop() }()
+		defer f.stopShadows()
+		var last uint64
+		initial := true
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case ent, ok := <-w.Updates():
+				if !ok {
+					return
+				}
+				if ent == nil { // every rollout there was at start is applied
+					initial = false
+					f.ack(ctx, last)
+					continue
+				}
+				if strings.Contains(ent.Key(), ".") {
+					continue // an applied.<server> acknowledgment
+				}
+				last = max(last, ent.Revision())
+				f.apply(ent)
+				if !initial {
+					f.ack(ctx, last)
+				}
+			}
+		}
+	}()
+	return nil
+}
+
+// follower applies rollouts to one server's account.
+type follower struct {
+	e     *Server
+	nc    *nats.Conn
+	kv    jetstream.KeyValue
+	acc   *server.Account
+	names bus.Names
+	log   *slog.Logger
+
+	mu      sync.Mutex
+	shadows map[string]*nats.Subscription // agent -> its shadow copier
+	lastErr string
+}
+
+// accountOf returns the account nc's connection is bound to on this server.
+func (e *Server) accountOf(nc *nats.Conn) (*server.Account, error) {
+	cid, err := nc.GetClientID()
+	if err != nil {
+		return nil, fmt.Errorf("rollouts: the id of this server's own connection: %w", err)
+	}
+	cz, err := e.srv.Connz(&server.ConnzOptions{CID: cid})
+	if err != nil || len(cz.Conns) != 1 {
+		return nil, fmt.Errorf("rollouts: the connection that follows rollouts is not one of this server's (client id %d): connect it to this server", cid)
+	}
+	name := cz.Conns[0].Account
+	if name == "" {
+		name = server.DEFAULT_GLOBAL_ACCOUNT
+	}
+	acc, err := e.srv.LookupAccount(name)
+	if err != nil {
+		return nil, fmt.Errorf("rollouts: account %s: %w", name, err)
+	}
+	return acc, nil
+}
+
+// apply sets (or, for a deleted key, removes) the mapping of one rollout.
+func (f *follower) apply(ent jetstream.KeyValueEntry) {
+	agent := ent.Key()
+	src, err := f.names.Task(agent)
+	if err != nil {
+		f.fail(agent, err)
+		return
+	}
+	if ent.Operation() != jetstream.KeyValuePut {
+		f.acc.RemoveMapping(src)
+		f.setShadow(agent, schemas.Rollout{})
+		f.log.Info("rollout removed", "agent", agent)
+		return
+	}
+	var r schemas.Rollout
+	if err := json.Unmarshal(ent.Value(), &r); err != nil {
+		f.fail(agent, fmt.Errorf("value at revision %d does not decode: %w", ent.Revision(), err))
+		return
+	}
+	if r.Agent != agent {
+		f.fail(agent, fmt.Errorf("the rollout under key %s names agent %q", agent, r.Agent))
+		return
+	}
+	_, targets, err := f.names.RolloutMapping(r)
+	if err != nil {
+		f.fail(agent, err)
+		return
+	}
+	dests := make([]*server.MapDest, len(targets))
+	for i, t := range targets {
+		dests[i] = server.NewMapDest(t.Subject, uint8(t.Percent))
+	}
+	if err := f.acc.AddWeightedMappings(src, dests...); err != nil {
+		f.fail(agent, fmt.Errorf("mapping %s: %w", src, err))
+		return
+	}
+	f.setShadow(agent, r)
+	f.mu.Lock()
+	f.lastErr = ""
+	f.mu.Unlock()
+	f.log.Info("rollout applied", "agent", agent, "from", r.From, "to", r.To, "weight", r.Weight, "shadow", r.Shadow)
+}
+
+func (f *follower) fail(agent string, err error) {
+	f.log.Error("rollout not applied", "agent", agent, "err", err)
+	f.mu.Lock()
+	f.lastErr = fmt.Sprintf("rollout of %s: %v", agent, err)
+	f.mu.Unlock()
+}
+
+// ack writes the revision this server has applied.
+func (f *follower) ack(ctx context.Context, rev uint64) {
+	f.mu.Lock()
+	a := schemas.RolloutApplied{Server: f.e.srv.Name(), Revision: rev, At: time.Now().UTC(), Error: f.lastErr}
+	f.mu.Unlock()
+	b, _ := json.Marshal(a)
+	actx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if _, err := f.kv.Put(actx, bus.RolloutAppliedKey(bus.ServerKey(a.Server)), b); err != nil && ctx.Err() == nil {
+		f.log.Warn("acknowledging rollouts", "revision", rev, "err", err)
+	}
+}
+
+// setShadow starts, changes or stops the shadow copier of agent as r asks.
+func (f *follower) setShadow(agent string, r schemas.Rollout) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if sub := f.shadows[agent]; sub != nil {
+		_ = sub.Unsubscribe()
+		delete(f.shadows, agent)
+	}
+	if !r.Shadow {
+		return
+	}
+	from, err1 := f.names.TaskVersion(agent, r.From)
+	to, err2 := f.names.TaskVersion(agent, r.To)
+	if err := errors.Join(err1, err2); err != nil {
+		f.log.Error("shadow copies", "agent", agent, "err", err)
+		return
+	}
+	sub, err := f.nc.QueueSubscribe(from, "agentmesh-shadow", func(m *nats.Msg) {
+		if m.Header.Get(bus.HeaderShadow) != "" {
+			return
+		}
+		cp := nats.NewMsg(to)
+		for k, v := range m.Header {
+			cp.Header[k] = v
+		}
+		cp.Header.Set(bus.HeaderShadow, "1")
+		if id := m.Header.Get(jetstream.MsgIDHeader); id != "" {
+			cp.Header.Set(jetstream.MsgIDHeader, "shadow-"+id) // not the original's duplicate
+		}
+		cp.Data = m.Data
+		if err := f.nc.PublishMsg(cp); err != nil {
+			f.log.Warn("shadow copy", "agent", agent, "err", err)
+		}
+	})
+	if err != nil {
+		f.log.Error("shadow copies", "agent", agent, "err", err)
+		return
+	}
+	f.shadows[agent] = sub
+}
+
+func (f *follower) stopShadows() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for a, sub := range f.shadows {
+		_ = sub.Unsubscribe()
+		delete(f.shadows, a)
+	}
+}

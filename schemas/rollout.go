@@ -3,6 +3,8 @@ package schemas
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -52,4 +54,66 @@ func (r Rollout) Validate() error {
 		errs = append(errs, fmt.Errorf("rollout: weight %d: give a percentage from 0 to 100", r.Weight))
 	}
 	return errors.Join(errs...)
+}
+
+// VersionStats is how one version of an agent did over a window of its
+// results: what 'agentmesh rollout status' and the dashboard show to judge
+// a rollout. Shadow separates the answers to shadow copies.
+type VersionStats struct {
+	Version     string  `json:"version"` // "" for instances that declare none
+	Shadow      bool    `json:"shadow,omitempty"`
+	Results     int     `json:"results"`
+	Failures    int     `json:"failures"`
+	SuccessRate float64 `json:"success_rate"`
+	P50MS       int64   `json:"p50_ms"`
+	P95MS       int64   `json:"p95_ms"`
+}
+
+// VersionStatsOf groups results by version (and shadow) and returns each
+// group's counts, success rate and duration percentiles (nearest rank),
+// ordered by version, the shadow group after the other.
+func VersionStatsOf(results []AgentResult) []VersionStats {
+	type key struct {
+		v      string
+		shadow bool
+	}
+	groups := map[key][]AgentResult{}
+	for _, r := range results {
+		k := key{r.Version, r.Shadow}
+		groups[k] = append(groups[k], r)
+	}
+	out := make([]VersionStats, 0, len(groups))
+	for k, rs := range groups {
+		s := VersionStats{Version: k.v, Shadow: k.shadow, Results: len(rs)}
+		ms := make([]int64, len(rs))
+		for i, r := range rs {
+			if !r.Success {
+				s.Failures++
+			}
+			ms[i] = r.Metrics.DurationMS
+		}
+		slices.Sort(ms)
+		s.SuccessRate = float64(s.Results-s.Failures) / float64(s.Results)
+		s.P50MS, s.P95MS = percentile(ms, 50), percentile(ms, 95)
+		out = append(out, s)
+	}
+	slices.SortFunc(out, func(a, b VersionStats) int {
+		if c := strings.Compare(a.Version, b.Version); c != 0 {
+			return c
+		}
+		switch {
+		case a.Shadow == b.Shadow:
+			return 0
+		case a.Shadow:
+			return 1
+		}
+		return -1
+	})
+	return out
+}
+
+// percentile is the nearest-rank p-th percentile of sorted, non-empty ms.
+func percentile(ms []int64, p int) int64 {
+	i := (len(ms)*p + 99) / 100
+	return ms[max(i, 1)-1]
 }

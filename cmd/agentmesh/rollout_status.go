@@ -69,8 +69,8 @@ are counted apart (shadow).`,
 			stats := schemas.VersionStatsOf(results)
 			if a.jsonOut {
 				return a.printJSON(struct {
-					Rollout  *schemas.Rollout      `json:"rollout"`
-					Queues   []versionQueue        `json:"queues"`
+					Rollout  *schemas.Rollout       `json:"rollout"`
+					Queues   []versionQueue         `json:"queues"`
 					Versions []schemas.VersionStats `json:"versions"`
 				}{cur, queues, stats})
 			}

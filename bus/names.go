@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/agentmesh/agentmesh/schemas"
 )
 
 // DefaultPrefix is the prefix of every subject, stream and bucket name when
@@ -100,28 +102,16 @@ func (n Names) ShadowResult(agent, taskID string) string {
 // that applied it (applied.<server>).
 func (n Names) RolloutsBucket() string { return n.prefix + "_rollouts" }
 
-const maxVersionLen = 32
-
 // VersionToken returns the subject token of an agent version: the version
-// with each '.' written '_', e.g. "1.2.0" is "1_2_0". A version is 1 to
-// 32 ASCII letters, digits, '.' or '-' (no '_', so that two versions never
-// share a token); anything else is an error wrapping ErrInvalidName that
-// names the value.
+// with each '.' written '_', e.g. "1.2.0" is "1_2_0" (schemas.VersionToken
+// has the rule). A version no token can carry is an error wrapping
+// ErrInvalidName that names the value.
 func VersionToken(version string) (string, error) {
-	if version == "" {
-		return "", fmt.Errorf("%w: version is empty: use 1 to %d letters, digits, '.' or '-', e.g. 1.2.0", ErrInvalidName, maxVersionLen)
+	tok, err := schemas.VersionToken(version)
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", ErrInvalidName, err)
 	}
-	if len(version) > maxVersionLen {
-		return "", fmt.Errorf("%w: version %q is %d bytes long: use at most %d letters, digits, '.' or '-'", ErrInvalidName, clip(version), len(version), maxVersionLen)
-	}
-	for i := 0; i < len(version); i++ {
-		c := version[i]
-		if c == '.' || c != '_' && isWordByte(c) {
-			continue
-		}
-		return "", fmt.Errorf("%w: version %q has %s at byte %d: a version that names a subject may hold only letters, digits, '.' or '-'", ErrInvalidName, clip(version), describeByte(version, i), i)
-	}
-	return strings.ReplaceAll(version, ".", "_"), nil
+	return tok, nil
 }
 
 // Tasks returns the subject of every task: mesh.task.>.

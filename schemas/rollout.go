@@ -33,19 +33,17 @@ type RolloutApplied struct {
 	Error    string    `json:"error,omitempty"` // why the last rollout could not be applied
 }
 
-// Validate reports every problem of r at once. Names and versions are
-// checked as subject tokens by the bus (bus.VersionToken), which schemas
-// does not know.
+// Validate reports every problem of r at once.
 func (r Rollout) Validate() error {
 	var errs []error
-	if r.Agent == "" {
-		errs = append(errs, errors.New("rollout: agent is empty"))
+	if err := ValidateAgentName(r.Agent); err != nil {
+		errs = append(errs, fmt.Errorf("rollout: %w", err))
 	}
-	if r.To == "" {
-		errs = append(errs, errors.New("rollout: the new version (to) is empty"))
+	if _, err := VersionToken(r.To); err != nil {
+		errs = append(errs, fmt.Errorf("rollout: to: %w", err))
 	}
-	if r.From == "" {
-		errs = append(errs, errors.New("rollout: the version that takes the rest (from) is empty"))
+	if _, err := VersionToken(r.From); err != nil {
+		errs = append(errs, fmt.Errorf("rollout: from: %w", err))
 	}
 	if r.From != "" && r.From == r.To {
 		errs = append(errs, fmt.Errorf("rollout: from and to are both %q: roll out a version other than the one that runs", r.To))
@@ -54,6 +52,31 @@ func (r Rollout) Validate() error {
 		errs = append(errs, fmt.Errorf("rollout: weight %d: give a percentage from 0 to 100", r.Weight))
 	}
 	return errors.Join(errs...)
+}
+
+// maxVersionLen is the longest version that names a subject.
+const maxVersionLen = 32
+
+// VersionToken returns the subject token of an agent version, the token of
+// mesh.task.<agent>.v.<token> and of its consumer's name: the version with
+// each '.' written '_', e.g. "1.2.0" is "1_2_0". A version is 1 to 32
+// ASCII letters, digits, '.' or '-' (no '_', so that two versions never
+// share a token); anything else is an error that names the value.
+func VersionToken(version string) (string, error) {
+	if version == "" {
+		return "", fmt.Errorf("version is empty: use 1 to %d letters, digits, '.' or '-', e.g. 1.2.0", maxVersionLen)
+	}
+	if len(version) > maxVersionLen {
+		return "", fmt.Errorf("version %q is %d bytes long: use at most %d letters, digits, '.' or '-'", Clip(version, 80), len(version), maxVersionLen)
+	}
+	for i := 0; i < len(version); i++ {
+		c := version[i]
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '-' {
+			continue
+		}
+		return "", fmt.Errorf("version %q has %q at byte %d: a version that names a subject holds only letters, digits, '.' or '-'", version, rune(c), i)
+	}
+	return strings.ReplaceAll(version, ".", "_"), nil
 }
 
 // VersionStats is how one version of an agent did over a window of its

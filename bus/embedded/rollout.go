@@ -31,12 +31,13 @@ import (
 // (one copy per task however many servers follow: the copiers share a
 // queue group).
 //
-// Mappings set here live in the server's memory: a server that restarts
-// sets them again from the bucket as it starts following. On a secure
-// server they are set on the account in memory, not in its JWT: an update
-// of the account's claims would drop them until the next change of a
-// rollout.
-func (e *Server) FollowRollouts(ctx context.Context, nc *nats.Conn, n bus.Names, log *slog.Logger) error {
+// m sets and removes the mappings; nil sets them on the account in the
+// server's memory (AccountMapper). Those live as long as the server: one
+// that restarts sets them again from the bucket as it starts following.
+// On a secure server whose account JWT is revised at run time, m should
+// write them into the account's claims, else a revision drops them until
+// the next change of a rollout.
+func (e *Server) FollowRollouts(ctx context.Context, nc *nats.Conn, n bus.Names, log *slog.Logger, m RolloutMapper) error {
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return err
@@ -45,15 +46,18 @@ func (e *Server) FollowRollouts(ctx context.Context, nc *nats.Conn, n bus.Names,
 	if err != nil {
 		return fmt.Errorf("rollouts bucket %s: %w", n.RolloutsBucket(), err)
 	}
-	acc, err := e.accountOf(nc)
-	if err != nil {
-		return err
+	if m == nil {
+		acc, err := e.accountOf(nc)
+		if err != nil {
+			return err
+		}
+		m = AccountMapper{acc}
 	}
 	w, err := kv.WatchAll(ctx)
 	if err != nil {
 		return fmt.Errorf("watching %s: %w", n.RolloutsBucket(), err)
 	}
-	f := &follower{e: e, nc: nc, kv: kv, acc: acc, names: n, log: log, shadows: map[string]*nats.Subscription{}}
+	f := &follower{e: e, nc: nc, kv: kv, mapper: m, names: n, log: log, shadows: map[string]*nats.Subscription{}}
 	go func() {
 		defer func() { _ = w.Stop() }()
 		defer f.stopShadows()
@@ -86,14 +90,40 @@ func (e *Server) FollowRollouts(ctx context.Context, nc *nats.Conn, n bus.Names,
 	return nil
 }
 
-// follower applies rollouts to one server's account.
+// RolloutMapper sets and removes the subject mapping of a rollout on a
+// server: src is mesh.task.<agent>, to its destinations (bus.RolloutMapping).
+type RolloutMapper interface {
+	SetMapping(src string, to []bus.RolloutTarget) error
+	RemoveMapping(src string) error
+}
+
+// AccountMapper sets mappings on an account in the server's memory
+// (Account.AddWeightedMappings).
+type AccountMapper struct{ Account *server.Account }
+
+// SetMapping maps src onto to, replacing src's mapping.
+func (a AccountMapper) SetMapping(src string, to []bus.RolloutTarget) error {
+	dests := make([]*server.MapDest, len(to))
+	for i, t := range to {
+		dests[i] = server.NewMapDest(t.Subject, uint8(t.Percent))
+	}
+	return a.Account.AddWeightedMappings(src, dests...)
+}
+
+// RemoveMapping removes src's mapping, if any.
+func (a AccountMapper) RemoveMapping(src string) error {
+	a.Account.RemoveMapping(src)
+	return nil
+}
+
+// follower applies rollouts to one server.
 type follower struct {
-	e     *Server
-	nc    *nats.Conn
-	kv    jetstream.KeyValue
-	acc   *server.Account
-	names bus.Names
-	log   *slog.Logger
+	e      *Server
+	nc     *nats.Conn
+	kv     jetstream.KeyValue
+	mapper RolloutMapper
+	names  bus.Names
+	log    *slog.Logger
 
 	mu      sync.Mutex
 	shadows map[string]*nats.Subscription // agent -> its shadow copier
@@ -106,7 +136,7 @@ func (e *Server) accountOf(nc *nats.Conn) (*server.Account, error) {
 	if err != nil {
 		return nil, fmt.Errorf("rollouts: the id of this server's own connection: %w", err)
 	}
-	cz, err := e.srv.Connz(&server.ConnzOptions{CID: cid})
+	cz, err := e.srv.Connz(&server.ConnzOptions{CID: cid, Username: true}) // Username: with the account
 	if err != nil || len(cz.Conns) != 1 {
 		return nil, fmt.Errorf("rollouts: the connection that follows rollouts is not one of this server's (client id %d): connect it to this server", cid)
 	}
@@ -130,7 +160,10 @@ func (f *follower) apply(ent jetstream.KeyValueEntry) {
 		return
 	}
 	if ent.Operation() != jetstream.KeyValuePut {
-		f.acc.RemoveMapping(src)
+		if err := f.mapper.RemoveMapping(src); err != nil {
+			f.fail(agent, fmt.Errorf("removing the mapping of %s: %w", src, err))
+			return
+		}
 		f.setShadow(agent, schemas.Rollout{})
 		f.log.Info("rollout removed", "agent", agent)
 		return
@@ -149,11 +182,7 @@ func (f *follower) apply(ent jetstream.KeyValueEntry) {
 		f.fail(agent, err)
 		return
 	}
-	dests := make([]*server.MapDest, len(targets))
-	for i, t := range targets {
-		dests[i] = server.NewMapDest(t.Subject, uint8(t.Percent))
-	}
-	if err := f.acc.AddWeightedMappings(src, dests...); err != nil {
+	if err := f.mapper.SetMapping(src, targets); err != nil {
 		f.fail(agent, fmt.Errorf("mapping %s: %w", src, err))
 		return
 	}

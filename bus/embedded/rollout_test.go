@@ -24,7 +24,7 @@ func TestFollowRolloutsMapsTaskSubject(t *testing.T) {
 	n := srv.Names()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	if err := srv.Embedded().FollowRollouts(ctx, srv.Conn(t), n, slog.New(slog.DiscardHandler)); err != nil {
+	if err := srv.Embedded().FollowRollouts(ctx, srv.Conn(t), n, slog.New(slog.DiscardHandler), nil); err != nil {
 		t.Fatal(err)
 	}
 	nc := srv.Conn(t)

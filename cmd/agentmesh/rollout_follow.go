@@ -28,7 +28,7 @@ func (a *app) followRollouts(ctx context.Context, srv *embedded.Server, log io.W
 	}
 	nc, err := opts.Connect(ctx)
 	if err == nil {
-		if err = srv.FollowRollouts(ctx, nc, names, a.logger(false)); err != nil {
+		if err = srv.FollowRollouts(ctx, nc, names, a.logger(false), nil); err != nil {
 			nc.Close()
 		}
 	}

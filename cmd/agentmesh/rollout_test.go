@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -279,5 +280,55 @@ func TestRolloutNotAppliedSaysSo(t *testing.T) {
 	_, stderr, code = runBinary(t, exec.Command(agentBinary(t), "rollout", "TextAgent", "--to", "2.0_0", "--weight", "10", "--nats", srv.URL()))
 	if code != 2 || !strings.Contains(stderr, `"2.0_0"`) {
 		t.Errorf("a bad version: exit %d, stderr %q; want 2 and the version named", code, stderr)
+	}
+}
+
+// TestBinaryRolloutSecure: on a secure mesh, agent credentials issued for
+// two versions serve both; a rollout by admin moves a client's new tasks
+// (signed for mesh.task.TextAgent) to 2.0.0, whose instance accepts the
+// signature; the client may pin a task to 1.0.0; a client may not change
+// rollouts.
+func TestBinaryRolloutSecure(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	credsDir := t.TempDir()
+	url, store := startSecureServer(t, "--creds-dir", credsDir)
+	ca, admin := filepath.Join(credsDir, "ca.pem"), filepath.Join(credsDir, "admin.creds")
+	agentCreds := issueCreds(t, store, "agent", "TextAgent", "--version", "1.0.0", "--version", "2.0.0")
+	for _, v := range []string{"1.0.0", "2.0.0"} {
+		p := startAgentProc(t, url, "--creds", agentCreds, "--tls-ca", ca, "--agent-version", v)
+		if s := p.Stderr.String(); strings.Contains(s, "no consumer of this version") {
+			t.Fatalf("version %s has no consumer: %s", v, s)
+		}
+	}
+	alice := issueCreds(t, store, "client", "alice")
+	if out := rollout(t, url, "TextAgent", "--to", "2.0.0", "--promote", "--creds", admin, "--tls-ca", ca); !strings.Contains(out, "applied by 1 server") {
+		t.Fatalf("rollout said %q", out)
+	}
+	task := func(extra ...string) schemas.AgentResult {
+		t.Helper()
+		args := append([]string{"task", "TextAgent", "--text", "text=hi", "--param", "op=upper", "--json", "--timeout", "20s", "--nats", url, "--creds", alice, "--tls-ca", ca}, extra...)
+		out, stderr, code := runBinary(t, exec.Command(agentBinary(t), args...))
+		if code != 0 {
+			t.Fatalf("agentmesh %s: exit %d: %s", strings.Join(args, " "), code, stderr)
+		}
+		var res schemas.AgentResult
+		if err := json.Unmarshal([]byte(out), &res); err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		return res
+	}
+	for range 3 {
+		if res := task(); !res.Success || res.Version != "2.0.0" {
+			t.Errorf("promoted, alice's task was answered %+v; want a success of 2.0.0", res)
+		}
+	}
+	if res := task("--version", "1.0.0"); !res.Success || res.Version != "1.0.0" {
+		t.Errorf("pinned to 1.0.0, alice's task was answered %+v", res)
+	}
+	_, stderr, code := runBinary(t, exec.Command(agentBinary(t), "rollout", "TextAgent", "--to", "2.0.0", "--weight", "0", "--nats", url, "--creds", alice, "--tls-ca", ca))
+	if code == 0 {
+		t.Errorf("a client changed a rollout: %s", stderr)
 	}
 }

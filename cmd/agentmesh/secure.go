@@ -122,8 +122,9 @@ func dialURL(url string) string {
 
 func newCredsCmd(a *app) *cobra.Command {
 	var store, out string
+	var versions []string
 	cmd := &cobra.Command{
-		Use:   "creds agent NAME | client [NAME] | orchestrator | admin",
+		Use:   "creds agent NAME [--version V]... | client [NAME] | orchestrator | admin",
 		Short: "Print a credentials file for one identity of a secure mesh",
 		Long: `creds issues a NATS user JWT for one identity of a mesh run with
 'agentmesh server --secure' (or 'up --secure') and prints it with its seed in
@@ -139,6 +140,11 @@ Roles (docs/security.md has the full permission table):
   orchestrator   run chat turns and pipelines: every task and result, all state
   admin          everything, including provisioning and state
 
+An agent's credentials take the tasks of mesh.task.NAME; with --version V
+(repeatable) also those of version V's own consumer, which an instance run
+with --agent-version V (or a contract of version V) takes pinned tasks and
+its share of a rollout from ('agentmesh rollout', docs/protocol.md).
+
 A secure mesh lets an identity read replies only on its own inbox prefix,
 _INBOX.<role>-<name>; agentmesh and the examples set it from the file, with
 the nats CLI pass --inbox-prefix.`,
@@ -151,6 +157,15 @@ the nats CLI pass --inbox-prefix.`,
 			id, err := identityArgs(args)
 			if err != nil {
 				return err
+			}
+			if len(versions) > 0 {
+				if id.Role != bus.RoleAgent {
+					return usagef("--version: only an agent's credentials serve versions")
+				}
+				id.Versions = strings.Join(versions, ",")
+				if err := id.Validate(); err != nil {
+					return usagef("--version: %v", err)
+				}
 			}
 			auth, err := security.Load(filepath.Join(store, security.Dir))
 			if err != nil {
@@ -173,6 +188,7 @@ the nats CLI pass --inbox-prefix.`,
 	}
 	cmd.Flags().StringVar(&store, "store", ".agentmesh", "store directory of the secure server (its keys are under STORE/secure)")
 	cmd.Flags().StringVarP(&out, "output", "o", "", "write the credentials to this file (0600) instead of stdout")
+	cmd.Flags().StringArrayVar(&versions, "version", nil, "agent: also take the tasks of this version of it (repeatable)")
 	return cmd
 }
 

@@ -46,7 +46,7 @@ type Runtime struct {
 	instance schemas.InstanceInfo
 	ttl      time.Duration
 
-	versionSubj, versionConsumer                                                      string // "" when the contract has no usable version
+	versionSubj, versionConsumer                                                     string // "" when the contract has no usable version
 	taskSubj, callSubj, announceSubj, departSubj, controlSubj, deadSubj, refusedSubj string
 	kvKey                                                                            string
 	resultPrefix                                                                     string

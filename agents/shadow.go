@@ -69,4 +69,3 @@ func (r *Runtime) sender(creds *bus.Credentials, d *delivery) (bus.Identity, err
 	}
 	return id, err
 }
-

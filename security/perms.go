@@ -103,7 +103,9 @@ func agentGrants(g *grants, a string, n bus.Names) {
 	// Agent-to-agent calls (ExecutionContext.Call): send a task to any
 	// agent, read the results of its own calls only, and the registry to
 	// find an agent by what it offers.
-	g.pub(n.Prefix()+".task.*", n.Prefix()+".task.*.v.*") // any agent, or one version of it
+	g.pub(n.Prefix() + ".task.*")
+	// or pinned to one version of it (docs/protocol.md, "Versions and rollouts")
+	g.pub(n.Prefix() + ".task.*.v.*")
 	results := n.ResultsStream()
 	g.pub(jsAPI("CONSUMER.CREATE", results, "*", n.CallResults(a)))
 	g.pub(jsAPI("CONSUMER.INFO", results, "*"), jsAPI("CONSUMER.DELETE", results, "*"), jsAPI("CONSUMER.MSG.NEXT", results, "*"))
@@ -174,7 +176,9 @@ func clientGrants(g *grants, c string, n bus.Names) {
 	own := n.ForClient(c)
 	g.pub(own.ChatRequest(), own.PipelineSubmit())
 	g.pub(own.PipelineResolve())  // answers to approval and input steps
-	g.pub(n.Prefix()+".task.*", n.Prefix()+".task.*.v.*") // direct calls, pinned or not; agents answer only on their result subjects
+	g.pub(n.Prefix() + ".task.*") // direct calls; agents answer only on their result subjects
+	// a direct call pinned to a version (docs/protocol.md, "Versions and rollouts")
+	g.pub(n.Prefix() + ".task.*.v.*")
 	g.pub(n.RegistryQuery())
 	g.pub(n.Prefix()+".call.*", n.Prefix()+".call.*.>") // agents' NATS micro endpoints
 	g.pub("$SRV.>")                                     // NATS micro discovery

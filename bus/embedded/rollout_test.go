@@ -110,4 +110,3 @@ func TestFollowRolloutsMapsTaskSubject(t *testing.T) {
 		t.Error("a rollout from and to the same version was acknowledged without an error")
 	}
 }
-

@@ -281,6 +281,13 @@ func (r *Runtime) versionConsumerOf(ctx context.Context) jetstream.Consumer {
 		return nil
 	}
 	n := r.cfg.names
+	if creds := bus.CredentialsOf(r.nc); creds != nil {
+		api := "$JS.API.CONSUMER.CREATE." + n.TasksStream() + "." + r.versionConsumer + "." + r.versionSubj
+		if !creds.MayPublish(api) {
+			r.log.Warn("these credentials may not take the tasks of this version: the instance takes no task pinned to it nor any share of a rollout; issue them with 'agentmesh creds agent NAME --version VERSION'", "version", r.contract.Version)
+			return nil
+		}
+	}
 	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	cons, err := r.js.CreateOrUpdateConsumer(cctx, n.TasksStream(), jetstream.ConsumerConfig{

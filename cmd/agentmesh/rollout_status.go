@@ -211,6 +211,13 @@ already queued on a version's subject stay there for its instances.`,
 			if err != nil {
 				return err
 			}
+			if a.jsonOut {
+				return a.printJSON(struct {
+					Agent     string `json:"agent"`
+					Removed   bool   `json:"removed"`
+					AppliedBy int    `json:"applied_by"`
+				}{agent, true, n})
+			}
 			fmt.Fprintf(a.out, "rollout of %s removed (applied by %d server%s)\n", agent, n, plural(n))
 			return nil
 		},

@@ -225,6 +225,26 @@ func TestBinaryRolloutByWeight(t *testing.T) {
 	if want := 1000 + len(sent) + 220; total != want {
 		t.Errorf("status counts %d results in all, want %d", total, want)
 	}
+
+	// --json, and the removal: new tasks go to mesh.task.TextAgent again.
+	var set struct {
+		schemas.Rollout
+		AppliedBy int `json:"applied_by"`
+	}
+	if err := json.Unmarshal([]byte(rollout(t, url, "TextAgent", "--weight", "50", "--json")), &set); err != nil || set.Weight != 50 || set.To != "2.0.0" || set.From != "1.0.0" || set.AppliedBy != 1 {
+		t.Errorf("rollout --json: %+v, %v; want 50%% from 1.0.0 to 2.0.0, applied by 1", set, err)
+	}
+	var rm struct {
+		Removed   bool `json:"removed"`
+		AppliedBy int  `json:"applied_by"`
+	}
+	if err := json.Unmarshal([]byte(rollout(t, url, "rm", "TextAgent", "--json")), &rm); err != nil || !rm.Removed || rm.AppliedBy != 1 {
+		t.Errorf("rollout rm --json: %+v, %v", rm, err)
+	}
+	if err := json.Unmarshal([]byte(rollout(t, url, "status", "TextAgent", "--json")), &status); err != nil || status.Rollout != nil {
+		t.Errorf("status after rm: %+v, %v; want no rollout", status.Rollout, err)
+	}
+	c.await(t, sendTexts(t, ctx, js, "mesh.task.TextAgent", 50), false)
 }
 
 // TestBinaryRolloutShadow: in shadow mode every task is answered once, by

@@ -284,7 +284,9 @@ func (r *Runtime) versionConsumerOf(ctx context.Context) jetstream.Consumer {
 	if creds := bus.CredentialsOf(r.nc); creds != nil {
 		api := "$JS.API.CONSUMER.CREATE." + n.TasksStream() + "." + r.versionConsumer + "." + r.versionSubj
 		if !creds.MayPublish(api) {
-			r.log.Warn("these credentials may not take the tasks of this version: the instance takes no task pinned to it nor any share of a rollout; issue them with 'agentmesh creds agent NAME --version VERSION'", "version", r.contract.Version)
+			// The usual case on a secure mesh that rolls no version out:
+			// said at info level.
+			r.log.Info("these credentials may not take the tasks of this version: the instance takes no task pinned to it nor any share of a rollout; issue them with 'agentmesh creds agent NAME --version VERSION'", "version", r.contract.Version)
 			return nil
 		}
 	}

@@ -278,7 +278,7 @@ func checkVersionConsumers(ctx context.Context, m *mesh, r schemas.Rollout) erro
 		tok, _ := bus.VersionToken(v)
 		name := bus.VersionConsumer(r.Agent, tok)
 		if _, err := m.JS.Consumer(ctx, m.Names.TasksStream(), name); err != nil {
-			return fmt.Errorf("no instance of %s at version %s has taken tasks yet (no consumer %s on %s: %v): start one first (agentmesh agent %s --agent-version %s), else the tasks sent to it would wait", r.Agent, v, name, m.Names.TasksStream(), err, r.Agent, v)
+			return fmt.Errorf("no instance of %s at version %s has taken tasks yet (no consumer %s on %s: %v): start one first (agentmesh agent %s --agent-version %s; on a secure mesh with credentials from 'agentmesh creds agent %s --version %s'), else the tasks sent to it would wait", r.Agent, v, name, m.Names.TasksStream(), err, r.Agent, v, r.Agent, v)
 		}
 	}
 	return nil

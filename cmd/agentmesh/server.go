@@ -43,6 +43,10 @@ then provision once with three replicas (agentmesh --js-replicas 3 server
 /connz, /healthz), the one prometheus-nats-exporter and the nats CLI read;
 --metrics-addr serves this process's /metrics, /healthz and /readyz.
 
+The server applies the mesh's agent rollouts ('agentmesh rollout'): it
+watches the mesh_rollouts bucket and sets each rollout's weighted subject
+mapping in its account, and says so in applied.<name> of that bucket.
+
 With --secure the server requires TLS and credentials: an operator, an
 account and its signing key (NATS JWT), a CA and a server certificate for
 127.0.0.1, localhost, this host and --host are made under STORE/secure on

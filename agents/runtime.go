@@ -255,14 +255,10 @@ func (r *Runtime) Run(ctx context.Context) error {
 	}()
 
 	if vcons != nil {
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			r.consume(ctx, vcons)
-		}()
-		defer func() { <-done }()
+		r.consume(ctx, cons, vcons)
+	} else {
+		r.consume(ctx, cons)
 	}
-	r.consume(ctx, cons)
 	_ = svc.Stop() // drains the direct call endpoint
 	r.closeDirect()
 

@@ -103,3 +103,35 @@ func TestRuntimeShadowCopyAnswersNoOne(t *testing.T) {
 		t.Errorf("the shadow copy reported into its conversation on %s", m.Subject)
 	}
 }
+
+// An instance that serves a version pulls from two consumers under one
+// concurrency limit: it runs as many of the agent's tasks at once as its
+// concurrency allows (an idle pull holds no slot), never more, and tasks of
+// both subjects share the slots.
+func TestRuntimeVersionSharesConcurrency(t *testing.T) {
+	m := newMesh(t)
+	g := newGated()
+	m.serve(t, g.agent("Bounded", "b1"), agents.WithConcurrency(3), agents.WithAgentVersion("2.0.0"))
+	results, err := m.nc.SubscribeSync("mesh.result.>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		m.publish(t, "Bounded", task(t, schemas.TaskRequest{Instruction: string(rune('a' + i))}))
+	}
+	g.waitStarted(t, 3) // all three slots, none held by the idle version pull
+	pinned, _ := m.n.TaskVersion("Bounded", "2.0.0")
+	for i := range 3 {
+		m.publishOn(t, pinned, task(t, schemas.TaskRequest{Instruction: string(rune('x' + i))}))
+	}
+	close(g.release)
+	g.waitStarted(t, 3)
+	for i := range 6 {
+		if r := next(t, results); !r.Result.Success {
+			t.Fatalf("task %d: %+v", i, r.Result)
+		}
+	}
+	if p := g.peak.Load(); p != 3 {
+		t.Errorf("peak concurrency %d; want 3", p)
+	}
+}

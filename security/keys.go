@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nkeys"
@@ -23,6 +24,7 @@ const Dir = "secure"
 // LoadOrCreate.
 type Authority struct {
 	dir                             string
+	mu                              sync.Mutex // serializes ReviseAccount; guards accountJWT
 	operator, account, signer, sys  nkeys.KeyPair
 	operatorJWT, accountJWT, sysJWT string
 	operatorPub, accountPub, sysPub string
@@ -136,12 +138,8 @@ func (a *Authority) sign() error {
 	if a.operatorJWT, err = oc.Encode(a.operator); err != nil {
 		return fmt.Errorf("security: operator JWT: %w", err)
 	}
-	ac := jwt.NewAccountClaims(a.accountPub)
-	ac.Name = "agentmesh"
-	ac.SigningKeys.Add(signerPub)
-	ac.Limits.JetStreamLimits = jwt.JetStreamLimits{MemoryStorage: jwt.NoLimit, DiskStorage: jwt.NoLimit, Streams: jwt.NoLimit, Consumer: jwt.NoLimit}
-	if a.accountJWT, err = ac.Encode(a.operator); err != nil {
-		return fmt.Errorf("security: account JWT: %w", err)
+	if a.accountJWT, err = a.loadAccount(signerPub); err != nil {
+		return err
 	}
 	sc := jwt.NewAccountClaims(a.sysPub)
 	sc.Name = "SYS"

@@ -1,13 +1,17 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
@@ -100,6 +104,27 @@ func (a *app) credsFile(sec *security.Server, id bus.Identity) (string, error) {
 	return path, os.WriteFile(path, creds, 0o600)
 }
 
+// serveRevocations answers 'agentmesh creds revoke' for the secure server
+// srv until the connection it returns closes: an admin connection of this
+// process applies each revocation to srv and its store, and removes the
+// revoked identity's file from the credentials directory (void now; the
+// next start issues a new one).
+func (a *app) serveRevocations(ctx context.Context, sec *security.Server, srv *embedded.Server) (*nats.Conn, error) {
+	opts := bus.ConnectOptions{URL: dialURL(srv.URL()), CredsFile: a.creds, TLSCA: a.tlsCA, Name: "agentmesh revocations"}
+	nc, err := opts.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	r := &security.Revoker{Authority: sec.Authority, Server: srv.NATS(), Revoked: func(user string) {
+		_ = os.Remove(filepath.Join(a.credsDir, user+".creds"))
+	}}
+	if _, err := r.Serve(nc); err != nil {
+		nc.Close()
+		return nil, err
+	}
+	return nc, nil
+}
+
 // childIdentity returns the flags a child of up runs as id with on a
 // secure mesh (its credentials file and the CA), none otherwise.
 func (a *app) childIdentity(sec *security.Server, id bus.Identity) ([]string, error) {
@@ -122,15 +147,17 @@ func dialURL(url string) string {
 
 func newCredsCmd(a *app) *cobra.Command {
 	var store, out string
+	var expires time.Duration
 	cmd := &cobra.Command{
 		Use:   "creds agent NAME | client [NAME] | orchestrator | admin",
-		Short: "Print a credentials file for one identity of a secure mesh",
+		Short: "Print a credentials file for one identity of a secure mesh; revoke an identity",
 		Long: `creds issues a NATS user JWT for one identity of a mesh run with
 'agentmesh server --secure' (or 'up --secure') and prints it with its seed in
 the standard credentials format that 'nats --creds', nats.go, nats.js and
 every NATS client read. It signs with the account signing key under
 --store/secure, so the server needs no restart: the new identity works at
-once. Each call issues a new user; earlier ones stay valid.
+once. Each call issues a new user; earlier ones stay valid until they
+expire (--expires) or the identity is revoked ('agentmesh creds revoke').
 
 Roles (docs/security.md has the full permission table):
   agent NAME     take NAME's tasks, answer under mesh.result.NAME., announce as NAME
@@ -144,6 +171,8 @@ _INBOX.<role>-<name>; agentmesh and the examples set it from the file, with
 the nats CLI pass --inbox-prefix.`,
 		Example: `  agentmesh creds agent NodeWordCount --store .agentmesh > wordcount.creds
   agentmesh creds client alice -o alice.creds
+  agentmesh creds client contractor --expires 24h -o contractor.creds
+  agentmesh creds revoke client-alice
   NATS_CREDS=alice.creds NATS_CA=.agentmesh/secure/ca.pem agentmesh chat "hello"
   nats --creds alice.creds --tlsca .agentmesh/secure/ca.pem --inbox-prefix _INBOX.client-alice stream ls`,
 		Args: cobra.RangeArgs(1, 2),
@@ -151,6 +180,9 @@ the nats CLI pass --inbox-prefix.`,
 			id, err := identityArgs(args)
 			if err != nil {
 				return err
+			}
+			if expires < 0 {
+				return usagef("--expires %s: give a positive duration, e.g. 24h (or 0 for credentials that do not expire)", expires)
 			}
 			auth, err := security.Load(filepath.Join(store, security.Dir))
 			if err != nil {
@@ -160,7 +192,11 @@ the nats CLI pass --inbox-prefix.`,
 			if err != nil {
 				return err
 			}
-			creds, err := auth.Creds(id, names)
+			var opts []security.CredsOption
+			if expires > 0 {
+				opts = append(opts, security.WithExpiry(expires))
+			}
+			creds, err := auth.Creds(id, names, opts...)
 			if err != nil {
 				return err
 			}
@@ -171,9 +207,108 @@ the nats CLI pass --inbox-prefix.`,
 			return os.WriteFile(out, creds, 0o600)
 		},
 	}
-	cmd.Flags().StringVar(&store, "store", ".agentmesh", "store directory of the secure server (its keys are under STORE/secure)")
+	cmd.PersistentFlags().StringVar(&store, "store", ".agentmesh", "store directory of the secure server (its keys are under STORE/secure)")
 	cmd.Flags().StringVarP(&out, "output", "o", "", "write the credentials to this file (0600) instead of stdout")
+	cmd.Flags().DurationVar(&expires, "expires", 0, "the credentials stop working this long after they are issued, e.g. 24h (default: never)")
+	cmd.AddCommand(newCredsRevokeCmd(a, &store))
 	return cmd
+}
+
+func newCredsRevokeCmd(a *app, store *string) *cobra.Command {
+	return &cobra.Command{
+		Use:   "revoke USER | revoke ROLE [NAME]",
+		Short: "Revoke every credentials file of one identity, e.g. client-alice (admin)",
+		Long: `revoke withdraws one identity of a secure mesh: every credentials file of
+it issued until now stops working, and its connections are closed at once.
+Credentials issued for it afterwards ('agentmesh creds') work. USER is
+the identity as --issue names it: client-alice, agent-TextAgent,
+orchestrator; admin cannot be revoked.
+
+The server's process applies it ('agentmesh server --secure' or 'up
+--secure'): revoke reads the keys of the identity's credentials from the
+ledger under --store/secure (every 'creds' and --issue records one), sends
+them on $AGENTMESH.ACCOUNT.REVOKE as admin (--creds, or a short-lived admin
+credential it signs itself), and the server adds them, with its time, to
+the account's revocations, which it keeps under STORE/secure, so a restart
+keeps them. A revoked identity's file under the server's --creds-dir is
+removed (the next start issues a new one). In a cluster every node's
+process applies it to its own server and store; a node that is down at
+the time misses it: revoke again once it is back. See docs/security.md.`,
+		Example: `  agentmesh creds revoke client-alice --store .agentmesh
+  agentmesh creds revoke agent NodeWordCount
+  agentmesh creds client alice -o alice.creds   # a new credential works`,
+		Args: cobra.RangeArgs(1, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := revokeArgs(args)
+			if err != nil {
+				return err
+			}
+			dir := filepath.Join(*store, security.Dir)
+			auth, err := security.Load(dir)
+			if err != nil {
+				return err
+			}
+			nc, err := a.adminConn(cmd.Context(), auth, dir)
+			if err != nil {
+				return err
+			}
+			defer nc.Close()
+			reply, err := auth.Revoke(cmd.Context(), nc, id.User())
+			if err != nil {
+				return err
+			}
+			if a.jsonOut {
+				return json.NewEncoder(a.out).Encode(reply)
+			}
+			fmt.Fprintf(a.out, "revoked %s: %d credentials (every one issued up to %s) no longer connect, and its connections are closed\n",
+				reply.User, reply.Keys, time.Unix(reply.At, 0).UTC().Format(time.RFC3339))
+			fmt.Fprintf(a.out, "issue new ones with: agentmesh creds %s --store %s\n", strings.TrimSpace(string(id.Role)+" "+id.Name), *store)
+			return nil
+		},
+	}
+}
+
+// revokeArgs reads USER (client-alice) or ROLE [NAME] (client alice).
+func revokeArgs(args []string) (bus.Identity, error) {
+	if len(args) == 1 && strings.Contains(args[0], "-") {
+		return bus.ParseUser(args[0])
+	}
+	return identityArgs(args)
+}
+
+// adminConn connects to the secure server as admin: with --creds when
+// given (they must be admin's), else with a credential signed from the
+// keys in dir that expires in a minute; the CA is --tls-ca or the one in
+// dir.
+func (a *app) adminConn(ctx context.Context, auth *security.Authority, dir string) (*nats.Conn, error) {
+	opts := bus.ConnectOptions{URL: a.natsURL, CredsFile: a.creds, TLSCA: a.tlsCA, Name: "agentmesh creds revoke", RetryFor: a.connectWait.v}
+	if opts.TLSCA == "" {
+		opts.TLSCA = filepath.Join(dir, "ca.pem")
+	}
+	if opts.CredsFile != "" {
+		if id, err := bus.CredsIdentity(opts.CredsFile); err != nil || id.Role != bus.RoleAdmin {
+			return nil, fmt.Errorf("--creds %s: only admin may revoke (got %s, %v): leave --creds out to sign a short-lived admin credential from --store", opts.CredsFile, id.User(), err)
+		}
+		return opts.Connect(ctx)
+	}
+	names, err := bus.NewNames(a.prefix)
+	if err != nil {
+		return nil, err
+	}
+	creds, err := auth.Creds(bus.Identity{Role: bus.RoleAdmin}, names, security.WithExpiry(time.Minute))
+	if err != nil {
+		return nil, err
+	}
+	tmp, err := os.MkdirTemp("", "agentmesh-admin-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	opts.CredsFile = filepath.Join(tmp, "admin.creds")
+	if err := os.WriteFile(opts.CredsFile, creds, 0o600); err != nil {
+		return nil, err
+	}
+	return opts.Connect(ctx)
 }
 
 // identityArgs reads ROLE [NAME].

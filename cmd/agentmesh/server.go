@@ -84,6 +84,13 @@ orchestrator without a restart. See docs/security.md.`,
 				}
 				m.Close()
 			}
+			if sec != nil {
+				nc, err := a.serveRevocations(cmd.Context(), sec, srv)
+				if err != nil {
+					return err
+				}
+				defer nc.Close()
+			}
 			fmt.Fprintf(a.out, "NATS with JetStream listening on %s (data in %s); Ctrl-C stops it\n", srv.URL(), store)
 			if sec != nil {
 				fmt.Fprintf(a.out, "secure: TLS (CA %s) and credentials required; admin credentials in %s; issue more with: agentmesh creds ROLE [NAME] --store %s\n", sec.TLS.CA, a.creds, store)

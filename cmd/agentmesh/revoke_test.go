@@ -142,3 +142,22 @@ func TestBinaryCredsExpires(t *testing.T) {
 		t.Fatalf("--expires -1h: exit %d: %s", code, stderr)
 	}
 }
+
+// `agentmesh up --secure` answers revocations as the server does.
+func TestBinaryUpSecureRevokes(t *testing.T) {
+	up := startUp(t, agentBinary(t), "--secure", "--http", "")
+	store := flagValue(up.cmd.Args, "store")
+	ca := filepath.Join(store, "secure", "ca.pem")
+	creds := issueCreds(t, store, "client", "x")
+	nc, err := connectCreds(up.url, creds, ca)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	stdout, stderr, code := runBinary(t, exec.Command(agentBinary(t), "creds", "revoke", "client-x", "--store", store, "--nats", up.url))
+	if code != 0 || !strings.Contains(stdout, "revoked client-x: 1 credentials") {
+		t.Fatalf("agentmesh creds revoke client-x: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	fixture.Eventually(t, "client-x to be disconnected", func() bool { return !nc.IsConnected() })
+	refused(t, up.url, creds, ca, "after revoke")
+}

@@ -161,3 +161,25 @@ func TestBinaryUpSecureRevokes(t *testing.T) {
 	fixture.Eventually(t, "client-x to be disconnected", func() bool { return !nc.IsConnected() })
 	refused(t, up.url, creds, ca, "after revoke")
 }
+
+// `agentmesh server --secure --max-connections N`: a connection past the
+// account's quota is refused, and the CLI says which limit it met.
+func TestBinaryQuotaConnections(t *testing.T) {
+	store := t.TempDir()
+	_, url := startSecureServerIn(t, store, "--max-connections", "2") // the server's own and one more
+	ca := filepath.Join(store, "secure", "ca.pem")
+	nc, err := connectCreds(url, issueCreds(t, store, "client", "a"), ca)
+	if err != nil {
+		t.Fatalf("the one connection the quota leaves: %v", err)
+	}
+	defer nc.Close()
+	_, stderr, code := runBinary(t, exec.Command(agentBinary(t), "agents", "--nats", url, "--creds", issueCreds(t, store, "client", "cli"), "--tls-ca", ca))
+	if code == 0 || !strings.Contains(stderr, "maximum account active connections exceeded") || !strings.Contains(stderr, "--max-connections") {
+		t.Fatalf("agentmesh agents past the quota: exit %d: %s", code, stderr)
+	}
+	// Quotas are the secure account's: without --secure they are refused.
+	_, stderr, code = runBinary(t, exec.Command(agentBinary(t), "server", "--store", t.TempDir(), "--port", "0", "--max-store", "1GiB"))
+	if code != exitUsage || !strings.Contains(stderr, "--max-store") || !strings.Contains(stderr, "need --secure") {
+		t.Fatalf("server --max-store without --secure: exit %d: %s", code, stderr)
+	}
+}

@@ -28,6 +28,33 @@ type secureFlags struct {
 	cert, key string
 	credsDir  string   // where issued credentials go; default STORE/secure/creds
 	issue     []string // users to issue credentials for at start
+	quotas    quotaFlags
+	flags     *pflag.FlagSet // the command's, to tell which flags were given
+}
+
+// quotaFlags are the mesh account's quotas (security.Quotas); 0 is none.
+type quotaFlags struct {
+	connections, streams, consumers int64
+	store, memory                   envBytes
+}
+
+func (q *quotaFlags) register(f *pflag.FlagSet) {
+	f.Int64Var(&q.connections, "max-connections", 0, "with --secure: connections the mesh's account allows at once, every identity's together and the server's own (NATS has no per-identity limit); 0 no limit")
+	f.Var(&q.store, "max-store", "with --secure: JetStream file storage the account may use, e.g. 20GiB; it must hold what the mesh's streams reserve (--stream-max-bytes, --bucket-max-bytes, --files-max-bytes); 0 no limit")
+	f.Var(&q.memory, "max-memory", "with --secure: JetStream memory storage the account may use, e.g. 1GiB; 0 no limit")
+	f.Int64Var(&q.streams, "max-streams", 0, "with --secure: JetStream streams the account may have, the mesh's own streams, buckets and object store included; 0 no limit")
+	f.Int64Var(&q.consumers, "max-consumers", 0, "with --secure: JetStream consumers the account may have, every agent's and client's included; 0 no limit")
+}
+
+// quotas returns the flags' quotas, and the flags given.
+func (q *quotaFlags) quotas(f *pflag.FlagSet) (security.Quotas, []string) {
+	var given []string
+	for _, name := range []string{"max-connections", "max-store", "max-memory", "max-streams", "max-consumers"} {
+		if fl := f.Lookup(name); fl != nil && fl.Changed {
+			given = append(given, "--"+name)
+		}
+	}
+	return security.Quotas{Connections: q.connections, Store: q.store.v, Memory: q.memory.v, Streams: q.streams, Consumers: q.consumers}, given
 }
 
 func (s *secureFlags) register(f *pflag.FlagSet) {
@@ -36,20 +63,33 @@ func (s *secureFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&s.key, "tls-key", "", "with --secure: the key of --tls-cert")
 	f.StringVar(&s.credsDir, "creds-dir", "", "with --secure: where credentials files (USER.creds) and a copy of the CA (ca.pem) go (default STORE/secure/creds)")
 	f.StringArrayVar(&s.issue, "issue", nil, "with --secure: issue credentials for this user at start, e.g. orchestrator, agent-TextAgent, client-alice (repeatable)")
+	s.quotas.register(f)
+	s.flags = f
 }
 
 // secureServer sets opts up for the secure mode when asked: it makes or
 // loads the keys and TLS files under the store, and points this process at
 // the admin credentials and the CA, so what it provisions it does as admin.
 func (a *app) secureServer(opts *embedded.Options, s secureFlags) (*security.Server, error) {
+	quotas, given := s.quotas.quotas(s.flags)
 	if !s.on {
 		if s.cert != "" || s.key != "" {
 			return nil, errors.New("--tls-cert and --tls-key need --secure")
 		}
+		if len(given) > 0 {
+			return nil, usagef("%s: quotas are the secure mesh account's limits and need --secure", strings.Join(given, ", "))
+		}
 		return nil, nil
+	}
+	if err := quotas.Validate(); err != nil {
+		return nil, usageError{err}
 	}
 	sec, err := security.Setup(opts.StoreDir, security.TLSFiles{CA: a.tlsCA, Cert: s.cert, Key: s.key}, opts.Host)
 	if err != nil {
+		return nil, err
+	}
+	// The quotas of this start, in the account before the server loads it.
+	if err := sec.Authority.SetQuotas(nil, quotas); err != nil {
 		return nil, err
 	}
 	opts.Configure = sec.Configure
@@ -105,24 +145,16 @@ func (a *app) credsFile(sec *security.Server, id bus.Identity) (string, error) {
 }
 
 // serveRevocations answers 'agentmesh creds revoke' for the secure server
-// srv until the connection it returns closes: an admin connection of this
-// process applies each revocation to srv and its store, and removes the
-// revoked identity's file from the credentials directory (void now; the
-// next start issues a new one).
-func (a *app) serveRevocations(ctx context.Context, sec *security.Server, srv *embedded.Server) (*nats.Conn, error) {
-	opts := bus.ConnectOptions{URL: dialURL(srv.URL()), CredsFile: a.creds, TLSCA: a.tlsCA, Name: "agentmesh revocations"}
-	nc, err := opts.Connect(ctx)
-	if err != nil {
-		return nil, err
-	}
+// srv on nc, an admin connection of this process, until nc closes: it
+// applies each revocation to srv and its store, and removes the revoked
+// identity's file from the credentials directory (void now; the next start
+// issues a new one).
+func (a *app) serveRevocations(nc *nats.Conn, sec *security.Server, srv *embedded.Server) error {
 	r := &security.Revoker{Authority: sec.Authority, Server: srv.NATS(), Revoked: func(user string) {
 		_ = os.Remove(filepath.Join(a.credsDir, user+".creds"))
 	}}
-	if _, err := r.Serve(nc); err != nil {
-		nc.Close()
-		return nil, err
-	}
-	return nc, nil
+	_, err := r.Serve(nc)
+	return err
 }
 
 // childIdentity returns the flags a child of up runs as id with on a

@@ -82,14 +82,16 @@ orchestrator without a restart. See docs/security.md.`,
 				if err != nil {
 					return err
 				}
-				m.Close()
-			}
-			if sec != nil {
-				nc, err := a.serveRevocations(cmd.Context(), sec, srv)
-				if err != nil {
-					return err
+				if sec == nil {
+					m.Close()
+				} else {
+					// The server's own connection, the one it counts
+					// against --max-connections, answers revocations.
+					defer m.Close()
+					if err := a.serveRevocations(m.NC, sec, srv); err != nil {
+						return err
+					}
 				}
-				defer nc.Close()
 			}
 			fmt.Fprintf(a.out, "NATS with JetStream listening on %s (data in %s); Ctrl-C stops it\n", srv.URL(), store)
 			if sec != nil {

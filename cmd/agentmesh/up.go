@@ -250,7 +250,12 @@ func (a *app) startStack(ctx context.Context, opts stackOptions, log io.Writer) 
 		return nil, err
 	}
 	if st.sec != nil {
-		if st.revocations, err = a.serveRevocations(ctx, st.sec, st.srv); err != nil {
+		// A connection of its own, which lives as long as the server.
+		opts := bus.ConnectOptions{URL: st.url, CredsFile: a.creds, TLSCA: a.tlsCA, Name: "agentmesh up (revocations)"}
+		if st.revocations, err = opts.Connect(ctx); err == nil {
+			err = a.serveRevocations(st.revocations, st.sec, st.srv)
+		}
+		if err != nil {
 			m.Close()
 			st.shutdownServer()
 			return nil, err

@@ -119,27 +119,40 @@ func (r *Revoker) Serve(nc *nats.Conn) (*nats.Subscription, error) {
 	})
 }
 
-// revoke applies one request and says how it ended.
-func (r *Revoker) revoke(data []byte) RevokeReply {
+// DecodeRevokeRequest reads a RevokeRequest, checking that it names an
+// identity (bus.ParseUser) and user public keys only.
+func DecodeRevokeRequest(data []byte) (RevokeRequest, error) {
 	var req RevokeRequest
-	fail := func(code, format string, args ...any) RevokeReply {
-		return RevokeReply{User: req.User, Error: &schemas.ResultError{Code: code, Message: fmt.Sprintf(format, args...)}}
-	}
 	if err := json.Unmarshal(data, &req); err != nil {
-		return fail(schemas.CodeInvalidRequest, "a revocation is JSON {\"user\": ..., \"keys\": [...]}: %v", err)
+		return RevokeRequest{}, fmt.Errorf("a revocation is JSON {\"user\": ..., \"keys\": [...]}: %w", err)
 	}
 	id, err := bus.ParseUser(req.User)
 	if err != nil {
+		return req, err
+	}
+	req.User = id.User()
+	for _, k := range req.Keys {
+		if !nkeys.IsValidPublicUserKey(k) {
+			return req, fmt.Errorf("%q is no user public key (U...)", k)
+		}
+	}
+	return req, nil
+}
+
+// revoke applies one request and says how it ended.
+func (r *Revoker) revoke(data []byte) RevokeReply {
+	req, err := DecodeRevokeRequest(data)
+	fail := func(code, format string, args ...any) RevokeReply {
+		return RevokeReply{User: req.User, Error: &schemas.ResultError{Code: code, Message: fmt.Sprintf(format, args...)}}
+	}
+	if err != nil {
 		return fail(schemas.CodeInvalidRequest, "%v", err)
 	}
-	if id.Role == bus.RoleAdmin {
+	if req.User == (bus.Identity{Role: bus.RoleAdmin}).User() {
 		return fail(schemas.CodeForbidden, "admin cannot be revoked: the server's own processes run as admin; to withdraw every credential remove %s and restart", filepath.Join(r.Authority.dir, "account-signing.nk"))
 	}
 	keys := map[string]bool{}
 	for _, k := range req.Keys {
-		if !nkeys.IsValidPublicUserKey(k) {
-			return fail(schemas.CodeInvalidRequest, "%q is no user public key (U...)", k)
-		}
 		keys[k] = true
 	}
 	connected, err := r.connected(req.User)

@@ -189,3 +189,26 @@ func TestCredsExpire(t *testing.T) {
 		t.Fatalf("expired credentials connect (err %v)", err)
 	}
 }
+
+// A revocation request from the bus decodes to an identity and user keys,
+// or is refused; it never panics.
+func FuzzRevokeRequest(f *testing.F) {
+	f.Add([]byte(`{"user":"client-alice","keys":["UAYV3VCAOB2GKXA7PBGG2OFIGMSFSV3SP4DRWRPHPAKOHRW3VDSZJHFX"]}`))
+	f.Add([]byte(`{"user":"admin"}`))
+	f.Add([]byte(`{"user":"client-","keys":["SU..."]}`))
+	f.Add([]byte(`[]`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		req, err := security.DecodeRevokeRequest(data)
+		if err != nil {
+			return
+		}
+		if _, err := bus.ParseUser(req.User); err != nil {
+			t.Fatalf("accepted user %q: %v", req.User, err)
+		}
+		for _, k := range req.Keys {
+			if len(k) != 56 || k[0] != 'U' {
+				t.Fatalf("accepted key %q", k)
+			}
+		}
+	})
+}

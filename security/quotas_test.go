@@ -3,6 +3,8 @@ package security_test
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -80,5 +82,31 @@ func TestQuotasValidate(t *testing.T) {
 	err := security.Quotas{Connections: -1, Store: -2}.Validate()
 	if err == nil || !strings.Contains(err.Error(), "--max-connections -1") || !strings.Contains(err.Error(), "--max-store -2") {
 		t.Fatalf("got %v", err)
+	}
+}
+
+// Quotas equal to the account's change nothing: no revision is stored.
+func TestSetQuotasUnchangedStoresNothing(t *testing.T) {
+	dir := t.TempDir()
+	sec, err := security.Setup(dir, security.TLSFiles{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sec.Authority.SetQuotas(nil, security.Quotas{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, security.Dir, "account.jwt")); err == nil {
+		t.Fatal("quotas of none on an account without limits revised it")
+	}
+	q := security.Quotas{Connections: 10, Store: 1 << 30, Streams: 40}
+	if err := sec.Authority.SetQuotas(nil, q); err != nil {
+		t.Fatal(err)
+	}
+	ac, err := sec.Authority.AccountClaims()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ac.Limits.Conn != 10 || ac.Limits.DiskStorage != 1<<30 || ac.Limits.Streams != 40 || ac.Limits.MemoryStorage != -1 || ac.Limits.Consumer != -1 {
+		t.Fatalf("limits %+v, want the quotas and no limit elsewhere", ac.Limits)
 	}
 }

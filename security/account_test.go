@@ -122,3 +122,27 @@ func TestReviseAccountBeforeStart(t *testing.T) {
 		t.Errorf("a new load has a connection limit of %d, want 7", ac.Limits.Conn)
 	}
 }
+
+// Removing account-signing.nk still withdraws every credential at the next
+// start when the account was revised: the stored account takes the new
+// signing key and keeps its revision.
+func TestRotatedSigningKeyWithRevisedAccount(t *testing.T) {
+	s := securetest.Start(t)
+	if err := s.Sec.Authority.ReviseAccount(s.Emb.NATS(), func(ac *jwt.AccountClaims) {
+		ac.AddMapping("mesh.rotate.from", jwt.WeightedMapping{Subject: "mesh.rotate.to"})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	old := s.Creds(t, bus.Identity{Role: bus.RoleClient, Name: "old"})
+	if err := os.Remove(filepath.Join(s.Dir, security.Dir, "account-signing.nk")); err != nil {
+		t.Fatal(err)
+	}
+	s.Restart(t)
+	if nc, err := dial(s, old); err == nil {
+		nc.Close()
+		t.Fatal("credentials signed with the removed key connect")
+	}
+	if got := mapped(t, s, "mesh.rotate.from", "mesh.rotate.to"); got != "mesh.rotate.to" {
+		t.Fatalf("the mapping was lost: arrived on %s", got)
+	}
+}

@@ -100,6 +100,9 @@ type Revoker struct {
 	// Revoked, when set, is told of each identity revoked (after the
 	// server applied it), e.g. to remove a credentials file it kept.
 	Revoked func(user string)
+	// Errorf, when set, reports a reply that could not be sent (default:
+	// standard error).
+	Errorf func(format string, args ...any)
 }
 
 // Serve answers RevokeRequests on nc, an admin connection, until the
@@ -113,7 +116,12 @@ func (r *Revoker) Serve(nc *nats.Conn) (*nats.Subscription, error) {
 		if err == nil {
 			err = msg.Respond(data)
 		}
-		if err != nil && !errors.Is(err, nats.ErrMsgNoReply) {
+		if err == nil || errors.Is(err, nats.ErrMsgNoReply) {
+			return
+		}
+		if r.Errorf != nil {
+			r.Errorf("answering a revocation of %q: %v", reply.User, err)
+		} else {
 			fmt.Fprintf(os.Stderr, "agentmesh: answering a revocation of %q: %v\n", reply.User, err)
 		}
 	})

@@ -152,6 +152,7 @@ func (a *app) credsFile(sec *security.Server, id bus.Identity) (string, error) {
 func (a *app) serveRevocations(nc *nats.Conn, sec *security.Server, srv *embedded.Server) error {
 	r := &security.Revoker{Authority: sec.Authority, Server: srv.NATS(), Revoked: func(user string) {
 		_ = os.Remove(filepath.Join(a.credsDir, user+".creds"))
+		fmt.Fprintf(a.errOut, "agentmesh: revoked %s: its credentials issued until now are refused\n", user)
 	}, Errorf: func(format string, args ...any) {
 		fmt.Fprintf(a.errOut, "agentmesh: "+format+"\n", args...)
 	}}

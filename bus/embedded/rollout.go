@@ -34,9 +34,9 @@ import (
 // m sets and removes the mappings; nil sets them on the account in the
 // server's memory (AccountMapper). Those live as long as the server: one
 // that restarts sets them again from the bucket as it starts following.
-// On a secure server whose account JWT is revised at run time, m should
-// write them into the account's claims, else a revision drops them until
-// the next change of a rollout.
+// On a secure server whose account JWT is revised at run time, m must
+// write them into the account's claims (an update of the claims drops the
+// mappings they do not hold); such a mapper may also be a RolloutPruner.
 func (e *Server) FollowRollouts(ctx context.Context, nc *nats.Conn, n bus.Names, log *slog.Logger, m RolloutMapper) error {
 	js, err := jetstream.New(nc)
 	if err != nil {
@@ -57,7 +57,7 @@ func (e *Server) FollowRollouts(ctx context.Context, nc *nats.Conn, n bus.Names,
 	if err != nil {
 		return fmt.Errorf("watching %s: %w", n.RolloutsBucket(), err)
 	}
-	f := &follower{e: e, nc: nc, kv: kv, mapper: m, names: n, log: log, shadows: map[string]*nats.Subscription{}}
+	f := &follower{e: e, nc: nc, kv: kv, mapper: m, names: n, log: log, shadows: map[string]*nats.Subscription{}, mapped: map[string]bool{}}
 	go func() {
 		defer func() { _ = w.Stop() }()
 		defer f.stopShadows()
@@ -73,6 +73,7 @@ func (e *Server) FollowRollouts(ctx context.Context, nc *nats.Conn, n bus.Names,
 				}
 				if ent == nil { // every rollout there was at start is applied
 					initial = false
+					f.prune()
 					f.ack(ctx, last)
 					continue
 				}
@@ -116,6 +117,13 @@ func (a AccountMapper) RemoveMapping(src string) error {
 	return nil
 }
 
+// RolloutPruner is a RolloutMapper whose mappings outlive the server (an
+// account JWT): once the rollouts there were at start are applied, Prune
+// removes the mappings of task subjects keep does not name.
+type RolloutPruner interface {
+	Prune(keep map[string]bool) error
+}
+
 // follower applies rollouts to one server.
 type follower struct {
 	e      *Server
@@ -128,6 +136,21 @@ type follower struct {
 	mu      sync.Mutex
 	shadows map[string]*nats.Subscription // agent -> its shadow copier
 	lastErr string
+	mapped  map[string]bool // the task subjects the rollouts applied at start map
+}
+
+// prune hands the mapper the subjects the rollouts at start mapped.
+func (f *follower) prune() {
+	p, ok := f.mapper.(RolloutPruner)
+	if !ok {
+		return
+	}
+	f.mu.Lock()
+	keep := f.mapped
+	f.mu.Unlock()
+	if err := p.Prune(keep); err != nil {
+		f.log.Error("removing the mappings of rollouts gone", "err", err)
+	}
 }
 
 // accountOf returns the account nc's connection is bound to on this server.
@@ -189,6 +212,7 @@ func (f *follower) apply(ent jetstream.KeyValueEntry) {
 	f.setShadow(agent, r)
 	f.mu.Lock()
 	f.lastErr = ""
+	f.mapped[src] = true
 	f.mu.Unlock()
 	f.log.Info("rollout applied", "agent", agent, "from", r.From, "to", r.To, "weight", r.Weight, "shadow", r.Shadow)
 }

@@ -347,6 +347,17 @@ func TestBinaryRolloutSecure(t *testing.T) {
 	if res := task("--version", "1.0.0"); !res.Success || res.Version != "1.0.0" {
 		t.Errorf("pinned to 1.0.0, alice's task was answered %+v", res)
 	}
+	// A revision of the account (a revocation) keeps the rollout's mapping:
+	// it is in the account's claims.
+	issueCreds(t, store, "client", "bob")
+	if _, stderr, code := runBinary(t, exec.Command(agentBinary(t), "creds", "revoke", "client-bob", "--store", store, "--nats", url)); code != 0 {
+		t.Fatalf("creds revoke client-bob: exit %d: %s", code, stderr)
+	}
+	for range 3 {
+		if res := task(); !res.Success || res.Version != "2.0.0" {
+			t.Errorf("promoted, after a revocation, alice's task was answered %+v; want a success of 2.0.0", res)
+		}
+	}
 	_, stderr, code := runBinary(t, exec.Command(agentBinary(t), "rollout", "TextAgent", "--to", "2.0.0", "--weight", "0", "--nats", url, "--creds", alice, "--tls-ca", ca))
 	if code == 0 {
 		t.Errorf("a client changed a rollout: %s", stderr)

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"path/filepath"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/spf13/cobra"
 
 	"github.com/agentmesh/agentmesh/bus/embedded"
@@ -52,9 +54,13 @@ account and its signing key (NATS JWT), a CA and a server certificate for
 127.0.0.1, localhost, this host and --host are made under STORE/secure on
 first start and reused after. The server provisions the mesh itself (as
 admin); 'agentmesh creds' issues credentials for agents, clients and the
-orchestrator without a restart. See docs/security.md.`,
+orchestrator without a restart, and 'agentmesh creds revoke' withdraws them
+(this process applies it). --max-connections, --max-store, --max-memory,
+--max-streams and --max-consumers are the mesh account's quotas. See
+docs/security.md.`,
 		Example: `  agentmesh server --store /var/lib/agentmesh
   agentmesh server --secure --store .agentmesh
+  agentmesh server --secure --max-connections 200 --max-store 20GiB
   agentmesh creds client alice --store .agentmesh > alice.creds`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -79,6 +85,7 @@ orchestrator without a restart. See docs/security.md.`,
 			defer srv.Shutdown()
 			pm.setRunning()
 			printMonitor(a.out, srv)
+			var own *nats.Conn // the server's own connection, if it has one
 			if provision || sec != nil {
 				a.natsURL = dialURL(srv.URL())
 				a.owner = true
@@ -86,9 +93,20 @@ orchestrator without a restart. See docs/security.md.`,
 				if err != nil {
 					return err
 				}
-				m.Close()
+				if sec == nil {
+					m.Close()
+				} else {
+					// The server's own connection, the one it counts
+					// against --max-connections, answers revocations
+					// and follows rollouts.
+					defer m.Close()
+					if err := a.serveRevocations(m.NC, sec, srv); err != nil {
+						return err
+					}
+					own = m.NC
+				}
 			}
-			defer a.followRollouts(cmd.Context(), srv, a.errOut)()
+			defer a.followRollouts(cmd.Context(), srv, sec, own, a.errOut)()
 			fmt.Fprintf(a.out, "NATS with JetStream listening on %s (data in %s); Ctrl-C stops it\n", srv.URL(), store)
 			if sec != nil {
 				fmt.Fprintf(a.out, "secure: TLS (CA %s) and credentials required; admin credentials in %s; issue more with: agentmesh creds ROLE [NAME] --store %s\n", sec.TLS.CA, a.creds, store)

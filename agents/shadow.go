@@ -18,10 +18,10 @@ func (r *Runtime) isShadow(d *delivery) bool {
 
 // shadowOf readies shadow copy d to run where it can reach no one: its
 // result goes to mesh.result.<agent>.shadow.<taskid> (the results stream
-// records it; no caller reads it), it names no conversation, run or step
-// (no progress, no text into their state) and keeps no step journal (the
-// original's journal is the original's). On a secure mesh the copy must
-// still carry a signature of a sender of the mesh.
+// records it; no caller reads it), it names no conversation, run or step,
+// reports no progress nor text (run gives it no task scope) and keeps no
+// step journal (the original's journal is the original's). On a secure
+// mesh the copy must still carry a signature of a sender of the mesh.
 func (r *Runtime) shadowOf(d *delivery) error {
 	d.shadow = true
 	if creds := bus.CredentialsOf(r.nc); creds != nil {

@@ -242,7 +242,9 @@ func (r *Runtime) run(d *delivery) (schemas.AgentResult, error) {
 		}
 		return fail(code, "task %s: %v", ev.ID, err)
 	}
-	ctx = withScope(ctx, &taskScope{rt: r, taskID: ev.ID, events: r.progressSubject(ev), ext: correlation(ev), delta: r.deltaOf(ev)})
+	if !d.shadow { // a shadow copy reports no progress nor text (shadow.go)
+		ctx = withScope(ctx, &taskScope{rt: r, taskID: ev.ID, events: r.progressSubject(ev), ext: correlation(ev), delta: r.deltaOf(ev)})
+	}
 	if ev.ID != "" && !r.cfg.noJournal && !d.shadow {
 		// The task's steps are journaled (journal.go): a redelivery finds
 		// what the steps of earlier deliveries recorded.

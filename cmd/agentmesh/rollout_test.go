@@ -114,20 +114,35 @@ func (c *versionResults) shadowVersions(ids []string) map[string]int {
 // sendTexts publishes n TextAgent tasks on subject and returns their ids.
 func sendTexts(t *testing.T, ctx context.Context, js jetstream.JetStream, subject string, n int) []string {
 	t.Helper()
+	ids, err := publishTexts(ctx, js, subject, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ids
+}
+
+// publishTexts is sendTexts for a goroutine other than the test's.
+func publishTexts(ctx context.Context, js jetstream.JetStream, subject string, n int) ([]string, error) {
 	ids := make([]string, n)
 	for i := range ids {
-		ev := textTask(t, fmt.Sprintf("task %d", i), map[string]any{"op": "upper"})
+		ev, err := bus.NewEvent(bus.TypeTaskRequested, "/test", schemas.TaskRequest{
+			Inputs: map[string]schemas.TypedValue{"text": schemas.TextValue(fmt.Sprintf("task %d", i), "test")}, Params: map[string]any{"op": "upper"},
+		})
+		if err != nil {
+			return nil, err
+		}
+		ev.DataContentType = bus.ContentTypeJSON
 		msg, err := bus.Encode(subject, ev)
 		if err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 		msg.Header.Set(jetstream.MsgIDHeader, ev.ID)
 		if _, err := js.PublishMsg(ctx, msg); err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 		ids[i] = ev.ID
 	}
-	return ids
+	return ids, nil
 }
 
 // rollout runs `agentmesh rollout ARGS` against url and returns its stdout,
@@ -178,18 +193,25 @@ func TestBinaryRolloutByWeight(t *testing.T) {
 
 	// Promote, then roll back, while tasks are being sent.
 	var sent []string
+	var sendErr error
 	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
+	wg.Go(func() {
 		for range 6 {
-			sent = append(sent, sendTexts(t, ctx, js, "mesh.task.TextAgent", 50)...)
+			ids, err := publishTexts(ctx, js, "mesh.task.TextAgent", 50)
+			if err != nil {
+				sendErr = err
+				return
+			}
+			sent = append(sent, ids...)
 			time.Sleep(50 * time.Millisecond)
 		}
-	}()
+	})
 	rollout(t, url, "TextAgent", "--to", "2.0.0", "--promote")
 	rollout(t, url, "TextAgent", "--to", "2.0.0", "--weight", "0")
 	wg.Wait()
+	if sendErr != nil {
+		t.Fatal(sendErr)
+	}
 	c.await(t, sent, false)
 
 	rollout(t, url, "TextAgent", "--to", "2.0.0", "--promote")

@@ -84,7 +84,8 @@ export class MeshClient {
     const id = opts.id || `t-${randomUUID()}`;
     if (!idPattern.test(id)) throw new Error(`task id ${JSON.stringify(id)}: use 1 to 128 letters, digits, '-', '_' or '='`);
     const deadline = opts.deadline instanceof Date ? opts.deadline.toISOString() : opts.deadline;
-    return newEvent(EventTypes.taskRequested, this.source, task, { replyto, deadline, traceparent: opts.traceparent }, id);
+    // owner: a client's task is its own, so its progress goes where it reads (docs/protocol.md, "Owned events and text").
+    return newEvent(EventTypes.taskRequested, this.source, task, { replyto, deadline, traceparent: opts.traceparent, owner: this.client }, id);
   }
 
   /** resultSubject is where the result of task id sent to agent goes. */
@@ -225,7 +226,7 @@ export class MeshClient {
    */
   followDeltas(conversation: string, fn: DeltaListener): () => void {
     if (!idPattern.test(conversation)) throw new Error(`conversation id ${JSON.stringify(conversation)}: use 1 to 128 letters, digits, '-', '_' or '='`);
-    const sub = this.nc.subscribe(this.names.deltas(conversation), {
+    const sub = this.nc.subscribe(this.names.deltas(conversation, this.client), {
       callback: (err, m) => {
         if (err) return;
         let d: ChatDelta;
@@ -285,9 +286,12 @@ export class MeshClient {
     }
   }
 
-  /** follow reads mesh.events.<id>.> from MESH_EVENTS until an event matches done. */
+  /**
+   * follow reads mesh.events.<id>.> (a client's own: mesh.events.<id>.*.<client>)
+   * from MESH_EVENTS until an event matches done.
+   */
   private async follow(id: string, since: Date | undefined, waitMs: number, onEvent: Listener | undefined, done: (e: MeshEvent, m: JsMsg) => boolean): Promise<MeshEvent> {
-    const r = await openReader(this.nc, this.names.eventsStream, this.names.eventsOf(id), since);
+    const r = await openReader(this.nc, this.names.eventsStream, this.names.eventsOf(id, this.client), since);
     try {
       const until = Date.now() + waitMs;
       while (Date.now() < until) {

@@ -151,6 +151,17 @@ func (n Names) EventsOf(id string) string {
 	return n.subj("events", id, ">")
 }
 
+// EventsKind returns the subjects of the events of kind of id, owned by
+// any client or by none: mesh.events.<id>.<kind> and
+// mesh.events.<id>.<kind>.*; for the names of a client, only its own,
+// mesh.events.<id>.<kind>.<client>. id may be "*".
+func (n Names) EventsKind(id, kind string) []string {
+	if n.client != "" {
+		return []string{n.Events(id, kind)}
+	}
+	return []string{n.Events(id, kind), n.Events(id, kind) + ".*"}
+}
+
 // AllEvents returns mesh.events.>; for the names of a client,
 // mesh.events.*.*.<client>, every event of what it owns.
 func (n Names) AllEvents() string {
@@ -173,6 +184,16 @@ func (n Names) AllDeltas() string {
 		return n.Deltas("*")
 	}
 	return n.subj("delta", ">")
+}
+
+// DeltasOf returns the subjects of the text of id, owned by any client or
+// by none: mesh.delta.<id> and mesh.delta.<id>.*; for the names of a
+// client, only its own, mesh.delta.<id>.<client>.
+func (n Names) DeltasOf(id string) []string {
+	if n.client != "" {
+		return []string{n.Deltas(id)}
+	}
+	return []string{n.Deltas(id), n.Deltas(id) + ".*"}
 }
 
 // owned appends the client of names made by ForClient to subject.

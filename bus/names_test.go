@@ -269,3 +269,20 @@ func subjectMatches(filter, subject string) bool {
 	}
 	return len(f) == len(s)
 }
+
+// What a reader of one kind, or of the text, of an id follows: owned or
+// not with the plain names, its own with a client's.
+func TestNamesEventsKindAndDeltasOf(t *testing.T) {
+	n := bus.MustNames("")
+	alice := n.ForClient("alice")
+	for _, tt := range []struct{ got, want []string }{
+		{n.EventsKind("r1", "pipeline"), []string{"mesh.events.r1.pipeline", "mesh.events.r1.pipeline.*"}},
+		{alice.EventsKind("*", "chat"), []string{"mesh.events.*.chat.alice"}},
+		{n.DeltasOf("c1"), []string{"mesh.delta.c1", "mesh.delta.c1.*"}},
+		{alice.DeltasOf("c1"), []string{"mesh.delta.c1.alice"}},
+	} {
+		if strings.Join(tt.got, " ") != strings.Join(tt.want, " ") {
+			t.Errorf("got %v, want %v", tt.got, tt.want)
+		}
+	}
+}

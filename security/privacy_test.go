@@ -64,7 +64,8 @@ func TestPrivacyClientReadsOnlyItsOwn(t *testing.T) {
 	m := startSecure(t)
 	m.serve(t, narrator)
 	answer := "the answer, written piece by piece"
-	model, err := llm.New(llmtest.New(t, llmtest.Reply{Content: answer, Chunks: []string{"the answer, ", "written ", "piece by piece"}}).Config())
+	model, err := llm.New(llmtest.New(t, llmtest.Reply{Content: answer, Chunks: []string{"the answer, ", "written ", "piece by piece"}},
+		llmtest.Reply{Content: "admin's answer", Chunks: []string{"admin's ", "answer"}}).Config())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,6 +110,18 @@ func TestPrivacyClientReadsOnlyItsOwn(t *testing.T) {
 	}
 	if text != answer || len(progress) == 0 {
 		t.Fatalf("alice's turn streamed %q and progress %q; want the answer %q and a progress note", text, progress, answer)
+	}
+
+	// Admin goes on with alice's conversation and follows it with the
+	// plain names, which catch owned events and text as well.
+	ajs, err := jetstream.New(m.Admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var adminText string
+	resp, _, err = client.Turn(ctx, ajs, m.names, conv, "and you?", "admin", nil, nil, client.WithDeltas(func(d schemas.ChatDelta) { adminText += d.Text }))
+	if err != nil || resp.State != schemas.ChatCompleted || resp.Output != "admin's answer" || adminText != "admin's answer" {
+		t.Fatalf("admin's turn in alice's conversation: %+v, streamed %q (%v)", resp, adminText, err)
 	}
 
 	// Alice's run, with an agent that reports progress and text.

@@ -90,6 +90,7 @@ func (r chatRunner) start(ctx context.Context, msg *Message) (*taskEntry, error)
 			History: []Message{um}, Metadata: map[string]any{"conversation_id": c}})
 		h.tasks.add(e)
 	}
+	e.markBegun()
 	answer.e = e
 	close(ready)
 	return e, nil

@@ -153,7 +153,8 @@ func (h *Handler) sendStreaming(w http.ResponseWriter, r *http.Request, req Requ
 		writeRPC(w, req.ID, nil, rpcErrorOf(err))
 		return
 	}
-	streamTask(w, r, req.ID, e, enc)
+	first, from := e.sinceBegun()
+	streamTask(w, r, req.ID, e, first, from, enc)
 }
 
 // subscribe streams a task that has not ended, from its current state on.
@@ -173,14 +174,14 @@ func (h *Handler) subscribe(w http.ResponseWriter, r *http.Request, req Request,
 		writeRPC(w, req.ID, nil, rpcErrorOf(err))
 		return
 	}
-	streamTask(w, r, req.ID, e, enc)
+	first, from := e.start()
+	streamTask(w, r, req.ID, e, first, from, enc)
 }
 
 // streamTask writes server-sent events, each a JSON-RPC response with id:
-// the task as it is now, then each status and artifact update, until it
-// settles or the client goes away.
-func streamTask(w http.ResponseWriter, r *http.Request, id json.RawMessage, e *taskEntry, enc encoder) {
-	first, from := e.start()
+// the task first (as it was after from changes), then each status and
+// artifact update from there, until it settles or the client goes away.
+func streamTask(w http.ResponseWriter, r *http.Request, id json.RawMessage, e *taskEntry, first Task, from int, enc encoder) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)

@@ -72,6 +72,7 @@ func (r agentRunner) start(ctx context.Context, msg *Message) (*taskEntry, error
 	if timeout <= 0 {
 		timeout = schemas.DefaultTaskTimeout
 	}
+	e.markBegun()
 	h.tasks.add(e)
 	h.wg.Add(1)
 	go func() {

@@ -26,6 +26,8 @@ type taskEntry struct {
 	events  []StreamResponse // every change after the task was created
 	changed chan struct{}    // closed at the next change
 	turn    chan string      // kindChat: the next message of an interrupted turn
+	begun   Task             // the task as its latest message found it (markBegun)
+	begunAt int              // the number of changes then
 }
 
 func newEntry(kind taskKind, agent string, t Task) *taskEntry {
@@ -125,6 +127,23 @@ func (e *taskEntry) start() (Task, int) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.snapshotLocked(nil), len(e.events)
+}
+
+// markBegun records the task as it is before the work a message starts
+// can change it: a streamed message sends the task from there, whatever
+// the work did in the meantime, so a fast agent's answer is never folded
+// into the first event.
+func (e *taskEntry) markBegun() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.begun, e.begunAt = e.snapshotLocked(nil), len(e.events)
+}
+
+// sinceBegun returns what markBegun recorded.
+func (e *taskEntry) sinceBegun() (Task, int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.begun, e.begunAt
 }
 
 // wait blocks until the task settles or ctx ends.

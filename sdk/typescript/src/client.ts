@@ -3,7 +3,7 @@
 // approval and input steps, and list the live agents.
 
 import { randomUUID } from "node:crypto";
-import type { NatsConnection } from "@nats-io/nats-core";
+import type { Msg, NatsConnection } from "@nats-io/nats-core";
 import { jetstream, type JetStreamClient, type JsMsg } from "@nats-io/jetstream";
 
 import { decode, encode, newEvent, type MeshEvent } from "./cloudevents.js";
@@ -226,23 +226,26 @@ export class MeshClient {
    */
   followDeltas(conversation: string, fn: DeltaListener): () => void {
     if (!idPattern.test(conversation)) throw new Error(`conversation id ${JSON.stringify(conversation)}: use 1 to 128 letters, digits, '-', '_' or '='`);
-    const sub = this.nc.subscribe(this.names.deltas(conversation, this.client), {
-      callback: (err, m) => {
-        if (err) return;
-        let d: ChatDelta;
-        try {
-          d = JSON.parse(new TextDecoder().decode(m.data)) as ChatDelta;
-        } catch {
-          return;
-        }
-        if (typeof d?.text === "string") fn(d);
-      },
-    });
-    return () => {
+    const callback = (err: Error | null, m: Msg) => {
+      if (err) return;
+      let d: ChatDelta;
       try {
-        sub.unsubscribe();
+        d = JSON.parse(new TextDecoder().decode(m.data)) as ChatDelta;
       } catch {
-        // the connection is gone already
+        return;
+      }
+      if (typeof d?.text === "string") fn(d);
+    };
+    // A client's own text; without a client name, owned or not (admin on a client's conversation).
+    const own = this.names.deltas(conversation, this.client);
+    const subs = [this.nc.subscribe(own, { callback }), ...(this.client ? [] : [this.nc.subscribe(`${own}.*`, { callback })])];
+    return () => {
+      for (const sub of subs) {
+        try {
+          sub.unsubscribe();
+        } catch {
+          // the connection is gone already
+        }
       }
     };
   }

@@ -198,6 +198,8 @@ func explainConnectError(shown string, err error) error {
 		errors.Is(err, nats.ErrAuthRevoked), errors.Is(err, nats.ErrAccountAuthExpired),
 		strings.Contains(strings.ToLower(err.Error()), "authorization"):
 		return fmt.Errorf("%w: the NATS server at %s refused the credentials (%v): check NATS_CREDS, NATS_NKEY, NATS_USER/NATS_PASSWORD or NATS_TOKEN (--creds)", ErrAuth, shown, err)
+	case errors.Is(err, nats.ErrMaxAccountConnectionsExceeded), errors.Is(err, nats.ErrMaxConnectionsExceeded):
+		return fmt.Errorf("connecting to NATS at %s: %w: the server, or the account of these credentials, has all the connections it allows: close some, or raise the limit (agentmesh server --max-connections)", shown, err)
 	case errors.Is(err, nats.ErrNoServers), errors.Is(err, nats.ErrTimeout):
 		return fmt.Errorf("%w at %s (%v): start one with `agentmesh server` or pass --nats URL (NATS_URL)", ErrNoServer, shown, err)
 	default:

@@ -533,7 +533,7 @@ func storageHint(err error) string {
 		return ""
 	}
 	return fmt.Sprintf(" (the server reserves each stream's, bucket's and object store's byte limit: by default %d MiB a stream and a bucket and %d MiB of files; "+
-		"give the server more room (a larger disk or max_file_store) or lower them with --stream-max-bytes, --bucket-max-bytes and --files-max-bytes)",
+		"give the server more room (a larger disk or max_file_store; on a secure mesh the account's --max-store) or lower them with --stream-max-bytes, --bucket-max-bytes and --files-max-bytes)",
 		DefaultStreamMaxBytes>>20, DefaultFilesMaxBytes>>20)
 }
 

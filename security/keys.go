@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nkeys"
@@ -23,6 +25,7 @@ const Dir = "secure"
 // LoadOrCreate.
 type Authority struct {
 	dir                             string
+	mu                              sync.Mutex // serializes ReviseAccount; guards accountJWT
 	operator, account, signer, sys  nkeys.KeyPair
 	operatorJWT, accountJWT, sysJWT string
 	operatorPub, accountPub, sysPub string
@@ -136,12 +139,8 @@ func (a *Authority) sign() error {
 	if a.operatorJWT, err = oc.Encode(a.operator); err != nil {
 		return fmt.Errorf("security: operator JWT: %w", err)
 	}
-	ac := jwt.NewAccountClaims(a.accountPub)
-	ac.Name = "agentmesh"
-	ac.SigningKeys.Add(signerPub)
-	ac.Limits.JetStreamLimits = jwt.JetStreamLimits{MemoryStorage: jwt.NoLimit, DiskStorage: jwt.NoLimit, Streams: jwt.NoLimit, Consumer: jwt.NoLimit}
-	if a.accountJWT, err = ac.Encode(a.operator); err != nil {
-		return fmt.Errorf("security: account JWT: %w", err)
+	if a.accountJWT, err = a.loadAccount(signerPub); err != nil {
+		return err
 	}
 	sc := jwt.NewAccountClaims(a.sysPub)
 	sc.Name = "SYS"
@@ -154,11 +153,21 @@ func (a *Authority) sign() error {
 // Dir returns the directory the keys live in.
 func (a *Authority) Dir() string { return a.dir }
 
+// CredsOption changes the credentials Creds issues.
+type CredsOption func(*jwt.UserClaims)
+
+// WithExpiry makes the credentials stop working d after they are issued.
+func WithExpiry(d time.Duration) CredsOption {
+	return func(uc *jwt.UserClaims) { uc.Expires = time.Now().Add(d).Unix() }
+}
+
 // Creds returns a credentials file (jwt.FormatUserConfig: the user JWT and
 // its nkey seed) for id under names, with the permissions of its role. A
 // fresh user key is made each time: every call is a new user of the same
-// identity, and all of them stay valid.
-func (a *Authority) Creds(id bus.Identity, names bus.Names) ([]byte, error) {
+// identity, valid until it expires (WithExpiry) or the identity is revoked
+// (RevokeRequest). Its public key is recorded in the authority's ledger of
+// issued users, which revocations read.
+func (a *Authority) Creds(id bus.Identity, names bus.Names, opts ...CredsOption) ([]byte, error) {
 	if err := id.Validate(); err != nil {
 		return nil, err
 	}
@@ -175,12 +184,18 @@ func (a *Authority) Creds(id bus.Identity, names bus.Names) ([]byte, error) {
 	uc.IssuerAccount = a.accountPub
 	uc.Tags.Add("agentmesh-role:"+string(id.Role), "agentmesh-prefix:"+strings.ToLower(names.Prefix()))
 	uc.Permissions = Permissions(id, names)
+	for _, o := range opts {
+		o(uc)
+	}
 	token, err := uc.Encode(a.signer)
 	if err != nil {
 		return nil, fmt.Errorf("security: user JWT for %s: %w", id.User(), err)
 	}
 	seed, err := ukp.Seed()
 	if err != nil {
+		return nil, err
+	}
+	if err := a.recordIssued(upub, id.User()); err != nil {
 		return nil, err
 	}
 	return jwt.FormatUserConfig(token, seed)

@@ -55,8 +55,11 @@ func (s *Server) Configure(o *server.Options) error {
 	if err != nil {
 		return err
 	}
+	a.mu.Lock()
+	account := a.accountJWT
+	a.mu.Unlock()
 	res := &server.MemAccResolver{}
-	for pub, token := range map[string]string{a.accountPub: a.accountJWT, a.sysPub: a.sysJWT} {
+	for pub, token := range map[string]string{a.accountPub: account, a.sysPub: a.sysJWT} {
 		if err := res.Store(pub, token); err != nil {
 			return err
 		}

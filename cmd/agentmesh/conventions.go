@@ -67,6 +67,7 @@ var flagGroups = map[string]flagGroup{
 	"chat":                  groupClient | groupJSON | groupLog,
 	"conversations":         groupClient | groupJSON,
 	"creds":                 0,
+	"creds revoke":          groupClient | groupJSON,
 	"demo":                  groupClient | groupLog,
 	"eval":                  groupClient | groupJSON,
 	"files":                 0,

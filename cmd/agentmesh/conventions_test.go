@@ -192,7 +192,8 @@ func TestJSONEverywhereItIsOffered(t *testing.T) {
 		{args: []string{"schedule", "rm", "json-schedule"}},
 	}
 	ran := map[string]bool{"approve": true, "chat": true, "bench": true, "version": true, // version: TestVersionJSON
-		"kb search": true, "eval": true} // TestKBCommands, TestEvalExamples
+		"kb search": true, "eval": true, // TestKBCommands, TestEvalExamples
+		"creds revoke": true} // TestBinaryCredsRevoke (a secure mesh)
 	for _, tt := range tests {
 		args := append([]string{"--nats", url, "--json"}, tt.args...)
 		for i, a := range args {

@@ -23,10 +23,18 @@ import (
 func startSecureServer(t *testing.T, extra ...string) (url, store string) {
 	t.Helper()
 	store = t.TempDir()
+	_, url = startSecureServerIn(t, store, extra...)
+	return url, store
+}
+
+// startSecureServerIn runs `agentmesh server --secure` on store (a new
+// one, or one a server ran on before) and returns the process and its URL.
+func startSecureServerIn(t *testing.T, store string, extra ...string) (*proctest.Proc, string) {
+	t.Helper()
 	cmd := exec.Command(agentBinary(t), append([]string{"server", "--secure", "--store", store, "--port", "0"}, extra...)...)
 	p := proctest.Start(t, cmd, regexp.MustCompile(`listening on (tls://\S+)`))
 	p.StopWith(os.Interrupt, 10*time.Second)
-	return p.WaitReady(t)[1], store
+	return p, p.WaitReady(t)[1]
 }
 
 // creds runs `agentmesh creds ARGS --store store -o FILE` and returns FILE.

@@ -48,9 +48,13 @@ account and its signing key (NATS JWT), a CA and a server certificate for
 127.0.0.1, localhost, this host and --host are made under STORE/secure on
 first start and reused after. The server provisions the mesh itself (as
 admin); 'agentmesh creds' issues credentials for agents, clients and the
-orchestrator without a restart. See docs/security.md.`,
+orchestrator without a restart, and 'agentmesh creds revoke' withdraws them
+(this process applies it). --max-connections, --max-store, --max-memory,
+--max-streams and --max-consumers are the mesh account's quotas. See
+docs/security.md.`,
 		Example: `  agentmesh server --store /var/lib/agentmesh
   agentmesh server --secure --store .agentmesh
+  agentmesh server --secure --max-connections 200 --max-store 20GiB
   agentmesh creds client alice --store .agentmesh > alice.creds`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -82,7 +86,16 @@ orchestrator without a restart. See docs/security.md.`,
 				if err != nil {
 					return err
 				}
-				m.Close()
+				if sec == nil {
+					m.Close()
+				} else {
+					// The server's own connection, the one it counts
+					// against --max-connections, answers revocations.
+					defer m.Close()
+					if err := a.serveRevocations(m.NC, sec, srv); err != nil {
+						return err
+					}
+				}
 			}
 			fmt.Fprintf(a.out, "NATS with JetStream listening on %s (data in %s); Ctrl-C stops it\n", srv.URL(), store)
 			if sec != nil {

@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 
@@ -39,11 +40,13 @@ type stackOptions struct {
 // stack is a running mesh: the embedded NATS server (unless --nats named an
 // existing one), the orchestrator and the built-in agents as child processes.
 type stack struct {
-	srv    *embedded.Server
-	sec    *security.Server // the secure mode's keys and TLS files, or nil
-	sup    *supervisor
-	url    string
-	counts map[string]int
+	srv *embedded.Server
+	sec *security.Server // the secure mode's keys and TLS files, or nil
+	// revocations answers 'agentmesh creds revoke' on a secure mesh
+	revocations *nats.Conn
+	sup         *supervisor
+	url         string
+	counts      map[string]int
 }
 
 // newUpCmd is the up command: long for its help text and flags, which read
@@ -246,6 +249,18 @@ func (a *app) startStack(ctx context.Context, opts stackOptions, log io.Writer) 
 		st.shutdownServer()
 		return nil, err
 	}
+	if st.sec != nil {
+		// A connection of its own, which lives as long as the server.
+		opts := bus.ConnectOptions{URL: st.url, CredsFile: a.creds, TLSCA: a.tlsCA, Name: "agentmesh up (revocations)"}
+		if st.revocations, err = opts.Connect(ctx); err == nil {
+			err = a.serveRevocations(st.revocations, st.sec, st.srv)
+		}
+		if err != nil {
+			m.Close()
+			st.shutdownServer()
+			return nil, err
+		}
+	}
 	defer m.Close()
 
 	sup, err := newSupervisor(log, withoutEnv(os.Environ(), envMetricsAddr))
@@ -322,6 +337,9 @@ func waitForAgents(ctx context.Context, kv jetstream.KeyValue, want map[string]i
 }
 
 func (st *stack) shutdownServer() {
+	if st.revocations != nil {
+		st.revocations.Close()
+	}
 	if st.srv != nil {
 		st.srv.Shutdown()
 	}

@@ -25,22 +25,31 @@ type Server struct {
 	Names bus.Names
 	Res   *bus.Resources // bound as admin
 	Admin *nats.Conn
+	Dir   string // the store directory; the keys are under Dir/secure
 }
 
 // Start starts a secure server under a temporary store until the test ends.
 func Start(t testing.TB) *Server {
 	t.Helper()
-	dir := t.TempDir()
-	sec, err := security.Setup(dir, security.TLSFiles{})
+	s := &Server{Names: bus.MustNames(""), Dir: t.TempDir()}
+	s.start(t)
+	return s
+}
+
+// start starts the server from the store (keys, account and streams made
+// before are reused), connects as admin and provisions the mesh.
+func (s *Server) start(t testing.TB) {
+	t.Helper()
+	sec, err := security.Setup(s.Dir, security.TLSFiles{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	emb, err := embedded.Start(embedded.Options{StoreDir: dir, Configure: sec.Configure})
+	emb, err := embedded.Start(embedded.Options{StoreDir: s.Dir, Configure: sec.Configure})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(emb.Shutdown)
-	s := &Server{Sec: sec, Emb: emb, Names: bus.MustNames("")}
+	s.Sec, s.Emb = sec, emb
 	s.Admin = s.Connect(t, bus.Identity{Role: bus.RoleAdmin})
 	js, err := jetstream.New(s.Admin)
 	if err != nil {
@@ -51,7 +60,17 @@ func Start(t testing.TB) *Server {
 	if s.Res, err = bus.Provision(ctx, js, s.Names, bus.ProvisionOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	return s
+}
+
+// Restart shuts the server down and starts it again from the same store,
+// as a new process would: the keys and the account (with its revisions)
+// are read from the store. Connections made before are closed; Admin and
+// Res are new ones, and the server listens on a new port.
+func (s *Server) Restart(t testing.TB) {
+	t.Helper()
+	s.Admin.Close()
+	s.Emb.Shutdown()
+	s.start(t)
 }
 
 // URL returns the server's client URL.

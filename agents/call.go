@@ -243,7 +243,7 @@ func (c *caller) call(ctx context.Context, target schemas.CallTarget, task schem
 func (c *caller) publish(ctx context.Context, callee, id, replyTo string, deadline time.Time, task schemas.TaskRequest) error {
 	ev := c.d.event
 	meta := meshcore.DispatchMeta{TaskID: id, ReplyTo: replyTo, Deadline: deadline, TraceParent: telemetry.TraceParent(ctx),
-		RunID: ev.Ext(bus.ExtRunID), ConversationID: ev.Ext(bus.ExtConversationID)}
+		RunID: ev.Ext(bus.ExtRunID), ConversationID: ev.Ext(bus.ExtConversationID), Owner: ev.Ext(bus.ExtOwner)}
 	if meta.TraceParent == "" {
 		meta.TraceParent = ev.Ext(bus.ExtTraceParent)
 	}

@@ -10,7 +10,8 @@ import (
 )
 
 // textStream is where a task's ReportText pieces go: mesh.delta.<id> of the
-// task's conversation, else run, else task, on core NATS.
+// task's conversation, else run, else task (mesh.delta.<id>.<owner> for a
+// task with an owner extension), on core NATS.
 type textStream struct {
 	subject string
 	mu      sync.Mutex
@@ -26,7 +27,7 @@ func (r *Runtime) deltaOf(ev bus.Event) *textStream {
 	} else if d.RunID != "" && bus.ValidateToken(bus.ExtRunID, d.RunID) == nil {
 		id = d.RunID
 	}
-	return &textStream{subject: r.cfg.names.Deltas(id), d: d}
+	return &textStream{subject: r.cfg.names.ForClient(ev.Ext(bus.ExtOwner)).Deltas(id), d: d}
 }
 
 // ReportText sends a piece of the text the task whose Execute received ctx

@@ -522,3 +522,31 @@ func TestRuntimeCancelBeforeStart(t *testing.T) {
 	m.publish(t, "Slow", ev)
 	wantFailure(t, next(t, sub), schemas.CodeCancelled, ev.ID)
 }
+
+// A task's owner extension puts its progress on the owner's subject,
+// mesh.events.<conversation>.task.<owner>; an owner that is no id is a
+// malformed task, refused before it runs.
+func TestRuntimeProgressOfOwnedTask(t *testing.T) {
+	m := newMesh(t)
+	m.serve(t, echo("Echo"))
+	progress, err := m.nc.SubscribeSync(m.n.EventsOf("conv-owned"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := task(t, schemas.TaskRequest{Inputs: textIn("hello")}, bus.ExtConversationID, "conv-owned", bus.ExtOwner, "alice")
+	if r := m.call(t, "Echo", ev); !r.Result.Success {
+		t.Fatalf("owned task: %+v", r.Result)
+	}
+	pm, err := progress.NextMsg(5 * time.Second)
+	if err != nil {
+		t.Fatal("no progress of the owned task")
+	}
+	if want := m.n.ForClient("alice").Events("conv-owned", "task"); pm.Subject != want {
+		t.Errorf("progress on %s, want %s", pm.Subject, want)
+	}
+	bad := task(t, schemas.TaskRequest{Inputs: textIn("hello")}, bus.ExtOwner, "al.ice")
+	r := m.call(t, "Echo", bad)
+	if e := r.Result.Error; r.Result.Success || e == nil || e.Code != schemas.CodeMalformedEvent || !strings.Contains(e.Message, `owner extension (a client name) "al.ice"`) {
+		t.Fatalf("task with owner al.ice: %+v %+v; want malformed_event naming the owner", r.Result, e)
+	}
+}

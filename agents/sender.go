@@ -16,6 +16,10 @@ import (
 // subjects of another identity than the one that signed it.
 var ErrForeignReplyTo = errors.New("replyto outside the sender's result subjects")
 
+// ErrForeignOwner is a client's signed task whose owner extension names
+// another client: its progress would go where that client reads.
+var ErrForeignOwner = errors.New("owner is not the sending client")
+
 // senderSpace returns the result subjects an identity may name as the
 // replyto of a task for this agent: mesh.result.<agent>.client.<client>.
 // for a client, mesh.result.<agent>.agent.<caller>. for an agent, and ""
@@ -34,7 +38,9 @@ func (r *Runtime) senderSpace(id bus.Identity) string {
 // made with an agentmesh identity's credentials), that a task answers
 // only into the result subjects of the identity that sent it: the task
 // must be signed (bus.Credentials.Sender) and its replyto (or, with none,
-// mesh.result.<agent>.<taskid>) lie in the signer's space (senderSpace).
+// mesh.result.<agent>.<taskid>) lie in the signer's space (senderSpace); a
+// client's task is owned by that client (ExtOwner: set when absent,
+// refused when it names another).
 // A refused task from a known sender is answered, with code forbidden, on
 // its own space (refuseOn); one whose sender is unknown has no subject
 // anyone may be answered on ("").
@@ -46,6 +52,18 @@ func (r *Runtime) checkSender(d *delivery) (refuseOn string, err error) {
 	id, err := r.sender(creds, d)
 	if err != nil {
 		return "", err
+	}
+	if id.Role == bus.RoleClient {
+		// A client's task is its own: its progress and text go on the
+		// client's subjects, which it alone reads, and on no other's.
+		switch owner := d.event.Ext(bus.ExtOwner); owner {
+		case "":
+			d.event.SetExt(bus.ExtOwner, id.Name)
+		case id.Name:
+		default:
+			return r.senderSpace(id) + d.event.ID, fmt.Errorf("%w: task %s from %s names owner %q: a client may only name itself (%q) or leave the owner out",
+				ErrForeignOwner, d.event.ID, id.User(), owner, id.Name)
+		}
 	}
 	space := r.senderSpace(id)
 	replyTo := d.event.Ext(bus.ExtReplyTo)

@@ -134,6 +134,11 @@ func (r *Runtime) accept(d *delivery) error {
 		return fmt.Errorf("%w: replyto %q is not one of this agent's result subjects: name a subject under %s> (or none, for %s)",
 			bus.ErrInvalidAttribute, rt, r.resultPrefix, r.cfg.names.Result(r.contract.Name, "<taskid>"))
 	}
+	if owner := ev.Ext(bus.ExtOwner); owner != "" {
+		if err := bus.ValidateToken("owner extension (a client name)", owner); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -589,14 +594,18 @@ func (r *Runtime) refuseUnanswered(d *delivery, code, reason string) error {
 	return nil
 }
 
-// progressSubject is mesh.events.<conversation|run|task>.task.
+// progressSubject is mesh.events.<conversation|run|task>.task, or
+// mesh.events.<conversation|run|task>.task.<owner> for a task whose owner
+// extension names the client that owns its conversation or run (the only
+// client that may read it on a secure mesh).
 func (r *Runtime) progressSubject(ev bus.Event) string {
+	names := r.cfg.names.ForClient(ev.Ext(bus.ExtOwner))
 	for _, ext := range []string{bus.ExtConversationID, bus.ExtRunID} {
 		if id := ev.Ext(ext); id != "" && bus.ValidateToken(ext, id) == nil {
-			return r.cfg.names.Events(id, "task")
+			return names.Events(id, "task")
 		}
 	}
-	return r.cfg.names.Events(ev.ID, "task")
+	return names.Events(ev.ID, "task")
 }
 
 // correlation returns the extensions a result copies from its task.

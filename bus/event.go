@@ -68,6 +68,12 @@ const (
 	// chain may go, set by its first call and carried down unchanged.
 	ExtCallDepth    = "calldepth"
 	ExtMaxCallDepth = "maxcalldepth"
+	// ExtOwner is the client that owns the conversation or run a task
+	// works for (or, on a client's direct call, the client itself): the
+	// agent sends the task's progress and text on that client's subjects
+	// (Names.ForClient(owner).Events, .Deltas), the only ones it may read on
+	// a secure mesh. Absent: an unowned one. Later hops inherit it.
+	ExtOwner = "owner"
 )
 
 const maxExtNameLen = 20

@@ -182,21 +182,77 @@ func (n Names) ResultAgent(subject string) string {
 	return agent
 }
 
-// Events returns mesh.events.<id>.<kind>, where id names a conversation or run.
-func (n Names) Events(id, kind string) string { return n.subj("events", id, kind) }
+// Events returns mesh.events.<id>.<kind>, where id names a conversation or
+// run. For the names of a client (ForClient) it is
+// mesh.events.<id>.<kind>.<client>: the events of what that client owns
+// (docs/protocol.md, "Owners of runs and conversations"), the only ones a
+// secure mesh lets it read. The orchestrator publishes the events of a run
+// or conversation on ForClient(owner).Events, so the owner is a subject
+// token of its own that NATS permissions can match.
+func (n Names) Events(id, kind string) string { return n.owned(n.subj("events", id, kind)) }
 
-// EventsOf returns mesh.events.<id>.>, every event of one conversation or run.
-func (n Names) EventsOf(id string) string { return n.subj("events", id, ">") }
+// EventsOf returns mesh.events.<id>.>, every event of one conversation or
+// run, owned or not; for the names of a client, mesh.events.<id>.*.<client>,
+// every event of it the client owns.
+func (n Names) EventsOf(id string) string {
+	if n.client != "" {
+		return n.subj("events", id, "*", n.client)
+	}
+	return n.subj("events", id, ">")
+}
 
-// AllEvents returns mesh.events.>.
-func (n Names) AllEvents() string { return n.subj("events", ">") }
+// EventsKind returns the subjects of the events of kind of id, owned by
+// any client or by none: mesh.events.<id>.<kind> and
+// mesh.events.<id>.<kind>.*; for the names of a client, only its own,
+// mesh.events.<id>.<kind>.<client>. id may be "*".
+func (n Names) EventsKind(id, kind string) []string {
+	if n.client != "" {
+		return []string{n.Events(id, kind)}
+	}
+	return []string{n.Events(id, kind), n.Events(id, kind) + ".*"}
+}
+
+// AllEvents returns mesh.events.>; for the names of a client,
+// mesh.events.*.*.<client>, every event of what it owns.
+func (n Names) AllEvents() string {
+	if n.client != "" {
+		return n.EventsOf("*")
+	}
+	return n.subj("events", ">")
+}
 
 // Deltas returns mesh.delta.<id>: the text a model is writing for the
-// conversation id, piece by piece, on core NATS (no stream holds it).
-func (n Names) Deltas(id string) string { return n.subj("delta", id) }
+// conversation id, piece by piece, on core NATS (no stream holds it). For
+// the names of a client it is mesh.delta.<id>.<client>, the text of a
+// conversation (or run, or task) that client owns.
+func (n Names) Deltas(id string) string { return n.owned(n.subj("delta", id)) }
 
-// AllDeltas returns mesh.delta.>.
-func (n Names) AllDeltas() string { return n.subj("delta", ">") }
+// AllDeltas returns mesh.delta.>; for the names of a client,
+// mesh.delta.*.<client>.
+func (n Names) AllDeltas() string {
+	if n.client != "" {
+		return n.Deltas("*")
+	}
+	return n.subj("delta", ">")
+}
+
+// DeltasOf returns the subjects of the text of id, owned by any client or
+// by none: mesh.delta.<id> and mesh.delta.<id>.*; for the names of a
+// client, only its own, mesh.delta.<id>.<client>.
+func (n Names) DeltasOf(id string) []string {
+	if n.client != "" {
+		return []string{n.Deltas(id)}
+	}
+	return []string{n.Deltas(id), n.Deltas(id) + ".*"}
+}
+
+// owned appends the client of names made by ForClient to subject.
+func (n Names) owned(subject string) string {
+	if n.client == "" {
+		return subject
+	}
+	return subject + "." + n.client
+}
 
 // Announce returns mesh.registry.announce.<agent>.
 func (n Names) Announce(agent string) (string, error) {
@@ -247,8 +303,10 @@ func (n Names) request(parts ...string) string {
 // PipelineSubmit, PipelineResolve) go on <request subject>.client.<c>. A
 // secure mesh lets client c publish requests only there, so the subject,
 // which the server vouches for, tells the orchestrator who sent a request
-// and so who owns the run or conversation it starts. "" is the plain
-// names again.
+// and so who owns the run or conversation it starts. The events and deltas
+// of what c owns (Events, EventsOf, AllEvents, Deltas, AllDeltas) end in
+// .<c>, the only ones a secure mesh lets c read; the orchestrator and
+// agents publish on ForClient(owner)'s. "" is the plain names again.
 func (n Names) ForClient(c string) Names {
 	n.client = c
 	return n

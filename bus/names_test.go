@@ -247,3 +247,64 @@ func TestNamesVersions(t *testing.T) {
 		t.Errorf("RolloutMapping at 10 = %s %v, %v", src, to, err)
 	}
 }
+
+// The events and deltas of what a client owns end in its name, a token of
+// their own that permissions can match; the plain names still catch them.
+func TestNamesForClientEvents(t *testing.T) {
+	n := bus.MustNames("")
+	alice := n.ForClient("alice")
+	for _, tt := range []struct{ got, want string }{
+		{alice.Events("c1", "chat"), "mesh.events.c1.chat.alice"},
+		{alice.EventsOf("c1"), "mesh.events.c1.*.alice"},
+		{alice.AllEvents(), "mesh.events.*.*.alice"},
+		{alice.Deltas("c1"), "mesh.delta.c1.alice"},
+		{alice.AllDeltas(), "mesh.delta.*.alice"},
+		{n.ForClient("").Events("c1", "chat"), "mesh.events.c1.chat"},
+		{n.ForClient("").Deltas("c1"), "mesh.delta.c1"},
+	} {
+		if tt.got != tt.want {
+			t.Errorf("got %q, want %q", tt.got, tt.want)
+		}
+	}
+	// What the orchestrator and admin follow (EventsOf, AllEvents of the
+	// plain names) matches an owned event and an unowned one.
+	for _, s := range []string{alice.Events("c1", "chat"), n.Events("c1", "chat")} {
+		if !subjectMatches(n.EventsOf("c1"), s) || !subjectMatches(n.AllEvents(), s) {
+			t.Errorf("%s is not caught by %s and %s", s, n.EventsOf("c1"), n.AllEvents())
+		}
+	}
+	if subjectMatches(alice.AllEvents(), n.ForClient("bob").Events("c1", "chat")) || subjectMatches(alice.AllDeltas(), n.ForClient("bob").Deltas("c1")) {
+		t.Error("alice's filters catch bob's events or deltas")
+	}
+}
+
+// subjectMatches reports whether filter (with * and >) matches subject.
+func subjectMatches(filter, subject string) bool {
+	f, s := strings.Split(filter, "."), strings.Split(subject, ".")
+	for i, tok := range f {
+		if tok == ">" {
+			return len(s) > i
+		}
+		if i >= len(s) || (tok != "*" && tok != s[i]) {
+			return false
+		}
+	}
+	return len(f) == len(s)
+}
+
+// What a reader of one kind, or of the text, of an id follows: owned or
+// not with the plain names, its own with a client's.
+func TestNamesEventsKindAndDeltasOf(t *testing.T) {
+	n := bus.MustNames("")
+	alice := n.ForClient("alice")
+	for _, tt := range []struct{ got, want []string }{
+		{n.EventsKind("r1", "pipeline"), []string{"mesh.events.r1.pipeline", "mesh.events.r1.pipeline.*"}},
+		{alice.EventsKind("*", "chat"), []string{"mesh.events.*.chat.alice"}},
+		{n.DeltasOf("c1"), []string{"mesh.delta.c1", "mesh.delta.c1.*"}},
+		{alice.DeltasOf("c1"), []string{"mesh.delta.c1.alice"}},
+	} {
+		if strings.Join(tt.got, " ") != strings.Join(tt.want, " ") {
+			t.Errorf("got %v, want %v", tt.got, tt.want)
+		}
+	}
+}

@@ -131,7 +131,9 @@ func Turn(ctx context.Context, js jetstream.JetStream, names bus.Names, conversa
 		return schemas.ChatResponse{}, bus.Event{}, err
 	}
 	resp = schemas.ChatResponse{ConversationID: conv}
-	events, stop, err := Follow(ctx, js, names, names.Events(conv, "chat"), true)
+	// Every event of the conversation, owned or not (admin may go on with a
+	// client's conversation, whose answers are on the owner's subjects).
+	events, stop, err := Follow(ctx, js, names, names.EventsOf(conv), true)
 	if err != nil {
 		return resp, bus.Event{}, fmt.Errorf("following conversation %s: %w", conv, err)
 	}
@@ -143,11 +145,13 @@ func Turn(ctx context.Context, js jetstream.JetStream, names bus.Names, conversa
 	order := deltaOrder{fn: o.deltas}
 	if o.deltas != nil {
 		deltas = make(chan *nats.Msg, 1024)
-		sub, err := js.Conn().ChanSubscribe(names.Deltas(conv), deltas)
-		if err != nil {
-			return resp, bus.Event{}, fmt.Errorf("following the text of conversation %s: %w", conv, err)
+		for _, subject := range names.DeltasOf(conv) { // owned or not; a client's own
+			sub, err := js.Conn().ChanSubscribe(subject, deltas)
+			if err != nil {
+				return resp, bus.Event{}, fmt.Errorf("following the text of conversation %s: %w", conv, err)
+			}
+			defer func() { _ = sub.Unsubscribe() }()
 		}
-		defer func() { _ = sub.Unsubscribe() }()
 	}
 	if err := PublishChatRequest(ctx, js, names, ev); err != nil {
 		return resp, bus.Event{}, err

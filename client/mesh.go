@@ -54,6 +54,12 @@ func Follow(ctx context.Context, js jetstream.JetStream, names bus.Names, subjec
 	return meshcore.Follow(ctx, js, names, subject, fromNow)
 }
 
+// LastEvent returns the last event stored on subject (see
+// meshcore.LastEvent).
+func LastEvent(ctx context.Context, js jetstream.JetStream, names bus.Names, subject string) (bus.Event, error) {
+	return meshcore.LastEvent(ctx, js, names, subject)
+}
+
 // FollowDeltas calls fn with each piece of text the chat loop's model
 // writes for conversation conv (see meshcore.FollowDeltas).
 func FollowDeltas(nc *nats.Conn, names bus.Names, conv string, fn func(schemas.ChatDelta)) (stop func(), err error) {

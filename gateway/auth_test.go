@@ -14,6 +14,7 @@ import (
 	"github.com/agentmesh/agentmesh/agents/builtin/text"
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/internal/meshtest"
+	"github.com/agentmesh/agentmesh/orchestrator"
 	"github.com/agentmesh/agentmesh/schemas"
 	"github.com/agentmesh/agentmesh/security/securetest"
 )
@@ -139,8 +140,22 @@ func TestSecureMeshRoles(t *testing.T) {
 		[]byte("name: s\nsteps:\n  - {id: a, agent: TextAgent, inputs: {text: \"text:x\"}}\n"), asClient...); r.status != 202 {
 		t.Fatalf("client submits: %d %s", r.status, clip(r.body))
 	}
-	// A client follows a run's events (an ordered consumer on the events stream it may create).
-	m.openSSE(t, "/api/runs/sec-1/events?access_token="+clientToken)
+	// A client follows its run's events (an ordered consumer on the events
+	// stream filtered on its own, mesh.events.sec-1.*.alice) to the end.
+	o, err := orchestrator.New(srv.Connect(t, bus.Identity{Role: bus.RoleOrchestrator}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	meshtest.RunOrchestrator(t, o)
+	events := m.openSSE(t, "/api/runs/sec-1/events?access_token="+clientToken)
+	for ended := false; !ended; {
+		select {
+		case ev := <-events:
+			ended = ev.Type == bus.TypePipelineCompleted
+		case <-ctx.Done():
+			t.Fatal("the client's event stream never carried its run's end")
+		}
+	}
 	if r := m.do(t, "GET", "/api/runs", "", nil, asAdmin...); r.status != 200 {
 		t.Fatalf("admin reads runs: %d %s", r.status, clip(r.body))
 	}

@@ -158,7 +158,7 @@ func (g *Gateway) handleConversation(w http.ResponseWriter, r *http.Request, c *
 		}
 		return meshError("reading conversation "+id, err)
 	}
-	answers, err := replay(r.Context(), c, c.names.Events(id, "chat"), bus.TypeChatResponded)
+	answers, err := replay(r.Context(), c, c.names.EventsOf(id), bus.TypeChatResponded) // owned or not
 	if err != nil {
 		return meshError("reading the answers of conversation "+id, err)
 	}

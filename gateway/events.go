@@ -13,7 +13,8 @@ import (
 
 // handleEvents streams mesh-wide changes for the list pages: every run's
 // step and end events, every conversation's answers (core subscriptions on
-// mesh.events.*.pipeline and mesh.events.*.chat, from now on), and a
+// mesh.events.*.pipeline and mesh.events.*.chat, owned or not, or for a
+// client its own, mesh.events.*.pipeline.<client>..., from now on), and a
 // TypeRegistryChanged event whenever the live agents change (the first one
 // at once, with the current agents).
 func (g *Gateway) handleEvents(w http.ResponseWriter, r *http.Request, c *conn) error {
@@ -26,11 +27,13 @@ func (g *Gateway) handleEvents(w http.ResponseWriter, r *http.Request, c *conn) 
 		}
 	}()
 	for _, kind := range []string{"pipeline", "chat"} {
-		s, err := c.nc.ChanSubscribe(c.names.Events("*", kind), ch)
-		if err != nil {
-			return meshError("following the mesh's events", err)
+		for _, subject := range c.names.EventsKind("*", kind) {
+			s, err := c.nc.ChanSubscribe(subject, ch)
+			if err != nil {
+				return meshError("following the mesh's events", err)
+			}
+			subs = append(subs, s)
 		}
-		subs = append(subs, s)
 	}
 	if err := c.nc.FlushTimeout(5 * time.Second); err != nil {
 		return meshError("following the mesh's events", err)

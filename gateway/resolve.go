@@ -91,7 +91,7 @@ func runStep(r *http.Request) (string, string, error) {
 func (g *Gateway) resolve(w http.ResponseWriter, r *http.Request, c *conn, res pipelinespec.Resolution) error {
 	ctx, cancel := context.WithTimeout(r.Context(), resolveWait)
 	defer cancel()
-	events, stop, err := client.Follow(ctx, c.js, c.names, c.names.Events(res.RunID, "pipeline"), true)
+	events, stop, err := client.Follow(ctx, c.js, c.names, c.names.EventsOf(res.RunID), true) // owned or not: the step's events are the owner's, a refusal the sender's
 	if err != nil {
 		return meshError("following run "+res.RunID, err)
 	}

@@ -127,7 +127,7 @@ const TypeDelta = "io.agentmesh.delta"
 const maxPendingDeltas = 256
 
 // followDeltas subscribes to the text pieces of the conversation, run or
-// task id (mesh.delta.<id>) until stop is called. It is a channel
+// task id (mesh.delta.<id>, owned or not; a client's own) until stop is called. It is a channel
 // subscription: the connection's reader puts each piece in the channel as
 // it reads it, so a piece sent before an event is in the channel when the
 // event (read later on the same connection) reaches the stream. A reader
@@ -137,11 +137,20 @@ func followDeltas(c *conn, id string) (<-chan *nats.Msg, func(), error) {
 		return nil, nil, err
 	}
 	ch := make(chan *nats.Msg, maxPendingDeltas)
-	sub, err := c.nc.ChanSubscribe(c.names.Deltas(id), ch)
-	if err != nil {
-		return nil, nil, err
+	var subs []*nats.Subscription
+	stop := func() {
+		for _, sub := range subs {
+			_ = sub.Unsubscribe()
+		}
 	}
-	stop := func() { _ = sub.Unsubscribe() }
+	for _, subject := range c.names.DeltasOf(id) {
+		sub, err := c.nc.ChanSubscribe(subject, ch)
+		if err != nil {
+			stop()
+			return nil, nil, err
+		}
+		subs = append(subs, sub)
+	}
 	if err := c.nc.Flush(); err != nil { // the server has the subscription before the stream starts
 		stop()
 		return nil, nil, err

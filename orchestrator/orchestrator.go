@@ -485,15 +485,18 @@ func keepAlive(m jetstream.Msg, every time.Duration) (stop func()) {
 // final event carrying code, touching no state: chat.responded on
 // mesh.events.<conversation>.chat, pipeline.completed on
 // mesh.events.<run>.pipeline, or, when that id cannot be a subject token, on
-// the event id's subject. It returns an error wrapping bus.ErrNoReplySubject
-// when no id can be.
+// the event id's subject; a client's request (on its own subject) is
+// answered on the subjects of that client (Names.ForClient), the only ones
+// it reads on a secure mesh. It returns an error wrapping
+// bus.ErrNoReplySubject when no id can be.
 func (o *Orchestrator) rejectRequest(ctx context.Context, subject string, ev bus.Event, code string, cause error) error {
-	subject, _ = o.names.SplitRequest(subject)
+	subject, requester := o.names.SplitRequest(subject)
+	ctx = bus.WithRequester(ctx, requester)
 	if o.names.ScheduleOfTick(subject) != "" {
 		subject = o.names.PipelineSubmit() // a schedule's tick is a submission
 	}
 	if subject == o.names.PipelineResolve() {
-		return o.pipelines.RefuseResolve(ev, code, cause)
+		return o.pipelines.RefuseResolve(ctx, ev, code, cause)
 	}
 	if subject != o.names.PipelineSubmit() {
 		var req schemas.ChatRequest
@@ -506,7 +509,7 @@ func (o *Orchestrator) rejectRequest(ctx context.Context, subject string, ev bus
 		// Stored, not only sent: a core publish is dropped while the events
 		// stream elects a leader. The turn's message id: a request whose
 		// turn was answered meanwhile keeps that answer.
-		msg, err := bus.EventMsg(o.names.Events(to, "chat"), bus.TypeChatResponded, o.cfg.source, schemas.ChatResponse{
+		msg, err := bus.EventMsg(o.names.ForClient(requester).Events(to, "chat"), bus.TypeChatResponded, o.cfg.source, schemas.ChatResponse{
 			ConversationID: to, State: schemas.ChatFailed, Output: "The chat request was refused: " + cause.Error(),
 			Error: cause.Error(), Code: code}, func(e *bus.Event) {
 			e.SetExt(bus.ExtConversationID, to)

@@ -92,8 +92,8 @@ func agentGrants(g *grants, a string, n bus.Names) {
 	g.pub(jsAPI("CONSUMER.MSG.NEXT", tasks, a))
 	g.pub("$JS.ACK." + tasks + "." + a + ".>")
 	g.pub(n.AgentResults(a))                                 // results of its tasks, nowhere else
-	g.pub(n.Events("*", "task"))                             // progress of its tasks
-	g.pub(n.Deltas("*"))                                     // the text its model writes (agents.ReportText)
+	g.pub(n.Events("*", "task"), n.Events("*", "task")+".*") // progress of its tasks, unowned or a client's (bus.ExtOwner)
+	g.pub(n.Deltas("*"), n.Deltas("*")+".*")                 // the text its model writes (agents.ReportText), likewise
 	g.pub(announce, depart, dead, refused)                   // the registry events, dead letters and refusals of its name
 	g.pub(n.KVPut(n.AgentsBucket(), a+".>"))                 // its registry keys, <agent>.<instance>
 	g.sub(n.RegistryQuery(), control)                        // registry queries, cancellations
@@ -168,7 +168,8 @@ func (g *grants) denyOrchestratorDurables(n bus.Names) {
 }
 
 // clientGrants: client c submits requests and direct calls, reads the
-// registry, events, and the results of its own direct calls.
+// registry, and the events, deltas and results of what it owns: its runs,
+// conversations and direct calls.
 func clientGrants(g *grants, c string, n bus.Names) {
 	// Requests on its own subjects only: the subject tells the
 	// orchestrator who sent a request, and so who owns the run or
@@ -186,9 +187,17 @@ func clientGrants(g *grants, c string, n bus.Names) {
 	g.pub(jsAPI("CONSUMER.CREATE", results, "*", n.ClientResults(c)))
 	g.pub(jsAPI("CONSUMER.INFO", results, "*"), jsAPI("CONSUMER.DELETE", results, "*"), jsAPI("CONSUMER.MSG.NEXT", results, "*"))
 	g.sub(n.ClientResults(c))
-	g.readStream(n.EventsStream())
-	g.sub(n.AllEvents())
-	g.sub(n.AllDeltas()) // the chat model's text as it is written (core NATS)
+	// Events: on core NATS and through consumers of the events stream
+	// filtered on its own events (mesh.events.*.*.<c>) only. The filter is
+	// in the API subject, so no other filter passes (mesh.events.>,
+	// mesh.events.<id>.> are other subjects), and no filterless create,
+	// durable or direct get is granted; the consumers' names are the
+	// server's secret between it and their maker.
+	events := n.EventsStream()
+	g.pub(jsAPI("CONSUMER.CREATE", events, "*", own.AllEvents()))
+	g.pub(jsAPI("CONSUMER.INFO", events, "*"), jsAPI("CONSUMER.DELETE", events, "*"), jsAPI("CONSUMER.MSG.NEXT", events, "*"))
+	g.sub(own.AllEvents())
+	g.sub(own.AllDeltas()) // the chat model's text as it is written (core NATS)
 	g.readStream("KV_" + n.AgentsBucket())
 	// The refusals of tasks no result subject can answer (an unsigned
 	// task, one with no usable id), and nothing else of the dead letters:

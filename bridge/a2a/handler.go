@@ -72,6 +72,11 @@ func NewHandler(ctx context.Context, nc *nats.Conn, opts ...Option) (*Handler, e
 	for _, o := range opts {
 		o(h)
 	}
+	if h.client != "" {
+		// The client's own request, event and text subjects: on a secure
+		// mesh it reads only the events of what it owns.
+		h.names = h.names.ForClient(h.client)
+	}
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return nil, fmt.Errorf("a2a: jetstream: %w", err)

@@ -38,5 +38,6 @@ func WithLogger(l *slog.Logger) Option { return func(h *Handler) { h.log = l } }
 
 // WithClient names the client identity the handler runs as on a secure
 // mesh: its tasks' results then go to mesh.result.<agent>.client.<name>.<task>,
+// and its requests, events and text are that client's (bus.Names.ForClient),
 // the subjects a client may read (docs/security.md).
 func WithClient(name string) Option { return func(h *Handler) { h.client = name } }

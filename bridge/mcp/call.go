@@ -13,7 +13,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/nats-io/nats.go"
 
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/client"
@@ -140,15 +139,7 @@ func (s *Server) forwardTaskProgress(ctx context.Context, p *progress, taskID st
 // lastEventID is the id of the last event stored on subject in the events
 // stream, or "" when there is none.
 func (s *Server) lastEventID(ctx context.Context, subject string) string {
-	st, err := s.js.Stream(ctx, s.cfg.names.EventsStream())
-	if err != nil {
-		return ""
-	}
-	raw, err := st.GetLastMsgForSubject(ctx, subject)
-	if err != nil {
-		return ""
-	}
-	ev, err := bus.Decode(&nats.Msg{Subject: raw.Subject, Header: raw.Header, Data: raw.Data})
+	ev, err := client.LastEvent(ctx, s.js, s.cfg.names, subject)
 	if err != nil {
 		return ""
 	}

@@ -33,12 +33,14 @@ type integrityMesh struct {
 	alice, bob *clientConn
 	store      *state.Store
 	res        *bus.Resources // bound as admin
+	admin      *nats.Conn
 }
 
 type clientConn struct {
 	nc    *nats.Conn
 	js    jetstream.JetStream
 	names bus.Names // its own request subjects
+	creds string    // its credentials file, for the agentmesh commands
 	disp  *client.Dispatcher
 	errs  chan error // the server's permission errors
 }
@@ -61,7 +63,7 @@ func startIntegrityMesh(t *testing.T) *integrityMesh {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.store, m.res = state.New(res.Conversations, res.Runs), res
+	m.store, m.res, m.admin = state.New(res.Conversations, res.Runs), res, admin
 	return m
 }
 
@@ -77,7 +79,7 @@ func (m *integrityMesh) connect(t *testing.T, creds string) *nats.Conn {
 
 func (m *integrityMesh) client(t *testing.T, creds, name string) *clientConn {
 	t.Helper()
-	c := &clientConn{nc: m.connect(t, creds), names: m.plain.ForClient(name), errs: make(chan error, 64)}
+	c := &clientConn{nc: m.connect(t, creds), names: m.plain.ForClient(name), creds: creds, errs: make(chan error, 64)}
 	c.nc.SetErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
 		select {
 		case c.errs <- err:
@@ -176,13 +178,15 @@ func TestBinarySecureIntegrity(t *testing.T) {
 		m.alice.forbidden(t, "TextAgent", guessed) // and alice hears why
 	})
 
-	// A task sent while a step runs, under the step's task id (which
-	// events show) but another Nats-Msg-Id, answered before the real one.
+	// A task sent while a step runs, under the step's task id but another
+	// Nats-Msg-Id, answered before the real one. Bob's events are his
+	// alone (mesh.events.<run>.pipeline.bob): the test reads the id as
+	// admin, as if it had leaked to alice.
 	t.Run("forged step task in flight", func(t *testing.T) {
 		const run = "bob-inflight"
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		sub, err := m.alice.nc.SubscribeSync(m.plain.Events(run, "pipeline"))
+		sub, err := m.admin.SubscribeSync(m.plain.EventsOf(run))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -228,12 +232,13 @@ func TestBinarySecureIntegrity(t *testing.T) {
 	})
 
 	// Alice answers bob's approval step: on the plain resolve subject the
-	// server refuses her; on her own the orchestrator does (not her run).
+	// server refuses her; on her own the orchestrator does (not her run),
+	// on her own events subject (bob's are not hers to read).
 	t.Run("approval of another client's run", func(t *testing.T) {
 		const run = "bob-approval"
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		events, err := m.alice.nc.SubscribeSync(m.plain.Events(run, "pipeline"))
+		events, err := m.alice.nc.SubscribeSync(m.alice.names.Events(run, "pipeline"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -402,6 +407,37 @@ func TestBinarySecureIntegrity(t *testing.T) {
 		his, err := m.bob.disp.Await(ctx, bobs, id)
 		if err != nil || !strings.Contains(string(his.Result.Outputs["text"].Value), "BOB'S") {
 			t.Fatalf("bob's task %s: %+v %v, want his own result", id, his.Result, err)
+		}
+	})
+
+	// The agentmesh commands, with a client's credentials, follow what
+	// that client owns (its events are on mesh.events.<id>.<kind>.<client>,
+	// the only ones it may read): bob's chat turn and his run's watch work;
+	// alice's watch of bob's run finds nothing of it.
+	t.Run("a client's own chat and run with the commands", func(t *testing.T) {
+		cli := func(c *clientConn, args ...string) (string, string, int) {
+			return runBinary(t, exec.Command(agentBinary(t), append(args, "--nats", m.url, "--creds", c.creds, "--tls-ca", m.ca)...))
+		}
+		stdout, stderr, code := cli(m.bob, "chat", "--timeout", "30s", "count the words in hello world")
+		if code != 0 || strings.TrimSpace(stdout) == "" {
+			t.Fatalf("agentmesh chat as bob: exit %d\n%s\n%s", code, stdout, stderr)
+		}
+		const run = "bob-watched"
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		spec := client.NewPipeline("watched").SeedValue("note", schemas.TypeText, "", "his").
+			Step("shout", "TextAgent").Param("op", "upper").Input("text", "seed.note").MustBuild()
+		if _, err := client.SubmitPipeline(ctx, m.bob.js, m.bob.names, spec, run, "bob"); err != nil {
+			t.Fatal(err)
+		}
+		m.waitRunEnd(t, run)
+		stdout, stderr, code = cli(m.bob, "watch", run)
+		if code != 0 || !strings.Contains(stdout, "shout") {
+			t.Fatalf("agentmesh watch %s as bob: exit %d\n%s\n%s", run, code, stdout, stderr)
+		}
+		stdout, stderr, code = cli(m.alice, "watch", run)
+		if code != 1 || strings.Contains(stdout, "shout") || !strings.Contains(stderr, "no run or conversation") {
+			t.Fatalf("agentmesh watch %s as alice: exit %d\n%s\n%s; want exit 1, nothing of bob's run", run, code, stdout, stderr)
 		}
 	})
 }

@@ -101,7 +101,7 @@ func resolveStep(cmd *cobra.Command, a *app, r pipelinespec.Resolution, wait tim
 		return err
 	}
 	defer m.Close()
-	events, stop, err := client.Follow(ctx, m.JS, m.Names, m.Names.Events(r.RunID, "pipeline"), true)
+	events, stop, err := client.Follow(ctx, m.JS, m.Names, m.Names.EventsOf(r.RunID), true) // owned or not: the step's events are the owner's, a refusal the sender's
 	if err != nil {
 		return err
 	}

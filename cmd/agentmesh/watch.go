@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentmesh/agentmesh/bus"
+	"github.com/agentmesh/agentmesh/client"
 	"github.com/agentmesh/agentmesh/internal/stateview"
 	"github.com/agentmesh/agentmesh/schemas"
 )
@@ -84,7 +85,7 @@ func watchable(ctx context.Context, m *mesh, id string) error {
 		}
 		return errors.Join(rerr, cerr)
 	}
-	_, err := m.Res.Events.GetLastMsgForSubject(ctx, m.Names.EventsOf(id))
+	_, err := client.LastEvent(ctx, m.JS, m.Names, m.Names.EventsOf(id)) // a client's own events only
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return missing
 	}

@@ -25,6 +25,7 @@ type DispatchMeta struct {
 	RunID          string    // runid extension
 	StepID         string    // stepid extension
 	ConversationID string    // conversationid extension
+	Owner          string    // owner extension: the client that owns the run or conversation; default the dispatcher's names' client (Names.ForClient)
 	ReplyTo        string    // default mesh.result.<agent>.orchestrator.<run or conversation>, else mesh.result.<agent>.<task>
 	Deadline       time.Time // default now + the task's timeout
 	TraceParent    string    // W3C traceparent; default the span of Dispatch's ctx, else a new trace
@@ -218,6 +219,10 @@ func (d *Dispatcher) Event(agent string, task schemas.TaskRequest, meta *Dispatc
 	ev.SetExt(bus.ExtRunID, meta.RunID)
 	ev.SetExt(bus.ExtStepID, meta.StepID)
 	ev.SetExt(bus.ExtConversationID, meta.ConversationID)
+	if meta.Owner == "" {
+		meta.Owner = d.names.Client() // a client's direct call is its own
+	}
+	ev.SetExt(bus.ExtOwner, meta.Owner)
 	return ev, nil
 }
 

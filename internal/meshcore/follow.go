@@ -69,3 +69,29 @@ func follow(ctx context.Context, js jetstream.JetStream, names bus.Names, subjec
 	}
 	return cc, nil
 }
+
+// LastEvent returns the last event stored on subject in the events stream,
+// or an error wrapping jetstream.ErrMsgNotFound when there is none. It
+// reads through an ordered consumer filtered on subject, not a direct get:
+// on a secure mesh a client may read the events stream only that way, and
+// only its own events (names.ForClient(c).EventsOf(id)).
+func LastEvent(ctx context.Context, js jetstream.JetStream, names bus.Names, subject string) (bus.Event, error) {
+	cons, err := js.OrderedConsumer(ctx, names.EventsStream(), jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{subject}, DeliverPolicy: jetstream.DeliverLastPolicy, InactiveThreshold: orderedInactive})
+	if err != nil {
+		return bus.Event{}, fmt.Errorf("reading the last event on %s: %w", subject, err)
+	}
+	defer func() { // not left for the inactivity timer; detached from ctx, which may have ended
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+		defer cancel()
+		_ = js.DeleteConsumer(dctx, names.EventsStream(), cons.CachedInfo().Name)
+	}()
+	if cons.CachedInfo().NumPending == 0 {
+		return bus.Event{}, fmt.Errorf("no event on %s: %w", subject, jetstream.ErrMsgNotFound)
+	}
+	msg, err := cons.Next(jetstream.FetchContext(ctx))
+	if err != nil {
+		return bus.Event{}, fmt.Errorf("reading the last event on %s: %w", subject, err)
+	}
+	return bus.DecodeJS(msg)
+}

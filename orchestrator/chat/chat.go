@@ -255,6 +255,9 @@ func (c *Chat) Handle(ctx context.Context, conv, requestID, message string) (sch
 	if errors.Is(err, ErrNotOwner) {
 		return c.Refuse(ctx, requestID, conv, err)
 	}
+	if s != nil {
+		ctx = withOwner(ctx, s.rec.Owner) // the turn's events go to the conversation's owner
+	}
 	if err == nil && s.turn == nil { // already answered
 		resp, err := c.answered(ctx, s, requestID)
 		if err != nil {
@@ -403,15 +406,36 @@ func (c *Chat) note(ctx context.Context, conv string, p schemas.TaskProgress) {
 	}
 }
 
-// publish sends an event on mesh.events.<conv>.chat through JetStream;
-// msgID, when set, makes a republished event a duplicate the stream drops.
+type ownerKey struct{}
+
+// withOwner returns ctx carrying the owner of the conversation a turn
+// works on, once its record is read.
+func withOwner(ctx context.Context, owner string) context.Context {
+	return context.WithValue(ctx, ownerKey{}, owner)
+}
+
+// eventsOwner is the client whose subjects a turn's events go on: the
+// conversation's owner once its record is read, before that (a request
+// refused unread) the client that sent the request, who alone waits for
+// the answer. "" is an unowned conversation's plain subject.
+func eventsOwner(ctx context.Context) string {
+	if owner, ok := ctx.Value(ownerKey{}).(string); ok {
+		return owner
+	}
+	return bus.Requester(ctx)
+}
+
+// publish sends an event on mesh.events.<conv>.chat, or, for a
+// conversation client <c> owns, mesh.events.<conv>.chat.<c> (eventsOwner),
+// through JetStream; msgID, when set, makes a republished event a
+// duplicate the stream drops.
 func (c *Chat) publish(ctx context.Context, conv, typ string, data any, msgID string) error {
 	ev, err := bus.NewEvent(typ, c.source, data)
 	if err != nil {
 		return err
 	}
 	ev.SetExt(bus.ExtConversationID, conv)
-	msg, err := bus.Encode(c.names.Events(conv, "chat"), ev)
+	msg, err := bus.Encode(c.names.ForClient(eventsOwner(ctx)).Events(conv, "chat"), ev)
 	if err != nil {
 		return err
 	}

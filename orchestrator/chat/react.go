@@ -204,7 +204,7 @@ func (c *Chat) callAgent(ctx context.Context, s *session, taskID, agent, rawArgs
 	}
 	budget, budgetKey := taskBudget(ctx) // the turn's, in its ledger, shared with the calls running beside this one
 	task := schemas.TaskRequest{Inputs: inputs, Params: args.Params, Instruction: s.turn.Message, TimeoutMS: timeout.Milliseconds(), Budget: budget, BudgetKey: budgetKey}
-	meta := meshcore.DispatchMeta{TaskID: taskID, ConversationID: s.conv, ReplyTo: c.names.Result(agent, taskID), Deadline: time.Now().Add(timeout)}
+	meta := meshcore.DispatchMeta{TaskID: taskID, ConversationID: s.conv, ReplyTo: c.names.Result(agent, taskID), Deadline: time.Now().Add(timeout), Owner: s.rec.Owner}
 	c.progress(ctx, s.conv, taskID, agent, "calling "+agent)
 	if _, err := c.dispatch.Dispatch(ctx, agent, task, meta); err != nil {
 		if errors.Is(err, bus.ErrBacklogFull) {

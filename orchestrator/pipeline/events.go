@@ -85,7 +85,7 @@ func (s *Scheduler) emitStep(sd *state.RunSpec, e schemas.StepEvent) {
 		ev.SetExt(bus.ExtRunID, e.RunID)
 		ev.SetExt(bus.ExtStepID, e.Step)
 		var msg *nats.Msg
-		if msg, err = bus.Encode(s.names.Events(e.RunID, "pipeline"), ev); err == nil {
+		if msg, err = bus.Encode(s.names.ForClient(sd.Owner).Events(e.RunID, "pipeline"), ev); err == nil {
 			// One transition is stored once, whichever replica or path
 			// sends it (inside the stream's duplicate window).
 			id := "step-" + e.RunID + "-" + e.Step + "-" + e.Status
@@ -118,7 +118,7 @@ func (s *Scheduler) emitRun(h *state.RunHeader, sd *state.RunSpec) {
 	if h.Status == schemas.RunRunning {
 		return
 	}
-	s.emitEnd(runContext(sd), s.names.Events(h.ID, "pipeline"), bus.TypePipelineCompleted, "run-"+h.ID+"-"+h.Status, e,
+	s.emitEnd(runContext(sd), s.names.ForClient(sd.Owner).Events(h.ID, "pipeline"), bus.TypePipelineCompleted, "run-"+h.ID+"-"+h.Status, e,
 		func(ev *bus.Event) { ev.SetExt(bus.ExtRunID, h.ID) })
 }
 

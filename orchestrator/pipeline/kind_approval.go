@@ -213,26 +213,29 @@ func (s *Scheduler) Resolve(ctx context.Context, ev bus.Event) error {
 	if !errors.As(err, &ref) {
 		return err
 	}
-	return s.refuseResolve(ev.ID, r, ref.code, ref.err)
+	return s.refuseResolve(ctx, ev.ID, r, ref.code, ref.err)
 }
 
 // RefuseResolve refuses a resolve request that could not be read (ev may
-// be partly decoded): see Resolve.
-func (s *Scheduler) RefuseResolve(ev bus.Event, code string, cause error) error {
+// be partly decoded): see Resolve. The refusal goes on the subjects of
+// the requester in ctx (bus.Requester).
+func (s *Scheduler) RefuseResolve(ctx context.Context, ev bus.Event, code string, cause error) error {
 	var r pipelinespec.Resolution
 	_ = ev.DataAs(&r)
 	if bus.ValidateToken("run id", r.RunID) != nil {
 		r.RunID = ev.Ext(bus.ExtRunID)
 	}
-	return s.refuseResolve(ev.ID, r, code, cause)
+	return s.refuseResolve(ctx, ev.ID, r, code, cause)
 }
 
-func (s *Scheduler) refuseResolve(id string, r pipelinespec.Resolution, code string, cause error) error {
+// refuseResolve publishes the refusal on mesh.events.<run>.pipeline.<c>
+// for the requester c, who alone waits for it (the run may be another's).
+func (s *Scheduler) refuseResolve(ctx context.Context, id string, r pipelinespec.Resolution, code string, cause error) error {
 	to := bus.ReplyToken(r.RunID, id)
 	if to == "" {
 		return fmt.Errorf("%w: %w", bus.ErrNoReplySubject, cause)
 	}
-	s.emit(s.names.Events(to, "pipeline"), bus.TypeResolveRefused,
+	s.emit(s.names.ForClient(bus.Requester(ctx)).Events(to, "pipeline"), bus.TypeResolveRefused,
 		pipelinespec.ResolveRefusal{RunID: to, Step: r.Step, Request: id, Code: code, Error: cause.Error(), At: time.Now().UTC()},
 		func(e *bus.Event) { e.SetExt(bus.ExtRunID, to) })
 	return nil

@@ -154,15 +154,16 @@ func New(nc *nats.Conn, opts ...Option) (*Scheduler, error) {
 
 // Reject reports a submission that cannot be accepted, touching no state:
 // a failed io.agentmesh.pipeline.completed with cause's code on
-// mesh.events.<id>.pipeline, where id is the first of ids (the run id, then
-// the submission's event id) that can be a subject token. When none can it
+// mesh.events.<id>.pipeline (.<c> for the requester c in ctx, who alone
+// waits for it), where id is the first of ids (the run id, then the
+// submission's event id) that can be a subject token. When none can it
 // publishes nothing and returns an error wrapping bus.ErrNoReplySubject.
 func (s *Scheduler) Reject(ctx context.Context, cause error, ids ...string) error {
 	to := bus.ReplyToken(ids...)
 	if to == "" {
 		return fmt.Errorf("%w: %w", bus.ErrNoReplySubject, cause)
 	}
-	s.emitEnd(ctx, s.names.Events(to, "pipeline"), bus.TypePipelineCompleted, "refused-"+strings.Join(ids, "/"),
+	s.emitEnd(ctx, s.names.ForClient(bus.Requester(ctx)).Events(to, "pipeline"), bus.TypePipelineCompleted, "refused-"+strings.Join(ids, "/"),
 		schemas.RunEvent{RunID: to, Status: schemas.RunFailed, Error: cause.Error(), Code: schemas.CodeOf(cause)},
 		func(e *bus.Event) { e.SetExt(bus.ExtRunID, to) })
 	return nil

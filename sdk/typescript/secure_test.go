@@ -18,6 +18,7 @@ import (
 	"github.com/agentmesh/agentmesh/internal/fixture"
 	"github.com/agentmesh/agentmesh/internal/meshtest"
 	"github.com/agentmesh/agentmesh/internal/nodetest"
+	"github.com/agentmesh/agentmesh/orchestrator"
 	"github.com/agentmesh/agentmesh/schemas"
 	"github.com/agentmesh/agentmesh/security/securetest"
 )
@@ -175,13 +176,24 @@ func TestTypeScriptSDKSecure(t *testing.T) {
 		}
 	})
 
+	// Bob's run is his to follow: the orchestrator publishes its events on
+	// mesh.events.<run>.<kind>.bob and the TypeScript agent its progress
+	// on mesh.events.<run>.task.bob (the task's owner), the only events a
+	// secure mesh lets bob read.
+	o, err := orchestrator.New(srv.Connect(t, bus.Identity{Role: bus.RoleOrchestrator}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	meshtest.RunOrchestrator(t, o)
+
 	t.Run("the Go agent takes tasks the TypeScript client and a TypeScript agent's call signed", func(t *testing.T) {
 		cmd := exec.CommandContext(ctx, node, "--input-type=module", "-e", secureScript)
 		cmd.Env = append(os.Environ(), "NATS_URL="+srv.URL(), "NATS_CA="+srv.CA(),
 			"BOB_CREDS="+srv.Creds(t, bus.Identity{Role: bus.RoleClient, Name: "bob"}),
 			"CALLER_CREDS="+srv.Creds(t, bus.Identity{Role: bus.RoleAgent, Name: "TsCaller"}))
 		out, err := cmd.CombinedOutput()
-		if err != nil || !strings.Contains(string(out), "text: true HELLO SECURE MESH") || !strings.Contains(string(out), "caller: true ESREVER") {
+		if err != nil || !strings.Contains(string(out), "text: true HELLO SECURE MESH") || !strings.Contains(string(out), "caller: true ESREVER") ||
+			!strings.Contains(string(out), "run: completed, progress: asking TextAgent") {
 			t.Fatalf("TypeScript on the secure mesh: %v\n%s", err, out)
 		}
 	})
@@ -202,6 +214,7 @@ const agent = defineAgent({
   name: "TsCaller", capability: "TRANSFORMATION", description: "reverses a text through TextAgent",
   inputs: [{ name: "text", data_type: "TEXT", required: true }], outputs: [{ name: "text", data_type: "TEXT" }],
 }, async (t) => {
+  t.progress("asking TextAgent");
   const r = await t.call("TextAgent", { inputs: { text: { data_type: "TEXT", value: t.value("text") } }, params: { op: "reverse" } });
   return { outputs: { text: r.outputs.text.value } };
 });
@@ -212,6 +225,15 @@ const up = await mc.task("TextAgent", { inputs: { text: { data_type: "TEXT", val
 console.log("text:", up.result.success, up.result.outputs?.text?.value ?? JSON.stringify(up.result.error));
 const rev = await mc.task("TsCaller", { inputs: { text: { data_type: "TEXT", value: "reverse" } } });
 console.log("caller:", rev.result.success, rev.result.outputs?.text?.value?.toUpperCase() ?? JSON.stringify(rev.result.error));
+// Bob's run, followed where only he reads: its step events and the agent's progress.
+const progress = [];
+let final;
+for (const until = Date.now() + 30_000; Date.now() < until; ) { // the orchestrator learns of TsCaller from the registry
+  const id = await mc.submit({ name: "bobs", steps: [{ id: "rev", agent: "TsCaller", inputs: { text: "text:his" } }] });
+  final = await mc.followRun(id, { waitMs: 30_000, onEvent: (e) => { if (e.type === "io.agentmesh.task.progress") progress.push(e.data.message); } });
+  if (final.status === "completed" || final.code !== "unknown_agent") break;
+}
+console.log("run: " + final.status + ", progress: " + progress.join("; "));
 await running.stop();
 await caller.nc.drain();
 await bob.nc.drain();

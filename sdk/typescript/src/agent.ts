@@ -173,6 +173,9 @@ function failure(contract: AgentContract, code: string, message: string, retryab
   return { success: false, agent: contract.name, capability: contract.capability, error };
 }
 
+/** ownerOf is the client that owns task ev's run or conversation (or sent it): its owner extension. */
+const ownerOf = (ev: MeshEvent) => ev.ext.owner || undefined;
+
 const maxDoneRemembered = 4096;
 const cancelMemoryMs = 60_000;
 const maxCancelsRemembered = 1024;
@@ -431,7 +434,8 @@ export async function run(nc: NatsConnection, agent: AgentDefinition, opts: RunO
         const body: Record<string, unknown> = { taskid: ev.id, agent: contract.name, message };
         if (percent !== undefined) body.percent = percent;
         const m = encode(newEvent(EventTypes.taskProgress, source, body, { ...correlation(ev), taskid: ev.id }));
-        nc.publish(names.events(id, "task"), m.data, { headers: m.headers });
+        // On the owner's subject when a client owns the task's run or conversation (or sent it).
+        nc.publish(names.events(id, "task", ownerOf(ev)), m.data, { headers: m.headers });
       },
       call: async (target: CallTarget, task: TaskRequest) => {
         if (++calls > cfg.maxCalls) {
@@ -620,6 +624,9 @@ export async function run(nc: NatsConnection, agent: AgentDefinition, opts: RunO
       if (ev.ext.replyto && !validReplyTo(ev.ext.replyto)) {
         throw new Error(`replyto ${JSON.stringify(ev.ext.replyto)} is not one of this agent's result subjects: name a subject under ${names.results(contract.name)}> (or none)`);
       }
+      if (ev.ext.owner && !idPattern.test(ev.ext.owner)) {
+        throw new Error(`owner extension (a client name) ${JSON.stringify(ev.ext.owner)}: use 1 to 128 letters, digits, '-', '_' or '='`);
+      }
     } catch (err) {
       return rejectMalformed(msg, messageOf(err), attempt);
     }
@@ -690,8 +697,14 @@ export async function run(nc: NatsConnection, agent: AgentDefinition, opts: RunO
     }
     const space = senderSpace(who);
     const replyto = ev.ext.replyto || "";
-    if (space === "" || (replyto.startsWith(space) && replyto.length > space.length)) return true;
-    const reason = `task ${ev.id} from ${userOf(who)} names replyto ${JSON.stringify(replyto || names.result(contract.name, ev.id))}: ${userOf(who)} may only name a subject under ${space}> (the default ${names.result(contract.name, "<taskid>")} is not its)`;
+    let reason: string;
+    if (who.role === "client" && ev.ext.owner && ev.ext.owner !== who.name) {
+      // A client's task is its own: its progress goes on no other client's subjects.
+      reason = `task ${ev.id} from ${userOf(who)} names owner ${JSON.stringify(ev.ext.owner)}: a client may only name itself (${JSON.stringify(who.name)}) or leave the owner out`;
+    } else if (space === "" || (replyto.startsWith(space) && replyto.length > space.length)) {
+      if (who.role === "client") ev.ext.owner = who.name;
+      return true;
+    } else reason = `task ${ev.id} from ${userOf(who)} names replyto ${JSON.stringify(replyto || names.result(contract.name, ev.id))}: ${userOf(who)} may only name a subject under ${space}> (the default ${names.result(contract.name, "<taskid>")} is not its)`;
     log(`task refused: ${reason}`);
     const on = space + ev.id;
     const res = { ...failure(contract, Codes.forbidden, reason), metrics: { duration_ms: 0, attempt } };
@@ -865,6 +878,7 @@ export async function run(nc: NatsConnection, agent: AgentDefinition, opts: RunO
       replyto,
       runid: caller.ext.runid,
       conversationid: caller.ext.conversationid,
+      owner: caller.ext.owner,
       // the task's span when one records (the callee's is its child), else the task's own
       traceparent: traceparent ?? caller.ext.traceparent,
       calldepth: String(depth + 1),

@@ -3,7 +3,7 @@
 // approval and input steps, and list the live agents.
 
 import { randomUUID } from "node:crypto";
-import type { NatsConnection } from "@nats-io/nats-core";
+import type { Msg, NatsConnection } from "@nats-io/nats-core";
 import { jetstream, type JetStreamClient, type JsMsg } from "@nats-io/jetstream";
 
 import { decode, encode, newEvent, type MeshEvent } from "./cloudevents.js";
@@ -84,7 +84,8 @@ export class MeshClient {
     const id = opts.id || `t-${randomUUID()}`;
     if (!idPattern.test(id)) throw new Error(`task id ${JSON.stringify(id)}: use 1 to 128 letters, digits, '-', '_' or '='`);
     const deadline = opts.deadline instanceof Date ? opts.deadline.toISOString() : opts.deadline;
-    return newEvent(EventTypes.taskRequested, this.source, task, { replyto, deadline, traceparent: opts.traceparent }, id);
+    // owner: a client's task is its own, so its progress goes where it reads (docs/protocol.md, "Owned events and text").
+    return newEvent(EventTypes.taskRequested, this.source, task, { replyto, deadline, traceparent: opts.traceparent, owner: this.client }, id);
   }
 
   /** resultSubject is where the result of task id sent to agent goes. */
@@ -225,23 +226,26 @@ export class MeshClient {
    */
   followDeltas(conversation: string, fn: DeltaListener): () => void {
     if (!idPattern.test(conversation)) throw new Error(`conversation id ${JSON.stringify(conversation)}: use 1 to 128 letters, digits, '-', '_' or '='`);
-    const sub = this.nc.subscribe(this.names.deltas(conversation), {
-      callback: (err, m) => {
-        if (err) return;
-        let d: ChatDelta;
-        try {
-          d = JSON.parse(new TextDecoder().decode(m.data)) as ChatDelta;
-        } catch {
-          return;
-        }
-        if (typeof d?.text === "string") fn(d);
-      },
-    });
-    return () => {
+    const callback = (err: Error | null, m: Msg) => {
+      if (err) return;
+      let d: ChatDelta;
       try {
-        sub.unsubscribe();
+        d = JSON.parse(new TextDecoder().decode(m.data)) as ChatDelta;
       } catch {
-        // the connection is gone already
+        return;
+      }
+      if (typeof d?.text === "string") fn(d);
+    };
+    // A client's own text; without a client name, owned or not (admin on a client's conversation).
+    const own = this.names.deltas(conversation, this.client);
+    const subs = [this.nc.subscribe(own, { callback }), ...(this.client ? [] : [this.nc.subscribe(`${own}.*`, { callback })])];
+    return () => {
+      for (const sub of subs) {
+        try {
+          sub.unsubscribe();
+        } catch {
+          // the connection is gone already
+        }
       }
     };
   }
@@ -285,9 +289,12 @@ export class MeshClient {
     }
   }
 
-  /** follow reads mesh.events.<id>.> from MESH_EVENTS until an event matches done. */
+  /**
+   * follow reads mesh.events.<id>.> (a client's own: mesh.events.<id>.*.<client>)
+   * from MESH_EVENTS until an event matches done.
+   */
   private async follow(id: string, since: Date | undefined, waitMs: number, onEvent: Listener | undefined, done: (e: MeshEvent, m: JsMsg) => boolean): Promise<MeshEvent> {
-    const r = await openReader(this.nc, this.names.eventsStream, this.names.eventsOf(id), since);
+    const r = await openReader(this.nc, this.names.eventsStream, this.names.eventsOf(id, this.client), since);
     try {
       const until = Date.now() + waitMs;
       while (Date.now() < until) {

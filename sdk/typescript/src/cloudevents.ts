@@ -15,7 +15,7 @@ export interface MeshEvent<T = unknown> {
   subject?: string;
   datacontenttype?: string;
   data?: T;
-  /** extension attributes: taskid, replyto, deadline, runid, stepid, conversationid, traceparent, calldepth, maxcalldepth, ... */
+  /** extension attributes: taskid, replyto, deadline, runid, stepid, conversationid, traceparent, calldepth, maxcalldepth, owner, ... */
   ext: Record<string, string>;
 }
 

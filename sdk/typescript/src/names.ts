@@ -43,6 +43,9 @@ export const idPattern = /^[A-Za-z0-9_=-]{1,128}$/;
 export const agentNamePattern = /^[A-Za-z0-9_-]{1,64}$/;
 const prefixPattern = /^[A-Za-z0-9_-]{1,32}$/;
 
+/** owned appends the owner token to subject, when there is an owner. */
+const owned = (subject: string, owner?: string) => (owner ? `${subject}.${owner}` : subject);
+
 /** The names of one mesh: subjects, streams, buckets and the object store. */
 export class Names {
   readonly prefix: string;
@@ -75,15 +78,22 @@ export class Names {
   agentResult(agent: string, caller: string, taskID: string): string {
     return `${this.prefix}.result.${agent}.agent.${caller}.${taskID}`;
   }
-  events(id: string, kind: "task" | "chat" | "pipeline" | "registry"): string {
-    return `${this.prefix}.events.${id}.${kind}`;
+  /**
+   * The events of kind of conversation or run id: with owner (the client
+   * that owns it), mesh.events.<id>.<kind>.<owner>, the only events a
+   * secure mesh lets that client read (docs/protocol.md, "Owned events and
+   * text").
+   */
+  events(id: string, kind: "task" | "chat" | "pipeline" | "registry", owner?: string): string {
+    return owned(`${this.prefix}.events.${id}.${kind}`, owner);
   }
-  /** Where the chat model's text for conversation goes, piece by piece (core NATS, never stored). */
-  deltas(conversation: string): string {
-    return `${this.prefix}.delta.${conversation}`;
+  /** Where the model's text for conversation (or run, or task) id goes, piece by piece (core NATS, never stored); with owner, mesh.delta.<id>.<owner>. */
+  deltas(id: string, owner?: string): string {
+    return owned(`${this.prefix}.delta.${id}`, owner);
   }
-  eventsOf(id: string): string {
-    return `${this.prefix}.events.${id}.>`;
+  /** Every event of id: mesh.events.<id>.>, or with owner only that client's, mesh.events.<id>.*.<owner>. */
+  eventsOf(id: string, owner?: string): string {
+    return owner ? `${this.prefix}.events.${id}.*.${owner}` : `${this.prefix}.events.${id}.>`;
   }
   dead(agent: string): string {
     return `${this.prefix}.dead.${agent}`;

@@ -50,6 +50,9 @@ func (q *quotaFlags) register(f *pflag.FlagSet) {
 func (q *quotaFlags) quotas(f *pflag.FlagSet) (security.Quotas, []string) {
 	var given []string
 	for _, name := range []string{"max-connections", "max-store", "max-memory", "max-streams", "max-consumers"} {
+		if f == nil { // flags never registered (demo): none given
+			break
+		}
 		if fl := f.Lookup(name); fl != nil && fl.Changed {
 			given = append(given, "--"+name)
 		}

@@ -384,4 +384,30 @@ func TestBinaryRolloutSecure(t *testing.T) {
 	if code == 0 {
 		t.Errorf("a client changed a rollout: %s", stderr)
 	}
+
+	// Shadow mode on a secure mesh: alice's task is answered by 1.0.0, and
+	// 2.0.0 answers its copy (signed by alice for mesh.task.TextAgent),
+	// which status counts apart.
+	rollout(t, url, "TextAgent", "--to", "2.0.0", "--weight", "0", "--shadow", "--creds", admin, "--tls-ca", ca)
+	if res := task(); !res.Success || res.Version != "1.0.0" || res.Shadow {
+		t.Errorf("in shadow mode, alice's task was answered %+v; want a success of 1.0.0", res)
+	}
+	var status struct {
+		Versions []schemas.VersionStats `json:"versions"`
+	}
+	shadowed := func() bool {
+		out := rollout(t, url, "status", "TextAgent", "--json", "--creds", admin, "--tls-ca", ca)
+		if err := json.Unmarshal([]byte(out), &status); err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range status.Versions {
+			if v.Shadow && v.Version == "2.0.0" && v.Results == 1 && v.Failures == 0 {
+				return true
+			}
+		}
+		return false
+	}
+	if !fixture.Within(10*time.Second, shadowed) {
+		t.Errorf("status by version %+v; want one successful shadow answer of 2.0.0", status.Versions)
+	}
 }

@@ -20,7 +20,8 @@ import (
 
 // FollowRollouts applies the mesh's agent rollouts to this server until ctx
 // ends (docs/protocol.md, "Versions and rollouts"). It watches the
-// rollouts bucket of n through nc, a connection to this server, and for
+// rollouts bucket of n, once it exists (it does not make it), through nc,
+// a connection to this server, and for
 // each rollout sets the weighted subject mapping of mesh.task.<agent> in
 // the account nc is bound to (the global account of a plain server, the
 // mesh's account of a secure one); a rollout removed removes its mapping.
@@ -42,10 +43,6 @@ func (e *Server) FollowRollouts(ctx context.Context, nc *nats.Conn, n bus.Names,
 	if err != nil {
 		return err
 	}
-	kv, err := bus.EnsureRollouts(ctx, js, n)
-	if err != nil {
-		return fmt.Errorf("rollouts bucket %s: %w", n.RolloutsBucket(), err)
-	}
 	if m == nil {
 		acc, err := e.accountOf(nc)
 		if err != nil {
@@ -53,42 +50,74 @@ func (e *Server) FollowRollouts(ctx context.Context, nc *nats.Conn, n bus.Names,
 		}
 		m = AccountMapper{acc}
 	}
+	f := &follower{e: e, nc: nc, mapper: m, names: n, log: log, shadows: map[string]*nats.Subscription{}, mapped: map[string]bool{}}
+	go f.run(ctx, js)
+	return nil
+}
+
+// bindRetry is how often a follower looks again for the rollouts bucket
+// (made by the first process that provisions the mesh, or by 'agentmesh
+// rollout') and watches it again after its watch ended.
+const bindRetry = 2 * time.Second
+
+// run binds the rollouts bucket once it exists (a cluster electing its
+// leaders, a mesh not yet provisioned), then applies what it holds and
+// every change, until ctx ends.
+func (f *follower) run(ctx context.Context, js jetstream.JetStream) {
+	defer f.stopShadows()
+	for ctx.Err() == nil {
+		kv, err := js.KeyValue(ctx, f.names.RolloutsBucket())
+		if err == nil {
+			f.kv = kv
+			err = f.follow(ctx, kv)
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil && !errors.Is(err, jetstream.ErrBucketNotFound) {
+			f.log.Debug("following rollouts", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(bindRetry):
+		}
+	}
+}
+
+// follow applies the rollouts of kv and every change until ctx ends or
+// the watch does.
+func (f *follower) follow(ctx context.Context, kv jetstream.KeyValue) error {
 	w, err := kv.WatchAll(ctx)
 	if err != nil {
-		return fmt.Errorf("watching %s: %w", n.RolloutsBucket(), err)
+		return fmt.Errorf("watching %s: %w", f.names.RolloutsBucket(), err)
 	}
-	f := &follower{e: e, nc: nc, kv: kv, mapper: m, names: n, log: log, shadows: map[string]*nats.Subscription{}, mapped: map[string]bool{}}
-	go func() {
-		defer func() { _ = w.Stop() }()
-		defer f.stopShadows()
-		var last uint64
-		initial := true
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case ent, ok := <-w.Updates():
-				if !ok {
-					return
-				}
-				if ent == nil { // every rollout there was at start is applied
-					initial = false
-					f.prune()
-					f.ack(ctx, last)
-					continue
-				}
-				if strings.Contains(ent.Key(), ".") {
-					continue // an applied.<server> acknowledgment
-				}
-				last = max(last, ent.Revision())
-				f.apply(ent)
-				if !initial {
-					f.ack(ctx, last)
-				}
+	defer func() { _ = w.Stop() }()
+	var last uint64
+	initial := true
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case ent, ok := <-w.Updates():
+			if !ok {
+				return errors.New("the watch of the rollouts ended")
+			}
+			if ent == nil { // every rollout there was at start is applied
+				initial = false
+				f.prune()
+				f.ack(ctx, last)
+				continue
+			}
+			if strings.Contains(ent.Key(), ".") {
+				continue // an applied.<server> acknowledgment
+			}
+			last = max(last, ent.Revision())
+			f.apply(ent)
+			if !initial {
+				f.ack(ctx, last)
 			}
 		}
-	}()
-	return nil
+	}
 }
 
 // RolloutMapper sets and removes the subject mapping of a rollout on a

@@ -24,12 +24,14 @@ func TestFollowRolloutsMapsTaskSubject(t *testing.T) {
 	n := srv.Names()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	nc := srv.Conn(t)
+	js, _ := jetstream.New(nc)
+	// The follower waits for the bucket, which the mesh's provisioning
+	// (or 'agentmesh rollout') makes.
 	if err := srv.Embedded().FollowRollouts(ctx, srv.Conn(t), n, slog.New(slog.DiscardHandler), nil); err != nil {
 		t.Fatal(err)
 	}
-	nc := srv.Conn(t)
-	js, _ := jetstream.New(nc)
-	kv, err := js.KeyValue(ctx, n.RolloutsBucket())
+	kv, err := bus.EnsureRollouts(ctx, js, n)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -254,11 +254,11 @@ func (r *Runtime) Run(ctx context.Context) error {
 		r.heartbeat(hbCtx)
 	}()
 
+	conss := []jetstream.Consumer{cons}
 	if vcons != nil {
-		r.consume(ctx, cons, vcons)
-	} else {
-		r.consume(ctx, cons)
+		conss = append(conss, vcons)
 	}
+	r.consume(ctx, conss...)
 	_ = svc.Stop() // drains the direct call endpoint
 	r.closeDirect()
 

@@ -181,7 +181,7 @@ func dialURL(url string) string {
 }
 
 func newCredsCmd(a *app) *cobra.Command {
-	var store, out string
+	var store, out, tenant string
 	var expires time.Duration
 	cmd := &cobra.Command{
 		Use:   "creds agent NAME | client [NAME] | orchestrator | admin",
@@ -201,6 +201,9 @@ Roles (docs/security.md has the full permission table):
   orchestrator   run chat turns and pipelines: every task and result, all state
   admin          everything, including provisioning and state
 
+With --tenant NAME the identity is one of tenant NAME (an account the
+server runs with --tenant NAME): it connects to that tenant's mesh only.
+
 A secure mesh lets an identity read replies only on its own inbox prefix,
 _INBOX.<role>-<name>; agentmesh and the examples set it from the file, with
 the nats CLI pass --inbox-prefix.`,
@@ -208,6 +211,7 @@ the nats CLI pass --inbox-prefix.`,
   agentmesh creds client alice -o alice.creds
   agentmesh creds client contractor --expires 24h -o contractor.creds
   agentmesh creds revoke client-alice
+  agentmesh creds --tenant acme client alice -o acme-alice.creds
   NATS_CREDS=alice.creds NATS_CA=.agentmesh/secure/ca.pem agentmesh chat "hello"
   nats --creds alice.creds --tlsca .agentmesh/secure/ca.pem --inbox-prefix _INBOX.client-alice stream ls`,
 		Args: cobra.RangeArgs(1, 2),
@@ -231,7 +235,12 @@ the nats CLI pass --inbox-prefix.`,
 			if expires > 0 {
 				opts = append(opts, security.WithExpiry(expires))
 			}
-			creds, err := auth.Creds(id, names, opts...)
+			var creds []byte
+			if tenant != "" {
+				creds, err = auth.TenantCreds(tenant, id, names, opts...)
+			} else {
+				creds, err = auth.Creds(id, names, opts...)
+			}
 			if err != nil {
 				return err
 			}
@@ -245,11 +254,12 @@ the nats CLI pass --inbox-prefix.`,
 	cmd.PersistentFlags().StringVar(&store, "store", ".agentmesh", "store directory of the secure server (its keys are under STORE/secure)")
 	cmd.Flags().StringVarP(&out, "output", "o", "", "write the credentials to this file (0600) instead of stdout")
 	cmd.Flags().DurationVar(&expires, "expires", 0, "the credentials stop working this long after they are issued, e.g. 24h (default: never)")
-	cmd.AddCommand(newCredsRevokeCmd(a, &store))
+	cmd.PersistentFlags().StringVar(&tenant, "tenant", "", "issue an identity of this tenant (an account the server runs with --tenant NAME) instead of the mesh account's")
+	cmd.AddCommand(newCredsRevokeCmd(a, &store, &tenant))
 	return cmd
 }
 
-func newCredsRevokeCmd(a *app, store *string) *cobra.Command {
+func newCredsRevokeCmd(a *app, store, tenant *string) *cobra.Command {
 	return &cobra.Command{
 		Use:   "revoke USER | revoke ROLE [NAME]",
 		Short: "Revoke every credentials file of one identity, e.g. client-alice (admin)",
@@ -277,6 +287,9 @@ the time misses it: revoke again once it is back. See docs/security.md.`,
 			id, err := revokeArgs(args)
 			if err != nil {
 				return err
+			}
+			if *tenant != "" {
+				return usagef("--tenant %s: a tenant's identities cannot be revoked one by one yet: issue them with --expires, or restart the server without --tenant %s to withdraw the whole tenant", *tenant, *tenant)
 			}
 			dir := filepath.Join(*store, security.Dir)
 			auth, err := security.Load(dir)

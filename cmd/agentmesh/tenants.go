@@ -41,6 +41,10 @@ func parseTenant(spec string) (security.Tenant, error) {
 			continue
 		}
 		key, value, ok := strings.Cut(opt, "=")
+		if !ok {
+			errs = append(errs, fmt.Errorf("--tenant %s: %q has no value: write quota=value, e.g. store=20GiB", spec, opt))
+			continue
+		}
 		var err error
 		switch key {
 		case "store", "memory":
@@ -68,17 +72,11 @@ func parseTenant(spec string) (security.Tenant, error) {
 		default:
 			err = fmt.Errorf("unknown quota %q: use %s, e.g. %s:store=20GiB,streams=50", key, tenantQuotaKeys, name)
 		}
-		if !ok && err == nil {
-			err = fmt.Errorf("%q has no value: write key=value", opt)
-		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("--tenant %s: %s: %w", spec, key, err))
 		}
 	}
-	if err := errors.Join(errs...); err != nil {
-		return t, err
-	}
-	return t, nil
+	return t, errors.Join(errs...)
 }
 
 // setTenants signs the tenants' accounts into the authority before the

@@ -67,3 +67,27 @@ func TestTenantFlags(t *testing.T) {
 		}
 	}
 }
+
+// parseTenant reads any spec without panicking; what it accepts is a valid
+// tenant, and every quota it names is refused or read.
+func FuzzParseTenant(f *testing.F) {
+	for _, s := range []string{"acme", "acme:store=20GiB,streams=50", "a:memory=1KiB,consumers=0,connections=9", "a:disk=1", "a:store", ":", "a::,", "a.b:streams=-1"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, spec string) {
+		tenant, err := parseTenant(spec)
+		if err != nil {
+			if !strings.Contains(err.Error(), "--tenant") {
+				t.Fatalf("error without the flag: %v", err)
+			}
+			return
+		}
+		name, _, _ := strings.Cut(spec, ":")
+		if tenant.Name != name {
+			t.Fatalf("%q read as tenant %q", spec, tenant.Name)
+		}
+		if err := tenant.Quotas.Validate(); err != nil {
+			t.Fatalf("%q accepted with quotas %+v: %v", spec, tenant.Quotas, err)
+		}
+	})
+}

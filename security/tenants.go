@@ -3,12 +3,14 @@ package security
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/nats-io/jwt/v2"
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nkeys"
 
 	"github.com/agentmesh/agentmesh/bus"
@@ -217,6 +219,20 @@ func (a *Authority) tenantJWT(t Tenant, ta *tenantAccount, shared []string) (str
 	for _, s := range shared {
 		ac.Imports.Add(&jwt.Import{Name: shareExport + s, Subject: jwt.Subject(s), Account: a.accountPub, Type: jwt.Service})
 	}
+	// The revocations of earlier starts are kept; the rest is this start's.
+	path := filepath.Join(a.TenantDir(t.Name), accountFile)
+	if old, err := os.ReadFile(path); err == nil {
+		oc, err := jwt.DecodeAccountClaims(string(old))
+		if err == nil && (oc.Subject != ta.pub || oc.Issuer != a.operatorPub) {
+			err = fmt.Errorf("it is account %s signed by %s", oc.Subject, oc.Issuer)
+		}
+		if err != nil {
+			return "", fmt.Errorf("security: %s is not tenant %q's account JWT (%v): remove it to start the tenant's account afresh (its revocations are lost)", path, t.Name, err)
+		}
+		ac.Revocations = oc.Revocations
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("security: reading %s: %w", path, err)
+	}
 	var vr jwt.ValidationResults
 	ac.Validate(&vr)
 	if vr.IsBlocking(true) {
@@ -226,22 +242,81 @@ func (a *Authority) tenantJWT(t Tenant, ta *tenantAccount, shared []string) (str
 	if err != nil {
 		return "", fmt.Errorf("security: tenant %q's account JWT: %w", t.Name, err)
 	}
-	return token, nil
+	return token, writeFileAtomic(path, []byte(token))
+}
+
+// reviseTenant changes tenant name's account as ReviseAccount does the
+// mesh account's (revocations): signed, stored, applied to srv.
+func (a *Authority) reviseTenant(srv *server.Server, name string, edit func(*jwt.AccountClaims)) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	ta, ok := a.tenants[name]
+	if !ok {
+		return fmt.Errorf("security: tenant %q is not one of this server's (--tenant)", name)
+	}
+	ac, err := jwt.DecodeAccountClaims(ta.jwt)
+	if err != nil {
+		return fmt.Errorf("security: tenant %q's account JWT in use: %w", name, err)
+	}
+	if ac.Revocations == nil {
+		ac.Revocations = jwt.RevocationList{}
+	}
+	edit(ac)
+	if ac.Subject != ta.pub {
+		return fmt.Errorf("security: a revision may not change tenant %q's account", name)
+	}
+	token, err := ac.Encode(a.operator)
+	if err != nil {
+		return fmt.Errorf("security: tenant %q's account JWT: %w", name, err)
+	}
+	if err := writeFileAtomic(filepath.Join(a.TenantDir(name), accountFile), []byte(token)); err != nil {
+		return err
+	}
+	ta.jwt = token
+	if srv == nil {
+		return nil
+	}
+	return applyAccount(srv, ta.pub, token)
+}
+
+// tenantPub returns the account public key of tenant name, if SetTenants
+// made it one of this server's.
+func (a *Authority) tenantPub(name string) (string, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	ta, ok := a.tenants[name]
+	if !ok {
+		return "", false
+	}
+	return ta.pub, true
+}
+
+// TenantNames returns the names of the tenants SetTenants made, sorted.
+func (a *Authority) TenantNames() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	names := make([]string, 0, len(a.tenants))
+	for n := range a.tenants {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
 }
 
 // TenantCreds returns a credentials file for identity id of tenant
 // (made by SetTenants, on this start or an earlier one), as Creds does
 // for the mesh account: the user JWT is issued by the tenant account's
 // signing key, so it connects to the tenant's account and sees only the
-// tenant's mesh. Tenant users are not in the ledger `agentmesh creds
-// revoke` reads: give them an expiry (WithExpiry).
+// tenant's mesh. Its key is recorded in the tenant's ledger, which
+// RevokeTenant reads.
 func (a *Authority) TenantCreds(tenant string, id bus.Identity, names bus.Names, opts ...CredsOption) ([]byte, error) {
 	ta, err := a.tenantKeys(tenant, false)
 	if err != nil {
 		return nil, err
 	}
 	opts = append([]CredsOption{func(uc *jwt.UserClaims) { uc.Tags.Add("agentmesh-tenant:" + strings.ToLower(tenant)) }}, opts...)
-	return a.issue(ta.pub, ta.signer, nil, id, names, opts...)
+	dir := a.TenantDir(tenant)
+	return a.issue(ta.pub, ta.signer, func(pub, user string) error { return recordIssuedIn(dir, pub, user) }, id, names, opts...)
 }
 
 // tenantJWTs returns the tenants' account JWTs by public key.

@@ -317,3 +317,71 @@ func TestSetTenants(t *testing.T) {
 		t.Errorf("exports after a start sharing nothing: %v", got)
 	}
 }
+
+// A tenant's identity is revoked in its tenant's account only: its
+// connections close and its credentials are refused, now and after a
+// restart; the same identity of another tenant and of the mesh account is
+// untouched.
+func TestRevokeTenantIdentity(t *testing.T) {
+	s := securetest.StartTenants(t, nil, security.Tenant{Name: "acme"}, security.Tenant{Name: "globex"})
+	serveRevocations(t, s)
+	a := s.Sec.Authority
+	alice := bus.Identity{Role: bus.RoleClient, Name: "alice"}
+	old := s.TenantCreds(t, "acme", alice)
+	_, errs := watch(t, s, old)
+	others := []*nats.Conn{}
+	for _, path := range []string{s.TenantCreds(t, "globex", alice), s.Creds(t, alice)} {
+		nc, _ := watch(t, s, path)
+		others = append(others, nc)
+	}
+	reply, err := a.RevokeTenant(context.Background(), s.Admin, "acme", alice.User())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reply.Keys != 1 || reply.User != alice.User() {
+		t.Errorf("reply %+v; want acme's alice's 1 key revoked", reply)
+	}
+	select {
+	case err := <-errs:
+		if !errors.Is(err, nats.ErrAuthRevoked) {
+			t.Fatalf("acme's alice was told %v; want %v", err, nats.ErrAuthRevoked)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("acme's alice was not disconnected")
+	}
+	for i, nc := range others {
+		if err := nc.Flush(); err != nil {
+			t.Errorf("alice #%d (globex's, the mesh account's) lost her connection: %v", i, err)
+		}
+	}
+	if nc, err := dial(s, old); !errors.Is(err, bus.ErrAuth) {
+		if nc != nil {
+			nc.Close()
+		}
+		t.Fatalf("acme's revoked alice connects (err %v)", err)
+	}
+	fresh := s.TenantCreds(t, "acme", alice)
+	s.Restart(t)
+	if nc, err := dial(s, old); !errors.Is(err, bus.ErrAuth) {
+		if nc != nil {
+			nc.Close()
+		}
+		t.Fatalf("after a restart acme's revoked alice connects (err %v)", err)
+	}
+	nc, err := dial(s, fresh)
+	if err != nil {
+		t.Fatalf("acme's alice issued after the revocation, after a restart: %v", err)
+	}
+	nc.Close()
+
+	serveRevocations(t, s)
+	for _, c := range []struct {
+		tenant, user, code string
+	}{{"nobody", alice.User(), schemas.CodeNotFound}, {"acme", "admin", schemas.CodeForbidden}} {
+		_, err := a.RevokeTenant(context.Background(), s.Admin, c.tenant, c.user)
+		var re *schemas.ResultError
+		if !errors.As(err, &re) || re.Code != c.code || !strings.Contains(re.Message, "--tenant") {
+			t.Errorf("revoking %s of tenant %s: %v; want %s naming --tenant", c.user, c.tenant, err, c.code)
+		}
+	}
+}

@@ -153,6 +153,8 @@ func (a *app) serveRevocations(nc *nats.Conn, sec *security.Server, srv *embedde
 	r := &security.Revoker{Authority: sec.Authority, Server: srv.NATS(), Revoked: func(user string) {
 		_ = os.Remove(filepath.Join(a.credsDir, user+".creds"))
 		fmt.Fprintf(a.errOut, "agentmesh: revoked %s: its credentials issued until now are refused\n", user)
+	}, TenantRevoked: func(tenant, user string) {
+		fmt.Fprintf(a.errOut, "agentmesh: revoked %s of tenant %s: its credentials issued until now are refused\n", user, tenant)
 	}, Errorf: func(format string, args ...any) {
 		fmt.Fprintf(a.errOut, "agentmesh: "+format+"\n", args...)
 	}}
@@ -278,18 +280,18 @@ the account's revocations, which it keeps under STORE/secure, so a restart
 keeps them. A revoked identity's file under the server's --creds-dir is
 removed (the next start issues a new one). In a cluster every node's
 process applies it to its own server and store; a node that is down at
-the time misses it: revoke again once it is back. See docs/security.md.`,
+the time misses it: revoke again once it is back. With --tenant NAME the
+identity is tenant NAME's (the ledger under --store/secure/tenants/NAME),
+revoked in that tenant's account only. See docs/security.md.`,
 		Example: `  agentmesh creds revoke client-alice --store .agentmesh
   agentmesh creds revoke agent NodeWordCount
+  agentmesh creds revoke --tenant acme client-alice
   agentmesh creds client alice -o alice.creds   # a new credential works`,
 		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			id, err := revokeArgs(args)
 			if err != nil {
 				return err
-			}
-			if *tenant != "" {
-				return usagef("--tenant %s: a tenant's identities cannot be revoked one by one yet: issue them with --expires, or restart the server without --tenant %s to withdraw the whole tenant", *tenant, *tenant)
 			}
 			dir := filepath.Join(*store, security.Dir)
 			auth, err := security.Load(dir)
@@ -301,7 +303,12 @@ the time misses it: revoke again once it is back. See docs/security.md.`,
 				return err
 			}
 			defer nc.Close()
-			reply, err := auth.Revoke(cmd.Context(), nc, id.User())
+			var reply security.RevokeReply
+			if *tenant != "" {
+				reply, err = auth.RevokeTenant(cmd.Context(), nc, *tenant, id.User())
+			} else {
+				reply, err = auth.Revoke(cmd.Context(), nc, id.User())
+			}
 			if err != nil {
 				return err
 			}
@@ -310,7 +317,11 @@ the time misses it: revoke again once it is back. See docs/security.md.`,
 			}
 			fmt.Fprintf(a.out, "revoked %s: %d credentials (every one issued up to %s) no longer connect, and its connections are closed\n",
 				reply.User, reply.Keys, time.Unix(reply.At, 0).UTC().Format(time.RFC3339))
-			fmt.Fprintf(a.out, "issue new ones with: agentmesh creds %s --store %s\n", strings.TrimSpace(string(id.Role)+" "+id.Name), *store)
+			again := strings.TrimSpace(string(id.Role) + " " + id.Name)
+			if *tenant != "" {
+				again = "--tenant " + *tenant + " " + again
+			}
+			fmt.Fprintf(a.out, "issue new ones with: agentmesh creds %s --store %s\n", again, *store)
 			return nil
 		},
 	}

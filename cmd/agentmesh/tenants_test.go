@@ -46,6 +46,21 @@ func TestBinaryTenants(t *testing.T) {
 	if _, stderr, code := runBinary(t, exec.Command(agentBinary(t), "creds", "--tenant", "nobody", "client", "--store", store)); code == 0 || !strings.Contains(stderr, "--tenant nobody") {
 		t.Errorf("creds for an unknown tenant: exit %d: %s", code, stderr)
 	}
+	// Revoking acme's alice: her credentials no longer connect; the mesh
+	// account's alice still does.
+	stdout, stderr, code = runBinary(t, exec.Command(agentBinary(t), "creds", "revoke", "--tenant", "acme", "client-alice", "--store", store, "--nats", url))
+	if code != 0 || !strings.Contains(stdout, "revoked client-alice") || !strings.Contains(stdout, "--tenant acme") {
+		t.Fatalf("creds revoke --tenant acme client-alice: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	for _, c := range []struct {
+		creds string
+		ok    bool
+	}{{alice, false}, {meshAlice, true}} {
+		_, stderr, code := runBinary(t, exec.Command(agentBinary(t), "agents", "--nats", url, "--creds", c.creds, "--tls-ca", ca))
+		if (code == 0) != c.ok {
+			t.Errorf("agentmesh agents with %s after acme's alice was revoked: exit %d: %s", filepath.Base(c.creds), code, stderr)
+		}
+	}
 }
 
 // --tenant specs are checked before anything starts.

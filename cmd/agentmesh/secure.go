@@ -46,10 +46,14 @@ func (q *quotaFlags) register(f *pflag.FlagSet) {
 	f.Int64Var(&q.consumers, "max-consumers", 0, "with --secure: JetStream consumers the account may have, every agent's and client's included; 0 no limit")
 }
 
-// quotas returns the flags' quotas, and the flags given.
+// quotas returns the flags' quotas, and the flags given (none when f is
+// nil: demo starts its stack with no such flags).
 func (q *quotaFlags) quotas(f *pflag.FlagSet) (security.Quotas, []string) {
 	var given []string
 	for _, name := range []string{"max-connections", "max-store", "max-memory", "max-streams", "max-consumers"} {
+		if f == nil {
+			break
+		}
 		if fl := f.Lookup(name); fl != nil && fl.Changed {
 			given = append(given, "--"+name)
 		}

@@ -47,7 +47,8 @@ run by agentmesh take the mapping from their configuration: docs/kubernetes.md).
   --promote       every new task to --to (the same as --weight 100)
   --shadow        besides, a copy of each task sent to --from goes to --to: its
                   result is recorded (rollout status shows it apart) and
-                  delivered to no one; with --shadow alone the weight is kept
+                  delivered to no one; with --shadow alone the weight is kept,
+                  and a rollout written without --shadow ends shadow mode
 
 Tasks already queued stay where they are: keep the instances of a version
 running until 'rollout status' shows its queue empty. Tasks pinned to a

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -93,13 +91,7 @@ many as you like; killing one loses nothing.`,
 				return err
 			}
 			errc := make(chan error, 1)
-			go func() {
-				err := o.RunReady(ctx, func() { pm.setRunning(); fmt.Fprintln(a.out, o.Ready()) })
-				if ctx.Err() != nil && errors.Is(err, context.Canceled) {
-					err = nil // stopped while it was starting: a clean stop
-				}
-				errc <- err
-			}()
+			go func() { errc <- o.RunReady(ctx, func() { pm.setRunning(); fmt.Fprintln(a.out, o.Ready()) }) }()
 			return a.awaitDrain(ctx, "orchestrator", drain, errc)
 		},
 	}

@@ -197,6 +197,8 @@ export type PipelineSpec = {
     kind?: "agent" | "router" | "evaluator" | "approval" | "input" | "for_each" | "repeat" | "pipeline";
     /** the agent a step of kind agent runs; empty for other kinds */
     agent?: string;
+    /** pins the step's tasks to this version of its agent (mesh.task.<agent>.v.<version>, '.' written '_'), whatever a rollout says */
+    version?: string;
     params?: {
       [key: string]: unknown;
     };
@@ -364,6 +366,10 @@ export type AgentResultTokens = {
 export type AgentResult = {
   success: boolean;
   agent: string;
+  /** the agent's version that produced the result (its contract's version) */
+  version?: string;
+  /** the answer to a rollout's shadow copy of a task: recorded on mesh.result.<agent>.shadow.<taskid>, delivered to no one */
+  shadow?: boolean;
   capability?: string;
   summary?: string;
   outputs?: {

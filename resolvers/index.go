@@ -107,6 +107,7 @@ func Files(ctx context.Context, cat Catalog) iter.Seq2[*IndexedFile, error] {
 // same as a FileSet, rebuilt on the first read after a change.
 type fileIndex struct {
 	mu    sync.RWMutex
+	store string // FileRef.Store of its files
 	files map[string]*IndexedFile
 	now   *FileSet // nil after a change
 }
@@ -120,7 +121,7 @@ func (x *fileIndex) apply(info *jetstream.ObjectInfo) {
 		x.set(info.Name, nil)
 		return
 	}
-	ref := refFromInfo(info)
+	ref := refFromInfo(info, x.store)
 	x.set(info.Name, &ref)
 }
 
@@ -187,7 +188,7 @@ func (o *ObjectStore) Index(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("watching the file store: %w", err)
 	}
-	x := &fileIndex{files: map[string]*IndexedFile{}}
+	x := &fileIndex{store: o.storeName, files: map[string]*IndexedFile{}}
 	// The initial files, up to the watcher's nil marker.
 	for loaded := false; !loaded; {
 		select {

@@ -10,7 +10,12 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/agentmesh/agentmesh/agents"
+	"github.com/agentmesh/agentmesh/bus"
+	"github.com/agentmesh/agentmesh/client"
+	"github.com/agentmesh/agentmesh/internal/meshtest"
 	"github.com/agentmesh/agentmesh/resolvers"
+	"github.com/agentmesh/agentmesh/schemas"
 )
 
 // clientFiles returns client c's store on its own bucket, as its
@@ -147,5 +152,116 @@ func TestAttackFilesOfAnotherClient(t *testing.T) {
 	}
 	if _, err := mine.Resolve(ctx, ref.ID); !errors.Is(err, resolvers.ErrNotFound) {
 		t.Fatalf("after alice's delete: %v, want not found", err)
+	}
+}
+
+// scribe copies the files it is given into one new file, with the store
+// an agent process uses: the shared bucket, following each task's owner
+// into that client's bucket. It tells the new file's id in its progress.
+func scribe(js jetstream.JetStream, m *secureMesh, shared jetstream.ObjectStore) agents.Agent {
+	store := resolvers.NewObjectStore(shared, resolvers.WithOwnerBuckets(js, m.names.ClientFilesStore))
+	return agents.Func(schemas.AgentContract{
+		Name: "Scribe", Capability: schemas.CapTransformation, Description: "copies files into one",
+		Inputs:  []schemas.TypedInput{{Name: "files", DataType: schemas.TypeFileIDs, Required: true}},
+		Outputs: []schemas.TypedOutput{{Name: "files", DataType: schemas.TypeFileIDs}},
+	}, func(ctx context.Context, ec *schemas.ExecutionContext) (schemas.AgentResult, error) {
+		fc, err := ec.Files("files")
+		if err != nil {
+			return schemas.AgentResult{}, err
+		}
+		var all []string
+		for _, id := range fc.IDs() {
+			b, err := store.Resolve(ctx, id)
+			if err != nil {
+				return schemas.AgentResult{}, err
+			}
+			all = append(all, string(b))
+		}
+		ref, err := store.Store(ctx, strings.NewReader(strings.Join(all, " + ")), "text/plain", nil)
+		if err != nil {
+			return schemas.AgentResult{}, err
+		}
+		agents.ReportProgress(ctx, "stored "+ref.ID+" in "+ref.Store, 100)
+		return schemas.AgentResult{Success: true, Outputs: map[string]schemas.TypedValue{
+			"files": schemas.FilesValue(schemas.FromIDs("text/plain", ref.ID), "Scribe")}}, nil
+	})
+}
+
+// A run's files are its owner's: alice's pipeline run reads a file of hers
+// and a file of the shared bucket (a reference made before buckets had
+// owners, with no store), and its agent stores what it makes in alice's
+// bucket, which alice downloads and mallory cannot read.
+func TestFilesOfARunLandInTheOwnersBucket(t *testing.T) {
+	m := startSecure(t)
+	m.ClientFiles(t, alice.Name)
+	m.ClientFiles(t, mallory.Name)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	ac := m.connect(t, bus.Identity{Role: bus.RoleAgent, Name: "Scribe"})
+	shared, err := ac.js.ObjectStore(ctx, m.names.FilesStore())
+	if err != nil {
+		t.Fatal(err)
+	}
+	meshtest.Serve(t, ac.Conn, scribe(ac.js, m, shared), agents.WithHeartbeat(time.Second))
+	m.orchestrator(t, "Scribe")
+
+	a, own := m.connect(t, alice), m.names.ForClient(alice.Name)
+	mine := clientFiles(t, m, a, alice.Name)
+	hers, err := mine.Store(ctx, strings.NewReader("alice's page"), "text/plain", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, err := resolvers.NewObjectStore(m.res.Files).Store(ctx, strings.NewReader("a shared page"), "text/plain", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if old.Store != "" {
+		t.Fatalf("a file of the shared bucket names store %q, want none", old.Store)
+	}
+	const run = "alice-files-run"
+	spec := client.NewPipeline("copy").SeedValue("docs", schemas.TypeFileIDs, "text/plain", schemas.FromIDs("text/plain", hers.ID, old.ID)).
+		Step("copy", "Scribe").Input("files", "seed.docs").MustBuild()
+	if _, err := client.SubmitPipeline(ctx, a.js, own, spec, run, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	events, stop, err := client.Follow(ctx, a.js, own, own.EventsOf(run), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	var made string
+	for done := false; !done; {
+		select {
+		case ev := <-events:
+			var p schemas.TaskProgress
+			switch {
+			case ev.Type == bus.TypeTaskProgress && ev.DataAs(&p) == nil && strings.HasPrefix(p.Message, "stored "):
+				made = p.Message
+			case ev.Type == bus.TypePipelineCompleted:
+				var re schemas.RunEvent
+				if err := ev.DataAs(&re); err != nil || re.Status != schemas.RunCompleted {
+					t.Fatalf("alice's run ended %+v (%v)", re, err)
+				}
+				done = true
+			}
+		case <-ctx.Done():
+			t.Fatal("alice's run did not end")
+		}
+	}
+	id, store, ok := strings.Cut(strings.TrimPrefix(made, "stored "), " in ")
+	if !ok || store != m.names.ClientFilesStore(alice.Name) {
+		t.Fatalf("the Scribe said %q; want a file stored in %s", made, m.names.ClientFilesStore(alice.Name))
+	}
+	got, err := mine.Resolve(ctx, id)
+	if err != nil || string(got) != "alice's page + a shared page" {
+		t.Fatalf("alice downloads the run's file %s: %q %v", id, got, err)
+	}
+	mal := m.connect(t, mallory)
+	theirs, err := mal.js.ObjectStore(ctx, store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := attempt(func(ctx context.Context) error { _, err := resolvers.NewObjectStore(theirs).Resolve(ctx, id); return err }); err == nil {
+		t.Fatal("mallory read the file of alice's run")
 	}
 }

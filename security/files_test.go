@@ -261,7 +261,10 @@ func TestFilesOfARunLandInTheOwnersBucket(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := attempt(func(ctx context.Context) error { _, err := resolvers.NewObjectStore(theirs).Resolve(ctx, id); return err }); err == nil {
+	if err := attempt(func(ctx context.Context) error {
+		_, err := resolvers.NewObjectStore(theirs).Resolve(ctx, id)
+		return err
+	}); err == nil {
 		t.Fatal("mallory read the file of alice's run")
 	}
 }

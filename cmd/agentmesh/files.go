@@ -385,5 +385,10 @@ func (a *app) fileStore(ctx context.Context) (store *resolvers.ObjectStore, done
 	if err != nil {
 		return nil, nil, err
 	}
-	return resolvers.NewObjectStore(m.Res.Files), m.Close, nil
+	store, err = m.files(ctx)
+	if err != nil {
+		m.Close()
+		return nil, nil, err
+	}
+	return store, m.Close, nil
 }

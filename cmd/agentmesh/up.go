@@ -250,6 +250,11 @@ func (a *app) startStack(ctx context.Context, opts stackOptions, log io.Writer) 
 		return nil, err
 	}
 	if st.sec != nil {
+		if err := provisionIssuedClientFiles(ctx, m, st.sec); err != nil {
+			m.Close()
+			st.shutdownServer()
+			return nil, err
+		}
 		// A connection of its own, which lives as long as the server.
 		opts := bus.ConnectOptions{URL: st.url, CredsFile: a.creds, TLSCA: a.tlsCA, Name: "agentmesh up (revocations)"}
 		if st.revocations, err = opts.Connect(ctx); err == nil {

@@ -29,6 +29,7 @@ const (
 // event stream.
 func TestBearerTokens(t *testing.T) {
 	srv := securetest.Start(t) // any mesh will do; this one also proves the gateway binds as a client
+	srv.ClientFiles(t, "alice")
 	alice := srv.Connect(t, bus.Identity{Role: bus.RoleClient, Name: "alice"})
 	m := &testMesh{spec: loadSpec(t)}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -86,6 +87,7 @@ func TestBearerTokens(t *testing.T) {
 func TestSecureMeshRoles(t *testing.T) {
 	srv := securetest.Start(t)
 	clientID := bus.Identity{Role: bus.RoleClient, Name: "alice"}
+	srv.ClientFiles(t, clientID.Name)
 	alice := srv.Connect(t, clientID)
 	meshtest.Serve(t, srv.Connect(t, bus.Identity{Role: bus.RoleAgent, Name: text.Name}), text.New(), agents.WithHeartbeat(time.Second))
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

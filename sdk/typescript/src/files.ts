@@ -37,6 +37,25 @@ export function newFileID(): string {
 }
 
 /**
+ * directInfo makes store read an object's info with a direct get that
+ * names the object's subject ($JS.API.DIRECT.GET.<stream>.$O.<bucket>.M.<name>),
+ * not STREAM.MSG.GET with the subject in the body: a secure mesh grants an
+ * agent every client's bucket only through subjects of the object store
+ * (docs/security.md, "Files"), and @nats-io/obj has no option for it.
+ */
+function directInfo(store: ObjectStore): ObjectStore {
+  const jsm = (store as unknown as { jsm?: { streams?: { getMessage: unknown }; direct?: { getMessage: unknown } } }).jsm;
+  if (jsm?.streams && jsm.direct && !(jsm.streams as { direct?: boolean }).direct) {
+    const direct = jsm.direct as { getMessage(stream: string, q: unknown): Promise<unknown> };
+    const streams = Object.create(jsm.streams) as { getMessage: unknown; direct: boolean };
+    streams.getMessage = (stream: string, q: unknown) => direct.getMessage(stream, q);
+    streams.direct = true;
+    jsm.streams = streams;
+  }
+  return store;
+}
+
+/**
  * Files reads and writes the mesh's object store: the shared bucket
  * (mesh_files) and, for a task a client owns (forOwner), that client's
  * bucket (docs/security.md, "Files").
@@ -74,7 +93,7 @@ export class Files {
   private async ownerStore(): Promise<ObjectStore | undefined> {
     if (!this.owner) return undefined;
     try {
-      return await this.open(this.names.clientFilesStore(this.owner));
+      return directInfo(await this.open(this.names.clientFilesStore(this.owner)));
     } catch (err) {
       if (/not found/i.test(messageOf(err))) return undefined;
       throw err;

@@ -130,7 +130,7 @@ itself as admin. Clients need credentials from 'agentmesh creds'.`,
 			env := "NATS_URL=" + st.url
 			if st.sec != nil {
 				env += fmt.Sprintf(" NATS_CA=%s NATS_CREDS=alice.creds", st.sec.TLS.CA)
-				fmt.Fprintf(a.out, "\nsecure: make a client's credentials first: agentmesh creds client alice --store %s -o alice.creds", opts.store)
+				fmt.Fprintf(a.out, "\nsecure: make a client's credentials (and its files bucket) first: agentmesh creds client alice --store %s --nats %s -o alice.creds", opts.store, st.url)
 			}
 			fmt.Fprintf(a.out, "\nmesh is up on %s; try in another terminal:\n  %s agentmesh agents\n  %s agentmesh chat \"Find sunset images and organize them into folders\"\nCtrl-C stops everything.\n", st.url, env, env)
 			select {

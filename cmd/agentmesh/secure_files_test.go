@@ -1,0 +1,52 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The shipped binary on a secure mesh: `creds client` makes the client's
+// files bucket on the running mesh; the client puts and gets its files
+// there with `agentmesh files`; another client does not find them.
+func TestBinarySecureClientFiles(t *testing.T) {
+	url, store := startSecureServer(t)
+	ca := filepath.Join(store, "secure", "ca.pem")
+	dir := t.TempDir()
+	creds := func(name string) string {
+		t.Helper()
+		out := filepath.Join(dir, name+".creds")
+		_, stderr, code := runBinary(t, exec.Command(agentBinary(t), "creds", "client", name, "--store", store, "--nats", url, "-o", out))
+		if code != 0 || strings.Contains(stderr, "not made") {
+			t.Fatalf("agentmesh creds client %s: exit %d: %s", name, code, stderr)
+		}
+		return out
+	}
+	alice, mallory := creds("alice"), creds("mallory")
+	doc := filepath.Join(dir, "doc.txt")
+	if err := os.WriteFile(doc, []byte("alice's document"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	as := func(creds string, args ...string) (string, string, int) {
+		return runBinary(t, exec.Command(agentBinary(t), append(args, "--nats", url, "--creds", creds, "--tls-ca", ca)...))
+	}
+	stdout, stderr, code := as(alice, "files", "put", doc)
+	id, _, _ := strings.Cut(stdout, "\t")
+	if code != 0 || !strings.HasPrefix(id, "f-") {
+		t.Fatalf("agentmesh files put as alice: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if stdout, stderr, code = as(alice, "files", "get", id); code != 0 || stdout != "alice's document" {
+		t.Fatalf("agentmesh files get %s as alice: exit %d\n%q\n%s", id, code, stdout, stderr)
+	}
+	if stdout, _, code = as(alice, "files", "ls"); code != 0 || !strings.Contains(stdout, id) {
+		t.Fatalf("agentmesh files ls as alice: exit %d, %q does not list %s", code, stdout, id)
+	}
+	if stdout, stderr, code = as(mallory, "files", "get", id); code == 0 || !strings.Contains(stderr, "not found") {
+		t.Fatalf("agentmesh files get %s as mallory: exit %d\n%q\n%s", id, code, stdout, stderr)
+	}
+	if stdout, _, code = as(mallory, "files", "ls"); code != 0 || strings.Contains(stdout, id) {
+		t.Fatalf("agentmesh files ls as mallory: exit %d, lists alice's %s: %q", code, id, stdout)
+	}
+}

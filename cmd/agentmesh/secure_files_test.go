@@ -10,7 +10,8 @@ import (
 
 // The shipped binary on a secure mesh: `creds client` makes the client's
 // files bucket on the running mesh; the client puts and gets its files
-// there with `agentmesh files`; another client does not find them.
+// there with `agentmesh files`; another client does not find them; a
+// client is told knowledge bases are admin's.
 func TestBinarySecureClientFiles(t *testing.T) {
 	url, store := startSecureServer(t)
 	ca := filepath.Join(store, "secure", "ca.pem")
@@ -48,5 +49,9 @@ func TestBinarySecureClientFiles(t *testing.T) {
 	}
 	if stdout, _, code = as(mallory, "files", "ls"); code != 0 || strings.Contains(stdout, id) {
 		t.Fatalf("agentmesh files ls as mallory: exit %d, lists alice's %s: %q", code, id, stdout)
+	}
+	// Knowledge bases are in the shared bucket: admin's, said at once.
+	if _, stderr, code = as(alice, "kb", "ls"); code == 0 || !strings.Contains(stderr, "run agentmesh kb with admin credentials") {
+		t.Fatalf("agentmesh kb ls as alice: exit %d: %s", code, stderr)
 	}
 }

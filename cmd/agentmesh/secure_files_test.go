@@ -10,10 +10,11 @@ import (
 
 // The shipped binary on a secure mesh: `creds client` makes the client's
 // files bucket on the running mesh; the client puts and gets its files
-// there with `agentmesh files`; another client does not find them; a
-// client is told knowledge bases are admin's.
+// there with `agentmesh files`; another client does not find them; the
+// server makes the buckets of the clients it issues at start; a client is
+// told knowledge bases are admin's.
 func TestBinarySecureClientFiles(t *testing.T) {
-	url, store := startSecureServer(t)
+	url, store := startSecureServer(t, "--issue", "client-bob")
 	ca := filepath.Join(store, "secure", "ca.pem")
 	dir := t.TempDir()
 	creds := func(name string) string {
@@ -49,6 +50,11 @@ func TestBinarySecureClientFiles(t *testing.T) {
 	}
 	if stdout, _, code = as(mallory, "files", "ls"); code != 0 || strings.Contains(stdout, id) {
 		t.Fatalf("agentmesh files ls as mallory: exit %d, lists alice's %s: %q", code, id, stdout)
+	}
+	// The server made the bucket of the client it issued at start.
+	bob := filepath.Join(store, "secure", "creds", "client-bob.creds")
+	if stdout, stderr, code = as(bob, "files", "put", doc); code != 0 || !strings.HasPrefix(stdout, "f-") {
+		t.Fatalf("agentmesh files put as bob, issued at the server's start: exit %d\n%s\n%s", code, stdout, stderr)
 	}
 	// Knowledge bases are in the shared bucket: admin's, said at once.
 	if _, stderr, code = as(alice, "kb", "ls"); code == 0 || !strings.Contains(stderr, "run agentmesh kb with admin credentials") {

@@ -267,4 +267,17 @@ func TestFilesOfARunLandInTheOwnersBucket(t *testing.T) {
 	}); err == nil {
 		t.Fatal("mallory read the file of alice's run")
 	}
+	// The agent's grants cover all it did with alice's bucket.
+	if err := ac.Flush(); err != nil { // the server's errors come before its PONG
+		t.Fatal(err)
+	}
+	for len(ac.errs) > 0 {
+		t.Errorf("the Scribe's connection: %v", <-ac.errs)
+	}
+	// Deleting the consumers it reads files with lets it delete no
+	// durable whose name it knows: its own (any agent's) on MESH_TASKS.
+	if err := attempt(func(ctx context.Context) error { return ac.js.DeleteConsumer(ctx, m.names.TasksStream(), "Scribe") }); err == nil {
+		t.Fatal("the Scribe deleted its durable consumer on the tasks stream")
+	}
+	ac.violation(t, "Publish", "$JS.API.CONSUMER.DELETE."+m.names.TasksStream())
 }

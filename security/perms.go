@@ -90,6 +90,14 @@ func filesGrants(g *grants, id bus.Identity, n bus.Names) {
 	}
 	bucket(n.FilesStore())
 	g.pub("$O.*.>", jsAPI("DIRECT.GET", "*", "$O", ">"), jsAPI("CONSUMER.CREATE", "*", "*", "$O", ">"))
+	if id.Role == bus.RoleAgent {
+		// The object store deletes the consumer it read a file with; its
+		// name is random, but the permission cannot name the stream, so
+		// the durables whose names are known are kept out of it (and the
+		// orchestrator's, denyOrchestratorDurables).
+		g.pub(jsAPI("CONSUMER.DELETE", "*", "*"))
+		g.denyPub(jsAPI("CONSUMER.DELETE", n.TasksStream(), "*"), jsAPI("CONSUMER.DELETE", n.SchedulesStream(), "*"))
+	}
 }
 
 // agentGrants: agent a takes its own tasks, answers under its own result

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -40,7 +41,11 @@ func startSecureServerIn(t *testing.T, store string, extra ...string) (*proctest
 // creds runs `agentmesh creds ARGS --store store -o FILE` and returns FILE.
 func issueCreds(t *testing.T, store string, args ...string) string {
 	t.Helper()
-	out := filepath.Join(t.TempDir(), strings.Join(args, "-")+".creds")
+	name := args // ROLE [NAME], before any flag
+	if i := slices.IndexFunc(args, func(a string) bool { return strings.HasPrefix(a, "--") }); i >= 0 {
+		name = args[:i]
+	}
+	out := filepath.Join(t.TempDir(), strings.Join(name, "-")+".creds")
 	cmdArgs := append(append([]string{"creds"}, args...), "--store", store, "-o", out)
 	if _, stderr, code := runBinary(t, exec.Command(agentBinary(t), cmdArgs...)); code != 0 {
 		t.Fatalf("agentmesh %s: exit %d: %s", strings.Join(cmdArgs, " "), code, stderr)

@@ -118,19 +118,25 @@ func (a *Authority) ReviseAccount(srv *server.Server, edit func(*jwt.AccountClai
 	return a.apply(srv, token)
 }
 
-// apply hands the account JWT token to the running server: its resolver
-// keeps it (for lookups to come) and the loaded account takes its claims.
+// apply hands the mesh account's JWT token to the running server.
 func (a *Authority) apply(srv *server.Server, token string) error {
+	return applyAccount(srv, a.accountPub, token)
+}
+
+// applyAccount hands the JWT token of account pub to the running server:
+// its resolver keeps it (for lookups to come) and the loaded account
+// takes its claims.
+func applyAccount(srv *server.Server, pub, token string) error {
 	res := srv.AccountResolver()
 	if res == nil {
 		return errors.New("security: the server has no account resolver: it does not run in the secure mode")
 	}
-	if err := res.Store(a.accountPub, token); err != nil {
+	if err := res.Store(pub, token); err != nil {
 		return fmt.Errorf("security: storing the revised account in the server: %w", err)
 	}
-	acc, err := srv.LookupAccount(a.accountPub)
+	acc, err := srv.LookupAccount(pub)
 	if err != nil {
-		return fmt.Errorf("security: the server has no account %s (%v): is it configured with this authority?", a.accountPub, err)
+		return fmt.Errorf("security: the server has no account %s (%v): is it configured with this authority?", pub, err)
 	}
 	ac, err := jwt.DecodeAccountClaims(token)
 	if err != nil {

@@ -16,8 +16,16 @@ import (
 // IssuedClients returns the names of the clients the ledger holds
 // credentials for, sorted, each once: the clients whose files buckets the
 // server makes at start (bus.ProvisionClientFiles).
-func (a *Authority) IssuedClients() ([]string, error) {
-	path := filepath.Join(a.dir, issuedFile)
+func (a *Authority) IssuedClients() ([]string, error) { return issuedClientsIn(a.dir) }
+
+// TenantIssuedClients is IssuedClients for tenant's ledger: the clients
+// of its account.
+func (a *Authority) TenantIssuedClients(tenant string) ([]string, error) {
+	return issuedClientsIn(a.TenantDir(tenant))
+}
+
+func issuedClientsIn(dir string) ([]string, error) {
+	path := filepath.Join(dir, issuedFile)
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil

@@ -29,6 +29,7 @@ type Authority struct {
 	operator, account, signer, sys  nkeys.KeyPair
 	operatorJWT, accountJWT, sysJWT string
 	operatorPub, accountPub, sysPub string
+	tenants                         map[string]*tenantAccount // SetTenants'; guarded by mu
 }
 
 // key files under the authority's directory, one seed each.
@@ -168,6 +169,13 @@ func WithExpiry(d time.Duration) CredsOption {
 // (RevokeRequest). Its public key is recorded in the authority's ledger of
 // issued users, which revocations read.
 func (a *Authority) Creds(id bus.Identity, names bus.Names, opts ...CredsOption) ([]byte, error) {
+	return a.issue(a.accountPub, a.signer, a.recordIssued, id, names, opts...)
+}
+
+// issue signs a user JWT for id with signer, a signing key of account, and
+// returns it with its new key as a credentials file; record, when not nil,
+// is told the user's public key.
+func (a *Authority) issue(account string, signer nkeys.KeyPair, record func(pub, user string) error, id bus.Identity, names bus.Names, opts ...CredsOption) ([]byte, error) {
 	if err := id.Validate(); err != nil {
 		return nil, err
 	}
@@ -181,13 +189,13 @@ func (a *Authority) Creds(id bus.Identity, names bus.Names, opts ...CredsOption)
 	}
 	uc := jwt.NewUserClaims(upub)
 	uc.Name = id.User()
-	uc.IssuerAccount = a.accountPub
+	uc.IssuerAccount = account
 	uc.Tags.Add("agentmesh-role:"+string(id.Role), "agentmesh-prefix:"+strings.ToLower(names.Prefix()))
 	uc.Permissions = Permissions(id, names)
 	for _, o := range opts {
 		o(uc)
 	}
-	token, err := uc.Encode(a.signer)
+	token, err := uc.Encode(signer)
 	if err != nil {
 		return nil, fmt.Errorf("security: user JWT for %s: %w", id.User(), err)
 	}
@@ -195,8 +203,10 @@ func (a *Authority) Creds(id bus.Identity, names bus.Names, opts ...CredsOption)
 	if err != nil {
 		return nil, err
 	}
-	if err := a.recordIssued(upub, id.User()); err != nil {
-		return nil, err
+	if record != nil {
+		if err := record(upub, id.User()); err != nil {
+			return nil, err
+		}
 	}
 	return jwt.FormatUserConfig(token, seed)
 }

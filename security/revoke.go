@@ -35,8 +35,12 @@ const issuedFile = "issued"
 
 // recordIssued appends the user key pub of identity user to the ledger.
 // One write of one line: processes issuing at once do not mix lines.
-func (a *Authority) recordIssued(pub, user string) error {
-	path := filepath.Join(a.dir, issuedFile)
+func (a *Authority) recordIssued(pub, user string) error { return recordIssuedIn(a.dir, pub, user) }
+
+// recordIssuedIn appends to the ledger under dir: the authority's, or a
+// tenant's (TenantDir).
+func recordIssuedIn(dir, pub, user string) error {
+	path := filepath.Join(dir, issuedFile)
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return fmt.Errorf("security: the ledger of issued users: %w", err)
@@ -53,8 +57,10 @@ func (a *Authority) recordIssued(pub, user string) error {
 
 // IssuedKeys returns the public keys of the users issued for identity user
 // (e.g. "client-alice"), oldest first, from the ledger.
-func (a *Authority) IssuedKeys(user string) ([]string, error) {
-	path := filepath.Join(a.dir, issuedFile)
+func (a *Authority) IssuedKeys(user string) ([]string, error) { return issuedKeysIn(a.dir, user) }
+
+func issuedKeysIn(dir, user string) ([]string, error) {
+	path := filepath.Join(dir, issuedFile)
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -81,8 +87,9 @@ func (a *Authority) IssuedKeys(user string) ([]string, error) {
 // credentials file of it issued until the server applies the request
 // stops working, and its connections are closed.
 type RevokeRequest struct {
-	User string   `json:"user"`           // the identity, e.g. client-alice or agent-TextAgent
-	Keys []string `json:"keys,omitempty"` // its users' public keys (IssuedKeys); the server adds those connected now
+	Tenant string   `json:"tenant,omitempty"` // the identity's tenant (SetTenants); none for the mesh account's
+	User   string   `json:"user"`             // the identity, e.g. client-alice or agent-TextAgent
+	Keys   []string `json:"keys,omitempty"`   // its users' public keys (IssuedKeys); the server adds those connected now
 }
 
 // RevokeReply is the outcome of a RevokeRequest.
@@ -97,9 +104,13 @@ type RevokeReply struct {
 type Revoker struct {
 	Authority *Authority
 	Server    *server.Server
-	// Revoked, when set, is told of each identity revoked (after the
-	// server applied it), e.g. to remove a credentials file it kept.
+	// Revoked, when set, is told of each identity of the mesh account
+	// revoked (after the server applied it), e.g. to remove a
+	// credentials file it kept.
 	Revoked func(user string)
+	// TenantRevoked, when set, is told of each identity of a tenant
+	// revoked.
+	TenantRevoked func(tenant, user string)
 	// Errorf, when set, reports a reply that could not be sent (default:
 	// standard error).
 	Errorf func(format string, args ...any)
@@ -139,6 +150,11 @@ func DecodeRevokeRequest(data []byte) (RevokeRequest, error) {
 		return req, err
 	}
 	req.User = id.User()
+	if req.Tenant != "" {
+		if err := validateTenantName(req.Tenant); err != nil {
+			return req, err
+		}
+	}
 	for _, k := range req.Keys {
 		if !nkeys.IsValidPublicUserKey(k) {
 			return req, fmt.Errorf("%q is no user public key (U...)", k)
@@ -157,13 +173,24 @@ func (r *Revoker) revoke(data []byte) RevokeReply {
 		return fail(schemas.CodeInvalidRequest, "%v", err)
 	}
 	if req.User == (bus.Identity{Role: bus.RoleAdmin}).User() {
+		if req.Tenant != "" {
+			return fail(schemas.CodeForbidden, "tenant %s's admin cannot be revoked: the server provisions the tenant as admin; restart without --tenant %s to withdraw the whole tenant", req.Tenant, req.Tenant)
+		}
 		return fail(schemas.CodeForbidden, "admin cannot be revoked: the server's own processes run as admin; to withdraw every credential remove %s and restart", filepath.Join(r.Authority.dir, "account-signing.nk"))
+	}
+	account, ledger := r.Authority.accountPub, filepath.Join(r.Authority.dir, issuedFile)
+	if req.Tenant != "" {
+		pub, ok := r.Authority.tenantPub(req.Tenant)
+		if !ok {
+			return fail(schemas.CodeNotFound, "tenant %q is not one of this server's: it runs with --tenant %s", req.Tenant, strings.Join(r.Authority.TenantNames(), ", --tenant "))
+		}
+		account, ledger = pub, filepath.Join(r.Authority.TenantDir(req.Tenant), issuedFile)
 	}
 	keys := map[string]bool{}
 	for _, k := range req.Keys {
 		keys[k] = true
 	}
-	connected, err := r.connected(req.User)
+	connected, err := r.connected(account, req.User)
 	if err != nil {
 		return fail(schemas.CodeInternal, "listing the connections of %s: %v", req.User, err)
 	}
@@ -171,30 +198,38 @@ func (r *Revoker) revoke(data []byte) RevokeReply {
 		keys[k] = true
 	}
 	if len(keys) == 0 {
-		return fail(schemas.CodeNotFound, "no credentials of %s to revoke: the ledger of this store holds none (%s) and none is connected", req.User, filepath.Join(r.Authority.dir, issuedFile))
+		return fail(schemas.CodeNotFound, "no credentials of %s to revoke: the ledger of this store holds none (%s) and none is connected", req.User, ledger)
 	}
 	at := time.Now()
-	err = r.Authority.ReviseAccount(r.Server, func(ac *jwt.AccountClaims) {
+	revoke := func(ac *jwt.AccountClaims) {
 		for k := range keys {
 			ac.RevokeAt(k, at)
 		}
-	})
+	}
+	if req.Tenant != "" {
+		err = r.Authority.reviseTenant(r.Server, req.Tenant, revoke)
+	} else {
+		err = r.Authority.ReviseAccount(r.Server, revoke)
+	}
 	if err != nil {
 		return fail(schemas.CodeInternal, "revoking %s: %v", req.User, err)
 	}
-	if r.Revoked != nil {
+	switch {
+	case req.Tenant != "" && r.TenantRevoked != nil:
+		r.TenantRevoked(req.Tenant, req.User)
+	case req.Tenant == "" && r.Revoked != nil:
 		r.Revoked(req.User)
 	}
 	return RevokeReply{User: req.User, Keys: len(keys), At: at.Unix()}
 }
 
 // connected returns the user keys of the connections of identity user to
-// the mesh account now, which the ledger may not hold (credentials issued
+// account now, which the ledger may not hold (credentials issued
 // elsewhere or before the ledger was kept).
-func (r *Revoker) connected(user string) ([]string, error) {
+func (r *Revoker) connected(account, user string) ([]string, error) {
 	var keys []string
 	for offset := 0; ; {
-		cz, err := r.Server.Connz(&server.ConnzOptions{Username: true, Account: r.Authority.accountPub, Offset: offset, Limit: 1024})
+		cz, err := r.Server.Connz(&server.ConnzOptions{Username: true, Account: account, Offset: offset, Limit: 1024})
 		if err != nil {
 			return nil, err
 		}
@@ -214,11 +249,26 @@ func (r *Revoker) connected(user string) ([]string, error) {
 // connection) to revoke identity user, with the keys the ledger of a
 // holds for it, and waits for its answer.
 func (a *Authority) Revoke(ctx context.Context, nc *nats.Conn, user string) (RevokeReply, error) {
-	keys, err := a.IssuedKeys(user)
+	return a.revoke(ctx, nc, "", a.dir, user)
+}
+
+// RevokeTenant is Revoke for identity user of tenant, with the keys of
+// the tenant's ledger (TenantCreds records them). nc is the mesh
+// account's admin connection, as for Revoke: a tenant's identities cannot
+// revoke.
+func (a *Authority) RevokeTenant(ctx context.Context, nc *nats.Conn, tenant, user string) (RevokeReply, error) {
+	if err := validateTenantName(tenant); err != nil {
+		return RevokeReply{}, err
+	}
+	return a.revoke(ctx, nc, tenant, a.TenantDir(tenant), user)
+}
+
+func (a *Authority) revoke(ctx context.Context, nc *nats.Conn, tenant, ledger, user string) (RevokeReply, error) {
+	keys, err := issuedKeysIn(ledger, user)
 	if err != nil {
 		return RevokeReply{}, err
 	}
-	data, err := json.Marshal(RevokeRequest{User: user, Keys: keys})
+	data, err := json.Marshal(RevokeRequest{Tenant: tenant, User: user, Keys: keys})
 	if err != nil {
 		return RevokeReply{}, err
 	}

@@ -47,8 +47,9 @@ func Setup(storeDir string, tls TLSFiles, hosts ...string) (*Server, error) {
 const MaxControlLine = 16 << 10
 
 // Configure turns o into a secure server: clients authenticate with user
-// JWTs issued under the authority's account (a memory resolver preloaded
-// with the account and the system account), and every connection is TLS.
+// JWTs issued under the authority's account or a tenant's (SetTenants) (a
+// memory resolver preloaded with those accounts and the system account),
+// and every connection is TLS.
 func (s *Server) Configure(o *server.Options) error {
 	a := s.Authority
 	oc, err := jwt.DecodeOperatorClaims(a.operatorJWT)
@@ -59,7 +60,9 @@ func (s *Server) Configure(o *server.Options) error {
 	account := a.accountJWT
 	a.mu.Unlock()
 	res := &server.MemAccResolver{}
-	for pub, token := range map[string]string{a.accountPub: account, a.sysPub: a.sysJWT} {
+	accounts := a.tenantJWTs()
+	accounts[a.accountPub], accounts[a.sysPub] = account, a.sysJWT
+	for pub, token := range accounts {
 		if err := res.Store(pub, token); err != nil {
 			return err
 		}

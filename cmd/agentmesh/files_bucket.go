@@ -4,7 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/agentmesh/agentmesh/bus"
@@ -48,6 +52,12 @@ func provisionIssuedClientFiles(ctx context.Context, m *mesh, sec *security.Serv
 	if err != nil {
 		return err
 	}
+	return provisionClientFiles(ctx, m, clients)
+}
+
+// provisionClientFiles makes the files bucket of each client on m, an
+// admin's connection.
+func provisionClientFiles(ctx context.Context, m *mesh, clients []string) error {
 	for _, c := range clients {
 		if _, err := bus.ProvisionClientFiles(ctx, m.JS, m.Names, c); err != nil {
 			return err
@@ -57,11 +67,18 @@ func provisionIssuedClientFiles(ctx context.Context, m *mesh, sec *security.Serv
 }
 
 // makeClientFiles makes client c's files bucket as admin on the running
-// mesh, for `agentmesh creds client`; when no mesh answers, it says so and
+// mesh (as tenant's admin in its account, with a tenant), for `agentmesh
+// creds client`; when no mesh answers, it says so and
 // that the server makes it at its next start (provisionIssuedClientFiles).
-func (a *app) makeClientFiles(ctx context.Context, auth *security.Authority, dir string, names bus.Names, c string) {
+func (a *app) makeClientFiles(ctx context.Context, auth *security.Authority, dir string, names bus.Names, tenant, c string) {
 	bucket := names.ClientFilesStore(c)
-	nc, err := a.adminConn(ctx, auth, dir)
+	var nc *nats.Conn
+	var err error
+	if tenant == "" {
+		nc, err = a.adminConn(ctx, auth, dir)
+	} else {
+		nc, err = a.tenantAdminConn(ctx, auth, dir, names, tenant)
+	}
 	if err == nil {
 		defer nc.Close()
 		var js jetstream.JetStream
@@ -72,4 +89,26 @@ func (a *app) makeClientFiles(ctx context.Context, auth *security.Authority, dir
 	if err != nil {
 		fmt.Fprintf(a.errOut, "agentmesh: client %s's files bucket %s is not made yet (%v): the secure server makes it at its next start, or run this again with --nats set to the running mesh\n", c, bucket, err)
 	}
+}
+
+// tenantAdminConn connects as tenant's admin with a credential it signs
+// for a minute, trusting the CA under dir unless --tls-ca names one.
+func (a *app) tenantAdminConn(ctx context.Context, auth *security.Authority, dir string, names bus.Names, tenant string) (*nats.Conn, error) {
+	creds, err := auth.TenantCreds(tenant, bus.Identity{Role: bus.RoleAdmin}, names, security.WithExpiry(time.Minute))
+	if err != nil {
+		return nil, err
+	}
+	tmp, err := os.MkdirTemp("", "agentmesh-admin-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	opts := bus.ConnectOptions{URL: a.natsURL, CredsFile: filepath.Join(tmp, "admin.creds"), TLSCA: a.tlsCA, Name: "agentmesh creds (tenant " + tenant + ")", RetryFor: a.connectWait.v}
+	if opts.TLSCA == "" {
+		opts.TLSCA = filepath.Join(dir, "ca.pem")
+	}
+	if err := os.WriteFile(opts.CredsFile, creds, 0o600); err != nil {
+		return nil, err
+	}
+	return opts.Connect(ctx)
 }

@@ -46,10 +46,14 @@ func (q *quotaFlags) register(f *pflag.FlagSet) {
 	f.Int64Var(&q.consumers, "max-consumers", 0, "with --secure: JetStream consumers the account may have, every agent's and client's included; 0 no limit")
 }
 
-// quotas returns the flags' quotas, and the flags given.
+// quotas returns the flags' quotas, and the flags given (none when f is
+// nil: demo starts its stack with no such flags).
 func (q *quotaFlags) quotas(f *pflag.FlagSet) (security.Quotas, []string) {
 	var given []string
 	for _, name := range []string{"max-connections", "max-store", "max-memory", "max-streams", "max-consumers"} {
+		if f == nil {
+			break
+		}
 		if fl := f.Lookup(name); fl != nil && fl.Changed {
 			given = append(given, "--"+name)
 		}
@@ -153,6 +157,8 @@ func (a *app) serveRevocations(nc *nats.Conn, sec *security.Server, srv *embedde
 	r := &security.Revoker{Authority: sec.Authority, Server: srv.NATS(), Revoked: func(user string) {
 		_ = os.Remove(filepath.Join(a.credsDir, user+".creds"))
 		fmt.Fprintf(a.errOut, "agentmesh: revoked %s: its credentials issued until now are refused\n", user)
+	}, TenantRevoked: func(tenant, user string) {
+		fmt.Fprintf(a.errOut, "agentmesh: revoked %s of tenant %s: its credentials issued until now are refused\n", user, tenant)
 	}, Errorf: func(format string, args ...any) {
 		fmt.Fprintf(a.errOut, "agentmesh: "+format+"\n", args...)
 	}}
@@ -181,7 +187,7 @@ func dialURL(url string) string {
 }
 
 func newCredsCmd(a *app) *cobra.Command {
-	var store, out string
+	var store, out, tenant string
 	var expires time.Duration
 	cmd := &cobra.Command{
 		Use:   "creds agent NAME | client [NAME] | orchestrator | admin",
@@ -205,6 +211,9 @@ Roles (docs/security.md has the full permission table):
   orchestrator   run chat turns and pipelines: every task and result, all state
   admin          everything, including provisioning and state
 
+With --tenant NAME the identity is one of tenant NAME (an account the
+server runs with --tenant NAME): it connects to that tenant's mesh only.
+
 A secure mesh lets an identity read replies only on its own inbox prefix,
 _INBOX.<role>-<name>; agentmesh and the examples set it from the file, with
 the nats CLI pass --inbox-prefix.`,
@@ -212,6 +221,7 @@ the nats CLI pass --inbox-prefix.`,
   agentmesh creds client alice -o alice.creds
   agentmesh creds client contractor --expires 24h -o contractor.creds
   agentmesh creds revoke client-alice
+  agentmesh creds --tenant acme client alice -o acme-alice.creds
   NATS_CREDS=alice.creds NATS_CA=.agentmesh/secure/ca.pem agentmesh chat "hello"
   nats --creds alice.creds --tlsca .agentmesh/secure/ca.pem --inbox-prefix _INBOX.client-alice stream ls`,
 		Args: cobra.RangeArgs(1, 2),
@@ -235,7 +245,12 @@ the nats CLI pass --inbox-prefix.`,
 			if expires > 0 {
 				opts = append(opts, security.WithExpiry(expires))
 			}
-			creds, err := auth.Creds(id, names, opts...)
+			var creds []byte
+			if tenant != "" {
+				creds, err = auth.TenantCreds(tenant, id, names, opts...)
+			} else {
+				creds, err = auth.Creds(id, names, opts...)
+			}
 			if err != nil {
 				return err
 			}
@@ -247,18 +262,19 @@ the nats CLI pass --inbox-prefix.`,
 			if err != nil || id.Role != bus.RoleClient {
 				return err
 			}
-			a.makeClientFiles(cmd.Context(), auth, filepath.Join(store, security.Dir), names, id.Name)
+			a.makeClientFiles(cmd.Context(), auth, filepath.Join(store, security.Dir), names, tenant, id.Name)
 			return nil
 		},
 	}
 	cmd.PersistentFlags().StringVar(&store, "store", ".agentmesh", "store directory of the secure server (its keys are under STORE/secure)")
 	cmd.Flags().StringVarP(&out, "output", "o", "", "write the credentials to this file (0600) instead of stdout")
 	cmd.Flags().DurationVar(&expires, "expires", 0, "the credentials stop working this long after they are issued, e.g. 24h (default: never)")
-	cmd.AddCommand(newCredsRevokeCmd(a, &store))
+	cmd.PersistentFlags().StringVar(&tenant, "tenant", "", "issue an identity of this tenant (an account the server runs with --tenant NAME) instead of the mesh account's")
+	cmd.AddCommand(newCredsRevokeCmd(a, &store, &tenant))
 	return cmd
 }
 
-func newCredsRevokeCmd(a *app, store *string) *cobra.Command {
+func newCredsRevokeCmd(a *app, store, tenant *string) *cobra.Command {
 	return &cobra.Command{
 		Use:   "revoke USER | revoke ROLE [NAME]",
 		Short: "Revoke every credentials file of one identity, e.g. client-alice (admin)",
@@ -277,9 +293,12 @@ the account's revocations, which it keeps under STORE/secure, so a restart
 keeps them. A revoked identity's file under the server's --creds-dir is
 removed (the next start issues a new one). In a cluster every node's
 process applies it to its own server and store; a node that is down at
-the time misses it: revoke again once it is back. See docs/security.md.`,
+the time misses it: revoke again once it is back. With --tenant NAME the
+identity is tenant NAME's (the ledger under --store/secure/tenants/NAME),
+revoked in that tenant's account only. See docs/security.md.`,
 		Example: `  agentmesh creds revoke client-alice --store .agentmesh
   agentmesh creds revoke agent NodeWordCount
+  agentmesh creds revoke --tenant acme client-alice
   agentmesh creds client alice -o alice.creds   # a new credential works`,
 		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -297,7 +316,12 @@ the time misses it: revoke again once it is back. See docs/security.md.`,
 				return err
 			}
 			defer nc.Close()
-			reply, err := auth.Revoke(cmd.Context(), nc, id.User())
+			var reply security.RevokeReply
+			if *tenant != "" {
+				reply, err = auth.RevokeTenant(cmd.Context(), nc, *tenant, id.User())
+			} else {
+				reply, err = auth.Revoke(cmd.Context(), nc, id.User())
+			}
 			if err != nil {
 				return err
 			}
@@ -306,7 +330,11 @@ the time misses it: revoke again once it is back. See docs/security.md.`,
 			}
 			fmt.Fprintf(a.out, "revoked %s: %d credentials (every one issued up to %s) no longer connect, and its connections are closed\n",
 				reply.User, reply.Keys, time.Unix(reply.At, 0).UTC().Format(time.RFC3339))
-			fmt.Fprintf(a.out, "issue new ones with: agentmesh creds %s --store %s\n", strings.TrimSpace(string(id.Role)+" "+id.Name), *store)
+			again := strings.TrimSpace(string(id.Role) + " " + id.Name)
+			if *tenant != "" {
+				again = "--tenant " + *tenant + " " + again
+			}
+			fmt.Fprintf(a.out, "issue new ones with: agentmesh creds %s --store %s\n", again, *store)
 			return nil
 		},
 	}

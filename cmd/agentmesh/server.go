@@ -19,6 +19,7 @@ func newServerCmd(a *app) *cobra.Command {
 		provision bool
 		mf        metricsFlags
 		sf        secureFlags
+		tf        tenantFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "server",
@@ -50,12 +51,22 @@ first start and reused after. The server provisions the mesh itself (as
 admin); 'agentmesh creds' issues credentials for agents, clients and the
 orchestrator without a restart, and 'agentmesh creds revoke' withdraws them
 (this process applies it). --max-connections, --max-store, --max-memory,
---max-streams and --max-consumers are the mesh account's quotas. See
-docs/security.md.`,
+--max-streams and --max-consumers are the mesh account's quotas.
+
+--tenant NAME[:quotas] adds a tenant: a NATS account of its own, signed by
+the operator, holding a whole mesh (the server provisions its streams and
+buckets in it) under its own quotas (store, memory, streams, consumers,
+connections). Nothing of one tenant is addressable from another or from the
+mesh account. Its identities come from 'agentmesh creds --tenant NAME'.
+--share AGENT lets every tenant call that agent of the mesh account
+directly (mesh.call.AGENT, '*' for all): it gets the task and answers, and
+sees nothing else of the tenant. See docs/security.md.`,
 		Example: `  agentmesh server --store /var/lib/agentmesh
   agentmesh server --secure --store .agentmesh
   agentmesh server --secure --max-connections 200 --max-store 20GiB
-  agentmesh creds client alice --store .agentmesh > alice.creds`,
+  agentmesh creds client alice --store .agentmesh > alice.creds
+  agentmesh server --secure --tenant acme:store=20GiB,connections=100 --tenant globex --share TextAgent
+  agentmesh creds --tenant acme client alice -o acme-alice.creds`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			store, err := filepath.Abs(opts.StoreDir)
@@ -69,6 +80,10 @@ docs/security.md.`,
 			}
 			defer pm.Close()
 			sec, err := a.secureServer(&opts, sf)
+			if err != nil {
+				return err
+			}
+			tenants, err := a.setTenants(sec, tf)
 			if err != nil {
 				return err
 			}
@@ -99,11 +114,19 @@ docs/security.md.`,
 					if err := a.serveRevocations(m.NC, sec, srv); err != nil {
 						return err
 					}
+					for _, t := range tenants {
+						if err := a.provisionTenant(cmd.Context(), sec, t.Name); err != nil {
+							return err
+						}
+					}
 				}
 			}
 			fmt.Fprintf(a.out, "NATS with JetStream listening on %s (data in %s); Ctrl-C stops it\n", srv.URL(), store)
 			if sec != nil {
 				fmt.Fprintf(a.out, "secure: TLS (CA %s) and credentials required; admin credentials in %s; issue more with: agentmesh creds ROLE [NAME] --store %s\n", sec.TLS.CA, a.creds, store)
+			}
+			for _, t := range tenants {
+				fmt.Fprintf(a.out, "tenant %s: an account of its own, provisioned; credentials: agentmesh creds --tenant %s ROLE [NAME] --store %s\n", t.Name, t.Name, store)
 			}
 			<-cmd.Context().Done()
 			return nil
@@ -121,5 +144,6 @@ docs/security.md.`,
 	natsHTTPPortFlag(f, &opts.HTTPPort)
 	mf.register(f)
 	sf.register(f)
+	tf.register(f)
 	return cmd
 }

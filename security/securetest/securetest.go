@@ -26,12 +26,26 @@ type Server struct {
 	Res   *bus.Resources // bound as admin
 	Admin *nats.Conn
 	Dir   string // the store directory; the keys are under Dir/secure
+
+	tenants []security.Tenant // StartTenants'
+	share   []string
 }
 
 // Start starts a secure server under a temporary store until the test ends.
 func Start(t testing.TB) *Server {
 	t.Helper()
 	s := &Server{Names: bus.MustNames(""), Dir: t.TempDir()}
+	s.start(t)
+	return s
+}
+
+// StartTenants starts a secure server as Start does, with tenants as
+// accounts of their own and the agents of share shared with them
+// (security.SetTenants). Each tenant's mesh is not provisioned: see
+// ProvisionTenant.
+func StartTenants(t testing.TB, share []string, tenants ...security.Tenant) *Server {
+	t.Helper()
+	s := &Server{Names: bus.MustNames(""), Dir: t.TempDir(), tenants: tenants, share: share}
 	s.start(t)
 	return s
 }
@@ -43,6 +57,11 @@ func (s *Server) start(t testing.TB) {
 	sec, err := security.Setup(s.Dir, security.TLSFiles{})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if len(s.tenants) > 0 {
+		if err := sec.Authority.SetTenants(s.Names, s.share, s.tenants...); err != nil {
+			t.Fatal(err)
+		}
 	}
 	emb, err := embedded.Start(embedded.Options{StoreDir: s.Dir, Configure: sec.Configure})
 	if err != nil {
@@ -105,6 +124,52 @@ func (s *Server) Connect(t testing.TB, id bus.Identity) *nats.Conn {
 	}
 	t.Cleanup(nc.Close)
 	return nc
+}
+
+// TenantCreds writes a credentials file for id of tenant and returns its
+// path.
+func (s *Server) TenantCreds(t testing.TB, tenant string, id bus.Identity) string {
+	t.Helper()
+	data, err := s.Sec.Authority.TenantCreds(tenant, id, s.Names)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), tenant+"-"+id.User()+".creds")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// ConnectTenant connects as id of tenant, as Connect does.
+func (s *Server) ConnectTenant(t testing.TB, tenant string, id bus.Identity) *nats.Conn {
+	t.Helper()
+	opts := bus.ConnectOptions{URL: s.URL(), CredsFile: s.TenantCreds(t, tenant, id), TLSCA: s.CA(), Name: tenant + "/" + id.User()}
+	nc, err := opts.Connect(context.Background())
+	if err != nil {
+		t.Fatalf("connecting as %s of tenant %s: %v", id.User(), tenant, err)
+	}
+	t.Cleanup(nc.Close)
+	return nc
+}
+
+// ProvisionTenant provisions tenant's mesh in its account as its admin,
+// as `agentmesh server --secure --tenant` does, and returns the admin's
+// connection and the resources.
+func (s *Server) ProvisionTenant(t testing.TB, tenant string, opts bus.ProvisionOptions) (*nats.Conn, *bus.Resources) {
+	t.Helper()
+	nc := s.ConnectTenant(t, tenant, bus.Identity{Role: bus.RoleAdmin})
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	res, err := bus.Provision(ctx, js, s.Names, opts)
+	if err != nil {
+		t.Fatalf("provisioning tenant %s: %v", tenant, err)
+	}
+	return nc, res
 }
 
 // ClientFiles makes client c's files bucket as admin does when issuing

@@ -11,10 +11,11 @@ import (
 // The shipped binary on a secure mesh: `creds client` makes the client's
 // files bucket on the running mesh; the client puts and gets its files
 // there with `agentmesh files`; another client does not find them; the
-// server makes the buckets of the clients it issues at start; a client is
-// told knowledge bases are admin's.
+// server makes the buckets of the clients it issues at start; a tenant's
+// client has its bucket in the tenant's account; a client is told
+// knowledge bases are admin's.
 func TestBinarySecureClientFiles(t *testing.T) {
-	url, store := startSecureServer(t, "--issue", "client-bob")
+	url, store := startSecureServer(t, "--issue", "client-bob", "--tenant", "acme")
 	ca := filepath.Join(store, "secure", "ca.pem")
 	dir := t.TempDir()
 	creds := func(name string) string {
@@ -55,6 +56,14 @@ func TestBinarySecureClientFiles(t *testing.T) {
 	bob := filepath.Join(store, "secure", "creds", "client-bob.creds")
 	if stdout, stderr, code = as(bob, "files", "put", doc); code != 0 || !strings.HasPrefix(stdout, "f-") {
 		t.Fatalf("agentmesh files put as bob, issued at the server's start: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	// A tenant's client gets its bucket in the tenant's account.
+	carol := filepath.Join(dir, "acme-carol.creds")
+	if _, stderr, code = runBinary(t, exec.Command(agentBinary(t), "creds", "--tenant", "acme", "client", "carol", "--store", store, "--nats", url, "-o", carol)); code != 0 || strings.Contains(stderr, "not made") {
+		t.Fatalf("agentmesh creds --tenant acme client carol: exit %d: %s", code, stderr)
+	}
+	if stdout, stderr, code = as(carol, "files", "put", doc); code != 0 || !strings.HasPrefix(stdout, "f-") {
+		t.Fatalf("agentmesh files put as acme's carol: exit %d\n%s\n%s", code, stdout, stderr)
 	}
 	// Knowledge bases are in the shared bucket: admin's, said at once.
 	if _, stderr, code = as(alice, "kb", "ls"); code == 0 || !strings.Contains(stderr, "run agentmesh kb with admin credentials") {

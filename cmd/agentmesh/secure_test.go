@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -41,11 +40,8 @@ func startSecureServerIn(t *testing.T, store string, extra ...string) (*proctest
 // creds runs `agentmesh creds ARGS --store store -o FILE` and returns FILE.
 func issueCreds(t *testing.T, store string, args ...string) string {
 	t.Helper()
-	name := args // ROLE [NAME], before any flag
-	if i := slices.IndexFunc(args, func(a string) bool { return strings.HasPrefix(a, "--") }); i >= 0 {
-		name = args[:i]
-	}
-	out := filepath.Join(t.TempDir(), strings.Join(name, "-")+".creds")
+	name := strings.NewReplacer("/", "_", ":", "_").Replace(strings.Join(args, "-")) // a --nats URL among them
+	out := filepath.Join(t.TempDir(), name+".creds")
 	cmdArgs := append(append([]string{"creds"}, args...), "--store", store, "-o", out)
 	if _, stderr, code := runBinary(t, exec.Command(agentBinary(t), cmdArgs...)); code != 0 {
 		t.Fatalf("agentmesh %s: exit %d: %s", strings.Join(cmdArgs, " "), code, stderr)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -71,6 +72,21 @@ func TestOwnerBuckets(t *testing.T) {
 	if err := store.Delete(bob, hers.ID); !errors.Is(err, resolvers.ErrNotFound) {
 		t.Errorf("alice's file deleted as bob: %v, want not found", err)
 	}
+	// Tasks of several owners at once share the store (run with -race).
+	var wg sync.WaitGroup
+	for i := range 8 {
+		owner := []context.Context{alice, bob}[i%2]
+		wg.Go(func() {
+			ref, err := store.Store(owner, strings.NewReader("at once"), "text/plain", nil)
+			if err == nil {
+				_, err = store.Resolve(owner, ref.ID)
+			}
+			if err != nil || ref.Store != names.ClientFilesStore(schemas.OwnerOf(owner)) {
+				t.Errorf("%s at once: %+v %v", schemas.OwnerOf(owner), ref, err)
+			}
+		})
+	}
+	wg.Wait()
 	if err := store.Delete(alice, hers.ID); err != nil {
 		t.Fatal(err)
 	}

@@ -166,6 +166,20 @@ func TestSecureMeshRoles(t *testing.T) {
 		t.Fatal("admin reads the backlog: got none")
 	}
 	wantError(t, "admin reads an unknown run", m.do(t, "GET", "/api/runs/nope", "", nil, asAdmin...), 404, schemas.CodeNotFound)
+
+	// The client's files are its own bucket's: an upload lands there, the
+	// client reads it back; admin's gateway connection, on the shared
+	// bucket, does not find it.
+	r = m.do(t, "POST", "/api/files?name=mine.txt", "text/plain", []byte("alice's upload"), asClient...)
+	var ref schemas.FileRef
+	decode(t, r, &ref)
+	if r.status != 201 || ref.Store != srv.Names.ClientFilesStore(clientID.Name) {
+		t.Fatalf("client upload: %d %s; want a file of %s", r.status, clip(r.body), srv.Names.ClientFilesStore(clientID.Name))
+	}
+	if r = m.do(t, "GET", "/api/files/"+ref.ID+"/content", "", nil, asClient...); r.status != 200 || string(r.body) != "alice's upload" {
+		t.Fatalf("client download: %d %q", r.status, r.body)
+	}
+	wantError(t, "admin reads alice's file in the shared bucket", m.do(t, "GET", "/api/files/"+ref.ID, "", nil, asAdmin...), 404, schemas.CodeNotFound)
 }
 
 // TestRefusalSentinels checks that the gateway's own refusals match their

@@ -26,14 +26,14 @@ func (m *mesh) files(ctx context.Context) (*resolvers.ObjectStore, error) {
 		bucket := m.Names.ClientFilesStore(m.ID.Name)
 		obs, err := m.JS.ObjectStore(ctx, bucket)
 		if errors.Is(err, jetstream.ErrBucketNotFound) || errors.Is(err, jetstream.ErrStreamNotFound) {
-			return nil, fmt.Errorf("client %s has no files bucket %s: admin makes it when issuing the client's credentials; run `agentmesh creds client %s` against the running mesh and use the new file", m.ID.Name, bucket, m.ID.Name)
+			return nil, fmt.Errorf("client %s has no files bucket %s: admin makes it when issuing the client's credentials: run `agentmesh creds client %s --nats URL` on the running mesh (or restart the secure server, which makes the buckets of the clients it issued)", m.ID.Name, bucket, m.ID.Name)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("files bucket %s: %w", bucket, err)
 		}
 		return resolvers.NewObjectStore(obs, resolvers.WithStoreName(bucket)), nil
 	case bus.RoleAgent, bus.RoleOrchestrator:
-		return resolvers.NewObjectStore(m.Res.Files, resolvers.WithOwnerBuckets(m.JS, m.Names.ClientFilesStore)), nil
+		return m.agentFiles(), nil
 	}
 	return resolvers.NewObjectStore(m.Res.Files), nil
 }

@@ -57,6 +57,15 @@ func TestBinarySecureClientFiles(t *testing.T) {
 	if stdout, stderr, code = as(bob, "files", "put", doc); code != 0 || !strings.HasPrefix(stdout, "f-") {
 		t.Fatalf("agentmesh files put as bob, issued at the server's start: exit %d\n%s\n%s", code, stdout, stderr)
 	}
+	// Credentials issued with no mesh to reach: creds says the bucket is
+	// not made yet, and the client's files commands say how to make it.
+	dave := filepath.Join(dir, "dave.creds")
+	if _, stderr, code = runBinary(t, exec.Command(agentBinary(t), "creds", "client", "dave", "--store", store, "--nats", "nats://127.0.0.1:1", "-o", dave)); code != 0 || !strings.Contains(stderr, "mesh_files_dave is not made yet") {
+		t.Fatalf("agentmesh creds client dave with no mesh: exit %d: %s", code, stderr)
+	}
+	if _, stderr, code = as(dave, "files", "ls"); code == 0 || !strings.Contains(stderr, "client dave has no files bucket mesh_files_dave") || !strings.Contains(stderr, "agentmesh creds client dave --nats URL") {
+		t.Fatalf("agentmesh files ls as dave, with no bucket: exit %d: %s", code, stderr)
+	}
 	// A tenant's client gets its bucket in the tenant's account.
 	carol := filepath.Join(dir, "acme-carol.creds")
 	if _, stderr, code = runBinary(t, exec.Command(agentBinary(t), "creds", "--tenant", "acme", "client", "carol", "--store", store, "--nats", url, "-o", carol)); code != 0 || strings.Contains(stderr, "not made") {

@@ -67,8 +67,21 @@ func DeriveSet[T any](s *FileSet, key any, build func(*FileSet) T) T {
 // Snapshot returns the files of cat sorted by id: the index's current set
 // while cat is an ObjectStore watching its store (Index), so what DeriveSet
 // and Derive built is built once per change; otherwise a new set from
-// cat.List.
+// cat.List. An ObjectStore following owners (WithOwnerBuckets) adds, for a
+// client's task, the files of the client's bucket, listed afresh.
 func Snapshot(ctx context.Context, cat Catalog) (*FileSet, error) {
+	set, err := snapshot(ctx, cat)
+	if err != nil {
+		return nil, err
+	}
+	if o, ok := cat.(*ObjectStore); ok {
+		return o.withOwnerFiles(ctx, set)
+	}
+	return set, nil
+}
+
+// snapshot is Snapshot of cat's own files.
+func snapshot(ctx context.Context, cat Catalog) (*FileSet, error) {
 	if o, ok := cat.(*ObjectStore); ok {
 		if x := o.index.Load(); x != nil {
 			return x.snapshot(), nil

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -27,8 +29,9 @@ func WithStoreName(name string) Option {
 // bucket. Handles are opened once and kept. A client with no bucket (a
 // plain mesh) keeps using the shared one. The owner, not a reference's
 // Store, picks the bucket, so a task cannot make an agent read a file of
-// a client other than its owner. List, Index and Select stay on the
-// shared bucket.
+// a client other than its owner. Snapshot (and so Files, the search
+// agents' catalog) adds the owner's files to the shared bucket's; List,
+// Index and Select stay on the shared bucket.
 func WithOwnerBuckets(js jetstream.JetStream, bucket func(owner string) string) Option {
 	return func(o *ObjectStore) {
 		o.owned = &ownedBuckets{js: js, name: bucket, open: map[string]jetstream.ObjectStore{}}
@@ -90,4 +93,33 @@ func (o *ObjectStore) lookup(ctx context.Context, fn func(obs jetstream.ObjectSt
 		}
 	}
 	return fn(o.obs, o.storeName)
+}
+
+// withOwnerFiles adds to set the files of the bucket of the owner on ctx
+// (WithOwnerBuckets), listed afresh and sorted in by id, so a search for a
+// client's task finds the client's own files too. With none, it is set
+// itself, with what searches derived from it.
+func (o *ObjectStore) withOwnerFiles(ctx context.Context, set *FileSet) (*FileSet, error) {
+	obs, store, err := o.bucketFor(ctx)
+	if err != nil || obs == o.obs {
+		return set, err
+	}
+	infos, err := obs.List(ctx)
+	if errors.Is(err, jetstream.ErrNoObjectsFound) {
+		return set, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list files of %s: %w", store, err)
+	}
+	merged := &FileSet{Files: slices.Clone(set.Files)}
+	for _, info := range infos {
+		if !info.Deleted && !Reserved(info.Name) {
+			merged.Files = append(merged.Files, &IndexedFile{Ref: refFromInfo(info, store)})
+		}
+	}
+	if len(merged.Files) == len(set.Files) {
+		return set, nil
+	}
+	slices.SortFunc(merged.Files, func(a, b *IndexedFile) int { return strings.Compare(a.Ref.ID, b.Ref.ID) })
+	return merged, nil
 }

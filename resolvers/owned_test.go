@@ -3,6 +3,7 @@ package resolvers_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -92,5 +93,73 @@ func TestOwnerBuckets(t *testing.T) {
 	}
 	if _, err := store.Resolve(alice, hers.ID); !errors.Is(err, resolvers.ErrNotFound) {
 		t.Errorf("after its delete: %v, want not found", err)
+	}
+}
+
+// A search for a client's task sees the shared files and the client's
+// own, in id order; another client's task, or a task with no owner, the
+// shared ones only, as the index holds them.
+func TestOwnerSnapshot(t *testing.T) {
+	srv := bustest.Start(t)
+	res := srv.Provision(t)
+	js, names := srv.JetStream(t), srv.Names()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for _, c := range []string{"alice", "bob"} {
+		if _, err := bus.ProvisionClientFiles(ctx, js, names, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	store := resolvers.NewObjectStore(res.Files, resolvers.WithOwnerBuckets(js, names.ClientFilesStore))
+	ictx, stop := context.WithCancel(ctx)
+	defer stop()
+	if err := store.Index(ictx); err != nil {
+		t.Fatal(err)
+	}
+	alice, bob := schemas.WithOwner(ctx, "alice"), schemas.WithOwner(ctx, "bob")
+	var shared, hers []string
+	for i := range 3 {
+		ref, err := store.Store(ctx, strings.NewReader("shared"), "text/plain", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		shared = append(shared, ref.ID)
+		if ref, err = store.Store(alice, strings.NewReader("alice's"), "text/plain", map[string]string{resolvers.MetaFilename: "a" + string(rune('0'+i)) + ".txt"}); err != nil {
+			t.Fatal(err)
+		}
+		hers = append(hers, ref.ID)
+	}
+	ids := func(set *resolvers.FileSet) []string {
+		var out []string
+		for _, f := range set.Files {
+			out = append(out, f.Ref.ID)
+		}
+		return out
+	}
+	base, err := resolvers.Snapshot(ctx, store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(shared)
+	if got := ids(base); !slices.Equal(got, shared) || !base.Kept {
+		t.Fatalf("no owner: %v (kept %v), want the index's %v", got, base.Kept, shared)
+	}
+	for _, c := range []struct {
+		ctx  context.Context
+		want []string
+	}{{alice, slices.Sorted(slices.Values(append(slices.Clone(shared), hers...)))}, {bob, shared}} {
+		set, err := resolvers.Snapshot(c.ctx, store)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := ids(set); !slices.Equal(got, c.want) {
+			t.Errorf("%s's task sees %v, want %v", schemas.OwnerOf(c.ctx), got, c.want)
+		}
+	}
+	set, _ := resolvers.Snapshot(alice, store)
+	for _, f := range set.Files {
+		if slices.Contains(hers, f.Ref.ID) && f.Ref.Store != names.ClientFilesStore("alice") {
+			t.Errorf("alice's %s names store %q", f.Ref.ID, f.Ref.Store)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package agents
 
 import (
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -35,6 +36,7 @@ type config struct {
 	ackWait     time.Duration
 	logger      *slog.Logger
 	version     string
+	agentVer    string // WithAgentVersion: the contract version served
 	observer    schemas.Observer
 
 	maxCallDepth, maxCallFanout int
@@ -223,6 +225,21 @@ func WithLogger(l *slog.Logger) Option {
 func WithVersion(v string) Option {
 	return func(c *config) error {
 		c.version = v
+		return nil
+	}
+}
+
+// WithAgentVersion serves the agent as version v, in place of the version
+// its contract declares: the version announced, stamped on each result,
+// and whose subject mesh.task.<agent>.v.<v> the instance also takes tasks
+// from (docs/protocol.md, "Versions and rollouts"). v must be a version
+// bus.VersionToken accepts.
+func WithAgentVersion(v string) Option {
+	return func(c *config) error {
+		if _, err := bus.VersionToken(v); err != nil {
+			return fmt.Errorf("%w: WithAgentVersion: %w", ErrInvalidOption, err)
+		}
+		c.agentVer = v
 		return nil
 	}
 }

@@ -46,6 +46,7 @@ type Runtime struct {
 	instance schemas.InstanceInfo
 	ttl      time.Duration
 
+	versionSubj, versionConsumer                                                     string // "" when the contract has no usable version
 	taskSubj, callSubj, announceSubj, departSubj, controlSubj, deadSubj, refusedSubj string
 	kvKey                                                                            string
 	resultPrefix                                                                     string
@@ -92,6 +93,9 @@ func NewRuntime(nc *nats.Conn, a Agent, opts ...Option) (*Runtime, error) {
 		}
 	}
 	c := a.Contract()
+	if cfg.agentVer != "" {
+		c.Version = cfg.agentVer
+	}
 	if err := c.ValidateWith(cfg.registry); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidAgent, err)
 	}
@@ -133,6 +137,14 @@ func NewRuntime(nc *nats.Conn, a Agent, opts ...Option) (*Runtime, error) {
 	n := cfg.names
 	// The name was validated above, so these cannot fail.
 	r.taskSubj, _ = n.Task(c.Name)
+	if c.Version != "" {
+		if tok, err := bus.VersionToken(c.Version); err != nil {
+			r.log.Warn("the contract's version cannot name a subject: this instance takes no task pinned to its version nor any share of a rollout", "version", c.Version, "err", err)
+		} else {
+			r.versionSubj, _ = n.TaskVersion(c.Name, c.Version)
+			r.versionConsumer = bus.VersionConsumer(c.Name, tok)
+		}
+	}
 	r.callSubj, _ = n.Call(c.Name)
 	r.announceSubj, _ = n.Announce(c.Name)
 	r.departSubj, _ = n.Depart(c.Name)
@@ -199,6 +211,7 @@ func (r *Runtime) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("agents: %s: consumer on stream %s: %w", r.contract.Name, n.TasksStream(), err)
 	}
+	vcons := r.versionConsumerOf(ctx)
 	var cleanup []func()
 	defer func() {
 		for i := len(cleanup) - 1; i >= 0; i-- {
@@ -241,13 +254,53 @@ func (r *Runtime) Run(ctx context.Context) error {
 		r.heartbeat(hbCtx)
 	}()
 
-	r.consume(ctx, cons)
+	conss := []jetstream.Consumer{cons}
+	if vcons != nil {
+		conss = append(conss, vcons)
+	}
+	r.consume(ctx, conss...)
 	_ = svc.Stop() // drains the direct call endpoint
 	r.closeDirect()
 
 	stopHB()
 	<-hbDone
 	return r.depart(kv)
+}
+
+// versionConsumerOf binds the consumer of the instance's version
+// (mesh.task.<agent>.v.<version>), or returns nil when the contract has no
+// usable version or the consumer cannot be made (an identity not allowed
+// to: the instance then takes the agent's unversioned tasks alone, and
+// says why).
+func (r *Runtime) versionConsumerOf(ctx context.Context) jetstream.Consumer {
+	if r.versionSubj == "" {
+		return nil
+	}
+	n := r.cfg.names
+	if creds := bus.CredentialsOf(r.nc); creds != nil {
+		api := "$JS.API.CONSUMER.CREATE." + n.TasksStream() + "." + r.versionConsumer + "." + r.versionSubj
+		if !creds.MayPublish(api) {
+			// The usual case on a secure mesh that rolls no version out:
+			// said at info level.
+			r.log.Info("these credentials may not take the tasks of this version: the instance takes no task pinned to it nor any share of a rollout; issue them with 'agentmesh creds agent NAME --version VERSION'", "version", r.contract.Version)
+			return nil
+		}
+	}
+	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	cons, err := r.js.CreateOrUpdateConsumer(cctx, n.TasksStream(), jetstream.ConsumerConfig{
+		Durable:       r.versionConsumer,
+		Description:   "tasks of version " + r.contract.Version + " of agent " + r.contract.Name + ": pinned, or its share of a rollout",
+		FilterSubject: r.versionSubj,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       r.cfg.ackWait,
+		MaxDeliver:    r.cfg.maxDeliver,
+	})
+	if err != nil {
+		r.log.Warn("no consumer of this version: the instance takes no task pinned to it nor any share of a rollout", "consumer", r.versionConsumer, "subject", r.versionSubj, "err", err)
+		return nil
+	}
+	return cons
 }
 
 // heartbeat re-announces every heartbeat until ctx ends.

@@ -46,10 +46,10 @@ func (r *Runtime) senderSpace(id bus.Identity) string {
 // anyone may be answered on ("").
 func (r *Runtime) checkSender(d *delivery) (refuseOn string, err error) {
 	creds := bus.CredentialsOf(r.nc)
-	if creds == nil {
+	if creds == nil || d.shadow { // a shadow copy's signature was checked by shadowOf; it answers no one
 		return "", nil
 	}
-	id, err := creds.Sender(d.raw)
+	id, err := r.sender(creds, d)
 	if err != nil {
 		return "", err
 	}
@@ -121,10 +121,12 @@ func doneKey(ev bus.Event) string { return ev.ID + " " + ev.Ext(bus.ExtReplyTo) 
 // resultMsgID is the Nats-Msg-Id of the result of task taskID on subject:
 // result-<taskid>, or, on a client's or an agent's result subjects,
 // result-<taskid>@<client|agent>.<name>.<rest>, so that the result of one
-// requester's task never takes the place of another's with the same id.
+// requester's task never takes the place of another's with the same id
+// (nor a shadow copy's result, on mesh.result.<agent>.shadow.<taskid>, the
+// original's).
 func (r *Runtime) resultMsgID(taskID, subject string) string {
 	rest := strings.TrimPrefix(subject, r.resultPrefix)
-	if strings.HasPrefix(rest, "client.") || strings.HasPrefix(rest, "agent.") {
+	if strings.HasPrefix(rest, "client.") || strings.HasPrefix(rest, "agent.") || strings.HasPrefix(rest, "shadow.") {
 		return "result-" + taskID + "@" + rest
 	}
 	return "result-" + taskID
@@ -140,7 +142,7 @@ func (r *Runtime) senderReply(d *delivery, replyTo string) (to string, known boo
 	if creds == nil {
 		return replyTo, true
 	}
-	id, err := creds.Sender(d.raw)
+	id, err := r.sender(creds, d)
 	if err != nil {
 		return "", false
 	}

@@ -43,6 +43,7 @@ type delivery struct {
 	ctx     context.Context // the task's span and log ids (startTask)
 	span    trace.Span
 	slot    slot    // the concurrency slot it holds (call.go)
+	shadow  bool    // a shadow copy (shadow.go)
 	caller  *caller // its agent-to-agent calls, once it runs
 }
 
@@ -60,8 +61,18 @@ func (r *Runtime) handle(msg jetstream.Msg, s slot) {
 		d.attempt = int(meta.NumDelivered)
 	}
 	if err := r.accept(d); err != nil {
+		if r.isShadow(d) {
+			r.endShadow(d, schemas.Failure(r.contract.Name, schemas.CodeMalformedEvent, oneLine(err), false))
+			return
+		}
 		r.rejectMalformed(d, err)
 		return
+	}
+	if r.isShadow(d) {
+		if err := r.shadowOf(d); err != nil {
+			r.endShadow(d, schemas.Failure(r.contract.Name, schemas.CodeForbidden, oneLine(err), false))
+			return
+		}
 	}
 	if refuseOn, err := r.checkSender(d); err != nil {
 		r.refuseSender(d, refuseOn, err)
@@ -239,8 +250,10 @@ func (r *Runtime) run(d *delivery) (schemas.AgentResult, error) {
 		}
 		return fail(code, "task %s: %v", ev.ID, err)
 	}
-	ctx = withScope(ctx, &taskScope{rt: r, taskID: ev.ID, events: r.progressSubject(ev), ext: correlation(ev), delta: r.deltaOf(ev)})
-	if ev.ID != "" && !r.cfg.noJournal {
+	if !d.shadow { // a shadow copy reports no progress nor text (shadow.go)
+		ctx = withScope(ctx, &taskScope{rt: r, taskID: ev.ID, events: r.progressSubject(ev), ext: correlation(ev), delta: r.deltaOf(ev)})
+	}
+	if ev.ID != "" && !r.cfg.noJournal && !d.shadow {
 		// The task's steps are journaled (journal.go): a redelivery finds
 		// what the steps of earlier deliveries recorded.
 		ctx = schemas.WithSteps(ctx, ev.ID, &journal{r: r, taskID: ev.ID, first: d.attempt <= 1})
@@ -391,6 +404,8 @@ func (r *Runtime) giveUpPublishing(d *delivery, cause error) {
 // from receipt, attempt.
 func (r *Runtime) stamp(d *delivery, res *schemas.AgentResult) {
 	res.Agent = r.contract.Name
+	res.Version = r.contract.Version
+	res.Shadow = d.shadow
 	if res.Capability == "" {
 		res.Capability = r.contract.Capability
 	}

@@ -38,6 +38,7 @@ func TestProvisionBoundsEveryResource(t *testing.T) {
 		"KV_mesh_llm":           {bus.DefaultLLMBucketMaxBytes, 0},
 		"KV_mesh_steps":         {bus.DefaultStepsBucketMaxBytes, bus.DefaultStepsTTL},
 		"KV_mesh_memory":        {bus.DefaultMemoryBucketMaxBytes, 0},
+		"KV_mesh_rollouts":      {bus.DefaultRolloutsBucketMaxBytes, 0},
 		"OBJ_mesh_files":        {bus.DefaultFilesMaxBytes, bus.DefaultFilesMaxAge},
 	}
 	got := allStreamConfigs(t, js)

@@ -2,6 +2,7 @@ package bus_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/internal/benchsuite"
+	"github.com/agentmesh/agentmesh/schemas"
 )
 
 // fuzzMsg builds a message from the fuzz input: headers is a block of
@@ -159,6 +161,41 @@ func FuzzParseUser(f *testing.F) {
 		}
 		if id.User() != user || id.Validate() != nil {
 			t.Fatalf("%q parsed to %+v, which is %q", user, id, id.User())
+		}
+	})
+}
+
+// FuzzRolloutMapping: whatever a rollouts bucket value holds, decoding it
+// and mapping it either fails with an error or maps mesh.task.<agent>
+// onto one or two version subjects of that agent whose weights add up to
+// 100, each a valid subject with no wildcard.
+func FuzzRolloutMapping(f *testing.F) {
+	f.Add([]byte(`{"agent":"Echo","from":"1.0.0","to":"2.0.0","weight":10}`))
+	f.Add([]byte(`{"agent":"Echo","from":"1.0.0","to":"2.0.0","weight":100,"shadow":true}`))
+	f.Add([]byte(`{"agent":"Echo","from":"1_0","to":"1.*","weight":-3}`))
+	f.Add([]byte(`{"agent":"a.b","from":"","to":">","weight":50}`))
+	n := bus.MustNames("")
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var r schemas.Rollout
+		if json.Unmarshal(data, &r) != nil {
+			return
+		}
+		src, to, err := n.RolloutMapping(r)
+		if err != nil {
+			return
+		}
+		if src != "mesh.task."+r.Agent {
+			t.Fatalf("%+v maps %q", r, src)
+		}
+		sum := 0
+		for _, d := range to {
+			sum += d.Percent
+			if !strings.HasPrefix(d.Subject, src+".v.") || strings.ContainsAny(d.Subject, "*> \t") || strings.Count(d.Subject, ".") != 4 {
+				t.Fatalf("%+v maps onto %q", r, d.Subject)
+			}
+		}
+		if sum != 100 || len(to) < 1 || len(to) > 2 {
+			t.Fatalf("%+v maps onto %v (weights add up to %d)", r, to, sum)
 		}
 	})
 }

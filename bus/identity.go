@@ -24,6 +24,20 @@ const (
 type Identity struct {
 	Role Role
 	Name string
+	// Versions are, for an agent, the versions (comma-separated, so that
+	// an Identity stays comparable) whose own consumers its credentials
+	// may take tasks from (mesh.task.<agent>.v.<version>, docs/protocol.md
+	// "Versions and rollouts"). They are granted when the credentials are
+	// issued and are not part of the user name.
+	Versions string
+}
+
+// VersionList returns the versions of Versions.
+func (id Identity) VersionList() []string {
+	if id.Versions == "" {
+		return nil
+	}
+	return strings.Split(id.Versions, ",")
 }
 
 // User returns the user name of the identity, the name in its user JWT and
@@ -54,6 +68,14 @@ func (id Identity) Validate() error {
 	case RoleAgent, RoleClient:
 		if err := validateStrict(string(id.Role)+" name", id.Name, maxAgentNameLen); err != nil {
 			return err
+		}
+		if id.Versions != "" && id.Role != RoleAgent {
+			return fmt.Errorf("%w: versions %q: only an agent identity serves versions", ErrInvalidName, id.Versions)
+		}
+		for _, v := range id.VersionList() {
+			if _, err := VersionToken(v); err != nil {
+				return err
+			}
 		}
 		return nil
 	default:

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/agentmesh/agentmesh/schemas"
 )
 
 // DefaultPrefix is the prefix of every subject, stream and bucket name when
@@ -62,6 +64,54 @@ func (n Names) Task(agent string) (string, error) {
 		return "", err
 	}
 	return n.subj("task", agent), nil
+}
+
+// TaskVersion returns mesh.task.<agent>.v.<token>, the subject of the
+// tasks of one version of agent: those pinned to it and its share of a
+// rollout (docs/protocol.md, "Versions and rollouts"). token is
+// VersionToken(version).
+func (n Names) TaskVersion(agent, version string) (string, error) {
+	if err := ValidateAgentName(agent); err != nil {
+		return "", err
+	}
+	tok, err := VersionToken(version)
+	if err != nil {
+		return "", err
+	}
+	return n.subj("task", agent, "v", tok), nil
+}
+
+// TaskVersions returns mesh.task.<agent>.v.*, the tasks of every version
+// of agent.
+func (n Names) TaskVersions(agent string) string { return n.subj("task", agent, "v", "*") }
+
+// VersionConsumer returns the durable consumer of version token tok of
+// agent: <agent>__v_<token> (a consumer name may hold no '.'; agent names
+// may hold '_' but the version part is marked by the double '_').
+func VersionConsumer(agent, tok string) string { return agent + "__v_" + tok }
+
+// ShadowResult returns mesh.result.<agent>.shadow.<taskID>, where an
+// instance answers the shadow copy of a task (a rollout in shadow mode):
+// recorded in the results stream for the comparison, read by no caller.
+func (n Names) ShadowResult(agent, taskID string) string {
+	return n.subj("result", agent, "shadow", taskID)
+}
+
+// RolloutsBucket returns the KV bucket of agent rollouts, e.g.
+// mesh_rollouts: one key per agent (the rollout) and one per server
+// that applied it (applied.<server>).
+func (n Names) RolloutsBucket() string { return n.prefix + "_rollouts" }
+
+// VersionToken returns the subject token of an agent version: the version
+// with each '.' written '_', e.g. "1.2.0" is "1_2_0" (schemas.VersionToken
+// has the rule). A version no token can carry is an error wrapping
+// ErrInvalidName that names the value.
+func VersionToken(version string) (string, error) {
+	tok, err := schemas.VersionToken(version)
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", ErrInvalidName, err)
+	}
+	return tok, nil
 }
 
 // Tasks returns the subject of every task: mesh.task.>.

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/agentmesh/agentmesh/bus"
+	"github.com/agentmesh/agentmesh/schemas"
 )
 
 func TestNewNamesPrefix(t *testing.T) {
@@ -223,6 +224,27 @@ func TestNamesForClientRequests(t *testing.T) {
 	want := []string{"mesh.chat.request", "mesh.chat.request.client.*", "mesh.pipeline.submit", "mesh.pipeline.submit.client.*", "mesh.pipeline.resolve", "mesh.pipeline.resolve.client.*"}
 	if got := alice.Requests(); strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Errorf("Requests() = %v, want %v", got, want)
+	}
+}
+
+func TestNamesVersions(t *testing.T) {
+	n := bus.MustNames("")
+	got, err := n.TaskVersion("Echo", "1.2.0")
+	if err != nil || got != "mesh.task.Echo.v.1_2_0" {
+		t.Errorf("TaskVersion(Echo, 1.2.0) = %q, %v", got, err)
+	}
+	if _, err := n.TaskVersion("Echo", "1.2+x"); !errors.Is(err, bus.ErrInvalidName) || !strings.Contains(err.Error(), `"1.2+x"`) {
+		t.Errorf("TaskVersion(Echo, 1.2+x) error %v; want ErrInvalidName naming the version", err)
+	}
+	if got := bus.VersionConsumer("Echo", "1_2_0"); got != "Echo__v_1_2_0" {
+		t.Errorf("VersionConsumer = %q", got)
+	}
+	if got := n.ShadowResult("Echo", "t1"); got != "mesh.result.Echo.shadow.t1" || n.ResultAgent(got) != "Echo" {
+		t.Errorf("ShadowResult = %q (agent %q)", got, n.ResultAgent(got))
+	}
+	src, to, err := n.RolloutMapping(schemas.Rollout{Agent: "Echo", From: "1.0.0", To: "2.0.0", Weight: 10})
+	if err != nil || src != "mesh.task.Echo" || len(to) != 2 || to[0] != (bus.RolloutTarget{Subject: "mesh.task.Echo.v.2_0_0", Percent: 10}) || to[1] != (bus.RolloutTarget{Subject: "mesh.task.Echo.v.1_0_0", Percent: 90}) {
+		t.Errorf("RolloutMapping at 10 = %s %v, %v", src, to, err)
 	}
 }
 

@@ -152,6 +152,7 @@ type Resources struct {
 	LLM                                    jetstream.KeyValue // budgets and shared rate limits; nil when bound to a mesh without it
 	Steps                                  jetstream.KeyValue // the step journal; nil when bound to a mesh without it (agents make it on demand)
 	Memory                                 jetstream.KeyValue // facts remembered across conversations; nil when bound to a mesh without it
+	Rollouts                               jetstream.KeyValue // agent rollouts (docs/protocol.md); nil when bound to a mesh without it
 	Files                                  jetstream.ObjectStore
 }
 
@@ -242,6 +243,7 @@ func provisionBuckets(ctx context.Context, js jetstream.JetStream, n Names, o Pr
 		{&r.LLM, llmBucket(n.LLMBucket(), o)},
 		{&r.Steps, stepsBucket(n.StepsBucket(), o)},
 		{&r.Memory, memoryBucket(n.MemoryBucket(), o)},
+		{&r.Rollouts, rolloutsBucket(n.RolloutsBucket(), o)},
 	}
 	for _, b := range buckets {
 		var err error
@@ -362,6 +364,29 @@ func memoryBucket(name string, o ProvisionOptions) kvSpec {
 		History: 1, MaxValueSize: MaxMemoryValue, MaxBytes: DefaultMemoryBucketMaxBytes,
 		Storage: o.Storage, Replicas: rep,
 	}, replicas: setRep}
+}
+
+// DefaultRolloutsBucketMaxBytes bounds the rollouts bucket: one small
+// value per agent being rolled out and one per server.
+const DefaultRolloutsBucketMaxBytes int64 = 4 << 20
+
+func rolloutsBucket(name string, o ProvisionOptions) kvSpec {
+	rep, setRep := o.replicas()
+	return kvSpec{cfg: jetstream.KeyValueConfig{
+		Bucket: name, Description: "agentmesh agent rollouts, and the revision each server applied",
+		History: 1, MaxValueSize: 4 << 10, MaxBytes: DefaultRolloutsBucketMaxBytes,
+		Storage: o.Storage, Replicas: rep,
+	}, replicas: setRep}
+}
+
+// EnsureRollouts returns the rollouts bucket, making it with the default
+// settings when the mesh has none yet (a mesh provisioned before it).
+func EnsureRollouts(ctx context.Context, js jetstream.JetStream, n Names) (jetstream.KeyValue, error) {
+	kv, err := js.KeyValue(ctx, n.RolloutsBucket())
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		return ensureKeyValue(ctx, js, rolloutsBucket(n.RolloutsBucket(), ProvisionOptions{}))
+	}
+	return kv, err
 }
 
 // EnsureMemory returns the memory bucket, making it with the default
@@ -576,6 +601,9 @@ func bind(ctx context.Context, js jetstream.JetStream, n Names) (*Resources, err
 	}
 	if kv, err := js.KeyValue(ctx, n.StepsBucket()); err == nil {
 		r.Steps = kv // optional as the LLM bucket is
+	}
+	if kv, err := js.KeyValue(ctx, n.RolloutsBucket()); err == nil {
+		r.Rollouts = kv // optional as the LLM bucket is
 	}
 	if kv, err := js.KeyValue(ctx, n.MemoryBucket()); err == nil {
 		r.Memory = kv // optional as the LLM bucket is

@@ -29,3 +29,22 @@ func TestUpdateKeepsWhatIsNotSet(t *testing.T) {
 		t.Errorf("Forever: %+v", upd)
 	}
 }
+
+func TestSubjectMatches(t *testing.T) {
+	for _, tc := range []struct {
+		pattern, subject string
+		want             bool
+	}{
+		{"mesh.task.*", "mesh.task.A", true},
+		{"mesh.task.*", "mesh.task.A.v.1_0", false},
+		{"mesh.task.*.v.*", "mesh.task.A.v.1_0", true},
+		{"$JS.ACK.MESH_TASKS.A.>", "$JS.ACK.MESH_TASKS.A.1.2.3", true},
+		{"$JS.ACK.MESH_TASKS.A.>", "$JS.ACK.MESH_TASKS.A", false},
+		{"a.b", "a.b.c", false},
+		{"a.b.c", "a.b", false},
+	} {
+		if got := subjectMatches(tc.pattern, tc.subject); got != tc.want {
+			t.Errorf("subjectMatches(%q, %q) = %v, want %v", tc.pattern, tc.subject, got, tc.want)
+		}
+	}
+}

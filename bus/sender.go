@@ -205,3 +205,47 @@ func SignTask(nc *nats.Conn, msg *nats.Msg) error {
 	}
 	return nil
 }
+
+// MayPublish reports whether the credentials' permissions let them
+// publish on subject: an allow entry matches it (with NATS wildcards) and
+// no deny entry does. Credentials with no publish permissions (admin) may
+// publish anywhere. A runtime asks before a request the server would
+// refuse only by letting it time out.
+func (c *Credentials) MayPublish(subject string) bool {
+	claims, err := jwt.DecodeUserClaims(c.token)
+	if err != nil {
+		return false
+	}
+	pub := claims.Permissions.Pub
+	for _, d := range pub.Deny {
+		if subjectMatches(d, subject) {
+			return false
+		}
+	}
+	if len(pub.Allow) == 0 {
+		return true
+	}
+	for _, a := range pub.Allow {
+		if subjectMatches(a, subject) {
+			return true
+		}
+	}
+	return false
+}
+
+// subjectMatches reports whether subject matches pattern, whose tokens may
+// be '*' (one token) or a last '>' (one or more).
+func subjectMatches(pattern, subject string) bool {
+	pt, st := strings.Split(pattern, "."), strings.Split(subject, ".")
+	for i, p := range pt {
+		switch {
+		case p == ">":
+			return i == len(pt)-1 && len(st) > i
+		case i >= len(st):
+			return false
+		case p != "*" && p != st[i]:
+			return false
+		}
+	}
+	return len(pt) == len(st)
+}

@@ -124,6 +124,15 @@ func (b *PipelineBuilder) Timeout(d time.Duration) *PipelineBuilder {
 	return b
 }
 
+// Version pins the current step's tasks to version v of its agent
+// (docs/protocol.md, "Versions and rollouts"); Build checks v.
+func (b *PipelineBuilder) Version(v string) *PipelineBuilder {
+	if s := b.current("Version"); s != nil {
+		s.Version = v
+	}
+	return b
+}
+
 func (b *PipelineBuilder) current(op string) *pipelinespec.PipelineStep {
 	if b.cur < 0 {
 		b.errs = append(b.errs, fmt.Errorf("%s: no current step; call Step first", op))

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"sync"
 	"time"
@@ -36,6 +37,12 @@ type AgentStats struct {
 	Recent      int      `json:"recent"`    // results the rates are computed over
 	SuccessRate *float64 `json:"success_rate"`
 	P50MS       *int64   `json:"p50_ms"`
+	// Versions are the same recent results by the version that answered
+	// (answers to a rollout's shadow copies apart, and not in the rates
+	// above), when some carry a version: what a rollout is judged by.
+	Versions []schemas.VersionStats `json:"versions,omitempty"`
+	// Rollout is the agent's rollout (agentmesh rollout), if any.
+	Rollout *schemas.Rollout `json:"rollout,omitempty"`
 }
 
 func (g *Gateway) handleAgents(w http.ResponseWriter, r *http.Request, c *conn) error {
@@ -84,6 +91,16 @@ func (g *Gateway) agentView(ctx context.Context, c *conn, info client.AgentInfo)
 	}
 	if g.stats != nil {
 		g.stats.fill(name, &a.Stats)
+	}
+	if c.res.Rollouts != nil {
+		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		if e, err := c.res.Rollouts.Get(ctx, name); err == nil {
+			var r schemas.Rollout
+			if json.Unmarshal(e.Value(), &r) == nil {
+				a.Stats.Rollout = &r
+			}
+		}
 	}
 	return a
 }

@@ -135,6 +135,20 @@ func TestTaskAPI(t *testing.T) {
 	if a.Stats.Recent < 3 || a.Stats.SuccessRate == nil || *a.Stats.SuccessRate <= 0 || *a.Stats.SuccessRate >= 1 || a.Stats.P50MS == nil {
 		t.Fatalf("TextAgent stats after 2 successes and 2 failures: %+v", a.Stats)
 	}
+	// ... and by version: TextAgent's contract is 1.0.0.
+	if len(a.Stats.Versions) != 1 || a.Stats.Versions[0].Version != "1.0.0" || a.Stats.Versions[0].Results != a.Stats.Recent || a.Stats.Versions[0].Failures == 0 {
+		t.Fatalf("TextAgent stats by version: %+v", a.Stats.Versions)
+	}
+	// The agent's rollout is shown beside them.
+	b, _ := json.Marshal(schemas.Rollout{Agent: "TextAgent", From: "1.0.0", To: "2.0.0", Weight: 10})
+	if _, err := m.res.Rollouts.Put(context.Background(), "TextAgent", b); err != nil {
+		t.Fatal(err)
+	}
+	a = Agent{}
+	decode(t, m.getJSON(t, "/api/agents/TextAgent"), &a)
+	if r := a.Stats.Rollout; r == nil || r.To != "2.0.0" || r.Weight != 10 {
+		t.Fatalf("TextAgent rollout: %+v", r)
+	}
 }
 
 // TestPipelineAPI validates, submits and follows the sunsets pipeline to

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
 	"strconv"
 	"strings"
 	"testing"
@@ -87,6 +88,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		{"conversations", (*dashboard).conversations},
 		{"streamed text", (*dashboard).streamedText},
 		{"file tiles", (*dashboard).fileTiles},
+		{"agent versions", (*dashboard).agentVersions},
 		{"phone width", (*dashboard).phoneWidth},
 		{"fork", (*dashboard).fork}, // last: it adds runs the lists above count
 	} {
@@ -334,6 +336,20 @@ func (d *dashboard) fileTiles(t *testing.T) {
 
 // phoneWidth: at 400 CSS pixels every page fits the screen's width, and
 // the run's DAG, timeline and panel stack.
+// agentVersions: an agent's card shows its recent results by version and
+// its rollout, as a rollout is judged.
+func (d *dashboard) agentVersions(t *testing.T) {
+	b, _ := json.Marshal(schemas.Rollout{Agent: "TextAgent", From: "1.0.0", To: "2.0.0", Weight: 10})
+	if _, err := d.m.res.Rollouts.Put(context.Background(), "TextAgent", b); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.m.res.Rollouts.Delete(context.Background(), "TextAgent") })
+	d.open(t, "#/agents")
+	card := `document.querySelector('section.agent[data-agent="TextAgent"]')`
+	d.until(t, "TextAgent's results by version", card+`?.querySelector('table.versions tr[data-version="1.0.0"]') != null`)
+	d.until(t, "TextAgent's rollout", `(`+card+`?.querySelector('p.rollout')?.textContent || "").includes("10% of new tasks to 2.0.0, 90% to 1.0.0")`)
+}
+
 func (d *dashboard) phoneWidth(t *testing.T) {
 	d.do(t, chromedp.EmulateViewport(400, 860, chromedp.EmulateScale(1)))
 	defer func() { _ = chromedp.Do(d.tab, chromedp.EmulateViewport(1280, 860)) }()

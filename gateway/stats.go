@@ -33,8 +33,10 @@ type statsTracker struct {
 }
 
 type sample struct {
-	ok bool
-	ms int64
+	ok      bool
+	ms      int64
+	version string
+	shadow  bool
 }
 
 // newStatsTracker starts following results through c; with no c (no
@@ -76,7 +78,7 @@ func newStatsTracker(c *conn, log *slog.Logger) *statsTracker {
 		if ev.DataAs(&res) != nil {
 			return
 		}
-		t.add(agent, sample{ok: res.Success, ms: res.Metrics.DurationMS})
+		t.add(agent, sample{ok: res.Success, ms: res.Metrics.DurationMS, version: res.Version, shadow: res.Shadow})
 	})
 	if err != nil {
 		log.Warn("gateway: agent statistics are off", "error", err)
@@ -94,11 +96,22 @@ func (t *statsTracker) add(agent string, s sample) {
 	t.recent[agent] = r
 }
 
-// fill sets the success rate and median duration of agent's recent results.
+// fill sets the success rate and median duration of agent's recent
+// results, and the same by version.
 func (t *statsTracker) fill(agent string, st *AgentStats) {
 	t.mu.Lock()
 	r := slices.Clone(t.recent[agent])
 	t.mu.Unlock()
+	byVersion := make([]schemas.AgentResult, len(r))
+	versioned := false
+	for i, s := range r {
+		byVersion[i] = schemas.AgentResult{Success: s.ok, Version: s.version, Shadow: s.shadow, Metrics: schemas.Metrics{DurationMS: s.ms}}
+		versioned = versioned || s.version != ""
+	}
+	if versioned {
+		st.Versions = schemas.VersionStatsOf(byVersion)
+	}
+	r = slices.DeleteFunc(r, func(s sample) bool { return s.shadow }) // answers to no one's task
 	st.Recent = len(r)
 	if len(r) == 0 {
 		return

@@ -179,8 +179,18 @@ func (o *Orchestrator) Ready() string {
 // is called once the consumers are in place.
 func (o *Orchestrator) Run(ctx context.Context) error { return o.RunReady(ctx, nil) }
 
-// RunReady is Run calling ready once the consumers are in place.
+// RunReady is Run calling ready once the consumers are in place. A ctx
+// that ends while the consumers are being set up is a shutdown too: nil.
 func (o *Orchestrator) RunReady(ctx context.Context, ready func()) error {
+	err := o.serve(ctx, ready)
+	if err != nil && ctx.Err() != nil {
+		o.log.Debug("orchestrator stopped while starting", "err", err)
+		return nil
+	}
+	return err
+}
+
+func (o *Orchestrator) serve(ctx context.Context, ready func()) error {
 	if o.ownsReg {
 		defer o.registry.Stop()
 	}

@@ -43,8 +43,12 @@ type PipelineStep struct {
 	ID string `json:"id" yaml:"id"`
 	// Kind says how the step runs; empty is "agent", one task of Agent.
 	// "approval" and "input" wait for a person (see Human).
-	Kind      string            `json:"kind,omitempty" yaml:"kind"`
-	Agent     string            `json:"agent,omitempty" yaml:"agent"`
+	Kind  string `json:"kind,omitempty" yaml:"kind"`
+	Agent string `json:"agent,omitempty" yaml:"agent"`
+	// Version pins the step's tasks to that version of Agent: they go to
+	// mesh.task.<agent>.v.<version>, whatever a rollout says
+	// (docs/protocol.md, "Versions and rollouts").
+	Version   string            `json:"version,omitempty" yaml:"version"`
 	Params    map[string]any    `json:"params,omitempty" yaml:"params"`
 	DependsOn []string          `json:"depends_on,omitempty" yaml:"depends_on"`
 	Inputs    map[string]string `json:"inputs,omitempty" yaml:"inputs"`
@@ -161,6 +165,13 @@ func (p PipelineSpec) validate() []error {
 		case s.Kind == "" || s.Kind == StepKindAgent:
 			if err := schemas.ValidateAgentName(s.Agent); err != nil {
 				errs = append(errs, fmt.Errorf("step %q: %w", s.ID, err))
+			}
+		}
+		if s.Version != "" {
+			if s.Agent == "" {
+				errs = append(errs, fmt.Errorf("step %q: version %q pins the tasks of an agent, and the step names none", s.ID, s.Version))
+			} else if _, err := schemas.VersionToken(s.Version); err != nil {
+				errs = append(errs, fmt.Errorf("step %q (%s): %w", s.ID, s.Agent, err))
 			}
 		}
 		errs = append(errs, s.validateLoop()...)

@@ -36,3 +36,24 @@ func TestWireSchemaAcceptsPipelineSpec(t *testing.T) {
 		t.Errorf("%s: %v\n%s", schemas.SchemaPipeline, err, raw)
 	}
 }
+
+func TestValidateStepVersion(t *testing.T) {
+	spec := func(s pipelinespec.PipelineStep) pipelinespec.PipelineSpec {
+		return pipelinespec.PipelineSpec{Name: "p", Steps: []pipelinespec.PipelineStep{s}}
+	}
+	if err := spec(pipelinespec.PipelineStep{ID: "a", Agent: "Echo", Version: "2.0.0"}).Validate(); err != nil {
+		t.Errorf("a step pinned to 2.0.0: %v", err)
+	}
+	for _, tc := range []struct {
+		step pipelinespec.PipelineStep
+		want string
+	}{
+		{pipelinespec.PipelineStep{ID: "a", Agent: "Echo", Version: "2_0"}, `step "a" (Echo): version "2_0"`},
+		{pipelinespec.PipelineStep{ID: "h", Kind: "approval", Version: "2.0.0", Human: &pipelinespec.HumanStep{Prompt: "ok?"}}, `step "h": version "2.0.0" pins the tasks of an agent`},
+	} {
+		err := spec(tc.step).Validate()
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Validate(%+v) = %v; want it to say %s", tc.step, err, tc.want)
+		}
+	}
+}

@@ -137,6 +137,8 @@ func (u Usage) Metrics() Metrics {
 type AgentResult struct {
 	Success    bool                  `json:"success"`
 	Agent      string                `json:"agent"`
+	Version    string                `json:"version,omitempty"` // the agent's contract version that produced it
+	Shadow     bool                  `json:"shadow,omitempty"`  // the answer to a shadow copy (a rollout in shadow mode): recorded, delivered to no one
 	Capability string                `json:"capability,omitempty"`
 	Summary    string                `json:"summary,omitempty"`
 	Outputs    map[string]TypedValue `json:"outputs,omitempty"`

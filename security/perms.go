@@ -64,6 +64,7 @@ func Permissions(id bus.Identity, n bus.Names) jwt.Permissions {
 	switch id.Role {
 	case bus.RoleAgent:
 		agentGrants(g, id.Name, n)
+		versionGrants(g, id.Name, id.VersionList(), n)
 	case bus.RoleClient:
 		clientGrants(g, id.Name, n)
 	case bus.RoleOrchestrator:
@@ -129,6 +130,8 @@ func agentGrants(g *grants, a string, n bus.Names) {
 	// agent, read the results of its own calls only, and the registry to
 	// find an agent by what it offers.
 	g.pub(n.Prefix() + ".task.*")
+	// or pinned to one version of it (docs/protocol.md, "Versions and rollouts")
+	g.pub(n.Prefix() + ".task.*.v.*")
 	results := n.ResultsStream()
 	g.pub(jsAPI("CONSUMER.CREATE", results, "*", n.CallResults(a)))
 	g.pub(jsAPI("CONSUMER.INFO", results, "*"), jsAPI("CONSUMER.DELETE", results, "*"), jsAPI("CONSUMER.MSG.NEXT", results, "*"))
@@ -140,6 +143,25 @@ func agentGrants(g *grants, a string, n bus.Names) {
 	// agent's permissions travel in its JWT, whose size is bounded.
 	g.pub(n.KVPut(n.StepsBucket(), ">"), jsAPI("DIRECT.GET", "KV_"+n.StepsBucket(), ">"))
 	g.denyOrchestratorDurables(n)
+}
+
+// versionGrants: agent a also takes the tasks of each of its versions
+// from that version's own consumer, named and filtered as the runtime
+// makes it (docs/protocol.md, "Versions and rollouts"). A consumer name is
+// one subject token, which no wildcard matches in part: each version is
+// granted by name when the credentials are issued.
+func versionGrants(g *grants, a string, versions []string, n bus.Names) {
+	tasks := n.TasksStream()
+	for _, v := range versions {
+		subj, err := n.TaskVersion(a, v)
+		if err != nil {
+			continue // Identity.Validate refused it before
+		}
+		tok, _ := bus.VersionToken(v)
+		c := bus.VersionConsumer(a, tok)
+		g.pub(jsAPI("CONSUMER.CREATE", tasks, c, subj), jsAPI("CONSUMER.INFO", tasks, c), jsAPI("CONSUMER.MSG.NEXT", tasks, c))
+		g.pub("$JS.ACK." + tasks + "." + c + ".>")
+	}
 }
 
 // llmGrants: the agent's model calls keep the mesh's budgets and rate
@@ -182,6 +204,8 @@ func clientGrants(g *grants, c string, n bus.Names) {
 	g.pub(own.ChatRequest(), own.PipelineSubmit())
 	g.pub(own.PipelineResolve())  // answers to approval and input steps
 	g.pub(n.Prefix() + ".task.*") // direct calls; agents answer only on their result subjects
+	// a direct call pinned to a version (docs/protocol.md, "Versions and rollouts")
+	g.pub(n.Prefix() + ".task.*.v.*")
 	g.pub(n.RegistryQuery())
 	g.pub(n.Prefix()+".call.*", n.Prefix()+".call.*.>") // agents' NATS micro endpoints
 	g.pub("$SRV.>")                                     // NATS micro discovery

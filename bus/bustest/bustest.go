@@ -36,6 +36,9 @@ func Start(t testing.TB) *Server {
 // URL returns the server's client URL.
 func (s *Server) URL() string { return s.emb.URL() }
 
+// Embedded returns the embedded server itself.
+func (s *Server) Embedded() *embedded.Server { return s.emb }
+
 // Names returns the names for the default prefix "mesh".
 func (s *Server) Names() bus.Names { return s.names }
 

@@ -193,6 +193,7 @@ func TestJSONEverywhereItIsOffered(t *testing.T) {
 	}
 	ran := map[string]bool{"approve": true, "chat": true, "bench": true, "version": true, // version: TestVersionJSON
 		"kb search": true, "eval": true, // TestKBCommands, TestEvalExamples
+		"rollout": true, "rollout status": true, "rollout rm": true, // TestBinaryRolloutByWeight (a rollout needs an agentmesh server process)
 		"creds revoke": true} // TestBinaryCredsRevoke (a secure mesh)
 	for _, tt := range tests {
 		args := append([]string{"--nats", url, "--json"}, tt.args...)

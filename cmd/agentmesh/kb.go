@@ -380,7 +380,7 @@ func kbAsk(ctx context.Context, m *mesh, req schemas.TaskRequest, timeout time.D
 	}
 	ev.DataContentType = bus.ContentTypeJSON
 	ev.SetExt(bus.ExtDeadline, time.Now().Add(timeout).UTC().Format(time.RFC3339Nano))
-	reply, err := sendDurable(ctx, m, knowledge.Name, ev, timeout)
+	reply, err := sendDurable(ctx, m, knowledge.Name, "", ev, timeout)
 	if err != nil {
 		return schemas.AgentResult{}, err
 	}

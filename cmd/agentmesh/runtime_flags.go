@@ -22,6 +22,7 @@ type runtimeFlags struct {
 	calls       int
 	drain       time.Duration
 	verbose     bool
+	version     string // --agent-version
 }
 
 func (r *runtimeFlags) register(f *pflag.FlagSet) {
@@ -33,12 +34,13 @@ func (r *runtimeFlags) register(f *pflag.FlagSet) {
 	f.IntVar(&r.calls, "max-calls", agents.DefaultMaxCallFanout, "agent-to-agent calls one task may make; one more fails with call_fanout")
 	f.IntVar(&r.callDepth, "max-call-depth", agents.DefaultMaxCallDepth, "how deep a chain of agent-to-agent calls starting at one of this agent's tasks may go (call_depth)")
 	f.BoolVarP(&r.verbose, "verbose", "v", false, "log every task event to stderr")
+	f.StringVar(&r.version, "agent-version", "", "serve the agent as this version (letters, digits, '.', '-'), not its contract's: it also takes the tasks pinned to it and its share of a rollout ('agentmesh rollout')")
 	drainFlag(f, &r.drain)
 }
 
 // options are the runtime options these settings give on m, logging to log.
 func (r *runtimeFlags) options(m *mesh, log *slog.Logger) []agents.Option {
-	return []agents.Option{
+	opts := []agents.Option{
 		agents.WithNames(m.Names),
 		agents.WithConcurrency(r.concurrency),
 		agents.WithHeartbeat(r.heartbeat),
@@ -49,4 +51,8 @@ func (r *runtimeFlags) options(m *mesh, log *slog.Logger) []agents.Option {
 		agents.WithValueResolver(resolvers.NewCollections(m.Res.Files, 0)),
 		agents.WithLogger(log),
 	}
+	if r.version != "" {
+		opts = append(opts, agents.WithAgentVersion(r.version))
+	}
+	return opts
 }

@@ -188,9 +188,10 @@ func dialURL(url string) string {
 
 func newCredsCmd(a *app) *cobra.Command {
 	var store, out, tenant string
+	var versions []string
 	var expires time.Duration
 	cmd := &cobra.Command{
-		Use:   "creds agent NAME | client [NAME] | orchestrator | admin",
+		Use:   "creds agent NAME [--version V]... | client [NAME] | orchestrator | admin",
 		Short: "Print a credentials file for one identity of a secure mesh; revoke an identity",
 		Long: `creds issues a NATS user JWT for one identity of a mesh run with
 'agentmesh server --secure' (or 'up --secure') and prints it with its seed in
@@ -211,6 +212,11 @@ Roles (docs/security.md has the full permission table):
   orchestrator   run chat turns and pipelines: every task and result, all state
   admin          everything, including provisioning and state
 
+An agent's credentials take the tasks of mesh.task.NAME; with --version V
+(repeatable) also those of version V's own consumer, which an instance run
+with --agent-version V (or a contract of version V) takes pinned tasks and
+its share of a rollout from ('agentmesh rollout', docs/protocol.md).
+
 With --tenant NAME the identity is one of tenant NAME (an account the
 server runs with --tenant NAME): it connects to that tenant's mesh only.
 
@@ -229,6 +235,15 @@ the nats CLI pass --inbox-prefix.`,
 			id, err := identityArgs(args)
 			if err != nil {
 				return err
+			}
+			if len(versions) > 0 {
+				if id.Role != bus.RoleAgent {
+					return usagef("--version: only an agent's credentials serve versions")
+				}
+				id.Versions = strings.Join(versions, ",")
+				if err := id.Validate(); err != nil {
+					return usagef("--version: %v", err)
+				}
 			}
 			if expires < 0 {
 				return usagef("--expires %s: give a positive duration, e.g. 24h (or 0 for credentials that do not expire)", expires)
@@ -268,6 +283,7 @@ the nats CLI pass --inbox-prefix.`,
 	}
 	cmd.PersistentFlags().StringVar(&store, "store", ".agentmesh", "store directory of the secure server (its keys are under STORE/secure)")
 	cmd.Flags().StringVarP(&out, "output", "o", "", "write the credentials to this file (0600) instead of stdout")
+	cmd.Flags().StringArrayVar(&versions, "version", nil, "agent: also take the tasks of this version of it (repeatable)")
 	cmd.Flags().DurationVar(&expires, "expires", 0, "the credentials stop working this long after they are issued, e.g. 24h (default: never)")
 	cmd.PersistentFlags().StringVar(&tenant, "tenant", "", "issue an identity of this tenant (an account the server runs with --tenant NAME) instead of the mesh account's")
 	cmd.AddCommand(newCredsRevokeCmd(a, &store, &tenant))

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"path/filepath"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/spf13/cobra"
 
 	"github.com/agentmesh/agentmesh/bus/embedded"
@@ -43,6 +45,10 @@ then provision once with three replicas (agentmesh --js-replicas 3 server
 --nats-http-port serves the server's own monitoring endpoint (/varz, /jsz,
 /connz, /healthz), the one prometheus-nats-exporter and the nats CLI read;
 --metrics-addr serves this process's /metrics, /healthz and /readyz.
+
+The server applies the mesh's agent rollouts ('agentmesh rollout'): it
+watches the mesh_rollouts bucket and sets each rollout's weighted subject
+mapping in its account, and says so in applied.<name> of that bucket.
 
 With --secure the server requires TLS and credentials: an operator, an
 account and its signing key (NATS JWT), a CA and a server certificate for
@@ -94,6 +100,7 @@ sees nothing else of the tenant. See docs/security.md.`,
 			defer srv.Shutdown()
 			pm.setRunning()
 			printMonitor(a.out, srv)
+			var own *nats.Conn // the server's own connection, if it has one
 			if provision || sec != nil {
 				a.natsURL = dialURL(srv.URL())
 				a.owner = true
@@ -109,7 +116,8 @@ sees nothing else of the tenant. See docs/security.md.`,
 						return err
 					}
 					// The server's own connection, the one it counts
-					// against --max-connections, answers revocations.
+					// against --max-connections, answers revocations
+					// and follows rollouts.
 					defer m.Close()
 					if err := a.serveRevocations(m.NC, sec, srv); err != nil {
 						return err
@@ -119,8 +127,10 @@ sees nothing else of the tenant. See docs/security.md.`,
 							return err
 						}
 					}
+					own = m.NC
 				}
 			}
+			defer a.followRollouts(cmd.Context(), srv, sec, own, a.errOut)()
 			fmt.Fprintf(a.out, "NATS with JetStream listening on %s (data in %s); Ctrl-C stops it\n", srv.URL(), store)
 			if sec != nil {
 				fmt.Fprintf(a.out, "secure: TLS (CA %s) and credentials required; admin credentials in %s; issue more with: agentmesh creds ROLE [NAME] --store %s\n", sec.TLS.CA, a.creds, store)

@@ -34,6 +34,7 @@ func newTaskCmd(a *app) *cobra.Command {
 		instruction string
 		timeout     time.Duration
 		direct      bool
+		version     string
 	)
 	cmd := &cobra.Command{
 		Use:   "task AGENT [--input name=ID,ID...] [--text name=TEXT] [--param k=v]... [--direct]",
@@ -47,6 +48,10 @@ instead, with core request-reply: no stream, so no retry and no dead letter,
 at most once, answered within --timeout or not at all; a live instance must be
 running. The durable path (the default) keeps the task until an instance takes
 it and retries it when a delivery fails.
+
+With --version V the task is pinned to version V of the agent: it goes to
+mesh.task.AGENT.v.<V> ('.' written '_'), taken only by the instances serving
+V, whatever a rollout ('agentmesh rollout') says.
 
 Inputs:
   --input name=ID,ID,...   FILE_IDS: stored file ids, comma-separated; the content
@@ -69,6 +74,14 @@ Examples:
 			}
 			if timeout <= 0 {
 				return usagef("--timeout %s: give a positive duration such as 30s", timeout)
+			}
+			if version != "" {
+				if direct {
+					return usagef("--version pins a task of MESH_TASKS; a --direct call goes to any live instance")
+				}
+				if _, err := bus.VersionToken(version); err != nil {
+					return usagef("--version: %v", err)
+				}
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout+10*time.Second)
 			defer cancel()
@@ -111,11 +124,12 @@ Examples:
 				trace.WithAttributes(telemetry.AttrAgent.String(agent), telemetry.AttrTaskID.String(ev.ID)))
 			defer span.End()
 			client.SetTraceParent(ctx, &ev)
-			send := sendDurable
+			var reply *nats.Msg
 			if direct {
-				send = sendDirect
+				reply, err = sendDirect(ctx, m, agent, ev, timeout)
+			} else {
+				reply, err = sendDurable(ctx, m, agent, version, ev, timeout)
 			}
-			reply, err := send(ctx, m, agent, ev, timeout)
 			if err != nil {
 				return err
 			}
@@ -151,13 +165,15 @@ Examples:
 	f.StringArrayVar(&params, "param", nil, "parameter k=v (v as JSON when it parses, else a string); repeatable")
 	f.StringVar(&instruction, "instruction", "", "natural-language instruction for the agent")
 	f.DurationVar(&timeout, "timeout", 30*time.Second, "how long the agent may take; also the task's deadline")
+	f.StringVar(&version, "version", "", "pin the task to this version of the agent: it goes to mesh.task.AGENT.v.<version>, whatever a rollout says")
 	f.BoolVar(&direct, "direct", false, "call the agent's micro endpoint mesh.call.AGENT (core request-reply: no stream, no retry) instead of MESH_TASKS")
 	return cmd
 }
 
-// sendDurable publishes the task to mesh.task.AGENT through JetStream and
-// waits for its result on mesh.result.<taskid>.
-func sendDurable(ctx context.Context, m *mesh, agent string, ev bus.Event, timeout time.Duration) (*nats.Msg, error) {
+// sendDurable publishes the task to mesh.task.AGENT (or, pinned to a
+// version, mesh.task.AGENT.v.<version>) through JetStream and waits for
+// its result on mesh.result.<taskid>.
+func sendDurable(ctx context.Context, m *mesh, agent, version string, ev bus.Event, timeout time.Duration) (*nats.Msg, error) {
 	replyTo := m.Names.Result(agent, ev.ID)
 	if m.ID.Role == bus.RoleClient {
 		// Where only this client may read it on a secure mesh.
@@ -170,6 +186,9 @@ func sendDurable(ctx context.Context, m *mesh, agent string, ev bus.Event, timeo
 	}
 	defer func() { _ = sub.Unsubscribe() }()
 	subj, err := m.Names.Task(agent)
+	if version != "" {
+		subj, err = m.Names.TaskVersion(agent, version)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -44,9 +44,11 @@ type stack struct {
 	sec *security.Server // the secure mode's keys and TLS files, or nil
 	// revocations answers 'agentmesh creds revoke' on a secure mesh
 	revocations *nats.Conn
-	sup         *supervisor
-	url         string
-	counts      map[string]int
+	// rollouts stops the embedded server's following of rollouts.
+	rollouts func()
+	sup      *supervisor
+	url      string
+	counts   map[string]int
 }
 
 // newUpCmd is the up command: long for its help text and flags, which read
@@ -267,6 +269,9 @@ func (a *app) startStack(ctx context.Context, opts stackOptions, log io.Writer) 
 		}
 	}
 	defer m.Close()
+	if st.srv != nil {
+		st.rollouts = a.followRollouts(ctx, st.srv, st.sec, st.revocations, log)
+	}
 
 	sup, err := newSupervisor(log, withoutEnv(os.Environ(), envMetricsAddr))
 	if err != nil {
@@ -342,6 +347,9 @@ func waitForAgents(ctx context.Context, kv jetstream.KeyValue, want map[string]i
 }
 
 func (st *stack) shutdownServer() {
+	if st.rollouts != nil {
+		st.rollouts()
+	}
 	if st.revocations != nil {
 		st.revocations.Close()
 	}

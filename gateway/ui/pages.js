@@ -41,11 +41,33 @@
       h("div", { class: "stats" },
         stat("backlog", st.backlog ?? "–"), stat("success", AM.pct(st.success_rate)), stat("p50", AM.ms(st.p50_ms)),
         c.timeout_ms ? stat("timeout", AM.ms(c.timeout_ms)) : ""),
+      st.rollout ? h("p", { class: "rollout" }, rolloutLine(st.rollout)) : "",
+      (st.versions || []).length ? versionsTable(st.versions) : "",
       c.params ? paramsTable(c.params) : "",
       inst.length ? h("table", { class: "instances" },
         h("thead", {}, h("tr", {}, h("th", {}, "instance"), h("th", {}, "host"), h("th", {}, "last heartbeat"))),
         h("tbody", {}, inst.map((i) => h("tr", {}, h("td", {}, i.id), h("td", {}, i.host || "–"),
           h("td", { title: i.last_heartbeat || "" }, AM.ago(i.last_heartbeat)))))) : "");
+  }
+
+  // rolloutLine says where a rollout (agentmesh rollout) sends new tasks.
+  function rolloutLine(r) {
+    let s;
+    if (r.weight === 0) s = "rollout: every new task to " + r.from + " (rolled back from " + r.to + ")";
+    else if (r.weight === 100) s = "rollout: every new task to " + r.to + " (promoted from " + r.from + ")";
+    else s = "rollout: " + r.weight + "% of new tasks to " + r.to + ", " + (100 - r.weight) + "% to " + r.from;
+    return r.shadow ? s + "; shadow copies to " + r.to : s;
+  }
+
+  // versionsTable shows the recent results by version: how a rollout is
+  // judged.
+  function versionsTable(vs) {
+    return h("table", { class: "versions" },
+      h("thead", {}, h("tr", {}, ["version", "results", "failed", "success", "p50", "p95"].map((x) => h("th", {}, x)))),
+      h("tbody", {}, vs.map((v) => h("tr", { "data-version": v.version },
+        h("td", {}, (v.version || "(none)") + (v.shadow ? " (shadow)" : "")), h("td", {}, String(v.results)),
+        h("td", {}, String(v.failures)), h("td", {}, AM.pct(v.success_rate)),
+        h("td", {}, AM.ms(v.p50_ms)), h("td", {}, AM.ms(v.p95_ms))))));
   }
 
   // paramsTable lists the params a contract's JSON Schema declares: name,

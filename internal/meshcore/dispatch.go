@@ -29,6 +29,7 @@ type DispatchMeta struct {
 	ReplyTo        string    // default mesh.result.<agent>.orchestrator.<run or conversation>, else mesh.result.<agent>.<task>
 	Deadline       time.Time // default now + the task's timeout
 	TraceParent    string    // W3C traceparent; default the span of Dispatch's ctx, else a new trace
+	Version        string    // pins the task to this version of the agent (mesh.task.<agent>.v.<version>); "" any
 }
 
 // SetTraceParent puts the traceparent of ctx's span on ev when ev has none
@@ -154,6 +155,9 @@ func (d *Dispatcher) Send(agent string, task schemas.TaskRequest, meta DispatchM
 
 func (d *Dispatcher) message(agent string, task schemas.TaskRequest, meta *DispatchMeta) (*nats.Msg, error) {
 	subject, err := d.names.Task(agent)
+	if meta.Version != "" {
+		subject, err = d.names.TaskVersion(agent, meta.Version)
+	}
 	if err != nil {
 		return nil, err
 	}

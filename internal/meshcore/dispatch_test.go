@@ -50,3 +50,29 @@ func TestDispatchAgainLogsStoredSequence(t *testing.T) {
 		t.Errorf("logged %d lines of a stored task, want 1 with %q: %s", n, want, logged.String())
 	}
 }
+
+// A task dispatched with a version is stored on that version's subject,
+// mesh.task.<agent>.v.<token>, where only that version's instances take it.
+func TestDispatchPinnedToVersion(t *testing.T) {
+	srv := bustest.Start(t)
+	srv.Provision(t)
+	names := srv.Names()
+	js := srv.JetStream(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	d := meshcore.NewDispatcher(js, names, "test")
+	task := schemas.TaskRequest{Inputs: map[string]schemas.TypedValue{"text": schemas.TextValue("x", "test")}}
+	if _, err := d.Dispatch(ctx, "A", task, meshcore.DispatchMeta{TaskID: "pinned-1", Version: "2.0.0"}); err != nil {
+		t.Fatal(err)
+	}
+	stream, err := js.Stream(ctx, names.TasksStream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stream.GetLastMsgForSubject(ctx, "mesh.task.A.v.2_0_0"); err != nil {
+		t.Errorf("no task on mesh.task.A.v.2_0_0: %v", err)
+	}
+	if _, err := d.Dispatch(ctx, "A", task, meshcore.DispatchMeta{TaskID: "pinned-2", Version: "2.0_0"}); err == nil || !strings.Contains(err.Error(), `"2.0_0"`) {
+		t.Errorf("dispatch pinned to 2.0_0: %v; want an error naming the version", err)
+	}
+}

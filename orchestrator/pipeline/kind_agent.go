@@ -135,7 +135,7 @@ func stepTask(ctx context.Context, e env, st stepStart) (string, schemas.TaskReq
 	}
 	return step.Agent, schemas.TaskRequest{Inputs: inputs, Params: params, TimeoutMS: timeout.Milliseconds(), Budget: left, BudgetKey: key}, meshcore.DispatchMeta{
 		TaskID: pipelinespec.StepTaskID(sd.ID, id, 1, sd.Nonce), RunID: sd.ID, StepID: id, Deadline: h.WaveStartedAt.Add(timeout), Owner: sd.Owner,
-		TraceParent: telemetry.StepTraceParent(sd.TraceParent, sd.ID, id),
+		TraceParent: telemetry.StepTraceParent(sd.TraceParent, sd.ID, id), Version: step.Version,
 	}, nil
 }
 

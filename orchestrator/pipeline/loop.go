@@ -384,8 +384,9 @@ func loopOf(sd *state.RunSpec, id string) (loopKind, bool) {
 
 // dispatchMeta is the dispatch metadata of a task of step id.
 func dispatchMeta(sd *state.RunSpec, id, taskID string, deadline time.Time) meshcore.DispatchMeta {
+	step, _ := sd.Step(id)
 	return meshcore.DispatchMeta{TaskID: taskID, RunID: sd.ID, StepID: id, Deadline: deadline, Owner: sd.Owner,
-		TraceParent: telemetry.StepTraceParent(sd.TraceParent, sd.ID, id)}
+		TraceParent: telemetry.StepTraceParent(sd.TraceParent, sd.ID, id), Version: step.Version}
 }
 
 // emitLoopProgress tells watchers how a loop goes: for a repeat each

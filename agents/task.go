@@ -191,6 +191,9 @@ func (r *Runtime) run(d *delivery) (schemas.AgentResult, error) {
 	// inputs from the object store, the agent, spilling its outputs.
 	ctx, cancel := context.WithCancelCause(d.ctx)
 	defer cancel(nil)
+	// Its files go to, and are read from, its owner's bucket first
+	// (resolvers.WithOwnerBuckets).
+	ctx = schemas.WithOwner(ctx, ev.Ext(bus.ExtOwner))
 	if hasDeadline {
 		var stop context.CancelFunc
 		ctx, stop = context.WithDeadlineCause(ctx, deadline, ErrDeadline)

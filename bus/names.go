@@ -463,8 +463,19 @@ func (n Names) MemoryBucket() string { return n.prefix + "_memory" }
 // put that can be pipelined with other publishes.
 func (n Names) KVPut(bucket, key string) string { return "$KV." + bucket + "." + key }
 
-// FilesStore returns the object store name, e.g. mesh_files.
+// FilesStore returns the object store name, e.g. mesh_files: the shared
+// bucket of files no client owns (admin's, plain submissions', samples,
+// knowledge bases, spilled collections).
 func (n Names) FilesStore() string { return n.prefix + "_files" }
+
+// ClientFilesStore returns the object store of client c's files on a
+// secure mesh, e.g. mesh_files_alice: what c stores and what agents and
+// the orchestrator store for its runs, conversations and direct calls. A
+// client name holds only ASCII letters, digits, '-' and '_'
+// (Identity.Validate), so it is a valid bucket and stream name as it is,
+// and no two clients share one. Admin makes it when issuing c's
+// credentials (ProvisionClientFiles).
+func (n Names) ClientFilesStore(c string) string { return n.prefix + "_files_" + c }
 
 // ValidateAgentName reports whether name can name an agent. An agent name is a
 // subject token (mesh.task.<agent>), a JetStream durable consumer name, part

@@ -29,6 +29,7 @@ const (
 // event stream.
 func TestBearerTokens(t *testing.T) {
 	srv := securetest.Start(t) // any mesh will do; this one also proves the gateway binds as a client
+	srv.ClientFiles(t, "alice")
 	alice := srv.Connect(t, bus.Identity{Role: bus.RoleClient, Name: "alice"})
 	m := &testMesh{spec: loadSpec(t)}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -86,6 +87,7 @@ func TestBearerTokens(t *testing.T) {
 func TestSecureMeshRoles(t *testing.T) {
 	srv := securetest.Start(t)
 	clientID := bus.Identity{Role: bus.RoleClient, Name: "alice"}
+	srv.ClientFiles(t, clientID.Name)
 	alice := srv.Connect(t, clientID)
 	meshtest.Serve(t, srv.Connect(t, bus.Identity{Role: bus.RoleAgent, Name: text.Name}), text.New(), agents.WithHeartbeat(time.Second))
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -164,6 +166,20 @@ func TestSecureMeshRoles(t *testing.T) {
 		t.Fatal("admin reads the backlog: got none")
 	}
 	wantError(t, "admin reads an unknown run", m.do(t, "GET", "/api/runs/nope", "", nil, asAdmin...), 404, schemas.CodeNotFound)
+
+	// The client's files are its own bucket's: an upload lands there, the
+	// client reads it back; admin's gateway connection, on the shared
+	// bucket, does not find it.
+	r = m.do(t, "POST", "/api/files?name=mine.txt", "text/plain", []byte("alice's upload"), asClient...)
+	var ref schemas.FileRef
+	decode(t, r, &ref)
+	if r.status != 201 || ref.Store != srv.Names.ClientFilesStore(clientID.Name) {
+		t.Fatalf("client upload: %d %s; want a file of %s", r.status, clip(r.body), srv.Names.ClientFilesStore(clientID.Name))
+	}
+	if r = m.do(t, "GET", "/api/files/"+ref.ID+"/content", "", nil, asClient...); r.status != 200 || string(r.body) != "alice's upload" {
+		t.Fatalf("client download: %d %q", r.status, r.body)
+	}
+	wantError(t, "admin reads alice's file in the shared bucket", m.do(t, "GET", "/api/files/"+ref.ID, "", nil, asAdmin...), 404, schemas.CodeNotFound)
 }
 
 // TestRefusalSentinels checks that the gateway's own refusals match their

@@ -48,11 +48,19 @@ func newConn(ctx context.Context, nc *nats.Conn, names bus.Names, id bus.Identit
 	if err != nil {
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
+	files := resolvers.NewObjectStore(res.Files)
 	if id.Role == bus.RoleClient {
 		names = names.ForClient(id.Name) // a client's requests go on its own subjects
+		// and its files in its own bucket (docs/security.md, "Files").
+		bucket := names.ClientFilesStore(id.Name)
+		obs, err := js.ObjectStore(ctx, bucket)
+		if err != nil {
+			return nil, fmt.Errorf("gateway: the files bucket %s of %s: %w: admin makes it when issuing the client's credentials (agentmesh creds client %s, or a restart of the secure server)", bucket, id.User(), err, id.Name)
+		}
+		files = resolvers.NewObjectStore(obs, resolvers.WithStoreName(bucket))
 	}
 	c := &conn{nc: nc, js: js, names: names, res: res, id: id, reg: reg,
-		files: resolvers.NewObjectStore(res.Files), disp: client.NewDispatcher(js, names, source)}
+		files: files, disp: client.NewDispatcher(js, names, source)}
 	if id.Role != bus.RoleClient && id.Role != bus.RoleAgent {
 		c.store = stateview.New(res.Conversations, res.Runs)
 	}

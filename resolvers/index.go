@@ -67,8 +67,21 @@ func DeriveSet[T any](s *FileSet, key any, build func(*FileSet) T) T {
 // Snapshot returns the files of cat sorted by id: the index's current set
 // while cat is an ObjectStore watching its store (Index), so what DeriveSet
 // and Derive built is built once per change; otherwise a new set from
-// cat.List.
+// cat.List. An ObjectStore following owners (WithOwnerBuckets) adds, for a
+// client's task, the files of the client's bucket, listed afresh.
 func Snapshot(ctx context.Context, cat Catalog) (*FileSet, error) {
+	set, err := snapshot(ctx, cat)
+	if err != nil {
+		return nil, err
+	}
+	if o, ok := cat.(*ObjectStore); ok {
+		return o.withOwnerFiles(ctx, set)
+	}
+	return set, nil
+}
+
+// snapshot is Snapshot of cat's own files.
+func snapshot(ctx context.Context, cat Catalog) (*FileSet, error) {
 	if o, ok := cat.(*ObjectStore); ok {
 		if x := o.index.Load(); x != nil {
 			return x.snapshot(), nil
@@ -107,6 +120,7 @@ func Files(ctx context.Context, cat Catalog) iter.Seq2[*IndexedFile, error] {
 // same as a FileSet, rebuilt on the first read after a change.
 type fileIndex struct {
 	mu    sync.RWMutex
+	store string // FileRef.Store of its files
 	files map[string]*IndexedFile
 	now   *FileSet // nil after a change
 }
@@ -120,7 +134,7 @@ func (x *fileIndex) apply(info *jetstream.ObjectInfo) {
 		x.set(info.Name, nil)
 		return
 	}
-	ref := refFromInfo(info)
+	ref := refFromInfo(info, x.store)
 	x.set(info.Name, &ref)
 }
 
@@ -187,7 +201,7 @@ func (o *ObjectStore) Index(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("watching the file store: %w", err)
 	}
-	x := &fileIndex{files: map[string]*IndexedFile{}}
+	x := &fileIndex{store: o.storeName, files: map[string]*IndexedFile{}}
 	// The initial files, up to the watcher's nil marker.
 	for loaded := false; !loaded; {
 		select {

@@ -60,15 +60,17 @@ func WithParallelism(n int) Option {
 //
 // An ObjectStore is safe for concurrent use.
 type ObjectStore struct {
-	obs      jetstream.ObjectStore
-	parallel int
-	index    atomic.Pointer[fileIndex] // set by Index while it watches
+	obs       jetstream.ObjectStore
+	storeName string        // FileRef.Store of obs's files (WithStoreName)
+	owned     *ownedBuckets // the owners' buckets (WithOwnerBuckets), or nil
+	parallel  int
+	index     atomic.Pointer[fileIndex] // set by Index while it watches
 }
 
 var _ Catalog = (*ObjectStore)(nil)
 
 // NewObjectStore returns a resolver on obs, normally bus.Resources.Files.
-// Options: WithParallelism.
+// Options: WithParallelism, WithStoreName, WithOwnerBuckets.
 func NewObjectStore(obs jetstream.ObjectStore, opts ...Option) *ObjectStore {
 	o := &ObjectStore{obs: obs, parallel: DefaultParallelism}
 	for _, opt := range opts {
@@ -127,22 +129,28 @@ func (o *ObjectStore) store(ctx context.Context, content io.Reader, mediaType st
 		delete(meta, MetaFilename)
 	}
 	id := NewFileID()
+	obs, store, err := o.bucketFor(ctx)
+	if err != nil {
+		return schemas.FileRef{}, fmt.Errorf("store %q: %w", metadata[MetaFilename], err)
+	}
 
 	// The object store hashes the chunks as it sends them; its digest is the
 	// sha256 of exactly the bytes read here, so hashing again would only
 	// cost throughput. The count checks that nothing was lost on the way.
 	body := &countingReader{r: io.MultiReader(bytes.NewReader(head), content)}
-	info, err := o.obs.Put(ctx, jetstream.ObjectMeta{Name: id, Metadata: meta}, fullReader{body})
+	info, err := obs.Put(ctx, jetstream.ObjectMeta{Name: id, Metadata: meta}, fullReader{body})
 	if err != nil {
 		return schemas.FileRef{}, fmt.Errorf("store %q as %s: %w", metadata[MetaFilename], id, err)
 	}
-	ref := refFromInfo(info)
+	ref := refFromInfo(info, store)
 	if ref.Size != body.n || ref.SHA256 == "" {
 		return ref, errors.Join(
 			fmt.Errorf("store %s: the object store recorded %d bytes and digest %q for %d bytes read", id, ref.Size, info.Digest, body.n),
-			o.obs.Delete(ctx, id))
+			obs.Delete(ctx, id))
 	}
-	o.index.Load().set(id, &ref) // this process reads its own writes at once
+	if obs == o.obs {
+		o.index.Load().set(id, &ref) // this process reads its own writes at once
+	}
 	return ref, nil
 }
 
@@ -151,16 +159,27 @@ func (o *ObjectStore) Open(ctx context.Context, id string) (io.ReadCloser, schem
 	if err := checkFileID(id); err != nil {
 		return nil, schemas.FileRef{}, err
 	}
-	res, err := o.obs.Get(ctx, id)
+	var (
+		res jetstream.ObjectResult
+		ref schemas.FileRef
+	)
+	err := o.lookup(ctx, func(obs jetstream.ObjectStore, store string) error {
+		r, err := obs.Get(ctx, id)
+		if err != nil {
+			return err
+		}
+		info, err := r.Info()
+		if err != nil {
+			r.Close()
+			return err
+		}
+		res, ref = r, refFromInfo(info, store)
+		return nil
+	})
 	if err != nil {
 		return nil, schemas.FileRef{}, o.wrap(id, err)
 	}
-	info, err := res.Info()
-	if err != nil {
-		res.Close()
-		return nil, schemas.FileRef{}, o.wrap(id, err)
-	}
-	return res, refFromInfo(info), nil
+	return res, ref, nil
 }
 
 // Resolve reads a whole file.
@@ -200,11 +219,18 @@ func (o *ObjectStore) ResolveMetadata(ctx context.Context, id string) (schemas.F
 	if err := checkFileID(id); err != nil {
 		return schemas.FileRef{}, err
 	}
-	info, err := o.obs.GetInfo(ctx, id)
+	var ref schemas.FileRef
+	err := o.lookup(ctx, func(obs jetstream.ObjectStore, store string) error {
+		info, err := obs.GetInfo(ctx, id)
+		if err == nil {
+			ref = refFromInfo(info, store)
+		}
+		return err
+	})
 	if err != nil {
 		return schemas.FileRef{}, o.wrap(id, err)
 	}
-	return refFromInfo(info), nil
+	return ref, nil
 }
 
 // List yields every file's reference in the store's order, skipping spilled
@@ -227,7 +253,7 @@ func (o *ObjectStore) List(ctx context.Context) iter.Seq2[schemas.FileRef, error
 			if info.Deleted || Reserved(info.Name) {
 				continue
 			}
-			if !yield(refFromInfo(info), nil) {
+			if !yield(refFromInfo(info, o.storeName), nil) {
 				return
 			}
 		}
@@ -241,27 +267,35 @@ func (o *ObjectStore) UpdateMetadata(ctx context.Context, id string, update func
 	if err := checkFileID(id); err != nil {
 		return schemas.FileRef{}, err
 	}
-	info, err := o.obs.GetInfo(ctx, id)
-	if err != nil {
-		return schemas.FileRef{}, o.wrap(id, err)
-	}
-	meta := maps.Clone(info.Metadata)
-	if meta == nil {
-		meta = map[string]string{}
-	}
-	update(meta)
-	for k, v := range meta {
-		if v == "" {
-			delete(meta, k)
+	var ref schemas.FileRef
+	err := o.lookup(ctx, func(obs jetstream.ObjectStore, store string) error {
+		info, err := obs.GetInfo(ctx, id)
+		if err != nil {
+			return err
 		}
-	}
-	err = o.obs.UpdateMeta(ctx, id, jetstream.ObjectMeta{Name: id, Description: info.Description, Headers: info.Headers, Metadata: meta})
+		meta := maps.Clone(info.Metadata)
+		if meta == nil {
+			meta = map[string]string{}
+		}
+		update(meta)
+		for k, v := range meta {
+			if v == "" {
+				delete(meta, k)
+			}
+		}
+		if err := obs.UpdateMeta(ctx, id, jetstream.ObjectMeta{Name: id, Description: info.Description, Headers: info.Headers, Metadata: meta}); err != nil {
+			return err
+		}
+		info.Metadata = meta
+		ref = refFromInfo(info, store)
+		if obs == o.obs {
+			o.index.Load().set(id, &ref)
+		}
+		return nil
+	})
 	if err != nil {
 		return schemas.FileRef{}, o.wrap(id, err)
 	}
-	info.Metadata = meta
-	ref := refFromInfo(info)
-	o.index.Load().set(id, &ref)
 	return ref, nil
 }
 
@@ -270,13 +304,21 @@ func (o *ObjectStore) Delete(ctx context.Context, id string) error {
 	if err := checkFileID(id); err != nil {
 		return err
 	}
-	if _, err := o.obs.GetInfo(ctx, id); err != nil {
+	err := o.lookup(ctx, func(obs jetstream.ObjectStore, _ string) error {
+		if _, err := obs.GetInfo(ctx, id); err != nil {
+			return err
+		}
+		if err := obs.Delete(ctx, id); err != nil {
+			return err
+		}
+		if obs == o.obs {
+			o.index.Load().set(id, nil)
+		}
+		return nil
+	})
+	if err != nil {
 		return o.wrap(id, err)
 	}
-	if err := o.obs.Delete(ctx, id); err != nil {
-		return o.wrap(id, err)
-	}
-	o.index.Load().set(id, nil)
 	return nil
 }
 
@@ -312,9 +354,11 @@ func checkFileID(id string) error {
 }
 
 // refFromInfo builds a FileRef from an object's info: filename and media type
-// from its metadata, size and sha256 from the object itself.
-func refFromInfo(info *jetstream.ObjectInfo) schemas.FileRef {
+// from its metadata, size and sha256 from the object itself, and store for
+// the bucket it names (FileRef.Store).
+func refFromInfo(info *jetstream.ObjectInfo, store string) schemas.FileRef {
 	ref := schemas.FileRef{
+		Store:     store,
 		ID:        info.Name,
 		MediaType: info.Metadata[MetaMediaType],
 		Filename:  info.Metadata[MetaFilename],

@@ -150,7 +150,8 @@ func TestBridgesDocClientPermissions(t *testing.T) {
 	}
 
 	js, _ := jetstream.New(nc)
-	obs, err := js.ObjectStore(ctx, s.Names.FilesStore())
+	s.ClientFiles(t, id.Name) // as `agentmesh creds client bridge` makes it
+	obs, err := js.ObjectStore(ctx, s.Names.ClientFilesStore(id.Name))
 	if err != nil {
 		t.Fatal(err)
 	}

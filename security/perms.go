@@ -57,12 +57,10 @@ func Permissions(id bus.Identity, n bus.Names) jwt.Permissions {
 		return g.perm
 	}
 	// Everyone: its own inbox, stream metadata (to bind to the mesh),
-	// flow-control replies of its consumers, and the shared file store.
+	// flow-control replies of its consumers.
 	g.sub(id.InboxPrefix() + ".>")
 	g.pub(jsAPI("INFO"), jsAPI("STREAM.INFO.*"), "$JS.FC.>")
-	files := "OBJ_" + n.FilesStore()
-	g.pub("$O."+n.FilesStore()+".>", jsAPI("STREAM.PURGE", files), jsAPI("CONSUMER.DURABLE.CREATE", files, "*"))
-	g.readStream(files)
+	filesGrants(g, id, n)
 	switch id.Role {
 	case bus.RoleAgent:
 		agentGrants(g, id.Name, n)
@@ -73,6 +71,34 @@ func Permissions(id bus.Identity, n bus.Names) jwt.Permissions {
 		orchestratorGrants(g, n)
 	}
 	return g.perm
+}
+
+// filesGrants: a client reads, writes and deletes its own files bucket
+// (bus.Names.ClientFilesStore) and no other; agents and the orchestrator
+// the shared bucket, and every client's through the object store's own
+// subjects only ($O.<bucket>.>), since a permission cannot name a prefix
+// of a bucket: a last-message get and a consumer filtered on a $O subject
+// of any stream, which only object stores hold.
+func filesGrants(g *grants, id bus.Identity, n bus.Names) {
+	bucket := func(b string) {
+		s := "OBJ_" + b
+		g.pub("$O."+b+".>", jsAPI("STREAM.PURGE", s), jsAPI("CONSUMER.DURABLE.CREATE", s, "*"))
+		g.readStream(s)
+	}
+	if id.Role == bus.RoleClient {
+		bucket(n.ClientFilesStore(id.Name))
+		return
+	}
+	bucket(n.FilesStore())
+	g.pub("$O.*.>", jsAPI("DIRECT.GET", "*", "$O", ">"), jsAPI("CONSUMER.CREATE", "*", "*", "$O", ">"))
+	if id.Role == bus.RoleAgent {
+		// The object store deletes the consumer it read a file with; its
+		// name is random, but the permission cannot name the stream, so
+		// the durables whose names are known are kept out of it (and the
+		// orchestrator's, denyOrchestratorDurables).
+		g.pub(jsAPI("CONSUMER.DELETE", "*", "*"))
+		g.denyPub(jsAPI("CONSUMER.DELETE", n.TasksStream(), "*"), jsAPI("CONSUMER.DELETE", n.SchedulesStream(), "*"))
+	}
 }
 
 // agentGrants: agent a takes its own tasks, answers under its own result

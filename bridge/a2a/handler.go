@@ -93,10 +93,16 @@ func NewHandler(ctx context.Context, nc *nats.Conn, opts ...Option) (*Handler, e
 		h.ownReg = true
 	}
 	if h.files == nil {
-		if obs, err := js.ObjectStore(ctx, h.names.FilesStore()); err == nil {
-			h.files = resolvers.NewObjectStore(obs)
+		// A client keeps its files in its own bucket (docs/security.md).
+		bucket, opts := h.names.FilesStore(), []resolvers.Option(nil)
+		if h.client != "" {
+			bucket = h.names.ClientFilesStore(h.client)
+			opts = append(opts, resolvers.WithStoreName(bucket))
+		}
+		if obs, err := js.ObjectStore(ctx, bucket); err == nil {
+			h.files = resolvers.NewObjectStore(obs, opts...)
 		} else {
-			h.log.Warn("a2a: no object store: file parts will be refused", "store", h.names.FilesStore(), "err", err)
+			h.log.Warn("a2a: no object store: file parts will be refused", "store", bucket, "err", err)
 		}
 	}
 	h.disp = client.NewDispatcher(js, h.names, "agentmesh/a2a")

@@ -51,6 +51,7 @@ type serverConfig struct {
 	replyTo func(agent, taskID string) string
 	version string
 	types   *schemas.DataTypeRegistry
+	files   *resolvers.ObjectStore
 }
 
 // ServerOption configures a Server.
@@ -78,6 +79,10 @@ func WithTaskTimeout(d time.Duration) ServerOption {
 func WithResultSubject(fn func(agent, taskID string) string) ServerOption {
 	return func(c *serverConfig) { c.replyTo = fn }
 }
+
+// WithFiles sets the file store its resources are read from (default: the
+// mesh's shared bucket); a client's is its own bucket on a secure mesh.
+func WithFiles(f *resolvers.ObjectStore) ServerOption { return func(c *serverConfig) { c.files = f } }
 
 // WithVersion sets the version the server reports in its MCP implementation info.
 func WithVersion(v string) ServerOption { return func(c *serverConfig) { c.version = v } }
@@ -112,7 +117,7 @@ func NewServer(nc *nats.Conn, res *bus.Resources, reg *client.Registry, opts ...
 		disp:  client.NewDispatcher(js, cfg.names, cfg.source),
 		tools: map[string]string{},
 	}
-	if res.Files != nil {
+	if s.files = cfg.files; s.files == nil && res.Files != nil {
 		s.files = resolvers.NewObjectStore(res.Files)
 	}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "agentmesh", Title: "agentmesh", Version: cfg.version}, &mcp.ServerOptions{

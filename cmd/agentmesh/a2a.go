@@ -16,7 +16,6 @@ import (
 	"github.com/agentmesh/agentmesh/bridge/a2a"
 	"github.com/agentmesh/agentmesh/bus"
 	"github.com/agentmesh/agentmesh/internal/httpguard"
-	"github.com/agentmesh/agentmesh/resolvers"
 )
 
 func init() { register(newA2ACmd) }
@@ -133,7 +132,7 @@ func (a *app) a2aHandler(ctx context.Context, m *mesh, log *slog.Logger, baseURL
 // A2A agent whose card is at (or below) url, its files kept in the mesh's
 // object store.
 func remoteA2AAgent(ctx context.Context, m *mesh, url, name string) (agents.Agent, error) {
-	opts := []a2a.RemoteOption{a2a.WithRemoteFiles(resolvers.NewObjectStore(m.Res.Files))}
+	opts := []a2a.RemoteOption{a2a.WithRemoteFiles(m.agentFiles())}
 	if name != "" {
 		opts = append(opts, a2a.WithRemoteName(name))
 	}

@@ -33,11 +33,11 @@ func init() {
 		})
 	registerBuiltin(analysis.Name, "ANALYSIS: categorises images (sunset, forest, seascape, night, snow, ...)",
 		func(_ context.Context, m *mesh) (agents.Agent, error) {
-			return analysis.New(resolvers.NewObjectStore(m.Res.Files), analysis.WithVisionModel(nil))
+			return analysis.New(m.agentFiles(), analysis.WithVisionModel(nil))
 		})
 	registerBuiltin(folder.Name, "ORGANIZATION: files categorised images into folders",
 		func(_ context.Context, m *mesh) (agents.Agent, error) {
-			return folder.New(resolvers.NewObjectStore(m.Res.Files))
+			return folder.New(m.agentFiles())
 		})
 	registerBuiltin(docsearch.Name, "SEARCH: finds stored documents (text, Markdown, HTML, PDF) by name and content",
 		func(ctx context.Context, m *mesh) (agents.Agent, error) {
@@ -53,7 +53,7 @@ func init() {
 			if err != nil {
 				return nil, err
 			}
-			return summarize.New(resolvers.NewObjectStore(m.Res.Files), summarize.WithTextModel(model))
+			return summarize.New(m.agentFiles(), summarize.WithTextModel(model))
 		})
 	registerBuiltin(knowledge.Name, "SEARCH: finds the passages of a knowledge base's documents that answer a question (BM25, embeddings)",
 		func(ctx context.Context, m *mesh) (agents.Agent, error) {
@@ -77,7 +77,7 @@ func init() {
 // memory (resolvers.ObjectStore.Index) for as long as ctx lives, so that a
 // search agent does not list the store on every task.
 func indexedStore(ctx context.Context, m *mesh) (*resolvers.ObjectStore, error) {
-	store := resolvers.NewObjectStore(m.Res.Files)
+	store := m.agentFiles()
 	if err := store.Index(ctx); err != nil {
 		return nil, err
 	}
@@ -97,7 +97,7 @@ func promptAgentFromConfig(ctx context.Context, m *mesh, pm *procMetrics, path s
 	if err != nil {
 		return nil, err
 	}
-	opts := []prompt.Option{prompt.WithResolver(resolvers.NewObjectStore(m.Res.Files))}
+	opts := []prompt.Option{prompt.WithResolver(m.agentFiles())}
 	if len(cfg.MCP) > 0 {
 		tools, err := promptMCPTools(ctx, cfg)
 		if err != nil {

@@ -66,7 +66,7 @@ var flagGroups = map[string]flagGroup{
 	"bench-role":            groupClient | groupLog,
 	"chat":                  groupClient | groupJSON | groupLog,
 	"conversations":         groupClient | groupJSON,
-	"creds":                 0,
+	"creds":                 groupClient, // makes a client's files bucket on the running mesh
 	"creds revoke":          groupClient | groupJSON,
 	"demo":                  groupClient | groupLog,
 	"eval":                  groupClient | groupJSON,

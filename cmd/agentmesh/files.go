@@ -33,7 +33,10 @@ func newFilesCmd(a *app) *cobra.Command {
 		Use:   "files",
 		Short: "Store, list, fetch and remove files in the mesh's object store",
 		Long: `Files live in the JetStream object store of the mesh under generated IDs.
-Agents pass the IDs around; content moves only when an agent reads it.`,
+Agents pass the IDs around; content moves only when an agent reads it.
+On a secure mesh a client's credentials see only the client's own bucket,
+mesh_files_NAME (made by 'agentmesh creds client NAME'), where the agents
+of its runs, conversations and direct calls store their files too.`,
 	}
 	cmd.AddCommand(newFilesPutCmd(a), newFilesLsCmd(a), newFilesGetCmd(a), newFilesRmCmd(a), newFilesInfoCmd(a), newSamplesCmd(a))
 	return cmd
@@ -385,5 +388,10 @@ func (a *app) fileStore(ctx context.Context) (store *resolvers.ObjectStore, done
 	if err != nil {
 		return nil, nil, err
 	}
-	return resolvers.NewObjectStore(m.Res.Files), m.Close, nil
+	store, err = m.files(ctx)
+	if err != nil {
+		m.Close()
+		return nil, nil, err
+	}
+	return store, m.Close, nil
 }

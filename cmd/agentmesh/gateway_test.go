@@ -150,7 +150,7 @@ func TestGatewayProcessOnSecureMesh(t *testing.T) {
 	credsDir := t.TempDir()
 	url, store := startSecureServer(t, "--creds-dir", credsDir)
 	ca := filepath.Join(credsDir, "ca.pem")
-	alice := issueCreds(t, store, "client", "alice")
+	alice := issueCreds(t, store, "client", "alice", "--nats", url) // and her files bucket, which the gateway opens
 	admin := issueCreds(t, store, "admin")
 	tokens := filepath.Join(t.TempDir(), "tokens")
 	const clientTok, adminTok = "alice-token-0123456789abcdef", "admin-token-0123456789abcdef"

@@ -42,6 +42,10 @@ func (a *app) kbStores(ctx context.Context) (*knowledge.Store, *resolvers.Object
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	if m.ID.Role == bus.RoleClient {
+		m.Close()
+		return nil, nil, nil, fmt.Errorf("knowledge bases live in the shared files bucket %s, which the credentials of %s may not read or write on a secure mesh (docs/security.md, \"Files\"): run agentmesh kb with admin credentials", m.Names.FilesStore(), m.ID.User())
+	}
 	return knowledge.NewStore(m.Res.Files), resolvers.NewObjectStore(m.Res.Files), m, nil
 }
 

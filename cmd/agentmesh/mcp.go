@@ -69,6 +69,11 @@ Logs go to stderr; on stdio, stdout carries only the protocol.`,
 				opts = append(opts, meshmcp.WithResultSubject(func(agent, task string) string {
 					return m.Names.ClientResult(agent, m.ID.Name, task)
 				}))
+				files, err := m.files(ctx)
+				if err != nil {
+					return err
+				}
+				opts = append(opts, meshmcp.WithFiles(files))
 			}
 			s, err := meshmcp.NewServer(m.NC, m.Res, reg, opts...)
 			if err != nil {

@@ -69,7 +69,7 @@ type viewer struct {
 func newViewer(ctx context.Context, m *mesh) *viewer {
 	v := &viewer{ctx: ctx, names: map[string]string{}}
 	if m != nil && m.Res != nil && m.Res.Files != nil {
-		v.files = resolvers.NewObjectStore(m.Res.Files)
+		v.files, _ = m.files(ctx) // a client without its bucket sees ids
 	}
 	return v
 }

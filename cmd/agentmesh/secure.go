@@ -201,6 +201,10 @@ every NATS client read. It signs with the account signing key under
 once. Each call issues a new user; earlier ones stay valid until they
 expire (--expires) or the identity is revoked ('agentmesh creds revoke').
 
+A client's files live in a bucket of its own (mesh_files_NAME): creds
+makes it as admin on the mesh at --nats when it is running; else the
+server makes it at its next start.
+
 Roles (docs/security.md has the full permission table):
   agent NAME     take NAME's tasks, answer under mesh.result.NAME., announce as NAME
   client [NAME]  submit chat requests, pipelines and direct calls; read events and
@@ -267,9 +271,14 @@ the nats CLI pass --inbox-prefix.`,
 			}
 			if out == "" {
 				_, err = a.out.Write(creds)
+			} else {
+				err = os.WriteFile(out, creds, 0o600)
+			}
+			if err != nil || id.Role != bus.RoleClient {
 				return err
 			}
-			return os.WriteFile(out, creds, 0o600)
+			a.makeClientFiles(cmd.Context(), auth, filepath.Join(store, security.Dir), names, tenant, id.Name)
+			return nil
 		},
 	}
 	cmd.PersistentFlags().StringVar(&store, "store", ".agentmesh", "store directory of the secure server (its keys are under STORE/secure)")

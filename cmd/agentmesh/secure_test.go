@@ -40,7 +40,8 @@ func startSecureServerIn(t *testing.T, store string, extra ...string) (*proctest
 // creds runs `agentmesh creds ARGS --store store -o FILE` and returns FILE.
 func issueCreds(t *testing.T, store string, args ...string) string {
 	t.Helper()
-	out := filepath.Join(t.TempDir(), strings.Join(args, "-")+".creds")
+	name := strings.NewReplacer("/", "_", ":", "_").Replace(strings.Join(args, "-")) // a --nats URL among them
+	out := filepath.Join(t.TempDir(), name+".creds")
 	cmdArgs := append(append([]string{"creds"}, args...), "--store", store, "-o", out)
 	if _, stderr, code := runBinary(t, exec.Command(agentBinary(t), cmdArgs...)); code != 0 {
 		t.Fatalf("agentmesh %s: exit %d: %s", strings.Join(cmdArgs, " "), code, stderr)

@@ -111,6 +111,10 @@ sees nothing else of the tenant. See docs/security.md.`,
 				if sec == nil {
 					m.Close()
 				} else {
+					if err := provisionIssuedClientFiles(cmd.Context(), m, sec); err != nil {
+						m.Close()
+						return err
+					}
 					// The server's own connection, the one it counts
 					// against --max-connections, answers revocations
 					// and follows rollouts.

@@ -140,6 +140,10 @@ func (a *app) provisionTenant(ctx context.Context, sec *security.Server, tenant 
 	if err != nil {
 		return fmt.Errorf("tenant %s: %w", tenant, err)
 	}
-	m.Close()
-	return nil
+	defer m.Close()
+	clients, err := sec.Authority.TenantIssuedClients(tenant)
+	if err != nil {
+		return err
+	}
+	return provisionClientFiles(ctx, m, clients) // the files buckets of its clients, in its account
 }

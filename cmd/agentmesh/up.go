@@ -132,7 +132,7 @@ itself as admin. Clients need credentials from 'agentmesh creds'.`,
 			env := "NATS_URL=" + st.url
 			if st.sec != nil {
 				env += fmt.Sprintf(" NATS_CA=%s NATS_CREDS=alice.creds", st.sec.TLS.CA)
-				fmt.Fprintf(a.out, "\nsecure: make a client's credentials first: agentmesh creds client alice --store %s -o alice.creds", opts.store)
+				fmt.Fprintf(a.out, "\nsecure: make a client's credentials (and its files bucket) first: agentmesh creds client alice --store %s --nats %s -o alice.creds", opts.store, st.url)
 			}
 			fmt.Fprintf(a.out, "\nmesh is up on %s; try in another terminal:\n  %s agentmesh agents\n  %s agentmesh chat \"Find sunset images and organize them into folders\"\nCtrl-C stops everything.\n", st.url, env, env)
 			select {
@@ -252,6 +252,11 @@ func (a *app) startStack(ctx context.Context, opts stackOptions, log io.Writer) 
 		return nil, err
 	}
 	if st.sec != nil {
+		if err := provisionIssuedClientFiles(ctx, m, st.sec); err != nil {
+			m.Close()
+			st.shutdownServer()
+			return nil, err
+		}
 		// A connection of its own, which lives as long as the server.
 		opts := bus.ConnectOptions{URL: st.url, CredsFile: a.creds, TLSCA: a.tlsCA, Name: "agentmesh up (revocations)"}
 		if st.revocations, err = opts.Connect(ctx); err == nil {

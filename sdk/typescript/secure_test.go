@@ -19,6 +19,7 @@ import (
 	"github.com/agentmesh/agentmesh/internal/meshtest"
 	"github.com/agentmesh/agentmesh/internal/nodetest"
 	"github.com/agentmesh/agentmesh/orchestrator"
+	"github.com/agentmesh/agentmesh/resolvers"
 	"github.com/agentmesh/agentmesh/schemas"
 	"github.com/agentmesh/agentmesh/security/securetest"
 )
@@ -93,6 +94,27 @@ func TestTypeScriptSDKSecure(t *testing.T) {
 		}
 		if r := lastResult(meta.ReplyTo); !r.Success || r.Summary != "measured 3 words" {
 			t.Fatalf("alice's task: %+v", r)
+		}
+	})
+
+	t.Run("a client's task reads the client's own files", func(t *testing.T) {
+		bucket := srv.Names.ClientFilesStore(alice.Name)
+		srv.ClientFiles(t, alice.Name)
+		obs, err := js.ObjectStore(ctx, bucket)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ref, err := resolvers.NewObjectStore(obs, resolvers.WithStoreName(bucket)).Store(ctx, strings.NewReader("four words of alice"), "text/plain", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs := schemas.TaskRequest{Inputs: map[string]schemas.TypedValue{"documents": schemas.FilesValue(schemas.FromIDs("documents", ref.ID), "alice")}}
+		meta := client.DispatchMeta{TaskID: "t-alice-files", ReplyTo: srv.Names.ClientResult(exampleAgent, alice.Name, "t-alice-files")}
+		if _, err := d.Dispatch(ctx, exampleAgent, docs, meta); err != nil {
+			t.Fatal(err)
+		}
+		if r := lastResult(meta.ReplyTo); !r.Success || r.Summary != "measured 4 words" {
+			t.Fatalf("alice's task on her file %s in %s: %+v %+v", ref.ID, bucket, r, r.Error)
 		}
 	})
 

@@ -171,3 +171,20 @@ func (s *Server) ProvisionTenant(t testing.TB, tenant string, opts bus.Provision
 	}
 	return nc, res
 }
+
+// ClientFiles makes client c's files bucket as admin does when issuing
+// its credentials (bus.ProvisionClientFiles) and returns admin's handle.
+func (s *Server) ClientFiles(t testing.TB, c string) jetstream.ObjectStore {
+	t.Helper()
+	js, err := jetstream.New(s.Admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	obs, err := bus.ProvisionClientFiles(ctx, js, s.Names, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return obs
+}

@@ -66,7 +66,7 @@ export interface TaskContext {
   value<T = unknown>(name: string): T | undefined;
   /** fileIDs returns the file ids of a FILE_IDS input, resolving a spilled collection */
   fileIDs(name: string): Promise<string[]>;
-  /** the mesh's object store: read and store files, build (and spill) collections */
+  /** the mesh's object store: read and store files (the task owner's bucket first), build (and spill) collections */
   readonly files: Files;
   /** progress publishes an io.agentmesh.task.progress event (best effort) */
   progress(message: string, percent?: number): void;
@@ -428,7 +428,8 @@ export async function run(nc: NatsConnection, agent: AgentDefinition, opts: RunO
         if (v.data_type !== "FILE_IDS") throw new MeshError(Codes.invalidInput, `input ${JSON.stringify(name)} is ${v.data_type}, not FILE_IDS`);
         return files.ids(v.value as FileCollection);
       },
-      files,
+      files: files.forOwner(ownerOf(ev)), // a client's task: its files in the client's bucket
+
       progress: (message: string, percent?: number) => {
         const id = [ev.ext.conversationid, ev.ext.runid].find((x) => x && idPattern.test(x)) || ev.id;
         const body: Record<string, unknown> = { taskid: ev.id, agent: contract.name, message };

@@ -36,33 +36,81 @@ export function newFileID(): string {
   return `f-${out}`;
 }
 
-/** Files reads and writes the mesh's object store (mesh_files). */
-export class Files {
-  private opened?: Promise<ObjectStore>;
+/**
+ * directInfo makes store read an object's info with a direct get that
+ * names the object's subject ($JS.API.DIRECT.GET.<stream>.$O.<bucket>.M.<name>),
+ * not STREAM.MSG.GET with the subject in the body: a secure mesh grants an
+ * agent every client's bucket only through subjects of the object store
+ * (docs/security.md, "Files"), and @nats-io/obj has no option for it.
+ */
+function directInfo(store: ObjectStore): ObjectStore {
+  const jsm = (store as unknown as { jsm?: { streams?: { getMessage: unknown }; direct?: { getMessage: unknown } } }).jsm;
+  if (jsm?.streams && jsm.direct && !(jsm.streams as { direct?: boolean }).direct) {
+    const direct = jsm.direct as { getMessage(stream: string, q: unknown): Promise<unknown> };
+    const streams = Object.create(jsm.streams) as { getMessage: unknown; direct: boolean };
+    streams.getMessage = (stream: string, q: unknown) => direct.getMessage(stream, q);
+    streams.direct = true;
+    jsm.streams = streams;
+  }
+  return store;
+}
 
+/**
+ * Files reads and writes the mesh's object store: the shared bucket
+ * (mesh_files) and, for a task a client owns (forOwner), that client's
+ * bucket (docs/security.md, "Files").
+ */
+export class Files {
   constructor(
     private readonly nc: NatsConnection,
     private readonly names: Names,
     private readonly maxCollection = defaultMaxCollection,
+    private readonly owner?: string,
+    private readonly stores = new Map<string, Promise<ObjectStore>>(), // opened buckets, shared with forOwner's
   ) {}
 
-  private open(): Promise<ObjectStore> {
-    if (!this.opened) {
-      this.opened = new Objm(this.nc).open(this.names.filesStore);
-      this.opened.catch(() => (this.opened = undefined));
+  /**
+   * forOwner returns the files of a task client owner owns (its owner
+   * extension): store writes into the owner's bucket when the mesh has one,
+   * read looks there first, then in the shared bucket (refs made before
+   * buckets had owners). Without an owner, these files.
+   */
+  forOwner(owner?: string): Files {
+    return owner ? new Files(this.nc, this.names, this.maxCollection, owner, this.stores) : this;
+  }
+
+  private open(bucket = this.names.filesStore): Promise<ObjectStore> {
+    let opened = this.stores.get(bucket);
+    if (!opened) {
+      opened = new Objm(this.nc).open(bucket);
+      this.stores.set(bucket, opened);
+      opened.catch(() => this.stores.delete(bucket));
     }
-    return this.opened;
+    return opened;
+  }
+
+  /** ownerStore is the owner's bucket, or undefined when there is no owner or it has no bucket (a plain mesh). */
+  private async ownerStore(): Promise<ObjectStore | undefined> {
+    if (!this.owner) return undefined;
+    try {
+      return directInfo(await this.open(this.names.clientFilesStore(this.owner)));
+    } catch (err) {
+      if (/not found/i.test(messageOf(err))) return undefined;
+      throw err;
+    }
   }
 
   /** read returns a file's content; a missing file is a not_found MeshError, a store that fails a RetryableError. */
   async read(id: string): Promise<Uint8Array> {
     let blob: Uint8Array | null;
     try {
-      blob = await (await this.open()).getBlob(id);
+      const own = await this.ownerStore();
+      blob = own ? await own.getBlob(id) : null;
+      blob ??= await (await this.open()).getBlob(id);
     } catch (err) {
       throw new RetryableError(`reading file ${id}: ${messageOf(err)}`);
     }
-    if (!blob) throw new MeshError(Codes.notFound, `file ${id} is not in the object store ${this.names.filesStore}`);
+    if (!blob) throw new MeshError(Codes.notFound, `file ${id} is not in the object store ${this.names.filesStore}${this.owner ? ` nor in ${this.names.clientFilesStore(this.owner)}` : ""}`);
     return blob;
   }
 
@@ -72,7 +120,7 @@ export class Files {
     const data = typeof content === "string" ? new TextEncoder().encode(content) : content;
     const metadata: Record<string, string> = { media_type: meta.media_type || (typeof content === "string" ? "text/plain; charset=utf-8" : "application/octet-stream") };
     if (meta.filename) metadata.filename = meta.filename;
-    await (await this.open()).putBlob({ name: id, metadata }, data);
+    await ((await this.ownerStore()) ?? (await this.open())).putBlob({ name: id, metadata }, data);
     return id;
   }
 

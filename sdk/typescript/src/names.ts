@@ -161,4 +161,8 @@ export class Names {
   get filesStore(): string {
     return `${this.prefix}_files`;
   }
+  /** the files bucket of client c on a secure mesh, e.g. mesh_files_alice (docs/security.md, "Files") */
+  clientFilesStore(c: string): string {
+    return `${this.prefix}_files_${c}`;
+  }
 }

@@ -169,6 +169,8 @@ export type FileRef = {
   metadata?: {
     [key: string]: string;
   };
+  /** the object store bucket of a client's own file; absent: the mesh's shared bucket */
+  store?: string;
   [key: string]: unknown;
 };
 

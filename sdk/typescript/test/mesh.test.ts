@@ -269,6 +269,27 @@ test("spilled collections: a large FILE_IDS value goes through the object store 
   await assert.rejects(files.read("f-doesnotexist"), (err: MeshError) => err.code === Codes.notFound);
 });
 
+test("owners' files: a client's task stores into the client's bucket and reads it and the shared one; an owner without a bucket uses the shared one", async () => {
+  const { Objm } = await import("@nats-io/obj");
+  const { Files } = await import("../src/files.js");
+  const owner = `own${randomBytes(3).toString("hex")}`;
+  const bucket = client.names.clientFilesStore(owner);
+  const mine = await new Objm(nc).create(bucket); // as admin makes it (bus.ProvisionClientFiles)
+  const shared = new Files(nc, client.names);
+  const old = await shared.store("a shared page");
+  const files = shared.forOwner(owner);
+  const id = await files.store("the owner's page");
+  assert.ok(await mine.info(id), `${id} is not in ${bucket}`);
+  assert.equal(await (await new Objm(nc).open(client.names.filesStore)).info(id), null, `${id} is in the shared bucket too`);
+  assert.equal(new TextDecoder().decode(await files.read(id)), "the owner's page");
+  assert.equal(new TextDecoder().decode(await files.read(old)), "a shared page"); // a ref from before buckets had owners
+  await assert.rejects(shared.read(id), (err: MeshError) => err.code === Codes.notFound);
+  await assert.rejects(shared.forOwner(`other${owner}`).read(id), (err: MeshError) => err.code === Codes.notFound);
+  const nobucket = await shared.forOwner(`nobucket${owner}`).store("no bucket of its own");
+  assert.equal(new TextDecoder().decode(await shared.read(nobucket)), "no bucket of its own");
+  await mine.destroy();
+});
+
 test("an agent calls another agent, which answers at depth 1; a call to an agent with no live instance is unknown_agent", async () => {
   const callee = contract("callee");
   await start(callee, (t) => ({ outputs: { text: `callee saw ${t.value("text")} at depth ${t.event.ext.calldepth}` }, metrics: { tokens: { prompt: 5, completion: 2 } } }));

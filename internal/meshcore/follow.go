@@ -72,17 +72,19 @@ func follow(ctx context.Context, js jetstream.JetStream, names bus.Names, subjec
 
 // LastEvent returns the last event stored on subject in the events stream,
 // or an error wrapping jetstream.ErrMsgNotFound when there is none. It
-// reads through an ordered consumer filtered on subject, not a direct get:
-// on a secure mesh a client may read the events stream only that way, and
-// only its own events (names.ForClient(c).EventsOf(id)).
+// reads through a consumer of its own filtered on subject, not a direct
+// get: on a secure mesh a client may read the events stream only that way,
+// and only its own events (names.ForClient(c).EventsOf(id)). The consumer
+// is deleted before it returns (and ends by itself if that fails).
 func LastEvent(ctx context.Context, js jetstream.JetStream, names bus.Names, subject string) (bus.Event, error) {
-	cons, err := js.OrderedConsumer(ctx, names.EventsStream(), jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{subject}, DeliverPolicy: jetstream.DeliverLastPolicy, InactiveThreshold: orderedInactive})
+	cons, err := js.CreateConsumer(ctx, names.EventsStream(), jetstream.ConsumerConfig{
+		FilterSubject: subject, DeliverPolicy: jetstream.DeliverLastPolicy, AckPolicy: jetstream.AckNonePolicy,
+		InactiveThreshold: orderedInactive, MemoryStorage: true})
 	if err != nil {
 		return bus.Event{}, fmt.Errorf("reading the last event on %s: %w", subject, err)
 	}
-	defer func() { // not left for the inactivity timer; detached from ctx, which may have ended
-		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	defer func() { // detached from ctx, which may have ended
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
 		_ = js.DeleteConsumer(dctx, names.EventsStream(), cons.CachedInfo().Name)
 	}()

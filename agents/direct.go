@@ -53,11 +53,18 @@ func (r *Runtime) serveCall(req micro.Request) {
 	r.directGate.RLock()
 	defer r.directGate.RUnlock()
 	var res schemas.AgentResult
-	switch err := r.accept(d); {
+	err := r.accept(d)
+	var foreign error
+	if err == nil {
+		foreign = r.directOwner(d)
+	}
+	switch {
 	case r.directClosed:
 		res = schemas.Failure(r.contract.Name, schemas.CodeUnavailable, "this instance of "+r.contract.Name+" is stopping: call again (another instance answers)", true)
 	case err != nil:
 		res = schemas.Failure(r.contract.Name, schemas.CodeMalformedEvent, "task event on "+req.Subject()+": "+oneLine(err), false)
+	case foreign != nil:
+		res = schemas.Failure(r.contract.Name, schemas.CodeForbidden, oneLine(foreign), false)
 	default:
 		var retry error
 		if res, retry = r.run(d); retry != nil {

@@ -53,17 +53,8 @@ func (r *Runtime) checkSender(d *delivery) (refuseOn string, err error) {
 	if err != nil {
 		return "", err
 	}
-	if id.Role == bus.RoleClient {
-		// A client's task is its own: its progress and text go on the
-		// client's subjects, which it alone reads, and on no other's.
-		switch owner := d.event.Ext(bus.ExtOwner); owner {
-		case "":
-			d.event.SetExt(bus.ExtOwner, id.Name)
-		case id.Name:
-		default:
-			return r.senderSpace(id) + d.event.ID, fmt.Errorf("%w: task %s from %s names owner %q: a client may only name itself (%q) or leave the owner out",
-				ErrForeignOwner, d.event.ID, id.User(), owner, id.Name)
-		}
+	if err := ownTask(d, id); err != nil {
+		return r.senderSpace(id) + d.event.ID, err
 	}
 	space := r.senderSpace(id)
 	replyTo := d.event.Ext(bus.ExtReplyTo)
@@ -75,6 +66,46 @@ func (r *Runtime) checkSender(d *delivery) (refuseOn string, err error) {
 	}
 	return space + d.event.ID, fmt.Errorf("%w: task %s from %s names replyto %q: %s may only name a subject under %s> (the default %s is not its)",
 		ErrForeignReplyTo, d.event.ID, id.User(), replyTo, id.User(), space, r.cfg.names.Result(r.contract.Name, "<taskid>"))
+}
+
+// ownTask makes a client's task its own: its progress and text go on the
+// client's subjects, which it alone reads, and its files to and from the
+// client's bucket, never another's. The owner is set when absent; one
+// naming another client is refused.
+func ownTask(d *delivery, id bus.Identity) error {
+	if id.Role != bus.RoleClient {
+		return nil
+	}
+	switch owner := d.event.Ext(bus.ExtOwner); owner {
+	case "":
+		d.event.SetExt(bus.ExtOwner, id.Name)
+	case id.Name:
+	default:
+		return fmt.Errorf("%w: task %s from %s names owner %q: a client may only name itself (%q) or leave the owner out",
+			ErrForeignOwner, d.event.ID, id.User(), owner, id.Name)
+	}
+	return nil
+}
+
+// directOwner settles, on a secure mesh, whose a direct call is, as
+// checkSender does for a queued task (a direct call needs no more: its
+// answer goes back on the caller's own reply subject). A client's call is
+// its own (ownTask). A call no identity of this mesh signed (sent
+// unsigned, or by a tenant's identity through an import of the endpoint)
+// is owned by no one: whatever owner it names is dropped, so it reads and
+// writes only the shared file store, and its progress goes where no
+// client reads.
+func (r *Runtime) directOwner(d *delivery) error {
+	creds := bus.CredentialsOf(r.nc)
+	if creds == nil {
+		return nil
+	}
+	id, err := r.sender(creds, d)
+	if err != nil {
+		d.event.SetExt(bus.ExtOwner, "")
+		return nil
+	}
+	return ownTask(d, id)
 }
 
 // refuseSender ends a task checkSender refused: answered with a failed

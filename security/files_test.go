@@ -281,3 +281,81 @@ func TestFilesOfARunLandInTheOwnersBucket(t *testing.T) {
 	}
 	ac.violation(t, "Publish", "$JS.API.CONSUMER.DELETE."+m.names.TasksStream())
 }
+
+// callScribe sends a task for Scribe with files on its direct endpoint
+// from c, naming owner (none when ""), signed or not, and returns the
+// result.
+func callScribe(t *testing.T, m *secureMesh, c *conn, owner string, signed bool, files ...string) schemas.AgentResult {
+	t.Helper()
+	ev, err := bus.NewEvent(bus.TypeTaskRequested, "test", schemas.TaskRequest{Inputs: map[string]schemas.TypedValue{
+		"files": schemas.FilesValue(schemas.FromIDs("text/plain", files...), "test")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev.SetExt(bus.ExtOwner, owner)
+	subject, err := m.names.Call("Scribe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg, err := bus.Encode(subject, ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if signed {
+		if err := bus.SignTask(c.Conn, msg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reply, err := c.Conn.RequestMsg(msg, 20*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rev, err := bus.Decode(reply)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res schemas.AgentResult
+	if err := rev.DataAs(&res); err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// A direct call is owned as a queued task is: alice's own call reads her
+// file; mallory's call naming alice as its owner is refused (forbidden),
+// and one she sends unsigned is owned by no one, so the agent looks for
+// alice's file in the shared bucket only and does not find it.
+func TestAttackDirectCallNamingAnotherOwner(t *testing.T) {
+	m := startSecure(t)
+	m.ClientFiles(t, alice.Name)
+	m.ClientFiles(t, mallory.Name)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	ac := m.connect(t, bus.Identity{Role: bus.RoleAgent, Name: "Scribe"})
+	shared, err := ac.js.ObjectStore(ctx, m.names.FilesStore())
+	if err != nil {
+		t.Fatal(err)
+	}
+	meshtest.Serve(t, ac.Conn, scribe(ac.js, m, shared), agents.WithHeartbeat(time.Second))
+	a := m.connect(t, alice)
+	hers, err := clientFiles(t, m, a, alice.Name).Store(ctx, strings.NewReader("alice's page"), "text/plain", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	if res := callScribe(t, m, a, "", true, hers.ID); !res.Success {
+		t.Fatalf("alice's own direct call: %+v", res.Error)
+	}
+	mal := m.connect(t, mallory)
+	res := callScribe(t, m, mal, alice.Name, true, hers.ID)
+	if res.Success || res.Error == nil || res.Error.Code != schemas.CodeForbidden {
+		t.Fatalf("mallory's signed call naming alice as owner: %+v, want refused forbidden", res)
+	}
+	res = callScribe(t, m, mal, alice.Name, false, hers.ID)
+	if res.Success {
+		t.Fatalf("mallory's unsigned call naming alice as owner read alice's file: %+v", res)
+	}
+	if res.Error == nil || !strings.Contains(res.Error.Message, hers.ID) {
+		t.Fatalf("mallory's unsigned call: %+v, want a failure naming the file it could not find", res.Error)
+	}
+}

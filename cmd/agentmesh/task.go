@@ -231,6 +231,11 @@ func sendDirect(ctx context.Context, m *mesh, agent string, ev bus.Event, timeou
 	if err != nil {
 		return nil, err
 	}
+	// Signed on a secure mesh, as a queued task is: the agent takes the
+	// call as this client's (its owner, its files), not as no one's.
+	if err := bus.SignTask(m.NC, msg); err != nil {
+		return nil, err
+	}
 	wait, stop := context.WithTimeout(ctx, timeout+2*time.Second)
 	defer stop()
 	reply, err := m.NC.RequestMsgWithContext(wait, msg)

@@ -957,6 +957,25 @@ export async function run(nc: NatsConnection, agent: AgentDefinition, opts: RunO
     if (stopping) {
       return reply(m, ev, { ...failure(contract, Codes.unavailable, `${contract.name} instance ${instanceId} is stopping: call again`, true), metrics: { duration_ms: 0, attempt: 1 } });
     }
+    if (creds) {
+      // Whose the call is, as checkSender settles it for a queued task: a
+      // client's call is its own; one no identity of the mesh signed (sent
+      // unsigned, or a tenant's through an import) is no one's, whatever
+      // owner it names, so it reaches only the shared file store.
+      let who: Identity | undefined;
+      try {
+        who = creds.sender(m.subject, m.headers, m.data);
+      } catch {
+        delete ev.ext.owner;
+      }
+      if (who?.role === "client") {
+        if (ev.ext.owner && ev.ext.owner !== who.name) {
+          const reason = `task ${ev.id} from ${userOf(who)} names owner ${JSON.stringify(ev.ext.owner)}: a client may only name itself (${JSON.stringify(who.name)}) or leave the owner out`;
+          return reply(m, ev, { ...failure(contract, Codes.forbidden, reason), metrics: { duration_ms: 0, attempt: 1 } });
+        }
+        ev.ext.owner = who.name;
+      }
+    }
     const span = startTaskSpan(contract.name, instanceId, ev, m.subject, received, 1);
     try {
       res = await runTask(ev, 1, true, m.headers?.get(headerSignature) || "", undefined, span);

@@ -267,3 +267,36 @@ func TestChartSecureValues(t *testing.T) {
 		t.Errorf("secure mode scales on account $G; the mesh's streams are in its own account")
 	}
 }
+
+// TestChartVersionsSideBySide: two versions of one agent render as two
+// Deployments, each started with its --agent-version, each scaled on the
+// agent's consumer and on its version's own, where pinned tasks and its
+// share of a rollout wait (the names bus.VersionConsumer gives).
+func TestChartVersionsSideBySide(t *testing.T) {
+	r := render(t, "versions-values.yaml")
+	for version, want := range map[string]struct{ name, consumer string }{
+		"1.4.0": {"am-agentmesh-agent-textagent-v1-4-0", "TextAgent__v_1_4_0"},
+		"2.0.0": {"am-agentmesh-agent-textagent-v2-0-0", "TextAgent__v_2_0_0"},
+	} {
+		d, ok := r.deployments[want.name]
+		if !ok {
+			t.Errorf("no Deployment %s; rendered %v", want.name, keys(r.deployments))
+			continue
+		}
+		if args := strings.Join(d.Spec.Template.Spec.Containers[0].Args, " "); args != "agent TextAgent --agent-version "+version {
+			t.Errorf("%s: args %q", want.name, args)
+		}
+		so, ok := r.scaled[want.name]
+		if !ok {
+			t.Errorf("no ScaledObject %s; rendered %v", want.name, keys(r.scaled))
+			continue
+		}
+		var consumers []string
+		for _, tr := range so.Spec.Triggers {
+			consumers = append(consumers, tr.Metadata["stream"]+"/"+tr.Metadata["consumer"])
+		}
+		if wantC := []string{"MESH_TASKS/TextAgent", "MESH_TASKS/" + want.consumer}; !slices.Equal(consumers, wantC) {
+			t.Errorf("ScaledObject %s scales on %v, want %v", want.name, consumers, wantC)
+		}
+	}
+}

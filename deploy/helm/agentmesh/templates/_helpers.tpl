@@ -12,6 +12,16 @@
 {{- printf "%s-%s" (include "agentmesh.fullname" .root) (lower .component) | trunc 63 | trimSuffix "-" -}}
 {{- end -}}
 
+{{/* An agent entry's component: agent-<name>, and -v<version> ('.'
+written '-') when the entry runs one version of it beside others. */}}
+{{- define "agentmesh.agentComponent" -}}
+{{- if .version -}}
+{{- printf "agent-%s-v%s" .name (replace "." "-" (toString .version)) -}}
+{{- else -}}
+{{- printf "agent-%s" .name -}}
+{{- end -}}
+{{- end -}}
+
 {{- define "agentmesh.selectorLabels" -}}
 app.kubernetes.io/name: {{ .root.Chart.Name }}
 app.kubernetes.io/instance: {{ .root.Release.Name }}

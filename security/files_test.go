@@ -187,15 +187,13 @@ func scribe(js jetstream.JetStream, m *secureMesh, shared jetstream.ObjectStore)
 	})
 }
 
-// A run's files are its owner's: alice's pipeline run reads a file of hers
-// and a file of the shared bucket (a reference made before buckets had
-// owners, with no store), and its agent stores what it makes in alice's
-// bucket, which alice downloads and mallory cannot read.
-func TestFilesOfARunLandInTheOwnersBucket(t *testing.T) {
+// startScribe starts a secure mesh where alice and mallory have their
+// buckets and the Scribe agent serves, and returns the Scribe's connection.
+func startScribe(t *testing.T) (*secureMesh, *conn) {
 	m := startSecure(t)
 	m.ClientFiles(t, alice.Name)
 	m.ClientFiles(t, mallory.Name)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	ac := m.connect(t, bus.Identity{Role: bus.RoleAgent, Name: "Scribe"})
 	shared, err := ac.js.ObjectStore(ctx, m.names.FilesStore())
@@ -203,6 +201,17 @@ func TestFilesOfARunLandInTheOwnersBucket(t *testing.T) {
 		t.Fatal(err)
 	}
 	meshtest.Serve(t, ac.Conn, scribe(ac.js, m, shared), agents.WithHeartbeat(time.Second))
+	return m, ac
+}
+
+// A run's files are its owner's: alice's pipeline run reads a file of hers
+// and a file of the shared bucket (a reference made before buckets had
+// owners, with no store), and its agent stores what it makes in alice's
+// bucket, which alice downloads and mallory cannot read.
+func TestFilesOfARunLandInTheOwnersBucket(t *testing.T) {
+	m, ac := startScribe(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
 	m.orchestrator(t, "Scribe")
 
 	a, own := m.connect(t, alice), m.names.ForClient(alice.Name)
@@ -326,17 +335,9 @@ func callScribe(t *testing.T, m *secureMesh, c *conn, owner string, signed bool,
 // and one she sends unsigned is owned by no one, so the agent looks for
 // alice's file in the shared bucket only and does not find it.
 func TestAttackDirectCallNamingAnotherOwner(t *testing.T) {
-	m := startSecure(t)
-	m.ClientFiles(t, alice.Name)
-	m.ClientFiles(t, mallory.Name)
+	m, _ := startScribe(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	ac := m.connect(t, bus.Identity{Role: bus.RoleAgent, Name: "Scribe"})
-	shared, err := ac.js.ObjectStore(ctx, m.names.FilesStore())
-	if err != nil {
-		t.Fatal(err)
-	}
-	meshtest.Serve(t, ac.Conn, scribe(ac.js, m, shared), agents.WithHeartbeat(time.Second))
 	a := m.connect(t, alice)
 	hers, err := clientFiles(t, m, a, alice.Name).Store(ctx, strings.NewReader("alice's page"), "text/plain", nil)
 	if err != nil {

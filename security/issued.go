@@ -25,29 +25,40 @@ func (a *Authority) TenantIssuedClients(tenant string) ([]string, error) {
 }
 
 func issuedClientsIn(dir string) ([]string, error) {
-	path := filepath.Join(dir, issuedFile)
-	f, err := os.Open(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("security: the ledger of issued users: %w", err)
-	}
-	defer f.Close()
 	var clients []string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 2 {
-			continue
-		}
-		if id, err := bus.ParseUser(fields[1]); err == nil && id.Role == bus.RoleClient {
+	err := readLedger(dir, func(_, user string) {
+		if id, err := bus.ParseUser(user); err == nil && id.Role == bus.RoleClient {
 			clients = append(clients, id.Name)
 		}
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("security: reading %s: %w", path, err)
+	})
+	if err != nil {
+		return nil, err
 	}
 	slices.Sort(clients)
 	return slices.Compact(clients), nil
+}
+
+// readLedger calls fn with the public key and the identity (e.g.
+// "client-alice") of each user in dir's ledger of issued users, oldest
+// first; a ledger not yet written holds none.
+func readLedger(dir string, fn func(key, user string)) error {
+	path := filepath.Join(dir, issuedFile)
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("security: the ledger of issued users: %w", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if fields := strings.Fields(sc.Text()); len(fields) >= 2 {
+			fn(fields[0], fields[1])
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("security: reading %s: %w", path, err)
+	}
+	return nil
 }

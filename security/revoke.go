@@ -1,12 +1,10 @@
 package security
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -60,25 +58,14 @@ func recordIssuedIn(dir, pub, user string) error {
 func (a *Authority) IssuedKeys(user string) ([]string, error) { return issuedKeysIn(a.dir, user) }
 
 func issuedKeysIn(dir, user string) ([]string, error) {
-	path := filepath.Join(dir, issuedFile)
-	f, err := os.Open(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("security: the ledger of issued users: %w", err)
-	}
-	defer f.Close()
 	var keys []string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) >= 2 && fields[1] == user {
-			keys = append(keys, fields[0])
+	err := readLedger(dir, func(key, u string) {
+		if u == user {
+			keys = append(keys, key)
 		}
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("security: reading %s: %w", path, err)
+	})
+	if err != nil {
+		return nil, err
 	}
 	return keys, nil
 }

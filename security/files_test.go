@@ -233,28 +233,10 @@ func TestFilesOfARunLandInTheOwnersBucket(t *testing.T) {
 	if _, err := client.SubmitPipeline(ctx, a.js, own, spec, run, "alice"); err != nil {
 		t.Fatal(err)
 	}
-	events, stop, err := client.Follow(ctx, a.js, own, own.EventsOf(run), false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stop()
 	var made string
-	for done := false; !done; {
-		select {
-		case ev := <-events:
-			var p schemas.TaskProgress
-			switch {
-			case ev.Type == bus.TypeTaskProgress && ev.DataAs(&p) == nil && strings.HasPrefix(p.Message, "stored "):
-				made = p.Message
-			case ev.Type == bus.TypePipelineCompleted:
-				var re schemas.RunEvent
-				if err := ev.DataAs(&re); err != nil || re.Status != schemas.RunCompleted {
-					t.Fatalf("alice's run ended %+v (%v)", re, err)
-				}
-				done = true
-			}
-		case <-ctx.Done():
-			t.Fatal("alice's run did not end")
+	for _, p := range followRunProgress(ctx, t, a, own, run) {
+		if strings.HasPrefix(p, "stored ") {
+			made = p
 		}
 	}
 	id, store, ok := strings.Cut(strings.TrimPrefix(made, "stored "), " in ")

@@ -3,6 +3,7 @@ package security_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -140,30 +141,7 @@ func TestPrivacyClientReadsOnlyItsOwn(t *testing.T) {
 	if _, err := client.SubmitPipeline(ctx, a.js, own, spec, run, "alice"); err != nil {
 		t.Fatal(err)
 	}
-	events, stop, err := client.Follow(ctx, a.js, own, own.EventsOf(run), false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stop()
-	var told bool
-	for done := false; !done; {
-		select {
-		case ev := <-events:
-			var p schemas.TaskProgress
-			switch {
-			case ev.Type == bus.TypeTaskProgress && ev.DataAs(&p) == nil && p.Message == "narrating":
-				told = true
-			case ev.Type == bus.TypePipelineCompleted:
-				var re schemas.RunEvent
-				if err := ev.DataAs(&re); err != nil || re.Status != schemas.RunCompleted {
-					t.Fatalf("alice's run ended %+v (%v)", re, err)
-				}
-				done = true
-			}
-		case <-ctx.Done():
-			t.Fatal("alice's run did not end where she follows it")
-		}
-	}
+	told := slices.Contains(followRunProgress(ctx, t, a, own, run), "narrating")
 	if !told {
 		t.Error("alice did not read the Narrator's progress of her run")
 	}
@@ -295,5 +273,36 @@ func TestPrivacyDirectCallOwner(t *testing.T) {
 	}
 	if e := res.Result.Error; res.Result.Success || e == nil || e.Code != schemas.CodeForbidden || !strings.Contains(e.Message, `owner "alice"`) {
 		t.Fatalf("mallory's task owned by alice: %+v %+v; want it refused forbidden, naming the owner", res.Result, e)
+	}
+}
+
+// followRunProgress follows alice's run where she reads it (own, her
+// names) until it completes, and returns the messages of its tasks'
+// progress; a run that fails or does not end fails the test.
+func followRunProgress(ctx context.Context, t *testing.T, a *conn, own bus.Names, run string) []string {
+	t.Helper()
+	events, stop, err := client.Follow(ctx, a.js, own, own.EventsOf(run), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	var progress []string
+	for {
+		select {
+		case ev := <-events:
+			var p schemas.TaskProgress
+			switch {
+			case ev.Type == bus.TypeTaskProgress && ev.DataAs(&p) == nil:
+				progress = append(progress, p.Message)
+			case ev.Type == bus.TypePipelineCompleted:
+				var re schemas.RunEvent
+				if err := ev.DataAs(&re); err != nil || re.Status != schemas.RunCompleted {
+					t.Fatalf("alice's run ended %+v (%v)", re, err)
+				}
+				return progress
+			}
+		case <-ctx.Done():
+			t.Fatal("alice's run did not end where she follows it")
+		}
 	}
 }
